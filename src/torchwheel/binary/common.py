@@ -1,0 +1,74 @@
+"""Format-independent steps every reader shares: marker bytes, raw scan, companions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from torchwheel import marker
+from torchwheel.binary.facts import ExportedMarker, Import, SliceFacts
+from torchwheel.marker import Buffer, MarkerError
+from torchwheel.version import FeatureVersion
+
+__all__ = ["Buffer", "companions_of", "exported_marker", "slice_facts"]
+
+# Companion symbols of stable_abi_marker_check.h: one per distinct TORCH_FEATURE_VERSION
+# among the translation units, the value carried by C++ name mangling.
+_FV_ITANIUM = re.compile(r"^_?_ZN21__torch_stable_abi_fvILy(\d+)EE3tag")
+_FV_MSVC = re.compile(r"^\?tag@\?\$__torch_stable_abi_fv@\$0([A-P]+@|\d)@@")
+
+
+def _msvc_uint(enc: str) -> int:
+    """MSVC template-argument number: '0'..'9' mean 1..10, else hex digits A..P then '@'."""
+    if enc.isdigit():
+        return int(enc) + 1
+    return int("".join("0123456789ABCDEF"[ord(c) - 65] for c in enc.rstrip("@")), 16)
+
+
+def companions_of(exports: Iterable[str]) -> tuple[FeatureVersion, ...]:
+    found: set[FeatureVersion] = set()
+    for name in exports:
+        if "__torch_stable_abi_fv" not in name:
+            continue
+        itanium = _FV_ITANIUM.match(name)
+        msvc = None if itanium else _FV_MSVC.match(name)
+        value = int(itanium.group(1)) if itanium else _msvc_uint(msvc.group(1)) if msvc else None
+        if value is not None and value < 1 << 64:
+            found.add(FeatureVersion.from_int(value))
+    return tuple(sorted(found))
+
+
+def exported_marker(buf: Buffer, offset: int | None) -> ExportedMarker:
+    """Decode the record at the exported symbol's file offset."""
+    if offset is None:
+        return ExportedMarker(None, None, "the marker symbol points at no bytes in the file")
+    raw = bytes(buf[offset : offset + marker.MAX_RECORD])
+    try:
+        return ExportedMarker(marker.decode(raw), offset)
+    except MarkerError as exc:
+        return ExportedMarker(None, offset, str(exc))
+
+
+def slice_facts(
+    buf: Buffer,
+    *,
+    arch: str,
+    exports: Iterable[str],
+    imports: Iterable[Import],
+    needed: Iterable[str],
+    exported: ExportedMarker | None,
+    companions: tuple[FeatureVersion, ...],
+    file_range: tuple[int, int],
+) -> SliceFacts:
+    """Assemble a slice, scanning its own byte range so universal slices stay apart."""
+    lo, hi = file_range
+    return SliceFacts(
+        arch=arch,
+        exports=tuple(dict.fromkeys(exports)),
+        imports=tuple(dict.fromkeys(imports)),
+        needed=tuple(needed),
+        marker=exported,
+        raw_markers=tuple(marker.scan(buf, lo, hi)),
+        companions=companions,
+        file_range=file_range,
+    )

@@ -1,0 +1,191 @@
+"""The command line: parse, call the library, render. Nothing else lives here.
+
+Exit codes are a contract CI jobs rely on: 0 fine, 1 findings (check/repair), 2 the
+input could not be read or the command was misused. Any failure is one line on stderr;
+``TORCHWHEEL_DEBUG=1`` shows the traceback for bug reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from torchwheel import __version__
+from torchwheel.errors import InputError
+
+F = TypeVar("F", bound=Callable[..., Any])
+EXIT_INPUT = 2
+
+
+def _fail(message: str) -> None:
+    click.echo(f"torchwheel: error: {message}", err=True)
+    sys.exit(EXIT_INPUT)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="torchwheel")
+def cli() -> None:
+    """Read, check and tag PyTorch-extension wheels by their LibTorch stable-ABI target."""
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document.")
+def inspect(files: tuple[Path, ...], as_json: bool) -> None:
+    """Show the torch and CPython facts of single compiled files (.so, .dylib, .pyd, .dll)."""
+    from torchwheel.analysis import analyze_binary
+    from torchwheel.binary import BinaryError, read_path
+    from torchwheel.report import binary_text, inspect_json
+    from torchwheel.symtable import load_shipped
+
+    table = load_shipped()
+    results = []
+    for path in files:
+        try:
+            results.append(analyze_binary(read_path(path), table))
+        except BinaryError as exc:
+            raise InputError(f"{path}: {exc}") from exc
+    if as_json:
+        click.echo(json.dumps(inspect_json(results), indent=2))
+    else:
+        click.echo("\n\n".join(binary_text(r) for r in results))
+
+
+_INPUTS = click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
+_ENV = click.option(
+    "--env", "env", multiple=True, metavar="DIST", help="Also read an installed distribution by name."
+)
+
+
+def _load(inputs: tuple[Path, ...], env: tuple[str, ...], verify_hashes: bool = True) -> list[Any]:
+    from torchwheel.inputs import load
+    from torchwheel.symtable import load_shipped
+
+    if not inputs and not env:
+        raise click.UsageError("give at least one wheel, directory or binary (or --env DIST)")
+    return list(load(inputs, env, load_shipped(), verify_hashes))
+
+
+@cli.command()
+@_INPUTS
+@_ENV
+@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document.")
+def show(inputs: tuple[Path, ...], env: tuple[str, ...], as_json: bool) -> None:
+    """Show the torch and CPython facts of wheels and every compiled file in them."""
+    from torchwheel.report import show_json, wheel_text
+
+    wheels = _load(inputs, env)
+    if as_json:
+        click.echo(json.dumps(show_json(wheels), indent=2))
+    else:
+        click.echo("\n\n".join(wheel_text(w) for w in wheels))
+
+
+@cli.command()
+@_INPUTS
+@_ENV
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "github"]),
+    default="text",
+    show_default=True,
+    help="github prints workflow annotations for GitHub Actions.",
+)
+@click.option("--select", multiple=True, metavar="CODE", help="Only these codes (prefixes allowed: TW2).")
+@click.option("--ignore", multiple=True, metavar="CODE", help="Skip these codes (prefixes allowed).")
+@click.option("--no-config", is_flag=True, help="Ignore [tool.torchwheel] in pyproject.toml.")
+@click.option(
+    "--skip-hashes",
+    is_flag=True,
+    help="Do not hash non-compiled members (compiled ones are always read and hashed).",
+)
+def check(
+    inputs: tuple[Path, ...],
+    env: tuple[str, ...],
+    fmt: str,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    no_config: bool,
+    skip_hashes: bool,
+) -> None:
+    """Check wheels; exit 1 when any error is found, 2 when an input cannot be read."""
+    from torchwheel import rules
+    from torchwheel.check_report import check_github, check_json, check_text
+    from torchwheel.config import load_policy
+
+    policy = load_policy(Path.cwd(), select, ignore, use_config=not no_config)
+    wheels = _load(inputs, env, verify_hashes=not skip_hashes)
+    findings = rules.run_all(wheels, policy)
+    if fmt == "json":
+        click.echo(json.dumps(check_json(wheels, findings, not skip_hashes), indent=2))
+    elif fmt == "github":
+        out = check_github(findings)
+        if out:
+            click.echo(out)
+        click.echo(check_text(wheels, findings).splitlines()[-1])  # the summary line for the log
+    else:
+        click.echo(check_text(wheels, findings))
+    if any(f.severity == "error" for f in findings):
+        sys.exit(1)
+
+
+@cli.command()
+def include() -> None:
+    """Print the compiler flag that puts torchwheel's marker header on the include path.
+
+    Use as: CFLAGS="$(torchwheel include)" and #include <torchwheel/stable_abi_marker.h>.
+    """
+    here = Path(__file__).resolve().parent / "include"
+    click.echo(f"-I{here}")
+
+
+@cli.group()
+def symbols() -> None:
+    """The table of stable shim symbols and the torch release that introduced each."""
+
+
+@symbols.command("update")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the table here (default: print it).",
+)
+@click.option("--replace", is_flag=True, help="Build from SOURCES only, not on top of the shipped table.")
+def symbols_update(sources: tuple[Path, ...], output: Path | None, replace: bool) -> None:
+    """Extend the shim table from torch wheels or installations (offline: headers only)."""
+    from torchwheel.symtable_cli import regenerate
+
+    table = regenerate(list(sources), output, extend=not replace)
+    if output is None:
+        click.echo(table.to_json())
+    else:
+        click.echo(f"wrote {output}: {len(table.symbols)} symbols", err=True)
+
+
+def main() -> None:
+    try:
+        code = cli.main(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
+    except click.exceptions.Abort:
+        _fail("aborted")
+    except click.exceptions.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_INPUT if exc.exit_code == 2 else exc.exit_code)
+    except InputError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        _fail("interrupted")
+    except Exception as exc:  # the promise is one line, never a traceback
+        if os.environ.get("TORCHWHEEL_DEBUG"):
+            raise
+        _fail(f"internal error: {type(exc).__name__}: {exc} (TORCHWHEEL_DEBUG=1 shows where)")

@@ -1,0 +1,242 @@
+"""Rendering: analyses in, JSON-ready dicts or text out. Nothing here decides anything.
+
+The JSON shapes are a contract (``docs/json.md``); ``SCHEMA_VERSION`` changes when a
+field changes meaning or disappears, not when one is added.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchwheel.analysis import BinaryAnalysis, DeclaredMarker, SliceAnalysis
+from torchwheel.cpython import PythonFacts
+from torchwheel.torchabi import TorchUsage
+from torchwheel.wheelfacts import WheelFacts, wheel_torch_abi
+
+SCHEMA_VERSION = 1
+_SAMPLE = 8  # unstable symbols shown per slice in text; JSON carries them all
+
+
+def marker_json(declared: DeclaredMarker | None) -> dict[str, Any] | None:
+    if declared is None:
+        return None
+    version = declared.record.version
+    return {
+        "version": version.release if version else None,
+        "abi_tag": version.abi_tag if version else None,
+        "schema": declared.record.schema,
+        "exported": declared.exported,
+        "offset": declared.offset,
+    }
+
+
+def torch_json(torch: TorchUsage) -> dict[str, Any]:
+    return {
+        "usage": torch.usage,
+        "min_version": torch.min_version.release if torch.min_version else None,
+        "min_is_lower_bound": torch.min_is_lower_bound,
+        "stable_symbols": list(torch.stable_symbols),
+        "pinning_symbols": list(torch.pinning_symbols),
+        "unknown_symbols": list(torch.unknown_symbols),
+        "unstable_symbols": list(torch.unstable_symbols),
+    }
+
+
+def python_json(p: PythonFacts) -> dict[str, Any]:
+    return {
+        "hooks": list(p.hooks),
+        "verdict": p.verdict,
+        "limited_symbols": p.limited_symbols,
+        "limited_api_floor": p.limited_floor,
+        "floor_symbols": list(p.floor_symbols),
+        "non_limited_symbols": list(p.non_limited_symbols),
+        "python_dll": p.python_dll,
+    }
+
+
+def slice_json(s: SliceAnalysis) -> dict[str, Any]:
+    f = s.facts
+    return {
+        "arch": f.arch,
+        "marker": marker_json(s.declared),
+        "marker_problem": s.marker_problem,
+        "raw_markers": list(s.raw_versions),
+        "companion_versions": [str(v) for v in f.companions],
+        "torch": torch_json(s.torch),
+        "python": python_json(s.python),
+        "needed": list(f.needed),
+    }
+
+
+def binary_json(b: BinaryAnalysis) -> dict[str, Any]:
+    return {
+        "path": b.facts.path,
+        "format": b.facts.format,
+        "size": b.facts.size,
+        "slices": [slice_json(s) for s in b.slices],
+    }
+
+
+def inspect_json(binaries: list[BinaryAnalysis]) -> dict[str, Any]:
+    return {"schema_version": SCHEMA_VERSION, "files": [binary_json(b) for b in binaries]}
+
+
+def _marker_text(s: SliceAnalysis) -> str:
+    d = s.declared
+    if d is None:
+        return "none" + (f" ({s.marker_problem})" if s.marker_problem else "")
+    if d.record.version is None:
+        return f"unknown schema {d.record.schema} (this torchwheel cannot read it)"
+    how = "exported" if d.exported else "NOT exported (bytes only)"
+    return f"{d.record.version} schema {d.record.schema}, {how}"
+
+
+def slice_text(s: SliceAnalysis) -> list[str]:
+    f, t = s.facts, s.torch
+    lines = [
+        f"  [{f.arch}]",
+        f"    marker       {_marker_text(s)}",
+        f"    raw records  {', '.join(s.raw_versions) or 'none'}",
+    ]
+    if f.companions:
+        lines.append(f"    companions   {', '.join(str(v) for v in f.companions)}")
+    floor = "-" if t.min_version is None else str(t.min_version)
+    if t.min_is_lower_bound:
+        floor = f">= {floor} (lower bound: unknown shims)"
+    lines += [
+        f"    torch usage  {t.usage}; stable shims {len(t.stable_symbols)}; needs torch {floor}",
+    ]
+    if t.pinning_symbols:
+        lines.append(f"    pinned by    {', '.join(t.pinning_symbols)}")
+    if t.unknown_symbols:
+        lines.append(f"    unknown      {', '.join(t.unknown_symbols)}")
+    if t.unstable_symbols:
+        more = len(t.unstable_symbols) - _SAMPLE
+        sample = list(t.unstable_symbols[:_SAMPLE]) + ([f"... {more} more"] if more > 0 else [])
+        lines.append(f"    unstable     {len(t.unstable_symbols)} symbols:")
+        lines += [f"                 {name}" for name in sample]
+    p = s.python
+    lines.append(f"    python       {p.verdict}; hooks {', '.join(p.hooks) or 'none'}")
+    if p.limited_floor:
+        lines.append(f"    limited API  >= {p.limited_floor} ({', '.join(p.floor_symbols[:3])})")
+    if p.non_limited_symbols:
+        lines.append(f"    non-limited  {', '.join(p.non_limited_symbols[:_SAMPLE])}")
+    if p.python_dll:
+        lines.append(f"    python DLL   {p.python_dll}")
+    return lines
+
+
+def binary_text(b: BinaryAnalysis) -> str:
+    head = f"{b.facts.path}: {b.facts.format.upper() if b.facts.format != 'macho' else 'Mach-O'}"
+    head += f", {len(b.slices)} slice{'s' if len(b.slices) != 1 else ''}, {b.facts.size} bytes"
+    lines = [head]
+    for s in b.slices:
+        lines += slice_text(s)
+    return "\n".join(lines)
+
+
+def _requirement_text(w: WheelFacts) -> str:
+    return "; ".join(str(r) for r in w.metadata.torch_requirements) or "none"
+
+
+def _record_text(w: WheelFacts) -> str:
+    if w.kind == "binary":
+        return "n/a"
+    if not w.record_problems:
+        return "ok (every hash verified)"
+    return f"{len(w.record_problems)} problem(s)"
+
+
+def wheel_json(w: WheelFacts) -> dict[str, Any]:
+    abi = wheel_torch_abi(w)
+    c = w.contents
+    return {
+        "path": c.path,
+        "kind": w.kind,
+        "name": c.filename_name,
+        "version": c.filename_version,
+        "filename_tags": sorted(str(t) for t in c.filename_tags),
+        "wheel_tags": sorted(str(t) for t in c.wheel_tags),
+        "requires_python": str(w.metadata.requires_python) if w.metadata.requires_python else None,
+        "torch_requirements": [str(r) for r in w.metadata.torch_requirements],
+        "record": {
+            "verified": w.kind != "binary",
+            "problems": [
+                {"path": p.path, "problem": p.problem, "detail": p.detail} for p in w.record_problems
+            ],
+        },
+        "torch_abi": {
+            "kind": abi.kind,
+            "target": abi.target.release if abi.target else None,
+            "declared": abi.declared.release if abi.declared else None,
+            "label": str(abi),
+        },
+        "files": [{"member": b.member, **binary_json(b.analysis)} for b in w.binaries],
+        "unreadable": [{"member": u.member, "error": u.error} for u in w.unreadable],
+    }
+
+
+def show_json(wheels: list[WheelFacts]) -> dict[str, Any]:
+    return {"schema_version": SCHEMA_VERSION, "wheels": [wheel_json(w) for w in wheels]}
+
+
+def _row(member: str, b: BinaryAnalysis) -> list[list[str]]:
+    rows = []
+    for s in b.slices:
+        d = s.declared
+        mark = (
+            "-"
+            if d is None
+            else (str(d.record.version or f"schema {d.record.schema}") + ("" if d.exported else " (hidden)"))
+        )
+        need = (
+            "-"
+            if s.torch.min_version is None
+            else str(s.torch.min_version) + ("+" if s.torch.min_is_lower_bound else "")
+        )
+        rows.append([member, f"{b.facts.format}/{s.facts.arch}", mark, s.torch.usage, need, s.python.verdict])
+    return rows
+
+
+def wheel_text(w: WheelFacts) -> str:
+    c = w.contents
+    abi = wheel_torch_abi(w)
+    lines = [c.path]
+    if w.kind != "binary":
+        tags = sorted(str(t) for t in (c.filename_tags or c.wheel_tags))
+        lines += [
+            f"  tags             {', '.join(tags) or 'none'}",
+            f"  requires-python  {w.metadata.requires_python or 'any'}",
+            f"  torch requires   {_requirement_text(w)}",
+            f"  RECORD           {_record_text(w)}",
+        ]
+    lines.append(
+        f"  torch ABI        {abi}"
+        + (f" (declared {abi.declared})" if abi.declared and abi.kind != "none" else "")
+    )
+    table = [["file", "format", "marker", "torch", "needs", "python"]]
+    for b in w.binaries:
+        table += _row(b.member, b.analysis)
+    for u in w.unreadable:
+        table.append([u.member, "?", "?", "?", "?", f"unreadable: {u.error}"])
+    if len(table) > 1:
+        widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+        lines.append("")
+        lines += [
+            "  " + "  ".join(cell.ljust(wd) for cell, wd in zip(r, widths, strict=True)).rstrip()
+            for r in table
+        ]
+    else:
+        lines.append("  (no compiled files)")
+    for b in w.binaries:
+        for s in b.analysis.slices:
+            t = s.torch
+            if t.pinning_symbols or t.unknown_symbols or t.unstable_symbols:
+                lines.append(f"  {b.member} [{s.facts.arch}]")
+                if t.pinning_symbols:
+                    lines.append(f"    pinned by   {', '.join(t.pinning_symbols)}")
+                if t.unknown_symbols:
+                    lines.append(f"    unknown     {', '.join(t.unknown_symbols)}")
+                if t.unstable_symbols:
+                    lines.append(f"    unstable    {len(t.unstable_symbols)}, e.g. {t.unstable_symbols[0]}")
+    return "\n".join(lines)

@@ -1,0 +1,139 @@
+"""TW3xx: CPython ABI: wheel tags vs module file names vs hooks vs symbols.
+
+The facts and their meaning are in ``shared/reference/cpython-abi-rules.md``; each rule
+here is one row of its rule list that a wheel's own bytes can decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from packaging.tags import Tag
+
+from torchwheel.cpython import parse_suffix
+from torchwheel.findings import Hit, Policy, rule
+from torchwheel.wheelfacts import WheelFacts, iter_slices
+
+
+def _tags(w: WheelFacts) -> frozenset[Tag]:
+    return w.contents.filename_tags or w.contents.wheel_tags
+
+
+def _abi3_floor(tags: frozenset[Tag]) -> tuple[int, int] | None:
+    """The lowest Python an abi3 tag admits: installers honour the lowest cpXY."""
+    floors = [
+        (3, int(t.interpreter[3:]))
+        for t in tags
+        if t.abi in ("abi3", "abi3t") and t.interpreter.startswith("cp3") and t.interpreter[3:].isdigit()
+    ]
+    return min(floors, default=None)
+
+
+@rule("TW301", "abi3-not-limited", "error", "an abi3-tagged wheel contains a module outside the limited API")
+def abi3_not_limited(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    if not any(t.abi in ("abi3", "abi3t") for t in _tags(w)):
+        return
+    for member, arch, s in iter_slices(w):
+        p = s.python
+        if p.verdict.startswith("version-specific"):
+            why = ", ".join(p.non_limited_symbols[:4]) or p.python_dll or "free-threaded refcount helpers"
+            yield (
+                member,
+                (
+                    f"[{arch}] is version-specific ({why}) but the wheel is tagged abi3: build it with "
+                    "Py_LIMITED_API, or tag the wheel cpXY-cpXY"
+                ),
+            )
+
+
+@rule("TW302", "suffix-tag-mismatch", "error", "a module's file-name suffix does not match the wheel tags")
+def suffix_tag_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    tags = _tags(w)
+    if not tags:
+        return
+    for b in w.binaries:
+        suffix = parse_suffix(b.member)
+        if suffix.kind == "cpython" and suffix.python is not None:
+            want = f"cp{suffix.python.replace('.', '')}"
+            abi = want + ("t" if suffix.free_threaded else "")
+            if not any(t.interpreter == want and t.abi == abi for t in tags):
+                listed = ", ".join(sorted(str(t) for t in tags))
+                yield (
+                    b.member,
+                    (
+                        f"loads only on CPython {suffix.python}{'t' if suffix.free_threaded else ''} but the wheel "
+                        f"is tagged {listed}: tag it {want}-{abi}, or build it as .abi3"
+                    ),
+                )
+        elif suffix.kind == "abi3t" and not any(t.abi == "abi3t" for t in tags):
+            yield b.member, "is an .abi3t module but no wheel tag has the abi3t ABI: tag it cp315-abi3.abi3t"
+
+
+@rule(
+    "TW303",
+    "limited-api-above-floor",
+    "error",
+    "a module uses limited-API symbols newer than the abi3 tag admits",
+)
+def limited_above_floor(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    floor = _abi3_floor(_tags(w))
+    if floor is None:
+        return
+    for member, arch, s in iter_slices(w):
+        p = s.python
+        if p.limited_floor is None or p.verdict.startswith("version-specific"):
+            continue
+        need = tuple(int(x) for x in p.limited_floor.split("."))
+        if need > floor:
+            yield (
+                member,
+                (
+                    f"[{arch}] uses {', '.join(p.floor_symbols[:3])} (CPython {p.limited_floor}+) but the wheel is "
+                    f"tagged cp{floor[0]}{floor[1]}-abi3: raise the tag to cp{need[0]}{need[1]}-abi3"
+                ),
+            )
+
+
+@rule("TW304", "module-hook-missing", "error", "an extension module exports no init hook for its name")
+def hook_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    for b in w.binaries:
+        suffix = parse_suffix(b.member)
+        if suffix.kind not in ("cpython", "abi3", "abi3t") or suffix.module is None:
+            continue
+        wanted = {f"PyInit_{suffix.module}", f"PyModExport_{suffix.module}"}
+        for s in b.analysis.slices:
+            if not wanted & set(s.facts.hooks):
+                found = ", ".join(s.facts.hooks) or "none"
+                yield (
+                    b.member,
+                    (
+                        f"[{s.facts.arch}] named as module {suffix.module!r} but exports no PyInit_{suffix.module} "
+                        f"(hooks: {found}): import would fail; rename the file or the module"
+                    ),
+                )
+
+
+@rule("TW305", "abi3t-needs-modexport", "error", "an abi3t-tagged wheel has a module with only PyInit_")
+def abi3t_needs_modexport(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    if not any(t.abi == "abi3t" for t in _tags(w)):
+        return
+    for member, arch, s in iter_slices(w):
+        hooks = s.python.hooks
+        if hooks and not any(h.startswith("PyModExport") for h in hooks):
+            yield (
+                member,
+                (
+                    f"[{arch}] exports only PyInit_ hooks, which free-threaded abi3t cannot use: "
+                    "port to PyModExport_ (PEP 793) or drop the abi3t tag"
+                ),
+            )
+
+
+@rule("TW306", "pure-tag-with-binaries", "error", "a wheel tagged py3-none ships compiled extension modules")
+def pure_tag(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    tags = _tags(w)
+    if tags and all(t.abi == "none" for t in tags) and any(s.python.hooks for _, _, s in iter_slices(w)):
+        yield (
+            "",
+            "ships Python extension modules but its tags say abi 'none': tag it with the modules' ABI (abi3 or cpXY)",
+        )

@@ -1,0 +1,128 @@
+"""TW4xx: the wheel is internally consistent: RECORD, tags, platform, metadata files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from torchwheel.binary.facts import Format
+from torchwheel.findings import Hit, Policy, rule
+from torchwheel.wheelfacts import WheelFacts
+
+_RECORD_KINDS = {
+    "hash-mismatch": "TW402",
+    "size-mismatch": "TW402",
+    "missing-from-record": "TW403",
+    "missing-file": "TW403",
+    "no-hash": "TW403",
+    "weak-hash": "TW403",
+}
+
+
+@rule("TW401", "record-missing", "error", "the wheel has no RECORD")
+def record_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    for p in w.record_problems:
+        if p.problem == "missing-record":
+            yield (
+                p.path,
+                "the wheel has no RECORD: installers refuse it; rebuild, or run `torchwheel tag` to write one",
+            )
+
+
+@rule("TW402", "record-mismatch", "error", "a member's hash or size differs from RECORD")
+def record_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    for p in w.record_problems:
+        if _RECORD_KINDS.get(p.problem) == "TW402":
+            yield (
+                p.path,
+                f"{p.problem} ({p.detail}): the file changed after RECORD was written; regenerate RECORD",
+            )
+
+
+@rule("TW403", "record-incomplete", "error", "RECORD and the archive list different files")
+def record_incomplete(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    for p in w.record_problems:
+        if _RECORD_KINDS.get(p.problem) == "TW403":
+            yield p.path, f"{p.detail}: regenerate RECORD from the archive's contents"
+
+
+@rule("TW404", "tags-disagree", "error", "the file name's tags differ from the WHEEL Tag lines")
+def tags_disagree(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    c = w.contents
+    if not w.is_wheel_file:
+        return
+    if c.filename_tags != c.wheel_tags:
+        name = sorted(str(t) for t in c.filename_tags)
+        inside = sorted(str(t) for t in c.wheel_tags) or ["none"]
+        yield (
+            f"{c.dist_info}/WHEEL",
+            (
+                f"file name tags {', '.join(name)} differ from WHEEL Tag lines {', '.join(inside)}: "
+                "make them agree (`torchwheel tag` rewrites WHEEL from the file name)"
+            ),
+        )
+
+
+def _expected(platform: str) -> tuple[Format, set[str]] | None:
+    """The binary format and architectures a platform tag promises."""
+    if platform.startswith(("manylinux", "musllinux", "linux")):
+        arch = platform.split("_", 3)[-1] if not platform.startswith("linux_") else platform[6:]
+        return "elf", {arch}
+    if platform.startswith("macosx_"):
+        arch = platform.split("_", 3)[-1]
+        archs = {"universal2": {"x86_64", "arm64"}, "intel": {"x86_64", "i386"}}.get(arch, {arch})
+        return "macho", archs
+    if platform.startswith("win"):
+        return "pe", {{"win_amd64": "AMD64", "win32": "x86", "win_arm64": "ARM64"}.get(platform, platform)}
+    return None
+
+
+@rule(
+    "TW405", "platform-mismatch", "error", "a binary's format or architecture does not match the platform tag"
+)
+def platform_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    platforms = {t.platform for t in (w.contents.filename_tags or w.contents.wheel_tags)}
+    if not platforms or not w.binaries:
+        return
+    if platforms == {"any"}:
+        yield "", "the wheel is tagged for any platform but ships compiled files: tag it for their platform"
+        return
+    for b in w.binaries:
+        have = {s.facts.arch for s in b.analysis.slices}
+        for platform in sorted(platforms):
+            expected = _expected(platform)
+            if expected is None:
+                continue
+            fmt, archs = expected
+            if b.analysis.facts.format != fmt:
+                yield (
+                    b.member,
+                    f"is {b.analysis.facts.format.upper()} but the wheel is tagged {platform}: retag or rebuild",
+                )
+            elif not archs <= have:
+                yield (
+                    b.member,
+                    (
+                        f"has {', '.join(sorted(have))} but the wheel is tagged {platform} "
+                        f"({', '.join(sorted(archs))}): retag or rebuild"
+                    ),
+                )
+
+
+@rule("TW406", "binary-unreadable", "error", "a compiled member cannot be read as ELF, Mach-O or PE")
+def binary_unreadable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    for u in w.unreadable:
+        yield u.member, f"cannot be read ({u.error}): rebuild it, or drop it from the wheel"
+
+
+@rule("TW407", "metadata-invalid", "error", "METADATA or WHEEL is malformed")
+def metadata_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    c = w.contents
+    for problem in w.metadata.problems:
+        yield f"{c.dist_info}/METADATA", f"{problem}: fix the build backend's output"
+    version = (c.wheel_fields.get("Wheel-Version") or [""])[0]
+    if not version:
+        yield f"{c.dist_info}/WHEEL", "WHEEL has no Wheel-Version: installers refuse it"
+    elif version.split(".")[0] != "1":
+        yield f"{c.dist_info}/WHEEL", f"Wheel-Version {version} is not 1.x: installers refuse it"
+    if not c.wheel_tags:
+        yield f"{c.dist_info}/WHEEL", "WHEEL has no Tag lines: add one per tag in the file name"

@@ -1,0 +1,94 @@
+"""TW2xx: the torch contract a library declares matches the symbols it imports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from fnmatch import fnmatch
+
+from torchwheel.findings import Hit, Policy, rule
+from torchwheel.wheelfacts import WheelFacts, iter_slices
+
+
+def _allowlisted(member: str, policy: Policy) -> bool:
+    return any(
+        fnmatch(member, pattern) or fnmatch(member.rsplit("/", 1)[-1], pattern)
+        for pattern in policy.unstable_allowlist
+    )
+
+
+@rule("TW201", "target-too-old", "error", "the declared target is older than the imported shims need")
+def target_too_old(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    for member, arch, s in iter_slices(w):
+        d, t = s.declared, s.torch
+        if d is None or d.record.version is None or t.min_version is None:
+            continue
+        if t.min_version > d.record.version:
+            pins = ", ".join(t.pinning_symbols) or ", ".join(t.unknown_symbols)
+            yield (
+                member,
+                (
+                    f"[{arch}] declares torch {d.record.version} but imports {pins} (torch {t.min_version}+): "
+                    f"on torch {d.record.version.minor_release} it fails with 'undefined symbol'; "
+                    f"set TORCH_TARGET_VERSION to {t.min_version.minor_release} or stop using them"
+                ),
+            )
+
+
+@rule(
+    "TW202", "unstable-in-stable", "error", "a library that declares the stable ABI imports unstable symbols"
+)
+def unstable_in_stable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    for member, arch, s in iter_slices(w):
+        if s.declared is not None and s.torch.unstable_symbols:
+            sample = "; ".join(s.torch.unstable_symbols[:3])
+            yield (
+                member,
+                (
+                    f"[{arch}] declares the stable ABI but imports {len(s.torch.unstable_symbols)} unstable "
+                    f"libtorch symbols ({sample}): port them to torch::stable or the C shim"
+                ),
+            )
+
+
+@rule("TW203", "unknown-shim", "warning", "imported shim symbols are not in the symbol table")
+def unknown_shims(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    for member, arch, s in iter_slices(w):
+        if s.torch.unknown_symbols:
+            yield (
+                member,
+                (
+                    f"[{arch}] shim symbols unknown to torchwheel's table ({', '.join(s.torch.unknown_symbols)}); "
+                    "the minimum torch is a lower bound: run `torchwheel symbols update <newer torch wheel>`"
+                ),
+            )
+
+
+@rule(
+    "TW204", "unstable-library", "warning", "a library uses unstable libtorch symbols and is not allowlisted"
+)
+def unstable_library(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    for member, arch, s in iter_slices(w):
+        if s.torch.usage == "unstable" and s.declared is None and not _allowlisted(member, policy):
+            yield (
+                member,
+                (
+                    f"[{arch}] uses {len(s.torch.unstable_symbols)} unstable libtorch symbols, so the wheel "
+                    "loads only on the torch it was built with: port to the stable ABI, or allowlist it in "
+                    "[tool.torchwheel] unstable-allowlist"
+                ),
+            )
+
+
+@rule("TW205", "stale-allowlist", "error", "an unstable-allowlist entry matches no unstable library")
+def stale_allowlist(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    unstable = [m for m, _, s in iter_slices(w) if s.torch.usage == "unstable"]
+    for pattern in policy.unstable_allowlist:
+        probe = Policy(unstable_allowlist=(pattern,))
+        if not any(_allowlisted(m, probe) for m in unstable):
+            yield (
+                "",
+                (
+                    f"unstable-allowlist entry {pattern!r} matches no library that uses unstable symbols: "
+                    "remove it from [tool.torchwheel]"
+                ),
+            )

@@ -1,0 +1,545 @@
+"""Which torch release introduced each stable-ABI shim function.
+
+An extension built against the LibTorch stable ABI calls C shim functions
+(``aoti_torch_*``, ``torch_*``) that libtorch exports. A function added in 2.12 makes the
+extension unloadable on 2.11, so the minimum torch a wheel needs is the newest
+"introduced in" version among the shim functions it imports. PyTorch records that version
+in its headers: newer declarations sit inside ``#if TORCH_FEATURE_VERSION >=
+TORCH_VERSION_2_X_0`` blocks so that an extension compiled with ``TORCH_TARGET_VERSION``
+cannot see them. This module reads those gates out of the shipped headers (no compiler, no
+unpacking of the 200+ MB wheel) and keeps the result as a small versioned JSON table that
+ships with torchwheel, because the checker must work without torch installed.
+
+Only the version gates matter to us; every other conditional (``USE_CUDA``,
+``__cplusplus``, include guards, ``AT_MKLDNN_ENABLED()``) is kept on the stack as a
+neutral frame so that ``#else``/``#endif`` still pair with the right ``#if``. Functions
+behind a device conditional are recorded like any other: whether libtorch exports them
+depends on the build, not on the release, and that is a different question.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import json
+import re
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from os import PathLike
+from pathlib import Path, PurePosixPath
+from types import MappingProxyType
+
+from torchwheel.version import FeatureVersion
+
+__all__ = [
+    "BASELINE",
+    "SCHEMA_VERSION",
+    "SHIM_HEADER_DIRS",
+    "ConditionalTracker",
+    "SymbolTable",
+    "load_shipped",
+    "scan_header_text",
+    "scan_headers",
+]
+
+#: Version of the JSON layout written by :meth:`SymbolTable.to_json`. Readers refuse
+#: other values: a future layout may put something other than a version in ``symbols``.
+SCHEMA_VERSION = 1
+
+#: The torch release assumed for ungated (``None``) symbols when computing a minimum.
+#:
+#: Reasoning, from the headers of torch 2.13.0 and 2.14.1 (the only ones scanned):
+#: ``torch/csrc/stable/version.h`` defines gate macros starting at
+#: ``TORCH_VERSION_2_10_0`` and its own documentation uses "Target ... PyTorch 2.9" as
+#: the example of the lowest target, so the gating scheme began in the 2.10 cycle and
+#: everything left ungated is what 2.9 already had. 2.9 is also the first release whose
+#: stable-ABI headers were usable for version-targeted builds (torch/csrc/stable existed
+#: earlier, but without ``TORCH_TARGET_VERSION`` there was nothing to target). What we could
+#: *not* verify without a 2.9 wheel: that every ungated symbol really exists in 2.9.
+#: The 2.14 headers show the gap is real (they retro-gate ten ``aoti_torch_mps_*``
+#: functions at 2.10 that 2.13 declared ungated), so ``None`` means "no gate known", and
+#: extending the table with an older wheel via :meth:`SymbolTable.merge` tightens it.
+BASELINE = FeatureVersion(2, 9, 0)
+
+#: Include-root-relative directories whose headers declare the C shim. Other headers also
+#: use ``AOTI_TORCH_EXPORT`` (``torch/csrc/shim_exception_state.h`` exports C++ helpers in a
+#: namespace and ``#error``s under ``TORCH_STABLE_ONLY``), but those are not stable ABI.
+SHIM_HEADER_DIRS = (
+    "torch/csrc/stable/c/",
+    "torch/csrc/inductor/aoti_torch/c/",
+    "torch/csrc/inductor/aoti_torch/generated/",
+)
+
+# Where the TORCH_VERSION_MAJOR/MINOR/PATCH macros live, newest layout first.
+_VERSION_HEADERS = (
+    "torch/headeronly/version.h",
+    "torch/version.h",
+    "torch/csrc/api/include/torch/version.h",
+)
+_INCLUDE_PREFIX = "torch/include/"
+
+_GATE_ATOM = re.compile(
+    r"TORCH_FEATURE_VERSION\s*(?P<op>>=|<)\s*"
+    r"(?:TORCH_VERSION_(?P<maj>\d+)_(?P<min>\d+)_(?P<pat>\d+)\b|(?P<hex>0[xX][0-9a-fA-F]+))"
+)
+_DIRECTIVE = re.compile(r"^\s*#\s*(?P<name>[a-z_]*)(?P<rest>.*)$", re.DOTALL)
+_DECLARATION = re.compile(
+    # Everything between the export macro and the name is return type: no parentheses,
+    # braces or semicolons, which also stops a stray macro use from swallowing the
+    # following declaration.
+    r"\bAOTI_TORCH_EXPORT\b[^;{}()]*?\b(?P<name>[A-Za-z_]\w*)\s*\("
+)
+_EXPORT = re.compile(r"\bAOTI_TORCH_EXPORT\b")
+_VERSION_MACRO = re.compile(
+    r"^\s*#\s*define\s+TORCH_VERSION_(?P<part>MAJOR|MINOR|PATCH)\s+(?P<value>\d+)\b",
+    re.MULTILINE,
+)
+
+Gate = FeatureVersion | None
+Source = str | PathLike[str]
+
+
+# ---------------------------------------------------------------------------------------
+# Preprocessor conditionals
+# ---------------------------------------------------------------------------------------
+
+
+def _min_gate(gates: Iterable[Gate]) -> Gate:
+    """Lowest of the gates, where an ungated (``None``) candidate wins outright."""
+    best: Gate = None
+    for gate in gates:
+        if gate is None:
+            return None
+        best = gate if best is None else min(best, gate)
+    return best
+
+
+def _max_gate(gates: Iterable[Gate]) -> Gate:
+    """Highest of the gates that are set: nesting only ever narrows availability."""
+    present = [gate for gate in gates if gate is not None]
+    return max(present) if present else None
+
+
+def _atom_gates(atom: str) -> tuple[Gate, Gate]:
+    """(gate when the atom holds, gate when it does not) for one ``&&`` operand."""
+    match = _GATE_ATOM.search(atom)
+    if match is None:
+        return None, None
+    if match["hex"] is not None:
+        version = FeatureVersion.from_int(int(match["hex"], 16))
+    else:
+        version = FeatureVersion(int(match["maj"]), int(match["min"]), int(match["pat"]))
+    if atom.lstrip().startswith("!"):
+        # ``!(TORCH_FEATURE_VERSION >= X)`` is ``< X``; the symmetric case likewise.
+        return (None, version) if match["op"] == ">=" else (version, None)
+    return (version, None) if match["op"] == ">=" else (None, version)
+
+
+def condition_gates(expression: str) -> tuple[Gate, Gate]:
+    """Feature-version gates implied by an ``#if`` expression and by its negation.
+
+    The first element is the gate of the ``#if`` branch, the second that of an ``#else``
+    branch. ``>= X`` gates the true branch at X; ``< X`` gates the false one. Conjunctions
+    take the strictest gate, disjunctions the loosest, and anything we cannot see a
+    version in is neutral: a wrong gate would make torchwheel reject or mis-tag wheels,
+    while a missing one only loses precision.
+    """
+    disjuncts: list[tuple[Gate, Gate]] = []
+    for disjunct in expression.split("||"):
+        atoms = [_atom_gates(atom) for atom in disjunct.split("&&")]
+        # A && B holds only when both hold; it fails when either fails.
+        true_gate = _max_gate(atom[0] for atom in atoms)
+        false_gate = _min_gate(atom[1] for atom in atoms)
+        disjuncts.append((true_gate, false_gate))
+    # A || B holds when either holds; it fails only when both fail.
+    return _min_gate(d[0] for d in disjuncts), _max_gate(d[1] for d in disjuncts)
+
+
+@dataclass
+class _Frame:
+    gate: Gate  # gate of the branch currently being read
+    else_gate: Gate  # gate an ``#else`` would open
+    live: bool  # False inside ``#if 0``
+    else_live: bool
+
+
+@dataclass
+class ConditionalTracker:
+    """The stack of open ``#if`` frames, reduced to what availability needs.
+
+    Feed it every directive in order; :attr:`gate` is then the version a declaration at
+    the current position is gated at (the highest enclosing gate, ``None`` if ungated),
+    and :attr:`live` is False inside ``#if 0`` blocks whose contents no compiler sees.
+    """
+
+    _stack: list[_Frame] = field(default_factory=list)
+
+    @property
+    def depth(self) -> int:
+        return len(self._stack)
+
+    @property
+    def gate(self) -> Gate:
+        return _max_gate(frame.gate for frame in self._stack)
+
+    @property
+    def live(self) -> bool:
+        return all(frame.live for frame in self._stack)
+
+    def directive(self, name: str, rest: str) -> None:
+        """Apply one preprocessor directive (``name`` without the ``#``)."""
+        expression = rest.strip()
+        if name == "if":
+            gate, else_gate = condition_gates(expression)
+            live = expression != "0"
+            self._stack.append(_Frame(gate, else_gate, live, expression != "1"))
+        elif name in ("ifdef", "ifndef"):
+            self._stack.append(_Frame(None, None, True, True))
+        elif name == "elif":
+            frame = self._top(name)
+            gate, else_gate = condition_gates(expression)
+            # Reaching an #elif means every earlier branch failed, so the earlier
+            # negation still applies on top of this branch's own condition.
+            frame.gate = _max_gate((frame.else_gate, gate))
+            frame.else_gate = _max_gate((frame.else_gate, else_gate))
+            frame.live = frame.else_live and expression != "0"
+            frame.else_live = frame.else_live and expression != "1"
+        elif name == "else":
+            frame = self._top(name)
+            frame.gate, frame.else_gate = frame.else_gate, None
+            frame.live, frame.else_live = frame.else_live, False
+        elif name == "endif":
+            self._top(name)
+            self._stack.pop()
+        # #define, #include, #pragma, #error, #undef ...: no effect on availability.
+
+    def _top(self, name: str) -> _Frame:
+        if not self._stack:
+            raise ValueError(f"#{name} without a matching #if")
+        return self._stack[-1]
+
+
+# ---------------------------------------------------------------------------------------
+# Header text
+# ---------------------------------------------------------------------------------------
+
+
+def _strip_comments(text: str) -> str:
+    """Blank out comments, keeping newlines and string literals intact.
+
+    String literals matter because ``[[deprecated("...")]]`` messages could hold ``//``;
+    newlines matter because directives are line-based.
+    """
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char in "\"'":
+            j = i + 1
+            while j < n and text[j] != char and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i : j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(" " + "\n" * text.count("\n", i, j))
+            i = j
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+def _logical_lines(text: str) -> Iterator[str]:
+    """Physical lines with backslash continuations joined, as the preprocessor sees them.
+
+    Joining is what keeps a multi-line ``#define`` body out of the declaration scan.
+    """
+    pending = ""
+    for line in text.splitlines():
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        yield pending + line
+        pending = ""
+    if pending:
+        yield pending
+
+
+def scan_header_text(text: str) -> dict[str, Gate]:
+    """Every ``AOTI_TORCH_EXPORT`` function in one header, with the gate it sits behind.
+
+    A name declared more than once keeps its most permissive declaration: if any copy is
+    visible to a target, the function is available to that target.
+    """
+    tracker = ConditionalTracker()
+    code: list[str] = []
+    starts: list[int] = []
+    gates: list[Gate] = []
+    offset = 0
+    for line in _logical_lines(_strip_comments(text)):
+        directive = _DIRECTIVE.match(line)
+        if directive is not None:
+            tracker.directive(directive["name"], directive["rest"])
+            continue
+        if not tracker.live:
+            continue
+        starts.append(offset)
+        gates.append(tracker.gate)
+        code.append(line)
+        offset += len(line) + 1
+    joined = "\n".join(code)
+
+    found: dict[str, Gate] = {}
+    for export in _EXPORT.finditer(joined):
+        declaration = _DECLARATION.match(joined, export.start())
+        if declaration is None:
+            continue  # not a function (or a shape we do not parse): nothing to import
+        gate = gates[bisect.bisect_right(starts, export.start()) - 1]
+        name = declaration["name"]
+        found[name] = _min_gate((found[name], gate)) if name in found else gate
+    return found
+
+
+# ---------------------------------------------------------------------------------------
+# Sources: wheel files, site-packages, include directories
+# ---------------------------------------------------------------------------------------
+
+
+def _is_shim_header(relative: str) -> bool:
+    return relative.endswith(".h") and relative.startswith(SHIM_HEADER_DIRS)
+
+
+def _parse_version_header(text: str, origin: str) -> FeatureVersion:
+    parts = {m["part"]: int(m["value"]) for m in _VERSION_MACRO.finditer(text)}
+    try:
+        return FeatureVersion(parts["MAJOR"], parts["MINOR"], parts["PATCH"])
+    except KeyError as exc:
+        raise ValueError(f"{origin}: no TORCH_VERSION_{exc.args[0]} macro") from exc
+
+
+def _read_wheel(path: Path) -> tuple[FeatureVersion, dict[str, str]]:
+    with zipfile.ZipFile(path) as wheel:
+        names = {
+            info.filename[len(_INCLUDE_PREFIX) :]: info.filename
+            for info in wheel.infolist()
+            if info.filename.startswith(_INCLUDE_PREFIX) and not info.is_dir()
+        }
+
+        def read(relative: str) -> str:
+            return wheel.read(names[relative]).decode("utf-8", errors="replace")
+
+        version_header = next((h for h in _VERSION_HEADERS if h in names), None)
+        if version_header is None:
+            raise ValueError(f"{path}: no torch/include version header; not a torch wheel?")
+        version = _parse_version_header(read(version_header), f"{path}!{version_header}")
+        headers = {rel: read(rel) for rel in sorted(names) if _is_shim_header(rel)}
+    return version, headers
+
+
+def _include_root(path: Path) -> Path:
+    for candidate in (path / "torch" / "include", path / "include", path):
+        if (candidate / "torch" / "csrc").is_dir():
+            return candidate
+    raise ValueError(
+        f"{path}: neither a torch wheel, a directory containing torch/include, nor a torch include directory"
+    )
+
+
+def _read_directory(path: Path) -> tuple[FeatureVersion, dict[str, str]]:
+    root = _include_root(path)
+    for name in _VERSION_HEADERS:
+        version_file = root / name
+        if version_file.is_file():
+            version = _parse_version_header(
+                version_file.read_text(encoding="utf-8", errors="replace"), str(version_file)
+            )
+            break
+    else:
+        raise ValueError(f"{root}: no torch version header ({', '.join(_VERSION_HEADERS)})")
+    headers: dict[str, str] = {}
+    for directory in SHIM_HEADER_DIRS:
+        base = root / directory
+        if not base.is_dir():
+            continue
+        for header in sorted(base.rglob("*.h")):
+            relative = PurePosixPath(header.relative_to(root)).as_posix()
+            headers[relative] = header.read_text(encoding="utf-8", errors="replace")
+    return version, headers
+
+
+def scan_headers(source: Source) -> SymbolTable:
+    """Symbol table of one torch build, read from a wheel, a site-packages or include dir.
+
+    Wheels are read in place through :mod:`zipfile`: only the few shim headers are
+    decompressed, which is what makes scanning a 500 MB CUDA wheel cheap.
+    """
+    path = Path(source)
+    if path.is_dir():
+        version, headers = _read_directory(path)
+    elif zipfile.is_zipfile(path):
+        version, headers = _read_wheel(path)
+    else:
+        raise ValueError(f"{path}: not a torch wheel or directory")
+    if not headers:
+        raise ValueError(f"{path}: torch {version} ships no stable-ABI shim headers")
+    symbols: dict[str, Gate] = {}
+    for text in headers.values():
+        for name, gate in scan_header_text(text).items():
+            symbols[name] = _min_gate((symbols[name], gate)) if name in symbols else gate
+    return SymbolTable(symbols=symbols, sources=(version.release,))
+
+
+# ---------------------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------------------
+
+
+def _version_key(release: str) -> FeatureVersion:
+    return FeatureVersion.parse(release)
+
+
+@dataclass(frozen=True)
+class SymbolTable:
+    """Shim function name -> release that introduced it (``None``: no gate, baseline).
+
+    ``sources`` are the torch releases whose headers went into the table. They bound what
+    the table can know: a symbol newer than ``newest`` is simply absent, and an ungated
+    symbol is only known to be at least as old as the oldest source.
+    """
+
+    symbols: Mapping[str, FeatureVersion | None]
+    sources: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Sorted, read-only copies: the table is shared through load_shipped()'s cache,
+        # and sorted order makes equality, JSON and reports deterministic.
+        frozen = MappingProxyType(dict(sorted(self.symbols.items())))
+        releases = sorted({_version_key(s).release for s in self.sources}, key=_version_key)
+        object.__setattr__(self, "symbols", frozen)
+        object.__setattr__(self, "sources", tuple(releases))
+
+    def introduced(self, name: str) -> FeatureVersion | None:
+        """Release that introduced ``name``; ``None`` when it is baseline.
+
+        Raises KeyError for names the table does not know, because "unknown" must not be
+        mistaken for "available everywhere": it usually means a torch newer than the table.
+        """
+        if name not in self.symbols:
+            raise KeyError(name)
+        return self.symbols[name]
+
+    @property
+    def oldest_source(self) -> FeatureVersion | None:
+        return _version_key(self.sources[0]) if self.sources else None
+
+    @property
+    def newest(self) -> FeatureVersion:
+        """The newest release this table speaks for: its newest source or gate.
+
+        A wheel built against anything newer may use symbols the table has never seen.
+        """
+        candidates = [_version_key(s) for s in self.sources]
+        candidates += [v for v in self.symbols.values() if v is not None]
+        return max(candidates, default=BASELINE)
+
+    def merge(self, other: SymbolTable) -> SymbolTable:
+        """Combine two tables built from different torch releases.
+
+        Rules, per symbol:
+
+        * Declared in both: the lowest gate. Gates are the maintainers' own statement of
+          availability and get added retroactively when a gap is noticed (torch 2.14 gates
+          ten ``aoti_torch_mps_*`` functions at 2.10 that 2.13 declared ungated), so a gate
+          beats an ungated declaration in another release, and a lower gate (say, after a
+          backport) beats a higher one. Ungated in both: baseline.
+        * Declared in one table only, and the other table scanned an older release: the
+          symbol did not exist there, so it is at least as new as this table's oldest
+          release, ``x.y.0`` (patch releases do not add API). Without a gate that is the
+          whole answer; with a lower gate it still wins, because generated headers gate an
+          op once for every device: 2.14's ``c_shim_xpu.h`` gates
+          ``aoti_torch_xpu_grid_sampler_3d`` at 2.13, yet 2.13 had no XPU kernel for it.
+        * Declared in one table only, and the other table scanned only newer releases: a
+          removal from newer headers does not make libtorch stop exporting the function
+          (that is the stable ABI's promise), so the declaring table's value stands.
+
+        Only the oldest release of each table matters, which keeps merge commutative.
+        Fold tables oldest first (as :func:`merge_all` does): an inferred ``x.y.0`` is
+        stored like a gate, so a symbol that disappears and comes back across releases
+        can depend on the order.
+        """
+        mine, theirs = self.oldest_source, other.oldest_source
+        merged: dict[str, Gate] = {}
+        for name in self.symbols.keys() | other.symbols.keys():
+            if name in self.symbols and name in other.symbols:
+                merged[name] = _lowest_gate(self.symbols[name], other.symbols[name])
+            elif name in self.symbols:
+                merged[name] = _arrival(self.symbols[name], mine, theirs)
+            else:
+                merged[name] = _arrival(other.symbols[name], theirs, mine)
+        return SymbolTable(symbols=merged, sources=self.sources + other.sources)
+
+    def to_json(self) -> str:
+        """Deterministic JSON (sorted keys, two-space indent) so regenerating is diffable."""
+        document = {
+            "schema_version": SCHEMA_VERSION,
+            "sources": list(self.sources),
+            "symbols": {name: None if gate is None else gate.release for name, gate in self.symbols.items()},
+        }
+        return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> SymbolTable:
+        document = json.loads(text)
+        if not isinstance(document, dict):
+            raise ValueError("symbol table: expected a JSON object")
+        schema = document.get("schema_version")
+        if schema != SCHEMA_VERSION:
+            raise ValueError(f"symbol table schema {schema!r} is not supported (expected {SCHEMA_VERSION})")
+        raw_symbols = document.get("symbols")
+        raw_sources = document.get("sources", [])
+        if not isinstance(raw_symbols, dict) or not isinstance(raw_sources, list):
+            raise ValueError("symbol table: 'symbols' must be an object, 'sources' a list")
+        symbols: dict[str, Gate] = {}
+        for name, value in raw_symbols.items():
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"symbol table: {name}: version must be a string or null")
+            symbols[name] = None if value is None else FeatureVersion.parse(value)
+        return cls(symbols=symbols, sources=tuple(str(s) for s in raw_sources))
+
+
+def _lowest_gate(a: Gate, b: Gate) -> Gate:
+    """Lowest gate of two declarations, where ungated means "no information"."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def _arrival(gate: Gate, present_since: FeatureVersion | None, other: FeatureVersion | None) -> Gate:
+    """Version of a symbol declared (with ``gate``) in one table only; see merge()."""
+    if present_since is None or other is None or other >= present_since:
+        return gate
+    return _max_gate((gate, FeatureVersion(present_since.major, present_since.minor, 0)))
+
+
+def merge_all(tables: Iterable[SymbolTable]) -> SymbolTable:
+    """Fold tables oldest release first, the order :meth:`SymbolTable.merge` assumes."""
+    ordered = sorted(tables, key=lambda t: (t.oldest_source is None, t.oldest_source or BASELINE))
+    if not ordered:
+        raise ValueError("no symbol tables to merge")
+    return functools.reduce(SymbolTable.merge, ordered)
+
+
+@functools.cache
+def load_shipped() -> SymbolTable:
+    """The table generated by scripts/gen_symtable.py and shipped in the package data."""
+    resource = resources.files("torchwheel") / "data" / "shim_versions.json"
+    return SymbolTable.from_json(resource.read_text(encoding="utf-8"))

@@ -1,0 +1,254 @@
+"""Reading a wheel without unpacking it: members streamed from the zip, metadata parsed.
+
+Peers unzip to disk and spend most of their time there; we inflate each member once,
+hash it on the way (RECORD needs every byte hashed anyway) and hand compiled members
+to the readers from memory. Hostile archives (``../`` names, links, duplicates, absurd
+declared sizes) are refused here with ``InputError`` before anything reads them.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import stat
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from email.parser import HeaderParser
+from pathlib import Path, PurePosixPath
+
+from packaging.tags import Tag
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from torchwheel.errors import InputError
+
+# One member inflating to more than this is refused: a zip bomb, not an extension.
+MAX_MEMBER_SIZE = 8 << 30
+_MAX_RATIO = 2000  # deflate tops out near 1032:1; a larger claim is a crafted header
+_CHUNK = 1 << 20
+_COMPILED_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
+
+
+def is_compiled_name(name: str) -> bool:
+    """Members the binary readers look at: extensions and bundled libraries, incl. .so.N."""
+    base = name.rsplit("/", 1)[-1]
+    if base.endswith(_COMPILED_SUFFIXES):
+        return True
+    return ".so." in base and base.rsplit(".so.", 1)[1].replace(".", "").isdigit()
+
+
+def record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+@dataclass(frozen=True)
+class RecordEntry:
+    path: str
+    hash: str | None
+    size: int | None
+
+
+@dataclass(frozen=True)
+class RecordProblem:
+    path: str
+    problem: str  # "missing-from-record" | "hash-mismatch" | "size-mismatch" | "missing-file" | ...
+    detail: str
+
+
+@dataclass
+class WheelContents:
+    """What the metadata files and the archive say; binaries are added by the caller."""
+
+    path: str
+    filename_name: str
+    filename_version: str
+    filename_tags: frozenset[Tag]
+    build_tag: str | None
+    dist_info: str
+    wheel_fields: dict[str, list[str]]
+    metadata_text: str
+    record: dict[str, RecordEntry] | None
+    members: list[str] = field(default_factory=list)
+    record_problems: list[RecordProblem] = field(default_factory=list)
+
+    @property
+    def wheel_tags(self) -> frozenset[Tag]:
+        tags: set[Tag] = set()
+        for line in self.wheel_fields.get("Tag", []):
+            parts = line.strip().split("-")
+            if len(parts) == 3:
+                tags.update(
+                    Tag(i, a, p)
+                    for i in parts[0].split(".")
+                    for a in parts[1].split(".")
+                    for p in parts[2].split(".")
+                )
+        return frozenset(tags)
+
+
+def _check_member(info: zipfile.ZipInfo, seen: set[str]) -> None:
+    name = info.filename
+    pure = PurePosixPath(name)
+    if name.startswith("/") or "\\" in name or (len(name) > 1 and name[1] == ":"):
+        raise InputError(f"member {name!r} has an absolute or Windows path")
+    if ".." in pure.parts:
+        raise InputError(f"member {name!r} escapes the wheel with '..'")
+    if name in seen:
+        raise InputError(f"member {name!r} appears twice in the archive")
+    seen.add(name)
+    mode = info.external_attr >> 16
+    if stat.S_ISLNK(mode):
+        raise InputError(f"member {name!r} is a symbolic link, which wheels cannot carry")
+    if info.file_size > MAX_MEMBER_SIZE or (
+        info.compress_size and info.file_size > _MAX_RATIO * info.compress_size and info.file_size > 1 << 24
+    ):
+        raise InputError(f"member {name!r} declares {info.file_size} bytes inflated: refusing (zip bomb?)")
+
+
+def parse_record(text: str) -> dict[str, RecordEntry]:
+    entries: dict[str, RecordEntry] = {}
+    for row in csv.reader(io.StringIO(text)):
+        if not row:
+            continue
+        if len(row) != 3:
+            raise InputError(f"RECORD row {row!r} does not have 3 fields")
+        path, digest, size = row
+        try:
+            entries[path] = RecordEntry(path, digest or None, int(size) if size else None)
+        except ValueError as exc:
+            raise InputError(f"RECORD size {size!r} for {path!r} is not a number") from exc
+    return entries
+
+
+def parse_wheel_fields(text: str) -> dict[str, list[str]]:
+    msg = HeaderParser().parsestr(text)
+    fields: dict[str, list[str]] = {}
+    for key, value in msg.items():
+        fields.setdefault(key, []).append(str(value).strip())
+    return fields
+
+
+class WheelArchive:
+    """An open wheel: validated member list, metadata, and streaming member reads."""
+
+    is_wheel_file = True
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            name, version, build, tags = parse_wheel_filename(path.name)
+        except InvalidWheelFilename as exc:
+            raise InputError(f"{path.name}: not a valid wheel file name ({exc})") from exc
+        try:
+            self.zip = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+            raise InputError(f"{path}: not a readable zip archive ({exc})") from exc
+        seen: set[str] = set()
+        infos = [i for i in self.zip.infolist() if not i.is_dir()]
+        for info in infos:
+            _check_member(info, seen)
+        self.infos = {i.filename: i for i in infos}
+        dist_infos = {n.split("/", 1)[0] for n in self.infos if n.split("/", 1)[0].endswith(".dist-info")}
+        if len(dist_infos) != 1:
+            found = ", ".join(sorted(dist_infos)) or "none"
+            raise InputError(f"{path.name}: expected one .dist-info directory, found {found}")
+        dist_info = dist_infos.pop()
+        wheel_text = self.read_text(f"{dist_info}/WHEEL")
+        metadata_text = self.read_text(f"{dist_info}/METADATA")
+        record_name = f"{dist_info}/RECORD"
+        record = parse_record(self.read_text(record_name)) if record_name in self.infos else None
+        self.contents = WheelContents(
+            path=str(path),
+            filename_name=str(name),
+            filename_version=str(version),
+            filename_tags=frozenset(tags),
+            build_tag=f"{build[0]}{build[1]}" if build else None,
+            dist_info=dist_info,
+            wheel_fields=parse_wheel_fields(wheel_text),
+            metadata_text=metadata_text,
+            record=record,
+            members=sorted(self.infos),
+        )
+
+    def close(self) -> None:
+        self.zip.close()
+
+    def __enter__(self) -> WheelArchive:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def read_text(self, name: str) -> str:
+        if name not in self.infos:
+            raise InputError(f"{self.path.name}: {name} is missing")
+        try:
+            return self.read(name).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{self.path.name}: {name} is not UTF-8") from exc
+
+    def read(self, name: str) -> bytes:
+        """Inflate one member fully; the zip layer checks its CRC and declared size."""
+        info = self.infos[name]
+        try:
+            with self.zip.open(info) as fh:
+                data = fh.read(info.file_size + 1)
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+            raise InputError(f"{self.path.name}: member {name} cannot be read ({exc})") from exc
+        if len(data) != info.file_size:
+            raise InputError(f"{self.path.name}: member {name} is not the size its header declares")
+        return data
+
+    def hash_member(self, name: str) -> tuple[str, int]:
+        """RECORD-style hash and size, streamed: a 500 MB member never sits in memory."""
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with self.zip.open(self.infos[name]) as fh:
+                while chunk := fh.read(_CHUNK):
+                    digest.update(chunk)
+                    size += len(chunk)
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+            raise InputError(f"{self.path.name}: member {name} cannot be read ({exc})") from exc
+        return "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode(), size
+
+    def compiled_members(self) -> Iterator[str]:
+        return (n for n in self.contents.members if is_compiled_name(n))
+
+
+def verify_record(contents: WheelContents, hashes: dict[str, tuple[str, int]]) -> list[RecordProblem]:
+    """Compare RECORD with the members' real hashes (``hashes``: member -> (hash, size))."""
+    if contents.record is None:
+        return [RecordProblem(f"{contents.dist_info}/RECORD", "missing-record", "the wheel has no RECORD")]
+    problems: list[RecordProblem] = []
+    record_name = f"{contents.dist_info}/RECORD"
+    unsigned = (record_name, f"{record_name}.jws", f"{record_name}.p7s")
+    for member in contents.members:
+        if member in unsigned:
+            continue
+        entry = contents.record.get(member)
+        if entry is None:
+            problems.append(RecordProblem(member, "missing-from-record", "not listed in RECORD"))
+            continue
+        actual_hash, actual_size = hashes[member]
+        if entry.hash is None:
+            problems.append(RecordProblem(member, "no-hash", "RECORD lists it without a hash"))
+        elif not entry.hash.startswith("sha256=") and entry.hash.split("=", 1)[0] not in (
+            "sha384",
+            "sha512",
+        ):
+            problems.append(RecordProblem(member, "weak-hash", f"RECORD uses {entry.hash.split('=')[0]}"))
+        elif entry.hash.startswith("sha256=") and entry.hash != actual_hash:
+            problems.append(
+                RecordProblem(member, "hash-mismatch", f"RECORD {entry.hash}, actual {actual_hash}")
+            )
+        if entry.size is not None and entry.size != actual_size:
+            problems.append(
+                RecordProblem(member, "size-mismatch", f"RECORD {entry.size}, actual {actual_size}")
+            )
+    for path in contents.record:
+        if path not in contents.members and path not in unsigned:
+            problems.append(RecordProblem(path, "missing-file", "listed in RECORD but not in the wheel"))
+    return problems
