@@ -52,9 +52,7 @@ def _gate(n: int) -> str:
 
 
 def test_ungated_declaration_is_baseline() -> None:
-    assert scan_header_text("AOTI_TORCH_EXPORT int32_t aoti_torch_a();\n") == {
-        "aoti_torch_a": None
-    }
+    assert scan_header_text("AOTI_TORCH_EXPORT int32_t aoti_torch_a();\n") == {"aoti_torch_a": None}
 
 
 def test_nested_gates_take_the_highest_enclosing_gate() -> None:
@@ -304,9 +302,7 @@ def test_scan_headers_rejects_non_torch(tmp_path: Path) -> None:
 
 
 def test_json_round_trip_and_determinism() -> None:
-    table = SymbolTable(
-        {"b": V("2.12"), "a": None, "c": V("2.10.0")}, sources=("2.14.1", "2.13.0")
-    )
+    table = SymbolTable({"b": V("2.12"), "a": None, "c": V("2.10.0")}, sources=("2.14.1", "2.13.0"))
     text = table.to_json()
     assert SymbolTable.from_json(text) == table
     assert list(json.loads(text)["symbols"]) == ["a", "b", "c"]

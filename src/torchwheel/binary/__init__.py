@@ -26,6 +26,7 @@ __all__ = [
 
 _MACHO_THIN = {b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xfe\xed\xfa\xce"}
 _MACHO_FAT = {b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf"}
+_NAMES = {"elf": "ELF", "macho": "Mach-O", "pe": "PE"}
 _MAX_FAT_ARCHS = 32  # Java class files share 0xCAFEBABE; their "count" is a class version
 
 
@@ -86,11 +87,11 @@ def read_binary(buf: Buffer, path: str) -> BinaryFacts:
 
             _check_pe(buf)
             slices = (read_pe(buf, path),)
-    except BinaryError:
-        raise
+    except BinaryError as exc:
+        raise BinaryError(f"malformed {_NAMES[fmt]}: {exc}") from exc
     except (struct.error, ValueError, IndexError, OverflowError, RuntimeError, TypeError) as exc:
         # LIEF surfaces malformed input as assorted exceptions; name the file, not a trace.
-        raise BinaryError(f"malformed {fmt.upper() if fmt != 'macho' else 'Mach-O'}: {exc}") from exc
+        raise BinaryError(f"malformed {_NAMES[fmt]}: {exc}") from exc
     return BinaryFacts(path=path, format=fmt, size=len(buf), slices=slices)
 
 

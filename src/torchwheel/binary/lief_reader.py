@@ -106,7 +106,8 @@ def read_macho(buf: Buffer, path: str) -> list[SliceFacts]:
     return slices
 
 
-_PE_MACHINE = {0x8664: "AMD64", 0x14C: "x86", 0xAA64: "ARM64", 0x1C4: "ARM"}
+# one spelling per architecture across formats, so rules compare slices and tags alike
+_PE_MACHINE = {0x8664: "x86_64", 0x14C: "x86", 0xAA64: "arm64", 0x1C4: "arm"}
 
 
 def read_pe(buf: Buffer, path: str) -> SliceFacts:

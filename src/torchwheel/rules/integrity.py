@@ -72,7 +72,7 @@ def _expected(platform: str) -> tuple[Format, set[str]] | None:
         archs = {"universal2": {"x86_64", "arm64"}, "intel": {"x86_64", "i386"}}.get(arch, {arch})
         return "macho", archs
     if platform.startswith("win"):
-        return "pe", {{"win_amd64": "AMD64", "win32": "x86", "win_arm64": "ARM64"}.get(platform, platform)}
+        return "pe", {{"win_amd64": "x86_64", "win32": "x86", "win_arm64": "arm64"}.get(platform, platform)}
     return None
 
 

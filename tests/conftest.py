@@ -1,0 +1,21 @@
+"""Shared pytest fixtures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .helpers import REPO, fixture_build
+
+
+@pytest.fixture(scope="session")
+def built_fixtures() -> dict[str, Path]:
+    """Every test binary of ``fixtures/build.py``: scenario name -> file.
+
+    Built once into ``.cache/fixtures`` at the repository root (gitignored) and reused while
+    the sources, the build script and the toolchains are unchanged.  The expected facts of each
+    scenario are in ``fixtures/README.md`` and in ``SCENARIOS`` of ``fixtures/build.py``.
+    """
+    files: dict[str, Path] = fixture_build().build_all(REPO / ".cache" / "fixtures")
+    return files
