@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import REPO, fixture_build
+from .helpers import REPO, fixture_build, fixture_wheels_module
 
 
 @pytest.fixture(scope="session")
@@ -18,4 +18,14 @@ def built_fixtures() -> dict[str, Path]:
     scenario are in ``fixtures/README.md`` and in ``SCENARIOS`` of ``fixtures/build.py``.
     """
     files: dict[str, Path] = fixture_build().build_all(REPO / ".cache" / "fixtures")
+    return files
+
+
+@pytest.fixture(scope="session")
+def fixture_wheels(
+    built_fixtures: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path]:
+    """The wheels of ``fixtures/wheels.py`` (scenario -> .whl), assembled fresh per session."""
+    out = tmp_path_factory.mktemp("wheels")
+    files: dict[str, Path] = fixture_wheels_module().build_wheels(built_fixtures, out)
     return files

@@ -28,3 +28,11 @@ def fixture_build() -> ModuleType:
 
 def scenario_names(bad: bool) -> list[str]:
     return [n for n, sc in fixture_build().SCENARIOS.items() if (sc.format == "bad") == bad]
+
+
+def fixture_wheels_module() -> ModuleType:
+    """``fixtures/wheels.py``: the wheel scenarios and the bad archives."""
+    fixture_build()  # puts fixtures/ on sys.path
+    import wheels
+
+    return wheels

@@ -53,6 +53,11 @@ class TorchUsage:
     pinning_symbols: tuple[str, ...]
     unknown_symbols: tuple[str, ...]
     unstable_symbols: tuple[str, ...]  # demangled
+    introduced: tuple[tuple[str, FeatureVersion], ...] = ()  # known stable symbol -> release
+
+    def newer_than(self, version: FeatureVersion) -> list[tuple[str, FeatureVersion]]:
+        """The imported shims a torch of ``version`` does not have yet."""
+        return [(n, v) for n, v in self.introduced if v > version]
 
 
 def is_shim_name(name: str) -> bool:
@@ -149,4 +154,5 @@ def analyze_imports(names: Iterable[str], table: SymbolTable) -> TorchUsage:
         pinning_symbols=pinning,
         unknown_symbols=tuple(unknown),
         unstable_symbols=tuple(sorted(set(unstable))),
+        introduced=tuple(sorted(introduced.items())),
     )

@@ -8,7 +8,7 @@ from torchwheel.findings import REGISTRY, Finding, Policy, sort_findings
 from torchwheel.rules import cpython, integrity, marker, requirements, torch
 from torchwheel.wheelfacts import WheelFacts
 
-__all__ = ["cpython", "integrity", "marker", "requirements", "run", "torch"]
+__all__ = ["REGISTRY", "cpython", "integrity", "marker", "requirements", "run", "run_all", "torch"]
 
 
 def run(facts: WheelFacts, policy: Policy) -> list[Finding]:

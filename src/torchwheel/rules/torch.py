@@ -23,12 +23,12 @@ def target_too_old(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         if d is None or d.record.version is None or t.min_version is None:
             continue
         if t.min_version > d.record.version:
-            pins = ", ".join(t.pinning_symbols) or ", ".join(t.unknown_symbols)
+            newer = ", ".join(f"{n} ({v.minor_release})" for n, v in t.newer_than(d.record.version))
             yield (
                 member,
                 (
-                    f"[{arch}] declares torch {d.record.version} but imports {pins} (torch {t.min_version}+): "
-                    f"on torch {d.record.version.minor_release} it fails with 'undefined symbol'; "
+                    f"[{arch}] declares torch {d.record.version} but imports {newer or ', '.join(t.unknown_symbols)}: "
+                    f"on torch {d.record.version.minor_release} the import fails with 'undefined symbol'; "
                     f"set TORCH_TARGET_VERSION to {t.min_version.minor_release} or stop using them"
                 ),
             )
