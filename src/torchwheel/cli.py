@@ -136,6 +136,129 @@ def check(
         sys.exit(1)
 
 
+def _tag_options(upper_bound: str | None, keep: bool, build_torch: str | None) -> Any:
+    from torchwheel.retag import TagOptions
+
+    return TagOptions(upper_bound=upper_bound, keep_correct=keep, build_torch=build_torch)
+
+
+_TAG_OPTIONS = [
+    click.option(
+        "--upper-bound", metavar="VERSION", help="Also cap a stable torch requirement: torch>=T,<VERSION."
+    ),
+    click.option(
+        "--keep-correct/--rewrite-requirement",
+        default=True,
+        show_default=True,
+        help="Keep the project's torch requirement when it already matches the binaries.",
+    ),
+    click.option(
+        "--build-torch", metavar="X.Y", help="The torch an unstable wheel was built with (pin torch==X.Y.*)."
+    ),
+]
+
+
+def _with_tag_options(func: F) -> F:
+    for option in reversed(_TAG_OPTIONS):
+        func = option(func)
+    return func
+
+
+def _refuse_integrity(wheels: list[Any]) -> None:
+    """A RECORD that disagrees with the files, or METADATA that does not parse, cannot be
+    rewritten honestly: which bytes are right is not ours to guess."""
+    from torchwheel import rules
+    from torchwheel.check_report import check_text
+    from torchwheel.findings import Policy
+
+    findings = rules.run_all(wheels, Policy(select=frozenset({"TW402", "TW403", "TW407"})))
+    if findings:
+        click.echo(check_text(wheels, findings))
+        click.echo("torchwheel: refusing to rewrite a wheel whose RECORD or metadata is broken", err=True)
+        sys.exit(1)
+
+
+def _report_tag(result: Any) -> None:
+    if result.target is None:
+        click.echo(result.diff or f"{result.source.name}: nothing would change", nl=not result.diff)
+        return
+    status = "wrote" if result.changed else "unchanged"
+    click.echo(f"{status} {result.target}")
+    for change in result.changes:
+        click.echo(f"  - {change}")
+
+
+@cli.command()
+@click.argument("wheels", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-w",
+    "--wheel-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write here (default: next to the input).",
+)
+@click.option("--in-place", is_flag=True, help="Replace the input wheel (atomically).")
+@click.option("--dry-run", is_flag=True, help="Print the metadata diff; write nothing.")
+@_with_tag_options
+def tag(
+    wheels: tuple[Path, ...],
+    wheel_dir: Path | None,
+    in_place: bool,
+    dry_run: bool,
+    upper_bound: str | None,
+    keep_correct: bool,
+    build_torch: str | None,
+) -> None:
+    """Write the torch ABI into wheels: WHEEL Torch-ABI and Tag lines, the torch requirement,
+    a facts side file and RECORD; the file name follows the tags."""
+    from torchwheel import tagging
+
+    if in_place and wheel_dir is not None:
+        raise click.UsageError("--in-place and -w/--wheel-dir exclude each other")
+    facts = _load(wheels, ())
+    _refuse_integrity(facts)
+    opts = _tag_options(upper_bound, keep_correct, build_torch)
+    for w in facts:
+        _report_tag(tagging.tag(w, opts, wheel_dir, in_place, dry_run))
+
+
+@cli.command()
+@click.argument("wheel", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-w",
+    "--wheel-dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="cibuildwheel's {dest_dir}.",
+)
+@click.option("--no-config", is_flag=True, help="Ignore [tool.torchwheel] in pyproject.toml.")
+@_with_tag_options
+def repair(
+    wheel: Path,
+    wheel_dir: Path,
+    no_config: bool,
+    upper_bound: str | None,
+    keep_correct: bool,
+    build_torch: str | None,
+) -> None:
+    """cibuildwheel's repair-wheel-command: check, refuse on errors (exit 1), else tag into
+    WHEEL_DIR, leaving exactly one wheel there."""
+    from torchwheel import rules, tagging
+    from torchwheel.check_report import check_text
+    from torchwheel.config import load_policy
+
+    policy = load_policy(Path.cwd(), use_config=not no_config)
+    facts = _load((wheel,), ())
+    findings = rules.run_all(facts, policy)
+    if findings:
+        click.echo(check_text(facts, findings), err=not any(f.severity == "error" for f in findings))
+    if any(f.severity == "error" for f in findings):
+        click.echo("torchwheel: repair refused: fix the errors above", err=True)
+        sys.exit(1)
+    _report_tag(
+        tagging.tag(facts[0], _tag_options(upper_bound, keep_correct, build_torch), wheel_dir, False, False)
+    )
+
+
 @cli.command()
 def include() -> None:
     """Print the compiler flag that puts torchwheel's marker header on the include path.
@@ -178,9 +301,14 @@ def main() -> None:
             sys.exit(code)
     except click.exceptions.Abort:
         _fail("aborted")
+    except click.exceptions.UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx else "torchwheel"
+        _fail(f"{exc.format_message()} (see: {command} --help)")
     except click.exceptions.ClickException as exc:
-        exc.show()
-        sys.exit(EXIT_INPUT if exc.exit_code == 2 else exc.exit_code)
+        _fail(exc.format_message())
+    except OSError as exc:  # a destination we cannot write, a full disk
+        where = f"{exc.filename}: " if exc.filename else ""
+        _fail(f"{where}{exc.strerror or exc}")
     except InputError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:

@@ -45,7 +45,7 @@ def _binary_facts(path: Path, table: SymbolTable) -> WheelFacts:
         filename_tags=frozenset(),
         build_tag=None,
         dist_info="",
-        wheel_fields={},
+        wheel_text="",
         metadata_text="",
         record=None,
         members=[path.name],

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from torchwheel.errors import InputError
-from torchwheel.wheelfile import WheelArchive, WheelContents, parse_record, parse_wheel_fields
+from torchwheel.wheelfile import WheelArchive, WheelContents, parse_record
 
 __all__ = ["DirectorySource", "Source", "WheelArchive", "directory_source", "installed_source"]
 
@@ -54,7 +54,6 @@ class DirectorySource:
             members = sorted(p for p in record if self._inside(p) and (root / p).is_file())
         else:
             members = sorted(str(p.relative_to(root).as_posix()) for p in _walk(root))
-        fields = parse_wheel_fields(_read_text(wheel_path))
         name, _, version = dist_info.name[: -len(".dist-info")].partition("-")
         self.contents = WheelContents(
             path=str(dist_info if installed else root),
@@ -63,7 +62,7 @@ class DirectorySource:
             filename_tags=frozenset(),
             build_tag=None,
             dist_info=dist_info.relative_to(root).as_posix(),
-            wheel_fields=fields,
+            wheel_text=_read_text(wheel_path),
             metadata_text=_read_text(meta_path),
             record=record,
             members=members,

@@ -48,6 +48,7 @@ class WheelFacts:
     binaries: list[MemberBinary] = field(default_factory=list)
     unreadable: list[UnreadableBinary] = field(default_factory=list)
     record_problems: list[RecordProblem] = field(default_factory=list)
+    hashes: dict[str, tuple[str, int]] = field(default_factory=dict)  # member -> (RECORD hash, size)
     kind: Literal["wheel", "directory", "binary"] = "wheel"
 
     @property
@@ -107,6 +108,7 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
             hashes[member] = source.hash_member(member)
     if verify_hashes:
         facts.record_problems = verify_record(contents, hashes)
+    facts.hashes = hashes
     return facts
 
 

@@ -67,11 +67,15 @@ class WheelContents:
     filename_tags: frozenset[Tag]
     build_tag: str | None
     dist_info: str
-    wheel_fields: dict[str, list[str]]
+    wheel_text: str
     metadata_text: str
     record: dict[str, RecordEntry] | None
     members: list[str] = field(default_factory=list)
     record_problems: list[RecordProblem] = field(default_factory=list)
+
+    @property
+    def wheel_fields(self) -> dict[str, list[str]]:
+        return parse_wheel_fields(self.wheel_text)
 
     @property
     def wheel_tags(self) -> frozenset[Tag]:
@@ -166,7 +170,7 @@ class WheelArchive:
             filename_tags=frozenset(tags),
             build_tag=f"{build[0]}{build[1]}" if build else None,
             dist_info=dist_info,
-            wheel_fields=parse_wheel_fields(wheel_text),
+            wheel_text=wheel_text,
             metadata_text=metadata_text,
             record=record,
             members=sorted(self.infos),

@@ -1,0 +1,291 @@
+"""``torchwheel tag`` / ``repair`` on every fixture wheel it accepts, verified by the
+tools users publish and install with: pip, installer, twine, check-wheel-contents and
+packaging's metadata validation. The input is never modified."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from email.parser import HeaderParser
+from pathlib import Path
+
+import pytest
+from packaging.metadata import Metadata
+from packaging.tags import sys_tags
+from packaging.utils import parse_wheel_filename
+
+from torchwheel.wheelfile import parse_record, record_hash
+
+from .helpers import fixture_wheels_module
+
+WHEELS = fixture_wheels_module().WHEELS
+# A RECORD that disagrees with the files or METADATA without a Version: tag refuses those.
+REFUSED = {"tw402", "tw403", "tw407"}
+TAGGABLE = sorted(n for n in WHEELS if n not in REFUSED)
+BIN = Path(sys.executable).parent
+
+
+def tw(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "torchwheel", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def _extra_args(name: str) -> list[str]:
+    return ["--build-torch", "2.13"] if name == "tw504" else []
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def tagged(
+    fixture_wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, tuple[Path, Path]]:
+    """scenario -> (input, output) for every taggable fixture wheel."""
+    out: dict[str, tuple[Path, Path]] = {}
+    root = tmp_path_factory.mktemp("tagged")
+    for name in TAGGABLE:
+        src = fixture_wheels[name]
+        before = _digest(src)
+        dest = root / name
+        result = tw("tag", "-w", str(dest), str(src), *_extra_args(name), cwd=root)
+        assert result.returncode == 0, (name, result.stdout, result.stderr)
+        assert _digest(src) == before, f"{name}: the input wheel changed"
+        (written,) = dest.glob("*.whl")
+        out[name] = (src, written)
+    return out
+
+
+@pytest.mark.parametrize("name", TAGGABLE)
+def test_tagged_wheel_is_valid(name: str, tagged: dict[str, tuple[Path, Path]]) -> None:
+    _, out = tagged[name]
+    with zipfile.ZipFile(out) as zf:
+        assert zf.testzip() is None
+        names = zf.namelist()
+        dist_info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/WHEEL"))
+        assert names[-1] == f"{dist_info}/RECORD"
+        assert all(n.startswith(dist_info) for n in names[names.index(f"{dist_info}/METADATA") :])
+        record = parse_record(zf.read(f"{dist_info}/RECORD").decode())
+        for member in names:
+            if member.endswith("/RECORD"):
+                continue
+            assert record[member].hash == record_hash(zf.read(member)), member
+            assert record[member].size == zf.getinfo(member).file_size
+        assert set(record) == set(names)
+        wheel = HeaderParser().parsestr(zf.read(f"{dist_info}/WHEEL").decode())
+        meta_bytes = zf.read(f"{dist_info}/METADATA")
+        side = json.loads(zf.read(f"{dist_info}/torchwheel.json"))
+        for i in zf.infolist():
+            assert not i.flag_bits & 0x08, "no data descriptors (PyPI rejects them)"
+            assert not i.comment
+    # WHEEL Tag lines equal the file name's tags; Torch-ABI is the side file's answer.
+    _, _, _, file_tags = parse_wheel_filename(out.name)
+    assert {str(t) for t in file_tags} == set(wheel.get_all("Tag") or [])
+    assert wheel["Torch-ABI"] == side["torch_abi"]
+    assert side["schema_version"] == 1
+    # METADATA stays valid for twine/PyPI: no unknown field.
+    Metadata.from_email(meta_bytes, validate=True)
+
+
+def test_stable_unstable_and_repairs(tagged: dict[str, tuple[Path, Path]]) -> None:
+    def meta(name: str) -> tuple[str, list[str], str]:
+        _, out = tagged[name]
+        with zipfile.ZipFile(out) as zf:
+            d = next(n.split("/")[0] for n in zf.namelist() if n.endswith(".dist-info/WHEEL"))
+            wheel = HeaderParser().parsestr(zf.read(f"{d}/WHEEL").decode())
+            m = HeaderParser().parsestr(zf.read(f"{d}/METADATA").decode())
+        return wheel["Torch-ABI"], m.get_all("Requires-Dist") or [], out.name
+
+    assert meta("clean") == ("2.10", ["torch>=2.10"], "demo_stable-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl")
+    assert meta("tw501")[:2] == ("2.10", ["torch>=2.10"])  # added
+    assert meta("tw502")[:2] == ("2.13", ["torch>=2.13"])  # ==2.14.0 loosened
+    assert meta("tw503")[:2] == ("2.13", ["torch>=2.13"])  # >=2.9 tightened
+    assert meta("tw504")[:2] == ("unstable", ["torch==2.13.*"])
+    assert meta("tw204")[:2] == ("unstable", ["torch==2.13.*"])  # kept: already a pin
+    assert meta("tw201")[:2] == ("2.13", ["torch>=2.13"])  # the symbols, not the declaration
+    # CPython narrowing on evidence: the abi3 floor follows the limited-API symbols,
+    assert meta("tw303")[2] == "w303-1.0.0-cp312-abi3-manylinux_2_28_x86_64.whl"
+    # abi3t is dropped when every module has only PyInit_ hooks,
+    assert meta("tw305")[2] == "w305-1.0.0-cp315-abi3-manylinux_2_28_x86_64.whl"
+    # and WHEEL follows the file name (linux_x86_64 inside, manylinux outside).
+    assert meta("tw404")[2] == "w404-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"
+
+
+def test_tagged_wheels_pass_check(tagged: dict[str, tuple[Path, Path]], tmp_path: Path) -> None:
+    for name in ("clean", "tw303", "tw404", "tw501", "tw502", "tw503", "tw504"):
+        _, out = tagged[name]
+        args = ["check", "--no-config", str(out)]
+        if name == "tw504":
+            args += ["--ignore", "TW204"]  # unstable by design; policy would allowlist it
+        result = tw(*args, cwd=tmp_path)
+        assert result.returncode == 0, (name, result.stdout)
+
+
+def test_twine_and_check_wheel_contents(tagged: dict[str, tuple[Path, Path]]) -> None:
+    for name in TAGGABLE:
+        src, out = tagged[name]
+        before = subprocess.run(
+            [BIN / "twine", "check", "--strict", str(src)], capture_output=True, text=True
+        )
+        after = subprocess.run([BIN / "twine", "check", "--strict", str(out)], capture_output=True, text=True)
+        if before.returncode == 0:
+            assert after.returncode == 0, (name, after.stdout, after.stderr)
+        cwc_in = subprocess.run([BIN / "check-wheel-contents", str(src)], capture_output=True, text=True)
+        cwc_out = subprocess.run([BIN / "check-wheel-contents", str(out)], capture_output=True, text=True)
+        if cwc_in.returncode == 0:
+            assert cwc_out.returncode == 0, (name, cwc_out.stdout)
+
+
+def test_installs_with_pip_and_installer(tagged: dict[str, tuple[Path, Path]], tmp_path: Path) -> None:
+    from installer import install
+    from installer.destinations import SchemeDictionaryDestination
+    from installer.sources import WheelFile
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    vpy = venv / "bin" / "python"
+    supported = {str(t) for t in sys_tags()}
+    installed_with_pip = 0
+    for name in TAGGABLE:
+        _, out = tagged[name]
+        _, _, _, tags = parse_wheel_filename(out.name)
+        if {str(t) for t in tags} & supported:
+            result = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "--python",
+                    str(vpy),
+                    "install",
+                    "-q",
+                    "--no-deps",
+                    "--no-index",
+                    str(out),
+                ],
+                capture_output=True,
+                text=True,
+            )
+            assert result.returncode == 0, (name, result.stderr)
+            installed_with_pip += 1
+        target = tmp_path / "installer" / name
+        scheme = {k: str(target / k) for k in ("purelib", "platlib", "headers", "scripts", "data")}
+        with WheelFile.open(out) as source:
+            install(source, SchemeDictionaryDestination(scheme, sys.executable, "posix"), {})
+        assert any(target.rglob("*.so"))
+    assert installed_with_pip >= 10
+
+
+def test_idempotent_and_deterministic(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    src = fixture_wheels["tw502"]
+    env = {**os.environ, "SOURCE_DATE_EPOCH": "1700000000"}
+    assert tw("tag", "-w", str(tmp_path / "a"), str(src), cwd=tmp_path, env=env).returncode == 0
+    assert tw("tag", "-w", str(tmp_path / "b"), str(src), cwd=tmp_path, env=env).returncode == 0
+    (a,) = (tmp_path / "a").glob("*.whl")
+    (b,) = (tmp_path / "b").glob("*.whl")
+    assert a.read_bytes() == b.read_bytes()
+    with zipfile.ZipFile(a) as zf:
+        assert {i.date_time for i in zf.infolist()} == {(2023, 11, 14, 22, 13, 20)}
+    again = tw("tag", "-w", str(tmp_path / "c"), str(a), cwd=tmp_path, env=env)
+    assert "already tagged: nothing to change" in again.stdout
+    (c,) = (tmp_path / "c").glob("*.whl")
+    assert c.read_bytes() == a.read_bytes()
+    stamp = a.stat().st_mtime_ns
+    in_place = tw("tag", "--in-place", str(a), cwd=tmp_path, env=env)
+    assert "unchanged" in in_place.stdout and a.stat().st_mtime_ns == stamp
+
+
+def test_unchanged_members_are_copied_compressed(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    src = fixture_wheels["clean"]
+    assert tw("tag", "-w", str(tmp_path), str(src), cwd=tmp_path).returncode == 0
+    (out,) = tmp_path.glob("*.whl")
+
+    def raw(path: Path, member: str) -> bytes:
+        with zipfile.ZipFile(path) as zf:
+            info = zf.getinfo(member)
+            data = path.read_bytes()
+            start = (
+                info.header_offset
+                + 30
+                + int.from_bytes(data[info.header_offset + 26 : info.header_offset + 28], "little")
+            )
+            start += int.from_bytes(data[info.header_offset + 28 : info.header_offset + 30], "little")
+            return data[start : start + info.compress_size]
+
+    member = "demo_stable/elf_marker_2_10.abi3.so"
+    assert raw(out, member) == raw(src, member)
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    src = fixture_wheels["tw501"]
+    shutil.copy(src, tmp_path / src.name)
+    result = tw("tag", "--dry-run", src.name, cwd=tmp_path)
+    assert result.returncode == 0
+    assert "+Torch-ABI: 2.10" in result.stdout and "+Requires-Dist: torch>=2.10" in result.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == [src.name]
+
+
+def test_refusals(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    corrupt = tw("tag", "-w", str(tmp_path / "o"), str(fixture_wheels["tw402"]), cwd=tmp_path)
+    assert corrupt.returncode == 1 and "TW402" in corrupt.stdout
+    unknown_build = tw("tag", "-w", str(tmp_path / "o"), str(fixture_wheels["tw504"]), cwd=tmp_path)
+    assert unknown_build.returncode == 2 and "--build-torch" in unknown_build.stderr
+    for bad in ("bad_not_a_zip", "bad_dotdot", "bad_zip_bomb"):
+        result = tw("tag", "-w", str(tmp_path / "o"), str(fixture_wheels[bad]), cwd=tmp_path)
+        assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def test_unwritable_destination_leaves_nothing(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    dest = tmp_path / "ro"
+    dest.mkdir()
+    dest.chmod(0o500)
+    try:
+        if os.access(dest, os.W_OK):  # root ignores permissions: use a file in the way instead
+            dest.chmod(0o700)
+            dest.rmdir()
+            dest.write_text("not a directory")
+        result = tw("tag", "-w", str(dest), str(fixture_wheels["clean"]), cwd=tmp_path)
+        assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    finally:
+        if dest.is_dir():
+            dest.chmod(0o700)
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+@pytest.mark.parametrize("failure", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_failure_mid_write_leaves_nothing(
+    failure: BaseException, fixture_wheels: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk or Ctrl-C while copying members: no partial wheel, input untouched."""
+    from torchwheel import inputs, tagging, wheelwriter
+    from torchwheel.retag import TagOptions
+    from torchwheel.symtable import load_shipped
+
+    src = tmp_path / fixture_wheels["clean"].name
+    shutil.copy(fixture_wheels["clean"], src)
+    before = src.read_bytes()
+    (facts,) = list(inputs.load((src,), (), load_shipped()))
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise failure
+
+    monkeypatch.setattr(wheelwriter, "_copy_raw", broken)
+    dest = tmp_path / "out"
+    for in_place in (False, True):
+        with pytest.raises(type(failure)):
+            tagging.tag(facts, TagOptions(), None if in_place else dest, in_place, False)
+    assert src.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [src.name]
