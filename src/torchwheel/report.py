@@ -228,10 +228,14 @@ def wheel_text(w: WheelFacts) -> str:
         ]
     else:
         lines.append("  (no compiled files)")
+    detailed = False
     for b in w.binaries:
         for s in b.analysis.slices:
             t = s.torch
             if t.pinning_symbols or t.unknown_symbols or t.unstable_symbols:
+                if not detailed:
+                    lines += ["", "  torch symbols that set the minimum:"]
+                    detailed = True
                 lines.append(f"  {b.member} [{s.facts.arch}]")
                 if t.pinning_symbols:
                     lines.append(f"    pinned by   {', '.join(t.pinning_symbols)}")
