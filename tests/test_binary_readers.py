@@ -144,3 +144,18 @@ def test_bad_input_cli_is_one_line_exit_2(name: str, built_fixtures: dict[str, P
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and str(built_fixtures[name]) in lines[0], result.stderr
+
+
+def test_future_schema_is_reported_not_guessed(built_fixtures: dict[str, Path]) -> None:
+    a = analyze_binary(read_path(built_fixtures["elf_marker_future_schema"]), load_shipped()).slices[0]
+    assert a.facts.marker is not None and a.facts.marker.record is not None
+    assert a.facts.marker.record.schema == 2 and a.facts.marker.record.version is None
+    assert a.declared is not None and a.declared.exported and not a.declared.record.known
+    assert [h.record.schema for h in a.facts.raw_markers] == [2]
+
+
+def test_bogus_marker_bytes_are_a_problem_not_a_version(built_fixtures: dict[str, Path]) -> None:
+    a = analyze_binary(read_path(built_fixtures["elf_marker_bogus"]), load_shipped()).slices[0]
+    assert a.facts.marker is not None and a.facts.marker.record is None
+    assert a.declared is None
+    assert a.marker_problem is not None and "TORCHABI" in a.marker_problem

@@ -34,7 +34,7 @@ MARKER = "__torch_stable_abi_marker_v1"
 MAGIC = b"TORCHABI"
 _FV_ITANIUM = re.compile(r"^_?_ZN21__torch_stable_abi_fvILy(\d+)EE3tag")
 _FV_MSVC = re.compile(r"^\?tag@\?\$__torch_stable_abi_fv@\$0([A-P]+|\d)@@")
-BINARY_SCENARIOS = [n for n, sc in fb.SCENARIOS.items() if sc.format != "bad"]
+BINARY_SCENARIOS = [n for n, sc in fb.SCENARIOS.items() if sc.format != "bad" and n not in fb.ODD_MARKERS]
 BAD_SCENARIOS = [n for n, sc in fb.SCENARIOS.items() if sc.format == "bad"]
 
 

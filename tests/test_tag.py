@@ -24,8 +24,9 @@ from torchwheel.wheelfile import parse_record, record_hash
 from .helpers import fixture_wheels_module
 
 WHEELS = fixture_wheels_module().WHEELS
-# A RECORD that disagrees with the files or METADATA without a Version: tag refuses those.
-REFUSED = {"tw402", "tw403", "tw407"}
+# Unreadable markers, a RECORD that disagrees with the files, METADATA without a Version:
+# tag refuses those (see cli._refuse_integrity).
+REFUSED = {"tw103", "tw106", "tw402", "tw403", "tw407"}
 TAGGABLE = sorted(n for n in WHEELS if n not in REFUSED)
 BIN = Path(sys.executable).parent
 

@@ -165,16 +165,19 @@ def _with_tag_options(func: F) -> F:
 
 
 def _refuse_integrity(wheels: list[Any]) -> None:
-    """A RECORD that disagrees with the files, or METADATA that does not parse, cannot be
-    rewritten honestly: which bytes are right is not ours to guess."""
+    """Facts that make a rewrite dishonest: a RECORD that disagrees with the files or
+    METADATA that does not parse (which bytes are right is not ours to guess), and a marker
+    this torchwheel cannot read (the target it would write could be wrong)."""
     from torchwheel import rules
     from torchwheel.check_report import check_text
     from torchwheel.findings import Policy
 
-    findings = rules.run_all(wheels, Policy(select=frozenset({"TW402", "TW403", "TW407"})))
+    findings = rules.run_all(wheels, Policy(select=frozenset({"TW103", "TW106", "TW402", "TW403", "TW407"})))
     if findings:
         click.echo(check_text(wheels, findings))
-        click.echo("torchwheel: refusing to rewrite a wheel whose RECORD or metadata is broken", err=True)
+        click.echo(
+            "torchwheel: refusing to rewrite: the facts above make the new metadata untrustworthy", err=True
+        )
         sys.exit(1)
 
 
@@ -257,6 +260,37 @@ def repair(
     _report_tag(
         tagging.tag(facts[0], _tag_options(upper_bound, keep_correct, build_torch), wheel_dir, False, False)
     )
+
+
+@cli.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--against",
+    "against",
+    required=True,
+    metavar="TORCH",
+    help="A torch wheel, a directory holding torch/lib (site-packages, torch, torch/lib), or 'installed'.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document.")
+def compat(inputs: tuple[Path, ...], against: str, as_json: bool) -> None:
+    """Would these wheels load on TORCH? Exit 1 when a torch symbol they import is missing.
+
+    Compares each compiled file's torch imports (stable shim and unstable C++) with the
+    symbols torch's libraries export; nothing is installed or imported.
+    """
+    from torchwheel.compat import compare, compat_json, compat_text, read_torch
+    from torchwheel.symtable import load_shipped
+
+    table = load_shipped()
+    wheels = _load(inputs, (), verify_hashes=False)
+    torch = read_torch(against)
+    results = [compare(w, torch, table) for w in wheels]
+    if as_json:
+        click.echo(json.dumps(compat_json(torch, results), indent=2))
+    else:
+        click.echo(compat_text(torch, results))
+    if not all(r.loads for r in results):
+        sys.exit(1)
 
 
 @cli.command()
