@@ -89,7 +89,7 @@ class LibSpec:
     """One compiled member. Sizes in MiB of payload; counts of dynamic symbols."""
 
     member: str  # path inside the wheel
-    fatbin_mib: float = 0.0  # .nv_fatbin: 90 % random 1 MiB chunks, 10 % code-like
+    fatbin_mib: float = 0.0  # .nv_fatbin: 75 % random 1 MiB chunks, 25 % code-like
     code_mib: float = 0.0  # .text payload: code-like bytes (deflate ~3.5:1)
     exports: int = 50
     unstable_imports: int = 0  # mangled at::/c10::/torch:: imports
@@ -124,7 +124,7 @@ LARGE = WheelSpec(
     seed=1,
     py_files=2000,
     libs=(
-        LibSpec("synth_large/lib/libsynth_cuda.so", fatbin_mib=200, code_mib=40, exports=25000,
+        LibSpec("synth_large/lib/libsynth_cuda.so", fatbin_mib=230, code_mib=40, exports=25000,
                 unstable_imports=2500, c_imports=400, needed=CUDA_NEEDED, patchelf=True),
         LibSpec("synth_large/lib/libsynth_cpu.so", code_mib=220, exports=60000, unstable_imports=400,
                 c_imports=200, needed=CPU_NEEDED),
@@ -176,9 +176,9 @@ SMALL = WheelSpec(
     seed=3,
     py_files=100,
     libs=(
-        LibSpec("synth_small/lib/libsmall_cuda.so", fatbin_mib=7, code_mib=2, exports=2000,
+        LibSpec("synth_small/lib/libsmall_cuda.so", fatbin_mib=8, code_mib=3, exports=2000,
                 unstable_imports=200, c_imports=60, needed=CUDA_NEEDED, patchelf=True),
-        LibSpec("synth_small/lib/libsmall_ops.so", code_mib=6, exports=3000, unstable_imports=80,
+        LibSpec("synth_small/lib/libsmall_ops.so", code_mib=8, exports=3000, unstable_imports=80,
                 needed=CPU_NEEDED),
         LibSpec("synth_small/_C.cpython-311-x86_64-linux-gnu.so", code_mib=0.02, exports=2,
                 unstable_imports=10, hook="PyInit__C", needed=CPU_NEEDED),
@@ -225,7 +225,7 @@ class Payload:
     """Seeded byte generators. ``code`` bytes are slices of a small pool of random bytes
     with a few literals between them: deflate finds short matches as in machine code
     (about 3.5:1). ``fatbin`` bytes are 1 MiB chunks, 90 % uniformly random (as compressed
-    cubins are) and 10 % code-like runs.
+    cubins are) and 25 % code-like runs.
     """
 
     TILE = MIB
@@ -378,7 +378,7 @@ def build_lib(lib: LibSpec, payload: Payload, work: Path, stubs: Path, include: 
     d = work / base
     d.mkdir()
     if lib.fatbin_mib:
-        payload.write(d / "fatbin.bin", lib.fatbin_mib, random_share=0.9)
+        payload.write(d / "fatbin.bin", lib.fatbin_mib, random_share=0.75)
     if lib.code_mib:
         payload.write(d / "code.bin", lib.code_mib, random_share=0.0)
     (d / "lib.s").write_text(_asm(lib, tag, lib.fatbin_mib > 0, lib.code_mib > 0))
@@ -392,7 +392,7 @@ def build_lib(lib: LibSpec, payload: Payload, work: Path, stubs: Path, include: 
     for soname in lib.needed:
         needed.append(str(stubs / soname))
     cmd = ["gcc", "-shared", "-fPIC", "-O1", *defines, "-o", base, *sources]
-    cmd += [f"-Wl,-soname,{base}", "-Wl,--build-id=sha1", "-Wl,--no-as-needed", *needed]
+    cmd += [f"-Wl,-soname,{base}", "-Wl,--build-id=sha1", "-Wl,--strip-all", "-Wl,--no-as-needed", *needed]
     _run(cmd, d)
     out = d / base
     if lib.patchelf:

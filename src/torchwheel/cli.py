@@ -164,7 +164,7 @@ def _with_tag_options(func: F) -> F:
     return func
 
 
-def _refuse_integrity(wheels: list[Any]) -> None:
+def _refuse_untrustworthy(wheels: list[Any]) -> None:
     """Facts that make a rewrite dishonest: a RECORD that disagrees with the files or
     METADATA that does not parse (which bytes are right is not ours to guess), and a marker
     this torchwheel cannot read (the target it would write could be wrong)."""
@@ -218,7 +218,7 @@ def tag(
     if in_place and wheel_dir is not None:
         raise click.UsageError("--in-place and -w/--wheel-dir exclude each other")
     facts = _load(wheels, ())
-    _refuse_integrity(facts)
+    _refuse_untrustworthy(facts)
     opts = _tag_options(upper_bound, keep_correct, build_torch)
     for w in facts:
         _report_tag(tagging.tag(w, opts, wheel_dir, in_place, dry_run))
@@ -234,17 +234,33 @@ def tag(
     help="cibuildwheel's {dest_dir}.",
 )
 @click.option("--no-config", is_flag=True, help="Ignore [tool.torchwheel] in pyproject.toml.")
+@click.option(
+    "--repair-with",
+    metavar="COMMAND",
+    help="Run this repair tool first, writing to {repair_dir} (a fresh temp dir), then check and tag its wheel.",
+)
 @_with_tag_options
 def repair(
     wheel: Path,
     wheel_dir: Path,
     no_config: bool,
+    repair_with: str | None,
     upper_bound: str | None,
     keep_correct: bool,
     build_torch: str | None,
 ) -> None:
     """cibuildwheel's repair-wheel-command: check, refuse on errors (exit 1), else tag into
     WHEEL_DIR, leaving exactly one wheel there."""
+    from torchwheel.chain import first_stage
+
+    if repair_with is None:
+        _repair(wheel, wheel_dir, no_config, _tag_options(upper_bound, keep_correct, build_torch))
+        return
+    with first_stage(repair_with, wheel) as repaired:
+        _repair(repaired, wheel_dir, no_config, _tag_options(upper_bound, keep_correct, build_torch))
+
+
+def _repair(wheel: Path, wheel_dir: Path, no_config: bool, opts: Any) -> None:
     from torchwheel import rules, tagging
     from torchwheel.check_report import check_text
     from torchwheel.config import load_policy
@@ -257,9 +273,7 @@ def repair(
     if any(f.severity == "error" for f in findings):
         click.echo("torchwheel: repair refused: fix the errors above", err=True)
         sys.exit(1)
-    _report_tag(
-        tagging.tag(facts[0], _tag_options(upper_bound, keep_correct, build_torch), wheel_dir, False, False)
-    )
+    _report_tag(tagging.tag(facts[0], opts, wheel_dir, False, False))
 
 
 @cli.command()
