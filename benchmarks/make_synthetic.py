@@ -224,7 +224,7 @@ class BuildError(RuntimeError):
 class Payload:
     """Seeded byte generators. ``code`` bytes are slices of a small pool of random bytes
     with a few literals between them: deflate finds short matches as in machine code
-    (about 3.5:1). ``fatbin`` bytes are 1 MiB chunks, 90 % uniformly random (as compressed
+    (about 3.5:1). ``fatbin`` bytes are 1 MiB chunks, 75 % uniformly random (as compressed
     cubins are) and 25 % code-like runs.
     """
 

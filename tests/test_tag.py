@@ -185,7 +185,7 @@ def test_installs_with_pip_and_installer(tagged: dict[str, tuple[Path, Path]], t
         scheme = {k: str(target / k) for k in ("purelib", "platlib", "headers", "scripts", "data")}
         with WheelFile.open(out) as source:
             install(source, SchemeDictionaryDestination(scheme, sys.executable, "posix"), {})
-        assert any(target.rglob("*.so"))
+        assert any(p.suffix in (".so", ".pyd") for p in target.rglob("*"))
     assert installed_with_pip >= 10
 
 

@@ -12,9 +12,11 @@ import base64
 import csv
 import hashlib
 import io
+import os
 import stat
+import struct
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from pathlib import Path, PurePosixPath
@@ -29,6 +31,26 @@ MAX_MEMBER_SIZE = 8 << 30
 _MAX_RATIO = 2000  # deflate tops out near 1032:1; a larger claim is a crafted header
 _CHUNK = 1 << 20
 _COMPILED_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
+
+
+try:  # ISA-L inflates ~1.7x faster than zlib and releases the GIL; zlib is the fallback
+    from isal import isal_zlib as _inflate_lib
+except ImportError:  # pragma: no cover - isal has wheels for the platforms we support
+    import zlib as _inflate_lib  # type: ignore[no-redef]
+
+_INFLATE_ERROR: type[Exception] = _inflate_lib.error  # type: ignore[assignment]
+_LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
+_COMPRESSED_CHUNK = 1 << 22  # 4 MiB of deflate in, at most a few times that out
+
+
+def local_data_offset(read_at: Callable[[int, int], bytes], info: zipfile.ZipInfo) -> int:
+    """Where a member's compressed bytes start: after its *local* header, whose extra field
+    may differ in length from the central directory's copy."""
+    head = read_at(info.header_offset, _LOCAL_HEADER.size)
+    if len(head) != _LOCAL_HEADER.size or head[:4] != b"PK\x03\x04":
+        raise InputError(f"member {info.filename}: local header is missing or corrupt")
+    fields = _LOCAL_HEADER.unpack(head)
+    return int(info.header_offset + _LOCAL_HEADER.size + fields[9] + fields[10])
 
 
 def is_compiled_name(name: str) -> bool:
@@ -149,6 +171,17 @@ class WheelArchive:
             self.zip = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
             raise InputError(f"{path}: not a readable zip archive ({exc})") from exc
+        self._fd = -1
+        try:
+            self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+            self._index(path, str(name), str(version), build, frozenset(tags))
+        except BaseException:
+            self.close()
+            raise
+
+    def _index(
+        self, path: Path, name: str, version: str, build: tuple[int, str] | tuple[()], tags: frozenset[Tag]
+    ) -> None:
         seen: set[str] = set()
         infos = [i for i in self.zip.infolist() if not i.is_dir()]
         for info in infos:
@@ -178,6 +211,9 @@ class WheelArchive:
 
     def close(self) -> None:
         self.zip.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def __enter__(self) -> WheelArchive:
         return self
@@ -193,29 +229,73 @@ class WheelArchive:
         except UnicodeDecodeError as exc:
             raise InputError(f"{self.path.name}: {name} is not UTF-8") from exc
 
-    def read(self, name: str) -> bytes:
-        """Inflate one member fully; the zip layer checks its CRC and declared size."""
+    def _read_at(self, offset: int, size: int) -> bytes:
+        return os.pread(self._fd, size, offset)  # no shared file position: thread-safe
+
+    def stream(self, name: str, stop: int | None = None) -> Iterator[bytes]:
+        """Inflated chunks of one member, CRC and size checked at the end.
+
+        Our own raw read plus ISA-L instead of ``zipfile.open``: several threads can inflate
+        members of one archive at once (pread, GIL released), about twice as fast. With
+        ``stop`` the stream ends once that many bytes came out (no CRC check then: a later
+        full pass has checked it already).
+        """
         info = self.infos[name]
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or info.flag_bits & 0x1:
+            yield from self._stream_zipfile(info)
+            return
+        start = local_data_offset(self._read_at, info)
+        remaining = info.compress_size
+        inflater = _inflate_lib.decompressobj(-15) if info.compress_type == zipfile.ZIP_DEFLATED else None
+        crc = 0
+        produced = 0
+        pos = start
+        try:
+            while remaining:
+                raw = self._read_at(pos, min(_COMPRESSED_CHUNK, remaining))
+                if not raw:
+                    raise InputError(f"{self.path.name}: member {name} is truncated")
+                pos += len(raw)
+                remaining -= len(raw)
+                out = inflater.decompress(raw) if inflater is not None else raw
+                if out:
+                    produced += len(out)
+                    if produced > info.file_size:
+                        raise InputError(f"{self.path.name}: member {name} inflates beyond its declared size")
+                    crc = _inflate_lib.crc32(out, crc)
+                    yield out
+                    if stop is not None and produced >= stop:
+                        return
+            if inflater is not None:
+                tail = inflater.flush()
+                if tail:
+                    produced += len(tail)
+                    crc = _inflate_lib.crc32(tail, crc)
+                    yield tail
+        except _INFLATE_ERROR as exc:
+            raise InputError(f"{self.path.name}: member {name} is corrupt ({exc})") from exc
+        if produced != info.file_size or crc != info.CRC:
+            raise InputError(f"{self.path.name}: member {name} is corrupt (size or CRC mismatch)")
+
+    def _stream_zipfile(self, info: zipfile.ZipInfo) -> Iterator[bytes]:
+        """Other compressions (bzip2, lzma) and encryption: zipfile's own, rare, slower path."""
         try:
             with self.zip.open(info) as fh:
-                data = fh.read(info.file_size + 1)
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
-            raise InputError(f"{self.path.name}: member {name} cannot be read ({exc})") from exc
-        if len(data) != info.file_size:
-            raise InputError(f"{self.path.name}: member {name} is not the size its header declares")
-        return data
+                while chunk := fh.read(_CHUNK):
+                    yield chunk
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
+            raise InputError(f"{self.path.name}: member {info.filename} cannot be read ({exc})") from exc
+
+    def read(self, name: str) -> bytes:
+        return b"".join(self.stream(name))
 
     def hash_member(self, name: str) -> tuple[str, int]:
         """RECORD-style hash and size, streamed: a 500 MB member never sits in memory."""
         digest = hashlib.sha256()
         size = 0
-        try:
-            with self.zip.open(self.infos[name]) as fh:
-                while chunk := fh.read(_CHUNK):
-                    digest.update(chunk)
-                    size += len(chunk)
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
-            raise InputError(f"{self.path.name}: member {name} cannot be read ({exc})") from exc
+        for chunk in self.stream(name):
+            digest.update(chunk)
+            size += len(chunk)
         return "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode(), size
 
     def compiled_members(self) -> Iterator[str]:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from torchwheel import marker
 from torchwheel.binary.facts import ExportedMarker, Import, SliceFacts
+from torchwheel.binary.sparse import SparseBuffer
 from torchwheel.marker import Buffer, MarkerError
 from torchwheel.version import FeatureVersion
 
@@ -38,7 +39,7 @@ def companions_of(exports: Iterable[str]) -> tuple[FeatureVersion, ...]:
     return tuple(sorted(found))
 
 
-def exported_marker(buf: Buffer, offset: int | None) -> ExportedMarker:
+def exported_marker(buf: Buffer | SparseBuffer, offset: int | None) -> ExportedMarker:
     """Decode the record at the exported symbol's file offset."""
     if offset is None:
         return ExportedMarker(None, None, "the marker symbol points at no bytes in the file")
@@ -50,7 +51,7 @@ def exported_marker(buf: Buffer, offset: int | None) -> ExportedMarker:
 
 
 def slice_facts(
-    buf: Buffer,
+    buf: Buffer | SparseBuffer,
     *,
     arch: str,
     exports: Iterable[str],
@@ -59,16 +60,24 @@ def slice_facts(
     exported: ExportedMarker | None,
     companions: tuple[FeatureVersion, ...],
     file_range: tuple[int, int],
+    raw_hits: list[marker.RawHit] | None = None,
 ) -> SliceFacts:
-    """Assemble a slice, scanning its own byte range so universal slices stay apart."""
+    """Assemble a slice, scanning its own byte range so universal slices stay apart.
+
+    A streaming reader passes the ``raw_hits`` it found while inflating; scanning ``buf``
+    again would need bytes it deliberately did not keep."""
     lo, hi = file_range
+    if raw_hits is None:
+        if isinstance(buf, SparseBuffer):
+            raise ValueError("a sparse buffer needs the raw hits of its stream")
+        raw_hits = marker.scan(buf, lo, hi)
     return SliceFacts(
         arch=arch,
         exports=tuple(dict.fromkeys(exports)),
         imports=tuple(dict.fromkeys(imports)),
         needed=tuple(needed),
         marker=exported,
-        raw_markers=tuple(marker.scan(buf, lo, hi)),
+        raw_markers=tuple(raw_hits),
         companions=companions,
         file_range=file_range,
     )

@@ -23,6 +23,8 @@ from typing import NamedTuple
 from torchwheel import marker
 from torchwheel.binary.common import Buffer, companions_of, exported_marker, slice_facts
 from torchwheel.binary.facts import BinaryError, Import, SliceFacts
+from torchwheel.binary.sparse import SparseBuffer
+from torchwheel.marker import RawHit
 
 _SHT_DYNSYM = 11
 _SHT_DYNAMIC = 6
@@ -95,13 +97,14 @@ class _Symbol(NamedTuple):
 
 
 class _Reader:
-    def __init__(self, buf: Buffer, path: str) -> None:
+    def __init__(self, buf: Buffer | SparseBuffer, path: str) -> None:
         self.buf = buf
         self.path = path
         self.size = len(buf)
         if self.size < 52:
             raise BinaryError("truncated ELF header")
-        ei_class, ei_data = buf[4], buf[5]
+        ident = buf[0:16]
+        ei_class, ei_data = ident[4], ident[5]
         if ei_class not in (1, 2) or ei_data not in (1, 2):
             raise BinaryError(f"unknown ELF class/encoding {ei_class}/{ei_data}")
         self.lay = _Layout("<" if ei_data == 1 else ">", ei_class == 2)
@@ -113,7 +116,7 @@ class _Reader:
         size = struct.calcsize(fmt)
         if offset < 0 or offset + size > self.size:
             raise BinaryError(f"{what} at offset {offset:#x} lies outside the file")
-        return struct.unpack_from(fmt, self.buf, offset)
+        return struct.unpack(fmt, self.buf[offset : offset + size])
 
     def _table(self, fmt: str, offset: int, entsize: int, count: int, what: str) -> Iterator[tuple[int, ...]]:
         size = struct.calcsize(fmt)
@@ -121,10 +124,12 @@ class _Reader:
             return iter(())
         if entsize < size or offset < 0 or offset + entsize * count > self.size:
             raise BinaryError(f"{what} ({count} entries at {offset:#x}) lies outside the file")
+        # Slicing (not unpack_from on the buffer) lets the same code read bytes, an mmap or a
+        # SparseBuffer that holds only the ranges a streaming scan captured.
+        data = self.buf[offset : offset + entsize * count]
         if entsize == size:
-            view = memoryview(self.buf)[offset : offset + size * count]
-            return struct.iter_unpack(fmt, view)
-        return (struct.unpack_from(fmt, self.buf, offset + i * entsize) for i in range(count))
+            return struct.iter_unpack(fmt, data)
+        return (struct.unpack_from(fmt, data, i * entsize) for i in range(count))
 
     # -- program headers -------------------------------------------------------------
     def segments(self) -> tuple[list[_Segment], _Segment | None]:
@@ -276,7 +281,8 @@ def _cstr(strings: bytes, offset: int) -> str:
     return strings[offset : len(strings) if end < 0 else end].decode("utf-8", "backslashreplace")
 
 
-def read_elf(buf: Buffer, path: str) -> SliceFacts:
+def read_elf(buf: Buffer | SparseBuffer, path: str, raw_hits: list[RawHit] | None = None) -> SliceFacts:
+    """``raw_hits``: the records a streaming scan already found (then ``buf`` may be sparse)."""
     r = _Reader(buf, path)
     loads, dynamic = r.segments()
     try:
@@ -317,4 +323,5 @@ def read_elf(buf: Buffer, path: str) -> SliceFacts:
         exported=found,
         companions=companions_of(exports),
         file_range=(0, r.size),
+        raw_hits=raw_hits,
     )
