@@ -287,6 +287,30 @@ def default_torchwheel() -> tuple[str, ...]:
     return (str(script),) if script.is_file() else (sys.executable, "-m", "torchwheel")
 
 
+def torchwheel_at(rev: str) -> tuple[tuple[str, ...], str]:
+    """Run torchwheel as committed at ``rev`` (``git archive`` of src/torchwheel), not the
+    working tree: a stable subject while others edit src/. Same interpreter and dependencies.
+    """
+    sha = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    dest = DATA / f"torchwheel-{sha[:12]}"
+    if not (dest / "torchwheel" / "__init__.py").is_file():
+        tmp = dest.with_name(dest.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", sha, "src/torchwheel"], capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(tmp), "--strip-components=1"], input=archive, check=True)
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tmp)], check=True)  # as installed
+        tmp.rename(dest)
+    return ("env", f"PYTHONPATH={dest}", sys.executable, "-m", "torchwheel"), sha
+
+
 # --------------------------------------------------------------------------------------------
 # Measuring
 
@@ -622,6 +646,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--reps", type=int, help="repetitions per tool and wheel (default 3, --quick 1)")
     parser.add_argument("--torchwheel", help="command that runs torchwheel (default: beside this python)")
+    parser.add_argument("--rev", help="measure torchwheel as committed at this git revision (e.g. HEAD)")
     parser.add_argument("--json", type=Path, default=DATA / "results.json", help="write results here")
     parser.add_argument("--markdown", type=Path, default=DATA / "results.md", help="write tables here")
     parser.add_argument("--no-scaling", action="store_true", help="skip the 2-process scaling probe")
@@ -630,11 +655,16 @@ def main(argv: list[str] | None = None) -> int:
     wheels = parse_list(args.wheels, ALL_WHEELS, "wheel") if args.wheels else None
     wheels = wheels or list(QUICK_WHEELS if args.quick else DEFAULT_WHEELS)
     reps = args.reps or (1 if args.quick else 3)
-    ctx = Context(
-        torchwheel=tuple(shlex.split(args.torchwheel)) if args.torchwheel else default_torchwheel(),
-        python=sys.executable,
-        peers=PEERS_BIN,
-    )
+    subject = "working tree (the installed torchwheel)"
+    if args.rev:
+        command, sha = torchwheel_at(args.rev)
+        subject = f"commit {sha}"
+    elif args.torchwheel:
+        command = tuple(shlex.split(args.torchwheel))
+        subject = args.torchwheel
+    else:
+        command = default_torchwheel()
+    ctx = Context(torchwheel=command, python=sys.executable, peers=PEERS_BIN)
     tool_keys = parse_list(args.tools, list(BY_KEY), "tool") if args.tools else None
     if tool_keys is None:
         tool_keys = [k for k in BY_KEY if k not in OPT_IN]
@@ -647,6 +677,7 @@ def main(argv: list[str] | None = None) -> int:
     print(peers, flush=True)
     cases = prepare_cases(wheels)
     info = machine_info(ctx, peers)
+    info["torchwheel_measured"] = subject
     if not args.no_scaling:
         info["two_process_scaling"] = parallel_scaling()
     print(json.dumps(info, indent=1), flush=True)

@@ -143,7 +143,7 @@ def _record_text(w: WheelFacts) -> str:
     if w.kind == "binary":
         return "n/a"
     if not w.record_problems:
-        return "ok (every hash verified)"
+        return "ok (every hash verified)" if w.hashes_verified else "ok (sizes only: hashes skipped)"
     return f"{len(w.record_problems)} problem(s)"
 
 
@@ -161,6 +161,7 @@ def wheel_json(w: WheelFacts) -> dict[str, Any]:
         "torch_requirements": [str(r) for r in w.metadata.torch_requirements],
         "record": {
             "verified": w.kind != "binary",
+            "hashes_verified": w.kind != "binary" and w.hashes_verified,
             "problems": [
                 {"path": p.path, "problem": p.problem, "detail": p.detail} for p in w.record_problems
             ],

@@ -12,7 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
+from torchwheel.binary import BinaryError, read_path
 from torchwheel.errors import InputError
+from torchwheel.memberscan import Result
 from torchwheel.wheelfile import WheelArchive, WheelContents, parse_record
 
 __all__ = ["DirectorySource", "Source", "WheelArchive", "directory_source", "installed_source"]
@@ -29,6 +31,10 @@ class Source(Protocol):
     def read(self, name: str) -> bytes: ...
 
     def hash_member(self, name: str) -> tuple[str, int]: ...
+
+    def scan_binary(self, name: str, hashing: bool = True) -> Result: ...
+
+    def member_size(self, name: str) -> int: ...
 
     def close(self) -> None: ...
 
@@ -89,6 +95,17 @@ class DirectorySource:
         except OSError as exc:
             raise InputError(f"{self.root / name}: {exc.strerror}") from exc
         return "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode(), size
+
+    def member_size(self, name: str) -> int:
+        return (self.root / name).stat().st_size
+
+    def scan_binary(self, name: str, hashing: bool = True) -> Result:
+        """Files on disk are mapped, not read: only the pages the reader touches are loaded."""
+        hashed = self.hash_member(name) if hashing else (None, self.member_size(name))
+        try:
+            return hashed, read_path(self.root / name, label=name)
+        except BinaryError as exc:
+            return hashed, exc
 
     def close(self) -> None:
         pass

@@ -20,11 +20,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from torchwheel.errors import InputError
+
+if TYPE_CHECKING:
+    from torchwheel.memberscan import Result
 
 # One member inflating to more than this is refused: a zip bomb, not an extension.
 MAX_MEMBER_SIZE = 8 << 30
@@ -40,7 +44,8 @@ except ImportError:  # pragma: no cover - isal has wheels for the platforms we s
 
 _INFLATE_ERROR: type[Exception] = _inflate_lib.error  # type: ignore[assignment]
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
-_COMPRESSED_CHUNK = 1 << 22  # 4 MiB of deflate in, at most a few times that out
+_COMPRESSED_CHUNK = 1 << 22  # 4 MiB of deflate in per read
+_OUT_CHUNK = 1 << 23  # at most 8 MiB inflated per step
 
 
 def local_data_offset(read_at: Callable[[int, int], bytes], info: zipfile.ZipInfo) -> int:
@@ -257,8 +262,15 @@ class WheelArchive:
                     raise InputError(f"{self.path.name}: member {name} is truncated")
                 pos += len(raw)
                 remaining -= len(raw)
-                out = inflater.decompress(raw) if inflater is not None else raw
-                if out:
+                pending = raw
+                while pending:
+                    if inflater is None:
+                        out, pending = pending, b""
+                    else:  # bounded output per call: a bomb cannot balloon one chunk
+                        out = inflater.decompress(pending, _OUT_CHUNK)
+                        pending = inflater.unconsumed_tail
+                    if not out:
+                        break
                     produced += len(out)
                     if produced > info.file_size:
                         raise InputError(f"{self.path.name}: member {name} inflates beyond its declared size")
@@ -298,17 +310,32 @@ class WheelArchive:
             size += len(chunk)
         return "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode(), size
 
+    def scan_binary(self, name: str, hashing: bool = True) -> Result:
+        """Hash and read one compiled member in a single streaming pass (``memberscan``)."""
+        from torchwheel import memberscan
+
+        return memberscan.scan(
+            name, self.infos[name].file_size, lambda stop: self.stream(name, stop), hashing=hashing
+        )
+
+    def member_size(self, name: str) -> int:
+        return self.infos[name].file_size
+
     def compiled_members(self) -> Iterator[str]:
         return (n for n in self.contents.members if is_compiled_name(n))
 
 
-def verify_record(contents: WheelContents, hashes: dict[str, tuple[str, int]]) -> list[RecordProblem]:
-    """Compare RECORD with the members' real hashes (``hashes``: member -> (hash, size))."""
+def verify_record(contents: WheelContents, hashes: dict[str, tuple[str | None, int]]) -> list[RecordProblem]:
+    """Compare RECORD with the members' real hashes and sizes.
+
+    ``hashes``: member -> (sha256 RECORD hash, or None when the caller chose not to hash
+    it, and size). Unhashed members are still checked for presence and size.
+    """
     if contents.record is None:
         return [RecordProblem(f"{contents.dist_info}/RECORD", "missing-record", "the wheel has no RECORD")]
     problems: list[RecordProblem] = []
     record_name = f"{contents.dist_info}/RECORD"
-    unsigned = (record_name, f"{record_name}.jws", f"{record_name}.p7s")
+    unsigned = {record_name, f"{record_name}.jws", f"{record_name}.p7s"}
     for member in contents.members:
         if member in unsigned:
             continue
@@ -317,14 +344,12 @@ def verify_record(contents: WheelContents, hashes: dict[str, tuple[str, int]]) -
             problems.append(RecordProblem(member, "missing-from-record", "not listed in RECORD"))
             continue
         actual_hash, actual_size = hashes[member]
+        algorithm = entry.hash.split("=", 1)[0] if entry.hash else None
         if entry.hash is None:
             problems.append(RecordProblem(member, "no-hash", "RECORD lists it without a hash"))
-        elif not entry.hash.startswith("sha256=") and entry.hash.split("=", 1)[0] not in (
-            "sha384",
-            "sha512",
-        ):
-            problems.append(RecordProblem(member, "weak-hash", f"RECORD uses {entry.hash.split('=')[0]}"))
-        elif entry.hash.startswith("sha256=") and entry.hash != actual_hash:
+        elif algorithm not in ("sha256", "sha384", "sha512"):
+            problems.append(RecordProblem(member, "weak-hash", f"RECORD uses {algorithm}"))
+        elif algorithm == "sha256" and actual_hash is not None and entry.hash != actual_hash:
             problems.append(
                 RecordProblem(member, "hash-mismatch", f"RECORD {entry.hash}, actual {actual_hash}")
             )
@@ -332,7 +357,8 @@ def verify_record(contents: WheelContents, hashes: dict[str, tuple[str, int]]) -
             problems.append(
                 RecordProblem(member, "size-mismatch", f"RECORD {entry.size}, actual {actual_size}")
             )
+    present = set(contents.members)
     for path in contents.record:
-        if path not in contents.members and path not in unsigned:
+        if path not in present and path not in unsigned:
             problems.append(RecordProblem(path, "missing-file", "listed in RECORD but not in the wheel"))
     return problems

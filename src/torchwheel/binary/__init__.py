@@ -12,7 +12,8 @@ import struct
 from pathlib import Path
 
 from torchwheel.binary.facts import BinaryError, BinaryFacts, Format, Import, SliceFacts
-from torchwheel.marker import Buffer
+from torchwheel.binary.sparse import SparseBuffer
+from torchwheel.marker import Buffer, RawHit
 
 __all__ = [
     "BinaryError",
@@ -21,6 +22,7 @@ __all__ = [
     "SliceFacts",
     "read_binary",
     "read_path",
+    "read_sparse_elf",
     "sniff",
 ]
 
@@ -95,8 +97,26 @@ def read_binary(buf: Buffer, path: str) -> BinaryFacts:
     return BinaryFacts(path=path, format=fmt, size=len(buf), slices=slices)
 
 
-def read_path(path: str | os.PathLike[str]) -> BinaryFacts:
-    """Map a file and read it; the map lets a 500 MB library cost only the pages we touch."""
+def read_sparse_elf(buf: SparseBuffer, path: str, raw_hits: list[RawHit]) -> BinaryFacts:
+    """An ELF of which a streaming scan kept only some ranges (see ``memberscan``).
+
+    ``MissingRange`` passes through: it asks the caller for more bytes, it is not an error.
+    """
+    from torchwheel.binary.elf import read_elf
+
+    try:
+        slice_ = read_elf(buf, path, raw_hits)
+    except BinaryError as exc:
+        raise BinaryError(f"malformed ELF: {exc}") from exc
+    except (struct.error, ValueError, OverflowError) as exc:
+        raise BinaryError(f"malformed ELF: {exc}") from exc
+    return BinaryFacts(path=path, format="elf", size=len(buf), slices=(slice_,))
+
+
+def read_path(path: str | os.PathLike[str], label: str | None = None) -> BinaryFacts:
+    """Map a file and read it; the map lets a 500 MB library cost only the pages we touch.
+
+    ``label`` names the file in the facts (a member path inside an unpacked wheel)."""
     p = Path(path)
     try:
         with p.open("rb") as fh:
@@ -104,6 +124,6 @@ def read_path(path: str | os.PathLike[str]) -> BinaryFacts:
             if size == 0:
                 raise BinaryError("empty file")
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                return read_binary(mm, str(path))
+                return read_binary(mm, label or str(path))
     except OSError as exc:
         raise BinaryError(exc.strerror or str(exc)) from exc

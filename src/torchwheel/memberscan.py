@@ -1,0 +1,158 @@
+"""Read one compiled member of a wheel while it inflates: hash it, scan it, keep little.
+
+A CUDA extension can be 500 MB inflated. Holding it in memory to parse it would break the
+300 MB budget and a second inflate to hash it would double the time, so one pass does
+everything: every byte is hashed (RECORD) and scanned for marker records, and only the byte
+ranges the ELF reader needs are kept: the head (headers, and in linker output .dynsym and
+.dynstr), the tail (the section table; .dynstr after patchelf moved it), and PT_DYNAMIC.
+If the reader asks for bytes outside them (``MissingRange``), the member is inflated again
+up to that point and the range captured: a fast path with a checked fallback. Other
+formats (LIEF reads whole files anyway) and small members are read whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Callable, Iterator
+
+from torchwheel import marker
+from torchwheel.binary import BinaryError, BinaryFacts, read_binary, read_sparse_elf, sniff
+from torchwheel.binary.sparse import MissingRange, SparseBuffer
+from torchwheel.wheelfile import record_hash
+
+BIG = 48 << 20  # members larger than this are scanned as a stream
+_HEAD = 16 << 20
+_TAIL = 8 << 20
+_SLACK = 4 << 20  # a fallback pass captures at least this much around what was missing
+_PASSES = 6
+_OVERLAP = len(marker.MAGIC) + marker.MAX_RECORD  # a record may straddle two chunks
+
+Stream = Callable[[int | None], Iterator[bytes]]  # stop offset -> inflated chunks
+Result = tuple[tuple[str | None, int], BinaryFacts | BinaryError]
+
+
+def scan(
+    name: str,
+    size: int,
+    stream: Stream,
+    *,
+    hashing: bool = True,
+    big: int = BIG,
+    head: int = _HEAD,
+    tail: int = _TAIL,
+) -> Result:
+    """(RECORD hash, or None without ``hashing``, and size; facts or the reason the member
+    is not a readable binary).
+
+    ``big``, ``head`` and ``tail`` exist for the differential tests, which force the
+    streaming path and its fallbacks onto small fixtures."""
+    if size <= big:
+        data = b"".join(stream(None))
+        return (record_hash(data) if hashing else None, len(data)), _read_whole(data, name)
+    return _scan_stream(name, size, stream, head, tail, hashing)
+
+
+def _read_whole(data: bytes, name: str) -> BinaryFacts | BinaryError:
+    try:
+        return read_binary(data, name)
+    except BinaryError as exc:
+        return exc
+
+
+def _dynamic_range(head: bytes) -> tuple[int, int] | None:
+    """PT_DYNAMIC's file range from the program headers, which sit in the head."""
+    if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] not in (1, 2) or head[5] not in (1, 2):
+        return None
+    e = "<" if head[5] == 1 else ">"
+    is64 = head[4] == 2
+    phoff, phentsize, phnum = (
+        struct.unpack_from(e + "Q", head, 32)[0] if is64 else struct.unpack_from(e + "I", head, 28)[0],
+        struct.unpack_from(e + "H", head, 54 if is64 else 42)[0],
+        struct.unpack_from(e + "H", head, 56 if is64 else 44)[0],
+    )
+    for i in range(phnum):
+        at = phoff + i * phentsize
+        if at + (56 if is64 else 32) > len(head):
+            return None
+        if is64:
+            p_type, _, p_offset, _, _, p_filesz = struct.unpack_from(e + "IIQQQQ", head, at)
+        else:
+            p_type, p_offset, _, _, p_filesz = struct.unpack_from(e + "IIIII", head, at)
+        if p_type == 2:
+            return p_offset, p_offset + p_filesz
+    return None
+
+
+class _Capture:
+    def __init__(self, wanted: list[tuple[int, int]]) -> None:
+        self.wanted = wanted
+        self.pieces: dict[int, bytes] = {}
+
+    def feed(self, pos: int, chunk: bytes) -> None:
+        end = pos + len(chunk)
+        for lo, hi in self.wanted:
+            a, b = max(lo, pos), min(hi, end)
+            if a < b:
+                self.pieces[a] = chunk[a - pos : b - pos]
+
+
+def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, hashing: bool) -> Result:
+    digest = hashlib.sha256() if hashing else None
+    capture = _Capture([(0, min(size, max(head, size // 32))), (max(0, size - tail), size)])
+    hits: dict[int, marker.RawHit] = {}
+    record_bytes: dict[int, bytes] = {}
+    whole: bytearray | None = None
+    carry = b""
+    pos = 0
+    dynamic_known = False
+    for chunk in stream(None):
+        if digest is not None:
+            digest.update(chunk)
+        if pos == 0 and sniff(chunk[:4]) != "elf":
+            whole = bytearray()
+        if whole is not None:
+            whole += chunk
+            pos += len(chunk)
+            continue
+        capture.feed(pos, chunk)
+        if not dynamic_known and pos + len(chunk) >= min(4096, head):
+            dynamic_known = True
+            dyn = _dynamic_range(capture.pieces.get(0, b""))
+            if dyn is not None:
+                capture.wanted.append(dyn)
+                capture.feed(pos, chunk)
+        window = carry + chunk
+        base = pos - len(carry)
+        for hit in marker.scan(window):
+            at = base + hit.offset
+            if at not in hits:
+                hits[at] = marker.RawHit(at, hit.record)
+                record_bytes[at] = window[hit.offset : hit.offset + marker.MAX_RECORD]
+        carry = window[-_OVERLAP:]
+        pos += len(chunk)
+    hashed = ("sha256=" + _b64(digest.digest()) if digest is not None else None, pos)
+    if whole is not None:
+        return hashed, _read_whole(bytes(whole), name)
+    ordered = [hits[k] for k in sorted(hits)]
+    pieces = {**capture.pieces, **record_bytes}
+    for _ in range(_PASSES):
+        try:
+            return hashed, read_sparse_elf(SparseBuffer.from_ranges(size, pieces), name, ordered)
+        except MissingRange as missing:
+            lo, hi = missing.start, min(size, max(missing.stop, missing.start + _SLACK))
+            extra = _Capture([(lo, hi)])
+            at = 0
+            for chunk in stream(hi):
+                extra.feed(at, chunk)
+                at += len(chunk)
+            pieces.update(extra.pieces)
+        except BinaryError as exc:
+            return hashed, exc
+    return hashed, BinaryError(f"{name}: the ELF reader kept asking for more bytes; giving up")
+
+
+def _b64(digest: bytes) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()

@@ -1,0 +1,85 @@
+"""The streaming path (hash + scan while inflating, keep only some ranges, fall back for
+the rest) returns exactly what reading the whole file returns: on every fixture, with the
+fast path forced and starved so that every fallback runs, and on torch's own libraries
+streamed out of the real torch wheel (libtorch_cpu.so: 430 MB, .dynstr moved to the end)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from torchwheel import memberscan
+from torchwheel.binary import BinaryError, read_binary, read_path
+from torchwheel.wheelfile import WheelArchive
+
+from .helpers import REPO, fixture_build
+
+
+def chunked(data: bytes, size: int) -> memberscan.Stream:
+    def stream(stop: int | None) -> Iterator[bytes]:
+        end = len(data) if stop is None else min(len(data), stop)
+        for at in range(0, end, size):
+            yield data[at : min(at + size, end)]
+
+    return stream
+
+
+def _sha(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+@pytest.mark.parametrize("name", sorted(fixture_build().SCENARIOS))
+@pytest.mark.parametrize(
+    ("head", "tail", "chunk"), [(64, 64, 7), (4096, 0, 1000), (1 << 20, 1 << 20, 1 << 16)]
+)
+def test_stream_equals_whole(
+    name: str, head: int, tail: int, chunk: int, built_fixtures: dict[str, Path]
+) -> None:
+    data = built_fixtures[name].read_bytes()
+    hashed, got = memberscan.scan(name, len(data), chunked(data, chunk), big=0, head=head, tail=tail)
+    assert hashed == (_sha(data), len(data))
+    try:
+        want = read_binary(data, name)
+    except BinaryError as exc:
+        assert isinstance(got, BinaryError) and str(got) == str(exc)
+        return
+    assert not isinstance(got, BinaryError), got
+    assert got == want
+
+
+@pytest.fixture(scope="module")
+def torch_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The torch 2.13.0 wheel this machine's pip resolves locally (as the README's setup does)."""
+    cache = REPO / ".cache" / "torch-wheel"
+    found = sorted(cache.glob("torch-2.13.0*.whl"))
+    if not found:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "torch==2.13.0", "-d", str(cache)],
+            check=True,
+        )
+        found = sorted(cache.glob("torch-2.13.0*.whl"))
+    return found[0]
+
+
+def test_torch_libraries_streamed_from_the_wheel(torch_wheel: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    assert spec is not None and spec.origin is not None
+    site = Path(spec.origin).parent.parent
+    with WheelArchive(torch_wheel) as archive, zipfile.ZipFile(torch_wheel) as zf:
+        libs = [n for n in archive.infos if n.startswith("torch/lib/") and ".so" in n]
+        assert "torch/lib/libtorch_cpu.so" in libs
+        for member in libs:
+            size = zf.getinfo(member).file_size
+            hashed, got = memberscan.scan(member, size, lambda stop, m=member: archive.stream(m, stop), big=0)
+            want = read_path(site / member, label=member)
+            assert got == want, member
+            assert hashed[1] == size
