@@ -139,7 +139,20 @@ def check(
 
 def _tag_options(upper_bound: str | None, keep: bool, build_torch: str | None) -> Any:
     from torchwheel.retag import TagOptions
+    from torchwheel.version import FeatureVersion
 
+    if build_torch == "installed":  # right after a build: the torch it compiled against
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            build_torch = version("torch").split("+", 1)[0]
+        except PackageNotFoundError as exc:
+            raise InputError("--build-torch installed: no torch is installed in this environment") from exc
+    if build_torch is not None:
+        try:
+            FeatureVersion.parse(build_torch)
+        except ValueError as exc:
+            raise InputError(f"--build-torch {build_torch!r}: expected X.Y (or 'installed')") from exc
     return TagOptions(upper_bound=upper_bound, keep_correct=keep, build_torch=build_torch)
 
 
