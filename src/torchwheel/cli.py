@@ -12,12 +12,17 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from torchwheel import __version__
 from torchwheel.errors import InputError
+
+if TYPE_CHECKING:  # the CLI imports the library lazily: `--help` must stay instant
+    from torchwheel.retag import TagOptions
+    from torchwheel.tagging import TagResult
+    from torchwheel.wheelfacts import WheelFacts
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXIT_INPUT = 2
@@ -63,7 +68,7 @@ _ENV = click.option(
 )
 
 
-def _load(inputs: tuple[Path, ...], env: tuple[str, ...], verify_hashes: bool = True) -> list[Any]:
+def _load(inputs: tuple[Path, ...], env: tuple[str, ...], verify_hashes: bool = True) -> list[WheelFacts]:
     from torchwheel.inputs import load
     from torchwheel.symtable import load_shipped
 
@@ -137,7 +142,7 @@ def check(
         sys.exit(1)
 
 
-def _tag_options(upper_bound: str | None, keep: bool, build_torch: str | None) -> Any:
+def _tag_options(upper_bound: str | None, keep: bool, build_torch: str | None) -> TagOptions:
     from torchwheel.retag import TagOptions
     from torchwheel.version import FeatureVersion
 
@@ -178,7 +183,7 @@ def _with_tag_options(func: F) -> F:
     return func
 
 
-def _refuse_untrustworthy(wheels: list[Any]) -> None:
+def _refuse_untrustworthy(wheels: list[WheelFacts]) -> None:
     """Facts that make a rewrite dishonest: a RECORD that disagrees with the files or
     METADATA that does not parse (which bytes are right is not ours to guess), and a marker
     this torchwheel cannot read (the target it would write could be wrong)."""
@@ -195,7 +200,7 @@ def _refuse_untrustworthy(wheels: list[Any]) -> None:
         sys.exit(1)
 
 
-def _report_tag(result: Any) -> None:
+def _report_tag(result: TagResult) -> None:
     if result.target is None:
         click.echo(result.diff or f"{result.source.name}: nothing would change", nl=not result.diff)
         return
@@ -274,7 +279,7 @@ def repair(
         _repair(repaired, wheel_dir, no_config, _tag_options(upper_bound, keep_correct, build_torch))
 
 
-def _repair(wheel: Path, wheel_dir: Path, no_config: bool, opts: Any) -> None:
+def _repair(wheel: Path, wheel_dir: Path, no_config: bool, opts: TagOptions) -> None:
     from torchwheel import rules, tagging
     from torchwheel.check_report import check_text
     from torchwheel.config import load_policy

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from torchwheel.errors import InputError
-from torchwheel.wheelfile import record_hash
+from torchwheel.wheelfile import local_data_offset, record_hash
 
 _LOCAL = struct.Struct("<4sHHHHHIIIHH")
 _CENTRAL = struct.Struct("<4sHHHHHHIIIHHHHHII")
@@ -142,17 +142,6 @@ def _central_header(e: _Entry) -> bytes:
     )
 
 
-def _raw_data_offset(fh: BinaryIO, info: zipfile.ZipInfo) -> int:
-    """Where a member's compressed bytes start: after its *local* header, whose extra
-    field may differ in length from the central directory's."""
-    fh.seek(info.header_offset)
-    head = fh.read(_LOCAL.size)
-    if len(head) != _LOCAL.size or head[:4] != b"PK\x03\x04":
-        raise InputError(f"member {info.filename}: local header is missing or corrupt")
-    fields = _LOCAL.unpack(head)
-    return int(info.header_offset + _LOCAL.size + fields[9] + fields[10])
-
-
 def order(names: Iterable[str], dist_info: str) -> list[str]:
     """Payload sorted, then ``.dist-info`` sorted, RECORD last: what installers and PyPI like."""
     record = f"{dist_info}/RECORD"
@@ -245,7 +234,7 @@ def _copy_raw(
 ) -> _Entry:
     if info.flag_bits & 0x1:
         raise InputError(f"member {info.filename} is encrypted")
-    start = _raw_data_offset(raw, info)
+    start = local_data_offset(lambda offset, size: os.pread(raw.fileno(), size, offset), info)
     mode = info.external_attr if info.external_attr >> 16 else (0o100644 << 16)
     e = _Entry(
         info.filename.encode(),
