@@ -49,9 +49,7 @@ def download_wheel(release: str, directory: Path) -> Path:
 def find_wheel(release: str, directory: Path, exclude: set[Path] | None = None) -> Path:
     """The torch wheel of ``release`` in ``directory`` (local tags like +cpu allowed)."""
     candidates = sorted(
-        path
-        for path in directory.glob("torch-*.whl")
-        if path.name.split("-")[1].split("+")[0] == release
+        path for path in directory.glob("torch-*.whl") if path.name.split("-")[1].split("+")[0] == release
     )
     fresh = [path for path in candidates if path not in (exclude or set())]
     chosen = fresh or candidates

@@ -83,3 +83,21 @@ def test_torch_libraries_streamed_from_the_wheel(torch_wheel: Path) -> None:
             want = read_path(site / member, label=member)
             assert got == want, member
             assert hashed[1] == size
+
+
+def test_patchelf_layout_needs_no_second_pass(
+    built_fixtures: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """.dynsym/.dynstr/.dynamic behind the section table (patchelf, torch's libraries): the
+    stream learns their place from the section table as it passes and keeps them, so one
+    pass suffices even with a head that holds only the ELF and program headers."""
+    data = built_fixtures["elf_patchelf"].read_bytes()
+    passes: list[int | None] = []
+
+    def stream(stop: int | None) -> Iterator[bytes]:
+        passes.append(stop)
+        yield from chunked(data, 512)(stop)
+
+    _, got = memberscan.scan("elf_patchelf", len(data), stream, big=0, head=1024, tail=0)
+    assert got == read_binary(data, "elf_patchelf")
+    assert passes == [None]

@@ -43,8 +43,6 @@ def _real_ext_build() -> ModuleType:
     return module
 
 
-
-
 @pytest.fixture(scope="session")
 def real_wheels() -> dict[str, Path]:
     """Variant -> wheel: built once into ``.cache/real_ext`` (gitignored), reused while unchanged."""
@@ -335,7 +333,17 @@ def test_tagged_stable_wheel_runs_in_a_fresh_venv(tagged_real: dict[str, Path], 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     vpy = venv / "bin" / "python"
-    install = [sys.executable, "-m", "pip", "--python", str(vpy), "install", "-q", "--find-links", str(torch_dir)]
+    install = [
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        str(vpy),
+        "install",
+        "-q",
+        "--find-links",
+        str(torch_dir),
+    ]
     result = subprocess.run(
         [*install, "torch==2.13.0", str(tagged_real["stable"]), str(tagged_real["unstable"])],
         capture_output=True,

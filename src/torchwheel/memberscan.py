@@ -13,17 +13,18 @@ formats (LIEF reads whole files anyway) and small members are read whole.
 from __future__ import annotations
 
 import hashlib
-import struct
 from collections.abc import Callable, Iterator
 
 from torchwheel import marker
 from torchwheel.binary import BinaryError, BinaryFacts, read_binary, read_sparse_elf, sniff
+from torchwheel.binary.elf import needed_ranges
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
 from torchwheel.wheelfile import record_hash
 
-BIG = 48 << 20  # members larger than this are scanned as a stream
-_HEAD = 16 << 20
-_TAIL = 8 << 20
+BIG = 8 << 20  # members larger than this are scanned as a stream (two whole 40 MB libraries
+# in flight at once were most of the peak memory on torch's wheel)
+_HEAD = 8 << 20
+_TAIL = 4 << 20
 _SLACK = 4 << 20  # a fallback pass captures at least this much around what was missing
 _PASSES = 6
 _OVERLAP = len(marker.MAGIC) + marker.MAX_RECORD  # a record may straddle two chunks
@@ -60,30 +61,6 @@ def _read_whole(data: bytes, name: str) -> BinaryFacts | BinaryError:
         return exc
 
 
-def _dynamic_range(head: bytes) -> tuple[int, int] | None:
-    """PT_DYNAMIC's file range from the program headers, which sit in the head."""
-    if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] not in (1, 2) or head[5] not in (1, 2):
-        return None
-    e = "<" if head[5] == 1 else ">"
-    is64 = head[4] == 2
-    phoff, phentsize, phnum = (
-        struct.unpack_from(e + "Q", head, 32)[0] if is64 else struct.unpack_from(e + "I", head, 28)[0],
-        struct.unpack_from(e + "H", head, 54 if is64 else 42)[0],
-        struct.unpack_from(e + "H", head, 56 if is64 else 44)[0],
-    )
-    for i in range(phnum):
-        at = phoff + i * phentsize
-        if at + (56 if is64 else 32) > len(head):
-            return None
-        if is64:
-            p_type, _, p_offset, _, _, p_filesz = struct.unpack_from(e + "IIQQQQ", head, at)
-        else:
-            p_type, p_offset, _, _, p_filesz = struct.unpack_from(e + "IIIII", head, at)
-        if p_type == 2:
-            return p_offset, p_offset + p_filesz
-    return None
-
-
 class _Capture:
     def __init__(self, wanted: list[tuple[int, int]]) -> None:
         self.wanted = wanted
@@ -105,7 +82,7 @@ def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, has
     whole: bytearray | None = None
     carry = b""
     pos = 0
-    dynamic_known = False
+    checkpoints = [min(4096, size)]  # offsets after which to ask the reader what it needs
     for chunk in stream(None):
         if digest is not None:
             digest.update(chunk)
@@ -116,20 +93,28 @@ def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, has
             pos += len(chunk)
             continue
         capture.feed(pos, chunk)
-        if not dynamic_known and pos + len(chunk) >= min(4096, head):
-            dynamic_known = True
-            dyn = _dynamic_range(capture.pieces.get(0, b""))
-            if dyn is not None:
-                capture.wanted.append(dyn)
-                capture.feed(pos, chunk)
-        window = carry + chunk
-        base = pos - len(carry)
-        for hit in marker.scan(window):
-            at = base + hit.offset
-            if at not in hits:
-                hits[at] = marker.RawHit(at, hit.record)
-                record_bytes[at] = window[hit.offset : hit.offset + marker.MAX_RECORD]
-        carry = window[-_OVERLAP:]
+        while checkpoints and pos + len(chunk) >= checkpoints[0]:
+            # Ask the reader which ranges it will need, given what is captured so far: after
+            # the head (the section table, PT_DYNAMIC), then again once each new range went
+            # by (the section table names .dynsym, .dynstr, .dynamic, wherever patchelf put
+            # them). Each question only adds ranges, and an ELF has few: this ends.
+            checkpoints.pop(0)
+            for lo, hi in needed_ranges(SparseBuffer.from_ranges(size, capture.pieces)):
+                if (lo, hi) not in capture.wanted:
+                    capture.wanted.append((lo, hi))
+                    if hi > pos + len(chunk):
+                        checkpoints.append(hi)
+            checkpoints.sort()
+            capture.feed(pos, chunk)
+        # The chunk itself, then the seam with the previous one: no multi-MB concatenation.
+        seam = carry + chunk[:_OVERLAP]
+        for window, base in ((chunk, pos), (seam, pos - len(carry))):
+            for hit in marker.scan(window):
+                at = base + hit.offset
+                if at not in hits:
+                    hits[at] = marker.RawHit(at, hit.record)
+                    record_bytes[at] = window[hit.offset : hit.offset + marker.MAX_RECORD]
+        carry = (carry + chunk)[-_OVERLAP:] if len(chunk) < _OVERLAP else chunk[-_OVERLAP:]
         pos += len(chunk)
     hashed = ("sha256=" + _b64(digest.digest()) if digest is not None else None, pos)
     if whole is not None:

@@ -19,7 +19,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from packaging.tags import Tag
@@ -121,10 +121,9 @@ class WheelContents:
 
 def _check_member(info: zipfile.ZipInfo, seen: set[str]) -> None:
     name = info.filename
-    pure = PurePosixPath(name)
     if name.startswith("/") or "\\" in name or (len(name) > 1 and name[1] == ":"):
         raise InputError(f"member {name!r} has an absolute or Windows path")
-    if ".." in pure.parts:
+    if ".." in name.split("/"):
         raise InputError(f"member {name!r} escapes the wheel with '..'")
     if name in seen:
         raise InputError(f"member {name!r} appears twice in the archive")

@@ -18,12 +18,13 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import NamedTuple
 
 from torchwheel import marker
 from torchwheel.binary.common import Buffer, companions_of, exported_marker, slice_facts
 from torchwheel.binary.facts import BinaryError, Import, SliceFacts
-from torchwheel.binary.sparse import SparseBuffer
+from torchwheel.binary.sparse import MissingRange, SparseBuffer
 from torchwheel.marker import RawHit
 
 _SHT_DYNSYM = 11
@@ -164,20 +165,34 @@ class _Reader:
     def symbols(self, offset: int, entsize: int, count: int, strings: bytes) -> list[_Symbol]:
         out: list[_Symbol] = []
         rows = self._table(self.lay.sym, offset, entsize, count, "dynamic symbol table")
+        # One split of .dynstr and a dict from offset to name, instead of a find() and a
+        # slice per symbol: torch's libraries have 100,000 dynamic symbols. A name that
+        # starts inside another (linkers share suffixes) is not a key: find() covers it.
+        parts = strings.split(b"\0")
+        names = dict(
+            zip(accumulate((len(p) + 1 for p in parts), initial=0), parts, strict=False)
+        )  # one more offset than names
         find = strings.find
         limit = len(strings)
+        is64 = self.lay.is64
         for row in rows:
-            if self.lay.is64:
+            if is64:
                 st_name, st_info, st_other, st_shndx, st_value, _ = row
             else:
                 st_name, st_value, _, st_info, st_other, st_shndx = row
             if st_name == 0:
                 continue
-            if st_name >= limit:
-                raise BinaryError(f"symbol name offset {st_name:#x} lies outside .dynstr")
-            end = find(b"\0", st_name)
-            name = strings[st_name : limit if end < 0 else end].decode("utf-8", "backslashreplace")
-            out.append(_Symbol(name, st_value, st_info >> 4, st_other & 3, st_shndx))
+            raw = names.get(st_name)
+            if raw is None:
+                if st_name >= limit:
+                    raise BinaryError(f"symbol name offset {st_name:#x} lies outside .dynstr")
+                end = find(b"\0", st_name)
+                raw = strings[st_name : limit if end < 0 else end]
+            out.append(
+                _Symbol(
+                    raw.decode("utf-8", "backslashreplace"), st_value, st_info >> 4, st_other & 3, st_shndx
+                )
+            )
         return out
 
     def dynamic_entries(self, offset: int, size: int) -> list[tuple[int, int]]:
@@ -198,14 +213,49 @@ class _Section(NamedTuple):
     entsize: int
 
 
+def _sections(r: _Reader) -> list[_Section]:
+    return [
+        _Section(row[1], row[4], row[5], row[6], row[9])
+        for row in r._table(r.lay.shdr, r.shoff, r.shentsize, r.shnum, "section header table")
+    ]
+
+
+def needed_ranges(buf: SparseBuffer) -> list[tuple[int, int]]:
+    """The byte ranges ``read_elf`` will read, as far as the bytes captured so far tell.
+
+    A streaming reader asks this after the head (ELF and program headers give the section
+    table and PT_DYNAMIC) and again once the section table went by (it gives .dynsym,
+    .dynstr and .dynamic, which patchelf may have moved behind it). Ranges it cannot know
+    yet are simply not listed; ``MissingRange`` on the final read catches any it missed.
+    """
+    try:
+        r = _Reader(buf, "")
+    except (MissingRange, BinaryError):
+        return []  # not even a readable header: the final read reports it
+    out: list[tuple[int, int]] = []
+    if r.shoff and r.shnum:
+        out.append((r.shoff, r.shoff + r.shentsize * r.shnum))
+    try:
+        _, dynamic = r.segments()
+        if dynamic is not None:
+            out.append((dynamic.offset, dynamic.offset + dynamic.filesz))
+        sections = _sections(r) if r.shoff and r.shnum else []
+    except (MissingRange, BinaryError):
+        return out
+    for sec in sections:
+        if sec.type in (_SHT_DYNSYM, _SHT_DYNAMIC):
+            out.append((sec.offset, sec.offset + sec.size))
+            if sec.type == _SHT_DYNSYM and sec.link < len(sections):
+                strtab = sections[sec.link]
+                out.append((strtab.offset, strtab.offset + strtab.size))
+    return out
+
+
 def _section_route(r: _Reader) -> tuple[list[_Symbol], list[str]] | None:
     """Read .dynsym/.dynstr/.dynamic through the section headers; None when there are none."""
     if r.shoff == 0 or r.shnum == 0:
         return None
-    sections = [
-        _Section(row[1], row[4], row[5], row[6], row[9])
-        for row in r._table(r.lay.shdr, r.shoff, r.shentsize, r.shnum, "section header table")
-    ]
+    sections = _sections(r)
     dynsym = next((sec for sec in sections if sec.type == _SHT_DYNSYM), None)
     if dynsym is None:
         return None
