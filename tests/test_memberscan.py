@@ -101,3 +101,19 @@ def test_patchelf_layout_needs_no_second_pass(
     _, got = memberscan.scan("elf_patchelf", len(data), stream, big=0, head=1024, tail=0)
     assert got == read_binary(data, "elf_patchelf")
     assert passes == [None]
+
+
+def test_sparse_buffer_pieces() -> None:
+    from torchwheel.binary.sparse import MissingRange, SparseBuffer
+
+    data = bytes(range(256)) * 4
+    buf = SparseBuffer.from_ranges(
+        len(data),
+        {0: data[0:100], 100: data[100:300], 150: data[150:160], 500: data[500:600], 1000: data[1000:]},
+    )
+    assert buf[0:300] == data[0:300]  # across two touching pieces
+    assert buf[155:158] == data[155:158]  # inside a piece that a contained one shadows
+    assert buf[1000:2000] == data[1000:1024]  # clipped to the size, like bytes
+    for start, stop in ((290, 310), (300, 301), (450, 520), (590, 610)):
+        with pytest.raises(MissingRange):
+            buf[start:stop]

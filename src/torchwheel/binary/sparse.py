@@ -28,19 +28,21 @@ class SparseBuffer:
 
     @classmethod
     def from_ranges(cls, size: int, ranges: dict[int, bytes]) -> SparseBuffer:
-        merged: list[tuple[int, bytes]] = []
+        """Pieces as captured, not joined: a 15 MB head arrives as a few chunks, and copying
+        it into one object at every question the stream asks would double its memory."""
+        starts: list[int] = []
+        chunks: list[bytes] = []
+        reach = -1
         for start in sorted(ranges):
             data = ranges[start]
-            if merged and start <= merged[-1][0] + len(merged[-1][1]):
-                prev_start, prev = merged[-1]
-                end = max(prev_start + len(prev), start + len(data))
-                joined = bytearray(end - prev_start)
-                joined[: len(prev)] = prev
-                joined[start - prev_start : start - prev_start + len(data)] = data
-                merged[-1] = (prev_start, bytes(joined))
-            else:
-                merged.append((start, data))
-        return cls(size, [s for s, _ in merged], [d for _, d in merged])
+            if start + len(data) <= reach:
+                continue  # inside what earlier pieces hold (a marker record inside the head)
+            starts.append(start)
+            chunks.append(data)
+            reach = start + len(data)
+        # Ends now grow with starts: the last piece starting at or before an offset is the
+        # one that reaches furthest, which is what __getitem__'s bisect relies on.
+        return cls(size, starts, chunks)
 
     def __len__(self) -> int:
         return self.size
@@ -53,9 +55,20 @@ class SparseBuffer:
         if stop <= start:
             return b""
         i = bisect.bisect_right(self.starts, start) - 1
-        if i >= 0:
-            base = self.starts[i]
-            chunk = self.chunks[i]
-            if stop <= base + len(chunk):
-                return chunk[start - base : stop - base]
-        raise MissingRange(start, stop)
+        if i < 0:
+            raise MissingRange(start, stop)
+        parts: list[bytes] = []
+        at = start
+        # walk forward through pieces that touch or overlap, until the slice is covered
+        while i < len(self.starts) and at < stop:
+            base, chunk = self.starts[i], self.chunks[i]
+            if base > at:
+                break  # a hole
+            end = base + len(chunk)
+            if end > at:
+                parts.append(chunk[at - base : min(stop, end) - base])
+                at = min(stop, end)
+            i += 1
+        if at < stop:
+            raise MissingRange(start, stop)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
