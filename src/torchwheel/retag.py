@@ -27,8 +27,8 @@ from torchwheel.errors import InputError
 from torchwheel.report import binary_json
 from torchwheel.version import FeatureVersion
 from torchwheel.wheelfacts import TorchABI, WheelFacts, iter_slices, wheel_torch_abi
+from torchwheel.wheelfile import SIDE_FILE
 
-SIDE_FILE = "torchwheel.json"
 SIDE_SCHEMA = 1
 TORCH_ABI_FIELD = "Torch-ABI"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from torchwheel.errors import InputError
 from torchwheel.retag import Plan, TagOptions, plan
 from torchwheel.wheelfacts import WheelFacts
-from torchwheel.wheelfile import WheelArchive, parse_record, record_hash
+from torchwheel.wheelfile import SIDE_FILE, parse_record, record_hash
 from torchwheel.wheelwriter import copy_file_atomically, source_date_epoch, write_wheel
 
 
@@ -28,26 +28,31 @@ class TagResult:
     diff: str = ""
 
 
-def _existing(w: WheelFacts, name: str) -> bytes | None:
-    if name not in w.contents.members:
-        return None
-    with WheelArchive(Path(w.contents.path)) as archive:
-        return archive.read(name)
+def _existing(w: WheelFacts) -> dict[str, bytes]:
+    """The current bytes of the members a plan writes, as collected: no second opening."""
+    c = w.contents
+    found = {
+        f"{c.dist_info}/WHEEL": c.wheel_text.encode(),
+        f"{c.dist_info}/METADATA": c.metadata_text.encode(),
+    }
+    if c.side_file is not None:
+        found[f"{c.dist_info}/{SIDE_FILE}"] = c.side_file
+    return found
 
 
-def unchanged(w: WheelFacts, p: Plan, source: Path) -> bool:
+def unchanged(p: Plan, source: Path, existing: dict[str, bytes]) -> bool:
     """Idempotence: a tagged wheel re-tagged with the same options is left alone."""
     if p.filename != source.name or p.drop:
         return False
-    return all(_existing(w, name) == data for name, data in p.members.items())
+    return all(existing.get(name) == data for name, data in p.members.items())
 
 
-def diff_text(w: WheelFacts, p: Plan, source: Path) -> str:
+def diff_text(p: Plan, source: Path, existing: dict[str, bytes]) -> str:
     chunks: list[str] = []
     if p.filename != source.name:
         chunks.append(f"rename: {source.name} -> {p.filename}\n")
     for name, data in p.members.items():
-        old = (_existing(w, name) or b"").decode("utf-8", "replace").splitlines(keepends=True)
+        old = existing.get(name, b"").decode("utf-8", "replace").splitlines(keepends=True)
         new = data.decode("utf-8").splitlines(keepends=True)
         chunks.extend(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}"))
     return "".join(chunks)
@@ -93,11 +98,13 @@ def tag(
 ) -> TagResult:
     source = Path(w.contents.path)
     p = plan(w, opts)
+    existing = _existing(w)
+    same = unchanged(p, source, existing)
     if dry_run:
-        return TagResult(source, None, not unchanged(w, p, source), p.changes, diff_text(w, p, source))
+        return TagResult(source, None, not same, p.changes, diff_text(p, source, existing))
     out_dir = source.parent if in_place or dest is None else dest
     target = out_dir / p.filename
-    if unchanged(w, p, source):
+    if same:
         if target.resolve() != source.resolve():
             copy_file_atomically(source, target)
         return TagResult(source, target, False, ["already tagged: nothing to change"])

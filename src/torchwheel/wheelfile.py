@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 # One member inflating to more than this is refused: a zip bomb, not an extension.
 MAX_MEMBER_SIZE = 8 << 30
+SIDE_FILE = "torchwheel.json"  # the facts `tag` records in .dist-info (see retag.py)
 _MAX_RATIO = 2000  # deflate tops out near 1032:1; a larger claim is a crafted header
 _CHUNK = 1 << 20
 _COMPILED_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
@@ -98,6 +99,7 @@ class WheelContents:
     metadata_text: str
     record: dict[str, RecordEntry] | None
     members: list[str] = field(default_factory=list)
+    side_file: bytes | None = None  # .dist-info/torchwheel.json of an earlier `tag`, if any
     record_problems: list[RecordProblem] = field(default_factory=list)
 
     @property
@@ -200,6 +202,8 @@ class WheelArchive:
         metadata_text = self.read_text(f"{dist_info}/METADATA")
         record_name = f"{dist_info}/RECORD"
         record = parse_record(self.read_text(record_name)) if record_name in self.infos else None
+        side_name = f"{dist_info}/{SIDE_FILE}"
+        side = self.read(side_name) if side_name in self.infos else None
         self.contents = WheelContents(
             path=str(path),
             filename_name=str(name),
@@ -211,6 +215,7 @@ class WheelArchive:
             metadata_text=metadata_text,
             record=record,
             members=sorted(self.infos),
+            side_file=side,
         )
 
     def close(self) -> None:

@@ -215,7 +215,7 @@ def _record_bytes(rows: list[tuple[str, str, str]]) -> bytes:
 
 
 def _write_new(out: BinaryIO, name: str, data: bytes, dt: tuple[int, int, int, int, int, int]) -> _Entry:
-    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
     payload = compressor.compress(data) + compressor.flush()
     e = _Entry(
         name.encode(), zipfile.ZIP_DEFLATED, zlib.crc32(data), len(payload), len(data), dt, (0o100644) << 16
@@ -247,15 +247,27 @@ def _copy_raw(
     )
     e.offset = out.tell()
     out.write(_local_header(e))
-    raw.seek(start)
+    out.flush()  # the kernel copies the rest: no round trip through Python's buffers
     remaining = info.compress_size
+    src_at, dst_at = start, out.tell()
     while remaining:
-        chunk = raw.read(min(_COPY_CHUNK, remaining))
-        if not chunk:
+        try:
+            done = os.copy_file_range(raw.fileno(), out.fileno(), remaining, src_at, dst_at)
+        except (AttributeError, OSError):  # not Linux, or a filesystem that refuses it
+            done = _copy_slow(raw, out, src_at, dst_at, remaining)
+        if done <= 0:
             raise InputError(f"member {info.filename}: archive ends inside its data")
-        out.write(chunk)
-        remaining -= len(chunk)
+        src_at, dst_at, remaining = src_at + done, dst_at + done, remaining - done
+    out.seek(dst_at)
     return e
+
+
+def _copy_slow(raw: BinaryIO, out: BinaryIO, src_at: int, dst_at: int, count: int) -> int:
+    chunk = os.pread(raw.fileno(), min(_COPY_CHUNK, count), src_at)
+    out.seek(dst_at)
+    out.write(chunk)
+    out.flush()
+    return len(chunk)
 
 
 def _finish(out: BinaryIO, entries: list[_Entry]) -> None:
