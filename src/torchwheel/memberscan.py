@@ -4,7 +4,8 @@ A CUDA extension can be 500 MB inflated. Holding it in memory to parse it would 
 300 MB budget and a second inflate to hash it would double the time, so one pass does
 everything: every byte is hashed (RECORD) and scanned for marker records, and only the byte
 ranges the ELF reader needs are kept: the head (headers, and in linker output .dynsym and
-.dynstr), the tail (the section table; .dynstr after patchelf moved it), and PT_DYNAMIC.
+.dynstr), the tail, and whatever ``elf.needed_ranges`` names as the stream learns the layout
+(the section table, PT_DYNAMIC, and .dynsym/.dynstr/.dynamic where patchelf moved them).
 If the reader asks for bytes outside them (``MissingRange``), the member is inflated again
 up to that point and the range captured: a fast path with a checked fallback. Other
 formats (LIEF reads whole files anyway) and small members are read whole.
@@ -12,6 +13,7 @@ formats (LIEF reads whole files anyway) and small members are read whole.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Callable, Iterator
 
@@ -120,7 +122,8 @@ def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, has
     if whole is not None:
         return hashed, _read_whole(bytes(whole), name)
     ordered = [hits[k] for k in sorted(hits)]
-    pieces = {**capture.pieces, **record_bytes}
+    pieces = dict(capture.pieces)
+    _merge(pieces, record_bytes)
     for _ in range(_PASSES):
         try:
             return hashed, read_sparse_elf(SparseBuffer.from_ranges(size, pieces), name, ordered)
@@ -131,13 +134,19 @@ def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, has
             for chunk in stream(hi):
                 extra.feed(at, chunk)
                 at += len(chunk)
-            pieces.update(extra.pieces)
+            _merge(pieces, extra.pieces)
         except BinaryError as exc:
             return hashed, exc
     return hashed, BinaryError(f"{name}: the ELF reader kept asking for more bytes; giving up")
 
 
-def _b64(digest: bytes) -> str:
-    import base64
+def _merge(pieces: dict[int, bytes], more: dict[int, bytes]) -> None:
+    """Add pieces; where two start at one offset, keep the longer (a 25-byte marker record
+    must not replace a captured chunk that starts at the same byte)."""
+    for start, data in more.items():
+        if len(data) > len(pieces.get(start, b"")):
+            pieces[start] = data
 
+
+def _b64(digest: bytes) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
