@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -12,18 +13,38 @@ FIXTURES = REPO / "fixtures"
 _BUILD = "torchwheel_fixtures_build"  # PyPA's ``build`` package may own the name ``build``
 
 
-def fixture_build() -> ModuleType:
-    """``fixtures/build.py`` as a module: the scenario table is readable without building."""
-    module = sys.modules.get(_BUILD)
+def load_script(name: str, path: Path) -> ModuleType:
+    """A script of the repository as a module, loaded once (under a name of its own: PyPA's
+    ``build`` package may own the name ``build``)."""
+    module = sys.modules.get(name)
     if module is None:
-        if str(FIXTURES) not in sys.path:
-            sys.path.insert(0, str(FIXTURES))
-        spec = importlib.util.spec_from_file_location(_BUILD, FIXTURES / "build.py")
+        spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
-        sys.modules[_BUILD] = module
+        sys.modules[name] = module
         spec.loader.exec_module(module)
     return module
+
+
+def fixture_build() -> ModuleType:
+    """``fixtures/build.py`` as a module: the scenario table is readable without building."""
+    if str(FIXTURES) not in sys.path:
+        sys.path.insert(0, str(FIXTURES))
+    return load_script(_BUILD, FIXTURES / "build.py")
+
+
+def torchwheel(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: int = 300
+) -> subprocess.CompletedProcess[str]:
+    """The CLI as users run it: a fresh process, so exit codes and stderr are the real ones."""
+    return subprocess.run(
+        [sys.executable, "-m", "torchwheel", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+    )
 
 
 def scenario_names(bad: bool) -> list[str]:

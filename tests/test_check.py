@@ -7,28 +7,16 @@ the clean wheel and the near misses must produce none. Bad archives exit 2 with 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from torchwheel.rules import REGISTRY
 
-from .helpers import REPO, fixture_wheels_module
+from .helpers import REPO, fixture_wheels_module, torchwheel
 
 WHEELS = fixture_wheels_module().WHEELS
 BAD = sorted(fixture_wheels_module().BAD_WHEELS)
-
-
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "torchwheel", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
 
 
 def _policy_dir(tmp_path: Path, allowlist: tuple[str, ...]) -> Path:
@@ -43,7 +31,7 @@ def _policy_dir(tmp_path: Path, allowlist: tuple[str, ...]) -> Path:
 @pytest.mark.parametrize("name", sorted(WHEELS))
 def test_wheel_scenario_codes(name: str, fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
     spec = WHEELS[name]
-    result = run(
+    result = torchwheel(
         "check", "--format", "json", str(fixture_wheels[name]), cwd=_policy_dir(tmp_path, spec.allowlist)
     )
     assert result.returncode in (0, 1), result.stderr
@@ -61,35 +49,35 @@ def test_every_rule_has_a_triggering_wheel() -> None:
 
 
 def test_clean_wheel_text_report(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
-    result = run("check", str(fixture_wheels["clean"]), cwd=tmp_path)
+    result = torchwheel("check", str(fixture_wheels["clean"]), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 error(s), 0 warning(s) - all clean" in result.stdout
 
 
 def test_select_and_ignore(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
     wheel = str(fixture_wheels["tw201"])
-    assert run("check", wheel, "--ignore", "TW201", cwd=tmp_path).returncode == 0
-    assert run("check", wheel, "--ignore", "TW2", cwd=tmp_path).returncode == 0
-    assert run("check", wheel, "--select", "TW4", cwd=tmp_path).returncode == 0
-    assert run("check", wheel, "--select", "TW201", cwd=tmp_path).returncode == 1
+    assert torchwheel("check", wheel, "--ignore", "TW201", cwd=tmp_path).returncode == 0
+    assert torchwheel("check", wheel, "--ignore", "TW2", cwd=tmp_path).returncode == 0
+    assert torchwheel("check", wheel, "--select", "TW4", cwd=tmp_path).returncode == 0
+    assert torchwheel("check", wheel, "--select", "TW201", cwd=tmp_path).returncode == 1
 
 
 def test_config_ignore_and_no_config(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.torchwheel]\nignore = ["TW201"]\n')
     wheel = str(fixture_wheels["tw201"])
-    assert run("check", wheel, cwd=tmp_path).returncode == 0
-    assert run("check", "--no-config", wheel, cwd=tmp_path).returncode == 1
+    assert torchwheel("check", wheel, cwd=tmp_path).returncode == 0
+    assert torchwheel("check", "--no-config", wheel, cwd=tmp_path).returncode == 1
 
 
 def test_bad_config_is_exit_2(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.torchwheel]\nignor = ["TW201"]\n')
-    result = run("check", str(fixture_wheels["clean"]), cwd=tmp_path)
+    result = torchwheel("check", str(fixture_wheels["clean"]), cwd=tmp_path)
     assert result.returncode == 2
     assert "unknown [tool.torchwheel] keys: ignor" in result.stderr
 
 
 def test_github_annotations(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
-    result = run("check", "--format", "github", str(fixture_wheels["tw201"]), cwd=tmp_path)
+    result = torchwheel("check", "--format", "github", str(fixture_wheels["tw201"]), cwd=tmp_path)
     assert result.returncode == 1
     first = result.stdout.splitlines()[0]
     assert first.startswith("::error file=") and ",title=TW201 " in first
@@ -101,7 +89,7 @@ def test_bad_archive_is_one_line_exit_2(name: str, fixture_wheels: dict[str, Pat
     wheel = fixture_wheels[f"bad_{name}"]
     before = wheel.read_bytes()
     for command in ("check", "show"):
-        result = run(command, str(wheel), cwd=tmp_path)
+        result = torchwheel(command, str(wheel), cwd=tmp_path)
         assert result.returncode == 2, (command, result.stdout, result.stderr)
         assert result.stdout == ""
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -114,12 +102,12 @@ def test_directory_of_wheels_and_unpacked_wheel(fixture_wheels: dict[str, Path],
     import zipfile
 
     clean = fixture_wheels["clean"]
-    result = run("check", "--format", "json", str(clean.parent), cwd=tmp_path)
+    result = torchwheel("check", "--format", "json", str(clean.parent), cwd=tmp_path)
     assert result.returncode == 0 and len(json.loads(result.stdout)["inputs"]) == 1
     unpacked = tmp_path / "unpacked"
     with zipfile.ZipFile(clean) as zf:
         zf.extractall(unpacked)
-    result = run("show", "--json", str(unpacked), cwd=tmp_path)
+    result = torchwheel("show", "--json", str(unpacked), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["wheels"][0]["torch_abi"]["label"] == "2.10"
@@ -127,14 +115,16 @@ def test_directory_of_wheels_and_unpacked_wheel(fixture_wheels: dict[str, Path],
 
 
 def test_single_binary_goes_through_the_same_rules(built_fixtures: dict[str, Path], tmp_path: Path) -> None:
-    result = run("check", "--format", "json", str(built_fixtures["elf_contract_violation"]), cwd=tmp_path)
+    result = torchwheel(
+        "check", "--format", "json", str(built_fixtures["elf_contract_violation"]), cwd=tmp_path
+    )
     assert result.returncode == 1
     assert {f["code"] for f in json.loads(result.stdout)["findings"]} == {"TW201"}
 
 
 def test_installed_distribution_by_name(tmp_path: Path) -> None:
     """torch itself: an unstable-ABI distribution read from site-packages via RECORD."""
-    result = run("show", "--json", "--env", "torch", cwd=tmp_path)
+    result = torchwheel("show", "--json", "--env", "torch", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)["wheels"][0]
     assert doc["kind"] == "directory"
@@ -145,9 +135,9 @@ def test_installed_distribution_by_name(tmp_path: Path) -> None:
 def test_show_json_files_match_inspect_json(
     fixture_wheels: dict[str, Path], built_fixtures: dict[str, Path], tmp_path: Path
 ) -> None:
-    shown = json.loads(run("show", "--json", str(fixture_wheels["clean"]), cwd=tmp_path).stdout)
+    shown = json.loads(torchwheel("show", "--json", str(fixture_wheels["clean"]), cwd=tmp_path).stdout)
     inspected = json.loads(
-        run("inspect", "--json", str(built_fixtures["elf_marker_2_10"]), cwd=tmp_path).stdout
+        torchwheel("inspect", "--json", str(built_fixtures["elf_marker_2_10"]), cwd=tmp_path).stdout
     )
     a = shown["wheels"][0]["files"][0]
     b = inspected["files"][0]

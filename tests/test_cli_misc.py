@@ -11,17 +11,11 @@ from pathlib import Path
 from torchwheel import marker
 from torchwheel.version import FeatureVersion
 
-from .helpers import REPO
-
-
-def tw(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "torchwheel", *args], capture_output=True, text=True, cwd=cwd, timeout=300
-    )
+from .helpers import REPO, torchwheel
 
 
 def test_include_flag_compiles_the_marker(tmp_path: Path) -> None:
-    flag = tw("include", cwd=tmp_path).stdout.strip()
+    flag = torchwheel("include", cwd=tmp_path).stdout.strip()
     assert flag.startswith("-I") and Path(flag[2:], "torchwheel", "stable_abi_marker.h").is_file()
     src = tmp_path / "m.c"
     src.write_text("#include <torchwheel/stable_abi_marker.h>\nint f(void) { return 0; }\n")
@@ -33,7 +27,7 @@ def test_include_flag_compiles_the_marker(tmp_path: Path) -> None:
     )  # fmt: skip
     (hit,) = marker.scan(out.read_bytes())
     assert hit.record.version == FeatureVersion(2, 11)
-    shown = json.loads(tw("inspect", "--json", str(out), cwd=tmp_path).stdout)
+    shown = json.loads(torchwheel("inspect", "--json", str(out), cwd=tmp_path).stdout)
     assert shown["files"][0]["slices"][0]["marker"]["version"] == "2.11.0"
 
 
@@ -46,7 +40,7 @@ def test_symbols_update_from_a_torch_wheel(tmp_path: Path) -> None:
         )
     (wheel,) = sorted(cache.glob("torch-2.13.0*.whl"))
     out = tmp_path / "table.json"
-    result = tw("symbols", "update", "--replace", str(wheel), "-o", str(out), cwd=tmp_path)
+    result = torchwheel("symbols", "update", "--replace", str(wheel), "-o", str(out), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     table = json.loads(out.read_text())
     assert table["sources"] == ["2.13.0"]
@@ -61,7 +55,7 @@ def test_misuse_is_one_line_exit_2(tmp_path: Path) -> None:
         ("tag", "--in-place", "-w", "x", "a.whl"),
         ("check", "--format", "xml", "a.whl"),
     ):
-        result = tw(*args, cwd=tmp_path)
+        result = torchwheel(*args, cwd=tmp_path)
         assert result.returncode == 2, args
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
         assert result.stderr.startswith("torchwheel: error: ")

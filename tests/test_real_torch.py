@@ -25,22 +25,15 @@ from typing import Any
 
 import pytest
 
-from .helpers import REPO
+from .helpers import REPO, load_script, torchwheel
 
 REAL_EXT = REPO / "fixtures" / "real_ext"
 _MODULE = "torchwheel_real_ext_build"
 
 
 def _real_ext_build() -> ModuleType:
-    """``fixtures/real_ext/build.py`` as a module (PyPA's ``build`` may own the name)."""
-    module = sys.modules.get(_MODULE)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(_MODULE, REAL_EXT / "build.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[_MODULE] = module
-        spec.loader.exec_module(module)
-    return module
+    """``fixtures/real_ext/build.py`` as a module."""
+    return load_script(_MODULE, REAL_EXT / "build.py")
 
 
 @pytest.fixture(scope="session")
@@ -62,12 +55,6 @@ def installed_exts(real_wheels: dict[str, Path], tmp_path_factory: pytest.TempPa
     cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target", str(target)]
     subprocess.run([*cmd, *map(str, real_wheels.values())], check=True, capture_output=True, timeout=300)
     return target
-
-
-def torchwheel(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "torchwheel", *args], capture_output=True, text=True, timeout=300, cwd=cwd
-    )
 
 
 def _json(result: subprocess.CompletedProcess[str]) -> Any:

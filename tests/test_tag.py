@@ -21,7 +21,7 @@ from packaging.utils import parse_wheel_filename
 
 from torchwheel.wheelfile import parse_record, record_hash
 
-from .helpers import fixture_wheels_module
+from .helpers import fixture_wheels_module, torchwheel
 
 WHEELS = fixture_wheels_module().WHEELS
 # Unreadable markers, a RECORD that disagrees with the files, METADATA without a Version:
@@ -29,17 +29,6 @@ WHEELS = fixture_wheels_module().WHEELS
 REFUSED = {"tw103", "tw106", "tw402", "tw403", "tw407"}
 TAGGABLE = sorted(n for n in WHEELS if n not in REFUSED)
 BIN = Path(sys.executable).parent
-
-
-def tw(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "torchwheel", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env=env,
-    )
 
 
 def _extra_args(name: str) -> list[str]:
@@ -61,7 +50,7 @@ def tagged(
         src = fixture_wheels[name]
         before = _digest(src)
         dest = root / name
-        result = tw("tag", "-w", str(dest), str(src), *_extra_args(name), cwd=root)
+        result = torchwheel("tag", "-w", str(dest), str(src), *_extra_args(name), cwd=root)
         assert result.returncode == 0, (name, result.stdout, result.stderr)
         assert _digest(src) == before, f"{name}: the input wheel changed"
         (written,) = dest.glob("*.whl")
@@ -130,7 +119,7 @@ def test_tagged_wheels_pass_check(tagged: dict[str, tuple[Path, Path]], tmp_path
         args = ["check", "--no-config", str(out)]
         if name == "tw504":
             args += ["--ignore", "TW204"]  # unstable by design; policy would allowlist it
-        result = tw(*args, cwd=tmp_path)
+        result = torchwheel(*args, cwd=tmp_path)
         assert result.returncode == 0, (name, result.stdout)
 
 
@@ -192,25 +181,25 @@ def test_installs_with_pip_and_installer(tagged: dict[str, tuple[Path, Path]], t
 def test_idempotent_and_deterministic(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
     src = fixture_wheels["tw502"]
     env = {**os.environ, "SOURCE_DATE_EPOCH": "1700000000"}
-    assert tw("tag", "-w", str(tmp_path / "a"), str(src), cwd=tmp_path, env=env).returncode == 0
-    assert tw("tag", "-w", str(tmp_path / "b"), str(src), cwd=tmp_path, env=env).returncode == 0
+    assert torchwheel("tag", "-w", str(tmp_path / "a"), str(src), cwd=tmp_path, env=env).returncode == 0
+    assert torchwheel("tag", "-w", str(tmp_path / "b"), str(src), cwd=tmp_path, env=env).returncode == 0
     (a,) = (tmp_path / "a").glob("*.whl")
     (b,) = (tmp_path / "b").glob("*.whl")
     assert a.read_bytes() == b.read_bytes()
     with zipfile.ZipFile(a) as zf:
         assert {i.date_time for i in zf.infolist()} == {(2023, 11, 14, 22, 13, 20)}
-    again = tw("tag", "-w", str(tmp_path / "c"), str(a), cwd=tmp_path, env=env)
+    again = torchwheel("tag", "-w", str(tmp_path / "c"), str(a), cwd=tmp_path, env=env)
     assert "already tagged: nothing to change" in again.stdout
     (c,) = (tmp_path / "c").glob("*.whl")
     assert c.read_bytes() == a.read_bytes()
     stamp = a.stat().st_mtime_ns
-    in_place = tw("tag", "--in-place", str(a), cwd=tmp_path, env=env)
+    in_place = torchwheel("tag", "--in-place", str(a), cwd=tmp_path, env=env)
     assert "unchanged" in in_place.stdout and a.stat().st_mtime_ns == stamp
 
 
 def test_unchanged_members_are_copied_compressed(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
     src = fixture_wheels["clean"]
-    assert tw("tag", "-w", str(tmp_path), str(src), cwd=tmp_path).returncode == 0
+    assert torchwheel("tag", "-w", str(tmp_path), str(src), cwd=tmp_path).returncode == 0
     (out,) = tmp_path.glob("*.whl")
 
     def raw(path: Path, member: str) -> bytes:
@@ -232,19 +221,19 @@ def test_unchanged_members_are_copied_compressed(fixture_wheels: dict[str, Path]
 def test_dry_run_prints_a_diff_and_writes_nothing(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
     src = fixture_wheels["tw501"]
     shutil.copy(src, tmp_path / src.name)
-    result = tw("tag", "--dry-run", src.name, cwd=tmp_path)
+    result = torchwheel("tag", "--dry-run", src.name, cwd=tmp_path)
     assert result.returncode == 0
     assert "+Torch-ABI: 2.10" in result.stdout and "+Requires-Dist: torch>=2.10" in result.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == [src.name]
 
 
 def test_refusals(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
-    corrupt = tw("tag", "-w", str(tmp_path / "o"), str(fixture_wheels["tw402"]), cwd=tmp_path)
+    corrupt = torchwheel("tag", "-w", str(tmp_path / "o"), str(fixture_wheels["tw402"]), cwd=tmp_path)
     assert corrupt.returncode == 1 and "TW402" in corrupt.stdout
-    unknown_build = tw("tag", "-w", str(tmp_path / "o"), str(fixture_wheels["tw504"]), cwd=tmp_path)
+    unknown_build = torchwheel("tag", "-w", str(tmp_path / "o"), str(fixture_wheels["tw504"]), cwd=tmp_path)
     assert unknown_build.returncode == 2 and "--build-torch" in unknown_build.stderr
     for bad in ("bad_not_a_zip", "bad_dotdot", "bad_zip_bomb"):
-        result = tw("tag", "-w", str(tmp_path / "o"), str(fixture_wheels[bad]), cwd=tmp_path)
+        result = torchwheel("tag", "-w", str(tmp_path / "o"), str(fixture_wheels[bad]), cwd=tmp_path)
         assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
 
@@ -258,7 +247,7 @@ def test_unwritable_destination_leaves_nothing(fixture_wheels: dict[str, Path], 
             dest.chmod(0o700)
             dest.rmdir()
             dest.write_text("not a directory")
-        result = tw("tag", "-w", str(dest), str(fixture_wheels["clean"]), cwd=tmp_path)
+        result = torchwheel("tag", "-w", str(dest), str(fixture_wheels["clean"]), cwd=tmp_path)
         assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
     finally:
         if dest.is_dir():
