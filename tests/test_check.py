@@ -149,3 +149,18 @@ def test_rules_are_documented() -> None:
     doc = (REPO / "docs" / "rules.md").read_text()
     for code, rule in REGISTRY.items():
         assert f"### {code} {rule.name} ({rule.severity})" in doc, code
+
+
+def test_readme_demo_wheel_is_the_clean_fixture(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    """The wheel the README's first command checks is what fixtures/wheels.py assembles as
+    'clean' from today's sources: same facts, and clean."""
+    (demo,) = (REPO / "fixtures" / "demo").glob("*.whl")
+    assert demo.name == fixture_wheels["clean"].name
+    assert torchwheel("check", "--no-config", str(demo), cwd=tmp_path).returncode == 0
+    ours, built = (
+        json.loads(torchwheel("show", "--json", str(w), cwd=tmp_path).stdout)["wheels"][0]
+        for w in (demo, fixture_wheels["clean"])
+    )
+    for doc in (ours, built):
+        doc.pop("path")
+    assert ours == built
