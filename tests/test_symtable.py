@@ -8,15 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from torchwheel.headergates import ConditionalTracker, condition_gates, scan_header_text
 from torchwheel.symtable import (
     BASELINE,
     SCHEMA_VERSION,
-    ConditionalTracker,
     SymbolTable,
-    condition_gates,
     load_shipped,
     merge_all,
-    scan_header_text,
     scan_headers,
 )
 from torchwheel.symtable_cli import regenerate
