@@ -59,3 +59,19 @@ def fixture_wheels_module() -> ModuleType:
     import wheels
 
     return wheels
+
+
+def fresh_venv(path: Path) -> Path:
+    """A new venv without pip (fast); install into it with ``pip_install``. Returns its python."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    return path / "bin" / "python"
+
+
+def pip_install(python: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    """This environment's pip, installing into another interpreter's environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

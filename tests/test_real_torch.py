@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from .helpers import REPO, load_script, torchwheel
+from .helpers import REPO, fresh_venv, load_script, pip_install, torchwheel
 
 REAL_EXT = REPO / "fixtures" / "real_ext"
 _MODULE = "torchwheel_real_ext_build"
@@ -317,25 +317,14 @@ def test_tagged_stable_wheel_runs_in_a_fresh_venv(tagged_real: dict[str, Path], 
         check=True,
         timeout=600,
     )
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    vpy = venv / "bin" / "python"
-    install = [
-        sys.executable,
-        "-m",
-        "pip",
-        "--python",
-        str(vpy),
-        "install",
-        "-q",
+    vpy = fresh_venv(tmp_path / "venv")
+    result = pip_install(
+        vpy,
         "--find-links",
         str(torch_dir),
-    ]
-    result = subprocess.run(
-        [*install, "torch==2.13.0", str(tagged_real["stable"]), str(tagged_real["unstable"])],
-        capture_output=True,
-        text=True,
-        timeout=900,
+        "torch==2.13.0",
+        str(tagged_real["stable"]),
+        str(tagged_real["unstable"]),
     )
     assert result.returncode == 0, result.stderr[-2000:]
     code = (

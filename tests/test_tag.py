@@ -21,7 +21,7 @@ from packaging.utils import parse_wheel_filename
 
 from torchwheel.wheelfile import parse_record, record_hash
 
-from .helpers import fixture_wheels_module, torchwheel
+from .helpers import fixture_wheels_module, fresh_venv, pip_install, torchwheel
 
 WHEELS = fixture_wheels_module().WHEELS
 # Unreadable markers, a RECORD that disagrees with the files, METADATA without a Version:
@@ -143,31 +143,14 @@ def test_installs_with_pip_and_installer(tagged: dict[str, tuple[Path, Path]], t
     from installer.destinations import SchemeDictionaryDestination
     from installer.sources import WheelFile
 
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    vpy = venv / "bin" / "python"
+    vpy = fresh_venv(tmp_path / "venv")
     supported = {str(t) for t in sys_tags()}
     installed_with_pip = 0
     for name in TAGGABLE:
         _, out = tagged[name]
         _, _, _, tags = parse_wheel_filename(out.name)
         if {str(t) for t in tags} & supported:
-            result = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "--python",
-                    str(vpy),
-                    "install",
-                    "-q",
-                    "--no-deps",
-                    "--no-index",
-                    str(out),
-                ],
-                capture_output=True,
-                text=True,
-            )
+            result = pip_install(vpy, "--no-deps", "--no-index", str(out))
             assert result.returncode == 0, (name, result.stderr)
             installed_with_pip += 1
         target = tmp_path / "installer" / name
