@@ -1,12 +1,20 @@
-"""Regenerate src/torchwheel/data/shim_versions.json from torch wheels.
+"""Regenerate src/torchwheel/data/shim_versions.json (and docs/symbol-table.md) from torch wheels.
 
-The shipped table must be reproducible by anyone from public wheels, so this script
-fetches them with the same pip that runs it (``pip download --no-deps``; a configured
-find-links directory or index is honoured) instead of trusting whatever torch happens to
-be installed. Output is deterministic, so a regeneration with unchanged wheels is a no-op
-in git.
+The shipped table dates each shim by the first torch release whose libraries EXPORT it
+(``torchwheel.shimexports``); header gates are scanned from the same wheels as a
+cross-check and for shims no wheel read here exports. It must be reproducible by anyone
+from public wheels, so the wheels come from ``pip download --no-deps`` with the pip that
+runs this script (a configured find-links directory, index or constraint is honoured;
+with a constraint capping torch, run with ``PIP_CONFIG_FILE=/dev/null``) into an ignored
+cache, and the JSON records each wheel's sha256. Output is deterministic: regenerating
+from unchanged wheels is a no-op in git.
 
-Usage: python scripts/gen_symtable.py [--torch 2.13.0 --torch 2.14.1] [--wheel-dir DIR]
+No platform exports every shim: macOS arm64 wheels date the generic and MPS shims, Linux
+x86_64 (CUDA builds on PyPI) the oneDNN/MKL and CUDA ones, Windows the PE spelling of the
+generic ones. XPU and ROCm wheels are not on PyPI; their shims keep header gates.
+
+Usage: python scripts/gen_symtable.py [--torch 2.13.0 ...] [--platform macos-arm64 ...]
+       [--wheel-dir DIR] [--offline] [--output FILE] [--report FILE]
 """
 
 from __future__ import annotations
@@ -14,80 +22,186 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 
-from torchwheel.symtable_cli import regenerate
+from packaging.utils import parse_wheel_filename
 
-#: Releases the shipped table is built from: the oldest one sets what "ungated" means,
-#: the newest one bounds what the table knows.
-DEFAULT_RELEASES = ("2.13.0", "2.14.1")
-DEFAULT_OUTPUT = Path(__file__).resolve().parents[1] / "src/torchwheel/data/shim_versions.json"
+from torchwheel.headergates import Gate
+from torchwheel.shimexports import WheelExports, date_exports, disagreements, header_dates, read_wheel_exports
+from torchwheel.symtable import SymbolTable, scan_headers
+from torchwheel.symtable_cli import write_atomically
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Every minor's .0 from the first version-targetable stable ABI (the baseline) to the newest.
+DEFAULT_RELEASES = ("2.9.0", "2.10.0", "2.11.0", "2.12.0", "2.13.0", "2.14.0", "2.15.0")
+#: platform label -> pip --platform tags (torch moved macOS wheels to 14.0 in 2.12).
+PLATFORMS = {
+    "macos-arm64": ("macosx_11_0_arm64", "macosx_14_0_arm64"),
+    "linux-x86_64": ("manylinux_2_28_x86_64",),
+    "windows-x86_64": ("win_amd64",),
+}
+DEFAULT_OUTPUT = ROOT / "src/torchwheel/data/shim_versions.json"
+DEFAULT_REPORT = ROOT / "docs/symbol-table.md"
+DEFAULT_WHEEL_DIR = ROOT / ".cache/torch-wheels"
 
 
-def download_wheel(release: str, directory: Path) -> Path:
-    """Fetch one torch wheel for this interpreter's platform and return its path."""
-    before = set(directory.glob("torch-*.whl"))
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            f"torch=={release}",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--dest",
-            str(directory),
-        ],
-        check=True,
+def platform_of(wheel: Path) -> str | None:
+    tags = {t.platform for t in parse_wheel_filename(wheel.name)[3]}
+    return next((label for label, pip in PLATFORMS.items() if tags & set(pip)), None)
+
+
+def release_of(wheel: Path) -> str:
+    return str(parse_wheel_filename(wheel.name)[1]).split("+", 1)[0]
+
+
+def find_wheels(directory: Path, release: str, platform: str) -> list[Path]:
+    """Torch wheels of ``release`` (local tags like +cpu allowed) for ``platform``."""
+    return sorted(
+        p for p in directory.glob("torch-*.whl") if release_of(p) == release and platform_of(p) == platform
     )
-    return find_wheel(release, directory, exclude=before)
 
 
-def find_wheel(release: str, directory: Path, exclude: set[Path] | None = None) -> Path:
-    """The torch wheel of ``release`` in ``directory`` (local tags like +cpu allowed)."""
-    candidates = sorted(
-        path for path in directory.glob("torch-*.whl") if path.name.split("-")[1].split("+")[0] == release
-    )
-    fresh = [path for path in candidates if path not in (exclude or set())]
-    chosen = fresh or candidates
-    if not chosen:
-        raise SystemExit(f"no torch {release} wheel in {directory}")
-    return chosen[0]
+def download(release: str, platform: str, directory: Path) -> bool:
+    """``pip download`` one torch wheel for ``platform``, Python 3.11; False when pip found none."""
+    command = [sys.executable, "-m", "pip", "download", f"torch=={release}", "--no-deps"]
+    command += ["--only-binary=:all:", "--python-version", "3.11", "--dest", str(directory)]
+    for tag in PLATFORMS[platform]:
+        command += ["--platform", tag]
+    return subprocess.run(command, check=False).returncode == 0
+
+
+def gather(
+    releases: list[str], platforms: list[str], directory: Path, offline: bool
+) -> tuple[list[Path], list[str]]:
+    """The wheels to read, downloading what is missing; and the (release, platform) pairs not covered."""
+    directory.mkdir(parents=True, exist_ok=True)
+    wheels: list[Path] = []
+    missing: list[str] = []
+    for release in releases:
+        for platform in platforms:
+            found = find_wheels(directory, release, platform)
+            if not found and not offline and download(release, platform, directory):
+                found = find_wheels(directory, release, platform)
+            if not found:
+                missing.append(f"{release} {platform}")
+            wheels += found
+    return wheels, missing
+
+
+def report(table: SymbolTable, headers: SymbolTable, gates: dict[str, Gate], missing: list[str]) -> str:
+    """docs/symbol-table.md: what was read, and where export dates and header gates differ."""
+    lines = [
+        "# The shim symbol table: export dates vs header gates",
+        "",
+        "Generated by `scripts/gen_symtable.py`; do not edit. `src/torchwheel/data/shim_versions.json`",
+        "dates each stable C shim by the first torch release whose libraries export it",
+        '(`"source": "export"`); shims no wheel read here exports keep their header gate',
+        '(`"source": "header-gate"`). `null` / baseline means torch 2.9.0 already has it.',
+        "",
+        "## Wheels read",
+        "",
+        "| wheel | platform | build | sha256 |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| `{w.file}` | {w.platform} | {w.variant} | `{w.sha256[:16]}…` |" for w in table.wheels]
+    lines += [
+        "",
+        "Not covered: " + (", ".join(missing) if missing else "nothing requested was missing") + ".",
+    ]
+    lines += [
+        "XPU and ROCm wheels (not on PyPI), Linux aarch64 and macOS x86_64 were not read: their",
+        "device-specific shims (`aoti_torch_xpu_*`, …) keep their header gates.",
+        "",
+        "## Counts",
+        "",
+        "| introduced | export | header-gate |",
+        "|---|---|---|",
+    ]
+    counts = Counter((_text(v), table.origin(n).source) for n, v in table.symbols.items())
+    for version in sorted({k[0] for k in counts}, key=_order):
+        lines.append(f"| {version} | {counts[(version, 'export')]} | {counts[(version, 'header-gate')]} |")
+    rows = disagreements(table, gates)
+    lines += [
+        "",
+        f"## Export date differs from the header gate ({len(rows)})",
+        "",
+        "Header gate: the lowest `#if TORCH_FEATURE_VERSION >=` gate in any release read. First",
+        "declared: that gate raised to the first release whose headers declare the symbol (the",
+        "best the headers alone can say; the table before export dates used only 2.13/2.14).",
+        "",
+        "| symbol | first exported | header gate | first declared | exported on (first release) |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [f"| `{n}` | {e} | {g} | {_text(headers.symbols.get(n))} | {p} |" for n, e, g, p in rows]
+    unexported = sorted(n for n in table.symbols if not table.origin(n).platforms)
+    families = Counter(_family(n) for n in unexported)
+    lines += [
+        "",
+        f"## Declared but exported by no wheel read ({len(unexported)}, header gate kept)",
+        "",
+        ", ".join(f"`{f}*` {c}" if f != "other" else f"other {c}" for f, c in sorted(families.items())),
+        "",
+    ]
+    lines += [f"- `{n}` ({_text(table.symbols[n])})" for n in unexported if _family(n) == "other"]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _text(v: object) -> str:
+    return "baseline" if v is None else str(v)
+
+
+def _order(text: str) -> tuple[int, ...]:
+    return (0,) if text == "baseline" else tuple(int(x) for x in text.split("."))
+
+
+def _family(name: str) -> str:
+    for prefix in ("aoti_torch_xpu_", "aoti_torch_cuda_", "aoti_torch_mps_", "aoti_torch_cpu_"):
+        if name.startswith(prefix):
+            return prefix
+    return "other"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
-        "--torch",
-        action="append",
-        dest="releases",
-        metavar="VERSION",
-        help=f"torch release to scan (repeatable; default: {', '.join(DEFAULT_RELEASES)})",
+        "--torch", action="append", dest="releases", metavar="VERSION", help="release to read (repeatable)"
     )
+    parser.add_argument("--platform", action="append", dest="platforms", choices=sorted(PLATFORMS))
     parser.add_argument(
-        "--wheel-dir",
-        type=Path,
-        help="use torch wheels already in this directory instead of downloading",
+        "--wheel-dir", type=Path, default=DEFAULT_WHEEL_DIR, help="wheel cache (default: .cache/torch-wheels)"
     )
+    parser.add_argument("--offline", action="store_true", help="read only wheels already in --wheel-dir")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument("--report", type=Path, default=DEFAULT_REPORT)
     args = parser.parse_args(argv)
     releases: list[str] = args.releases or list(DEFAULT_RELEASES)
+    platforms: list[str] = args.platforms or list(PLATFORMS)
 
-    with tempfile.TemporaryDirectory(prefix="torchwheel-gen-") as temp:
-        if args.wheel_dir is not None:
-            wheels = [find_wheel(release, args.wheel_dir) for release in releases]
-        else:
-            wheels = [download_wheel(release, Path(temp)) for release in releases]
-        table = regenerate(wheels, args.output, extend=False)
+    paths, missing = gather(releases, platforms, args.wheel_dir, args.offline)
+    if not paths:
+        raise SystemExit(f"no torch wheels in {args.wheel_dir}")
+    headers, gates = header_dates(scan_headers(p) for p in paths)
+    exports: list[WheelExports] = []
+    for path in paths:
+        exports.append(read_wheel_exports(path, args.wheel_dir / "exports"))
+        print(f"read {path.name}", file=sys.stderr)
+    table = date_exports(exports, headers)
+    write_atomically(args.output, table.to_json())
+    text = report(table, headers, gates, missing)
+    write_atomically(args.report, text)
 
-    counts = Counter("baseline" if v is None else str(v) for v in table.symbols.values())
-    releases_text = ", ".join(table.sources)
-    print(f"wrote {args.output}: {len(table.symbols)} symbols from torch {releases_text}")
-    for version, count in sorted(counts.items()):
-        print(f"  {version:>9}: {count}")
+    counts = Counter(table.origin(n).source for n in table.symbols)
+    print(f"wrote {args.output}: {len(table.symbols)} symbols from torch {', '.join(table.sources)}")
+    print(
+        f"  {counts['export']} dated by export, {counts['header-gate']} by header gate; {len(table.wheels)} wheels"
+    )
+    if missing:
+        print(f"  not covered: {', '.join(missing)}")
+    rows = disagreements(table, gates)
+    print(f"export date != header gate for {len(rows)} symbols (also in {args.report}):")
+    for name, exported, gate, where in rows:
+        print(f"  {name}: exported {exported}, gate {gate} [{where}]")
     return 0
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,3 +31,18 @@ def fixture_wheels(
     out = tmp_path_factory.mktemp("wheels")
     files: dict[str, Path] = fixture_wheels_module().build_wheels(built_fixtures, out)
     return files
+
+
+@pytest.fixture(scope="session")
+def torch_wheel() -> Path:
+    """The torch 2.13.0 wheel this machine's pip resolves locally (as the README's setup does),
+    kept in ``.cache/torch-wheel``."""
+    cache = REPO / ".cache" / "torch-wheel"
+    found = sorted(cache.glob("torch-2.13.0*.whl"))
+    if not found:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "torch==2.13.0", "-d", str(cache)],
+            check=True,
+        )
+        found = sorted(cache.glob("torch-2.13.0*.whl"))
+    return found[0]

@@ -44,6 +44,8 @@ def test_scenario_facts(name: str, built_fixtures: dict[str, Path]) -> None:
         assert {n for n in imports if unstable_name(n)} == set(want.unstable)
         assert set(want.stable_cpp) <= imports  # present, and (above) not counted unstable
         assert tuple(v.to_int() for v in got.companions) == want.companions
+        weak = {i.name for i in got.imports if i.weak}
+        assert {n for n in weak if n.startswith(("aoti_torch_", "torch_", "_Z", "?"))} == set(want.weak)
         for provider in want.providers:
             assert any(n.endswith(provider) for n in got.needed), (provider, got.needed)
 
@@ -55,8 +57,14 @@ def test_scenario_torch_analysis(name: str, built_fixtures: dict[str, Path]) -> 
     analysis = analyze_binary(read_path(built_fixtures[name]), load_shipped())
     for got, want in zip(analysis.slices, sc.slices, strict=True):
         t = got.torch
-        known = {n: build.SHIM_INTRODUCED[n] for n in want.shims if n in build.SHIM_INTRODUCED}
-        unknown = sorted(n for n in want.shims if n not in build.SHIM_INTRODUCED)
+        strong = [n for n in want.shims if n not in want.weak]  # weak shims set no floor
+        known = {n: build.SHIM_INTRODUCED[n] for n in strong if n in build.SHIM_INTRODUCED}
+        unknown = sorted(n for n in strong if n not in build.SHIM_INTRODUCED)
+        baseline = FeatureVersion(2, 9).to_int()  # what an ungated shim counts as
+        assert [(n, v.to_int() if v else None) for n, v in t.weak_symbols] == [
+            (n, build.SHIM_INTRODUCED[n] or baseline if n in build.SHIM_INTRODUCED else None)
+            for n in sorted(want.weak)
+        ]
         assert t.usage == ("unstable" if want.unstable else "stable" if want.shims else "none")
         assert list(t.unknown_symbols) == unknown
         assert t.min_is_lower_bound == bool(unknown)
@@ -64,7 +72,7 @@ def test_scenario_torch_analysis(name: str, built_fixtures: dict[str, Path]) -> 
         if gated:
             assert t.min_version == FeatureVersion.from_int(max(gated))
             assert set(t.pinning_symbols) == {n for n, v in known.items() if v == max(gated)}
-        elif want.shims:
+        elif strong:
             assert t.min_version == FeatureVersion(2, 9)  # the baseline of ungated shims
             assert t.pinning_symbols == ()
         else:

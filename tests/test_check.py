@@ -164,3 +164,27 @@ def test_readme_demo_wheel_is_the_clean_fixture(fixture_wheels: dict[str, Path],
     for doc in (ours, built):
         doc.pop("path")
     assert ours == built
+
+
+@pytest.mark.parametrize("name", ["weak_shim", "weak_shim_macos"])
+def test_weak_shims_set_no_floor_and_are_shown(
+    name: str, fixture_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    """Target 2.10 with weak imports of a 2.11 and an unknown shim: the floor stays 2.10 (no
+    TW201/TW503/TW203, see WHEELS), and show lists them apart, as used when present."""
+    wheel = str(fixture_wheels[name])
+    doc = json.loads(torchwheel("show", "--json", wheel, cwd=tmp_path).stdout)["wheels"][0]
+    assert doc["torch_abi"]["label"] == "2.10"
+    torch = doc["files"][0]["slices"][0]["torch"]
+    assert torch["min_version"] == "2.10.0" and torch["min_is_lower_bound"] is False
+    assert torch["pinning_symbols"] == ["torch_call_dispatcher", "torch_library_impl"]
+    assert torch["unknown_symbols"] == [] and "torch_from_blob" not in torch["stable_symbols"]
+    assert torch["weak_symbols"] == [
+        {"name": "torch_from_blob", "introduced": "2.11.0"},
+        {"name": "torch_future_shim_v99", "introduced": None},
+    ]
+    text = torchwheel("show", wheel, cwd=tmp_path).stdout
+    assert (
+        "    weak        torch_from_blob (2.11, used when present), "
+        "torch_future_shim_v99 (unknown, used when present)\n" in text
+    )

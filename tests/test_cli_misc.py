@@ -44,8 +44,9 @@ def test_symbols_update_from_a_torch_wheel(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     table = json.loads(out.read_text())
     assert table["sources"] == ["2.13.0"]
-    assert table["symbols"]["torch_from_blob"] == "2.11.0"
-    assert table["symbols"]["aoti_torch_get_sizes"] is None
+    assert table["symbols"]["torch_from_blob"]["introduced"] == "2.11.0"
+    assert table["symbols"]["aoti_torch_get_sizes"]["introduced"] is None
+    assert table["symbols"]["torch_from_blob"]["source"] == "header-gate"  # headers only
 
 
 def test_misuse_is_one_line_exit_2(tmp_path: Path) -> None:

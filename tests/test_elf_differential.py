@@ -33,7 +33,8 @@ def _torch_libraries() -> list[Path]:
 
 def _same(a: SliceFacts, b: SliceFacts) -> None:
     assert sorted(a.exports) == sorted(b.exports)
-    assert sorted(a.imports) == sorted(b.imports)
+    assert sorted(a.imports) == sorted(b.imports)  # names, and the weak flag with them
+    assert sorted(i.name for i in a.imports if i.weak) == sorted(i.name for i in b.imports if i.weak)
     assert a.needed == b.needed
     assert a.marker == b.marker
     assert a.raw_markers == b.raw_markers
@@ -47,6 +48,15 @@ ELF_SCENARIOS = [n for n, sc in fixture_build().SCENARIOS.items() if sc.format =
 def test_fixture(name: str, built_fixtures: dict[str, Path]) -> None:
     data = built_fixtures[name].read_bytes()
     _same(read_elf(data, name), read_elf_with_lief(data, name))
+
+
+def test_weak_imports(built_fixtures: dict[str, Path]) -> None:
+    """STB_WEAK undefined symbols are weak imports to both readers, and only those."""
+    data = built_fixtures["elf_weak_shim"].read_bytes()
+    for facts in (read_elf(data, "w"), read_elf_with_lief(data, "w")):
+        weak = {i.name for i in facts.imports if i.weak}
+        assert set(fixture_build().WEAK_SHIMS) <= weak
+        assert "aoti_torch_get_sizes" in {i.name for i in facts.imports if not i.weak}
 
 
 @pytest.mark.parametrize("path", _torch_libraries(), ids=lambda p: p.name)

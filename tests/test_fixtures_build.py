@@ -65,6 +65,20 @@ class Seen:
     imports: list[tuple[str, str | None]]  # (name, library or None)
     libraries: list[str]
     raw: tuple[int, ...]
+    weak: tuple[str, ...] = ()  # imports the loader may leave null
+
+
+# LIEF's machine names -> the manylinux/uname spellings SCENARIOS (and torchwheel) use
+_ELF_ARCH = {
+    "X86_64": "x86_64",
+    "I386": "i686",
+    "AARCH64": "aarch64",
+    "ARM": "armv7l",
+    "PPC64": "ppc64",
+    "S390": "s390x",
+    "RISCV": "riscv64",
+    "LOONGARCH": "loongarch64",
+}
 
 
 def _read_elf(data: bytes) -> list[Seen]:
@@ -72,18 +86,24 @@ def _read_elf(data: bytes) -> list[Seen]:
     bind, vis = lief.ELF.Symbol.BINDING, lief.ELF.Symbol.VISIBILITY
     exports: list[str] = []
     imports: list[tuple[str, str | None]] = []
+    weak: list[str] = []
     marker = None
     for s in b.dynamic_symbols:
         if not s.name:
             continue
         if s.shndx == 0:
             imports.append((s.name, None))
+            if s.binding == bind.WEAK:
+                weak.append(s.name)
         elif s.binding in (bind.GLOBAL, bind.WEAK) and s.visibility == vis.DEFAULT:
             exports.append(s.name)
             if s.name == MARKER:
                 marker = _fv(bytes(b.get_content_from_virtual_address(s.value, 17)))
     needed = [e.name for e in b.dynamic_entries if e.tag == lief.ELF.DynamicEntry.TAG.NEEDED]
-    return [Seen("x86_64", marker, exports, imports, needed, _raw(data, 0, len(data)))]
+    arch = _ELF_ARCH[b.header.machine_type.name]
+    if arch == "ppc64" and b.header.identity_data == lief.ELF.Header.ELF_DATA.LSB:
+        arch = "ppc64le"
+    return [Seen(arch, marker, exports, imports, needed, _raw(data, 0, len(data)), tuple(sorted(weak)))]
 
 
 def _read_macho(data: bytes) -> list[Seen]:
@@ -93,10 +113,13 @@ def _read_macho(data: bytes) -> list[Seen]:
         b = fat.at(i)
         exports: list[str] = []
         imports: list[tuple[str, str | None]] = []
+        weak: set[str] = set()
         seen: set[str] = set()
         marker = None
         for s in b.symbols:
             name = s.name[1:] if s.name.startswith("_") else s.name
+            if not s.has_export_info and s.description & 0x40:  # N_WEAK_REF
+                weak.add(name)
             if s.has_export_info:
                 exports.append(name)
                 if name == MARKER:
@@ -113,7 +136,8 @@ def _read_macho(data: bytes) -> list[Seen]:
         arch = {"X86_64": "x86_64", "ARM64": "arm64"}[b.header.cpu_type.name]
         lo = b.fat_offset
         libs = [lib.name for lib in b.libraries]
-        out.append(Seen(arch, marker, exports, imports, libs, _raw(data, lo, lo + b.original_size)))
+        raw = _raw(data, lo, lo + b.original_size)
+        out.append(Seen(arch, marker, exports, imports, libs, raw, tuple(sorted(weak))))
     return out
 
 
@@ -127,7 +151,8 @@ def _read_pe(data: bytes) -> list[Seen]:
         marker = _fv(bytes(content))
     imports = [(x.name, i.name) for i in b.imports for x in i.entries]
     libs = [i.name for i in b.imports]
-    return [Seen("x86_64", marker, list(entries), imports, libs, _raw(data, 0, len(data)))]
+    arch = {"AMD64": "x86_64", "I386": "x86", "ARM64": "arm64"}[b.header.machine.name]
+    return [Seen(arch, marker, list(entries), imports, libs, _raw(data, 0, len(data)))]
 
 
 READERS = {"elf": _read_elf, "macho": _read_macho, "pe": _read_pe}
@@ -215,6 +240,7 @@ def test_scenario_facts(built_fixtures: dict[str, Path], name: str) -> None:
         )
         assert _companions(got.exports) == want.companions
         assert set(want.providers) <= set(got.libraries)
+        assert tuple(n for n in got.weak if _is_shim(n) or _is_cpp(n)) == tuple(sorted(want.weak))
 
 
 # ------------------------------------------------------------------------------------------
@@ -252,6 +278,14 @@ def test_elf_marker_tag(built_fixtures: dict[str, Path]) -> None:
 def test_elf_lto_marker_is_global(built_fixtures: dict[str, Path]) -> None:
     sym = _symbol(_elf(built_fixtures["elf_lto"]), ".dynsym", MARKER)
     assert sym is not None and sym["st_info"]["bind"] == "STB_GLOBAL"
+
+
+def test_elf_weak_shims_are_weak_undefined(built_fixtures: dict[str, Path]) -> None:
+    elf = _elf(built_fixtures["elf_weak_shim"])
+    for name in (*fb.WEAK_SHIMS, "aoti_torch_get_sizes"):
+        sym = _symbol(elf, ".dynsym", name)
+        assert sym is not None and sym["st_shndx"] == "SHN_UNDEF", name
+        assert sym["st_info"]["bind"] == ("STB_WEAK" if name in fb.WEAK_SHIMS else "STB_GLOBAL"), name
 
 
 @pytest.mark.parametrize("name", ["elf_hidden_vscript", "elf_hidden_exclude_libs"])
@@ -371,6 +405,35 @@ def test_macho_imports_name_their_dylib(built_fixtures: dict[str, Path]) -> None
     (seen,) = _read_macho(built_fixtures["macho_x86_64_marker_2_10"].read_bytes())
     shims = {lib for n, lib in seen.imports if _is_shim(n)}
     assert shims == {"@rpath/libtorchfake.dylib"}
+
+
+def test_macho_weak_dylib_is_a_weak_load_command(built_fixtures: dict[str, Path]) -> None:
+    fat = lief.MachO.parse(str(built_fixtures["macho_weak_dylib"]))
+    weak = lief.MachO.LoadCommand.TYPE.LOAD_WEAK_DYLIB
+    assert [c.name for c in fat.at(0).commands if c.command == weak] == ["@rpath/libtorchfake.dylib"]
+
+
+def test_macho_weak_import_binds(built_fixtures: dict[str, Path]) -> None:
+    """zig's linker marks the binds weak_import, as ld64 does (what dyld reads), not only n_desc.
+
+    (``--weak-bind`` lists weak *definitions* to coalesce; weak imports are in the bind table.)
+    """
+    tools = {}
+    for tool in ("objdump", "nm"):
+        tools[tool] = next(filter(None, map(shutil.which, (f"llvm-{tool}-14", f"llvm-{tool}"))), None)
+        assert tools[tool] is not None, f"apt-get install llvm-14 (llvm-{tool})"
+    path = str(built_fixtures["macho_weak_shim"])
+
+    def run(*cmd: str) -> list[str]:
+        return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.splitlines()
+
+    binds = run(tools["objdump"], "--macho", "--bind", path)
+    weak = {line.split()[-2] for line in binds if line.endswith("(weak_import)")}
+    assert weak == {f"_{n}" for n in fb.WEAK_SHIMS}
+    nlist = run(tools["nm"], "-m", path)  # "(undefined) [weak ]external _name (from libtorchfake)"
+    undefined = {line.split()[-3]: "weak external" in line for line in nlist if "(undefined)" in line}
+    assert {n for n, is_weak in undefined.items() if is_weak} == weak
+    assert undefined["_aoti_torch_get_sizes"] is False
 
 
 # ------------------------------------------------------------------------------------------

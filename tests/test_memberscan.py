@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import subprocess
-import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +17,7 @@ from torchwheel import memberscan
 from torchwheel.binary import BinaryError, read_binary, read_path
 from torchwheel.wheelfile import WheelArchive
 
-from .helpers import REPO, fixture_build
+from .helpers import fixture_build
 
 
 def chunked(data: bytes, size: int) -> memberscan.Stream:
@@ -52,20 +50,6 @@ def test_stream_equals_whole(
         return
     assert not isinstance(got, BinaryError), got
     assert got == want
-
-
-@pytest.fixture(scope="module")
-def torch_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The torch 2.13.0 wheel this machine's pip resolves locally (as the README's setup does)."""
-    cache = REPO / ".cache" / "torch-wheel"
-    found = sorted(cache.glob("torch-2.13.0*.whl"))
-    if not found:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "torch==2.13.0", "-d", str(cache)],
-            check=True,
-        )
-        found = sorted(cache.glob("torch-2.13.0*.whl"))
-    return found[0]
 
 
 def test_torch_libraries_streamed_from_the_wheel(torch_wheel: Path) -> None:

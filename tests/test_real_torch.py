@@ -214,6 +214,25 @@ def test_compat_single_binary(real_wheels: dict[str, Path], installed_exts: Path
     assert (code, missing) == (1, {"_C.abi3.so": ["torch_has_storage"]})
 
 
+def test_compat_weak_import_absent_from_torch_still_loads(
+    fixture_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    """torch_future_shim_v99 is in no torch: imported weakly the library loads and skips it;
+    imported strongly (the TW203 fixture, otherwise the same library) it does not load."""
+    weak, strong = str(fixture_wheels["weak_shim"]), str(fixture_wheels["tw203"])
+    code, missing = _compat([Path(weak), Path(strong)], "installed", tmp_path)
+    assert (code, missing) == (1, {"wweak": [], "w203": ["torch_future_shim_v99"]})
+    doc = _json(torchwheel("compat", "--json", weak, "--against", "installed", cwd=tmp_path))
+    (file,) = doc["inputs"][0]["files"]
+    assert file["loads"] is True and doc["loads"] is True
+    assert file["missing_weak"] == [{"name": "torch_future_shim_v99", "demangled": None}]
+    text = torchwheel("compat", weak, strong, "--against", "installed", cwd=tmp_path).stdout
+    assert f"{weak}: loads\n" in text and f"{strong}: does NOT load\n" in text
+    assert "wweak/elf_weak_shim.abi3.so: loads (6 torch symbols, 1 weak import absent)" in text
+    assert "    absent  torch_future_shim_v99 (weak: used when present)\n" in text
+    assert "    missing torch_future_shim_v99\n" in text  # the strong one
+
+
 def test_compat_unusable_torch_is_exit_2(real_wheels: dict[str, Path], tmp_path: Path) -> None:
     stable = str(real_wheels["stable"])
     for against, words in (

@@ -25,8 +25,9 @@ from .helpers import fixture_wheels_module, fresh_venv, pip_install, torchwheel
 
 WHEELS = fixture_wheels_module().WHEELS
 # Unreadable markers, a RECORD that disagrees with the files, METADATA without a Version:
-# tag refuses those (see cli._refuse_integrity).
-REFUSED = {"tw103", "tw106", "tw402", "tw403", "tw407"}
+# tag refuses those (see cli._refuse_integrity); and a torch pin that excludes every torch
+# the binaries load on, which only --relax-pin may replace.
+REFUSED = {"tw103", "tw106", "tw402", "tw403", "tw407", "tw503_pin_conflict"}
 TAGGABLE = sorted(n for n in WHEELS if n not in REFUSED)
 BIN = Path(sys.executable).parent
 
@@ -100,8 +101,10 @@ def test_stable_unstable_and_repairs(tagged: dict[str, tuple[Path, Path]]) -> No
 
     assert meta("clean") == ("2.10", ["torch>=2.10"], "demo_stable-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl")
     assert meta("tw501")[:2] == ("2.10", ["torch>=2.10"])  # added
-    assert meta("tw502")[:2] == ("2.13", ["torch>=2.13"])  # ==2.14.0 loosened
+    assert meta("tw502")[:2] == ("2.13", ["torch==2.14.0"])  # the author's pin is kept
     assert meta("tw503")[:2] == ("2.13", ["torch>=2.13"])  # >=2.9 tightened
+    assert meta("tw503_capped")[:2] == ("2.13", ["torch>=2.13,<3"])  # floor raised, cap kept
+    assert meta("torch_itself")[:2] == ("unstable", [])  # torch does not require torch
     assert meta("tw504")[:2] == ("unstable", ["torch==2.13.*"])
     assert meta("tw204")[:2] == ("unstable", ["torch==2.13.*"])  # kept: already a pin
     assert meta("tw201")[:2] == ("2.13", ["torch>=2.13"])  # the symbols, not the declaration
@@ -262,3 +265,59 @@ def test_failure_mid_write_leaves_nothing(
             tagging.tag(facts, TagOptions(), None if in_place else dest, in_place, False)
     assert src.read_bytes() == before
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [src.name]
+
+
+def _requires(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as zf:
+        d = next(n.split("/")[0] for n in zf.namelist() if n.endswith(".dist-info/WHEEL"))
+        return HeaderParser().parsestr(zf.read(f"{d}/METADATA").decode()).get_all("Requires-Dist") or []
+
+
+def test_pin_is_kept_unless_relaxed(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    """tag only narrows: the author's ``torch==2.14.0`` stays (check keeps warning TW502)
+    until --relax-pin or ``relax-pin = true`` asks for ``torch>=2.13``; the flag wins."""
+    src = str(fixture_wheels["tw502"])
+    kept = torchwheel("tag", "-w", str(tmp_path / "kept"), src, cwd=tmp_path)
+    assert kept.returncode == 0, kept.stderr
+    assert "kept the pin torch==2.14.0" in kept.stdout and "--relax-pin would widen it" in kept.stdout
+    (out,) = (tmp_path / "kept").glob("*.whl")
+    assert _requires(out) == ["torch==2.14.0"]
+    warned = torchwheel("check", "--no-config", "--format", "json", str(out), cwd=tmp_path)
+    assert {f["code"] for f in json.loads(warned.stdout)["findings"]} == {"TW502"}
+
+    relaxed = torchwheel("tag", "--relax-pin", "-w", str(tmp_path / "relaxed"), src, cwd=tmp_path)
+    assert relaxed.returncode == 0, relaxed.stderr
+    assert "Requires-Dist: torch==2.14.0 -> torch>=2.13 (relax-pin)" in relaxed.stdout
+    (out,) = (tmp_path / "relaxed").glob("*.whl")
+    assert _requires(out) == ["torch>=2.13"]
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.torchwheel]\nrelax-pin = true\n")
+    by_config = torchwheel("tag", "-w", str(tmp_path / "config"), src, cwd=project)
+    (out,) = (tmp_path / "config").glob("*.whl")
+    assert by_config.returncode == 0 and _requires(out) == ["torch>=2.13"]
+    flag_wins = torchwheel("tag", "--keep-pin", "-w", str(tmp_path / "flag"), src, cwd=project)
+    (out,) = (tmp_path / "flag").glob("*.whl")
+    assert flag_wins.returncode == 0 and _requires(out) == ["torch==2.14.0"]
+    (project / "pyproject.toml").write_text("[tool.torchwheel]\nrelax-pin = 'yes'\n")
+    bad = torchwheel("tag", "-w", str(tmp_path / "bad"), src, cwd=project)
+    assert bad.returncode == 2 and "relax-pin must be true or false" in bad.stderr
+
+
+def test_pin_that_excludes_every_usable_torch(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    """``torch==2.11.*`` for binaries that need 2.13: narrowing leaves nothing, so tag and
+    repair refuse in one line instead of guessing; --relax-pin replaces the pin."""
+    src = str(fixture_wheels["tw503_pin_conflict"])
+    for command in ("tag", "repair"):
+        refused = torchwheel(command, "-w", str(tmp_path / command), src, cwd=tmp_path)
+        assert refused.returncode == 2, (command, refused.stdout, refused.stderr)
+        last = refused.stderr.strip().splitlines()[-1]
+        assert last.startswith("torchwheel: error: ") and "--relax-pin" in last
+        assert command == "repair" or refused.stderr.count("\n") == 1
+        relaxed = torchwheel(
+            command, "--relax-pin", "-w", str(tmp_path / f"{command}-relaxed"), src, cwd=tmp_path
+        )
+        assert relaxed.returncode == 0, (command, relaxed.stdout, relaxed.stderr)
+        (out,) = (tmp_path / f"{command}-relaxed").glob("*.whl")
+        assert _requires(out) == ["torch>=2.13"]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from torchwheel import cpython
 from torchwheel.binary.facts import BinaryFacts, SliceFacts
 from torchwheel.cpython import PythonFacts
+from torchwheel.libkind import LibraryKind, classify
 from torchwheel.marker import MarkerRecord
 from torchwheel.symtable import SymbolTable
 from torchwheel.torchabi import TorchUsage, analyze
@@ -51,6 +52,11 @@ class SliceAnalysis:
 class BinaryAnalysis:
     facts: BinaryFacts
     slices: tuple[SliceAnalysis, ...]
+
+    @property
+    def kind(self) -> LibraryKind:
+        """Extension module, torch op library or plain shared library (``libkind``)."""
+        return classify((s.facts, s.python, s.torch) for s in self.slices)
 
 
 def declared_marker(facts: SliceFacts) -> tuple[DeclaredMarker | None, str | None]:

@@ -15,8 +15,44 @@ def summary(findings: list[Finding]) -> dict[str, int]:
     return {"errors": counts["error"], "warnings": counts["warning"], "infos": counts["info"]}
 
 
+_LISTED = 5  # members named on a collapsed line
+
+
+def _collapsed(findings: list[Finding]) -> list[str]:
+    """One line per code and wheel when a code repeats across members.
+
+    Every stable-ABI wheel published today lacks the marker, so TW101 would otherwise
+    repeat once per library and bury the one finding that matters. The first message
+    stands for all (they differ only in the member and architecture); JSON and the
+    GitHub format keep every finding.
+    """
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for f in findings:
+        groups.setdefault((f.wheel, f.code), []).append(f)
+    lines: list[str] = []
+    done: set[tuple[str, str]] = set()
+    for f in findings:
+        key = (f.wheel, f.code)
+        group = groups[key]
+        members = sorted({g.member for g in group if g.member})
+        if len(group) == 1 or len(members) < 2 or any(not g.member for g in group):
+            lines.append(f"{f.location}: {f.code} {f.severity}: {f.message}")
+            continue
+        if key in done:
+            continue
+        done.add(key)
+        shown = ", ".join(members[:_LISTED]) + (
+            f", ... {len(members) - _LISTED} more" if len(members) > _LISTED else ""
+        )
+        lines.append(
+            f"{f.wheel}: {f.code} {f.severity} (x{len(group)} in {len(members)} files: {shown}): "
+            f"{f.member}: {f.message}"
+        )
+    return lines
+
+
 def check_text(wheels: list[WheelFacts], findings: list[Finding]) -> str:
-    lines = [f"{f.location}: {f.code} {f.severity}: {f.message}" for f in findings]
+    lines = _collapsed(findings)
     s = summary(findings)
     n = len(wheels)
     lines.append(

@@ -20,7 +20,9 @@ from torchwheel import __version__
 from torchwheel.errors import InputError
 
 if TYPE_CHECKING:  # the CLI imports the library lazily: `--help` must stay instant
+    from torchwheel.findings import Policy
     from torchwheel.retag import TagOptions
+    from torchwheel.symbolsource import ChosenTable
     from torchwheel.tagging import TagResult
     from torchwheel.wheelfacts import WheelFacts
 
@@ -39,57 +41,116 @@ def cli() -> None:
     """Read, check and tag PyTorch-extension wheels by their LibTorch stable-ABI target."""
 
 
+_SYMBOLS = click.option(
+    "--symbols",
+    "symbols_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Judge shim symbols with this table (from `torchwheel symbols update -o FILE`); "
+    "also TORCHWHEEL_SYMBOLS or [tool.torchwheel] symbols.",
+)
+_NO_CONFIG = click.option("--no-config", is_flag=True, help="Ignore [tool.torchwheel] in pyproject.toml.")
+
+
+def _format_option(choices: tuple[str, ...]) -> Callable[[F], F]:
+    """``--format`` on every reporting command; ``--json`` stays as the old spelling."""
+
+    def apply(func: F) -> F:
+        func = click.option("--json", "as_json", is_flag=True, hidden=True, help="Same as --format json.")(
+            func
+        )
+        return click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(choices),
+            default="text",
+            show_default=True,
+            help="json: the versioned document (docs/json.md)"
+            + ("; github: workflow annotations for GitHub Actions." if "github" in choices else "."),
+        )(func)
+
+    return apply
+
+
+def _table(symbols_file: Path | None, no_config: bool) -> ChosenTable:
+    from torchwheel.config import configured_symbols
+    from torchwheel.symbolsource import choose
+
+    return choose(symbols_file, configured_symbols(Path.cwd(), use_config=not no_config))
+
+
 @cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document.")
-def inspect(files: tuple[Path, ...], as_json: bool) -> None:
+@_format_option(("text", "json"))
+@_SYMBOLS
+@_NO_CONFIG
+def inspect(
+    files: tuple[Path, ...], fmt: str, as_json: bool, symbols_file: Path | None, no_config: bool
+) -> None:
     """Show the torch and CPython facts of single compiled files (.so, .dylib, .pyd, .dll)."""
     from torchwheel.analysis import analyze_binary
     from torchwheel.binary import BinaryError, read_path
     from torchwheel.report import binary_text, inspect_json
-    from torchwheel.symtable import load_shipped
 
-    table = load_shipped()
+    chosen = _table(symbols_file, no_config)
     results = []
     for path in files:
         try:
-            results.append(analyze_binary(read_path(path), table))
+            results.append(analyze_binary(read_path(path), chosen.table))
         except BinaryError as exc:
             raise InputError(f"{path}: {exc}") from exc
-    if as_json:
-        click.echo(json.dumps(inspect_json(results), indent=2))
+    if as_json or fmt == "json":
+        click.echo(json.dumps(inspect_json(results, chosen.to_json()), indent=2))
     else:
         click.echo("\n\n".join(binary_text(r) for r in results))
+        if chosen.origin != "shipped":
+            click.echo(f"\nsymbol table: {chosen.label}")
 
 
+_SELECT = click.option(
+    "--select", multiple=True, metavar="CODE", help="Only these codes (prefixes allowed: TW2)."
+)
+_IGNORE = click.option("--ignore", multiple=True, metavar="CODE", help="Skip these codes (prefixes allowed).")
 _INPUTS = click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
 _ENV = click.option(
     "--env", "env", multiple=True, metavar="DIST", help="Also read an installed distribution by name."
 )
 
 
-def _load(inputs: tuple[Path, ...], env: tuple[str, ...], verify_hashes: bool = True) -> list[WheelFacts]:
+def _load(
+    inputs: tuple[Path, ...], env: tuple[str, ...], chosen: ChosenTable, verify_hashes: bool = True
+) -> list[WheelFacts]:
     from torchwheel.inputs import load
-    from torchwheel.symtable import load_shipped
 
     if not inputs and not env:
         raise click.UsageError("give at least one wheel, directory or binary (or --env DIST)")
-    return list(load(inputs, env, load_shipped(), verify_hashes))
+    return list(load(inputs, env, chosen.table, verify_hashes))
 
 
 @cli.command()
 @_INPUTS
 @_ENV
-@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document.")
-def show(inputs: tuple[Path, ...], env: tuple[str, ...], as_json: bool) -> None:
+@_format_option(("text", "json"))
+@_SYMBOLS
+@_NO_CONFIG
+def show(
+    inputs: tuple[Path, ...],
+    env: tuple[str, ...],
+    fmt: str,
+    as_json: bool,
+    symbols_file: Path | None,
+    no_config: bool,
+) -> None:
     """Show the torch and CPython facts of wheels and every compiled file in them."""
     from torchwheel.report import show_json, wheel_text
 
-    wheels = _load(inputs, env)
-    if as_json:
-        click.echo(json.dumps(show_json(wheels), indent=2))
+    chosen = _table(symbols_file, no_config)
+    wheels = _load(inputs, env, chosen)
+    if as_json or fmt == "json":
+        click.echo(json.dumps(show_json(wheels, chosen.to_json()), indent=2))
     else:
         click.echo("\n\n".join(wheel_text(w) for w in wheels))
+        click.echo(f"\nsymbol table: {chosen.label}")
 
 
 @cli.command()
@@ -103,9 +164,10 @@ def show(inputs: tuple[Path, ...], env: tuple[str, ...], as_json: bool) -> None:
     show_default=True,
     help="github prints workflow annotations for GitHub Actions.",
 )
-@click.option("--select", multiple=True, metavar="CODE", help="Only these codes (prefixes allowed: TW2).")
-@click.option("--ignore", multiple=True, metavar="CODE", help="Skip these codes (prefixes allowed).")
-@click.option("--no-config", is_flag=True, help="Ignore [tool.torchwheel] in pyproject.toml.")
+@_SELECT
+@_IGNORE
+@_NO_CONFIG
+@_SYMBOLS
 @click.option(
     "--skip-hashes",
     is_flag=True,
@@ -119,6 +181,7 @@ def check(
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     no_config: bool,
+    symbols_file: Path | None,
     skip_hashes: bool,
 ) -> None:
     """Check wheels; exit 1 when any error is found, 2 when an input cannot be read."""
@@ -127,10 +190,13 @@ def check(
     from torchwheel.config import load_policy
 
     policy = load_policy(Path.cwd(), select, ignore, use_config=not no_config)
-    wheels = _load(inputs, env, verify_hashes=not skip_hashes)
+    chosen = _table(symbols_file, no_config)
+    wheels = _load(inputs, env, chosen, verify_hashes=not skip_hashes)
     findings = rules.run_all(wheels, policy)
     if fmt == "json":
-        click.echo(json.dumps(check_json(wheels, findings, not skip_hashes), indent=2))
+        document = check_json(wheels, findings, not skip_hashes)
+        document["symbol_table"] = chosen.to_json()
+        click.echo(json.dumps(document, indent=2))
     elif fmt == "github":
         out = check_github(findings)
         if out:
@@ -142,7 +208,10 @@ def check(
         sys.exit(1)
 
 
-def _tag_options(upper_bound: str | None, keep: bool, build_torch: str | None) -> TagOptions:
+def _tag_options(
+    upper_bound: str | None, keep: bool, build_torch: str | None, relax_pin: bool | None, use_config: bool
+) -> TagOptions:
+    from torchwheel.config import configured_relax_pin
     from torchwheel.retag import TagOptions
     from torchwheel.version import FeatureVersion
 
@@ -158,7 +227,11 @@ def _tag_options(upper_bound: str | None, keep: bool, build_torch: str | None) -
             FeatureVersion.parse(build_torch)
         except ValueError as exc:
             raise InputError(f"--build-torch {build_torch!r}: expected X.Y (or 'installed')") from exc
-    return TagOptions(upper_bound=upper_bound, keep_correct=keep, build_torch=build_torch)
+    if relax_pin is None:  # the command line wins over [tool.torchwheel] relax-pin
+        relax_pin = configured_relax_pin(Path.cwd(), use_config)
+    return TagOptions(
+        upper_bound=upper_bound, keep_correct=keep, build_torch=build_torch, relax_pin=relax_pin
+    )
 
 
 _TAG_OPTIONS = [
@@ -173,6 +246,12 @@ _TAG_OPTIONS = [
     ),
     click.option(
         "--build-torch", metavar="X.Y", help="The torch an unstable wheel was built with (pin torch==X.Y.*)."
+    ),
+    click.option(
+        "--relax-pin/--keep-pin",
+        default=None,
+        help="Widen the project's torch pin to what the stable ABI allows (default: keep it, only "
+        "narrow; also [tool.torchwheel] relax-pin).",
     ),
 ]
 
@@ -219,16 +298,23 @@ def _report_tag(result: TagResult) -> None:
     help="Write here (default: next to the input).",
 )
 @click.option("--in-place", is_flag=True, help="Replace the input wheel (atomically).")
-@click.option("--dry-run", is_flag=True, help="Print the metadata diff; write nothing.")
+@click.option("--dry-run", is_flag=True, help="Print the metadata diff (WHEEL, METADATA); write nothing.")
+@click.option("-v", "--verbose", is_flag=True, help="With --dry-run: also the facts side file's diff.")
+@_SYMBOLS
+@_NO_CONFIG
 @_with_tag_options
 def tag(
     wheels: tuple[Path, ...],
     wheel_dir: Path | None,
     in_place: bool,
     dry_run: bool,
+    verbose: bool,
+    symbols_file: Path | None,
+    no_config: bool,
     upper_bound: str | None,
     keep_correct: bool,
     build_torch: str | None,
+    relax_pin: bool | None,
 ) -> None:
     """Write the torch ABI into wheels: WHEEL Torch-ABI and Tag lines, the torch requirement,
     a facts side file and RECORD; the file name follows the tags."""
@@ -236,11 +322,11 @@ def tag(
 
     if in_place and wheel_dir is not None:
         raise click.UsageError("--in-place and -w/--wheel-dir exclude each other")
-    facts = _load(wheels, ())
+    facts = _load(wheels, (), _table(symbols_file, no_config))
     _refuse_untrustworthy(facts)
-    opts = _tag_options(upper_bound, keep_correct, build_torch)
+    opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config)
     for w in facts:
-        _report_tag(tagging.tag(w, opts, wheel_dir, in_place, dry_run))
+        _report_tag(tagging.tag(w, opts, wheel_dir, in_place, dry_run, with_facts=verbose))
 
 
 @cli.command()
@@ -252,7 +338,10 @@ def tag(
     type=click.Path(file_okay=False, path_type=Path),
     help="cibuildwheel's {dest_dir}.",
 )
-@click.option("--no-config", is_flag=True, help="Ignore [tool.torchwheel] in pyproject.toml.")
+@_NO_CONFIG
+@_SELECT
+@_IGNORE
+@_SYMBOLS
 @click.option(
     "--repair-with",
     metavar="COMMAND",
@@ -263,35 +352,51 @@ def repair(
     wheel: Path,
     wheel_dir: Path,
     no_config: bool,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    symbols_file: Path | None,
     repair_with: str | None,
     upper_bound: str | None,
     keep_correct: bool,
     build_torch: str | None,
+    relax_pin: bool | None,
 ) -> None:
-    """cibuildwheel's repair-wheel-command: check, refuse on errors (exit 1), else tag into
-    WHEEL_DIR, leaving exactly one wheel there."""
+    """cibuildwheel's repair-wheel-command: check, refuse (exit 1) on errors that the
+    rewrite cannot fix, else tag into WHEEL_DIR, leaving exactly one wheel there."""
     from torchwheel.chain import first_stage
-
-    if repair_with is None:
-        _repair(wheel, wheel_dir, no_config, _tag_options(upper_bound, keep_correct, build_torch))
-        return
-    with first_stage(repair_with, wheel) as repaired:
-        _repair(repaired, wheel_dir, no_config, _tag_options(upper_bound, keep_correct, build_torch))
-
-
-def _repair(wheel: Path, wheel_dir: Path, no_config: bool, opts: TagOptions) -> None:
-    from torchwheel import rules, tagging
-    from torchwheel.check_report import check_text
     from torchwheel.config import load_policy
 
-    policy = load_policy(Path.cwd(), use_config=not no_config)
-    facts = _load((wheel,), ())
+    policy = load_policy(Path.cwd(), select, ignore, use_config=not no_config)
+    chosen = _table(symbols_file, no_config)
+    opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config)
+    if repair_with is None:
+        _repair(wheel, wheel_dir, policy, chosen, opts)
+        return
+    with first_stage(repair_with, wheel) as repaired:
+        _repair(repaired, wheel_dir, policy, chosen, opts)
+
+
+def _repair(wheel: Path, wheel_dir: Path, policy: Policy, chosen: ChosenTable, opts: TagOptions) -> None:
+    """Judge the wheel as the rewrite will leave it: what ``tag`` fixes is no reason to refuse."""
+    from torchwheel import rules, tagging
+    from torchwheel.check_report import check_text
+    from torchwheel.retag import plan, planned_facts
+
+    facts = _load((wheel,), (), chosen)
     findings = rules.run_all(facts, policy)
+    after = rules.run(planned_facts(facts[0], plan(facts[0], opts)), policy)
+    remaining = [f for f in after if f.severity == "error"]
     if findings:
-        click.echo(check_text(facts, findings), err=not any(f.severity == "error" for f in findings))
-    if any(f.severity == "error" for f in findings):
-        click.echo("torchwheel: repair refused: fix the errors above", err=True)
+        click.echo(check_text(facts, findings), err=not remaining)
+    fixed = sorted({f.code for f in findings if f.severity == "error"} - {f.code for f in remaining})
+    if remaining:
+        codes = ", ".join(sorted({f.code for f in remaining}))
+        click.echo(
+            f"torchwheel: repair refused: the rewrite cannot fix {codes}; fix them in the build", err=True
+        )
         sys.exit(1)
+    if fixed:
+        click.echo(f"torchwheel: the rewrite fixes {', '.join(fixed)}", err=True)
     _report_tag(tagging.tag(facts[0], opts, wheel_dir, False, False))
 
 
@@ -304,21 +409,30 @@ def _repair(wheel: Path, wheel_dir: Path, no_config: bool, opts: TagOptions) -> 
     metavar="TORCH",
     help="A torch wheel, a directory holding torch/lib (site-packages, torch, torch/lib), or 'installed'.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document.")
-def compat(inputs: tuple[Path, ...], against: str, as_json: bool) -> None:
+@_format_option(("text", "json"))
+@_SYMBOLS
+@_NO_CONFIG
+def compat(
+    inputs: tuple[Path, ...],
+    against: str,
+    fmt: str,
+    as_json: bool,
+    symbols_file: Path | None,
+    no_config: bool,
+) -> None:
     """Would these wheels load on TORCH? Exit 1 when a torch symbol they import is missing.
 
     Compares each compiled file's torch imports (stable shim and unstable C++) with the
     symbols torch's libraries export; nothing is installed or imported.
     """
-    from torchwheel.compat import compare, compat_json, compat_text, read_torch
-    from torchwheel.symtable import load_shipped
+    from torchwheel.compat import compare, compat_json, compat_text, read_torch, torch_imports
 
-    table = load_shipped()
-    wheels = _load(inputs, (), verify_hashes=False)
-    torch = read_torch(against)
-    results = [compare(w, torch, table) for w in wheels]
-    if as_json:
+    chosen = _table(symbols_file, no_config)
+    wheels = _load(inputs, (), chosen, verify_hashes=False)
+    # only the exports the inputs ask for are kept: libtorch exports ~100k names
+    torch = read_torch(against, torch_imports(wheels, chosen.table))
+    results = [compare(w, torch, chosen.table) for w in wheels]
+    if as_json or fmt == "json":
         click.echo(json.dumps(compat_json(torch, results), indent=2))
     else:
         click.echo(compat_text(torch, results))

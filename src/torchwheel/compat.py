@@ -9,8 +9,9 @@ export tables: no import, no ``dlopen``, and it works for a torch of another pla
 as well as for one that cannot be installed here.
 
 Only torch's symbols are compared: the C shim (``aoti_torch_*``, ``torch_*`` and every name
-in the shim table) and unstable libtorch C++ (``at::``, ``c10::``, ``torch::``). CPython, libc
-and libstdc++ symbols are someone else's contract (TW3xx covers CPython's).
+in the shim table) and unstable libtorch C++ (``at::``, ``c10::``, ``c10d::``, ...; see
+``cxxnames``). CPython, libc and libstdc++ symbols are someone else's contract (TW3xx covers
+CPython's).
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from torchwheel.binary import BinaryError, BinaryFacts, read_binary, read_path
+from torchwheel.binary import BinaryError, BinaryFacts, read_path
 from torchwheel.binary.facts import Import, SliceFacts
+from torchwheel.cxxnames import demangle, unstable_name
 from torchwheel.errors import InputError
 from torchwheel.symtable import SymbolTable
-from torchwheel.torchabi import demangle, is_shim_name, unstable_name
+from torchwheel.torchabi import is_shim_name
 from torchwheel.wheelfacts import WheelFacts
 from torchwheel.wheelfile import WheelArchive, is_compiled_name
 
@@ -47,6 +49,7 @@ class TorchLibraries:
     version: str | None
     exports: dict[str, frozenset[str]]  # library file name -> exported symbol names
     platforms: frozenset[tuple[str, str]]  # (format, arch) of the libraries
+    exported_count: int = 0  # every export, also those not kept (see ``read_torch``)
     all_exports: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -74,18 +77,23 @@ def is_runtime_library(name: str) -> bool:
     return is_compiled_name(base) and base.startswith(_RUNTIME_PREFIXES) and "test" not in base
 
 
-def _facts(read: Iterable[tuple[str, BinaryFacts]], origin: str, version: str | None) -> TorchLibraries:
+def _facts(
+    read: Iterable[tuple[str, BinaryFacts]], origin: str, version: str | None, wanted: frozenset[str] | None
+) -> TorchLibraries:
     exports: dict[str, frozenset[str]] = {}
     platforms: set[tuple[str, str]] = set()
+    count = 0
     for name, facts in read:
-        exports[name.lower()] = frozenset(e for s in facts.slices for e in s.exports)
+        names = {e for s in facts.slices for e in s.exports}
+        count += len(names)
+        exports[name.lower()] = frozenset(names if wanted is None else names & wanted)
         platforms.update((facts.format, s.arch) for s in facts.slices)
     if not exports:
         raise InputError(f"{origin}: no torch libraries (libtorch*, libc10*) found; not a torch build?")
-    return TorchLibraries(origin, version, exports, frozenset(platforms))
+    return TorchLibraries(origin, version, exports, frozenset(platforms), count)
 
 
-def _read_wheel(path: Path) -> TorchLibraries:
+def _read_wheel(path: Path, wanted: frozenset[str] | None) -> TorchLibraries:
     """Read ``torch/lib/*`` straight out of the zip: a torch wheel is never unpacked."""
     with WheelArchive(path) as wheel:
         members = [
@@ -96,13 +104,14 @@ def _read_wheel(path: Path) -> TorchLibraries:
             for member in members:
                 if not is_runtime_library(member):
                     continue
-                data = wheel.read(member)
-                try:
-                    yield PurePosixPath(member).name, read_binary(data, member)
-                except BinaryError as exc:
-                    raise InputError(f"{path}: {member}: {exc}") from exc
+                # Streamed: an ELF member keeps only the bytes its dynamic symbol table
+                # needs, so a CUDA wheel's 1 GB libtorch_cuda.so is never held whole.
+                _, facts = wheel.scan_binary(member, hashing=False)
+                if isinstance(facts, BinaryError):
+                    raise InputError(f"{path}: {member}: {facts}")
+                yield PurePosixPath(member).name, facts
 
-        return _facts(read(), str(path), wheel.contents.filename_version or None)
+        return _facts(read(), str(path), wheel.contents.filename_version or None, wanted)
 
 
 def _version_from(torch_dir: Path) -> str | None:
@@ -113,16 +122,16 @@ def _version_from(torch_dir: Path) -> str | None:
     return match.group(1) if match else None
 
 
-def _read_lib_dir(lib: Path) -> TorchLibraries:
+def _read_lib_dir(lib: Path, wanted: frozenset[str] | None) -> TorchLibraries:
     def read() -> Iterator[tuple[str, BinaryFacts]]:
         for p in sorted(lib.iterdir()):
             if p.is_file() and is_runtime_library(p.name):
                 try:
-                    yield p.name, read_path(p)
+                    yield p.name, read_path(p, raw_scan=False)
                 except BinaryError as exc:
                     raise InputError(f"{p}: {exc}") from exc
 
-    return _facts(read(), str(lib), _version_from(lib.parent))
+    return _facts(read(), str(lib), _version_from(lib.parent), wanted)
 
 
 def _lib_dir(path: Path) -> Path:
@@ -144,15 +153,19 @@ def installed_torch_dir() -> Path:
     return Path(locations[0])
 
 
-def read_torch(against: str) -> TorchLibraries:
-    """The torch named by ``--against``: ``installed``, a torch wheel, or a directory."""
+def read_torch(against: str, wanted: frozenset[str] | None = None) -> TorchLibraries:
+    """The torch named by ``--against``: ``installed``, a torch wheel, or a directory.
+
+    ``wanted``: keep only these exports. libtorch exports some 100,000 long C++ names;
+    holding them all as Python strings cost ``compat`` most of a gigabyte, while the
+    question asked is only about the few hundred names the inputs import."""
     if against == INSTALLED:
-        return _read_lib_dir(_lib_dir(installed_torch_dir()))
+        return _read_lib_dir(_lib_dir(installed_torch_dir()), wanted)
     path = Path(against)
     if path.is_dir():
-        return _read_lib_dir(_lib_dir(path))
+        return _read_lib_dir(_lib_dir(path), wanted)
     if path.is_file():
-        return _read_wheel(path)
+        return _read_wheel(path, wanted)
     raise InputError(f"{against}: no such file or directory (nor the word {INSTALLED!r})")
 
 
@@ -162,6 +175,18 @@ def read_torch(against: str) -> TorchLibraries:
 
 def is_torch_import(name: str, table: SymbolTable) -> bool:
     return is_shim_name(name) or name in table.symbols or unstable_name(name) is not None
+
+
+def torch_imports(wheels: Iterable[WheelFacts], table: SymbolTable) -> frozenset[str]:
+    """Every torch symbol the inputs import: all ``compat`` needs to know of torch's exports."""
+    return frozenset(
+        imp.name
+        for w in wheels
+        for b in w.binaries
+        for s in b.analysis.slices
+        for imp in s.facts.imports
+        if is_torch_import(imp.name, table)
+    )
 
 
 @dataclass(frozen=True)
@@ -175,6 +200,8 @@ class SliceCompat:
     missing: tuple[str, ...]
     problem: str | None = None  # set when the comparison itself is meaningless
     unstable: int = 0  # how many of the imports are unstable C++ (present is not enough)
+    # weak imports torch lacks: the loader leaves them null and the library runs without them
+    missing_weak: tuple[str, ...] = ()
 
     @property
     def loads(self) -> bool:
@@ -201,8 +228,10 @@ def compare_slice(
         have = ", ".join(f"{f}/{a}" for f, a in sorted(torch.platforms))
         problem = f"built for {fmt}/{facts.arch}, but the torch libraries are {have}"
         return SliceCompat(member, fmt, facts.arch, names, (), problem, unstable)
-    missing = tuple(sorted({imp.name for imp in imports if not torch.provides(imp)}))
-    return SliceCompat(member, fmt, facts.arch, names, missing, None, unstable)
+    lacking = [imp for imp in imports if not torch.provides(imp)]
+    missing = tuple(sorted({imp.name for imp in lacking if not imp.weak}))
+    weak = tuple(sorted({imp.name for imp in lacking if imp.weak} - set(missing)))
+    return SliceCompat(member, fmt, facts.arch, names, missing, None, unstable, weak)
 
 
 def compare(wheel: WheelFacts, torch: TorchLibraries, table: SymbolTable) -> InputCompat:
@@ -233,7 +262,7 @@ def _where(s: SliceCompat, multi: bool) -> str:
 def compat_text(torch: TorchLibraries, results: list[InputCompat]) -> str:
     lines = [
         f"{torch.label} from {torch.origin}: {len(torch.exports)} libraries, "
-        f"{len(torch.all_exports)} exported symbols"
+        f"{torch.exported_count} exported symbols"
     ]
     for r in results:
         lines += ["", f"{r.path}: {'loads' if r.loads else 'does NOT load'}"]
@@ -250,12 +279,17 @@ def compat_text(torch: TorchLibraries, results: list[InputCompat]) -> str:
             elif s.missing:
                 lines.append(f"  {where}: does not load: {len(s.missing)} of {n} torch symbols missing")
                 lines += [f"    missing {_symbol(m)}" for m in s.missing]
+            elif s.missing_weak:
+                absent = f"{len(s.missing_weak)} weak import{'s' if len(s.missing_weak) != 1 else ''} absent"
+                lines.append(f"  {where}: loads ({n} torch symbols, {absent})")
             else:
                 lines.append(
                     f"  {where}: loads ({n} torch symbols, all exported)"
                     if n
                     else f"  {where}: loads (no torch symbols)"
                 )
+            if s.problem is None:
+                lines += [f"    absent  {_symbol(m)} (weak: used when present)" for m in s.missing_weak]
             if s.unstable and s.problem is None:
                 lines.append(
                     f"    note: {s.unstable} of them are unstable libtorch C++: that a name resolves does not "
@@ -277,7 +311,7 @@ def compat_json(torch: TorchLibraries, results: list[InputCompat]) -> dict[str, 
             "version": torch.version,
             "libraries": sorted(torch.exports),
             "platforms": [f"{f}/{a}" for f, a in sorted(torch.platforms)],
-            "exported_symbols": len(torch.all_exports),
+            "exported_symbols": torch.exported_count,
         },
         "inputs": [
             {
@@ -292,6 +326,7 @@ def compat_json(torch: TorchLibraries, results: list[InputCompat]) -> dict[str, 
                         "torch_symbols": len(s.torch_imports),
                         "unstable_symbols": s.unstable,
                         "missing": [{"name": m, "demangled": demangle(m)} for m in s.missing],
+                        "missing_weak": [{"name": m, "demangled": demangle(m)} for m in s.missing_weak],
                         "problem": s.problem,
                     }
                     for s in r.slices

@@ -39,7 +39,15 @@ def torch_json(torch: TorchUsage) -> dict[str, Any]:
         "pinning_symbols": list(torch.pinning_symbols),
         "unknown_symbols": list(torch.unknown_symbols),
         "unstable_symbols": list(torch.unstable_symbols),
+        "weak_symbols": [{"name": n, "introduced": v.release if v else None} for n, v in torch.weak_symbols],
     }
+
+
+def _weak_text(torch: TorchUsage) -> str:
+    """Weak shims do not raise the floor: the library calls them only when torch has them."""
+    return ", ".join(
+        f"{n} ({v.minor_release if v else 'unknown'}, used when present)" for n, v in torch.weak_symbols
+    )
 
 
 def python_json(p: PythonFacts) -> dict[str, Any]:
@@ -73,12 +81,17 @@ def binary_json(b: BinaryAnalysis) -> dict[str, Any]:
         "path": b.facts.path,
         "format": b.facts.format,
         "size": b.facts.size,
+        "kind": b.kind,
         "slices": [slice_json(s) for s in b.slices],
     }
 
 
-def inspect_json(binaries: list[BinaryAnalysis]) -> dict[str, Any]:
-    return {"schema_version": SCHEMA_VERSION, "files": [binary_json(b) for b in binaries]}
+def inspect_json(binaries: list[BinaryAnalysis], table: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``table``: which shim table judged the symbols (``symbolsource.ChosenTable.to_json``)."""
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "files": [binary_json(b) for b in binaries]}
+    if table is not None:
+        doc["symbol_table"] = table
+    return doc
 
 
 def _marker_text(s: SliceAnalysis) -> str:
@@ -110,6 +123,8 @@ def slice_text(s: SliceAnalysis) -> list[str]:
         lines.append(f"    pinned by    {', '.join(t.pinning_symbols)}")
     if t.unknown_symbols:
         lines.append(f"    unknown      {', '.join(t.unknown_symbols)}")
+    if t.weak_symbols:
+        lines.append(f"    weak         {_weak_text(t)}")
     if t.unstable_symbols:
         more = len(t.unstable_symbols) - _SAMPLE
         sample = list(t.unstable_symbols[:_SAMPLE]) + ([f"... {more} more"] if more > 0 else [])
@@ -129,7 +144,7 @@ def slice_text(s: SliceAnalysis) -> list[str]:
 def binary_text(b: BinaryAnalysis) -> str:
     head = f"{b.facts.path}: {b.facts.format.upper() if b.facts.format != 'macho' else 'Mach-O'}"
     head += f", {len(b.slices)} slice{'s' if len(b.slices) != 1 else ''}, {b.facts.size} bytes"
-    lines = [head]
+    lines = [head, f"  kind         {b.kind}"]
     for s in b.slices:
         lines += slice_text(s)
     return "\n".join(lines)
@@ -177,8 +192,11 @@ def wheel_json(w: WheelFacts) -> dict[str, Any]:
     }
 
 
-def show_json(wheels: list[WheelFacts]) -> dict[str, Any]:
-    return {"schema_version": SCHEMA_VERSION, "wheels": [wheel_json(w) for w in wheels]}
+def show_json(wheels: list[WheelFacts], table: dict[str, Any] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "wheels": [wheel_json(w) for w in wheels]}
+    if table is not None:
+        doc["symbol_table"] = table
+    return doc
 
 
 def _row(member: str, b: BinaryAnalysis) -> list[list[str]]:
@@ -195,7 +213,9 @@ def _row(member: str, b: BinaryAnalysis) -> list[list[str]]:
             if s.torch.min_version is None
             else str(s.torch.min_version) + ("+" if s.torch.min_is_lower_bound else "")
         )
-        rows.append([member, f"{b.facts.format}/{s.facts.arch}", mark, s.torch.usage, need, s.python.verdict])
+        rows.append(
+            [member, f"{b.facts.format}/{s.facts.arch}", b.kind, mark, s.torch.usage, need, s.python.verdict]
+        )
     return rows
 
 
@@ -215,11 +235,11 @@ def wheel_text(w: WheelFacts) -> str:
         f"  torch ABI        {abi}"
         + (f" (declared {abi.declared})" if abi.declared and abi.kind != "none" else "")
     )
-    table = [["file", "format", "marker", "torch", "needs", "python"]]
+    table = [["file", "format", "kind", "marker", "torch", "needs", "python"]]
     for b in w.binaries:
         table += _row(b.member, b.analysis)
     for u in w.unreadable:
-        table.append([u.member, "?", "?", "?", "?", f"unreadable: {u.error}"])
+        table.append([u.member, "?", "?", "?", "?", "?", f"unreadable: {u.error}"])
     if len(table) > 1:
         widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
         lines.append("")
@@ -233,7 +253,7 @@ def wheel_text(w: WheelFacts) -> str:
     for b in w.binaries:
         for s in b.analysis.slices:
             t = s.torch
-            if t.pinning_symbols or t.unknown_symbols or t.unstable_symbols:
+            if t.pinning_symbols or t.unknown_symbols or t.unstable_symbols or t.weak_symbols:
                 if not detailed:
                     lines += ["", "  torch symbols that set the minimum:"]
                     detailed = True
@@ -242,6 +262,8 @@ def wheel_text(w: WheelFacts) -> str:
                     lines.append(f"    pinned by   {', '.join(t.pinning_symbols)}")
                 if t.unknown_symbols:
                     lines.append(f"    unknown     {', '.join(t.unknown_symbols)}")
+                if t.weak_symbols:
+                    lines.append(f"    weak        {_weak_text(t)}")
                 if t.unstable_symbols:
                     lines.append(f"    unstable    {len(t.unstable_symbols)}, e.g. {t.unstable_symbols[0]}")
     return "\n".join(lines)

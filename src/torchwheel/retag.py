@@ -14,19 +14,28 @@ What changes, and why each is safe:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 
 from packaging.requirements import Requirement
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import Specifier, SpecifierSet
 from packaging.tags import Tag
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from torchwheel import __version__
 from torchwheel.errors import InputError
 from torchwheel.report import binary_json
 from torchwheel.version import FeatureVersion
-from torchwheel.wheelfacts import TorchABI, WheelFacts, iter_slices, wheel_torch_abi
+from torchwheel.wheelfacts import (
+    TorchABI,
+    WheelFacts,
+    iter_slices,
+    parse_metadata,
+    provides_libtorch,
+    wheel_torch_abi,
+)
 from torchwheel.wheelfile import SIDE_FILE
 
 SIDE_SCHEMA = 1
@@ -38,6 +47,7 @@ class TagOptions:
     upper_bound: str | None = None  # add ``,<X`` to a stable requirement
     keep_correct: bool = True  # keep the project's own requirement when it is already right
     build_torch: str | None = None  # X.Y for an unstable wheel's pin
+    relax_pin: bool = False  # replace an author's pin (TW502) instead of keeping it
 
 
 @dataclass
@@ -155,6 +165,82 @@ def desired_spec(abi: TorchABI, reqs: tuple[Requirement, ...], opts: TagOptions)
     return None
 
 
+def _probes(*specs: SpecifierSet) -> list[Version]:
+    """Releases to test a specifier set with: a grid of 0.x..3.x plus every version the
+    clauses name and the patch after it (so ``==2.13.15`` or ``>2.13.15`` are not missed)."""
+    probes = {Version(f"{a}.{m}.{p}") for a in range(4) for m in range(40) for p in (0, 1, 9)}
+    for spec in specs:
+        for clause in spec:
+            try:
+                v = Version(clause.version.removesuffix(".*"))
+            except ValueError:  # an arbitrary-equality (===) string
+                continue
+            release = (*v.release, 0, 0)[: max(3, len(v.release))]
+            probes |= {v, Version(".".join(map(str, (*release[:-1], release[-1] + 1))))}
+    return sorted(probes)
+
+
+def _implied(clause: Specifier, desired: SpecifierSet) -> bool:
+    """Does ``desired`` alone exclude everything ``clause`` excludes? Decided per operator
+    on the versions (exact), not by probing: dropping a clause that is not implied would
+    widen the author's requirement."""
+    if "*" in clause.version and clause.operator == "==":
+        return str(clause) in {str(d) for d in desired}
+    try:
+        v = Version(clause.version)
+    except ValueError:
+        return False
+    for d in desired:
+        if d.operator == ">=" and clause.operator in (">=", ">") and v < Version(d.version):
+            return True
+        if d.operator == "==" and d.version.endswith(".*"):  # ==2.13.*: between 2.13 and 2.14
+            base = Version(d.version[:-2])
+            top = Version(f"{base.major}.{base.minor + 1}")
+            if (clause.operator in (">=", ">") and v < base) or (clause.operator in ("<", "<=") and v >= top):
+                return True
+        if d.operator == "<" and clause.operator in ("<", "<=") and v >= Version(d.version):
+            return True
+    return False
+
+
+def narrowed(req: Requirement, desired: SpecifierSet) -> str | None:
+    """The author's requirement intersected with what the binaries need: the author's own
+    text when it is already inside ``desired``, else ``desired`` plus every author clause
+    ``desired`` does not imply. None when nothing is left (the two exclude each other)."""
+    probes = _probes(req.specifier, desired)
+    admitted = [v for v in probes if req.specifier.contains(v, prereleases=True)]
+    if admitted and all(desired.contains(v, prereleases=True) for v in admitted):
+        return str(req.specifier)
+    kept = [c for c in req.specifier if not _implied(c, desired)]
+    both = SpecifierSet(",".join([*(str(d) for d in desired), *(str(c) for c in kept)]))
+    if not any(both.contains(v, prereleases=True) for v in probes):
+        return None
+    order = [*desired, *sorted(kept, key=lambda c: str(req.specifier).find(str(c)))]
+    return ",".join(dict.fromkeys(str(c) for c in order))
+
+
+def merged_requirement(req: Requirement, spec: str, abi: TorchABI, opts: TagOptions) -> tuple[str, list[str]]:
+    """The new specifier of one author's torch requirement, and notes. Only narrows by
+    default: an author's pin may have reasons the binaries do not show, so widening it
+    (TW502) is ``--relax-pin``'s, as is replacing one that excludes every usable torch."""
+    new = narrowed(req, SpecifierSet(spec))
+    pinned = abi.kind == "stable" and (new is None or len(_minors(SpecifierSet(new))) <= 1)
+    if (pinned or new is None) and opts.relax_pin:
+        return spec, [f"Requires-Dist: {req} -> {_render(req, spec)} (relax-pin)"]
+    if new is None:
+        raise InputError(
+            f"Requires-Dist {str(req)!r} admits no torch the binaries load on (torch{spec}): "
+            "fix it in the project, or pass --relax-pin to replace it"
+        )
+    notes = [] if new == str(req.specifier) else [f"Requires-Dist: {req} -> {_render(req, new)}"]
+    if pinned:
+        notes.append(
+            f"kept the pin {_render(req, new)} although the stable ABI loads on torch{spec}: "
+            "--relax-pin would widen it"
+        )
+    return new, notes
+
+
 def metadata_text(original: str, abi: TorchABI, opts: TagOptions) -> tuple[str, list[str]]:
     """Rewrite only the ``Requires-Dist: torch`` header lines; everything else byte for byte."""
     head, sep, body = original.partition("\n\n")
@@ -185,10 +271,10 @@ def metadata_text(original: str, abi: TorchABI, opts: TagOptions) -> tuple[str, 
     for i, req in zip(torch_at, reqs, strict=True):
         if opts.keep_correct and _is_correct(req, abi) and not opts.upper_bound:
             continue
-        new = _render(req, spec)
-        if lines[i] != f"Requires-Dist: {new}":
-            notes.append(f"Requires-Dist: {req} -> {new}")
-            lines[i] = f"Requires-Dist: {new}"
+        new_spec, req_notes = merged_requirement(req, spec, abi, opts)
+        notes += req_notes
+        if new_spec != str(req.specifier):
+            lines[i] = f"Requires-Dist: {_render(req, new_spec)}"
     return "\n".join(lines) + trailing + sep + body, notes
 
 
@@ -224,7 +310,10 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     ]
     wheel_name = f"{c.dist_info}/WHEEL"
     meta_name = f"{c.dist_info}/METADATA"
-    new_meta, meta_notes = metadata_text(c.metadata_text, abi, opts)
+    if provides_libtorch(w):  # torch itself: it cannot require torch
+        new_meta, meta_notes = c.metadata_text, ["torch itself: Requires-Dist left as it is"]
+    else:
+        new_meta, meta_notes = metadata_text(c.metadata_text, abi, opts)
     members = {
         wheel_name: wheel_file_text(c.wheel_text, ordered, str(abi)).encode(),
         meta_name: new_meta.encode(),
@@ -239,3 +328,30 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     if drop:
         changes.append("dropped RECORD signatures (the rewrite invalidates them)")
     return Plan(abi, filename, members, drop, changes)
+
+
+def planned_facts(w: WheelFacts, p: Plan) -> WheelFacts:
+    """The wheel as the rewrite will leave it: the same binaries under the new metadata.
+
+    ``repair`` judges this rather than its input, so it refuses only what a rewrite cannot
+    make honest: WHEEL Tag lines that disagree with the file name, a missing or too loose
+    torch requirement or a too low abi3 floor are exactly what the rewrite fixes, while a
+    RECORD that disagrees with the files or a broken binary stays as it was.
+    """
+    c = w.contents
+    try:
+        tags = parse_wheel_filename(p.filename)[3]
+    except InvalidWheelFilename:
+        tags = c.filename_tags
+    contents = dataclasses.replace(
+        c,
+        filename_tags=tags,
+        wheel_text=p.members[f"{c.dist_info}/WHEEL"].decode(),
+        metadata_text=p.members[f"{c.dist_info}/METADATA"].decode(),
+    )
+    return dataclasses.replace(
+        w,
+        contents=contents,
+        metadata=parse_metadata(contents.metadata_text),
+        record_problems=[r for r in w.record_problems if r.problem != "missing-record"],
+    )

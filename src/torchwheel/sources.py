@@ -8,14 +8,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-from collections.abc import Iterator
+import stat
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
 
 from torchwheel.binary import BinaryError, read_path
 from torchwheel.errors import InputError
 from torchwheel.memberscan import Result
-from torchwheel.wheelfile import WheelArchive, WheelContents, parse_record
+from torchwheel.wheelfile import RecordProblem, WheelArchive, WheelContents, parse_record
 
 __all__ = ["DirectorySource", "Source", "WheelArchive", "directory_source", "installed_source"]
 
@@ -42,22 +43,33 @@ class Source(Protocol):
 class DirectorySource:
     """An unpacked wheel (``root`` holds ``*.dist-info``) or an installed distribution.
 
-    For an installed distribution the members are what RECORD lists inside ``root``
-    (site-packages); scripts installed elsewhere (``../../bin``) are not the wheel's
-    compiled content and are skipped.
+    For an installed distribution the members are the files RECORD lists, as RECORD spells
+    them: relative to ``root`` (site-packages) or absolute, so scripts in ``../../../bin``
+    are members too. ``boundary`` is the environment's prefix: an entry that resolves
+    outside it (``..`` too far, an absolute path elsewhere, a symlink out) is never
+    opened, only reported.
     """
 
     is_wheel_file = False
 
-    def __init__(self, root: Path, dist_info: Path, installed: bool) -> None:
+    def __init__(self, root: Path, dist_info: Path, installed: bool, boundary: Path | None = None) -> None:
         self.root = root
         wheel_path, meta_path, record_path = (dist_info / n for n in ("WHEEL", "METADATA", "RECORD"))
         for p in (wheel_path, meta_path):
             if not p.is_file():
                 raise InputError(f"{dist_info}: {p.name} is missing")
         record = parse_record(_read_text(record_path)) if record_path.is_file() else None
+        outside: list[RecordProblem] = []
         if installed and record is not None:
-            members = sorted(p for p in record if self._inside(p) and (root / p).is_file())
+            limit = str((boundary or root).resolve())
+            members = []
+            for entry, full, is_file in _resolve_entries(root, record):  # strings: pathlib is slow here
+                if not full.startswith(limit.rstrip(os.sep) + os.sep):
+                    detail = f"resolves to {full}, outside the environment {limit}: not read"
+                    outside.append(RecordProblem(entry, "outside-environment", detail))
+                elif is_file:
+                    members.append(entry)
+            members.sort()
         else:
             members = sorted(str(p.relative_to(root).as_posix()) for p in _walk(root))
         name, _, version = dist_info.name[: -len(".dist-info")].partition("-")
@@ -72,11 +84,9 @@ class DirectorySource:
             metadata_text=_read_text(meta_path),
             record=record,
             members=members,
+            record_problems=outside,
+            installed=installed,
         )
-
-    def _inside(self, rel: str) -> bool:
-        full = os.path.normpath(self.root / rel)
-        return full.startswith(str(self.root) + os.sep)
 
     def read(self, name: str) -> bytes:
         try:
@@ -118,6 +128,30 @@ def _read_text(path: Path) -> str:
         raise InputError(f"{path}: cannot be read as UTF-8 text ({exc})") from exc
 
 
+def _resolve_entries(root: Path, entries: Iterable[str]) -> Iterator[tuple[str, str, bool]]:
+    """Each RECORD entry, the real path it names (symlinks followed: what a read would open)
+    and whether that is a regular file. Directories are resolved once each (torch's 15,000
+    entries share ~1,500) and each file costs one lstat."""
+    real_dirs: dict[str, str] = {}
+    for entry in entries:
+        head, base = os.path.split(os.path.join(root, entry))  # an absolute entry replaces root
+        real_dir = real_dirs.get(head)
+        if real_dir is None:
+            real_dir = real_dirs[head] = os.path.realpath(head)
+        full = os.path.join(real_dir, base)
+        try:
+            mode = os.lstat(full).st_mode
+        except OSError:
+            mode = 0
+        if base in ("", ".", "..") or stat.S_ISLNK(mode):
+            full = os.path.realpath(full)
+            try:
+                mode = os.stat(full).st_mode
+            except OSError:
+                mode = 0
+        yield entry, full, stat.S_ISREG(mode)
+
+
 def _walk(root: Path) -> Iterator[Path]:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d != "__pycache__"]
@@ -146,4 +180,24 @@ def installed_source(name: str) -> DirectorySource:
     if dist_path is None:
         raise InputError(f"{name}: installed without a .dist-info directory (egg?); cannot read it")
     dist_info = Path(dist_path)
-    return DirectorySource(dist_info.parent, dist_info, installed=True)
+    if not (dist_info / "RECORD").is_file():
+        # allowed for installed projects (a system package manager owns the files), but then
+        # nothing says which files of site-packages are this distribution's
+        raise InputError(
+            f"{dist_info}: no RECORD, so its files are unknown (installed by a system package manager?)"
+        )
+    site_dir = dist_info.parent
+    return DirectorySource(site_dir, dist_info, installed=True, boundary=environment_prefix(site_dir))
+
+
+def environment_prefix(site_dir: Path) -> Path:
+    """The installation prefix ``site_dir`` belongs to: the innermost of this interpreter's
+    prefixes (venv, base, user base) that holds it; ``site_dir`` itself for anything else
+    (a ``--target`` directory, a PYTHONPATH entry), so only what lies inside it is read."""
+    import site
+    import sys
+
+    resolved = site_dir.resolve()
+    candidates = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, site.getuserbase()}
+    holding = [Path(c).resolve() for c in candidates if c and resolved.is_relative_to(Path(c).resolve())]
+    return max(holding, key=lambda p: len(p.parts), default=resolved)

@@ -12,6 +12,13 @@ wheel) and keeps the result as a small versioned JSON table that ships with torc
 because the checker must work without torch installed. Functions behind a device
 conditional are recorded like any other: whether libtorch exports them depends on the
 build, not on the release, and that is a different question.
+
+Gates turned out not to be the loader's truth (the ``*_to_ivalue`` family is declared
+ungated yet first exported by 2.10), so the *shipped* table is dated by the first release
+whose libraries export each shim (``shimexports``, run by scripts/gen_symtable.py) and
+records per symbol where its version came from and on which platforms it is exported;
+header scanning stays for the cross-check, for shims no wheel read exports (XPU), and for
+``torchwheel symbols update``, whose header-only tables never overrule an export date.
 """
 
 from __future__ import annotations
@@ -21,41 +28,43 @@ import json
 import re
 import zipfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from os import PathLike
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 
 from torchwheel.headergates import Gate, max_gate, min_gate, scan_header_text
+from torchwheel.shimorigin import EXPORT, HEADER_GATE, Origin, WheelSource
 from torchwheel.version import FeatureVersion
 
 __all__ = [
     "BASELINE",
     "SCHEMA_VERSION",
     "SHIM_HEADER_DIRS",
+    "Origin",
     "SymbolTable",
+    "WheelSource",
     "load_shipped",
     "scan_headers",
 ]
 
 #: Version of the JSON layout written by :meth:`SymbolTable.to_json`. Readers refuse
-#: other values: a future layout may put something other than a version in ``symbols``.
-SCHEMA_VERSION = 1
+#: other values: a future layout may put something else in ``symbols``. Version 2 made
+#: each symbol an object (version, where it came from, first release per exporting platform)
+#: and added the wheels read; version 1 (a bare version per symbol) is still read, so
+#: tables written by an older ``symbols update`` keep working.
+SCHEMA_VERSION = 2
+_READABLE_SCHEMAS = (1, 2)
 
-#: The torch release assumed for ungated (``None``) symbols when computing a minimum.
+#: The torch release assumed for baseline (``None``) symbols when computing a minimum.
 #:
-#: Reasoning, from the headers of torch 2.13.0 and 2.14.1 (the only ones scanned):
-#: ``torch/csrc/stable/version.h`` defines gate macros starting at
-#: ``TORCH_VERSION_2_10_0`` and its own documentation uses "Target ... PyTorch 2.9" as
-#: the example of the lowest target, so the gating scheme began in the 2.10 cycle and
-#: everything left ungated is what 2.9 already had. 2.9 is also the first release whose
-#: stable-ABI headers were usable for version-targeted builds (torch/csrc/stable existed
-#: earlier, but without ``TORCH_TARGET_VERSION`` there was nothing to target). What we could
-#: *not* verify without a 2.9 wheel: that every ungated symbol really exists in 2.9.
-#: The 2.14 headers show the gap is real (they retro-gate ten ``aoti_torch_mps_*``
-#: functions at 2.10 that 2.13 declared ungated), so ``None`` means "no gate known", and
-#: extending the table with an older wheel via :meth:`SymbolTable.merge` tightens it.
+#: 2.9 is the first release whose stable-ABI headers were usable for version-targeted
+#: builds (``torch/csrc/stable/version.h`` starts its gate macros at 2.10 and names 2.9 as
+#: the lowest target), and it is the oldest release the shipped table reads exports from:
+#: ``None`` means "exported by torch 2.9.0" for symbols dated by export, and "declared
+#: without a gate" for the few only a header speaks for. Nothing older is claimed, so the
+#: baseline stays 2.9.0 rather than moving to whatever older release also had a symbol.
 BASELINE = FeatureVersion(2, 9, 0)
 
 #: Include-root-relative directories whose headers declare the C shim. Other headers also
@@ -178,23 +187,38 @@ def _version_key(release: str) -> FeatureVersion:
 
 @dataclass(frozen=True)
 class SymbolTable:
-    """Shim function name -> release that introduced it (``None``: no gate, baseline).
+    """Shim function name -> release that introduced it (``None``: baseline).
 
-    ``sources`` are the torch releases whose headers went into the table. They bound what
-    the table can know: a symbol newer than ``newest`` is simply absent, and an ungated
-    symbol is only known to be at least as old as the oldest source.
+    ``sources`` are the torch releases whose headers or exports went into the table. They
+    bound what the table can know: a symbol newer than ``newest`` is simply absent.
+    ``origins`` says per symbol whether its version is an export date or a header gate
+    (absent: header gate), ``wheels`` which torch wheels the export dates were read from.
     """
 
     symbols: Mapping[str, FeatureVersion | None]
     sources: tuple[str, ...] = ()
+    origins: Mapping[str, Origin] = field(default_factory=dict)
+    wheels: tuple[WheelSource, ...] = ()
 
     def __post_init__(self) -> None:
         # Sorted, read-only copies: the table is shared through load_shipped()'s cache,
         # and sorted order makes equality, JSON and reports deterministic.
         frozen = MappingProxyType(dict(sorted(self.symbols.items())))
         releases = sorted({_version_key(s).release for s in self.sources}, key=_version_key)
+        # Header-gate origins without platforms are the default: dropping them keeps a
+        # header-only table equal to its JSON round trip.
+        origins = {n: o for n, o in sorted(self.origins.items()) if n in frozen and o != Origin()}
+        wheels = sorted(set(self.wheels), key=lambda w: (_version_key(w.release), w.platform, w.file))
         object.__setattr__(self, "symbols", frozen)
         object.__setattr__(self, "sources", tuple(releases))
+        object.__setattr__(self, "origins", MappingProxyType(origins))
+        object.__setattr__(self, "wheels", tuple(wheels))
+
+    def origin(self, name: str) -> Origin:
+        """Where ``introduced(name)`` comes from; KeyError for unknown names."""
+        if name not in self.symbols:
+            raise KeyError(name)
+        return self.origins.get(name, Origin())
 
     def introduced(self, name: str) -> FeatureVersion | None:
         """Release that introduced ``name``; ``None`` when it is baseline.
@@ -240,6 +264,10 @@ class SymbolTable:
           removal from newer headers does not make libtorch stop exporting the function
           (that is the stable ABI's promise), so the declaring table's value stands.
 
+        * An export date beats a gate: it is what the loader sees (``shimexports``), so
+          extending the shipped table with a newer torch's headers leaves it alone. Two
+          export dates: the lower one, over the union of platforms.
+
         Only the oldest release of each table matters, which keeps merge commutative.
         Fold tables oldest first (as :func:`merge_all` does): an inferred ``x.y.0`` is
         stored like a gate, so a symbol that disappears and comes back across releases
@@ -247,23 +275,42 @@ class SymbolTable:
         """
         mine, theirs = self.oldest_source, other.oldest_source
         merged: dict[str, Gate] = {}
+        origins: dict[str, Origin] = {}
         for name in self.symbols.keys() | other.symbols.keys():
             if name in self.symbols and name in other.symbols:
+                a, b = self.origin(name), other.origin(name)
+                platforms = _union(a.platforms, b.platforms)
+                if (a.source == EXPORT) != (b.source == EXPORT):
+                    winner = self if a.source == EXPORT else other
+                    merged[name], origins[name] = winner.symbols[name], winner.origin(name)
+                    continue
                 merged[name] = _lowest_gate(self.symbols[name], other.symbols[name])
+                if a.source == EXPORT and None in (self.symbols[name], other.symbols[name]):
+                    merged[name] = None  # exported by the baseline release: nothing is lower
+                origins[name] = Origin(a.source, platforms)
             elif name in self.symbols:
                 merged[name] = _arrival(self.symbols[name], mine, theirs)
+                origins[name] = self.origin(name)
             else:
                 merged[name] = _arrival(other.symbols[name], theirs, mine)
-        return SymbolTable(symbols=merged, sources=self.sources + other.sources)
+                origins[name] = other.origin(name)
+        return SymbolTable(merged, self.sources + other.sources, origins, self.wheels + other.wheels)
 
     def to_json(self) -> str:
         """Deterministic JSON (sorted keys, two-space indent) so regenerating is diffable."""
         document = {
             "schema_version": SCHEMA_VERSION,
             "sources": list(self.sources),
-            "symbols": {name: None if gate is None else gate.release for name, gate in self.symbols.items()},
+            "symbols": "@SYMBOLS@",
+            "wheels": [w.to_json() for w in self.wheels],
         }
-        return json.dumps(document, indent=2, sort_keys=True) + "\n"
+        # One line per symbol: ~800 of them stay a small file and a one-line diff each.
+        entries = ",\n".join(
+            f"    {json.dumps(name)}: {json.dumps(self.origin(name).to_json(version), sort_keys=True)}"
+            for name, version in self.symbols.items()
+        )
+        symbols = "{\n" + entries + "\n  }" if entries else "{}"
+        return json.dumps(document, indent=2, sort_keys=True).replace('"@SYMBOLS@"', symbols, 1) + "\n"
 
     @classmethod
     def from_json(cls, text: str) -> SymbolTable:
@@ -271,18 +318,43 @@ class SymbolTable:
         if not isinstance(document, dict):
             raise ValueError("symbol table: expected a JSON object")
         schema = document.get("schema_version")
-        if schema != SCHEMA_VERSION:
+        if schema not in _READABLE_SCHEMAS or isinstance(schema, bool):
             raise ValueError(f"symbol table schema {schema!r} is not supported (expected {SCHEMA_VERSION})")
         raw_symbols = document.get("symbols")
         raw_sources = document.get("sources", [])
-        if not isinstance(raw_symbols, dict) or not isinstance(raw_sources, list):
-            raise ValueError("symbol table: 'symbols' must be an object, 'sources' a list")
+        raw_wheels = document.get("wheels", [])
+        if not (
+            isinstance(raw_symbols, dict) and isinstance(raw_sources, list) and isinstance(raw_wheels, list)
+        ):
+            raise ValueError("symbol table: 'symbols' must be an object, 'sources' and 'wheels' lists")
         symbols: dict[str, Gate] = {}
-        for name, value in raw_symbols.items():
+        origins: dict[str, Origin] = {}
+        for name, raw in raw_symbols.items():
+            value = raw
+            if schema >= 2:
+                if not isinstance(raw, dict):
+                    raise ValueError(f"symbol table: {name}: expected an object")
+                value, source, platforms = raw.get("introduced"), raw.get("source"), raw.get("platforms", {})
+                if source not in (EXPORT, HEADER_GATE):
+                    raise ValueError(f"symbol table: {name}: source must be {EXPORT!r} or {HEADER_GATE!r}")
+                if not isinstance(platforms, dict) or not all(isinstance(r, str) for r in platforms.values()):
+                    raise ValueError(f"symbol table: {name}: platforms must map a platform to a release")
+                firsts = tuple((p, FeatureVersion.parse(r).release) for p, r in platforms.items())
+                origins[name] = Origin(source, firsts)
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"symbol table: {name}: version must be a string or null")
             symbols[name] = None if value is None else FeatureVersion.parse(value)
-        return cls(symbols=symbols, sources=tuple(str(s) for s in raw_sources))
+        wheels = tuple(WheelSource.from_json(w) for w in raw_wheels)
+        return cls(symbols, tuple(str(s) for s in raw_sources), origins, wheels)
+
+
+def _union(a: Iterable[tuple[str, str]], b: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """Platforms of two origins; a platform in both keeps its earlier release."""
+    first: dict[str, str] = {}
+    for platform, release in (*a, *b):
+        if platform not in first or _version_key(release) < _version_key(first[platform]):
+            first[platform] = release
+    return tuple(first.items())
 
 
 def _lowest_gate(a: Gate, b: Gate) -> Gate:

@@ -47,11 +47,14 @@ def unchanged(p: Plan, source: Path, existing: dict[str, bytes]) -> bool:
     return all(existing.get(name) == data for name, data in p.members.items())
 
 
-def diff_text(p: Plan, source: Path, existing: dict[str, bytes]) -> str:
+def diff_text(p: Plan, source: Path, existing: dict[str, bytes], with_facts: bool = False) -> str:
+    """The metadata a user reviews; the side file's facts (long JSON) only on request."""
     chunks: list[str] = []
     if p.filename != source.name:
         chunks.append(f"rename: {source.name} -> {p.filename}\n")
     for name, data in p.members.items():
+        if name.endswith(f"/{SIDE_FILE}") and not with_facts:
+            continue
         old = existing.get(name, b"").decode("utf-8", "replace").splitlines(keepends=True)
         new = data.decode("utf-8").splitlines(keepends=True)
         chunks.extend(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}"))
@@ -95,13 +98,14 @@ def tag(
     dest: Path | None,
     in_place: bool,
     dry_run: bool,
+    with_facts: bool = False,
 ) -> TagResult:
     source = Path(w.contents.path)
     p = plan(w, opts)
     existing = _existing(w)
     same = unchanged(p, source, existing)
     if dry_run:
-        return TagResult(source, None, not same, p.changes, diff_text(p, source, existing))
+        return TagResult(source, None, not same, p.changes, diff_text(p, source, existing, with_facts))
     out_dir = source.parent if in_place or dest is None else dest
     target = out_dir / p.filename
     if same:

@@ -7,6 +7,7 @@ everything it returns is plain data that the rules judge without touching a file
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -15,9 +16,12 @@ from typing import Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
 
+from torchwheel import pyimports
 from torchwheel.analysis import BinaryAnalysis, SliceAnalysis, analyze_binary
 from torchwheel.binary import BinaryError
+from torchwheel.cpython import parse_suffix
 from torchwheel.sources import Source
 from torchwheel.symtable import SymbolTable
 from torchwheel.version import FeatureVersion
@@ -53,6 +57,9 @@ class WheelFacts:
     hashes: dict[str, tuple[str, int]] = field(default_factory=dict)  # member -> (RECORD hash, size)
     hashes_verified: bool = True
     kind: Literal["wheel", "directory", "binary"] = "wheel"
+    # module names the wheel's .py files import (ast, never run; only files mentioning a
+    # hook-less module-named library are parsed: see pyimports and hookless_modules)
+    py_imports: frozenset[str] = frozenset()
 
     @property
     def is_wheel_file(self) -> bool:
@@ -158,10 +165,21 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
             facts.unreadable.append(result)
         elif result is not None:
             facts.binaries.append(MemberBinary(member, result))
+    stems = [stem for _, stem in hookless_modules(facts)]
+    facts.py_imports = pyimports.wheel_imports(contents.members, source.member_size, source.read, stems)
     facts.record_problems = verify_record(contents, hashes)
     facts.hashes = {m: (h, n) for m, (h, n) in hashes.items() if h is not None}
     facts.hashes_verified = verify_hashes
     return facts
+
+
+def hookless_modules(w: WheelFacts) -> Iterator[tuple[MemberBinary, str]]:
+    """(member, module stem) of the compiled members named like modules (``.cpython-3XY``,
+    ``.abi3``, ``.abi3t``) that export no module hook: torch op libraries, mostly."""
+    for b in w.binaries:
+        suffix = parse_suffix(b.member)
+        if suffix.module and suffix.kind != "bare" and b.analysis.kind != "extension-module":
+            yield b, suffix.module
 
 
 def iter_slices(w: WheelFacts) -> Iterator[tuple[str, str, SliceAnalysis]]:
@@ -205,3 +223,20 @@ def wheel_torch_abi(w: WheelFacts) -> TorchABI:
     if declared is None and not floors:
         return TorchABI("none", None, None)
     return TorchABI("stable", max([*floors, *([declared] if declared else [])]), declared)
+
+
+# The core libraries only the torch distribution itself ships, by platform.
+_LIBTORCH_CORE = re.compile(r"torch/lib/(lib)?(torch_cpu|c10)\.(so(\.[0-9.]+)?|dylib|dll)")
+
+
+def provides_libtorch(w: WheelFacts) -> bool:
+    """Is this torch itself (any build: ``+cpu``, ``+cu128``, a fork under another name)?
+
+    By name (``torch``) or by the facts: ``torch/lib/`` holds libtorch's core libraries.
+    A distribution cannot require itself, so the Requires-Dist rules and ``tag``'s
+    requirement rewrite leave it alone. An extension that vendors libtorch in a directory
+    of its own is not torch and keeps them.
+    """
+    if canonicalize_name(w.contents.filename_name) == "torch":
+        return True
+    return any(_LIBTORCH_CORE.fullmatch(m) for m in w.contents.members)

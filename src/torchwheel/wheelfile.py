@@ -9,9 +9,7 @@ declared sizes) are refused here with ``InputError`` before anything reads them.
 from __future__ import annotations
 
 import base64
-import csv
 import hashlib
-import io
 import os
 import stat
 import struct
@@ -22,6 +20,7 @@ from email.parser import HeaderParser
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from installer.records import InvalidRecordEntry, parse_record_file
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
@@ -100,7 +99,8 @@ class WheelContents:
     record: dict[str, RecordEntry] | None
     members: list[str] = field(default_factory=list)
     side_file: bytes | None = None  # .dist-info/torchwheel.json of an earlier `tag`, if any
-    record_problems: list[RecordProblem] = field(default_factory=list)
+    record_problems: list[RecordProblem] = field(default_factory=list)  # found while listing members
+    installed: bool = False  # an installed distribution: RECORD follows the installed-project spec
 
     @property
     def wheel_fields(self) -> dict[str, list[str]]:
@@ -140,13 +140,14 @@ def _check_member(info: zipfile.ZipInfo, seen: set[str]) -> None:
 
 
 def parse_record(text: str) -> dict[str, RecordEntry]:
+    """installer's CSV reading (three fields, Windows separators made ``/``); the hash stays
+    a string because an unknown algorithm is a finding (TW403), not unreadable input."""
     entries: dict[str, RecordEntry] = {}
-    for row in csv.reader(io.StringIO(text)):
-        if not row:
-            continue
-        if len(row) != 3:
-            raise InputError(f"RECORD row {row!r} does not have 3 fields")
-        path, digest, size = row
+    try:
+        rows = list(parse_record_file(line for line in text.splitlines() if line.strip()))
+    except InvalidRecordEntry as exc:
+        raise InputError(f"RECORD row {exc.elements!r} does not have 3 fields") from exc
+    for path, digest, size in rows:
         try:
             entries[path] = RecordEntry(path, digest or None, int(size) if size else None)
         except ValueError as exc:
@@ -334,10 +335,16 @@ def verify_record(contents: WheelContents, hashes: dict[str, tuple[str | None, i
 
     ``hashes``: member -> (sha256 RECORD hash, or None when the caller chose not to hash
     it, and size). Unhashed members are still checked for presence and size.
+
+    An installed distribution follows the installed-project spec instead of the wheel's:
+    any entry may leave hash and size empty (pip does so for the ``.pyc`` it compiles and
+    for RECORD), any hashlib algorithm is allowed, and a cached ``.pyc`` that is gone is
+    no loss. A hash that is given must still match.
     """
     if contents.record is None:
         return [RecordProblem(f"{contents.dist_info}/RECORD", "missing-record", "the wheel has no RECORD")]
-    problems: list[RecordProblem] = []
+    problems = list(contents.record_problems)
+    installed = contents.installed
     record_name = f"{contents.dist_info}/RECORD"
     unsigned = {record_name, f"{record_name}.jws", f"{record_name}.p7s"}
     for member in contents.members:
@@ -350,8 +357,9 @@ def verify_record(contents: WheelContents, hashes: dict[str, tuple[str | None, i
         actual_hash, actual_size = hashes[member]
         algorithm = entry.hash.split("=", 1)[0] if entry.hash else None
         if entry.hash is None:
-            problems.append(RecordProblem(member, "no-hash", "RECORD lists it without a hash"))
-        elif algorithm not in ("sha256", "sha384", "sha512"):
+            if not installed:
+                problems.append(RecordProblem(member, "no-hash", "RECORD lists it without a hash"))
+        elif algorithm not in ("sha256", "sha384", "sha512") and not installed:
             problems.append(RecordProblem(member, "weak-hash", f"RECORD uses {algorithm}"))
         elif algorithm == "sha256" and actual_hash is not None and entry.hash != actual_hash:
             problems.append(
@@ -361,8 +369,10 @@ def verify_record(contents: WheelContents, hashes: dict[str, tuple[str | None, i
             problems.append(
                 RecordProblem(member, "size-mismatch", f"RECORD {entry.size}, actual {actual_size}")
             )
-    present = set(contents.members)
+    present = set(contents.members) | {p.path for p in contents.record_problems}
+    where = "on disk" if installed else "in the wheel"
     for path in contents.record:
-        if path not in present and path not in unsigned:
-            problems.append(RecordProblem(path, "missing-file", "listed in RECORD but not in the wheel"))
+        if path in present or path in unsigned or (installed and path.endswith(".pyc")):
+            continue
+        problems.append(RecordProblem(path, "missing-file", f"listed in RECORD but not {where}"))
     return problems

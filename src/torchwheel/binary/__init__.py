@@ -68,8 +68,12 @@ def _check_pe(buf: Buffer) -> None:
         raise BinaryError("no PE signature where the DOS header points (a DOS program or truncated)")
 
 
-def read_binary(buf: Buffer, path: str) -> BinaryFacts:
-    """Read one compiled file; every failure is a ``BinaryError`` naming the problem."""
+def read_binary(buf: Buffer, path: str, raw_scan: bool = True) -> BinaryFacts:
+    """Read one compiled file; every failure is a ``BinaryError`` naming the problem.
+
+    ``raw_scan=False`` skips the byte scan for marker records in ELF files: for torch's own
+    libraries, whose exports are all that is asked, it would page in every byte of a
+    400 MB file (and count it as resident memory) to find nothing."""
     fmt = sniff(bytes(buf[:4]))
     if fmt is None:
         raise BinaryError("not an ELF, Mach-O or PE file")
@@ -77,7 +81,7 @@ def read_binary(buf: Buffer, path: str) -> BinaryFacts:
         if fmt == "elf":
             from torchwheel.binary.elf import read_elf
 
-            slices: tuple[SliceFacts, ...] = (read_elf(buf, path),)
+            slices: tuple[SliceFacts, ...] = (read_elf(buf, path, None if raw_scan else []),)
         elif fmt == "macho":
             from torchwheel.binary.lief_reader import read_macho
 
@@ -113,7 +117,7 @@ def read_sparse_elf(buf: SparseBuffer, path: str, raw_hits: list[RawHit]) -> Bin
     return BinaryFacts(path=path, format="elf", size=len(buf), slices=(slice_,))
 
 
-def read_path(path: str | os.PathLike[str], label: str | None = None) -> BinaryFacts:
+def read_path(path: str | os.PathLike[str], label: str | None = None, raw_scan: bool = True) -> BinaryFacts:
     """Map a file and read it; the map lets a 500 MB library cost only the pages we touch.
 
     ``label`` names the file in the facts (a member path inside an unpacked wheel)."""
@@ -124,6 +128,6 @@ def read_path(path: str | os.PathLike[str], label: str | None = None) -> BinaryF
             if size == 0:
                 raise BinaryError("empty file")
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                return read_binary(mm, label or str(path))
+                return read_binary(mm, label or str(path), raw_scan)
     except OSError as exc:
         raise BinaryError(exc.strerror or str(exc)) from exc

@@ -43,6 +43,7 @@ _MACHINES = {
     3: "i686",
     8: "mips",
     20: "ppc",
+    21: "ppc64",  # EM_PPC64; read_elf names a little-endian one ppc64le
     22: "s390x",
     40: "armv7l",
     62: "x86_64",
@@ -348,7 +349,7 @@ def read_elf(buf: Buffer | SparseBuffer, path: str, raw_hits: list[RawHit] | Non
     marker_value: int | None = None
     for sym in symbols:
         if sym.shndx == _SHN_UNDEF:
-            imports.append(Import(sym.name))
+            imports.append(Import(sym.name, weak=sym.bind == _STB_WEAK))
         elif sym.bind in (_STB_GLOBAL, _STB_WEAK, _STB_GNU_UNIQUE) and sym.visibility in (
             _STV_DEFAULT,
             _STV_PROTECTED,

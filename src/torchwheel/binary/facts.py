@@ -22,10 +22,16 @@ class BinaryError(ValueError):
 
 @dataclass(frozen=True, order=True)
 class Import:
-    """An undefined symbol; ``library`` is the DLL (PE) or dylib (Mach-O) when the format says."""
+    """An undefined symbol; ``library`` is the DLL (PE) or dylib (Mach-O) when the format says.
+
+    ``weak``: the loader leaves it null when nothing defines it instead of refusing to load
+    (ELF STB_WEAK undefined, Mach-O N_WEAK_REF / weak-import binding; PE has no such thing),
+    so the library calls it only when present and it sets no floor on what it loads with.
+    """
 
     name: str
     library: str | None = None
+    weak: bool = False
 
 
 @dataclass(frozen=True)

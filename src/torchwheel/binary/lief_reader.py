@@ -17,6 +17,7 @@ from torchwheel.binary.facts import BinaryError, ExportedMarker, Import, SliceFa
 
 _lief: Any = None
 _WEAK_DEFINITION = 0x4  # EXPORT_SYMBOL_FLAGS_WEAK_DEFINITION
+_N_WEAK_REF = 0x40  # n_desc of an undefined symbol the loader may leave null (weak_import)
 
 
 def _load() -> Any:
@@ -85,10 +86,14 @@ def read_macho(buf: Buffer, path: str) -> list[SliceFacts]:
             elif s.has_binding_info:
                 seen.add(raw_name)
                 bi = s.binding_info
-                imports.append(Import(name, bi.library.name if bi.has_library else None))
+                # A symbol has a lazy and a non-lazy binding; LIEF shows one, and the linkers
+                # set N_WEAK_REF in the nlist as well (also for every import of a dylib linked
+                # with -weak-l / -weak_framework), so either says "weak import".
+                weak = bool(bi.weak_import) or bool(s.description & _N_WEAK_REF)
+                imports.append(Import(name, bi.library.name if bi.has_library else None, weak))
             elif (s.raw_type & 0xE0) == 0 and (s.raw_type & 0x0E) == 0 and (s.raw_type & 1):
                 seen.add(raw_name)  # pitfall 8: N_UNDF|N_EXT resolved by dynamic_lookup
-                imports.append(Import(name, None))
+                imports.append(Import(name, None, bool(s.description & _N_WEAK_REF)))
         libs = [c.name for c in b.commands if c.command in load_types]
         cpu = str(b.header.cpu_type).rsplit(".", 1)[-1]
         slices.append(
@@ -125,7 +130,7 @@ def read_pe(buf: Buffer, path: str) -> SliceFacts:
             if e.name == marker.SYMBOL and not e.is_forwarded:
                 off = b.rva_to_offset(e.address)  # pitfall 12: export addresses are RVAs
                 found = exported_marker(buf, off if 0 <= off < len(buf) else None)
-    imports: list[Import] = []
+    imports: list[Import] = []  # never weak: PE has no weak imports, every entry must resolve
     for imp in b.imports:
         for x in imp.entries:
             imports.append(Import(f"#{x.ordinal}" if x.is_ordinal else x.name, imp.name))
@@ -159,7 +164,7 @@ def read_elf_with_lief(buf: Buffer, path: str) -> SliceFacts:
         if not s.name:
             continue
         if s.shndx == 0:
-            imports.append(Import(s.name))
+            imports.append(Import(s.name, weak=s.binding == bind.WEAK))
         elif s.binding in (bind.GLOBAL, bind.WEAK, bind.GNU_UNIQUE) and s.visibility in (
             vis.DEFAULT,
             vis.PROTECTED,

@@ -9,14 +9,31 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from packaging.tags import Tag
+from packaging.version import Version
 
 from torchwheel.cpython import parse_suffix
 from torchwheel.findings import Hit, Policy, rule
-from torchwheel.wheelfacts import WheelFacts, iter_slices
+from torchwheel.pyimports import module_name
+from torchwheel.wheelfacts import MemberBinary, WheelFacts, iter_slices
 
 
 def _tags(w: WheelFacts) -> frozenset[Tag]:
     return w.contents.filename_tags or w.contents.wheel_tags
+
+
+def _by_import(w: WheelFacts, b: MemberBinary, module: str | None) -> bool:
+    """Whether Python's import system is what loads ``b``, so that its file name matters.
+
+    An extension module (it has a hook), or a hook-less file that calls the C API (a module
+    that lost its hook), is imported. A hook-less file without CPython symbols (a torch op
+    library that ``torch.ops.load_library`` loads by path, a helper library) is imported only
+    if the wheel's own Python code imports it by name.
+    """
+    if b.analysis.kind == "extension-module" or any(
+        s.python.verdict != "not-python" for s in b.analysis.slices
+    ):
+        return True
+    return module is not None and module_name(b.member, module) in w.py_imports
 
 
 def _abi3_floor(tags: frozenset[Tag]) -> tuple[int, int] | None:
@@ -27,6 +44,18 @@ def _abi3_floor(tags: frozenset[Tag]) -> tuple[int, int] | None:
         if t.abi in ("abi3", "abi3t") and t.interpreter.startswith("cp3") and t.interpreter[3:].isdigit()
     ]
     return min(floors, default=None)
+
+
+def _requires_python_floor(w: WheelFacts) -> tuple[int, int] | None:
+    """The lowest CPython 3.x that ``Requires-Python`` admits: pip and uv never install the
+    wheel below it, whatever the tag says (vLLM ships cp38-abi3 with Requires-Python >=3.11)."""
+    spec = w.metadata.requires_python
+    if spec is None:
+        return None
+    for minor in range(0, 100):
+        if any(spec.contains(Version(f"3.{minor}.{patch}"), prereleases=True) for patch in range(0, 30)):
+            return (3, minor)
+    return None
 
 
 @rule("TW301", "abi3-not-limited", "error", "an abi3-tagged wheel contains a module outside the limited API")
@@ -53,6 +82,8 @@ def suffix_tag_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         return
     for b in w.binaries:
         suffix = parse_suffix(b.member)
+        if not _by_import(w, b, suffix.module):
+            continue
         if suffix.kind == "cpython" and suffix.python is not None:
             want = f"cp{suffix.python.replace('.', '')}"
             abi = want + ("t" if suffix.free_threaded else "")
@@ -79,12 +110,13 @@ def limited_above_floor(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     floor = _abi3_floor(_tags(w))
     if floor is None:
         return
+    installs_from = max(floor, _requires_python_floor(w) or floor)
     for member, arch, s in iter_slices(w):
         p = s.python
         if p.limited_floor is None or p.verdict.startswith("version-specific"):
             continue
         need = tuple(int(x) for x in p.limited_floor.split("."))
-        if need > floor:
+        if need > installs_from:
             yield (
                 member,
                 (
@@ -99,6 +131,22 @@ def hook_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for b in w.binaries:
         suffix = parse_suffix(b.member)
         if suffix.kind not in ("cpython", "abi3", "abi3t") or suffix.module is None:
+            continue
+        if not _by_import(w, b, suffix.module):
+            continue
+        if b.analysis.kind != "extension-module" and all(
+            s.python.verdict == "not-python" for s in b.analysis.slices
+        ):
+            name = module_name(b.member, suffix.module)
+            loader = "torch.ops.load_library" if b.analysis.kind == "torch-op-library" else "ctypes.CDLL"
+            yield (
+                b.member,
+                (
+                    f"is imported as {name!r} by the wheel's Python code but is a {b.analysis.kind.replace('-', ' ')} "
+                    f"without PyInit_{suffix.module}: import would fail; load it with {loader}(path) "
+                    "instead, or build it as a module"
+                ),
+            )
             continue
         wanted = {f"PyInit_{suffix.module}", f"PyModExport_{suffix.module}"}
         for s in b.analysis.slices:

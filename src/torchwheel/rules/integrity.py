@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from torchwheel.binary.facts import Format
 from torchwheel.findings import Hit, Policy, rule
+from torchwheel.platforms import expected
 from torchwheel.wheelfacts import WheelFacts
 
 _RECORD_KINDS = {
@@ -15,6 +15,7 @@ _RECORD_KINDS = {
     "missing-file": "TW403",
     "no-hash": "TW403",
     "weak-hash": "TW403",
+    "outside-environment": "TW403",  # an installed RECORD entry that leaves the environment
 }
 
 
@@ -34,7 +35,8 @@ def record_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         if _RECORD_KINDS.get(p.problem) == "TW402":
             yield (
                 p.path,
-                f"{p.problem} ({p.detail}): the file changed after RECORD was written; regenerate RECORD",
+                f"{p.problem} ({p.detail}): the file changed after RECORD was written; "
+                + ("reinstall the distribution" if w.contents.installed else "regenerate RECORD"),
             )
 
 
@@ -42,11 +44,19 @@ def record_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 def record_incomplete(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for p in w.record_problems:
         if _RECORD_KINDS.get(p.problem) == "TW403":
-            yield p.path, f"{p.detail}: regenerate RECORD from the archive's contents"
+            fix = (
+                "reinstall the distribution"
+                if w.contents.installed
+                else "regenerate RECORD from the archive's contents"
+            )
+            yield p.path, f"{p.detail}: {fix}"
 
 
-@rule("TW404", "tags-disagree", "error", "the file name's tags differ from the WHEEL Tag lines")
+@rule("TW404", "tags-disagree", "warning", "the file name's tags differ from the WHEEL Tag lines")
 def tags_disagree(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """A warning, not an error: pip, uv and installer select and install by the file name
+    and never read WHEEL's Tag lines, and first-party PyTorch wheels ship this mismatch.
+    It still misleads tools that do read them (``wheel tags``, auditors)."""
     c = w.contents
     if not w.is_wheel_file:
         return
@@ -62,20 +72,6 @@ def tags_disagree(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         )
 
 
-def _expected(platform: str) -> tuple[Format, set[str]] | None:
-    """The binary format and architectures a platform tag promises."""
-    if platform.startswith(("manylinux", "musllinux", "linux")):
-        arch = platform.split("_", 3)[-1] if not platform.startswith("linux_") else platform[6:]
-        return "elf", {arch}
-    if platform.startswith("macosx_"):
-        arch = platform.split("_", 3)[-1]
-        archs = {"universal2": {"x86_64", "arm64"}, "intel": {"x86_64", "i386"}}.get(arch, {arch})
-        return "macho", archs
-    if platform.startswith("win"):
-        return "pe", {{"win_amd64": "x86_64", "win32": "x86", "win_arm64": "arm64"}.get(platform, platform)}
-    return None
-
-
 @rule(
     "TW405", "platform-mismatch", "error", "a binary's format or architecture does not match the platform tag"
 )
@@ -89,10 +85,10 @@ def platform_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for b in w.binaries:
         have = {s.facts.arch for s in b.analysis.slices}
         for platform in sorted(platforms):
-            expected = _expected(platform)
-            if expected is None:
+            promise = expected(platform)
+            if promise is None:
                 continue
-            fmt, archs = expected
+            fmt, archs = promise.format, promise.archs
             if b.analysis.facts.format != fmt:
                 yield (
                     b.member,

@@ -9,12 +9,17 @@ from packaging.version import Version
 
 from torchwheel.findings import Hit, Policy, rule
 from torchwheel.version import FeatureVersion
-from torchwheel.wheelfacts import WheelFacts, wheel_torch_abi
+from torchwheel.wheelfacts import WheelFacts, provides_libtorch, wheel_torch_abi
 
 # Probing a specifier with concrete releases answers "does it admit anything older than
 # X / more than one minor?" for every operator packaging knows, without re-implementing
 # PEP 440 interval arithmetic.
 _MINORS = range(0, 40)
+
+
+def _judged(w: WheelFacts) -> bool:
+    """torch itself links libtorch but cannot require itself: no TW5xx for it."""
+    return not provides_libtorch(w)
 
 
 def _admits_older(req: Requirement, floor: FeatureVersion) -> Version | None:
@@ -35,6 +40,8 @@ def _text(reqs: tuple[Requirement, ...]) -> str:
 @rule("TW501", "torch-requirement-missing", "warning", "the wheel uses torch but does not require it")
 def missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = wheel_torch_abi(w)
+    if not _judged(w):
+        return
     if policy.require_torch and abi.kind != "none" and not w.metadata.torch_requirements:
         want = f"torch>={abi}" if abi.kind == "stable" else "torch==<build torch minor>.*"
         yield "", f"binaries link libtorch ({abi}) but METADATA has no Requires-Dist: torch: add {want!r}"
@@ -45,7 +52,7 @@ def missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 )
 def too_tight(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = wheel_torch_abi(w)
-    if abi.kind != "stable" or abi.target is None:
+    if abi.kind != "stable" or abi.target is None or not _judged(w):
         return
     for req in w.metadata.torch_requirements:
         if len(_admits_minors(req)) <= 1:
@@ -66,7 +73,7 @@ def too_tight(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 )
 def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = wheel_torch_abi(w)
-    if abi.kind != "stable" or abi.target is None:
+    if abi.kind != "stable" or abi.target is None or not _judged(w):
         return
     for req in w.metadata.torch_requirements:
         older = _admits_older(req, abi.target)
@@ -88,7 +95,7 @@ def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 )
 def unstable_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = wheel_torch_abi(w)
-    if abi.kind != "unstable":
+    if abi.kind != "unstable" or not _judged(w):
         return
     for req in w.metadata.torch_requirements:
         minors = _admits_minors(req)
@@ -97,6 +104,6 @@ def unstable_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 "",
                 (
                     f"Requires-Dist {str(req)!r} admits torch {minors[0]}..{minors[-1]}, but the binaries use unstable "
-                    "libtorch symbols: pin the build torch, e.g. 'torch==2.13.*'"
+                    "libtorch symbols: pin the torch minor it was built with, 'torch==X.Y.*' (`torchwheel tag --build-torch X.Y` writes it)"
                 ),
             )

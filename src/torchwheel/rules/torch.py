@@ -58,7 +58,8 @@ def unknown_shims(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 member,
                 (
                     f"[{arch}] shim symbols unknown to torchwheel's table ({', '.join(s.torch.unknown_symbols)}); "
-                    "the minimum torch is a lower bound: run `torchwheel symbols update <newer torch wheel>`"
+                    "the minimum torch is a lower bound: run `torchwheel symbols update -o shims.json <newer torch wheel>` "
+                    "and check with `--symbols shims.json`"
                 ),
             )
 

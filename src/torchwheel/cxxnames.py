@@ -1,0 +1,250 @@
+"""Which C++ scope a mangled symbol belongs to, and so whether it is libtorch's unstable API.
+
+The question is asked of every C++ import of every binary, and must be answered from the
+*entity's* qualified name: ``c10::operator<(c10::SymInt const&, double)`` is c10's, while
+``std::vector<at::Tensor>::~vector()`` is std's and ``foo(at::Tensor)`` is nobody's, however
+often ``at::`` appears in their argument lists. Reading that off demangled *text* is a C++
+declaration parser in disguise (``operator<``, ``operator()``, conversion operators, return
+types of template functions, local statics all defeat one), so this module asks a demangler
+for structure instead.
+
+The demangler is ``demangle`` (PyPI, pure Python), the one library found that hands back
+the parse tree of an Itanium name (``core.ast``: ``Qualified`` parts, ``Special`` labels for
+vtables/typeinfo/guards/thunks, ``Function`` for the enclosing function of a local entity)
+and reads MSVC names too (as a declaration whose qualified name it spells itself). The
+others tried: ``pydemumble``, ``pycxxfilt`` and ``cpp-demangle`` give text only;
+``llvm-demangle-fxti``'s ``ItaniumPartialDemangler`` has a declaration context for functions
+only (none for data, vtables or thunks) and nothing for MSVC; ``multi-demangle``'s
+"structured" view re-splits its own text and files ``typeinfo for c10::Error`` under the
+namespace ``typeinfo for c10``; ``itanium-demangler`` is Itanium-only and slower.
+
+Being pure Python, ``demangle`` costs 120-370 us a name; torch's own wheels import tens of
+thousands of libtorch symbols across their libraries, and ``pydemumble`` (LLVM's demangler,
+kept for the *display* text) costs 7 us. So the regular shapes, which are nearly all real
+names, are read straight off the mangled prefix by ``_itanium_prefix``/``_msvc_prefix``:
+hand-written, but only the first production of the grammar (the outermost scope is the
+first source name after ``N``; an MSVC name lists its scopes innermost first up to ``@@``),
+and every shape they do not know goes to the library. ``tests/test_cxxnames.py`` checks that
+every C++ symbol torch 2.13 exports (Linux and Windows) classifies as documented, and that
+the two paths agree on every fifth of them.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import demangle as _demangler
+import pydemumble
+from demangle.core.ast import Decorated, Function, Name, Node, Qualified, Raw, Special, Template
+
+# libtorch's own C++ namespaces. c10d is the distributed package (ProcessGroup, Store, ...);
+# c10_complex_math holds c10::complex's out-of-line math (libc10 exports it on macOS); ao is
+# ATen's sparse quantized kernels (ao::sparse); onnx_torch is torch's private copy of ONNX's
+# protobuf classes, renamed so that only libtorch defines it: importing it ties a binary to
+# that build as much as at:: does. Third-party code libtorch bundles under its own names
+# (fbgemm, gloo, tensorpipe, fmt, google::protobuf, pybind11, ...) does not count: on ELF an
+# import does not say who must define it, and the same names come from those projects' own
+# builds, which an extension may link. tests/test_cxxnames.py lists them.
+UNSTABLE_SCOPES = frozenset({"at", "c10", "c10d", "c10_complex_math", "caffe2", "torch", "onnx_torch", "ao"})
+# Header-only: compiled into the extension, never imported from libtorch.
+STABLE_SCOPES = frozenset({"torch::stable", "torch::headeronly"})
+# torch/csrc's Python-binding API lives at global scope (THPVariable_Wrap, THPPointer<T>),
+# as does libshm's allocator; these prefixes are torch's own and as unstable as torch::.
+_TORCH_GLOBAL_PREFIXES = ("THP", "THManagedMapAllocator")
+
+_DIGITS = re.compile(r"\d+")
+_CALL_OFFSET = re.compile(r"h n?\d+_ | v n?\d+_ n?\d+_".replace(" ", ""))
+_STD_ABBREVIATIONS = ("St", "Sa", "Sb", "Ss", "Si", "So", "Sd")
+_ANONYMOUS = "_GLOBAL__N_"
+# ?name@scope@...@@ or ??<operator code>scope@...@@ with plain identifiers only.
+_MSVC_PLAIN = re.compile(r"\?(?:\?(?:__?)?[0-9A-Z]|([A-Za-z_$][\w$]*)@)((?:[A-Za-z_][\w]*@)*)@")
+# ?name@?<n>?<encoding of the enclosing function>: a local static or its guard.
+_MSVC_LOCAL = re.compile(r"\?\$?[A-Za-z_][\w$]*@\?\d+\?(\?.+)")
+_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+@lru_cache(maxsize=65536)
+def demangle(name: str) -> str | None:
+    """The demangled spelling, or None for a name that is not C++-mangled."""
+    if not name.startswith(("_Z", "?", "__Z")):
+        return None
+    text = pydemumble.demangle(name)
+    return text if text and text != name else None
+
+
+def _key(outer: str, inner: str | None) -> str:
+    """``inner`` None: ``outer`` is a global-scope entity, not a scope."""
+    if inner is None:
+        return "::" + ("" if outer == "*" else outer)
+    if outer == "torch" and f"torch::{inner}" in STABLE_SCOPES:
+        return f"torch::{inner}"
+    return outer
+
+
+def _source_name(s: str, i: int) -> tuple[str, int] | None:
+    m = _DIGITS.match(s, i)
+    if m is None:
+        return None
+    end = m.end() + int(m.group())
+    ident = s[m.end() : end]
+    if len(ident) != int(m.group()):
+        return None
+    return ("(anonymous namespace)" if ident.startswith(_ANONYMOUS) else ident), end
+
+
+def _itanium_prefix(s: str, i: int) -> str | None:
+    """The scope key of the Itanium <encoding> at ``s[i:]``, or None for a shape left to the library."""
+    local = False
+    while True:
+        two = s[i : i + 2]
+        if two in ("TV", "TT", "TI", "TS", "GV", "GR", "TH", "TW"):
+            i += 2  # vtable, VTT, typeinfo, its name, guard, temporary, TLS init/wrapper
+        elif two in ("Th", "Tv"):
+            m = _CALL_OFFSET.match(s, i + 1)  # a thunk: its call offset, then the target
+            if m is None:
+                return None
+            i = m.end()
+        elif two == "Tc":
+            i += 2  # a covariant thunk: two call offsets
+            for _ in range(2):
+                m = _CALL_OFFSET.match(s, i)
+                if m is None:
+                    return None
+                i = m.end()
+        elif s.startswith("Z", i):
+            i += 1  # a local entity lives in its enclosing function's scope
+            local = True
+        else:
+            break
+    nested = s.startswith("N", i)
+    if nested:
+        i += 1
+        while i < len(s) and s[i] in "rVKRO":
+            i += 1
+    elif s.startswith("L", i):
+        i += 1
+    if s.startswith(_STD_ABBREVIATIONS, i):
+        return "std"
+    first = _source_name(s, i)
+    if first is None:
+        return None
+    if not nested:
+        return _key(first[0], "*" if local else None)
+    second = _source_name(s, first[1])
+    return _key(first[0], second[0] if second else "")
+
+
+def _msvc_prefix(s: str) -> str | None:
+    """The scope key of a plain MSVC name, or None for a shape left to the library."""
+    m = _MSVC_PLAIN.match(s)
+    if m is None:
+        return None
+    scopes = m.group(2).split("@")[:-1]  # innermost first
+    if not scopes:
+        return _key(m.group(1), None) if m.group(1) else "::"
+    # An operator, constructor or table has no name fragment: its first scope is its class.
+    parts = [*reversed(scopes), m.group(1) or "*"]
+    return _key(parts[0], parts[1])
+
+
+def _spelled(node: Node) -> list[str]:
+    """A name component as the identifiers it spells; "*" for an operator, lambda, ....
+
+    The library keeps a substitution it expanded (``std::allocator``) as one leaf, so a
+    leaf may stand for several components.
+    """
+    if isinstance(node, Template):
+        return _spelled(node.base)
+    if isinstance(node, Qualified):
+        return _components(node)
+    text = node.text if isinstance(node, (Name, Raw)) else ""
+    if text == "(anonymous namespace)":
+        return [text]
+    words = [
+        m.group() if m and m.group() != "operator" else "*" for m in map(_IDENT.fullmatch, text.split("::"))
+    ]
+    return words if "::" in text and "*" not in words[:-1] else [words[-1]]
+
+
+def _components(node: Node) -> list[str]:
+    """The entity's qualified name, outermost first, from the library's Itanium tree."""
+    while True:
+        if isinstance(node, (Decorated, Special)):
+            node = node.inner
+        elif isinstance(node, Function) and node.name is not None:
+            node = node.name
+        elif isinstance(node, Template):
+            node = node.base
+        else:
+            break
+    if isinstance(node, Function):
+        return []  # a function type (the typeinfo of one): no name at all
+    if not isinstance(node, Qualified):
+        return _spelled(node)
+    head, *rest = node.parts
+    # A local entity's first part is its enclosing function, which is its scope.
+    return [*_components(head), *(w for part in rest for w in _spelled(part))]
+
+
+def _library_key(s: str) -> str | None:
+    try:
+        if s.startswith("?"):
+            # The library flattens MSVC declarations to text: its tree holds no parts. Its
+            # qualified name is its own spelling of the entity without type or parameters
+            # (the declarator, when it is a plain name: half the cost of a signature), of
+            # which we read the identifiers before and after the first "::".
+            decl = getattr(_demangler.parse(s, language="msvc"), "declarator", None)
+            qualified = decl.text if isinstance(decl, Name) else _demangler.signature(s).qualified_name
+        else:
+            tree = _demangler.parse(s, language="itanium")
+    except _demangler.DemanglingError:
+        return None
+    if s.startswith("?"):
+        head, sep, tail = qualified.partition("::")
+        first = _IDENT.match(head)
+        if not sep or first is None or first.group() != head:
+            return _key(first.group() if first else "", None)
+        inner = _IDENT.match(tail)
+        return _key(head, inner.group() if inner else "*")
+    parts = _components(tree)
+    if len(parts) < 2:
+        return _key(parts[0] if parts else "", None)
+    return _key(parts[0], parts[1])
+
+
+@lru_cache(maxsize=65536)
+def scope_key(symbol: str) -> str | None:
+    """Where the entity a mangled symbol names lives: ``"c10"``, ``"std"``, ``"torch::stable"``.
+
+    A global-scope entity is ``"::name"`` (``"::"`` for an unnamed type, such as the
+    typeinfo of a function type); None means not a readable C++ name.
+    """
+    name = symbol[1:] if symbol.startswith("__Z") else symbol  # Mach-O's extra underscore
+    if name.startswith("_Z"):
+        key = _itanium_prefix(name, 2)
+    elif name.startswith("?"):
+        local = _MSVC_LOCAL.match(name)
+        if local:  # a local static lives in its enclosing function's scope
+            inner = local.group(1)
+            cut = inner.rfind("Z@4")  # the function's encoding ends in Z; @4 starts the static's type
+            outer = scope_key(inner[: cut + 1] if cut > 0 else inner)
+            return outer[2:] if outer and outer.startswith("::") and len(outer) > 2 else outer
+        key = _msvc_prefix(name)
+    else:
+        return None
+    return key if key is not None else _library_key(name)
+
+
+def is_unstable_key(key: str) -> bool:
+    if key in STABLE_SCOPES:
+        return False
+    return key in UNSTABLE_SCOPES or key.lstrip(":").startswith(_TORCH_GLOBAL_PREFIXES)
+
+
+def unstable_name(symbol: str) -> str | None:
+    """The demangled name when ``symbol`` is unstable libtorch C++, else None."""
+    key = scope_key(symbol)
+    if key is None or not is_unstable_key(key):
+        return None
+    return demangle(symbol) or symbol

@@ -1,0 +1,76 @@
+"""torchwheel on published wheels (``benchmarks/corpus.toml``) against the committed verdicts.
+
+The ``ci = true`` subset is downloaded on demand with ``pip download`` and verified by
+sha256; a failed download or a wrong hash FAILS the test (a skip would hide that nothing
+was checked). The other wheels are compared when ``benchmarks/corpus.py --download`` has put
+them in ``.cache/corpus/``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
+from .helpers import REPO, load_script
+
+corpus = load_script("torchwheel_corpus", REPO / "benchmarks" / "corpus.py")
+ENTRIES = corpus.load_corpus()
+MB = 1_000_000
+
+
+def test_the_list_covers_what_it_must() -> None:
+    """At least 15 wheels of 10 projects, every OS, stable and unstable, one over 300 MB; the
+    CI subset small (under ~150 MB) yet covering Linux, macOS, Windows, stable and unstable."""
+    assert len(ENTRIES) >= 15
+    assert len({e.project for e in ENTRIES}) >= 10
+    assert {e.os for e in ENTRIES} == {"linux", "macos", "windows"}
+    assert {"stable", "unstable"} <= {e.abi for e in ENTRIES}
+    assert any(e.size > 300 * MB for e in ENTRIES)
+    ci = [e for e in ENTRIES if e.ci]
+    assert sum(e.size for e in ci) < 150 * MB
+    assert {e.os for e in ci} == {"linux", "macos", "windows"}
+    assert {"stable", "unstable"} <= {e.abi for e in ci}
+    assert len({e.filename for e in ENTRIES}) == len(ENTRIES)
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.filename)
+def test_pins_are_consistent(entry: object) -> None:
+    """The pinned name and version are the file's, and the sha256 is a full hex digest."""
+    name, version, _, _ = parse_wheel_filename(entry.filename)  # type: ignore[attr-defined]
+    assert canonicalize_name(entry.project) == name  # type: ignore[attr-defined]
+    assert str(version) == entry.version  # type: ignore[attr-defined]
+    assert len(entry.sha256) == 64 and int(entry.sha256, 16) >= 0  # type: ignore[attr-defined]
+
+
+def _check(entry: object, path: Path) -> None:
+    actual = corpus.verdict(corpus.run_torchwheel(path))
+    assert corpus.differences(entry, actual) == []
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if e.ci], ids=lambda e: e.filename)
+def test_ci_wheel(entry: object) -> None:
+    try:
+        path = corpus.ensure(entry, download=True)
+    except corpus.CorpusError as exc:
+        pytest.fail(str(exc))
+    assert path is not None
+    _check(entry, path)
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if not e.ci], ids=lambda e: e.filename)
+def test_cached_wheel(entry: object) -> None:
+    path = corpus.ensure(entry, download=False)
+    if path is None:
+        pytest.skip(f"not in .cache/corpus: run `python benchmarks/corpus.py --download` ({entry.filename})")  # type: ignore[attr-defined]
+    _check(entry, path)
+
+
+def test_a_wrong_pin_fails_loudly() -> None:
+    """A wheel whose bytes differ from the pinned sha256 is an error, never a silent skip."""
+    smallest = min((e for e in ENTRIES if e.ci), key=lambda e: e.size)
+    wrong = dataclasses.replace(smallest, sha256="0" * 64)
+    with pytest.raises(corpus.CorpusError, match="differs from the pinned"):
+        corpus.ensure(wrong, download=True)
