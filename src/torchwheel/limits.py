@@ -1,0 +1,114 @@
+"""The budget torchwheel keeps on any input, and the one place that states it.
+
+torchwheel runs in CI on wheels it did not build (cibuildwheel repair, index audits,
+``install`` from a folder of downloads). Whatever those bytes claim, a run must stay within
+a memory budget (300 MB resident by default) and take time linear in the bytes actually
+present, not in the bytes a header claims. Every reader asks this module for its limits
+instead of keeping a private constant, so the budget is reviewed in one place and raised in
+one place for the rare honest giant (``--max-member-size`` or the environment variables
+below); each refusal names the limit and how to raise it.
+
+Readers check every size or count read from a file against the bytes present *before* they
+allocate or loop: a limit here is the second line of defence, for claims that are
+consistent with the file yet too large to handle within the budget.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+
+from torchwheel.errors import InputError
+
+MEMORY_BUDGET_MB = 300  # peak RSS the hostile-input tests hold every command to
+
+_ENV_PREFIX = "TORCHWHEEL_"
+
+
+class LimitExceeded(InputError):
+    """An input asks for more than the budget allows: exit 2 with the limit's name."""
+
+    def __init__(self, what: str, value: int, limit: Limit) -> None:
+        raise_how = f"raise it with {limit.option}" if limit.option else f"raise it with {limit.env}"
+        if limit.option:
+            raise_how += f" or {limit.env}"
+        super().__init__(f"{what} ({value:,}) exceeds the limit {limit.name} = {limit.value:,}: {raise_how}")
+
+
+@dataclass(frozen=True)
+class Limit:
+    name: str
+    value: int
+    option: str | None = None  # the CLI option that raises it, if any
+
+    @property
+    def env(self) -> str:
+        return _ENV_PREFIX + self.name.upper().replace("-", "_")
+
+    def check(self, what: str, value: int) -> None:
+        if value > self.value:
+            raise LimitExceeded(what, value, self)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Defaults sized for the largest real wheels (torch's CUDA wheels: ~1 GB libraries,
+    ~15,000 members) with room to spare, and far below what would exhaust the budget."""
+
+    max_member_size: Limit = Limit("max-member-size", 8 << 30, "--max-member-size")
+    max_members: Limit = Limit("max-members", 200_000)
+    max_name_length: Limit = Limit("max-name-length", 4096)
+    max_inflate_ratio: Limit = Limit("max-inflate-ratio", 2000)  # deflate tops out near 1032:1
+    max_record_rows: Limit = Limit("max-record-rows", 400_000)
+    max_metadata_bytes: Limit = Limit("max-metadata-bytes", 16 << 20)
+    max_tags: Limit = Limit("max-tags", 4096)  # expanded size of a compressed tag set
+    max_marker_hits: Limit = Limit("max-marker-hits", 64)  # raw marker records kept per binary
+    max_symbols: Limit = Limit("max-symbols", 2_000_000)
+    max_load_commands: Limit = Limit("max-load-commands", 65_536)
+
+
+def _from_env(limits: Limits) -> Limits:
+    changes: dict[str, Limit] = {}
+    for field_name in limits.__dataclass_fields__:
+        limit: Limit = getattr(limits, field_name)
+        raw = os.environ.get(limit.env)
+        if raw is None:
+            continue
+        try:
+            value = _parse_size(raw)
+        except ValueError as exc:
+            raise InputError(f"{limit.env}={raw!r}: {exc}") from exc
+        changes[field_name] = replace(limit, value=value)
+    return replace(limits, **changes)
+
+
+def _parse_size(text: str) -> int:
+    """``123``, ``64K``, ``512M``, ``2G`` (binary units): what a user types for a size."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    s = text.strip().upper().removesuffix("B").removesuffix("I")
+    factor = units.get(s[-1:], 1)
+    number = s[:-1] if s[-1:] in units else s
+    if not number.isdigit():
+        raise ValueError("expected a whole number, optionally with K, M, G or T")
+    return int(number) * factor
+
+
+_current: Limits | None = None
+
+
+def current() -> Limits:
+    """The limits in force: defaults, then the environment, then the command line."""
+    global _current
+    if _current is None:
+        _current = _from_env(Limits())
+    return _current
+
+
+def set_max_member_size(text: str) -> None:
+    """``--max-member-size`` (wins over the environment)."""
+    global _current
+    try:
+        value = _parse_size(text)
+    except ValueError as exc:
+        raise InputError(f"--max-member-size {text!r}: {exc}") from exc
+    _current = replace(current(), max_member_size=replace(current().max_member_size, value=value))
