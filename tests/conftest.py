@@ -46,3 +46,22 @@ def torch_wheel() -> Path:
         )
         found = sorted(cache.glob("torch-2.13.0*.whl"))
     return found[0]
+
+
+@pytest.fixture(scope="session")
+def torch_platform_wheels() -> dict[str, Path]:
+    """torch 2.13.0's macOS arm64 and Windows wheels (Mach-O and PE libraries of 300 MB),
+    downloaded once into ``.cache/torch-wheels`` by pip, like ``torch_wheel``."""
+    cache = REPO / ".cache" / "torch-wheels"
+    out: dict[str, Path] = {}
+    for key, platform in (("macos", "macosx_14_0_arm64"), ("windows", "win_amd64")):
+        found = sorted(cache.glob(f"torch-2.13.0-*-{platform}.whl"))
+        if not found:
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                 "--platform", platform, "--python-version", "3.11", "torch==2.13.0", "-d", str(cache)],
+                check=True,
+            )  # fmt: skip
+            found = sorted(cache.glob(f"torch-2.13.0-*-{platform}.whl"))
+        out[key] = found[0]
+    return out

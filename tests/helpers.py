@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import subprocess
 import sys
+import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -75,3 +80,91 @@ def pip_install(python: Path, *args: str, timeout: int = 900) -> subprocess.Comp
         text=True,
         timeout=timeout,
     )
+
+
+def peak_rss_mb(*args: str) -> tuple[int, float]:
+    """Run the CLI and read the child's own peak RSS from wait4 (not RUSAGE_CHILDREN, which
+    is the largest of every child this test process ever had)."""
+    run = measured_run([sys.executable, "-m", "torchwheel", *args])
+    return run.code, run.peak_mb
+
+
+@dataclass
+class MeasuredRun:
+    code: int
+    stdout: str
+    stderr: str
+    peak_mb: float
+    seconds: float
+    timed_out: bool
+
+
+# Linux keeps the largest RSS a process ever had across exec (and a forked child starts from
+# its parent's): a CLI spawned straight from a 300 MB pytest would report 300 MB. So a small
+# launcher (a fresh interpreter, nothing imported) forks the command and reports the child's
+# own figure from os.wait4 on a pipe.
+_LAUNCHER = """
+import json, os, resource, signal, sys, time
+cmd, limit, timeout, report = json.loads(sys.argv[1])
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    os.close(report)
+    if limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        os.execvp(cmd[0], cmd)
+    finally:
+        os._exit(127)
+deadline, killed = time.monotonic() + timeout, False
+while True:
+    done, status, usage = os.wait4(pid, os.WNOHANG)
+    if done:
+        break
+    if not killed and time.monotonic() > deadline:
+        killed = True
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            os.kill(pid, signal.SIGKILL)
+    time.sleep(0.005)
+os.write(report, json.dumps([os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024, killed]).encode())
+"""
+
+
+def measured_run(
+    cmd: list[str],
+    *,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+    address_space: int | None = None,
+) -> MeasuredRun:
+    """Run ``cmd`` and read its own peak RSS from ``os.wait4`` (includes the children it
+    waited for), through ``_LAUNCHER``. A run past ``timeout`` is killed with its whole
+    process group, so a hang fails the test instead of blocking it; ``address_space`` caps
+    the child's virtual memory so a runaway allocation cannot take the machine down before
+    the assertion does."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        read_end, write_end = os.pipe()
+        try:
+            subprocess.run(
+                [sys.executable, "-S", "-c", _LAUNCHER, json.dumps([cmd, address_space or 0, timeout, write_end])],
+                stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, env=env,
+                pass_fds=(write_end,),
+            )  # fmt: skip
+        finally:
+            os.close(write_end)
+        with os.fdopen(read_end, "rb") as pipe:
+            code, peak, timed_out = json.loads(pipe.read() or b"[-1, 0, false]")
+        out.seek(0)
+        err.seek(0)
+        return MeasuredRun(
+            code,
+            out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+            peak,
+            time.monotonic() - start,
+            timed_out,
+        )

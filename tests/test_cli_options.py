@@ -8,8 +8,6 @@ import dataclasses
 import json
 import os
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -18,7 +16,7 @@ import pytest
 from torchwheel.symtable import load_shipped
 from torchwheel.version import FeatureVersion
 
-from .helpers import torchwheel
+from .helpers import peak_rss_mb, torchwheel
 
 CLEAN_LIB = "demo_stable/elf_marker_2_10.abi3.so"
 
@@ -152,20 +150,9 @@ def test_repair_select_and_ignore(fixture_wheels: dict[str, Path], tmp_path: Pat
     assert len(list((tmp_path / "s").iterdir())) == 1
 
 
-def _peak_rss_mb(*args: str) -> tuple[int, float]:
-    """Run the CLI and read the child's own peak RSS from wait4 (not RUSAGE_CHILDREN, which
-    is the largest of every child this test process ever had)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "torchwheel", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, usage.ru_maxrss / 1024
-
-
 def test_compat_memory_stays_under_the_budget(fixture_wheels: dict[str, Path]) -> None:
     """libtorch_cpu.so is 400+ MB and exports ~100k names: only the imported ones are kept,
     and its bytes are not scanned for markers (which would page in the whole file)."""
-    code, peak = _peak_rss_mb("compat", "--against", "installed", str(fixture_wheels["clean"]))
+    code, peak = peak_rss_mb("compat", "--against", "installed", str(fixture_wheels["clean"]))
     assert code == 0
     assert peak < 300, f"compat peaked at {peak:.0f} MB"

@@ -15,9 +15,9 @@ import pytest
 
 from torchwheel.binary.elf import read_elf
 from torchwheel.binary.facts import SliceFacts
-from torchwheel.binary.lief_reader import read_elf_with_lief
 
 from .helpers import fixture_build
+from .lief_reference import read_elf_with_lief
 
 
 def _torch_libraries() -> list[Path]:

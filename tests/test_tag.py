@@ -27,7 +27,7 @@ WHEELS = fixture_wheels_module().WHEELS
 # Unreadable markers, a RECORD that disagrees with the files, METADATA without a Version:
 # tag refuses those (see cli._refuse_integrity); and a torch pin that excludes every torch
 # the binaries load on, which only --relax-pin may replace.
-REFUSED = {"tw103", "tw106", "tw402", "tw403", "tw407", "tw503_pin_conflict"}
+REFUSED = {"tw103", "tw106", "tw402", "tw403", "tw407", "tw408", "tw503_pin_conflict"}
 TAGGABLE = sorted(n for n in WHEELS if n not in REFUSED)
 BIN = Path(sys.executable).parent
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from torchwheel.findings import Finding
 from torchwheel.report import SCHEMA_VERSION
+from torchwheel.textsafe import safe_lines
 from torchwheel.wheelfacts import WheelFacts, wheel_torch_abi
 
 
@@ -59,7 +60,7 @@ def check_text(wheels: list[WheelFacts], findings: list[Finding]) -> str:
         f"{n} input{'s' if n != 1 else ''} checked: {s['errors']} error(s), {s['warnings']} warning(s)"
         + ("" if findings else " - all clean")
     )
-    return "\n".join(lines)
+    return safe_lines(lines)  # input-derived text escaped (textsafe)
 
 
 def check_json(wheels: list[WheelFacts], findings: list[Finding], verified_hashes: bool) -> dict[str, Any]:

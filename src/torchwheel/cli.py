@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,18 +26,37 @@ if TYPE_CHECKING:  # the CLI imports the library lazily: `--help` must stay inst
     from torchwheel.symbolsource import ChosenTable
     from torchwheel.tagging import TagResult
     from torchwheel.wheelfacts import WheelFacts
+    from torchwheel.wheelfile import WheelArchive
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXIT_INPUT = 2
 
 
 def _fail(message: str) -> None:
-    click.echo(f"torchwheel: error: {message}", err=True)
+    from torchwheel.textsafe import safe
+
+    click.echo(f"torchwheel: error: {safe(message)}", err=True)  # messages quote member names
     sys.exit(EXIT_INPUT)
+
+
+def _max_member_size(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    from torchwheel import limits
+
+    limits.reset()  # each invocation starts from the defaults and the environment
+    if value is not None:
+        limits.set_max_member_size(value)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="torchwheel")
+@click.option(
+    "--max-member-size",
+    metavar="SIZE",
+    callback=_max_member_size,
+    expose_value=False,
+    help="Largest inflated member read (default 8G; K/M/G/T); also TORCHWHEEL_MAX_MEMBER_SIZE. "
+    "The other limits: docs/reliability.md.",
+)
 def cli() -> None:
     """Read, check and tag PyTorch-extension wheels by their LibTorch stable-ABI target."""
 
@@ -89,16 +109,17 @@ def inspect(
 ) -> None:
     """Show the torch and CPython facts of single compiled files (.so, .dylib, .pyd, .dll)."""
     from torchwheel.analysis import analyze_binary
-    from torchwheel.binary import BinaryError, read_path
+    from torchwheel.binary import BinaryError
+    from torchwheel.memberscan import scan_file
     from torchwheel.report import binary_text, inspect_json
 
     chosen = _table(symbols_file, no_config)
     results = []
     for path in files:
-        try:
-            results.append(analyze_binary(read_path(path), chosen.table))
-        except BinaryError as exc:
-            raise InputError(f"{path}: {exc}") from exc
+        _, facts = scan_file(path, str(path))  # OSError (a FIFO, a device) is one line in main
+        if isinstance(facts, BinaryError):
+            raise InputError(f"{path}: {facts}")
+        results.append(analyze_binary(facts, chosen.table))
     if as_json or fmt == "json":
         click.echo(json.dumps(inspect_json(results, chosen.to_json()), indent=2))
     else:
@@ -280,13 +301,14 @@ def _refuse_untrustworthy(wheels: list[WheelFacts]) -> None:
 
 
 def _report_tag(result: TagResult) -> None:
+    from torchwheel.textsafe import safe, safe_lines
+
     if result.target is None:
-        click.echo(result.diff or f"{result.source.name}: nothing would change", nl=not result.diff)
+        diff = safe_lines(result.diff.split("\n"))  # only "\n": splitlines() breaks at \x1c, \u2028
+        click.echo(diff or safe(f"{result.source.name}: nothing would change"), nl=not result.diff)
         return
     status = "wrote" if result.changed else "unchanged"
-    click.echo(f"{status} {result.target}")
-    for change in result.changes:
-        click.echo(f"  - {change}")
+    click.echo(safe_lines([f"{status} {result.target}", *(f"  - {change}" for change in result.changes)]))
 
 
 @cli.command()
@@ -300,6 +322,20 @@ def _report_tag(result: TagResult) -> None:
 @click.option("--in-place", is_flag=True, help="Replace the input wheel (atomically).")
 @click.option("--dry-run", is_flag=True, help="Print the metadata diff (WHEEL, METADATA); write nothing.")
 @click.option("-v", "--verbose", is_flag=True, help="With --dry-run: also the facts side file's diff.")
+@click.option(
+    "--variant",
+    is_flag=True,
+    help="Also write the wheel-variant copy (DRAFT standard, PEP 817/825): variant.json and a "
+    "labelled name beside the plain wheel, which stays the fallback (docs/installers.md).",
+)
+@click.option(
+    "--release/--no-release",
+    default=None,
+    help="One identical torch requirement set for all wheels of one release, with sys_platform "
+    "markers where floors differ (default: on when several wheels of one release are given).",
+)
+@click.option("--build-tag", metavar="N", help="Add this build tag to the file name (and WHEEL Build).")
+@click.option("--local-label", metavar="LABEL", help="Version 1.0 -> 1.0+LABEL (e.g. torch2.12): file name and METADATA.")
 @_SYMBOLS
 @_NO_CONFIG
 @_with_tag_options
@@ -309,6 +345,10 @@ def tag(
     in_place: bool,
     dry_run: bool,
     verbose: bool,
+    variant: bool,
+    release: bool | None,
+    build_tag: str | None,
+    local_label: str | None,
     symbols_file: Path | None,
     no_config: bool,
     upper_bound: str | None,
@@ -318,15 +358,27 @@ def tag(
 ) -> None:
     """Write the torch ABI into wheels: WHEEL Torch-ABI and Tag lines, the torch requirement,
     a facts side file and RECORD; the file name follows the tags."""
-    from torchwheel import tagging
+    import dataclasses
+
+    from torchwheel import releasetag, tagging
 
     if in_place and wheel_dir is not None:
         raise click.UsageError("--in-place and -w/--wheel-dir exclude each other")
-    facts = _load(wheels, (), _table(symbols_file, no_config))
-    _refuse_untrustworthy(facts)
-    opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config)
-    for w in facts:
-        _report_tag(tagging.tag(w, opts, wheel_dir, in_place, dry_run, with_facts=verbose))
+    from torchwheel.inputs import opened
+
+    lock = tagging.lock_input if in_place and not dry_run else None
+    with opened(wheels, _table(symbols_file, no_config).table, lock) as loaded:  # written from these fds
+        _refuse_untrustworthy([w for w, _ in loaded])
+        opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config)
+        opts = dataclasses.replace(opts, build_tag=build_tag, local_label=local_label)
+        shared = releasetag.release_sets([w for w, _ in loaded], opts, release)
+        for w, fd in loaded:
+            opts = dataclasses.replace(opts, release_requirements=shared.get(id(w)))
+            if variant:  # first, while the input is still where it was (--in-place replaces it)
+                _report_tag(
+                    tagging.tag(w, opts, wheel_dir, False, dry_run, with_facts=verbose, archive=fd, variant=True)
+                )
+            _report_tag(tagging.tag(w, opts, wheel_dir, in_place, dry_run, with_facts=verbose, archive=fd))
 
 
 @cli.command()
@@ -378,11 +430,19 @@ def repair(
 
 def _repair(wheel: Path, wheel_dir: Path, policy: Policy, chosen: ChosenTable, opts: TagOptions) -> None:
     """Judge the wheel as the rewrite will leave it: what ``tag`` fixes is no reason to refuse."""
+    from torchwheel.inputs import opened
+
+    with opened((wheel,), chosen.table) as loaded:  # the output is copied from this descriptor
+        _repair_loaded([w for w, _ in loaded], loaded[0][1], wheel_dir, policy, opts)
+
+
+def _repair_loaded(
+    facts: list[WheelFacts], archive: WheelArchive | None, wheel_dir: Path, policy: Policy, opts: TagOptions
+) -> None:
     from torchwheel import rules, tagging
     from torchwheel.check_report import check_text
     from torchwheel.retag import plan, planned_facts
 
-    facts = _load((wheel,), (), chosen)
     findings = rules.run_all(facts, policy)
     after = rules.run(planned_facts(facts[0], plan(facts[0], opts)), policy)
     remaining = [f for f in after if f.severity == "error"]
@@ -397,7 +457,7 @@ def _repair(wheel: Path, wheel_dir: Path, policy: Policy, chosen: ChosenTable, o
         sys.exit(1)
     if fixed:
         click.echo(f"torchwheel: the rewrite fixes {', '.join(fixed)}", err=True)
-    _report_tag(tagging.tag(facts[0], opts, wheel_dir, False, False))
+    _report_tag(tagging.tag(facts[0], opts, wheel_dir, False, False, archive=archive))
 
 
 @cli.command()
@@ -475,7 +535,64 @@ def symbols_update(sources: tuple[Path, ...], output: Path | None, replace: bool
         click.echo(f"wrote {output}: {len(table.symbols)} symbols", err=True)
 
 
+def _register_installer_side() -> None:
+    """select/install live in torchwheel.install.cli (imports only click at this point)."""
+    from torchwheel.install.cli import install, select
+
+    cli.add_command(select)
+    cli.add_command(install)
+
+
+_register_installer_side()
+
+
+def _register_publishing() -> None:
+    """index/matrix live in torchwheel.install.index_cli (imports only click at this point)."""
+    from torchwheel.install.index_cli import index_command, matrix_command
+
+    cli.add_command(index_command)
+    cli.add_command(matrix_command)
+
+
+_register_publishing()
+
+
+class _Terminated(BaseException):
+    """SIGTERM or SIGHUP (a CI job cancelled, a closed terminal): unwinds like Ctrl-C, so
+    every ``except BaseException`` cleanup runs (the writer's temp file is removed)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_termination(signum: int, frame: object) -> None:
+    for name in _TERMINATING:  # a second signal must not interrupt the cleanup
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
+    raise _Terminated(signum)
+
+
+_TERMINATING = [name for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+
+
+def _die_by(signum: int) -> None:
+    """After the cleanup, end by the same signal: the parent sees the usual status (143)."""
+    click.echo(f"torchwheel: error: terminated by {signal.Signals(signum).name}", err=True)
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    sys.exit(128 + signum)  # pragma: no cover - only if the signal did not end us
+
+
 def main() -> None:
+    for name in _TERMINATING:
+        signal.signal(getattr(signal, name), _on_termination)
+    try:
+        _main()
+    except _Terminated as exc:
+        _die_by(exc.signum)
+
+
+def _main() -> None:
     try:
         code = cli.main(standalone_mode=False)
         if isinstance(code, int) and code:
@@ -494,6 +611,10 @@ def main() -> None:
         _fail(str(exc))
     except KeyboardInterrupt:
         _fail("interrupted")
+    except MemoryError:  # the budget's last line: a claim no limit caught
+        from torchwheel import limits
+
+        _fail(f"out of memory: {limits.describe()}")
     except Exception as exc:  # the promise is one line, never a traceback
         if os.environ.get("TORCHWHEEL_DEBUG"):
             raise

@@ -28,6 +28,7 @@ from torchwheel.binary.facts import Import, SliceFacts
 from torchwheel.cxxnames import demangle, unstable_name
 from torchwheel.errors import InputError
 from torchwheel.symtable import SymbolTable
+from torchwheel.textsafe import safe_lines
 from torchwheel.torchabi import is_shim_name
 from torchwheel.wheelfacts import WheelFacts
 from torchwheel.wheelfile import WheelArchive, is_compiled_name
@@ -298,7 +299,7 @@ def compat_text(torch: TorchLibraries, results: list[InputCompat]) -> str:
     ok = sum(r.loads for r in results)
     n = len(results)
     lines += ["", f"{ok} of {n} input{'s' if n != 1 else ''} load{'s' if n == 1 else ''} on {torch.label}"]
-    return "\n".join(lines)
+    return safe_lines(lines)  # input-derived text escaped (textsafe)
 
 
 def compat_json(torch: TorchLibraries, results: list[InputCompat]) -> dict[str, Any]:

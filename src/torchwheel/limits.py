@@ -56,15 +56,20 @@ class Limits:
     ~15,000 members) with room to spare, and far below what would exhaust the budget."""
 
     max_member_size: Limit = Limit("max-member-size", 8 << 30, "--max-member-size")
-    max_members: Limit = Limit("max-members", 200_000)
+    max_members: Limit = Limit("max-members", 100_000)  # torch: ~15,000; >65,535 needs zip64
     max_name_length: Limit = Limit("max-name-length", 4096)
     max_inflate_ratio: Limit = Limit("max-inflate-ratio", 2000)  # deflate tops out near 1032:1
     max_record_rows: Limit = Limit("max-record-rows", 400_000)
+    max_record_bytes: Limit = Limit("max-record-bytes", 64 << 20)  # 400,000 rows of 160 bytes
     max_metadata_bytes: Limit = Limit("max-metadata-bytes", 16 << 20)
     max_tags: Limit = Limit("max-tags", 4096)  # expanded size of a compressed tag set
     max_marker_hits: Limit = Limit("max-marker-hits", 64)  # raw marker records kept per binary
     max_symbols: Limit = Limit("max-symbols", 2_000_000)
+    max_needed: Limit = Limit("max-needed", 4096)  # DT_NEEDED / LC_LOAD_DYLIB / DLLs per binary
     max_load_commands: Limit = Limit("max-load-commands", 65_536)
+    # bytes of headers, symbol/string tables and export data kept from one streamed binary
+    # (torch 2.13's libtorch_cpu.dylib needs 11 MB, torch_cpu.dll 6 MB, libtorch_cpu.so ~60 MB)
+    max_binary_tables: Limit = Limit("max-binary-tables", 160 << 20)
 
 
 def _from_env(limits: Limits) -> Limits:
@@ -102,6 +107,20 @@ def current() -> Limits:
     if _current is None:
         _current = _from_env(Limits())
     return _current
+
+
+def reset() -> None:
+    """Forget what the command line set: the next ``current()`` reads the environment again."""
+    global _current
+    _current = None
+
+
+def describe() -> str:
+    """The budget in one line, for the out-of-memory message."""
+    return (
+        f"the memory budget is {MEMORY_BUDGET_MB} MB; limits are raised with --max-member-size "
+        f"or {_ENV_PREFIX}MAX_* environment variables (docs/reliability.md)"
+    )
 
 
 def set_max_member_size(text: str) -> None:

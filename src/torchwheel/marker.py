@@ -8,9 +8,12 @@ be longer and mean something else).
 
 from __future__ import annotations
 
+import bisect
 import mmap
+import sys
 from dataclasses import dataclass
 
+from torchwheel import limits
 from torchwheel.version import FeatureVersion
 
 MAGIC = b"TORCHABI"
@@ -71,23 +74,124 @@ class RawHit:
     record: MarkerRecord
 
 
-def scan(buf: Buffer, start: int = 0, end: int | None = None) -> list[RawHit]:
-    """Every plausible record in ``buf[start:end]``.
+class Hits:
+    """The raw records of one byte range, kept within ``limits.max_marker_hits``.
+
+    A member that is nothing but records (32 MB of them: two million) must cost neither two
+    million objects nor a pass per record. The first ``keep`` are kept; after that only a
+    record unlike every one kept so far (so TW103/TW104 still see a schema or a target that
+    differs), up to twice ``keep`` (by then two targets differ and TW104 fires anyway); every
+    other one is counted in ``omitted``, which the report prints as "N more records".
+
+    A streaming scan looks at the seam between two chunks again; ``horizon`` says from which
+    offset on a hit may be seen twice, and only those offsets are remembered. ``cuts`` (slice
+    starts of a universal Mach-O, when the stream knows them) keep the omitted counts apart
+    per slice, as a whole-buffer scan of each slice would count them."""
+
+    def __init__(self, keep: int | None = None, cuts: tuple[int, ...] = ()) -> None:
+        self.keep = limits.current().max_marker_hits.value if keep is None else keep
+        self.found: list[RawHit] = []
+        self.raw: dict[int, bytes] = {}  # offset -> the record's bytes, for a sparse buffer
+        self.cuts = sorted({0, *cuts})
+        self._omitted = [0] * len(self.cuts)
+        self.horizon = sys.maxsize
+        self._seen: set[bytes] = set()
+        self._recent: set[int] = set()
+
+    def forget_before(self, offset: int) -> None:
+        self._recent = {at for at in self._recent if at >= offset}
+
+    @property
+    def omitted(self) -> int:
+        return sum(self._omitted)
+
+    def omitted_in(self, lo: int, hi: int) -> int:
+        """Records left out between two cuts (a universal slice; the whole file without cuts)."""
+        if len(self.cuts) == 1:
+            return self._omitted[0]
+        return sum(n for at, n in zip(self.cuts, self._omitted, strict=True) if lo <= at < hi)
+
+    def ordered(self) -> list[RawHit]:
+        return sorted(self.found, key=lambda hit: hit.offset)
+
+    def _count_seen(self, buf: Buffer, lo: int, hi: int, stop: int, base: int) -> bool:
+        """Count the records starting in ``[lo, hi)`` as omitted if every ``TORCHABI`` there
+        starts one already seen (two C-speed counts per key); False: visit them one by one."""
+        if (
+            len(self.cuts) > 1
+            or base + hi + MAX_RECORD > self.horizon
+            or any(at >= base + lo for at in self._recent)
+        ):
+            return False  # a seam, a universal file's slices: the exact path
+        data = bytes(buf[lo : min(stop, hi + MAX_RECORD)])
+        total = data.count(MAGIC, 0, hi - lo + len(MAGIC) - 1)
+        counted = 0
+        for key in self._seen:
+            if counted >= total:
+                break
+            counted += data.count(key, 0, hi - lo + len(key) - 1)
+        if counted != total:
+            return False
+        self._omitted[0] += total
+        return True
+
+    def _add(self, offset: int, key: bytes, raw: bytes) -> None:
+        if self._recent and offset in self._recent:
+            return
+        if offset >= self.horizon:
+            self._recent.add(offset)
+        found = self.found
+        if len(found) < self.keep or (key not in self._seen and len(found) < 2 * self.keep):
+            found.append(RawHit(offset, decode(key)))
+            self.raw[offset] = raw
+            self._seen.add(key)
+        elif len(self.cuts) == 1:
+            self._omitted[0] += 1
+        else:
+            self._omitted[bisect.bisect_right(self.cuts, offset) - 1] += 1
+
+
+def collect(buf: Buffer, hits: Hits, start: int = 0, end: int | None = None, base: int = 0) -> None:
+    """Add every plausible record in ``buf[start:end]`` to ``hits`` (offsets plus ``base``).
 
     ``bytes.find`` / ``mmap.find`` run in C and do not copy, which keeps a scan of a
-    500 MB library at memory speed; a regex over an mmap would be no faster.
+    500 MB library at memory speed. Once ``hits`` keeps all it will keep of the common
+    records, a block in which every ``TORCHABI`` starts a record already seen is counted
+    with ``bytes.count`` instead of visited hit by hit: 32 MB of records once took 16-25 s.
     """
     stop = len(buf) if end is None else min(end, len(buf))
-    hits: list[RawHit] = []
-    pos = buf.find(MAGIC, start, stop)
+    at = start
+    while at < stop:
+        block = min(stop, at + _BLOCK)
+        if not (len(hits.found) >= hits.keep and hits._count_seen(buf, at, block, stop, base)):
+            _each(buf, hits, at, block, stop, base)
+        at = block
+
+
+_BLOCK = 1 << 16
+
+
+def _each(buf: Buffer, hits: Hits, lo: int, hi: int, stop: int, base: int) -> None:
+    """Hit by hit: records starting in ``[lo, hi)``, their bytes read up to ``stop``."""
+    find = buf.find
+    magic_len = len(MAGIC)
+    limit = min(stop, hi + magic_len - 1)
+    pos = find(MAGIC, lo, limit)
     while pos != -1:
-        schema_at = pos + len(MAGIC)
+        schema_at = pos + magic_len
         if schema_at < stop:
             schema = buf[schema_at]
             need = KNOWN_SCHEMAS.get(schema)
+            raw = bytes(buf[pos : min(stop, pos + MAX_RECORD)])
             if need is not None and pos + need <= stop:
-                hits.append(RawHit(pos, decode(bytes(buf[pos : pos + need]))))
+                hits._add(base + pos, raw[:need], raw)
             elif need is None and 0 < schema <= _MAX_PLAUSIBLE_SCHEMA:
-                hits.append(RawHit(pos, MarkerRecord(schema=schema, version=None)))
-        pos = buf.find(MAGIC, pos + 1, stop)
-    return hits
+                hits._add(base + pos, raw[: magic_len + 1], raw)
+        pos = find(MAGIC, pos + magic_len, limit)
+
+
+def scan(buf: Buffer, start: int = 0, end: int | None = None) -> list[RawHit]:
+    """The records kept from ``buf[start:end]`` (see ``Hits`` for which)."""
+    hits = Hits()
+    collect(buf, hits, start, end)
+    return hits.found

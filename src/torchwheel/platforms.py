@@ -6,7 +6,7 @@ packaging has no public parser for the platform string itself. So this module is
 hand-written table: one pattern per platform family in use (PEP 513/571/599/600/656 Linux,
 macOS, Windows, PEP 738 Android, PEP 730 iOS), and the architecture names of those tags
 spelled the way torchwheel's readers spell machine types (ELF: ``_MACHINES`` in
-``binary/elf.py``; Mach-O and PE: ``binary/lief_reader.py``), so that a rule compares the two
+``binary/elf.py``; Mach-O and PE: ``binary/macho.py``, ``binary/pe.py``), so that a rule compares the two
 directly. A platform this table does not know yields None: no promise, nothing to check.
 """
 

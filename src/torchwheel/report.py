@@ -10,6 +10,7 @@ from typing import Any
 
 from torchwheel.analysis import BinaryAnalysis, DeclaredMarker, SliceAnalysis
 from torchwheel.cpython import PythonFacts
+from torchwheel.textsafe import safe_lines
 from torchwheel.torchabi import TorchUsage
 from torchwheel.wheelfacts import WheelFacts, wheel_torch_abi
 
@@ -69,6 +70,7 @@ def slice_json(s: SliceAnalysis) -> dict[str, Any]:
         "marker": marker_json(s.declared),
         "marker_problem": s.marker_problem,
         "raw_markers": list(s.raw_versions),
+        "raw_markers_omitted": s.facts.raw_markers_omitted,
         "companion_versions": [str(v) for v in f.companions],
         "torch": torch_json(s.torch),
         "python": python_json(s.python),
@@ -109,7 +111,8 @@ def slice_text(s: SliceAnalysis) -> list[str]:
     lines = [
         f"  [{f.arch}]",
         f"    marker       {_marker_text(s)}",
-        f"    raw records  {', '.join(s.raw_versions) or 'none'}",
+        f"    raw records  {', '.join(s.raw_versions) or 'none'}"
+        + (f" and {s.facts.raw_markers_omitted:,} more records" if s.facts.raw_markers_omitted else ""),
     ]
     if f.companions:
         lines.append(f"    companions   {', '.join(str(v) for v in f.companions)}")
@@ -147,7 +150,7 @@ def binary_text(b: BinaryAnalysis) -> str:
     lines = [head, f"  kind         {b.kind}"]
     for s in b.slices:
         lines += slice_text(s)
-    return "\n".join(lines)
+    return safe_lines(lines)  # input-derived text escaped (textsafe)
 
 
 def _requirement_text(w: WheelFacts) -> str:
@@ -266,4 +269,4 @@ def wheel_text(w: WheelFacts) -> str:
                     lines.append(f"    weak        {_weak_text(t)}")
                 if t.unstable_symbols:
                     lines.append(f"    unstable    {len(t.unstable_symbols)}, e.g. {t.unstable_symbols[0]}")
-    return "\n".join(lines)
+    return safe_lines(lines)  # input-derived text escaped (textsafe)

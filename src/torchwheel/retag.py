@@ -24,8 +24,9 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
-from torchwheel import __version__
+from torchwheel import __version__, releasetag
 from torchwheel.errors import InputError
+from torchwheel.metadataedit import rewrite_requirements, verify_requirements
 from torchwheel.report import binary_json
 from torchwheel.version import FeatureVersion
 from torchwheel.wheelfacts import (
@@ -48,6 +49,9 @@ class TagOptions:
     keep_correct: bool = True  # keep the project's own requirement when it is already right
     build_torch: str | None = None  # X.Y for an unstable wheel's pin
     relax_pin: bool = False  # replace an author's pin (TW502) instead of keeping it
+    build_tag: str | None = None  # file name build tag + WHEEL Build (releasetag.naming)
+    local_label: str | None = None  # 1.0 -> 1.0+LABEL in the file name and METADATA
+    release_requirements: tuple[str, ...] | None = None  # one set for a whole release
 
 
 @dataclass
@@ -57,6 +61,8 @@ class Plan:
     members: dict[str, bytes]  # dist-info files to (re)write
     drop: set[str]
     changes: list[str] = field(default_factory=list)
+    dist_info: str | None = None  # a new .dist-info name (a local label changed the version)
+    renames: dict[str, str] = field(default_factory=dict)  # input member -> name to write it under
 
 
 # -- tags ------------------------------------------------------------------------------------
@@ -242,40 +248,32 @@ def merged_requirement(req: Requirement, spec: str, abi: TorchABI, opts: TagOpti
 
 
 def metadata_text(original: str, abi: TorchABI, opts: TagOptions) -> tuple[str, list[str]]:
-    """Rewrite only the ``Requires-Dist: torch`` header lines; everything else byte for byte."""
-    head, sep, body = original.partition("\n\n")
-    trailing = head[len(head.rstrip("\n")) :]  # a body-less METADATA ends its headers with "\n"
-    lines = head.rstrip("\n").split("\n")
-    torch_at: list[int] = []
-    reqs: list[Requirement] = []
-    for i, line in enumerate(lines):
-        if line.lower().startswith("requires-dist:"):
-            try:
-                req = Requirement(line.split(":", 1)[1].strip())
-            except Exception:  # a malformed line is check's business (TW407), not ours
-                continue
-            if req.name.lower() == "torch":
-                torch_at.append(i)
-                reqs.append(req)
-    spec = desired_spec(abi, tuple(reqs), opts)
-    if spec is None:
-        return original, []
+    """Rewrite only the ``Requires-Dist: torch`` header lines; everything else byte for byte
+    (CRLF or LF, a body or a ``Description`` header: ``metadataedit``)."""
     notes: list[str] = []
-    if not reqs:
-        insert = max(
-            (i for i, line in enumerate(lines) if line.lower().startswith("requires-dist:")),
-            default=len(lines) - 1,
-        )
-        lines.insert(insert + 1, f"Requires-Dist: torch{spec}")
-        notes.append(f"added Requires-Dist: torch{spec}")
-    for i, req in zip(torch_at, reqs, strict=True):
-        if opts.keep_correct and _is_correct(req, abi) and not opts.upper_bound:
-            continue
-        new_spec, req_notes = merged_requirement(req, spec, abi, opts)
-        notes += req_notes
-        if new_spec != str(req.specifier):
-            lines[i] = f"Requires-Dist: {_render(req, new_spec)}"
-    return "\n".join(lines) + trailing + sep + body, notes
+
+    def edit(reqs: list[Requirement]) -> tuple[dict[int, str], str | None]:
+        spec = desired_spec(abi, tuple(reqs), opts)
+        if spec is None:
+            return {}, None
+        if not reqs:
+            notes.append(f"added Requires-Dist: torch{spec}")
+            return {}, f"torch{spec}"
+        replaced: dict[int, str] = {}
+        for k, req in enumerate(reqs):
+            if opts.keep_correct and _is_correct(req, abi) and not opts.upper_bound:
+                continue
+            new_spec, req_notes = merged_requirement(req, spec, abi, opts)
+            notes.extend(req_notes)
+            if new_spec != str(req.specifier):
+                replaced[k] = _render(req, new_spec)
+        return replaced, None
+
+    text, claimed = rewrite_requirements(original, "torch", edit)
+    if text == original:
+        return original, notes
+    verify_requirements(text, "torch", claimed, "tag")
+    return text, notes
 
 
 # -- the plan --------------------------------------------------------------------------------
@@ -314,8 +312,13 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
         new_meta, meta_notes = c.metadata_text, ["torch itself: Requires-Dist left as it is"]
     else:
         new_meta, meta_notes = metadata_text(c.metadata_text, abi, opts)
+        if opts.release_requirements is not None:  # tag --release: the set shared by all wheels
+            new_meta, meta_notes = releasetag.apply_requirements(c.metadata_text, opts.release_requirements, name)
+    new_wheel = wheel_file_text(c.wheel_text, ordered, str(abi))
+    filename, new_meta, new_wheel, name_notes = releasetag.naming(filename, new_meta, new_wheel, opts)
+    changes += name_notes
     members = {
-        wheel_name: wheel_file_text(c.wheel_text, ordered, str(abi)).encode(),
+        wheel_name: new_wheel.encode(),
         meta_name: new_meta.encode(),
         f"{c.dist_info}/{SIDE_FILE}": side_file(w, abi),
     }
@@ -327,7 +330,10 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     drop = {f"{c.dist_info}/RECORD.jws", f"{c.dist_info}/RECORD.p7s"} & set(c.members)
     if drop:
         changes.append("dropped RECORD signatures (the rewrite invalidates them)")
-    return Plan(abi, filename, members, drop, changes)
+    new_dist_info, renames = releasetag.renamed_dist_info(c.dist_info, [*c.members, *members], filename)
+    if renames:
+        members = {renames.get(n, n): data for n, data in members.items()}
+    return Plan(abi, filename, members, drop, changes, new_dist_info, renames)
 
 
 def planned_facts(w: WheelFacts, p: Plan) -> WheelFacts:
@@ -346,8 +352,8 @@ def planned_facts(w: WheelFacts, p: Plan) -> WheelFacts:
     contents = dataclasses.replace(
         c,
         filename_tags=tags,
-        wheel_text=p.members[f"{c.dist_info}/WHEEL"].decode(),
-        metadata_text=p.members[f"{c.dist_info}/METADATA"].decode(),
+        wheel_text=p.members[f"{p.dist_info or c.dist_info}/WHEEL"].decode(),
+        metadata_text=p.members[f"{p.dist_info or c.dist_info}/METADATA"].decode(),
     )
     return dataclasses.replace(
         w,

@@ -11,11 +11,12 @@ import os
 import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
-from torchwheel.binary import BinaryError, read_path
+from torchwheel import limits
 from torchwheel.errors import InputError
-from torchwheel.memberscan import Result
+from torchwheel.memberscan import Result, scan_file
+from torchwheel.safeopen import kind, open_regular, read_regular
 from torchwheel.wheelfile import RecordProblem, WheelArchive, WheelContents, parse_record
 
 __all__ = ["DirectorySource", "Source", "WheelArchive", "directory_source", "installed_source"]
@@ -58,8 +59,10 @@ class DirectorySource:
         for p in (wheel_path, meta_path):
             if not p.is_file():
                 raise InputError(f"{dist_info}: {p.name} is missing")
-        record = parse_record(_read_text(record_path)) if record_path.is_file() else None
+        # an unpacked wheel's metadata files are its own: a link (perhaps out of it) is refused
+        record = parse_record(_read_text(record_path, installed)) if record_path.is_file() else None
         outside: list[RecordProblem] = []
+        self._follow = installed  # RECORD entries were resolved inside the boundary already
         if installed and record is not None:
             limit = str((boundary or root).resolve())
             members = []
@@ -71,7 +74,9 @@ class DirectorySource:
                     members.append(entry)
             members.sort()
         else:
-            members = sorted(str(p.relative_to(root).as_posix()) for p in _walk(root))
+            found = sorted((p.relative_to(root).as_posix(), problem) for p, problem in _walk(root))
+            members = [name for name, problem in found if problem is None]
+            outside = [RecordProblem(name, "not-regular", problem) for name, problem in found if problem]
         name, _, version = dist_info.name[: -len(".dist-info")].partition("-")
         self.contents = WheelContents(
             path=str(dist_info if installed else root),
@@ -80,17 +85,22 @@ class DirectorySource:
             filename_tags=frozenset(),
             build_tag=None,
             dist_info=dist_info.relative_to(root).as_posix(),
-            wheel_text=_read_text(wheel_path),
-            metadata_text=_read_text(meta_path),
+            wheel_text=_read_text(wheel_path, installed),
+            metadata_text=_read_text(meta_path, installed),
             record=record,
             members=members,
             record_problems=outside,
             installed=installed,
         )
 
+    def _open(self, name: str) -> BinaryIO:
+        """Members are regular files when listed; a swap since then is refused (``safeopen``)."""
+        return open(open_regular(self.root / name, follow_symlinks=self._follow), "rb")
+
     def read(self, name: str) -> bytes:
         try:
-            return (self.root / name).read_bytes()
+            with self._open(name) as fh:
+                return fh.read()
         except OSError as exc:
             raise InputError(f"{self.root / name}: {exc.strerror}") from exc
 
@@ -98,7 +108,7 @@ class DirectorySource:
         digest = hashlib.sha256()
         size = 0
         try:
-            with (self.root / name).open("rb") as fh:
+            with self._open(name) as fh:
                 while chunk := fh.read(_CHUNK):
                     digest.update(chunk)
                     size += len(chunk)
@@ -110,21 +120,24 @@ class DirectorySource:
         return (self.root / name).stat().st_size
 
     def scan_binary(self, name: str, hashing: bool = True) -> Result:
-        """Files on disk are mapped, not read: only the pages the reader touches are loaded."""
-        hashed = self.hash_member(name) if hashing else (None, self.member_size(name))
+        """One streaming pass hashes and reads the file, as for a wheel member."""
         try:
-            return hashed, read_path(self.root / name, label=name)
-        except BinaryError as exc:
-            return hashed, exc
+            return scan_file(self.root / name, name, hashing=hashing, follow_symlinks=self._follow)
+        except OSError as exc:
+            raise InputError(f"{self.root / name}: {exc.strerror or exc}") from exc
 
     def close(self) -> None:
         pass
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path, follow_symlinks: bool) -> str:
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = read_regular(path, limits.current().max_metadata_bytes.value, follow_symlinks)
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise InputError(f"{path}: cannot be read as UTF-8 text ({exc})") from exc
 
 
@@ -152,13 +165,29 @@ def _resolve_entries(root: Path, entries: Iterable[str]) -> Iterator[tuple[str, 
         yield entry, full, stat.S_ISREG(mode)
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    for dirpath, dirnames, filenames in os.walk(root):
+def _walk(root: Path) -> Iterator[tuple[Path, str | None]]:
+    """Every file of an unpacked wheel, and why one is not read: wheels carry only regular
+    files, so a link is never followed (one leading out of ``root`` is named as such) and a
+    FIFO, device or socket is never opened. Links inside ``root`` are skipped silently, as
+    build trees have them (``libfoo.so -> libfoo.so.1``)."""
+    real_root = os.path.realpath(root)
+    for dirpath, dirnames, filenames in os.walk(root):  # does not descend into linked directories
         dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-        for f in filenames:
+        for f in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
             p = Path(dirpath) / f
-            if not p.is_symlink():
-                yield p
+            try:
+                mode = os.lstat(p).st_mode
+            except OSError as exc:
+                yield p, f"cannot be read ({exc.strerror}): not read"
+                continue
+            if stat.S_ISREG(mode):
+                yield p, None
+            elif stat.S_ISLNK(mode):
+                real = os.path.realpath(p)
+                if not (real + os.sep).startswith(real_root.rstrip(os.sep) + os.sep):
+                    yield p, f"a symbolic link out of the wheel directory (to {real}): not followed"
+            else:
+                yield p, f"{kind(mode)}, not a regular file: not opened"
 
 
 def directory_source(root: Path) -> DirectorySource:

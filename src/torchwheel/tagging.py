@@ -8,15 +8,16 @@ is the same rename onto the input's own name.
 from __future__ import annotations
 
 import difflib
-import zipfile
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchwheel.errors import InputError
 from torchwheel.retag import Plan, TagOptions, plan
 from torchwheel.wheelfacts import WheelFacts
-from torchwheel.wheelfile import SIDE_FILE, parse_record, record_hash
+from torchwheel.wheelfile import SIDE_FILE, WheelArchive
 from torchwheel.wheelwriter import copy_file_atomically, source_date_epoch, write_wheel
+from torchwheel.writecheck import verify_written
 
 
 @dataclass
@@ -61,35 +62,44 @@ def diff_text(p: Plan, source: Path, existing: dict[str, bytes], with_facts: boo
     return "".join(chunks)
 
 
-def verify_written(path: Path, p: Plan, expected_hashes: dict[str, tuple[str, int]]) -> None:
-    """Re-open what we wrote: every member readable by zipfile, RECORD complete and right.
-
-    Copied members are checked against the hashes verified on the input (their deflate
-    streams and CRCs were copied byte for byte); rewritten members are hashed afresh.
-    """
+def _same_file(path: Path, fd: int) -> bool:
     try:
-        with zipfile.ZipFile(path) as zf:
-            names = [i.filename for i in zf.infolist()]
-            if len(set(names)) != len(names):
-                raise InputError(f"{path.name}: duplicate members after writing")
-            record_name = next(n for n in names if n.endswith(".dist-info/RECORD"))
-            record = parse_record(zf.read(record_name).decode())
-            for name in names:
-                if name == record_name:
-                    continue
-                entry = record.get(name)
-                if entry is None:
-                    raise InputError(f"{path.name}: {name} missing from the written RECORD")
-                if name in p.members:
-                    data = zf.read(name)
-                    if entry.hash != record_hash(data) or data != p.members[name]:
-                        raise InputError(f"{path.name}: {name} does not match what was written")
-                elif (entry.hash, entry.size) != expected_hashes[name]:
-                    raise InputError(f"{path.name}: RECORD entry of {name} differs from the input's")
-                with zf.open(name) as fh:  # parses the local header of every member
-                    fh.read(0)
-    except (zipfile.BadZipFile, StopIteration, KeyError) as exc:
-        raise InputError(f"{path.name}: the written wheel does not verify ({exc})") from exc
+        a, b = os.stat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _still_the_input(source: Path, fd: int) -> None:
+    """``--in-place`` replaces a path: only while it still names the file we analysed."""
+    if not _same_file(source, fd):
+        raise InputError(f"{source}: replaced or removed while tag ran: left as it is, nothing written")
+
+
+def lock_input(archive: WheelArchive) -> None:
+    """``--in-place``: one rewriter per wheel. An exclusive ``flock`` on the analysed
+    descriptor; a concurrent run refuses at once (it would rewrite a file that is being
+    replaced), and a run that locked a file another one already replaced refuses too."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: os.replace fails on an open file anyway
+        return
+    try:
+        fcntl.flock(archive.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        raise InputError(f"{archive.path}: another torchwheel is rewriting it right now: left to that one") from exc
+    _still_the_input(archive.path, archive.fd)
+
+
+def _matching_dist_info(w: WheelFacts) -> None:
+    """Installers refuse a wheel whose ``.dist-info`` names another project than its file
+    name (installer's own rule, below); renaming either would be a guess, so no rewrite."""
+    c = w.contents
+    if not c.dist_info_matches:
+        raise InputError(
+            f"{Path(c.path).name}: its {c.dist_info!r} does not match the file name's project "
+            f"{c.filename_name!r}: installers refuse such a wheel; rebuild it (tag will not rewrite it)"
+        )
 
 
 def tag(
@@ -99,31 +109,53 @@ def tag(
     in_place: bool,
     dry_run: bool,
     with_facts: bool = False,
+    archive: WheelArchive | None = None,
+    variant: bool = False,
 ) -> TagResult:
+    """``archive``: the open input ``w`` was collected from (``inputs.opened``); every byte
+    written comes from its descriptor. Without it the wheel is opened again here (library
+    callers holding only facts), and the CRC pass of the verification still guards it.
+    ``variant``: write the wheel-variant copy instead (``install.variants``)."""
     source = Path(w.contents.path)
     p = plan(w, opts)
+    plain_name = p.filename  # installer parses this name (a variant label is a draft form)
+    if variant:
+        from torchwheel.install.variants import variant_plan
+
+        p = variant_plan(p, p.dist_info or w.contents.dist_info)  # --local-label renames it
     existing = _existing(w)
     same = unchanged(p, source, existing)
     if dry_run:
         return TagResult(source, None, not same, p.changes, diff_text(p, source, existing, with_facts))
+    _matching_dist_info(w)
+    if archive is None:
+        with WheelArchive(source) as reopened:
+            return tag(w, opts, dest, in_place, dry_run, with_facts, reopened, variant)
     out_dir = source.parent if in_place or dest is None else dest
     target = out_dir / p.filename
     if same:
         if target.resolve() != source.resolve():
-            copy_file_atomically(source, target)
+            copy_file_atomically(archive.fd, target)
         return TagResult(source, target, False, ["already tagged: nothing to change"])
     if target.resolve() == source.resolve() and not in_place:
         raise InputError(f"{source.name}: writing would replace the input; pass --in-place or -w DIR")
+    ren = p.renames  # a local label renames the .dist-info: every input name seen as its new one
+    infos = {ren.get(n, n): i for n, i in archive.infos.items()} if ren else archive.infos
+    hashes = {ren.get(n, n): h for n, h in w.hashes.items()} if ren else w.hashes
+    raw_crcs = {ren.get(n, n): c for n, c in archive.raw_crcs.items()}  # the analysed raw bytes
     write_wheel(
-        source,
+        archive.fd,
+        infos,
         target,
-        w.contents.dist_info,
+        p.dist_info or w.contents.dist_info,
         p.members,
-        p.drop,
-        w.hashes,
+        {ren.get(n, n) for n in p.drop},
+        hashes,
         source_date_epoch(),
-        verify=lambda written: verify_written(written, p, w.hashes),
+        verify=lambda written: verify_written(written, plain_name, p.members, hashes, infos, raw_crcs),
+        before_replace=(lambda: _still_the_input(source, archive.fd)) if in_place else (lambda: None),
     )
     if in_place and target.resolve() != source.resolve():
+        _still_the_input(source, archive.fd)  # never unlink a file someone put there meanwhile
         source.unlink()  # the retagged wheel has a new name; --in-place replaces the old
     return TagResult(source, target, True, p.changes)

@@ -3,12 +3,15 @@
 Peers unzip to disk and spend most of their time there; we inflate each member once,
 hash it on the way (RECORD needs every byte hashed anyway) and hand compiled members
 to the readers from memory. Hostile archives (``../`` names, links, duplicates, absurd
-declared sizes) are refused here with ``InputError`` before anything reads them.
+declared sizes) are refused here with ``InputError`` before anything reads them; the zip
+structure itself (counts, overlaps, local vs central headers) is checked in ``zipindex``,
+and every bound comes from ``limits``. No member ever inflates past its declared size.
 """
 
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
 import os
 import stat
@@ -22,18 +25,18 @@ from typing import TYPE_CHECKING
 
 from installer.records import InvalidRecordEntry, parse_record_file
 from packaging.tags import Tag
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from torchwheel import limits, zipindex
 from torchwheel.errors import InputError
+from torchwheel.safeopen import open_regular
+from torchwheel.zipindex import Member
 
 if TYPE_CHECKING:
     from torchwheel.memberscan import Result
 
-# One member inflating to more than this is refused: a zip bomb, not an extension.
-MAX_MEMBER_SIZE = 8 << 30
 SIDE_FILE = "torchwheel.json"  # the facts `tag` records in .dist-info (see retag.py)
-_MAX_RATIO = 2000  # deflate tops out near 1032:1; a larger claim is a crafted header
-_CHUNK = 1 << 20
+_RATIO_FLOOR = 1 << 24  # below 16 MiB inflated, any ratio is harmless (a file of zeros)
 _COMPILED_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
 
 
@@ -43,12 +46,13 @@ except ImportError:  # pragma: no cover - isal has wheels for the platforms we s
     import zlib as _inflate_lib  # type: ignore[no-redef]
 
 _INFLATE_ERROR: type[Exception] = _inflate_lib.error  # type: ignore[assignment]
+_INFLATE_ERRORS = (_INFLATE_ERROR, *zipindex.DECOMPRESS_ERRORS)
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
 _COMPRESSED_CHUNK = 1 << 22  # 4 MiB of deflate in per read
 _OUT_CHUNK = 1 << 23  # at most 8 MiB inflated per step
 
 
-def local_data_offset(read_at: Callable[[int, int], bytes], info: zipfile.ZipInfo) -> int:
+def local_data_offset(read_at: Callable[[int, int], bytes], info: zipfile.ZipInfo | Member) -> int:
     """Where a member's compressed bytes start: after its *local* header, whose extra field
     may differ in length from the central directory's copy."""
     head = read_at(info.header_offset, _LOCAL_HEADER.size)
@@ -70,7 +74,7 @@ def record_hash(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a RECORD may have 400,000 rows
 class RecordEntry:
     path: str
     hash: str | None
@@ -107,52 +111,92 @@ class WheelContents:
         return parse_wheel_fields(self.wheel_text)
 
     @property
+    def dist_info_matches(self) -> bool:
+        """Does ``.dist-info`` name the file name's project? installer refuses a wheel where
+        it does not (``WheelFile.dist_info_dir``: the part before the version, canonicalized)."""
+        return canonicalize_name(self.dist_info.rsplit("-", 2)[0]) == canonicalize_name(self.filename_name)
+
+    @property
     def wheel_tags(self) -> frozenset[Tag]:
-        tags: set[Tag] = set()
-        for line in self.wheel_fields.get("Tag", []):
-            parts = line.strip().split("-")
-            if len(parts) == 3:
-                tags.update(
-                    Tag(i, a, p)
-                    for i in parts[0].split(".")
-                    for a in parts[1].split(".")
-                    for p in parts[2].split(".")
-                )
-        return frozenset(tags)
+        lines = [line.strip().split("-") for line in self.wheel_fields.get("Tag", [])]
+        lines = [parts for parts in lines if len(parts) == 3]
+        tag_set_size("WHEEL's Tag lines", lines)
+        return frozenset(
+            Tag(i, a, p)
+            for parts in lines
+            for i in parts[0].split(".")
+            for a in parts[1].split(".")
+            for p in parts[2].split(".")
+        )
 
 
-def _check_member(info: zipfile.ZipInfo, seen: set[str]) -> None:
+def tag_set_size(what: str, tag_triples: list[list[str]]) -> int:
+    """The size of the expanded tag set, checked against ``max-tags`` before anything is
+    expanded: dotted parts multiply (``a.b-c.d-e.f`` is 8 tags), so 5 KB can ask for 10^9."""
+    total = 0
+    for parts in tag_triples:
+        product = 1
+        for part in parts:
+            product *= part.count(".") + 1
+        total += product
+    limits.current().max_tags.check(f"{what} expand to a tag set whose size", total)
+    return total
+
+
+def parse_filename(filename: str) -> tuple[str, str, tuple[int, str] | tuple[()], frozenset[Tag]]:
+    """packaging's parse, after bounding the compressed tag set it would expand."""
+    parts = filename.removesuffix(".whl").split("-")
+    if len(parts) in (5, 6):
+        tag_set_size(f"the file name's tags {'-'.join(parts[-3:])[:60]!r}", [parts[-3:]])
+    try:
+        name, version, build, tags = parse_wheel_filename(filename)
+    except InvalidWheelFilename as exc:
+        raise InputError(f"{filename}: not a valid wheel file name ({exc})") from exc
+    return str(name), str(version), build, frozenset(tags)
+
+
+def _check_member(info: Member, seen: dict[str, Member], lim: limits.Limits) -> None:
+    """Runs once per member (200,000 in a big wheel): cheap tests first, details on failure."""
     name = info.filename
-    if name.startswith("/") or "\\" in name or (len(name) > 1 and name[1] == ":"):
+    if name[0] == "/" or "\\" in name or name[1:2] == ":":
         raise InputError(f"member {name!r} has an absolute or Windows path")
-    if ".." in name.split("/"):
+    if ".." in name and ".." in name.split("/"):
         raise InputError(f"member {name!r} escapes the wheel with '..'")
     if name in seen:
         raise InputError(f"member {name!r} appears twice in the archive")
-    seen.add(name)
-    mode = info.external_attr >> 16
-    if stat.S_ISLNK(mode):
+    seen[name] = info
+    if stat.S_ISLNK(info.external_attr >> 16):
         raise InputError(f"member {name!r} is a symbolic link, which wheels cannot carry")
-    if info.file_size > MAX_MEMBER_SIZE or (
-        info.compress_size and info.file_size > _MAX_RATIO * info.compress_size and info.file_size > 1 << 24
-    ):
-        raise InputError(f"member {name!r} declares {info.file_size} bytes inflated: refusing (zip bomb?)")
+    if info.file_size > lim.max_member_size.value:
+        lim.max_member_size.check(f"member {name!r} declares an inflated size", info.file_size)
+    if info.file_size > _RATIO_FLOOR:
+        ratio = info.file_size // max(info.compress_size, 1)
+        lim.max_inflate_ratio.check(f"member {name!r} declares an inflate ratio (zip bomb?)", ratio)
 
 
 def parse_record(text: str) -> dict[str, RecordEntry]:
     """installer's CSV reading (three fields, Windows separators made ``/``); the hash stays
     a string because an unknown algorithm is a finding (TW403), not unreadable input."""
+    # counted before anything per row is built; a bound on rows, as a quoted field may span lines
+    lines = text.count("\n") + text.count("\r") - text.count("\r\n") + 1
+    limits.current().max_record_rows.check("RECORD's line count", lines)
     entries: dict[str, RecordEntry] = {}
     try:
-        rows = list(parse_record_file(line for line in text.splitlines() if line.strip()))
+        rows = parse_record_file(line for line in text.splitlines() if line.strip())
+        for path, digest, size in rows:
+            entries[path] = _record_entry(path, digest, size)
     except InvalidRecordEntry as exc:
-        raise InputError(f"RECORD row {exc.elements!r} does not have 3 fields") from exc
-    for path, digest, size in rows:
-        try:
-            entries[path] = RecordEntry(path, digest or None, int(size) if size else None)
-        except ValueError as exc:
-            raise InputError(f"RECORD size {size!r} for {path!r} is not a number") from exc
+        raise InputError(f"RECORD row {str(exc.elements)[:200]} does not have 3 fields") from exc
+    except csv.Error as exc:  # a field over csv's 128 KiB limit, a stray quote or NUL
+        raise InputError(f"RECORD is not readable CSV (row {len(entries) + 1}: {exc})") from exc
     return entries
+
+
+def _record_entry(path: str, digest: str, size: str) -> RecordEntry:
+    try:
+        return RecordEntry(path, digest or None, int(size) if size else None)
+    except ValueError as exc:
+        raise InputError(f"RECORD size {size[:40]!r} for {path[:200]!r} is not a number") from exc
 
 
 def parse_wheel_fields(text: str) -> dict[str, list[str]]:
@@ -168,20 +212,19 @@ class WheelArchive:
 
     is_wheel_file = True
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, filename: str | None = None) -> None:
+        """``filename``: the name to parse instead of ``path.name`` (a wheel-variant name
+        without its label: packaging rejects the draft form; see install/candidates.py)."""
         self.path = path
+        name, version, build, tags = parse_filename(filename or path.name)
+        # one descriptor for everything: the zip index, every member read, and later the
+        # copy `tag` makes (wheelwriter): a file replaced meanwhile is never half read
         try:
-            name, version, build, tags = parse_wheel_filename(path.name)
-        except InvalidWheelFilename as exc:
-            raise InputError(f"{path.name}: not a valid wheel file name ({exc})") from exc
+            self._fd = open_regular(path)  # never a FIFO or device (safeopen)
+        except OSError as exc:
+            raise InputError(f"{path}: {exc.strerror or exc}") from exc
         try:
-            self.zip = zipfile.ZipFile(path)
-        except (zipfile.BadZipFile, OSError, ValueError) as exc:
-            raise InputError(f"{path}: not a readable zip archive ({exc})") from exc
-        self._fd = -1
-        try:
-            self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-            self._index(path, str(name), str(version), build, frozenset(tags))
+            self._index(path, name, version, build, tags)
         except BaseException:
             self.close()
             raise
@@ -189,11 +232,25 @@ class WheelArchive:
     def _index(
         self, path: Path, name: str, version: str, build: tuple[int, str] | tuple[()], tags: frozenset[Tag]
     ) -> None:
-        seen: set[str] = set()
-        infos = [i for i in self.zip.infolist() if not i.is_dir()]
-        for info in infos:
-            _check_member(info, seen)
-        self.infos = {i.filename: i for i in infos}
+        size = os.fstat(self._fd).st_size
+        self.infos: dict[str, Member] = {}
+        self.raw_crcs: dict[str, int] = {}  # CRC-32 of each fully read member's compressed bytes
+        declared = 0
+        lim = limits.current()
+        try:
+            entries, _ = zipindex.read_index(self._read_at, size)
+            for info in entries:
+                if not info.filename.endswith("/"):
+                    _check_member(info, self.infos, lim)
+                    declared += info.file_size
+        except InputError as exc:
+            raise InputError(f"{path.name}: {exc}") from exc
+        del entries
+        if declared > _RATIO_FLOOR:  # the whole archive, not only each member, is bounded
+            limits.current().max_inflate_ratio.check(
+                f"the members' declared inflated total ({declared:,} bytes) over the archive's size, a ratio",
+                declared // max(size, 1),
+            )
         dist_infos = {n.split("/", 1)[0] for n in self.infos if n.split("/", 1)[0].endswith(".dist-info")}
         if len(dist_infos) != 1:
             found = ", ".join(sorted(dist_infos)) or "none"
@@ -202,9 +259,12 @@ class WheelArchive:
         wheel_text = self.read_text(f"{dist_info}/WHEEL")
         metadata_text = self.read_text(f"{dist_info}/METADATA")
         record_name = f"{dist_info}/RECORD"
-        record = parse_record(self.read_text(record_name)) if record_name in self.infos else None
+        record = None
+        if record_name in self.infos:
+            limits.current().max_record_bytes.check("RECORD's size", self.infos[record_name].file_size)
+            record = parse_record(self.read_text(record_name, bounded=False))
         side_name = f"{dist_info}/{SIDE_FILE}"
-        side = self.read(side_name) if side_name in self.infos else None
+        side = self.read_text(side_name).encode() if side_name in self.infos else None
         self.contents = WheelContents(
             path=str(path),
             filename_name=str(name),
@@ -219,8 +279,12 @@ class WheelArchive:
             side_file=side,
         )
 
+    @property
+    def fd(self) -> int:
+        """The descriptor every byte of this archive was read through (``tag`` copies from it)."""
+        return self._fd
+
     def close(self) -> None:
-        self.zip.close()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -231,9 +295,15 @@ class WheelArchive:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def read_text(self, name: str) -> str:
+    def read_text(self, name: str, bounded: bool = True) -> str:
+        """A metadata file, whole: its declared size is bounded first (``max-metadata-bytes``;
+        RECORD has its own bound)."""
         if name not in self.infos:
             raise InputError(f"{self.path.name}: {name} is missing")
+        if bounded:
+            limits.current().max_metadata_bytes.check(
+                f"{self.path.name}: {name}'s size", self.member_size(name)
+            )
         try:
             return self.read(name).decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -251,57 +321,45 @@ class WheelArchive:
         full pass has checked it already).
         """
         info = self.infos[name]
-        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or info.flag_bits & 0x1:
-            yield from self._stream_zipfile(info)
-            return
-        start = local_data_offset(self._read_at, info)
+        # output per step: never more than one byte past the declared size (enough to refuse)
+        decompressor = zipindex.decompressor(info, _inflate_lib, min(_OUT_CHUNK, info.file_size + 1))
         remaining = info.compress_size
-        inflater = _inflate_lib.decompressobj(-15) if info.compress_type == zipfile.ZIP_DEFLATED else None
-        crc = 0
+        crc = raw_crc = 0
         produced = 0
-        pos = start
+        pos = info.data_offset
         try:
             while remaining:
                 raw = self._read_at(pos, min(_COMPRESSED_CHUNK, remaining))
                 if not raw:
                     raise InputError(f"{self.path.name}: member {name} is truncated")
+                raw_crc = _inflate_lib.crc32(raw, raw_crc)
                 pos += len(raw)
                 remaining -= len(raw)
-                pending = raw
-                while pending:
-                    if inflater is None:
-                        out, pending = pending, b""
-                    else:  # bounded output per call: a bomb cannot balloon one chunk
-                        out = inflater.decompress(pending, _OUT_CHUNK)
-                        pending = inflater.unconsumed_tail
-                    if not out:
-                        break
+                # every method's output is bounded per step, and never beyond the declared
+                # size: a lying header cannot make us produce (or hold) more than it claims
+                for out in decompressor.push(raw):
                     produced += len(out)
                     if produced > info.file_size:
-                        raise InputError(f"{self.path.name}: member {name} inflates beyond its declared size")
+                        raise InputError(
+                            f"{self.path.name}: member {name} inflates beyond its declared "
+                            f"{info.file_size:,} bytes: refusing (zip bomb?)"
+                        )
                     crc = _inflate_lib.crc32(out, crc)
                     yield out
                     if stop is not None and produced >= stop:
                         return
-            if inflater is not None:
-                tail = inflater.flush()
-                if tail:
-                    produced += len(tail)
-                    crc = _inflate_lib.crc32(tail, crc)
-                    yield tail
-        except _INFLATE_ERROR as exc:
+            tail = decompressor.finish()
+            if tail:
+                produced += len(tail)
+                if produced > info.file_size:
+                    raise InputError(f"{self.path.name}: member {name} inflates beyond its declared size")
+                crc = _inflate_lib.crc32(tail, crc)
+                yield tail
+        except _INFLATE_ERRORS as exc:
             raise InputError(f"{self.path.name}: member {name} is corrupt ({exc})") from exc
         if produced != info.file_size or crc != info.CRC:
             raise InputError(f"{self.path.name}: member {name} is corrupt (size or CRC mismatch)")
-
-    def _stream_zipfile(self, info: zipfile.ZipInfo) -> Iterator[bytes]:
-        """Other compressions (bzip2, lzma) and encryption: zipfile's own, rare, slower path."""
-        try:
-            with self.zip.open(info) as fh:
-                while chunk := fh.read(_CHUNK):
-                    yield chunk
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
-            raise InputError(f"{self.path.name}: member {info.filename} cannot be read ({exc})") from exc
+        self.raw_crcs[name] = raw_crc  # `tag` checks its raw copy against it (writecheck)
 
     def read(self, name: str) -> bytes:
         return b"".join(self.stream(name))

@@ -13,19 +13,18 @@ from __future__ import annotations
 import csv
 import io
 import os
-import shutil
 import struct
-import tempfile
 import time
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from torchwheel.errors import InputError
-from torchwheel.wheelfile import local_data_offset, record_hash
+from torchwheel.wheelfile import record_hash
+from torchwheel.writetemp import release_signals, temp_in
 
 _LOCAL = struct.Struct("<4sHHHHHIIIHH")
 _CENTRAL = struct.Struct("<4sHHHHHHIIIHHHHHII")
@@ -35,6 +34,24 @@ _ZIP64_LOCATOR = struct.Struct("<4sIQI")
 _MAX32 = 0xFFFFFFFF
 _UTF8_FLAG = 0x800
 _COPY_CHUNK = 1 << 22
+
+
+class SourceEntry(Protocol):
+    """A central-directory entry of the input (``zipindex.Member`` or ``zipfile.ZipInfo``)."""
+
+    filename: str
+    header_offset: int
+    compress_size: int
+    file_size: int
+    CRC: int
+    compress_type: int
+    flag_bits: int
+    external_attr: int
+
+    @property
+    def date_time(self) -> tuple[int, int, int, int, int, int]: ...
+
+    def is_dir(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -152,7 +169,8 @@ def order(names: Iterable[str], dist_info: str) -> list[str]:
 
 
 def write_wheel(
-    source: Path,
+    source_fd: int,
+    infos: Mapping[str, SourceEntry],
     target: Path,
     dist_info: str,
     new_members: dict[str, bytes],
@@ -160,22 +178,26 @@ def write_wheel(
     hashes: dict[str, tuple[str, int]],
     fixed_time: tuple[int, int, int, int, int, int] | None,
     verify: Callable[[Path], None],
+    before_replace: Callable[[], None] = lambda: None,
 ) -> None:
-    """Write ``target`` atomically from ``source`` with ``new_members`` replacing or adding.
+    """Write ``target`` atomically from the open input with ``new_members`` replacing or adding.
 
-    ``hashes`` are the verified RECORD hashes of the copied members; RECORD is written
-    from them and from the new members' bytes, so it describes exactly the archive that
-    lands. The temp file lives in the target directory (same filesystem, so the final
-    rename is atomic) and is removed on any failure, including KeyboardInterrupt. ``verify``
+    ``source_fd`` and ``infos`` are the descriptor and central directory the facts were
+    read from: members are copied from the very bytes that were analysed, never from a
+    file reopened by name. ``hashes`` are the verified RECORD hashes of the copied members;
+    RECORD is written from them and from the new members' bytes, so it describes exactly
+    the archive that lands. The temp file lives in the target directory (same filesystem,
+    so the final rename is atomic), is named ``TEMP_PREFIX`` + pid, and is removed on any
+    failure, including KeyboardInterrupt (and SIGTERM/SIGHUP, which the CLI turns into an
+    exception); after a SIGKILL the next writer in that directory removes it. ``verify``
     sees the finished temp file before the rename: a wheel that does not verify never
-    replaces anything.
+    replaces anything; ``before_replace`` may still refuse (the input was replaced).
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    tmp = Path(tmp_name)
+    fd, tmp = temp_in(target.parent)
     try:
-        with zipfile.ZipFile(source) as zin, open(source, "rb") as raw, os.fdopen(fd, "wb") as out:
-            infos = {i.filename: i for i in zin.infolist() if not i.is_dir() and i.filename not in drop}
+        release_signals()
+        with os.fdopen(fd, "wb") as out:
+            infos = {n: i for n, i in infos.items() if not i.is_dir() and n not in drop}
             record = f"{dist_info}/RECORD"
             names = order(set(infos) | set(new_members), dist_info)
             fallback = (
@@ -194,14 +216,15 @@ def write_wheel(
                     entries.append(_write_new(out, name, data, fixed_time or fallback))
                     rows.append((name, record_hash(data), str(len(data))))
                 else:
-                    entries.append(_copy_raw(out, raw, infos[name], fixed_time))
+                    entries.append(_copy_raw(out, source_fd, infos[name], fixed_time, name))
                     digest, size = hashes[name]
                     rows.append((name, digest, str(size)))
             _finish(out, entries)
             out.flush()
             os.fsync(out.fileno())
         verify(tmp)
-        tmp.chmod(source.stat().st_mode & 0o777)  # mkstemp made it private; keep the input's
+        tmp.chmod(os.fstat(source_fd).st_mode & 0o777)  # mkstemp made it private; keep the input's
+        before_replace()
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -228,16 +251,17 @@ def _write_new(out: BinaryIO, name: str, data: bytes, dt: tuple[int, int, int, i
 
 def _copy_raw(
     out: BinaryIO,
-    raw: BinaryIO,
-    info: zipfile.ZipInfo,
+    raw: int,
+    info: SourceEntry,
     fixed_time: tuple[int, int, int, int, int, int] | None,
+    name: str | None = None,  # the name to write it under (a renamed .dist-info), else its own
 ) -> _Entry:
     if info.flag_bits & 0x1:
         raise InputError(f"member {info.filename} is encrypted")
-    start = local_data_offset(lambda offset, size: os.pread(raw.fileno(), size, offset), info)
+    start = _data_start(raw, info)
     mode = info.external_attr if info.external_attr >> 16 else (0o100644 << 16)
     e = _Entry(
-        info.filename.encode(),
+        (name or info.filename).encode(),
         info.compress_type,
         info.CRC,
         info.compress_size,
@@ -252,7 +276,7 @@ def _copy_raw(
     src_at, dst_at = start, out.tell()
     while remaining:
         try:
-            done = os.copy_file_range(raw.fileno(), out.fileno(), remaining, src_at, dst_at)
+            done = os.copy_file_range(raw, out.fileno(), remaining, src_at, dst_at)
         except (AttributeError, OSError):  # not Linux, or a filesystem that refuses it
             done = _copy_slow(raw, out, src_at, dst_at, remaining)
         if done <= 0:
@@ -262,8 +286,17 @@ def _copy_raw(
     return e
 
 
-def _copy_slow(raw: BinaryIO, out: BinaryIO, src_at: int, dst_at: int, count: int) -> int:
-    chunk = os.pread(raw.fileno(), min(_COPY_CHUNK, count), src_at)
+def _data_start(fd: int, info: SourceEntry) -> int:
+    """After the *local* header, whose extra field may differ in length from the central copy."""
+    head = os.pread(fd, _LOCAL.size, info.header_offset)
+    if len(head) != _LOCAL.size or head[:4] != b"PK\x03\x04":
+        raise InputError(f"member {info.filename!r}: local header is missing or corrupt")
+    fields = _LOCAL.unpack(head)
+    return int(info.header_offset + _LOCAL.size + fields[9] + fields[10])
+
+
+def _copy_slow(raw: int, out: BinaryIO, src_at: int, dst_at: int, count: int) -> int:
+    chunk = os.pread(raw, min(_COPY_CHUNK, count), src_at)
     out.seek(dst_at)
     out.write(chunk)
     out.flush()
@@ -295,15 +328,18 @@ def _finish(out: BinaryIO, entries: list[_Entry]) -> None:
     )
 
 
-def copy_file_atomically(source: Path, target: Path) -> None:
-    """An unchanged wheel still has to land in the destination (cibuildwheel wants one)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    tmp = Path(tmp_name)
+def copy_file_atomically(source_fd: int, target: Path) -> None:
+    """An unchanged wheel still has to land in the destination (cibuildwheel wants one):
+    copied from the descriptor that was analysed, like every rewritten wheel."""
+    fd, tmp = temp_in(target.parent)
     try:
-        with open(source, "rb") as src, os.fdopen(fd, "wb") as dst:
-            shutil.copyfileobj(src, dst, _COPY_CHUNK)
-        tmp.chmod(source.stat().st_mode & 0o777)
+        release_signals()
+        with os.fdopen(fd, "wb") as dst:
+            at = 0  # pread: the shared descriptor's file position is the zip reader's
+            while chunk := os.pread(source_fd, _COPY_CHUNK, at):
+                dst.write(chunk)
+                at += len(chunk)
+        tmp.chmod(os.fstat(source_fd).st_mode & 0o777)
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -6,17 +6,29 @@ import re
 from collections.abc import Iterable
 
 from torchwheel import marker
-from torchwheel.binary.facts import ExportedMarker, Import, SliceFacts
+from torchwheel.binary.facts import BinaryError, ExportedMarker, Import, SliceFacts
 from torchwheel.binary.sparse import SparseBuffer
+from torchwheel.limits import Limit, LimitExceeded
 from torchwheel.marker import Buffer, MarkerError
 from torchwheel.version import FeatureVersion
 
-__all__ = ["Buffer", "companions_of", "exported_marker", "slice_facts"]
+__all__ = ["Buffer", "companions_of", "exported_marker", "slice_facts", "within"]
 
 # Companion symbols of stable_abi_marker_check.h: one per distinct TORCH_FEATURE_VERSION
 # among the translation units, the value carried by C++ name mangling.
 _FV_ITANIUM = re.compile(r"^_?_ZN21__torch_stable_abi_fvILy(\d+)EE3tag")
 _FV_MSVC = re.compile(r"^\?tag@\?\$__torch_stable_abi_fv@\$0([A-P]+@|\d)@@")
+
+
+def within(limit: Limit, what: str, value: int) -> None:
+    """A limit checked inside a binary: a ``BinaryError`` with the limit's own text (name,
+    value, how to raise it), not a ``LimitExceeded``. One hostile member is then reported
+    unreadable (TW406, an error) while the run goes on to judge every other member, which
+    is what a CI log of a wheel audit needs; the whole run still fails."""
+    try:
+        limit.check(what, value)
+    except LimitExceeded as exc:
+        raise BinaryError(str(exc)) from None
 
 
 def _msvc_uint(enc: str) -> int:
@@ -67,10 +79,13 @@ def slice_facts(
     A streaming reader passes the ``raw_hits`` it found while inflating; scanning ``buf``
     again would need bytes it deliberately did not keep."""
     lo, hi = file_range
+    omitted = 0
     if raw_hits is None:
         if isinstance(buf, SparseBuffer):
             raise ValueError("a sparse buffer needs the raw hits of its stream")
-        raw_hits = marker.scan(buf, lo, hi)
+        hits = marker.Hits()
+        marker.collect(buf, hits, lo, hi)
+        raw_hits, omitted = hits.found, hits.omitted
     return SliceFacts(
         arch=arch,
         exports=tuple(dict.fromkeys(exports)),
@@ -80,4 +95,5 @@ def slice_facts(
         raw_markers=tuple(raw_hits),
         companions=companions,
         file_range=file_range,
+        raw_markers_omitted=omitted,  # a stream's count is set by memberscan
     )

@@ -11,20 +11,29 @@ Two routes to the symbol table, as the loader itself has: the section headers (w
 linkers write), and PT_DYNAMIC (what ``ld.so`` uses; the only route when a tool stripped
 or corrupted the section headers). Every offset read is checked against the file size,
 and every loop is bounded by it, so hostile input ends in ``BinaryError``, never a hang.
+
+The budget (``limits``): every count and size from a header (e_phnum, e_shnum, sh_size,
+DT_STRSZ, symbol counts, hash buckets and chains, dynamic entries) is checked against the
+bytes present before anything is allocated or looped over; tables are read a window at a
+time; names are decoded only for the symbols kept (``strtab.Names``). A limit crossed
+inside a binary (``max-symbols``, ``max-needed``) is a ``BinaryError`` carrying the limit's
+text: that member is reported unreadable (TW406) and the rest of the wheel is still judged.
 """
 
 from __future__ import annotations
 
+import array
 import struct
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import NamedTuple
 
-from torchwheel import marker
-from torchwheel.binary.common import Buffer, companions_of, exported_marker, slice_facts
+from torchwheel import limits, marker
+from torchwheel.binary.common import Buffer, companions_of, exported_marker, slice_facts, within
 from torchwheel.binary.facts import BinaryError, Import, SliceFacts
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
+from torchwheel.binary.strtab import Names
 from torchwheel.marker import RawHit
 
 _SHT_DYNSYM = 11
@@ -34,9 +43,16 @@ _PT_LOAD = 1
 _PT_DYNAMIC = 2
 _DT_NULL, _DT_NEEDED, _DT_HASH, _DT_STRTAB, _DT_SYMTAB, _DT_STRSZ, _DT_SYMENT = 0, 1, 4, 5, 6, 10, 11
 _DT_GNU_HASH = 0x6FFFFEF5
+_DT_USED = frozenset({_DT_NEEDED, _DT_HASH, _DT_STRTAB, _DT_SYMTAB, _DT_STRSZ, _DT_SYMENT, _DT_GNU_HASH})
 _STB_GLOBAL, _STB_WEAK, _STB_GNU_UNIQUE = 1, 2, 10
 _STV_DEFAULT, _STV_PROTECTED = 0, 3
 _SHN_UNDEF = 0
+_VISIBLE = (_STV_DEFAULT, _STV_PROTECTED)
+_WINDOW = 1 << 20  # tables are read this many bytes at a time: a lying size costs no copy
+# low bit of a byte -> that bit, so ``translate`` + ``find`` locate the first odd GNU-hash
+# chain word in C instead of a Python loop over words
+_LOW_BIT = bytes(i & 1 for i in range(256))
+_NATIVE = "<" if sys.byteorder == "little" else ">"
 
 # manylinux / uname spellings, so that rules can compare with platform tags directly
 _MACHINES = {
@@ -88,14 +104,13 @@ class _Segment:
     filesz: int
 
 
-class _Symbol(NamedTuple):
-    """A NamedTuple, not a dataclass: libtorch_cpu.so has 75,000 of these."""
+class _Symbols(NamedTuple):
+    """What the rules need from .dynsym, and nothing per symbol beyond it: libtorch_cpu.so
+    has 100,000 dynamic symbols and a hostile file 500,000 (700 MB as one object each)."""
 
-    name: str
-    value: int
-    bind: int
-    visibility: int
-    shndx: int
+    exports: list[str]
+    imports: list[Import]
+    marker_value: int | None
 
 
 class _Reader:
@@ -121,17 +136,26 @@ class _Reader:
         return struct.unpack(fmt, self.buf[offset : offset + size])
 
     def _table(self, fmt: str, offset: int, entsize: int, count: int, what: str) -> Iterator[tuple[int, ...]]:
+        """Rows of a table, checked against the bytes present before the first is read."""
         size = struct.calcsize(fmt)
         if count == 0:
             return iter(())
         if entsize < size or offset < 0 or offset + entsize * count > self.size:
             raise BinaryError(f"{what} ({count} entries at {offset:#x}) lies outside the file")
+        return self._rows(fmt, size, offset, entsize, count)
+
+    def _rows(self, fmt: str, size: int, offset: int, entsize: int, count: int) -> Iterator[tuple[int, ...]]:
         # Slicing (not unpack_from on the buffer) lets the same code read bytes, an mmap or a
-        # SparseBuffer that holds only the ranges a streaming scan captured.
-        data = self.buf[offset : offset + entsize * count]
-        if entsize == size:
-            return struct.iter_unpack(fmt, data)
-        return (struct.unpack_from(fmt, data, i * entsize) for i in range(count))
+        # SparseBuffer that holds only the ranges a streaming scan captured; a window at a
+        # time, so a table of hundreds of MB is never copied whole.
+        per = max(1, _WINDOW // entsize)
+        for first in range(0, count, per):
+            n = min(per, count - first)
+            data = self.buf[offset + first * entsize : offset + (first + n) * entsize]
+            if entsize == size:
+                yield from struct.iter_unpack(fmt, data)
+            else:
+                yield from (struct.unpack_from(fmt, data, i * entsize) for i in range(n))
 
     # -- program headers -------------------------------------------------------------
     def segments(self) -> tuple[list[_Segment], _Segment | None]:
@@ -158,23 +182,19 @@ class _Reader:
         return None
 
     # -- strings and symbols ---------------------------------------------------------
-    def strtab(self, offset: int, size: int) -> bytes:
+    def strtab(self, offset: int, size: int) -> Names:
         if offset < 0 or size < 0 or offset + size > self.size:
             raise BinaryError(f"string table at {offset:#x} (+{size}) lies outside the file")
-        return bytes(self.buf[offset : offset + size])
+        return Names(self.buf, offset, size)
 
-    def symbols(self, offset: int, entsize: int, count: int, strings: bytes) -> list[_Symbol]:
-        out: list[_Symbol] = []
+    def symbols(self, offset: int, entsize: int, count: int, names: Names) -> _Symbols:
+        """Imports (undefined) and exports (global/weak/unique with default or protected
+        visibility) by name; every other symbol is passed over without decoding its name."""
         rows = self._table(self.lay.sym, offset, entsize, count, "dynamic symbol table")
-        # One split of .dynstr and a dict from offset to name, instead of a find() and a
-        # slice per symbol: torch's libraries have 100,000 dynamic symbols. A name that
-        # starts inside another (linkers share suffixes) is not a key: find() covers it.
-        parts = strings.split(b"\0")
-        names = dict(
-            zip(accumulate((len(p) + 1 for p in parts), initial=0), parts, strict=False)
-        )  # one more offset than names
-        find = strings.find
-        limit = len(strings)
+        within(limits.current().max_symbols, "dynamic symbols", count)  # honest, yet too many
+        exports: list[str] = []
+        imports: list[Import] = []
+        marker_value: int | None = None
         is64 = self.lay.is64
         for row in rows:
             if is64:
@@ -183,26 +203,31 @@ class _Reader:
                 st_name, st_value, _, st_info, st_other, st_shndx = row
             if st_name == 0:
                 continue
-            raw = names.get(st_name)
-            if raw is None:
-                if st_name >= limit:
-                    raise BinaryError(f"symbol name offset {st_name:#x} lies outside .dynstr")
-                end = find(b"\0", st_name)
-                raw = strings[st_name : limit if end < 0 else end]
-            out.append(
-                _Symbol(
-                    raw.decode("utf-8", "backslashreplace"), st_value, st_info >> 4, st_other & 3, st_shndx
-                )
-            )
-        return out
+            bind = st_info >> 4
+            if st_shndx == _SHN_UNDEF:
+                imports.append(Import(names(st_name), weak=bind == _STB_WEAK))
+            elif bind in (_STB_GLOBAL, _STB_WEAK, _STB_GNU_UNIQUE) and st_other & 3 in _VISIBLE:
+                name = names(st_name)
+                exports.append(name)
+                if name == marker.SYMBOL:
+                    marker_value = st_value
+        return _Symbols(exports, imports, marker_value)
 
     def dynamic_entries(self, offset: int, size: int) -> list[tuple[int, int]]:
+        """The tags this reader uses, up to DT_NULL: a PT_DYNAMIC of millions of entries
+        is walked within its bytes, and only the few that matter are kept."""
         entsize = struct.calcsize(self.lay.dyn)
         entries: list[tuple[int, int]] = []
+        needed = 0
+        max_needed = limits.current().max_needed
         for tag, val in self._table(self.lay.dyn, offset, entsize, size // entsize, "dynamic section"):
             if tag == _DT_NULL:
                 break
-            entries.append((tag, val))
+            if tag == _DT_NEEDED:
+                needed += 1
+                within(max_needed, "DT_NEEDED entries", needed)
+            if tag in _DT_USED:
+                entries.append((tag, val))
         return entries
 
 
@@ -237,9 +262,10 @@ def needed_ranges(buf: SparseBuffer) -> list[tuple[int, int]]:
     if r.shoff and r.shnum:
         out.append((r.shoff, r.shoff + r.shentsize * r.shnum))
     try:
-        _, dynamic = r.segments()
+        loads, dynamic = r.segments()
         if dynamic is not None:
             out.append((dynamic.offset, dynamic.offset + dynamic.filesz))
+            out += _dynamic_ranges(r, loads, dynamic)
         sections = _sections(r) if r.shoff and r.shnum else []
     except (MissingRange, BinaryError):
         return out
@@ -252,7 +278,41 @@ def needed_ranges(buf: SparseBuffer) -> list[tuple[int, int]]:
     return out
 
 
-def _section_route(r: _Reader) -> tuple[list[_Symbol], list[str]] | None:
+def _dynamic_ranges(r: _Reader, loads: list[_Segment], dynamic: _Segment) -> list[tuple[int, int]]:
+    """What the PT_DYNAMIC route will read, as far as the captured bytes tell: asked again
+    as each range goes by, a stream learns the hash table, then .dynsym's size, in its one
+    pass, instead of a fallback pass per table behind a hostile (or moved) layout."""
+    out: list[tuple[int, int]] = []
+    try:
+        values = dict(r.dynamic_entries(dynamic.offset, dynamic.filesz))
+    except (MissingRange, BinaryError):
+        return out
+    where = {tag: r.vaddr_to_offset(loads, val) for tag, val in values.items() if tag != _DT_NEEDED}
+    strtab, symtab = where.get(_DT_STRTAB), where.get(_DT_SYMTAB)
+    if strtab is not None:
+        out.append((strtab, strtab + values.get(_DT_STRSZ, 0)))
+    entsize = values.get(_DT_SYMENT, struct.calcsize(r.lay.sym))
+    hashed, gnu = where.get(_DT_HASH), where.get(_DT_GNU_HASH)
+    try:
+        if hashed is not None:
+            out.append((hashed, hashed + 8))
+            (_, count) = r._unpack(r.lay.endian + "II", hashed, "DT_HASH")
+        elif gnu is not None:
+            out.append((gnu, gnu + 16))
+            nbuckets, _, bloom_size, _ = r._unpack(r.lay.endian + "IIII", gnu, "DT_GNU_HASH")
+            buckets_at = gnu + 16 + bloom_size * (8 if r.lay.is64 else 4)
+            out.append((buckets_at, buckets_at + 4 * nbuckets + _WINDOW))  # and the chains' start
+            count = _gnu_hash_count(r, gnu)
+        else:
+            return out
+    except (MissingRange, BinaryError):
+        return out
+    if symtab is not None and count > 0 and symtab + count * entsize <= r.size:
+        out.append((symtab, symtab + count * entsize))
+    return [(lo, min(hi, r.size)) for lo, hi in out if 0 <= lo < min(hi, r.size)]
+
+
+def _section_route(r: _Reader) -> tuple[_Symbols, list[str]] | None:
     """Read .dynsym/.dynstr/.dynamic through the section headers; None when there are none."""
     if r.shoff == 0 or r.shnum == 0:
         return None
@@ -265,42 +325,59 @@ def _section_route(r: _Reader) -> tuple[list[_Symbol], list[str]] | None:
     strtab = sections[dynsym.link]
     if strtab.type == _SHT_NOBITS:
         raise BinaryError(".dynstr has no bytes in the file")
-    strings = r.strtab(strtab.offset, strtab.size)
-    symbols = r.symbols(dynsym.offset, dynsym.entsize, dynsym.size // dynsym.entsize, strings)
+    names = r.strtab(strtab.offset, strtab.size)
+    symbols = r.symbols(dynsym.offset, dynsym.entsize, dynsym.size // dynsym.entsize, names)
     needed: list[str] = []
     dynamic = next((sec for sec in sections if sec.type == _SHT_DYNAMIC), None)
     if dynamic is not None:
         for tag, val in r.dynamic_entries(dynamic.offset, dynamic.size):
             if tag == _DT_NEEDED:
-                needed.append(_cstr(strings, val))
+                needed.append(names(val))
     return symbols, needed
 
 
 def _gnu_hash_count(r: _Reader, offset: int) -> int:
-    """Number of .dynsym entries implied by DT_GNU_HASH (the loader's own way to know)."""
+    """Number of .dynsym entries implied by DT_GNU_HASH (the loader's own way to know):
+    one past the end of the chain that starts at the highest bucket.
+
+    Buckets and chain are searched a window at a time in C (``max`` over an ``array``,
+    ``translate`` + ``find`` for the first word with its low bit set), never word by word
+    in Python, and never past what a symbol table could hold in this file: a chain that
+    does not end there is malformed (a 256 MB endless chain once took 26 s)."""
     nbuckets, symoffset, bloom_size, _ = r._unpack(r.lay.endian + "IIII", offset, "DT_GNU_HASH")
     word = 8 if r.lay.is64 else 4
     buckets_at = offset + 16 + bloom_size * word
-    if nbuckets > r.size // 4:
-        raise BinaryError("DT_GNU_HASH bucket count exceeds the file")
-    buckets = r._unpack(f"{r.lay.endian}{nbuckets}I", buckets_at, "DT_GNU_HASH buckets")
-    last = max(buckets, default=0)
+    chains_at = buckets_at + 4 * nbuckets
+    if chains_at > r.size:
+        raise BinaryError(f"DT_GNU_HASH buckets ({nbuckets}) at {buckets_at:#x} lie outside the file")
+    last = 0
+    for at in range(buckets_at, chains_at, _WINDOW):
+        words = array.array("I", r.buf[at : min(chains_at, at + _WINDOW)])
+        if r.lay.endian != _NATIVE:
+            words.byteswap()
+        last = max(last, max(words, default=0))
     if last < symoffset:
         return symoffset
-    chains_at = buckets_at + 4 * nbuckets
-    index = last
-    while True:  # bounded: each step reads 4 bytes further and is checked against the file
-        (value,) = r._unpack(r.lay.endian + "I", chains_at + 4 * (index - symoffset), "DT_GNU_HASH chain")
-        index += 1
-        if value & 1:
-            return index
+    # A symbol table cannot have more entries than the file has room for.
+    end = min(r.size, chains_at + 4 * (r.size // struct.calcsize(r.lay.sym) - symoffset + 1))
+    low = 0 if r.lay.endian == "<" else 3  # the byte holding each word's low bit
+    start = chains_at + 4 * (last - symoffset)
+    at, span = start, 4096
+    while at < end:
+        data = r.buf[at : min(end, at + span)]
+        found = data[low::4].translate(_LOW_BIT).find(1)
+        if found >= 0:
+            return last + (at - start) // 4 + found + 1
+        at += len(data) - len(data) % 4
+        if len(data) < 4:
+            break
+        span = min(span * 4, _WINDOW)
+    raise BinaryError(f"DT_GNU_HASH chain from {start:#x} does not end within the file")
 
 
-def _dynamic_route(
-    r: _Reader, loads: list[_Segment], dynamic: _Segment | None
-) -> tuple[list[_Symbol], list[str]]:
+def _dynamic_route(r: _Reader, loads: list[_Segment], dynamic: _Segment | None) -> tuple[_Symbols, list[str]]:
     if dynamic is None:
-        return [], []  # a static executable or object: nothing dynamic to read
+        return _Symbols([], [], None), []  # a static executable or object: nothing dynamic
     entries = r.dynamic_entries(dynamic.offset, dynamic.filesz)
     values = {tag: val for tag, val in entries}
     if _DT_SYMTAB not in values or _DT_STRTAB not in values:
@@ -312,7 +389,7 @@ def _dynamic_route(
             raise BinaryError(f"dynamic tag {tag:#x} points outside every loaded segment")
         return off
 
-    strings = r.strtab(offset(_DT_STRTAB), values.get(_DT_STRSZ, 0))
+    names = r.strtab(offset(_DT_STRTAB), values.get(_DT_STRSZ, 0))
     entsize = values.get(_DT_SYMENT, struct.calcsize(r.lay.sym))
     if _DT_HASH in values:
         (_, count) = r._unpack(r.lay.endian + "II", offset(_DT_HASH), "DT_HASH")
@@ -320,16 +397,9 @@ def _dynamic_route(
         count = _gnu_hash_count(r, offset(_DT_GNU_HASH))
     else:
         raise BinaryError("PT_DYNAMIC has neither DT_HASH nor DT_GNU_HASH to size .dynsym")
-    symbols = r.symbols(offset(_DT_SYMTAB), entsize, count, strings)
-    needed = [_cstr(strings, val) for tag, val in entries if tag == _DT_NEEDED]
+    symbols = r.symbols(offset(_DT_SYMTAB), entsize, count, names)
+    needed = [names(val) for tag, val in entries if tag == _DT_NEEDED]
     return symbols, needed
-
-
-def _cstr(strings: bytes, offset: int) -> str:
-    if offset >= len(strings):
-        raise BinaryError(f"string offset {offset:#x} lies outside .dynstr")
-    end = strings.find(b"\0", offset)
-    return strings[offset : len(strings) if end < 0 else end].decode("utf-8", "backslashreplace")
 
 
 def read_elf(buf: Buffer | SparseBuffer, path: str, raw_hits: list[RawHit] | None = None) -> SliceFacts:
@@ -342,21 +412,9 @@ def read_elf(buf: Buffer | SparseBuffer, path: str, raw_hits: list[RawHit] | Non
         routed = None  # the section table lies: fall back to what the loader uses
         if dynamic is None:
             raise
-    symbols, needed = routed if routed is not None else _dynamic_route(r, loads, dynamic)
-
-    exports: list[str] = []
-    imports: list[Import] = []
-    marker_value: int | None = None
-    for sym in symbols:
-        if sym.shndx == _SHN_UNDEF:
-            imports.append(Import(sym.name, weak=sym.bind == _STB_WEAK))
-        elif sym.bind in (_STB_GLOBAL, _STB_WEAK, _STB_GNU_UNIQUE) and sym.visibility in (
-            _STV_DEFAULT,
-            _STV_PROTECTED,
-        ):
-            exports.append(sym.name)
-            if sym.name == marker.SYMBOL:
-                marker_value = sym.value
+    if routed is None:
+        routed = _dynamic_route(r, loads, dynamic)
+    (exports, imports, marker_value), needed = routed
 
     found = None
     if marker_value is not None:

@@ -20,7 +20,7 @@ class BinaryError(ValueError):
     """The bytes are not a binary we can read, or they contradict themselves."""
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class Import:
     """An undefined symbol; ``library`` is the DLL (PE) or dylib (Mach-O) when the format says.
 
@@ -60,6 +60,8 @@ class SliceFacts:
     raw_markers: tuple[RawHit, ...]
     companions: tuple[FeatureVersion, ...]
     file_range: tuple[int, int] = (0, 0)
+    # raw records beyond ``limits.max_marker_hits`` that were counted, not kept (marker.Hits)
+    raw_markers_omitted: int = 0
 
     @property
     def hooks(self) -> tuple[str, ...]:

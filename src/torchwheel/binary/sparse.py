@@ -47,6 +47,27 @@ class SparseBuffer:
     def __len__(self) -> int:
         return self.size
 
+    def find(self, sub: bytes, start: int, end: int) -> int:
+        """``bytes.find`` for one byte (a string table's NUL) over the captured pieces, so a
+        string table is searched where it lies instead of being copied out first."""
+        if len(sub) != 1:
+            raise ValueError("SparseBuffer.find looks for one byte")
+        end = min(end, self.size)
+        at = start
+        i = bisect.bisect_right(self.starts, at) - 1
+        while at < end:
+            if i < 0 or i >= len(self.starts) or self.starts[i] > at:
+                raise MissingRange(at, end)
+            base, chunk = self.starts[i], self.chunks[i]
+            stop = min(end, base + len(chunk))
+            if stop > at:
+                found = chunk.find(sub, at - base, stop - base)
+                if found >= 0:
+                    return base + found
+                at = stop
+            i += 1
+        return -1
+
     def __getitem__(self, key: slice) -> bytes:
         if not isinstance(key, slice) or key.step not in (None, 1):
             raise TypeError("SparseBuffer supports plain slices only")

@@ -16,6 +16,7 @@ _RECORD_KINDS = {
     "no-hash": "TW403",
     "weak-hash": "TW403",
     "outside-environment": "TW403",  # an installed RECORD entry that leaves the environment
+    "not-regular": "TW403",  # a link out of an unpacked wheel, a FIFO or device: not read
 }
 
 
@@ -122,3 +123,16 @@ def metadata_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         yield f"{c.dist_info}/WHEEL", f"Wheel-Version {version} is not 1.x: installers refuse it"
     if not c.wheel_tags:
         yield f"{c.dist_info}/WHEEL", "WHEEL has no Tag lines: add one per tag in the file name"
+
+
+@rule("TW408", "dist-info-mismatch", "error", "the .dist-info directory names another project than the file")
+def dist_info_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    c = w.contents
+    if w.is_wheel_file and c.dist_info and not c.dist_info_matches:
+        yield (
+            c.dist_info,
+            (
+                f"names another project than the file name ({c.filename_name!r}): pip and installer refuse "
+                "the wheel; rebuild it so that both name the same project"
+            ),
+        )

@@ -1,9 +1,11 @@
-"""Mach-O (thin and universal) and PE through LIEF; also LIEF's view of ELF for the
-differential test of our own ELF reader.
+"""LIEF's view of ELF, Mach-O and PE: the reference our own readers are held to.
 
-LIEF is imported lazily (about 0.3 s): a run over ELF-only wheels never pays for it.
-The recipes follow ``shared/reference/marker-and-binaries.md`` section 7; each comment
-names the pitfall it avoids.
+torchwheel reads all three formats with its own range-slicing readers (``binary/elf.py``,
+``binary/macho.py``, ``binary/pe.py``); these functions are what they read before, and what
+``test_elf_differential.py`` and ``test_macho_pe_differential.py`` compare them with on
+every fixture and on torch's own libraries. The recipes follow
+``shared/reference/marker-and-binaries.md`` section 7; each comment names the pitfall it
+avoids. LIEF is a test dependency only.
 """
 
 from __future__ import annotations

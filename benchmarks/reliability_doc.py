@@ -1,0 +1,160 @@
+"""Render docs/reliability.md: the limits (read from src/torchwheel/limits.py), the hostile
+corpus summary (fixtures/hostile.py), the long fuzz run (benchmarks/results/fuzz.json) and the
+side-by-side table (benchmarks/results/hostile_peers.json).
+
+    python benchmarks/reliability_doc.py            # rewrite the generated sections
+    python benchmarks/reliability_doc.py --check    # exit 1 when they drifted (the tests do this)
+
+Only the sections between ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->`` are
+rewritten; the prose around them is edited by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DOC = REPO / "docs" / "reliability.md"
+RESULTS = REPO / "benchmarks" / "results"
+sys.path.insert(0, str(REPO / "fixtures"))
+sys.path.insert(0, str(REPO / "src"))
+
+
+def limits_table() -> str:
+    from torchwheel import limits
+
+    rows = [
+        f"Memory budget (peak RSS every command is held to in tests/test_hostile.py): "
+        f"**{limits.MEMORY_BUDGET_MB} MB**.",
+        "",
+        "| limit | default | raise with |",
+        "|---|---:|---|",
+    ]
+    defaults = limits.Limits()
+    for f in dataclasses.fields(defaults):
+        lim = getattr(defaults, f.name)
+        how = f"`{lim.option}` or `{lim.env}`" if lim.option else f"`{lim.env}`"
+        rows.append(
+            f"| `{lim.name}` | {_size(lim.value) if 'size' in lim.name or 'bytes' in lim.name else f'{lim.value:,}'} | {how} |"
+        )
+    return "\n".join(rows)
+
+
+def _size(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n:,}"
+
+
+def corpus_table() -> str:
+    import hostile
+
+    cases = list(hostile.CASES.values())
+    runs = sum(len(c.commands()) for c in cases if not c.long)
+    rows = [
+        f"**{len(cases)} cases** ({sum(c.long for c in cases)} of them long, run with "
+        f"`TORCHWHEEL_HOSTILE_LONG=1`), **{runs} runs** in the default set "
+        f"(commands: {', '.join(hostile.COMMANDS)}).",
+        "",
+        "| class | cases | examples |",
+        "|---|---:|---|",
+    ]
+    for klass, count in hostile.summary().items():
+        names = [c.name for c in cases if c.klass == klass][:4]
+        rows.append(
+            f"| {klass} | {count} | {', '.join(f'`{n}`' for n in names)}{', ...' if count > 4 else ''} |"
+        )
+    rows += [
+        "",
+        "Issue 11's findings and the cases that reproduce them:",
+        "",
+        "| finding | cases |",
+        "|---:|---|",
+    ]
+    by: dict[int, list[str]] = {}
+    for c in cases:
+        if c.finding:
+            by.setdefault(c.finding, []).append(c.name)
+    for n in sorted(by):
+        rows.append(f"| {n} | {', '.join(f'`{x}`' for x in by[n])} |")
+    return "\n".join(rows)
+
+
+def fuzz_table() -> str:
+    path = RESULTS / "fuzz.json"
+    if not path.exists():
+        return "_No long run recorded yet: run the command above with `--json benchmarks/results/fuzz.json`._"
+    data = json.loads(path.read_text())
+    rows = ["| reader | executions | seconds | executions/s | findings |", "|---|---:|---:|---:|---|"]
+    for r in data:
+        found = ", ".join(Path(f).name for f in r["findings"]) or "none"
+        rows.append(
+            f"| {r['target']} | {r['executions']:,} | {r['seconds']:,} | {r['per_second']:,} | {found} |"
+        )
+    return "\n".join(rows)
+
+
+def peers_table() -> str:
+    path = RESULTS / "hostile_peers.json"
+    if not path.exists():
+        return "_Not recorded yet: run `python benchmarks/hostile_peers.py`._"
+    data = json.loads(path.read_text())
+    tools = [k for k in data[0] if isinstance(data[0][k], dict)]
+    rows = ["| case | " + " | ".join(tools) + " |", "|---|" + "---|" * len(tools)]
+    for r in data:
+        cells = [
+            f"{r[t]['outcome']} (exit {r[t]['exit']}, {r[t]['seconds']} s, {r[t]['peak_mb']} MB)"
+            for t in tools
+        ]
+        rows.append(f"| `{r['case']}` | " + " | ".join(cells) + " |")
+    rows += ["", "<details><summary>What each tool said (last line)</summary>", ""]
+    for r in data:
+        rows.append(f"- `{r['case']}`: " + "; ".join(f"**{t}**: {_md(r[t]['message'])}" for t in tools))
+    rows += ["", "</details>"]
+    return "\n".join(rows)
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'") or "(nothing)"
+
+
+SECTIONS = {"limits": limits_table, "corpus": corpus_table, "fuzz": fuzz_table, "peers": peers_table}
+
+
+def render(text: str) -> str:
+    for name, fn in SECTIONS.items():
+        pattern = re.compile(rf"(<!-- generated:{name} -->\n)(?:.*?\n)?(<!-- /generated:{name} -->)", re.S)
+        body = fn()
+
+        def fill(m: re.Match[str], body: str = body) -> str:
+            return m.group(1) + body + "\n" + m.group(2)
+
+        text, n = pattern.subn(fill, text)
+        if n != 1:
+            raise SystemExit(f"{DOC}: no generated:{name} section")
+    return text
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--check", action="store_true")
+    a = p.parse_args()
+    old = DOC.read_text()
+    new = render(old)
+    if a.check:
+        if new != old:
+            print(f"{DOC} is stale: run python benchmarks/reliability_doc.py")
+            return 1
+        return 0
+    DOC.write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

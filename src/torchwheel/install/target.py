@@ -1,0 +1,196 @@
+"""Where a wheel would go: an interpreter (this one or ``--python PATH``) or a plan.
+
+An interpreter is asked in a subprocess, because its tags, its torch and its install paths
+are its own: ``packaging.tags.sys_tags()`` (packaging is put on its path for the probe only,
+*after* torch was looked up, so our own torch can never be mistaken for its), the torch
+distribution's version from ``importlib.metadata`` (torch is never imported: a second or
+more, and a broken torch must not stop the answer), ``sysconfig.get_paths()`` and the
+environment markers. A plan (``--torch 2.12 --python-version 3.12 --platform ...``) is the
+same description written by hand, for choosing what a build farm or a Dockerfile will get.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import packaging
+from packaging import tags as ptags
+from packaging.markers import default_environment
+from packaging.tags import Tag
+from packaging.version import InvalidVersion, Version
+
+from torchwheel.errors import InputError
+
+
+@dataclass(frozen=True)
+class TorchTarget:
+    """The environment a wheel is chosen for.
+
+    ``torch``: the installed (or planned) torch, None when there is none. ``tags``: the
+    supported wheel tags, best first (``sys_tags()`` order, which is how pip ranks). For an
+    interpreter also its path and ``sysconfig`` paths (the install scheme).
+    """
+
+    description: str
+    torch: Version | None
+    tags: tuple[Tag, ...]
+    python_version: str
+    markers: dict[str, str]
+    python: str | None = None
+    paths: dict[str, str] = field(default_factory=dict)
+    torch_location: str | None = None
+
+    @property
+    def torch_minor(self) -> tuple[int, int] | None:
+        if self.torch is None:
+            return None
+        return (self.torch.major, self.torch.minor)
+
+
+_PROBE = r"""
+import importlib.metadata as m, json, sys, sysconfig
+try:
+    dist = m.distribution("torch")
+    torch, where = dist.version, str(dist.locate_file(""))
+except m.PackageNotFoundError:
+    torch, where = None, None
+paths = sysconfig.get_paths()
+sys.path.insert(0, sys.argv[1])
+from packaging import tags
+from packaging.markers import default_environment
+print(json.dumps({
+    "torch": torch, "torch_location": where, "paths": paths,
+    "python": sys.executable, "version": ".".join(map(str, sys.version_info[:3])),
+    "tags": [str(t) for t in tags.sys_tags()], "markers": default_environment(),
+}))
+"""
+
+_PROBE_TIMEOUT = 120
+
+
+def _packaging_parent() -> str:
+    return str(Path(packaging.__file__).resolve().parent.parent)
+
+
+def probe(python: str | None = None) -> TorchTarget:
+    """Describe an interpreter; ``InputError`` (one line) when it does not run or answer."""
+    exe = python or sys.executable
+    try:
+        proc = subprocess.run(
+            [exe, "-I", "-c", _PROBE, _packaging_parent()],
+            capture_output=True,
+            text=True,
+            timeout=_PROBE_TIMEOUT,
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise InputError(f"--python {exe}: does not run ({exc})") from exc
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise InputError(f"--python {exe}: the probe failed ({last})")
+    try:
+        doc = json.loads(proc.stdout)
+        torch = Version(doc["torch"]) if doc["torch"] else None
+    except (ValueError, KeyError, InvalidVersion) as exc:
+        raise InputError(f"--python {exe}: unexpected probe answer ({exc})") from exc
+    return TorchTarget(
+        description=f"{doc['python']} (Python {doc['version']})",
+        torch=torch,
+        tags=tuple(t for s in doc["tags"] for t in ptags.parse_tag(s)),
+        python_version=doc["version"],
+        markers=dict(doc["markers"]),
+        python=doc["python"],
+        paths=dict(doc["paths"]),
+        torch_location=doc["torch_location"],
+    )
+
+
+def _platforms(platform: str) -> list[str]:
+    """One ``--platform`` and the older platforms it implies, the way pip expands them:
+    ``manylinux_2_28`` admits every ``manylinux_2_k`` (k <= 28) and the legacy aliases,
+    ``macosx_14_0_arm64`` every older macOS of that arch."""
+    if platform.startswith("manylinux_2_"):
+        _, _, rest = platform.partition("manylinux_2_")
+        minor_text, _, arch = rest.partition("_")
+        if minor_text.isdigit():
+            top = int(minor_text)
+            out = [f"manylinux_2_{k}_{arch}" for k in range(top, 4, -1)]
+            aliases = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
+            return out + [f"{alias}_{arch}" for k, alias in aliases.items() if k <= top]
+    if platform.startswith("macosx_"):
+        parts = platform.split("_")
+        if len(parts) >= 4 and parts[1].isdigit() and parts[2].isdigit():
+            return list(ptags.mac_platforms((int(parts[1]), int(parts[2])), "_".join(parts[3:])))
+    return [platform]
+
+
+def _plan_markers(python_version: str, platforms: list[str]) -> dict[str, str]:
+    """Markers a plan implies: Python version from the plan, OS from the platform tag."""
+    env = {k: str(v) for k, v in default_environment().items()}
+    major_minor = ".".join(python_version.split(".")[:2])
+    env.update(
+        python_version=major_minor,
+        python_full_version=python_version if python_version.count(".") == 2 else major_minor + ".0",
+    )
+    first = platforms[0] if platforms else ""
+    if first.startswith(("manylinux", "musllinux", "linux")):
+        env.update(sys_platform="linux", platform_system="Linux", os_name="posix")
+    elif first.startswith("macosx"):
+        env.update(sys_platform="darwin", platform_system="Darwin", os_name="posix")
+    elif first.startswith("win"):
+        env.update(sys_platform="win32", platform_system="Windows", os_name="nt")
+    return env
+
+
+def plan(torch: str | None, python_version: str | None, platforms: tuple[str, ...]) -> TorchTarget:
+    """A hand-written target: unspecified parts default to this interpreter's."""
+    here = probe_here()
+    try:
+        torch_version = Version(torch) if torch else here.torch
+    except InvalidVersion as exc:
+        raise InputError(f"--torch {torch!r}: not a version") from exc
+    version = python_version or here.python_version
+    try:
+        py = tuple(int(x) for x in version.split(".")[:2])
+    except ValueError as exc:
+        raise InputError(f"--python-version {version!r}: expected X.Y") from exc
+    plats = [p for given in platforms for p in _platforms(given)] or None
+    tags: list[Tag] = list(ptags.cpython_tags(py, platforms=plats))
+    tags += list(ptags.compatible_tags(py, platforms=plats))
+    where = ", ".join(platforms) or "this platform"
+    return TorchTarget(
+        description=f"plan: Python {version}, {where}",
+        torch=torch_version,
+        tags=tuple(dict.fromkeys(tags)),
+        python_version=version,
+        markers=_plan_markers(version, plats or [t.platform for t in here.tags[:1]]),
+    )
+
+
+def probe_here() -> TorchTarget:
+    """This interpreter, without a subprocess (same answers as ``probe()``)."""
+    import importlib.metadata as m
+    import sysconfig
+
+    try:
+        dist = m.distribution("torch")
+        torch: Version | None = Version(dist.version)
+        where: str | None = str(dist.locate_file(""))
+    except m.PackageNotFoundError:
+        torch, where = None, None
+    version = ".".join(map(str, sys.version_info[:3]))
+    return TorchTarget(
+        description=f"{sys.executable} (Python {version})",
+        torch=torch,
+        tags=tuple(ptags.sys_tags()),
+        python_version=version,
+        markers={k: str(v) for k, v in default_environment().items()},
+        python=sys.executable,
+        paths=dict(sysconfig.get_paths()),
+        torch_location=where,
+    )

@@ -1,0 +1,133 @@
+"""TW6xx: the wheels of one release (same name and version) must agree with each other.
+
+Installers assume one METADATA per release: uv resolves with the first wheel's and pip with
+the one it downloads, so a macOS wheel that needs a newer torch than its Linux twin must say
+so in the *shared* requirement (with an environment marker), not in its own copy. These rules
+see a whole release at once: ``rules.run_all`` groups the wheels it is given by (name,
+version), and for every release of two or more wheels calls each TW6xx check once per wheel
+with a ``ReleaseView`` (the wheel and its siblings), so each finding lands on a wheel file.
+A local version label (``1.0+torch2.12``) makes another release: that is the way out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from torchwheel.findings import Hit, Policy, rule
+from torchwheel.wheelfacts import WheelFacts, provides_libtorch, wheel_torch_abi
+
+
+@dataclass(frozen=True)
+class ReleaseView:
+    wheel: WheelFacts
+    release: tuple[WheelFacts, ...]  # every wheel of the release, this one included
+
+    @property
+    def others(self) -> list[WheelFacts]:
+        return [w for w in self.release if w is not self.wheel]
+
+
+def release_key(w: WheelFacts) -> tuple[str, str] | None:
+    """(name, version) of a wheel file, or None for what is not one (binaries, directories)."""
+    if not w.is_wheel_file or provides_libtorch(w):
+        return None
+    try:
+        version = str(Version(w.contents.filename_version))
+    except InvalidVersion:
+        return None
+    return canonicalize_name(w.contents.filename_name), version
+
+
+def releases(wheels: Iterable[WheelFacts]) -> list[tuple[WheelFacts, ...]]:
+    """The releases with more than one wheel, in input order."""
+    groups: dict[tuple[str, str], list[WheelFacts]] = {}
+    for w in wheels:
+        key = release_key(w)
+        if key is not None:
+            groups.setdefault(key, []).append(w)
+    return [tuple(g) for g in groups.values() if len(g) > 1]
+
+
+def _name(w: WheelFacts) -> str:
+    return w.contents.path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def torch_requirement_set(w: WheelFacts) -> tuple[str, ...]:
+    return tuple(sorted(str(r) for r in w.metadata.torch_requirements))
+
+
+def _shown(reqs: tuple[str, ...]) -> str:
+    return "; ".join(reqs) if reqs else "no torch requirement"
+
+
+def _platforms(w: WheelFacts) -> str:
+    return ".".join(sorted({t.platform for t in w.contents.filename_tags}))
+
+
+@rule(
+    "TW601",
+    "release-requirements-differ",
+    "error",
+    "wheels of one release declare different torch requirements",
+)
+def requirements_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
+    mine = torch_requirement_set(view.wheel)
+    other = next((o for o in view.others if torch_requirement_set(o) != mine), None)
+    if other is not None:
+        yield (
+            "",
+            f"requires {_shown(mine)} but {_name(other)} of the same release requires "
+            f"{_shown(torch_requirement_set(other))}: installers read one METADATA per release; "
+            "write one set to all with `torchwheel tag --release` (markers where platforms differ)",
+        )
+
+
+@rule(
+    "TW602",
+    "release-targets-differ",
+    "warning",
+    "the stable-ABI targets of one release differ between platforms without markers to say so",
+)
+def targets_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
+    mine = wheel_torch_abi(view.wheel)
+    if mine.kind != "stable" or any(r.marker is not None for r in view.wheel.metadata.torch_requirements):
+        return
+    for o in view.others:
+        theirs = wheel_torch_abi(o)
+        if (
+            theirs.kind == "stable"
+            and theirs.target != mine.target
+            and _platforms(o) != _platforms(view.wheel)
+        ):
+            yield (
+                "",
+                f"targets torch {mine} on {_platforms(view.wheel)} but {_name(o)} targets {theirs} on "
+                f"{_platforms(o)}: one requirement set must carry both floors with sys_platform markers "
+                "(`torchwheel tag --release`)",
+            )
+            return
+
+
+@rule(
+    "TW603",
+    "release-stable-and-unstable",
+    "error",
+    "a stable-ABI wheel and a version-locked (unstable) wheel share one release",
+)
+def stable_and_unstable(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
+    mine = wheel_torch_abi(view.wheel).kind
+    if mine not in ("stable", "unstable"):
+        return
+    want = "unstable" if mine == "stable" else "stable"
+    other = next((o for o in view.others if wheel_torch_abi(o).kind == want), None)
+    if other is not None:
+        yield (
+            "",
+            f"this wheel is {mine} but {_name(other)} of the same release is {want}: they cannot share "
+            "one METADATA (a floor vs a one-minor pin); give the version-locked build a local label "
+            "(`torchwheel tag --local-label torchX.Y`) or publish it on a per-target index",
+        )

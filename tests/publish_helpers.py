@@ -1,0 +1,101 @@
+"""Helpers for the publishing tests (index, variants, matrix): one release built for several
+torch targets from the fixture binaries, stub torch distributions, installers run offline."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .helpers import fixture_wheels_module, fresh_venv, torchwheel
+from .release_set import stub_torch_wheel
+
+PLAT = "manylinux_2_28_x86_64"
+TAGS = f"cp39-abi3-{PLAT}"
+# build -> (fixture binary, the author's requirement, the torch it targets)
+BUILDS = {
+    "210": ("elf_marker_2_10", "torch>=2.10", "2.10"),  # stable, target 2.10
+    "212": ("elf_marker_2_12_tag", "torch>=2.10", "2.12"),  # stable, marker 2.12 (tag narrows)
+    "213": ("elf_unstable_cpp", "torch==2.13.*", "2.13"),  # version-locked build for 2.13
+}
+PLAIN = f"twidx-1.0.0-{TAGS}.whl"
+
+
+def untagged_builds(built: dict[str, Path], out: Path, dist: str = "twidx") -> dict[str, Path]:
+    """Build -> an untagged wheel of ``dist`` 1.0.0, one folder each: every build has the same
+    file name, as a project's CI produces them (written by the fixture writer, not torchwheel)."""
+    wm = fixture_wheels_module()
+    files = {}
+    for build, (binary, req, _) in BUILDS.items():
+        spec = wm.WheelSpec("release", dist, TAGS, ((f"{dist}/_C.abi3.so", binary),), requires=(req,))
+        files[build] = wm.write_wheel(out / build / spec.filename, spec, built)
+    return files
+
+
+def _tag(*args: str) -> None:
+    result = torchwheel("tag", *args)
+    assert result.returncode == 0, result.stderr
+
+
+def labelled_release(built: dict[str, Path], work: Path) -> Path:
+    """The per-target route: each build tagged on its own with ``--local-label torchX.Y``
+    (``twidx-1.0.0+torch2.12-...``), all in one folder."""
+    out = work / "labelled"
+    for build, wheel in untagged_builds(built, work / "raw").items():
+        _tag("-w", str(out), "--local-label", f"torch{BUILDS[build][2]}", str(wheel))
+    return out
+
+
+def labelled(build: str) -> str:
+    return f"twidx-1.0.0+torch{BUILDS[build][2]}-{TAGS}.whl"
+
+
+def variant_release(built: dict[str, Path], work: Path) -> Path:
+    """The variant route: one version, the 2.10 build as the plain fallback, and a variant
+    wheel per build (``...-torch2.12.whl``); each build tagged on its own with ``--variant``."""
+    out = work / "variants"
+    out.mkdir(parents=True)
+    for build, wheel in untagged_builds(built, work / "raw").items():
+        each = work / f"tagged-{build}"
+        _tag("-w", str(each), "--variant", str(wheel))
+        for produced in each.iterdir():
+            if produced.name != PLAIN or build == "210":
+                produced.rename(out / produced.name)
+    return out
+
+
+def offline_env() -> dict[str, str]:
+    """pip and uv with no configured indexes or find-links: only what a test names is seen."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    env["UV_NO_CONFIG"] = "1"
+    env["UV_OFFLINE"] = "1"
+    return env
+
+
+def pip(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-cache-dir", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=offline_env())
+
+
+def uv(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).parent / "uv"
+    env = {**offline_env(), "UV_CACHE_DIR": str(cache)}
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=600, env=env)
+
+
+def venv_with_torch(path: Path, torch: str | None, wheels: Path) -> Path:
+    """A fresh venv holding a stub torch of that version (or no torch at all)."""
+    python = fresh_venv(path)
+    if torch is not None:
+        result = pip(python, "--no-index", "--no-deps", str(stub_torch_wheel(torch, wheels)))
+        assert result.returncode == 0, result.stderr
+    return python
+
+
+def installed_dist_info(python: Path, dist: str) -> Path:
+    """The ``.dist-info`` directory of ``dist`` in that venv's site-packages."""
+    (site,) = (python.parent.parent / "lib").glob("python3*/site-packages")
+    (found,) = site.glob(f"{dist}-*.dist-info")
+    return found
