@@ -25,6 +25,7 @@ where they disagree with torchwheel; ``--write-docs`` writes ``docs/corpus.md``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 import subprocess
@@ -37,14 +38,20 @@ from typing import Any
 
 from packaging.utils import parse_wheel_filename
 
-from torchwheel.shimexports import file_sha256
-
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 CORPUS_TOML = HERE / "corpus.toml"
 CACHE = REPO / ".cache" / "corpus"
 RESULTS = CACHE / "results.json"
 DOCS = REPO / "docs" / "corpus.md"
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 class CorpusError(Exception):

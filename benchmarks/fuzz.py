@@ -68,12 +68,16 @@ def _one_input(target: str):  # type: ignore[no-untyped-def]
     import atheris
 
     with atheris.instrument_imports(include=["torchwheel"]):
-        from torchwheel import marker, wheelfacts, wheelfile
-        from torchwheel.binary import read_binary
+        from torchwheel.binary import marker_record, read_binary
         from torchwheel.binary.facts import BinaryError
+        from torchwheel.binary.memberscan import scan_member
         from torchwheel.errors import InputError
+        from torchwheel.wheel.archive import WheelArchive
+        from torchwheel.wheel.contents import is_compiled_name
+        from torchwheel.wheel.metadata import parse_metadata, parse_wheel_fields
+        from torchwheel.wheel.record import parse_record
 
-    refusals = (BinaryError, InputError, marker.MarkerError)
+    refusals = (BinaryError, InputError, marker_record.MarkerError)
     shm = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
     wheel_path = shm / f"fuzz{os.getpid()}" / "hostile-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"
     wheel_path.parent.mkdir(exist_ok=True)
@@ -82,21 +86,21 @@ def _one_input(target: str):  # type: ignore[no-untyped-def]
         if target in ("elf", "macho", "pe"):
             read_binary(data, "fuzz")
         elif target == "marker":
-            for hit in marker.scan(data):
+            for hit in marker_record.scan(data):
                 del hit
-            marker.decode(data)
+            marker_record.decode(data)
         elif target == "record":
-            wheelfile.parse_record(data.decode("utf-8", "replace"))
+            parse_record(data.decode("utf-8", "replace"))
         elif target == "metadata":
-            wheelfacts.parse_metadata(data.decode("utf-8", "replace"))
+            parse_metadata(data.decode("utf-8", "replace"))
         elif target == "wheel":
-            wheelfile.parse_wheel_fields(data.decode("utf-8", "replace"))
+            parse_wheel_fields(data.decode("utf-8", "replace"))
         else:
             wheel_path.write_bytes(data)
-            with wheelfile.WheelArchive(wheel_path) as archive:
+            with WheelArchive(wheel_path) as archive:
                 for name in archive.contents.members:
-                    if wheelfile.is_compiled_name(name):
-                        archive.scan_binary(name)
+                    if is_compiled_name(name):
+                        scan_member(archive, name)
                     else:
                         archive.hash_member(name)
 

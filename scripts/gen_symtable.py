@@ -1,7 +1,7 @@
 """Regenerate src/torchwheel/data/shim_versions.json (and docs/symbol-table.md) from torch wheels.
 
 The shipped table dates each shim by the first torch release whose libraries EXPORT it
-(``torchwheel.shimexports``); header gates are scanned from the same wheels as a
+(``scripts/shim_exports.py``); header gates are scanned from the same wheels as a
 cross-check and for shims no wheel read here exports. It must be reproducible by anyone
 from public wheels, so the wheels come from ``pip download --no-deps`` with the pip that
 runs this script (a configured find-links directory, index or constraint is honoured;
@@ -27,10 +27,18 @@ from pathlib import Path
 
 from packaging.utils import parse_wheel_filename
 
-from torchwheel.headergates import Gate
-from torchwheel.shimexports import WheelExports, date_exports, disagreements, header_dates, read_wheel_exports
-from torchwheel.symtable import SymbolTable, scan_headers
-from torchwheel.symtable_cli import write_atomically
+from torchwheel.torchabi.headergates import Gate
+from torchwheel.torchabi.symtable import SymbolTable, scan_headers
+from torchwheel.torchabi.tableupdate import write_atomically
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from shim_exports import (
+    WheelExports,
+    date_exports,
+    disagreements,
+    header_dates,
+    read_wheel_exports,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Every minor's .0 from the first version-targetable stable ABI (the baseline) to the newest.

@@ -16,7 +16,7 @@ import lzma
 import sys
 from pathlib import Path
 
-from torchwheel.compat import read_torch
+from torchwheel.torchabi.torchlibs import read_torch
 
 
 def main(argv: list[str]) -> int:

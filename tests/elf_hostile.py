@@ -14,7 +14,7 @@ import io
 import struct
 import zipfile
 
-from torchwheel import marker
+from torchwheel.binary import marker_record
 from torchwheel.version import FeatureVersion
 
 SYM = struct.Struct("<IBBHQQ")
@@ -86,7 +86,7 @@ def elf(
 
 
 def record(minor: int) -> bytes:
-    return marker.encode(FeatureVersion(2, minor))
+    return marker_record.encode(FeatureVersion(2, minor))
 
 
 def wheel(member: bytes, name: str = "hostile/_C.so") -> bytes:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from torchwheel import marker
+from torchwheel.binary import marker_record
 from torchwheel.binary.common import Buffer, companions_of, exported_marker, slice_facts
 from torchwheel.binary.facts import BinaryError, ExportedMarker, Import, SliceFacts
 
@@ -79,7 +79,7 @@ def read_macho(buf: Buffer, path: str) -> list[SliceFacts]:
             name = raw_name[1:] if raw_name.startswith("_") else raw_name  # pitfall 9
             if s.has_export_info:  # pitfall 7: weak definitions also carry binding info
                 exports.append(name)
-                if name == marker.SYMBOL:
+                if name == marker_record.SYMBOL:
                     va = b.imagebase + s.export_info.address  # pitfall 10
                     off = b.virtual_address_to_offset(va)
                     found = exported_marker(buf, None if off < 0 or off > end else base + off)
@@ -129,7 +129,7 @@ def read_pe(buf: Buffer, path: str) -> SliceFacts:
             if not e.name:
                 continue
             exports.append(e.name)
-            if e.name == marker.SYMBOL and not e.is_forwarded:
+            if e.name == marker_record.SYMBOL and not e.is_forwarded:
                 off = b.rva_to_offset(e.address)  # pitfall 12: export addresses are RVAs
                 found = exported_marker(buf, off if 0 <= off < len(buf) else None)
     imports: list[Import] = []  # never weak: PE has no weak imports, every entry must resolve
@@ -172,7 +172,7 @@ def read_elf_with_lief(buf: Buffer, path: str) -> SliceFacts:
             vis.PROTECTED,
         ):
             exports.append(s.name)
-            if s.name == marker.SYMBOL:
+            if s.name == marker_record.SYMBOL:
                 try:
                     off = b.virtual_address_to_offset(s.value)
                 except Exception:  # LIEF raises on an unmapped address

@@ -22,7 +22,7 @@ import pytest
 
 from torchwheel import limits
 from torchwheel.errors import InputError
-from torchwheel.wheelfile import WheelArchive, WheelContents, parse_filename, parse_record
+from torchwheel.wheel.archive import WheelArchive, WheelContents, parse_filename, parse_record
 
 from .helpers import torchwheel
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from torchwheel.analysis import analyze_binary
+from torchwheel.analysis.member import analyze_binary
 from torchwheel.binary import BinaryError, read_path
-from torchwheel.symtable import load_shipped
-from torchwheel.torchabi import unstable_name
+from torchwheel.torchabi.cxxnames import unstable_name
+from torchwheel.torchabi.symtable import load_shipped
 from torchwheel.version import FeatureVersion
 
 from .helpers import fixture_build, scenario_names

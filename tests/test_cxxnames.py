@@ -14,11 +14,11 @@ from collections import Counter
 
 import pytest
 
-from torchwheel import cxxnames
-from torchwheel.compat import INSTALLED, read_torch
-from torchwheel.cxxnames import is_unstable_key, scope_key, unstable_name
-from torchwheel.symtable import load_shipped
-from torchwheel.torchabi import is_shim_name
+from torchwheel.torchabi import cxxnames
+from torchwheel.torchabi.cxxnames import is_unstable_key, scope_key, unstable_name
+from torchwheel.torchabi.symtable import load_shipped
+from torchwheel.torchabi.torchlibs import INSTALLED, read_torch
+from torchwheel.torchabi.usage import is_shim_name
 
 from .helpers import REPO
 

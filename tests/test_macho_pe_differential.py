@@ -22,10 +22,9 @@ from pathlib import Path
 import lief
 import pytest
 
-from torchwheel import memberscan
-from torchwheel.binary import read_binary
+from torchwheel.binary import memberscan, read_binary
 from torchwheel.binary.facts import BinaryFacts, Import, SliceFacts
-from torchwheel.wheelfile import WheelArchive
+from torchwheel.wheel.archive import WheelArchive
 
 from .helpers import fixture_build
 from .lief_reference import read_macho, read_pe

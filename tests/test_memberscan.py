@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from torchwheel import memberscan
-from torchwheel.binary import BinaryError, read_binary, read_path
-from torchwheel.wheelfile import WheelArchive
+from torchwheel.binary import BinaryError, memberscan, read_binary, read_path
+from torchwheel.wheel.archive import WheelArchive
 
 from .helpers import fixture_build
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from packaging.tags import mac_platforms
 
-from torchwheel.findings import Policy
-from torchwheel.inputs import load
-from torchwheel.platforms import _MACHO_ARCHS, expected
+from torchwheel.analysis.load import load
+from torchwheel.analysis.platforms import _MACHO_ARCHS, expected
 from torchwheel.rules import REGISTRY
-from torchwheel.symtable import load_shipped
+from torchwheel.rules.registry import Policy
+from torchwheel.torchabi.symtable import load_shipped
 
 from .helpers import fixture_wheels_module
 

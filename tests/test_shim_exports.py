@@ -10,19 +10,20 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import load_script
-from torchwheel.compat import TorchLibraries, read_torch
-from torchwheel.shimexports import (
-    WheelExports,
-    date_exports,
-    header_dates,
-    platform_label,
-    read_wheel_exports,
-)
-from torchwheel.symtable import BASELINE, Origin, SymbolTable, WheelSource, load_shipped
+from torchwheel.torchabi.symtable import BASELINE, Origin, SymbolTable, WheelSource, load_shipped
+from torchwheel.torchabi.torchlibs import TorchLibraries, read_torch
 from torchwheel.version import FeatureVersion
 
 V = FeatureVersion.parse
 REPO = Path(__file__).resolve().parents[1]
+# the export dating behind the shipped table: a script of the repository (gen_symtable.py's
+# library), not part of the installed package, which never needs it at run time
+_shim_exports = load_script("shim_exports", REPO / "scripts" / "shim_exports.py")
+WheelExports = _shim_exports.WheelExports
+date_exports = _shim_exports.date_exports
+header_dates = _shim_exports.header_dates
+platform_label = _shim_exports.platform_label
+read_wheel_exports = _shim_exports.read_wheel_exports
 INSTALLED = V("2.13.0")  # the test extras pin torch 2.13.0 (CPU, linux-x86_64)
 IVALUE_FAMILY = (
     "aoti_torch_int64_to_ivalue",
@@ -31,6 +32,11 @@ IVALUE_FAMILY = (
     "aoti_torch_tensor_to_ivalue",
     "aoti_torch_delete_c10_value_object",
 )
+
+
+def _first_on(origin: Origin, platform: str) -> FeatureVersion | None:
+    """The first release read that exports the symbol on ``platform`` (None: none did)."""
+    return next((V(release) for p, release in origin.platforms if p == platform), None)
 
 
 def _wheel(release: str, platform: str, libraries: dict[str, set[str]]) -> WheelExports:
@@ -156,12 +162,12 @@ def test_shipped_table_is_export_dated() -> None:
         assert table.introduced(name) == V("2.10.0"), name
         origin = table.origin(name)
         assert origin.source == "export"
-        assert origin.first_on("macos-arm64") == origin.first_on("linux-x86_64") == V("2.10.0")
+        assert _first_on(origin, "macos-arm64") == _first_on(origin, "linux-x86_64") == V("2.10.0")
     # Gated at 2.11 in c_shim_mps.h, first exported by the 2.12 macOS build.
     assert table.introduced("aoti_torch_mps_nonzero_static") == V("2.12.0")
     assert table.introduced("aoti_torch_mps__cdist_backward") == V("2.13.0")
     assert table.introduced("aoti_torch_get_sizes") is None
-    assert table.origin("aoti_torch_get_sizes").first_on("windows-x86_64") == BASELINE
+    assert _first_on(table.origin("aoti_torch_get_sizes"), "windows-x86_64") == BASELINE
     # No XPU wheel was read: XPU shims keep what the headers say.
     assert table.origin("aoti_torch_xpu_cat").source == "header-gate"
     assert table.introduced("aoti_torch_xpu_grid_sampler_3d") == V("2.14.0")
@@ -201,7 +207,7 @@ def test_every_shim_dated_on_linux_by_2_13_is_exported_by_it(installed: TorchLib
     table = load_shipped()
     expected = set()
     for name in table.symbols:
-        first = table.origin(name).first_on("linux-x86_64")
+        first = _first_on(table.origin(name), "linux-x86_64")
         if first is not None and first <= INSTALLED:
             expected.add(name)
     assert len(expected) > 350

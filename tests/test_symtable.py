@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from torchwheel.headergates import ConditionalTracker, condition_gates, scan_header_text
-from torchwheel.symtable import (
+from torchwheel.torchabi.headergates import ConditionalTracker, condition_gates, scan_header_text
+from torchwheel.torchabi.symtable import (
     BASELINE,
     SCHEMA_VERSION,
     SymbolTable,
@@ -17,7 +17,7 @@ from torchwheel.symtable import (
     merge_all,
     scan_headers,
 )
-from torchwheel.symtable_cli import regenerate
+from torchwheel.torchabi.tableupdate import regenerate
 from torchwheel.version import FeatureVersion
 
 V = FeatureVersion.parse
@@ -287,6 +287,9 @@ def test_scan_headers_from_directory_forms_and_wheel(tmp_path: Path) -> None:
         for path in sorted(include.rglob("*")):
             if path.is_file():
                 archive.write(path, path.relative_to(tmp_path / "site").as_posix())
+        # a wheel is read like every other (WheelArchive): it has its .dist-info
+        archive.writestr("torch-2.12.1.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: cp311-cp311-linux_x86_64\n")
+        archive.writestr("torch-2.12.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.12.1\n")
     assert scan_headers(wheel) == expected
 
 

@@ -19,7 +19,8 @@ from packaging.metadata import Metadata
 from packaging.tags import sys_tags
 from packaging.utils import parse_wheel_filename
 
-from torchwheel.wheelfile import parse_record, record_hash
+from torchwheel.wheel.archive import parse_record
+from torchwheel.wheel.record import record_hash
 
 from .helpers import fixture_wheels_module, fresh_venv, pip_install, torchwheel
 
@@ -246,23 +247,25 @@ def test_failure_mid_write_leaves_nothing(
     failure: BaseException, fixture_wheels: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A full disk or Ctrl-C while copying members: no partial wheel, input untouched."""
-    from torchwheel import inputs, tagging, wheelwriter
-    from torchwheel.retag import TagOptions
-    from torchwheel.symtable import load_shipped
+    from torchwheel.analysis import load
+    from torchwheel.tagging import apply
+    from torchwheel.tagging.options import TagOptions
+    from torchwheel.torchabi.symtable import load_shipped
+    from torchwheel.wheel import writer
 
     src = tmp_path / fixture_wheels["clean"].name
     shutil.copy(fixture_wheels["clean"], src)
     before = src.read_bytes()
-    (facts,) = list(inputs.load((src,), (), load_shipped()))
+    (facts,) = list(load.load((src,), (), load_shipped()))
 
     def broken(*args: object, **kwargs: object) -> None:
         raise failure
 
-    monkeypatch.setattr(wheelwriter, "_copy_raw", broken)
+    monkeypatch.setattr(writer, "_copy_raw", broken)
     dest = tmp_path / "out"
     for in_place in (False, True):
         with pytest.raises(type(failure)):
-            tagging.tag(facts, TagOptions(), None if in_place else dest, in_place, False)
+            apply.tag(facts, TagOptions(), None if in_place else dest, in_place, False)
     assert src.read_bytes() == before
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [src.name]
 

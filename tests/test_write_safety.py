@@ -27,7 +27,7 @@ from installer.sources import WheelFile
 from packaging.metadata import parse_email
 
 from torchwheel.errors import InputError
-from torchwheel.writetemp import TEMP_PREFIX
+from torchwheel.wheel.temps import TEMP_PREFIX
 
 from .helpers import torchwheel
 
@@ -156,7 +156,7 @@ def test_non_ascii_name_that_matches(fixture_wheels: dict[str, Path], tmp_path: 
 
 def test_verification_uses_installer(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
     """The last check before a rename is installer's: a mismatching wheel never lands."""
-    from torchwheel.writecheck import verify_written
+    from torchwheel.wheel.readback import verify_written
 
     renamed = "other-1.0.0.dist-info"
 
@@ -191,10 +191,10 @@ def test_input_overwritten_after_analysis(how: str, fixture_wheels: dict[str, Pa
     """Same inode, other bytes (``cp other.whl input.whl``) between analysis and copy: the
     copied members no longer inflate to the analysed CRCs (or are no longer where the
     analysed directory said), so nothing is written."""
-    from torchwheel import tagging
-    from torchwheel.inputs import opened
-    from torchwheel.retag import TagOptions
-    from torchwheel.symtable import load_shipped
+    from torchwheel.analysis.load import opened
+    from torchwheel.tagging import apply
+    from torchwheel.tagging.plan import TagOptions
+    from torchwheel.torchabi.symtable import load_shipped
 
     src = tmp_path / fixture_wheels["clean"].name
     shutil.copy(fixture_wheels["clean"], src)
@@ -214,27 +214,27 @@ def test_input_overwritten_after_analysis(how: str, fixture_wheels: dict[str, Pa
         else:
             _flip_member_bytes(src, so)
         with pytest.raises(InputError, match=r"analysed|does not verify|local header"):
-            tagging.tag(facts, TagOptions(), dest, False, False, archive=archive)
+            apply.tag(facts, TagOptions(), dest, False, False, archive=archive)
     assert not dest.exists() or not list(dest.iterdir())
 
 
 def test_input_replaced_during_in_place(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
     """The path now names another file (renamed over it): --in-place must not replace or
     delete that file; it refuses and leaves it as it is."""
-    from torchwheel import tagging
-    from torchwheel.inputs import opened
-    from torchwheel.retag import TagOptions
-    from torchwheel.symtable import load_shipped
+    from torchwheel.analysis.load import opened
+    from torchwheel.tagging import apply
+    from torchwheel.tagging.plan import TagOptions
+    from torchwheel.torchabi.symtable import load_shipped
 
     src = tmp_path / fixture_wheels["clean"].name
     shutil.copy(fixture_wheels["clean"], src)
     newcomer = tmp_path / "newcomer"
     newcomer.write_bytes(b"someone else's file")
-    with opened((src,), load_shipped(), tagging.lock_input) as loaded:
+    with opened((src,), load_shipped(), apply.lock_input) as loaded:
         ((facts, archive),) = loaded
         os.replace(newcomer, src)
         with pytest.raises(InputError, match="replaced or removed while tag ran"):
-            tagging.tag(facts, TagOptions(), None, True, False, archive=archive)
+            apply.tag(facts, TagOptions(), None, True, False, archive=archive)
     assert src.read_bytes() == b"someone else's file"
     assert sorted(p.name for p in tmp_path.iterdir()) == [src.name]
 
@@ -403,7 +403,7 @@ def test_control_characters_are_escaped_in_text(fixture_wheels: dict[str, Path],
 
 
 def test_textsafe_escapes() -> None:
-    from torchwheel.textsafe import safe, safe_lines
+    from torchwheel.report.textsafe import safe, safe_lines
 
     assert safe("a\nb\r\x00\x1b\x7f\x85\u2028\u202e\tc") == "a\\nb\\r\\0\\x1b\\x7f\\x85\\u2028\\u202e\tc"
     assert safe_lines(["one\ntwo", "three"]) == "one\\ntwo\nthree"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 _KINDS = (
@@ -70,3 +71,16 @@ def read_regular(path: Path, limit: int, follow_symlinks: bool = True) -> bytes:
             return fh.read(limit + 1)[:limit]
     finally:
         os.close(fd)
+
+
+def read_chunks(fd: int, end: int, chunk: int = 1 << 20) -> Iterator[bytes]:
+    """The bytes of ``fd`` up to ``end`` by ``pread`` (no shared file position: callers may
+    share the descriptor); a file that shrank meanwhile just ends early, and its reader
+    sees fewer bytes and says so."""
+    pos = 0
+    while pos < end:
+        data = os.pread(fd, min(chunk, end - pos), pos)
+        if not data:
+            return
+        pos += len(data)
+        yield data

@@ -16,10 +16,10 @@ from torchwheel.binary.elf import read_elf
 from torchwheel.binary.facts import BinaryError, BinaryFacts, Format, Import, SliceFacts
 from torchwheel.binary.macho import FAT, THIN, read_macho
 from torchwheel.binary.macho import needed_ranges as macho_ranges
+from torchwheel.binary.marker_record import Buffer, RawHit
 from torchwheel.binary.pe import needed_ranges as pe_ranges
 from torchwheel.binary.pe import read_pe
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
-from torchwheel.marker import Buffer, RawHit
 from torchwheel.safeopen import open_regular
 
 __all__ = [
@@ -31,7 +31,6 @@ __all__ = [
     "read_binary",
     "read_path",
     "read_sparse",
-    "read_sparse_elf",
     "sniff",
 ]
 
@@ -82,9 +81,6 @@ def read_binary(buf: Buffer, path: str, raw_scan: bool = True) -> BinaryFacts:
 def read_sparse(buf: SparseBuffer, path: str, raw_hits: list[RawHit]) -> BinaryFacts:
     """A binary of which a streaming scan kept only some ranges (see ``memberscan``)."""
     return _read(buf, path, raw_hits)
-
-
-read_sparse_elf = read_sparse  # the name memberscan used while only ELF streamed
 
 
 def needed_ranges(buf: SparseBuffer) -> list[tuple[int, int]]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from torchwheel import marker
+from torchwheel.binary import marker_record
 from torchwheel.binary.facts import BinaryError, ExportedMarker, Import, SliceFacts
+from torchwheel.binary.marker_record import Buffer, MarkerError
 from torchwheel.binary.sparse import SparseBuffer
 from torchwheel.limits import Limit, LimitExceeded
-from torchwheel.marker import Buffer, MarkerError
 from torchwheel.version import FeatureVersion
 
 __all__ = ["Buffer", "companions_of", "exported_marker", "slice_facts", "within"]
@@ -55,9 +55,9 @@ def exported_marker(buf: Buffer | SparseBuffer, offset: int | None) -> ExportedM
     """Decode the record at the exported symbol's file offset."""
     if offset is None:
         return ExportedMarker(None, None, "the marker symbol points at no bytes in the file")
-    raw = bytes(buf[offset : offset + marker.MAX_RECORD])
+    raw = bytes(buf[offset : offset + marker_record.MAX_RECORD])
     try:
-        return ExportedMarker(marker.decode(raw), offset)
+        return ExportedMarker(marker_record.decode(raw), offset)
     except MarkerError as exc:
         return ExportedMarker(None, offset, str(exc))
 
@@ -72,7 +72,7 @@ def slice_facts(
     exported: ExportedMarker | None,
     companions: tuple[FeatureVersion, ...],
     file_range: tuple[int, int],
-    raw_hits: list[marker.RawHit] | None = None,
+    raw_hits: list[marker_record.RawHit] | None = None,
 ) -> SliceFacts:
     """Assemble a slice, scanning its own byte range so universal slices stay apart.
 
@@ -83,8 +83,8 @@ def slice_facts(
     if raw_hits is None:
         if isinstance(buf, SparseBuffer):
             raise ValueError("a sparse buffer needs the raw hits of its stream")
-        hits = marker.Hits()
-        marker.collect(buf, hits, lo, hi)
+        hits = marker_record.Hits()
+        marker_record.collect(buf, hits, lo, hi)
         raw_hits, omitted = hits.found, hits.omitted
     return SliceFacts(
         arch=arch,

@@ -29,12 +29,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from torchwheel import limits, marker
+from torchwheel import limits
+from torchwheel.binary import marker_record
 from torchwheel.binary.common import Buffer, companions_of, exported_marker, slice_facts, within
 from torchwheel.binary.facts import BinaryError, Import, SliceFacts
+from torchwheel.binary.marker_record import RawHit
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
 from torchwheel.binary.strtab import Names
-from torchwheel.marker import RawHit
 
 _SHT_DYNSYM = 11
 _SHT_DYNAMIC = 6
@@ -127,7 +128,7 @@ class _Reader:
         self.lay = _Layout("<" if ei_data == 1 else ">", ei_class == 2)
         fields = self._unpack(self.lay.ehdr, 16, "ELF header")
         (_, self.machine, _, _, self.phoff, self.shoff, _, _, self.phentsize, self.phnum,
-         self.shentsize, self.shnum, self.shstrndx) = fields  # fmt: skip
+         self.shentsize, self.shnum, _) = fields  # fmt: skip
 
     def _unpack(self, fmt: str, offset: int, what: str) -> tuple[int, ...]:
         size = struct.calcsize(fmt)
@@ -209,7 +210,7 @@ class _Reader:
             elif bind in (_STB_GLOBAL, _STB_WEAK, _STB_GNU_UNIQUE) and st_other & 3 in _VISIBLE:
                 name = names(st_name)
                 exports.append(name)
-                if name == marker.SYMBOL:
+                if name == marker_record.SYMBOL:
                     marker_value = st_value
         return _Symbols(exports, imports, marker_value)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from torchwheel.marker import MarkerRecord, RawHit
+from torchwheel.binary.marker_record import MarkerRecord, RawHit
 from torchwheel.version import FeatureVersion
 
 Format = Literal["elf", "macho", "pe"]

@@ -1,4 +1,4 @@
-"""A focused Mach-O reader (thin and universal): exports, imports, dylibs and the marker.
+"""A focused Mach-O reader (thin and universal): exports, imports, dylibs and the marker_record.
 
 Why not LIEF: LIEF parses whole files, so a 300 MB ``libtorch_cpu.dylib`` had to be held in
 memory (and copied) to learn its exports. This reader slices only the byte ranges the facts
@@ -18,11 +18,12 @@ import struct
 from itertools import pairwise
 from typing import NamedTuple
 
-from torchwheel import limits, marker
+from torchwheel import limits
+from torchwheel.binary import marker_record
 from torchwheel.binary.common import Buffer, companions_of, exported_marker, slice_facts
 from torchwheel.binary.facts import BinaryError, ExportedMarker, Import, SliceFacts
+from torchwheel.binary.marker_record import RawHit
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
-from torchwheel.marker import RawHit
 
 Buf = Buffer | SparseBuffer
 
@@ -39,7 +40,7 @@ _MH_TWOLEVEL = 0x80
 _N_STAB, _N_TYPE, _N_EXT, _N_PEXT, _N_SECT = 0xE0, 0x0E, 0x01, 0x10, 0x0E
 _N_WEAK_REF = 0x40  # n_desc of an undefined symbol the loader may leave null (weak_import)
 _EXPORT_REEXPORT, _EXPORT_STUB_AND_RESOLVER = 0x08, 0x10
-_MARKER_RAW = b"_" + marker.SYMBOL.encode()
+_MARKER_RAW = b"_" + marker_record.SYMBOL.encode()
 _MAX_NAME = 32 << 10
 _NAME_WINDOW = 4096  # string-table bytes read past the last external name's start  # longest exported name accepted from a trie (real names: a few KB)
 
@@ -317,7 +318,7 @@ def _slice(buf: Buf, base: int, end: int, raw_hits: list[RawHit] | None) -> Slic
         if c.flags & _MH_TWOLEVEL and 1 <= ordinal <= len(c.dylibs):
             library = c.dylibs[ordinal - 1]
         imports.append(Import(name, library, bool(n_desc & _N_WEAK_REF)))
-    if found is None and c.trie is None and marker.SYMBOL in exports:
+    if found is None and c.trie is None and marker_record.SYMBOL in exports:
         found = ExportedMarker(None, None, "no export trie to locate the marker")
     hits = None if raw_hits is None else [h for h in raw_hits if base <= h.offset < end]
     return slice_facts(
@@ -378,5 +379,5 @@ def needed_ranges(buf: SparseBuffer) -> list[tuple[int, int]]:
                 continue
             off = _marker_offset(c, trie, base, end)
             if off is not None:
-                out.append((off, off + marker.MAX_RECORD))
+                out.append((off, off + marker_record.MAX_RECORD))
     return [(lo, min(hi, len(buf))) for lo, hi in out if 0 <= lo < hi]

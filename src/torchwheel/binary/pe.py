@@ -1,4 +1,4 @@
-"""A focused PE reader: export names, imported DLLs and symbols (also delay-load), the marker.
+"""A focused PE reader: export names, imported DLLs and symbols (also delay-load), the marker_record.
 
 Why not LIEF: LIEF parses whole files, and a Windows CUDA ``.pyd`` or ``torch_cpu.dll`` is
 300 MB to 1 GB; holding it to read its export directory broke the memory budget. This reader
@@ -18,11 +18,12 @@ import struct
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from torchwheel import limits, marker
+from torchwheel import limits
+from torchwheel.binary import marker_record
 from torchwheel.binary.common import Buffer, companions_of, exported_marker, slice_facts
 from torchwheel.binary.facts import BinaryError, ExportedMarker, Import, SliceFacts
+from torchwheel.binary.marker_record import RawHit
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
-from torchwheel.marker import RawHit
 
 Buf = Buffer | SparseBuffer
 
@@ -186,7 +187,7 @@ def _exports(
         if not name:
             continue
         names.append(name)
-        if name == marker.SYMBOL:
+        if name == marker_record.SYMBOL:
             (rva,) = struct.unpack_from("<I", funcs, 4 * index)
             if not dir_rva <= rva < dir_rva + dir_size:  # inside the directory: a forwarder
                 exported, marker_rva = True, rva

@@ -18,14 +18,19 @@ newest floor, which may use the newest shims), then the higher build tag.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from packaging.tags import Tag
 from packaging.version import Version
 
-from torchwheel.install.candidates import Candidate, TorchNeed
+from torchwheel.install.candidates import Candidate
 from torchwheel.install.target import TorchTarget
+from torchwheel.torchabi.need import TorchNeed
+from torchwheel.torchabi.releases import Minor, minor_of
+
+Fit = Literal["loads", "only", "no"]  # a cell of ``matrix``: loads / this minor only / not
 
 Torch = Version | None
 
@@ -154,3 +159,38 @@ def choose(candidates: list[Candidate], target: TorchTarget, force: bool = False
         chosen = verdicts[0].candidate if verdicts and verdicts[0].fits else None
         out.append(Choice(name, chosen, verdicts))
     return out
+
+
+# -- per torch minor: the cells of ``index`` and ``matrix``
+
+
+def fit(need: TorchNeed, torch: Minor) -> tuple[Fit, str]:
+    """(the cell, why) for one wheel on one torch minor: ``torch_verdict`` (the rule
+    ``select`` applies) on that minor's first release; a floor with a patch counts for its
+    own minor (it loads from that patch on)."""
+    probe = Version(f"{torch[0]}.{torch[1]}.0")
+    if need.kind == "stable" and need.floor is not None and minor_of(need.floor) == torch:
+        probe = Version(need.floor.release)
+    ok, why = torch_verdict(need, probe)
+    if not ok:
+        return "no", why
+    return ("only" if need.kind == "unstable" else "loads"), why
+
+
+def needed_minors(needs: Iterable[TorchNeed]) -> set[Minor]:
+    """The minors the candidates themselves name (stable floors, unstable builds)."""
+    out: set[Minor] = set()
+    for n in needs:
+        if n.kind == "stable" and n.floor is not None:
+            out.add(minor_of(n.floor))
+        elif n.kind == "unstable" and n.minor is not None:
+            out.add(n.minor)
+    return out
+
+
+def preference(need: TorchNeed) -> tuple[int, int]:
+    """Among candidates that load on one torch, higher is better, as ``select`` ranks them
+    (``choose``): stable before unstable before none (a stable wheel keeps loading when
+    torch is upgraded), and among stable wheels the newest floor."""
+    order = {"none": 0, "unstable": 1, "stable": 2}
+    return order[need.kind], need.floor.to_int() if need.floor is not None else 0

@@ -10,7 +10,6 @@ target's version (Python compiles on first import anyway).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import os
@@ -31,6 +30,7 @@ from torchwheel import __version__
 from torchwheel.errors import InputError
 from torchwheel.install.candidates import Candidate
 from torchwheel.install.target import TorchTarget
+from torchwheel.wheel.record import digest_text
 
 
 class InstallRefused(Exception):
@@ -103,14 +103,13 @@ def _verify_installed(record: Path) -> None:
     for path, digest, size in rows:
         if not digest:
             continue
-        algo, _, want = digest.partition("=")
+        algo = digest.partition("=")[0]
         file = Path(os.path.normpath(base / path))
         try:
             data = file.read_bytes()
         except OSError as exc:
             raise InputError(f"installed RECORD lists {path}, which is missing ({exc.strerror})") from exc
-        got = base64.urlsafe_b64encode(hashlib.new(algo, data).digest()).rstrip(b"=").decode()
-        if got != want or (size and int(size) != len(data)):
+        if digest_text(hashlib.new(algo, data).digest(), algo) != digest or (size and int(size) != len(data)):
             raise InputError(f"installed {path} does not match its RECORD entry")
 
 

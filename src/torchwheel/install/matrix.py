@@ -1,7 +1,7 @@
 """``torchwheel matrix``: which wheel loads on which torch, as a grid people can read.
 
 Rows are wheels, columns torch minors (every release the symbol table was read from, the
-installed torch, and any the wheels name); each cell is ``torchfit.fit``. Markdown is for CI
+installed torch, and any the wheels name); each cell is ``choose.fit``. Markdown is for CI
 job summaries (``$GITHUB_STEP_SUMMARY``); JSON carries the reason of every cell.
 """
 
@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchwheel.install.candidates import Candidate
-from torchwheel.install.torchfit import Fit, Minor, fit, show_minor
+from torchwheel.install.choose import Fit, fit
+from torchwheel.torchabi.releases import Minor, show_minor
 
 SCHEMA_VERSION = 1
 SYMBOL = {"loads": "yes", "only": "only", "no": "-"}

@@ -25,6 +25,8 @@ from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
 
 from torchwheel.errors import InputError
+from torchwheel.torchabi.releases import Minor, minor_of
+from torchwheel.version import FeatureVersion
 
 
 @dataclass(frozen=True)
@@ -43,28 +45,21 @@ class TorchTarget:
     markers: dict[str, str]
     python: str | None = None
     paths: dict[str, str] = field(default_factory=dict)
-    torch_location: str | None = None
-
-    @property
-    def torch_minor(self) -> tuple[int, int] | None:
-        if self.torch is None:
-            return None
-        return (self.torch.major, self.torch.minor)
 
 
 _PROBE = r"""
 import importlib.metadata as m, json, sys, sysconfig
 try:
     dist = m.distribution("torch")
-    torch, where = dist.version, str(dist.locate_file(""))
+    torch = dist.version
 except m.PackageNotFoundError:
-    torch, where = None, None
+    torch = None
 paths = sysconfig.get_paths()
 sys.path.insert(0, sys.argv[1])
 from packaging import tags
 from packaging.markers import default_environment
 print(json.dumps({
-    "torch": torch, "torch_location": where, "paths": paths,
+    "torch": torch, "paths": paths,
     "python": sys.executable, "version": ".".join(map(str, sys.version_info[:3])),
     "tags": [str(t) for t in tags.sys_tags()], "markers": default_environment(),
 }))
@@ -106,7 +101,6 @@ def probe(python: str | None = None) -> TorchTarget:
         markers=dict(doc["markers"]),
         python=doc["python"],
         paths=dict(doc["paths"]),
-        torch_location=doc["torch_location"],
     )
 
 
@@ -178,11 +172,9 @@ def probe_here() -> TorchTarget:
     import sysconfig
 
     try:
-        dist = m.distribution("torch")
-        torch: Version | None = Version(dist.version)
-        where: str | None = str(dist.locate_file(""))
+        torch: Version | None = Version(m.distribution("torch").version)
     except m.PackageNotFoundError:
-        torch, where = None, None
+        torch = None
     version = ".".join(map(str, sys.version_info[:3]))
     return TorchTarget(
         description=f"{sys.executable} (Python {version})",
@@ -192,5 +184,14 @@ def probe_here() -> TorchTarget:
         markers={k: str(v) for k, v in default_environment().items()},
         python=sys.executable,
         paths=dict(sysconfig.get_paths()),
-        torch_location=where,
     )
+
+
+def installed_torch() -> Minor | None:
+    """The torch minor of the environment running torchwheel, if any."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return minor_of(FeatureVersion.parse(version("torch").split("+", 1)[0]))
+    except (PackageNotFoundError, ValueError):
+        return None

@@ -4,7 +4,7 @@ Registered as entry point ``torchwheel`` in the group ``variant_plugins`` and na
 ``plugin-api`` in every ``variant.json`` torchwheel writes. Installers run it in the
 *target* environment (variantlib: a subprocess of ``venv_python_executable``), so the torch
 it sees is the one the wheel will load on. Standalone on purpose: only the standard library
-and torchwheel's symbol table (no third-party imports), so it runs in any environment that
+and torchwheel's variant names and symbol table (no third-party imports), so it runs in any environment that
 has torchwheel installed, even without its dependencies.
 
 Supported values follow the lower-bound pattern: ``stable_abi`` is every known target <=
@@ -20,9 +20,8 @@ import os
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 
-NAMESPACE = "torchwheel"  # owned by this project; ``torch`` is PyTorch's name
-STABLE = "stable_abi"  # torchwheel :: stable_abi :: 2.12 = loads on torch >= 2.12
-LOCKED = "build_torch"  # torchwheel :: build_torch :: 2.13 = loads on torch 2.13 only
+from torchwheel.wheel.variant import LOCKED, NAMESPACE, STABLE
+
 ENV_OVERRIDE = "TORCHWHEEL_VARIANT_TORCH"
 
 
@@ -60,7 +59,7 @@ def detected_torch() -> tuple[int, int] | None:
 
 
 def known_targets() -> list[tuple[int, int]]:
-    from torchwheel.symtable import load_shipped
+    from torchwheel.torchabi.symtable import load_shipped
 
     return sorted({m for s in load_shipped().sources if (m := _minor(s)) is not None})
 

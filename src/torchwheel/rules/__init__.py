@@ -1,27 +1,46 @@
-"""The rules, one module per concern; importing this package registers them all."""
+"""The rules, one module per code group; importing this package registers them all.
+
+Which inputs each rule judges is declared with its code (``codes.Scope``), so the runner
+below holds no list of codes of its own.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from torchwheel.findings import REGISTRY, Finding, Policy, sort_findings
+from torchwheel.analysis.releases import ReleaseView, releases
+from torchwheel.analysis.wheelfacts import WheelFacts, provides_libtorch
 from torchwheel.rules import cpython, integrity, marker, release, requirements, torch
-from torchwheel.wheelfacts import WheelFacts, provides_libtorch
+from torchwheel.rules.registry import REGISTRY, Finding, Policy, Rule, sort_findings
 
-__all__ = ["REGISTRY", "cpython", "integrity", "marker", "release", "requirements", "run", "run_all", "torch"]
+__all__ = [
+    "REGISTRY",
+    "cpython",
+    "integrity",
+    "marker",
+    "release",
+    "requirements",
+    "rewrite_blockers",
+    "run",
+    "run_all",
+    "torch",
+]
+
+
+def _judges(r: Rule, facts: WheelFacts, torch_itself: bool) -> bool:
+    scope = r.scope
+    if scope.release or (facts.kind == "binary" and not scope.lone_binary):
+        return False
+    return scope.torch_itself or not torch_itself
 
 
 def run(facts: WheelFacts, policy: Policy) -> list[Finding]:
     found: list[Finding] = []
+    torch_itself = provides_libtorch(facts)
     for code in sorted(REGISTRY):
-        if code.startswith("TW6"):
-            continue  # release rules see several wheels at once: run_all's release pass
-        if facts.kind == "binary" and code.startswith(("TW4", "TW5")):
-            continue  # a lone binary has no wheel metadata to judge
-        if code.startswith(("TW1", "TW2")) and provides_libtorch(facts):
-            continue  # torch's own libraries define the ABI that these rules hold consumers to
-        if policy.enabled(code):
-            found.extend(REGISTRY[code].run(facts, policy, facts.contents.path))
+        r = REGISTRY[code]
+        if _judges(r, facts, torch_itself) and policy.enabled(code):
+            found.extend(r.run(facts, policy, facts.contents.path))
     return sort_findings(found)
 
 
@@ -30,12 +49,17 @@ def run_all(wheels: Iterable[WheelFacts], policy: Policy) -> list[Finding]:
     a release finding joins its wheel's findings, so the order stays wheel by wheel."""
     wheels = list(wheels)
     per_wheel = [run(w, policy) for w in wheels]
-    codes = [c for c in sorted(REGISTRY) if c.startswith("TW6") and policy.enabled(c)]
+    codes = [c for c in sorted(REGISTRY) if REGISTRY[c].scope.release and policy.enabled(c)]
     at = {id(w): i for i, w in enumerate(wheels)}
-    for group in release.releases(wheels):
+    for group in releases(wheels):
         for w in group:
-            view = release.ReleaseView(w, group)
+            view = ReleaseView(w, group)
             extra = [f for code in codes for f in REGISTRY[code].run(view, policy, w.contents.path)]
             if extra:
                 per_wheel[at[id(w)]] = sort_findings([*per_wheel[at[id(w)]], *extra])
     return [f for found in per_wheel for f in found]
+
+
+def rewrite_blockers() -> Policy:
+    """A policy selecting the codes on which ``tag`` and ``repair`` refuse to rewrite."""
+    return Policy(select=frozenset(code for code, r in REGISTRY.items() if r.blocks_rewrite))

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from packaging.tags import Tag
 from packaging.version import Version
 
-from torchwheel.cpython import parse_suffix
-from torchwheel.findings import Hit, Policy, rule
-from torchwheel.pyimports import module_name
-from torchwheel.wheelfacts import MemberBinary, WheelFacts, iter_slices
+from torchwheel.analysis.pyimports import module_name
+from torchwheel.analysis.pythonabi import parse_suffix
+from torchwheel.analysis.wheelfacts import MemberBinary, WheelFacts, iter_slices
+from torchwheel.rules.registry import Hit, Policy, rule
 
 
 def _tags(w: WheelFacts) -> frozenset[Tag]:
@@ -58,7 +58,7 @@ def _requires_python_floor(w: WheelFacts) -> tuple[int, int] | None:
     return None
 
 
-@rule("TW301", "abi3-not-limited", "error", "an abi3-tagged wheel contains a module outside the limited API")
+@rule("TW301")
 def abi3_not_limited(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     if not any(t.abi in ("abi3", "abi3t") for t in _tags(w)):
         return
@@ -75,7 +75,7 @@ def abi3_not_limited(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             )
 
 
-@rule("TW302", "suffix-tag-mismatch", "error", "a module's file-name suffix does not match the wheel tags")
+@rule("TW302")
 def suffix_tag_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     tags = _tags(w)
     if not tags:
@@ -100,12 +100,7 @@ def suffix_tag_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             yield b.member, "is an .abi3t module but no wheel tag has the abi3t ABI: tag it cp315-abi3.abi3t"
 
 
-@rule(
-    "TW303",
-    "limited-api-above-floor",
-    "error",
-    "a module uses limited-API symbols newer than the abi3 tag admits",
-)
+@rule("TW303")
 def limited_above_floor(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     floor = _abi3_floor(_tags(w))
     if floor is None:
@@ -126,7 +121,7 @@ def limited_above_floor(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             )
 
 
-@rule("TW304", "module-hook-missing", "error", "an extension module exports no init hook for its name")
+@rule("TW304")
 def hook_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for b in w.binaries:
         suffix = parse_suffix(b.member)
@@ -161,7 +156,7 @@ def hook_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 )
 
 
-@rule("TW305", "abi3t-needs-modexport", "error", "an abi3t-tagged wheel has a module with only PyInit_")
+@rule("TW305")
 def abi3t_needs_modexport(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     if not any(t.abi == "abi3t" for t in _tags(w)):
         return
@@ -177,7 +172,7 @@ def abi3t_needs_modexport(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             )
 
 
-@rule("TW306", "pure-tag-with-binaries", "error", "a wheel tagged py3-none ships compiled extension modules")
+@rule("TW306")
 def pure_tag(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     tags = _tags(w)
     if tags and all(t.abi == "none" for t in tags) and any(s.python.hooks for _, _, s in iter_slices(w)):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from torchwheel.findings import Hit, Policy, rule
-from torchwheel.platforms import expected
-from torchwheel.wheelfacts import WheelFacts
+from torchwheel.analysis.platforms import expected
+from torchwheel.analysis.wheelfacts import WheelFacts
+from torchwheel.rules.registry import Hit, Policy, rule
 
 _RECORD_KINDS = {
     "hash-mismatch": "TW402",
@@ -20,7 +20,7 @@ _RECORD_KINDS = {
 }
 
 
-@rule("TW401", "record-missing", "error", "the wheel has no RECORD")
+@rule("TW401")
 def record_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for p in w.record_problems:
         if p.problem == "missing-record":
@@ -30,7 +30,7 @@ def record_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             )
 
 
-@rule("TW402", "record-mismatch", "error", "a member's hash or size differs from RECORD")
+@rule("TW402")
 def record_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for p in w.record_problems:
         if _RECORD_KINDS.get(p.problem) == "TW402":
@@ -41,7 +41,7 @@ def record_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             )
 
 
-@rule("TW403", "record-incomplete", "error", "RECORD and the archive list different files")
+@rule("TW403")
 def record_incomplete(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for p in w.record_problems:
         if _RECORD_KINDS.get(p.problem) == "TW403":
@@ -53,7 +53,7 @@ def record_incomplete(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             yield p.path, f"{p.detail}: {fix}"
 
 
-@rule("TW404", "tags-disagree", "warning", "the file name's tags differ from the WHEEL Tag lines")
+@rule("TW404")
 def tags_disagree(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     """A warning, not an error: pip, uv and installer select and install by the file name
     and never read WHEEL's Tag lines, and first-party PyTorch wheels ship this mismatch.
@@ -73,9 +73,7 @@ def tags_disagree(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         )
 
 
-@rule(
-    "TW405", "platform-mismatch", "error", "a binary's format or architecture does not match the platform tag"
-)
+@rule("TW405")
 def platform_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     platforms = {t.platform for t in (w.contents.filename_tags or w.contents.wheel_tags)}
     if not platforms or not w.binaries:
@@ -105,13 +103,13 @@ def platform_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 )
 
 
-@rule("TW406", "binary-unreadable", "error", "a compiled member cannot be read as ELF, Mach-O or PE")
+@rule("TW406")
 def binary_unreadable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for u in w.unreadable:
         yield u.member, f"cannot be read ({u.error}): rebuild it, or drop it from the wheel"
 
 
-@rule("TW407", "metadata-invalid", "error", "METADATA or WHEEL is malformed")
+@rule("TW407")
 def metadata_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     c = w.contents
     for problem in w.metadata.problems:
@@ -125,7 +123,7 @@ def metadata_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         yield f"{c.dist_info}/WHEEL", "WHEEL has no Tag lines: add one per tag in the file name"
 
 
-@rule("TW408", "dist-info-mismatch", "error", "the .dist-info directory names another project than the file")
+@rule("TW408")
 def dist_info_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     c = w.contents
     if w.is_wheel_file and c.dist_info and not c.dist_info_matches:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from torchwheel.findings import Hit, Policy, rule
-from torchwheel.marker import SYMBOL
-from torchwheel.wheelfacts import WheelFacts, declared_targets, iter_slices
+from torchwheel.analysis.wheelfacts import WheelFacts, declared_targets, iter_slices
+from torchwheel.binary.marker_record import SYMBOL
+from torchwheel.rules.registry import Hit, Policy, rule
 
 
-@rule("TW101", "marker-missing", "warning", "a library uses the stable shim but declares no target")
+@rule("TW101")
 def missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         if s.declared is None and s.torch.usage == "stable":
@@ -22,7 +22,7 @@ def missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             )
 
 
-@rule("TW102", "marker-hidden", "warning", "the marker bytes are present but the symbol is not exported")
+@rule("TW102")
 def hidden(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         if s.declared is not None and not s.declared.exported:
@@ -35,7 +35,7 @@ def hidden(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             )
 
 
-@rule("TW103", "marker-unknown-schema", "error", "a marker record has a schema this torchwheel cannot read")
+@rule("TW103")
 def unknown_schema(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         schemas = {h.record.schema for h in s.facts.raw_markers if not h.record.known}
@@ -45,7 +45,7 @@ def unknown_schema(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             yield member, f"[{arch}] marker schema {schema} is unknown: upgrade torchwheel to read it"
 
 
-@rule("TW104", "marker-disagree", "error", "one binary carries records of different targets")
+@rule("TW104")
 def disagree(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         versions = {h.record.version for h in s.facts.raw_markers if h.record.version is not None}
@@ -63,7 +63,7 @@ def disagree(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             )
 
 
-@rule("TW105", "targets-differ", "warning", "libraries of one wheel declare different targets")
+@rule("TW105")
 def targets_differ(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     targets = declared_targets(w)
     if len(set(targets.values())) > 1:
@@ -78,7 +78,7 @@ def targets_differ(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         )
 
 
-@rule("TW106", "marker-unreadable", "error", "the exported marker symbol does not hold a record")
+@rule("TW106")
 def unreadable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         if s.marker_problem:

@@ -11,45 +11,11 @@ A local version label (``1.0+torch2.12``) makes another release: that is the way
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
-
-from torchwheel.findings import Hit, Policy, rule
-from torchwheel.wheelfacts import WheelFacts, provides_libtorch, wheel_torch_abi
-
-
-@dataclass(frozen=True)
-class ReleaseView:
-    wheel: WheelFacts
-    release: tuple[WheelFacts, ...]  # every wheel of the release, this one included
-
-    @property
-    def others(self) -> list[WheelFacts]:
-        return [w for w in self.release if w is not self.wheel]
-
-
-def release_key(w: WheelFacts) -> tuple[str, str] | None:
-    """(name, version) of a wheel file, or None for what is not one (binaries, directories)."""
-    if not w.is_wheel_file or provides_libtorch(w):
-        return None
-    try:
-        version = str(Version(w.contents.filename_version))
-    except InvalidVersion:
-        return None
-    return canonicalize_name(w.contents.filename_name), version
-
-
-def releases(wheels: Iterable[WheelFacts]) -> list[tuple[WheelFacts, ...]]:
-    """The releases with more than one wheel, in input order."""
-    groups: dict[tuple[str, str], list[WheelFacts]] = {}
-    for w in wheels:
-        key = release_key(w)
-        if key is not None:
-            groups.setdefault(key, []).append(w)
-    return [tuple(g) for g in groups.values() if len(g) > 1]
+from torchwheel.analysis.releases import ReleaseView
+from torchwheel.analysis.wheelfacts import WheelFacts, wheel_torch_abi
+from torchwheel.rules.registry import Hit, Policy, rule
 
 
 def _name(w: WheelFacts) -> str:
@@ -68,12 +34,7 @@ def _platforms(w: WheelFacts) -> str:
     return ".".join(sorted({t.platform for t in w.contents.filename_tags}))
 
 
-@rule(
-    "TW601",
-    "release-requirements-differ",
-    "error",
-    "wheels of one release declare different torch requirements",
-)
+@rule("TW601")
 def requirements_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
     mine = torch_requirement_set(view.wheel)
     other = next((o for o in view.others if torch_requirement_set(o) != mine), None)
@@ -86,12 +47,7 @@ def requirements_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
         )
 
 
-@rule(
-    "TW602",
-    "release-targets-differ",
-    "warning",
-    "the stable-ABI targets of one release differ between platforms without markers to say so",
-)
+@rule("TW602")
 def targets_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
     mine = wheel_torch_abi(view.wheel)
     if mine.kind != "stable" or any(r.marker is not None for r in view.wheel.metadata.torch_requirements):
@@ -112,12 +68,7 @@ def targets_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
             return
 
 
-@rule(
-    "TW603",
-    "release-stable-and-unstable",
-    "error",
-    "a stable-ABI wheel and a version-locked (unstable) wheel share one release",
-)
+@rule("TW603")
 def stable_and_unstable(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
     mine = wheel_torch_abi(view.wheel).kind
     if mine not in ("stable", "unstable"):

@@ -7,19 +7,14 @@ from collections.abc import Iterator
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from torchwheel.findings import Hit, Policy, rule
+from torchwheel.analysis.wheelfacts import WheelFacts, wheel_torch_abi
+from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.version import FeatureVersion
-from torchwheel.wheelfacts import WheelFacts, provides_libtorch, wheel_torch_abi
 
 # Probing a specifier with concrete releases answers "does it admit anything older than
 # X / more than one minor?" for every operator packaging knows, without re-implementing
 # PEP 440 interval arithmetic.
 _MINORS = range(0, 40)
-
-
-def _judged(w: WheelFacts) -> bool:
-    """torch itself links libtorch but cannot require itself: no TW5xx for it."""
-    return not provides_libtorch(w)
 
 
 def _admits_older(req: Requirement, floor: FeatureVersion) -> Version | None:
@@ -33,26 +28,18 @@ def _admits_minors(req: Requirement) -> list[str]:
     return [f"2.{m}" for m in _MINORS if req.specifier.contains(Version(f"2.{m}.0"), prereleases=True)]
 
 
-def _text(reqs: tuple[Requirement, ...]) -> str:
-    return "; ".join(str(r) for r in reqs)
-
-
-@rule("TW501", "torch-requirement-missing", "warning", "the wheel uses torch but does not require it")
+@rule("TW501")
 def missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = wheel_torch_abi(w)
-    if not _judged(w):
-        return
     if policy.require_torch and abi.kind != "none" and not w.metadata.torch_requirements:
         want = f"torch>={abi}" if abi.kind == "stable" else "torch==<build torch minor>.*"
         yield "", f"binaries link libtorch ({abi}) but METADATA has no Requires-Dist: torch: add {want!r}"
 
 
-@rule(
-    "TW502", "torch-pinned-too-tight", "warning", "a stable-ABI wheel pins torch tighter than its ABI needs"
-)
+@rule("TW502")
 def too_tight(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = wheel_torch_abi(w)
-    if abi.kind != "stable" or abi.target is None or not _judged(w):
+    if abi.kind != "stable" or abi.target is None:
         return
     for req in w.metadata.torch_requirements:
         if len(_admits_minors(req)) <= 1:
@@ -65,15 +52,10 @@ def too_tight(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             )
 
 
-@rule(
-    "TW503",
-    "torch-requirement-too-loose",
-    "error",
-    "the torch requirement admits a torch the binaries cannot load on",
-)
+@rule("TW503")
 def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = wheel_torch_abi(w)
-    if abi.kind != "stable" or abi.target is None or not _judged(w):
+    if abi.kind != "stable" or abi.target is None:
         return
     for req in w.metadata.torch_requirements:
         older = _admits_older(req, abi.target)
@@ -87,15 +69,10 @@ def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             )
 
 
-@rule(
-    "TW504",
-    "unstable-torch-unpinned",
-    "error",
-    "an unstable-ABI wheel does not pin the torch minor it was built with",
-)
+@rule("TW504")
 def unstable_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = wheel_torch_abi(w)
-    if abi.kind != "unstable" or not _judged(w):
+    if abi.kind != "unstable":
         return
     for req in w.metadata.torch_requirements:
         minors = _admits_minors(req)

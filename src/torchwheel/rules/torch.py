@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from fnmatch import fnmatch
 
-from torchwheel.findings import Hit, Policy, rule
-from torchwheel.wheelfacts import WheelFacts, iter_slices
+from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices
+from torchwheel.rules.registry import Hit, Policy, rule
 
 
 def _allowlisted(member: str, policy: Policy) -> bool:
@@ -16,7 +16,7 @@ def _allowlisted(member: str, policy: Policy) -> bool:
     )
 
 
-@rule("TW201", "target-too-old", "error", "the declared target is older than the imported shims need")
+@rule("TW201")
 def target_too_old(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         d, t = s.declared, s.torch
@@ -34,9 +34,7 @@ def target_too_old(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             )
 
 
-@rule(
-    "TW202", "unstable-in-stable", "error", "a library that declares the stable ABI imports unstable symbols"
-)
+@rule("TW202")
 def unstable_in_stable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         if s.declared is not None and s.torch.unstable_symbols:
@@ -50,7 +48,7 @@ def unstable_in_stable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             )
 
 
-@rule("TW203", "unknown-shim", "warning", "imported shim symbols are not in the symbol table")
+@rule("TW203")
 def unknown_shims(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         if s.torch.unknown_symbols:
@@ -64,9 +62,7 @@ def unknown_shims(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             )
 
 
-@rule(
-    "TW204", "unstable-library", "warning", "a library uses unstable libtorch symbols and is not allowlisted"
-)
+@rule("TW204")
 def unstable_library(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         if s.torch.usage == "unstable" and s.declared is None and not _allowlisted(member, policy):
@@ -80,7 +76,7 @@ def unstable_library(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             )
 
 
-@rule("TW205", "stale-allowlist", "error", "an unstable-allowlist entry matches no unstable library")
+@rule("TW205")
 def stale_allowlist(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     unstable = [m for m, _, s in iter_slices(w) if s.torch.usage == "unstable"]
     for pattern in policy.unstable_allowlist:

@@ -1,0 +1,2 @@
+"""What a wheel does: each compiled member's torch and CPython facts and kind, the
+per-wheel facts the rules judge, releases, and compat's comparison with a torch's exports."""

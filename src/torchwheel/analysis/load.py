@@ -1,0 +1,133 @@
+"""Turn command-line arguments into facts: wheel files, directories of wheels, unpacked
+wheels, single binaries and installed distributions all end up as ``WheelFacts``.
+
+A wheel-shaped input goes through its source (``wheel.sources``) and ``collect``; a lone
+binary is scanned as one file and judged with empty metadata, so the binary rules still
+apply to it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, closing, contextmanager
+from pathlib import Path
+
+from torchwheel.analysis.collect import collect
+from torchwheel.analysis.member import analyze_binary
+from torchwheel.analysis.wheelfacts import MemberBinary, WheelFacts
+from torchwheel.binary import BinaryError
+from torchwheel.binary.memberscan import scan_file
+from torchwheel.errors import InputError
+from torchwheel.safeopen import kind
+from torchwheel.torchabi.symtable import SymbolTable
+from torchwheel.wheel.contents import WheelContents
+from torchwheel.wheel.metadata import MetadataFacts
+from torchwheel.wheel.sources import Source, WheelArchive, directory_source, installed_source
+
+
+def expand(paths: tuple[Path, ...]) -> list[Path]:
+    """Wheel files and unpacked wheels as given; a plain directory stands for its wheels.
+
+    Only regular files and directories are inputs: a FIFO, device or socket would block or
+    never end (``safeopen``). In a directory of wheels, an entry that is not a regular file
+    or that is a link leading out of the directory is refused by name, never followed.
+    """
+    out: list[Path] = []
+    for p in paths:
+        mode = _mode(p)
+        if stat.S_ISDIR(mode) and not any(p.glob("*.dist-info")):
+            wheels = sorted(p.glob("*.whl"))
+            if not wheels:
+                raise InputError(f"{p}: a directory with neither wheels nor a .dist-info")
+            out.extend(_directory_entry(p, w) for w in wheels)
+        elif not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            raise InputError(f"{p}: {kind(mode)}, not a wheel, directory or binary: refused")
+        else:
+            out.append(p)
+    return out
+
+
+def _mode(p: Path) -> int:
+    """The mode of what ``p`` leads to (links followed: a link given on the command line is
+    the user's choice, as long as it ends at a regular file or directory)."""
+    try:
+        return os.stat(p).st_mode
+    except FileNotFoundError as exc:
+        raise InputError(f"{p}: no such file or directory") from exc
+    except OSError as exc:
+        raise InputError(f"{p}: {exc.strerror or exc}") from exc
+
+
+def _directory_entry(folder: Path, entry: Path) -> Path:
+    mode = os.lstat(entry).st_mode
+    if stat.S_ISLNK(mode):
+        real = Path(os.path.realpath(entry))
+        if not real.is_relative_to(Path(os.path.realpath(folder))):
+            raise InputError(f"{entry}: a symbolic link out of {folder} (to {real}): refused, not followed")
+        mode = _mode(entry)
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{entry}: {kind(mode)} in {folder}, not a wheel: refused")
+    return entry
+
+
+def _binary_facts(path: Path, table: SymbolTable) -> WheelFacts:
+    """A lone binary: the same facts with empty metadata, so binary rules still apply."""
+    try:
+        _, read = scan_file(path, str(path))
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from exc
+    if isinstance(read, BinaryError):
+        raise InputError(f"{path}: {read}")
+    contents = WheelContents.lone_binary(str(path), path.name)
+    facts = WheelFacts(contents, MetadataFacts(None, (), ()), kind="binary")
+    facts.binaries.append(MemberBinary(path.name, analyze_binary(read, table)))
+    return facts
+
+
+def _open(path: Path) -> Source:
+    if path.is_dir():
+        return directory_source(path)
+    return WheelArchive(path)
+
+
+def load(
+    paths: tuple[Path, ...], env: tuple[str, ...], table: SymbolTable, verify_hashes: bool = True
+) -> Iterator[WheelFacts]:
+    for path in expand(paths):
+        if path.is_file() and path.suffix != ".whl":
+            yield _binary_facts(path, table)
+            continue
+        source = _open(path)
+        try:
+            yield collect(source, table, verify_hashes)
+        finally:
+            source.close()
+    for name in env:
+        source = installed_source(name)
+        try:
+            yield collect(source, table, verify_hashes)
+        finally:
+            source.close()
+
+
+@contextmanager
+def opened(
+    paths: tuple[Path, ...], table: SymbolTable, lock: Callable[[WheelArchive], None] | None = None
+) -> Iterator[list[tuple[WheelFacts, WheelArchive | None]]]:
+    """Facts with their wheel still open, for ``tag``: what it writes is copied from the
+    descriptor the facts were read from, never from the path opened a second time.
+    ``lock`` runs on each wheel before it is read (``--in-place``: one rewriter a file)."""
+    with ExitStack() as stack:
+        out: list[tuple[WheelFacts, WheelArchive | None]] = []
+        for path in expand(paths):
+            if path.is_file() and path.suffix != ".whl":
+                out.append((_binary_facts(path, table), None))
+                continue
+            source = stack.enter_context(closing(_open(path)))
+            archive = source if isinstance(source, WheelArchive) else None
+            if archive is not None and lock is not None:
+                lock(archive)
+            out.append((collect(source, table), archive))
+        yield out

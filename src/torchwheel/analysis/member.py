@@ -1,0 +1,79 @@
+"""Per-binary facts joined with what they mean for torch: the middle of the pipeline.
+
+Pure functions only: the readers have already turned bytes into ``BinaryFacts``; here we
+decide the declared target per slice and attach the torch usage, so that ``inspect``,
+``show`` and the rules all see one and the same interpretation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torchwheel.analysis import pythonabi
+from torchwheel.analysis.libkind import LibraryKind, classify
+from torchwheel.analysis.pythonabi import PythonFacts
+from torchwheel.binary.facts import BinaryFacts, SliceFacts
+from torchwheel.binary.marker_record import MarkerRecord
+from torchwheel.torchabi.symtable import SymbolTable
+from torchwheel.torchabi.usage import TorchUsage, analyze
+
+
+@dataclass(frozen=True)
+class DeclaredMarker:
+    """The target a slice declares, and whether a loader-visible export carries it.
+
+    An export is authoritative. Without one, a raw record is still the author's intent
+    (an export list hid the symbol), so it is reported with ``exported=False`` rather
+    than dropped: the rules then say "export it", not "add a marker".
+    """
+
+    record: MarkerRecord
+    exported: bool
+    offset: int | None
+
+
+@dataclass(frozen=True)
+class SliceAnalysis:
+    facts: SliceFacts
+    declared: DeclaredMarker | None
+    marker_problem: str | None
+    torch: TorchUsage
+    python: PythonFacts
+
+    @property
+    def raw_versions(self) -> tuple[str, ...]:
+        return tuple(
+            str(hit.record.version) if hit.record.version else f"schema-{hit.record.schema}"
+            for hit in self.facts.raw_markers
+        )
+
+
+@dataclass(frozen=True)
+class BinaryAnalysis:
+    facts: BinaryFacts
+    slices: tuple[SliceAnalysis, ...]
+
+    @property
+    def kind(self) -> LibraryKind:
+        """Extension module, torch op library or plain shared library (``libkind``)."""
+        return classify((s.facts, s.python, s.torch) for s in self.slices)
+
+
+def declared_marker(facts: SliceFacts) -> tuple[DeclaredMarker | None, str | None]:
+    exported = facts.marker
+    if exported is not None and exported.record is not None:
+        return DeclaredMarker(exported.record, True, exported.offset), None
+    problem = exported.problem if exported is not None else None
+    if facts.raw_markers:
+        hit = facts.raw_markers[0]
+        return DeclaredMarker(hit.record, False, hit.offset), problem
+    return None, problem
+
+
+def analyze_slice(facts: SliceFacts, table: SymbolTable) -> SliceAnalysis:
+    declared, problem = declared_marker(facts)
+    return SliceAnalysis(facts, declared, problem, analyze(facts, table), pythonabi.analyze(facts))
+
+
+def analyze_binary(facts: BinaryFacts, table: SymbolTable) -> BinaryAnalysis:
+    return BinaryAnalysis(facts, tuple(analyze_slice(s, table) for s in facts.slices))

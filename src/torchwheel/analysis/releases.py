@@ -1,0 +1,46 @@
+"""The wheels of one release (same name and version): installers read one METADATA per
+release, so ``check`` judges them together (TW6xx) and ``tag --release`` writes them one
+shared torch requirement set. A local version label (``1.0+torch2.12``) makes another
+release: that is the way out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from torchwheel.analysis.wheelfacts import WheelFacts, provides_libtorch
+
+
+@dataclass(frozen=True)
+class ReleaseView:
+    wheel: WheelFacts
+    release: tuple[WheelFacts, ...]  # every wheel of the release, this one included
+
+    @property
+    def others(self) -> list[WheelFacts]:
+        return [w for w in self.release if w is not self.wheel]
+
+
+def release_key(w: WheelFacts) -> tuple[str, str] | None:
+    """(name, version) of a wheel file, or None for what is not one (binaries, directories)."""
+    if not w.is_wheel_file or provides_libtorch(w):
+        return None
+    try:
+        version = str(Version(w.contents.filename_version))
+    except InvalidVersion:
+        return None
+    return canonicalize_name(w.contents.filename_name), version
+
+
+def releases(wheels: Iterable[WheelFacts]) -> list[tuple[WheelFacts, ...]]:
+    """The releases with more than one wheel, in input order."""
+    groups: dict[tuple[str, str], list[WheelFacts]] = {}
+    for w in wheels:
+        key = release_key(w)
+        if key is not None:
+            groups.setdefault(key, []).append(w)
+    return [tuple(g) for g in groups.values() if len(g) > 1]

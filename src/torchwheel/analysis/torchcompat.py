@@ -1,0 +1,101 @@
+"""Will a wheel's compiled files load on a given torch? Ask the torch libraries themselves.
+
+``check`` judges a wheel against what it *declares* and against torchwheel's table of when
+each shim appeared. That table can lag behind torch, and the unstable C++ API has no table at
+all. The dynamic loader has the final word: a library loads when every symbol it imports is
+exported by something in scope. For the torch part of that question the answer is in torch's
+own libraries (``torchabi.torchlibs``), so this module compares each binary's torch imports
+with their export tables: no import, no ``dlopen``, and it works for a torch of another
+platform's wheel as well as for one that cannot be installed here.
+
+Only torch's symbols are compared: the C shim (``aoti_torch_*``, ``torch_*`` and every name
+in the shim table) and unstable libtorch C++ (``at::``, ``c10::``, ``c10d::``, ...; see
+``cxxnames``). CPython, libc and libstdc++ symbols are someone else's contract (TW3xx covers
+CPython's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from torchwheel.analysis.wheelfacts import WheelFacts
+from torchwheel.binary.facts import SliceFacts
+from torchwheel.errors import InputError
+from torchwheel.torchabi.cxxnames import unstable_name
+from torchwheel.torchabi.symtable import SymbolTable
+from torchwheel.torchabi.torchlibs import TorchLibraries
+from torchwheel.torchabi.usage import is_shim_name
+
+
+def is_torch_import(name: str, table: SymbolTable) -> bool:
+    return is_shim_name(name) or name in table.symbols or unstable_name(name) is not None
+
+
+def torch_imports(wheels: Iterable[WheelFacts], table: SymbolTable) -> frozenset[str]:
+    """Every torch symbol the inputs import: all ``compat`` needs to know of torch's exports."""
+    return frozenset(
+        imp.name
+        for w in wheels
+        for b in w.binaries
+        for s in b.analysis.slices
+        for imp in s.facts.imports
+        if is_torch_import(imp.name, table)
+    )
+
+
+@dataclass(frozen=True)
+class SliceCompat:
+    """One architecture of one compiled file: which of its torch imports torch lacks."""
+
+    member: str
+    format: str
+    arch: str
+    torch_imports: tuple[str, ...]
+    missing: tuple[str, ...]
+    problem: str | None = None  # set when the comparison itself is meaningless
+    unstable: int = 0  # how many of the imports are unstable C++ (present is not enough)
+    # weak imports torch lacks: the loader leaves them null and the library runs without them
+    missing_weak: tuple[str, ...] = ()
+
+    @property
+    def loads(self) -> bool:
+        return not self.missing and self.problem is None
+
+
+@dataclass(frozen=True)
+class InputCompat:
+    path: str
+    slices: tuple[SliceCompat, ...]
+
+    @property
+    def loads(self) -> bool:
+        return all(s.loads for s in self.slices)
+
+
+def compare_slice(
+    member: str, fmt: str, facts: SliceFacts, torch: TorchLibraries, table: SymbolTable
+) -> SliceCompat:
+    imports = sorted({imp for imp in facts.imports if is_torch_import(imp.name, table)})
+    names = tuple(sorted({imp.name for imp in imports}))
+    unstable = sum(1 for n in names if unstable_name(n) is not None)
+    if (fmt, facts.arch) not in torch.platforms:
+        have = ", ".join(f"{f}/{a}" for f, a in sorted(torch.platforms))
+        problem = f"built for {fmt}/{facts.arch}, but the torch libraries are {have}"
+        return SliceCompat(member, fmt, facts.arch, names, (), problem, unstable)
+    lacking = [imp for imp in imports if not torch.provides(imp)]
+    missing = tuple(sorted({imp.name for imp in lacking if not imp.weak}))
+    weak = tuple(sorted({imp.name for imp in lacking if imp.weak} - set(missing)))
+    return SliceCompat(member, fmt, facts.arch, names, missing, None, unstable, weak)
+
+
+def compare(wheel: WheelFacts, torch: TorchLibraries, table: SymbolTable) -> InputCompat:
+    if wheel.unreadable:
+        bad = wheel.unreadable[0]
+        raise InputError(f"{wheel.contents.path}: {bad.member}: {bad.error}")
+    slices = tuple(
+        compare_slice(b.member, b.analysis.facts.format, s.facts, torch, table)
+        for b in wheel.binaries
+        for s in b.analysis.slices
+    )
+    return InputCompat(wheel.contents.path, slices)

@@ -1,0 +1,280 @@
+"""Read one compiled member of a wheel while it inflates: hash it, scan it, keep little.
+
+A CUDA extension can be 500 MB inflated. Holding it in memory to parse it would break the
+300 MB budget and a second inflate to hash it would double the time, so one pass does
+everything: every byte is hashed (RECORD) and scanned for marker records, and only the byte
+ranges the reader needs are kept: the head (headers, and in linker output .dynsym and
+.dynstr), the tail, and whatever ``binary.needed_ranges`` names as the stream learns the
+layout (ELF: the section table, PT_DYNAMIC, .dynsym/.dynstr/.dynamic where patchelf moved
+them; Mach-O: each slice's load commands, export trie, external symbols and their names;
+PE: section table, export directory, import descriptors, thunks and names). If the reader
+asks for bytes outside them (``MissingRange``), the member is inflated again up to that
+point and the range captured, with everything else the reader can name by then: a fast
+path with a checked fallback. Small members are read whole; big non-binaries are only hashed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import heapq
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Protocol
+
+from torchwheel import limits
+from torchwheel.binary import (
+    BinaryError,
+    BinaryFacts,
+    marker_record,
+    needed_ranges,
+    read_binary,
+    read_sparse,
+    sniff,
+)
+from torchwheel.binary.sparse import MissingRange, SparseBuffer
+from torchwheel.safeopen import open_regular, read_chunks
+from torchwheel.wheel.record import digest_text, record_hash
+
+BIG = 8 << 20  # members larger than this are scanned as a stream (two whole 40 MB libraries
+# in flight at once were most of the peak memory on torch's wheel)
+_HEAD = 8 << 20
+_TAIL = 4 << 20
+_SLACK = 4 << 20  # a fallback pass captures at least this much around what was missing
+_PASSES = 6
+_QUESTIONS = 64  # needed_ranges calls per member while it streams (torch_cpu.dll: 28)
+_OVERLAP = len(marker_record.MAGIC) + marker_record.MAX_RECORD  # a record may straddle two chunks
+
+Stream = Callable[[int | None], Iterator[bytes]]  # stop offset -> inflated chunks
+Result = tuple[tuple[str | None, int], BinaryFacts | BinaryError]
+
+
+class Members(Protocol):
+    """What a scan needs of a wheel-shaped source (``wheel.sources.Source``)."""
+
+    def member_size(self, name: str) -> int: ...
+
+    def stream(self, name: str, stop: int | None = None) -> Iterator[bytes]: ...
+
+
+def scan_member(source: Members, name: str, hashing: bool = True) -> Result:
+    """Hash and read one compiled member of a wheel, a folder or an installed distribution
+    in a single streaming pass."""
+    return scan(name, source.member_size(name), lambda stop: source.stream(name, stop), hashing=hashing)
+
+
+def scan(
+    name: str,
+    size: int,
+    stream: Stream,
+    *,
+    hashing: bool = True,
+    big: int = BIG,
+    head: int = _HEAD,
+    tail: int = _TAIL,
+) -> Result:
+    """(RECORD hash, or None without ``hashing``, and size; facts or the reason the member
+    is not a readable binary).
+
+    ``big``, ``head`` and ``tail`` exist for the differential tests, which force the
+    streaming path and its fallbacks onto small fixtures."""
+    if size <= big:
+        data = b"".join(stream(None))
+        read = _read_whole(data, name) if data else BinaryError("empty file")
+        return (record_hash(data) if hashing else None, len(data)), read
+    return _scan_stream(name, size, stream, head, tail, hashing)
+
+
+def _read_whole(data: bytes, name: str) -> BinaryFacts | BinaryError:
+    try:
+        return read_binary(data, name)
+    except BinaryError as exc:
+        return exc
+
+
+class _Capture:
+    """The ranges to keep from a stream, held as sorted disjoint intervals (a chunk finds
+    its few by bisection, however many names a hostile table scatters); their total is held
+    to ``max-binary-tables`` so a header that claims a 1 GB symbol table cannot make us
+    keep 1 GB."""
+
+    def __init__(self, wanted: list[tuple[int, int]], label: str = "") -> None:
+        self.label = label  # the member, named in a refusal
+        self.los: list[int] = []
+        self.his: list[int] = []
+        self.total = 0
+        self.pieces: dict[int, bytes] = {}
+        for lo, hi in wanted:
+            self.want(lo, hi, counted=False)
+
+    def want(self, lo: int, hi: int, counted: bool = True) -> bool:
+        """Add a range; True when it holds bytes not wanted before."""
+        if hi <= lo:
+            return False
+        i = bisect.bisect_left(self.his, lo)  # first interval that ends at or after lo
+        j = bisect.bisect_right(self.los, hi)  # intervals i..j-1 touch [lo, hi)
+        old = sum(self.his[k] - self.los[k] for k in range(i, j))
+        new_lo = min([lo, *self.los[i:j]])
+        new_hi = max([hi, *self.his[i:j]])
+        added = (new_hi - new_lo) - old
+        if added <= 0:
+            return False
+        self.los[i:j] = [new_lo]
+        self.his[i:j] = [new_hi]
+        if counted:
+            self.total += added
+            limits.current().max_binary_tables.check(
+                f"{self.label}: bytes of binary tables to keep", self.total
+            )
+        return True
+
+    def feed(self, pos: int, chunk: bytes) -> None:
+        end = pos + len(chunk)
+        k = bisect.bisect_right(self.his, pos)
+        while k < len(self.los) and self.los[k] < end:
+            a, b = max(self.los[k], pos), min(self.his[k], end)
+            if a < b and len(self.pieces.get(a, b"")) < b - a:
+                self.pieces[a] = chunk[a - pos : b - pos]
+            k += 1
+
+
+def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, hashing: bool) -> Result:
+    digest = hashlib.sha256() if hashing else None
+    capture = _Capture([(0, min(size, max(head, size // 32))), (max(0, size - tail), size)], name)
+    hits = marker_record.Hits()  # bounded: see marker_record.Hits
+    binary = True
+    carry = b""
+    pos = 0
+    checkpoints = [min(4096, head, size)]  # offsets after which to ask the reader what it needs
+    questions = 0  # each re-reads the tables found so far: real layouts need about six
+    asked: set[int] = set()  # checkpoints already set
+    for chunk in stream(None):
+        if digest is not None:
+            digest.update(chunk)
+        if pos == 0 and sniff(chunk[:4]) is None:
+            binary = False  # not a binary at all: hash it, keep nothing
+        if not binary:
+            pos += len(chunk)
+            continue
+        capture.feed(pos, chunk)
+        while checkpoints and pos + len(chunk) >= checkpoints[0]:
+            if questions >= _QUESTIONS:
+                checkpoints.clear()  # the fallback passes fetch what is still missing
+                break
+            questions += 1
+            # Ask the reader which ranges it will need, given what is captured so far: after
+            # the head (the section table, PT_DYNAMIC), then again once each new range went
+            # by (the section table names .dynsym, .dynstr, .dynamic, wherever patchelf put
+            # them). Each question only adds ranges, and an ELF has few: this ends.
+            heapq.heappop(checkpoints)
+            for lo, hi in needed_ranges(SparseBuffer.from_ranges(size, capture.pieces)):
+                # Ask again once each range went by (also one the head already holds: what
+                # it points at is only known then); a range ending inside this chunk is
+                # asked about at once, after the chunk is fed anew: PE thunks and the names
+                # they point at are often within one chunk of their descriptors.
+                new = capture.want(lo, hi)
+                if (new or hi > pos + len(chunk)) and hi not in asked:
+                    asked.add(hi)
+                    heapq.heappush(checkpoints, max(hi, pos + 1))
+            capture.feed(pos, chunk)
+        # The seam with the previous chunk, then the chunk itself: no multi-MB concatenation.
+        # A record in the seam may be seen again by the chunk (or, after chunks shorter than
+        # the seam, by the next seam): ``horizon`` makes Hits remember exactly those offsets.
+        seam = carry + chunk[:_OVERLAP]
+        hits.forget_before(pos - len(carry))
+        hits.horizon = pos - len(carry)
+        marker_record.collect(seam, hits, base=pos - len(carry))
+        hits.horizon = pos + len(chunk) - _OVERLAP
+        marker_record.collect(chunk, hits, base=pos)
+        carry = (carry + chunk)[-_OVERLAP:] if len(chunk) < _OVERLAP else chunk[-_OVERLAP:]
+        pos += len(chunk)
+    hashed = (digest_text(digest.digest()) if digest is not None else None, pos)
+    if not binary:
+        return hashed, BinaryError("not an ELF, Mach-O or PE file")
+    ordered = hits.ordered()
+    pieces = dict(capture.pieces)
+    _merge(pieces, hits.raw)
+    # Fallback passes re-inflate at most as many bytes as the member has, in all: the total
+    # work stays near two passes whatever order a hostile layout puts its tables in (each
+    # pass used to be allowed the whole member, six times over). Short passes near the head
+    # (a few MB each) are what real layouts need and stay cheap on a small member.
+    budget = size + _PASSES * _SLACK
+    for _ in range(_PASSES):
+        try:
+            facts = read_sparse(SparseBuffer.from_ranges(size, pieces), name, ordered)
+            return hashed, _with_omitted(facts, hits)
+        except MissingRange as missing:
+            lo, hi = missing.start, min(size, max(missing.stop, missing.start + _SLACK))
+            extra = _Capture([(lo, hi)], name)
+            # and everything else the reader can name now, so one pass answers many questions
+            view = SparseBuffer.from_ranges(size, pieces)
+            first = lo
+            for more in needed_ranges(view):
+                if not _covered(view, *more):
+                    extra.want(*more)
+                    hi = max(hi, more[1])
+                    first = min(first, more[0])
+            if hi - first <= 4 * _SLACK:
+                # one region (a PE's import data: descriptors, thunks, names): take it whole,
+                # so names that thunks read in this pass point at are there too
+                extra.want(first, hi)
+            if hi > budget:
+                return hashed, BinaryError(
+                    f"malformed binary: its tables lie in an order that needs more than two passes "
+                    f"over the member (bytes {lo:#x}..{hi:#x} are needed after the first pass)"
+                )
+            budget -= hi
+            at = 0
+            for chunk in stream(hi):
+                extra.feed(at, chunk)
+                at += len(chunk)
+            _merge(pieces, extra.pieces)
+        except BinaryError as exc:
+            return hashed, exc
+    return hashed, BinaryError(f"{name}: the reader kept asking for more bytes; giving up")
+
+
+def _with_omitted(facts: BinaryFacts, hits: marker_record.Hits) -> BinaryFacts:
+    """The count of records the stream saw but did not keep, on the slices they lie in."""
+    if not hits.omitted:
+        return facts
+    slices = tuple(replace(s, raw_markers_omitted=hits.omitted_in(*s.file_range)) for s in facts.slices)
+    return replace(facts, slices=slices)
+
+
+def _covered(view: SparseBuffer, lo: int, hi: int) -> bool:
+    try:
+        view[lo:hi]
+    except MissingRange:
+        return False
+    return True
+
+
+def _merge(pieces: dict[int, bytes], more: dict[int, bytes]) -> None:
+    """Add pieces; where two start at one offset, keep the longer (a 25-byte marker record
+    must not replace a captured chunk that starts at the same byte)."""
+    for start, data in more.items():
+        if len(data) > len(pieces.get(start, b"")):
+            pieces[start] = data
+
+
+def scan_file(path: Path, label: str, *, hashing: bool = False, follow_symlinks: bool = True) -> Result:
+    """A compiled file on disk, read exactly as a wheel member is: one streaming pass.
+
+    Mapping the file instead looked cheaper, but the marker scan must see every byte, and
+    every page it touches of a map stays resident: a 1 GB library (or 1 GB of zeros behind a
+    Mach-O magic) would count 1 GB against the budget. Streamed, only the ranges the reader
+    names are kept. ``OSError`` (a FIFO, a device, an unreadable file) passes to the caller.
+    """
+    fd = open_regular(path, follow_symlinks)
+    try:
+        size = os.fstat(fd).st_size
+
+        def stream(stop: int | None) -> Iterator[bytes]:
+            return read_chunks(fd, size if stop is None else min(stop, size))
+
+        return scan(label, size, stream, hashing=hashing)
+    finally:
+        os.close(fd)

@@ -1,0 +1,84 @@
+"""Project policy from ``[tool.torchwheel]`` in the nearest ``pyproject.toml``."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from torchwheel.errors import InputError
+from torchwheel.rules.registry import Policy
+
+_KEYS = {"select", "ignore", "unstable-allowlist", "require-torch", "symbols", "relax-pin"}
+
+
+def find_pyproject(start: Path) -> Path | None:
+    for directory in (start, *start.parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _strings(table: dict[str, Any], key: str, where: Path) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{where}: [tool.torchwheel] {key} must be a list of strings")
+    return tuple(value)
+
+
+def _tool_table(start: Path) -> tuple[dict[str, Any], Path | None]:
+    """``[tool.torchwheel]`` of the nearest pyproject.toml, checked for unknown keys."""
+    where = find_pyproject(start)
+    if where is None:
+        return {}, None
+    try:
+        data = tomllib.loads(where.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"{where}: cannot be read ({exc})") from exc
+    table = data.get("tool", {}).get("torchwheel", {})
+    if not isinstance(table, dict):
+        raise InputError(f"{where}: [tool.torchwheel] must be a table")
+    unknown = set(table) - _KEYS
+    if unknown:
+        raise InputError(f"{where}: unknown [tool.torchwheel] keys: {', '.join(sorted(unknown))}")
+    return table, where
+
+
+def configured_symbols(start: Path, use_config: bool = True) -> Path | None:
+    """``symbols = "FILE"``: a project that checks against a newer torch than torchwheel
+    knows keeps its updated table beside pyproject.toml; the path is relative to it."""
+    if not use_config:
+        return None
+    table, where = _tool_table(start)
+    value = table.get("symbols")
+    if value is None or where is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise InputError(f"{where}: [tool.torchwheel] symbols must be a file path (a string)")
+    return where.parent / value
+
+
+def configured_relax_pin(start: Path, use_config: bool = True) -> bool:
+    """``relax-pin = true``: `tag`/`repair` may widen the project's torch pin (TW502)."""
+    table, where = _tool_table(start) if use_config else ({}, None)
+    value = table.get("relax-pin", False)
+    if not isinstance(value, bool):
+        raise InputError(f"{where}: [tool.torchwheel] relax-pin must be true or false")
+    return value
+
+
+def load_policy(
+    start: Path, select: tuple[str, ...] = (), ignore: tuple[str, ...] = (), use_config: bool = True
+) -> Policy:
+    """Command-line codes extend the file's; the file is found upward from ``start``."""
+    table, where = _tool_table(start) if use_config else ({}, None)
+    require = table.get("require-torch", True)
+    if not isinstance(require, bool):
+        raise InputError(f"{where}: [tool.torchwheel] require-torch must be true or false")
+    return Policy(
+        select=frozenset(_strings(table, "select", where or start) + select),
+        ignore=frozenset(_strings(table, "ignore", where or start) + ignore),
+        unstable_allowlist=_strings(table, "unstable-allowlist", where or start),
+        require_torch=require,
+    )

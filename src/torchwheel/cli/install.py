@@ -1,0 +1,156 @@
+"""The installer side: ``select`` and ``install``: parse options, call the library, render.
+
+Exit codes: 0 chosen (installed), 1 nothing fits / install refused, 2 unreadable input (a
+source that cannot be read, a ``--python`` that does not run, no readable candidate at all).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from torchwheel.cli.options import format_option
+from torchwheel.errors import InputError
+from torchwheel.report.textsafe import safe_lines
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _sources(func: F) -> F:
+    func = click.option(
+        "-i",
+        "--index-url",
+        "index_urls",
+        multiple=True,
+        metavar="URL",
+        help="A local PEP 503 index (path or file:// URL), e.g. a per-target torch-2.12/simple.",
+    )(func)
+    func = click.option(
+        "-f",
+        "--find-links",
+        "find_links",
+        multiple=True,
+        metavar="DIR",
+        help="A folder of wheels (or an HTML page of links).",
+    )(func)
+    func = click.option("--name", metavar="NAME", help="Only this project's wheels.")(func)
+    func = click.option(
+        "--python",
+        "python",
+        metavar="PATH",
+        help="The interpreter to choose for (default: the one running torchwheel).",
+    )(func)
+    func = click.argument("sources", nargs=-1)(func)
+    return func
+
+
+def _all_sources(
+    sources: tuple[str, ...], find_links: tuple[str, ...], index_urls: tuple[str, ...]
+) -> list[str]:
+    found = [*sources, *find_links, *index_urls]
+    if not found:
+        raise click.UsageError("give candidate wheels, folders, -f DIR or -i INDEX")
+    return found
+
+
+@click.command()
+@_sources
+@click.option("--torch", "torch_version", metavar="X.Y", help="Plan: choose for this torch.")
+@click.option("--python-version", metavar="X.Y", help="Plan: choose for this CPython.")
+@click.option(
+    "--platform", "platforms", multiple=True, metavar="TAG", help="Plan: a platform tag (repeatable)."
+)
+@format_option("text", "json")
+def select(
+    sources: tuple[str, ...],
+    python: str | None,
+    name: str | None,
+    find_links: tuple[str, ...],
+    index_urls: tuple[str, ...],
+    torch_version: str | None,
+    python_version: str | None,
+    platforms: tuple[str, ...],
+    fmt: str,
+) -> None:
+    """Choose, among candidate wheels, the one that loads on the target's torch; explain
+    every other. Exit 0 chosen, 1 nothing fits, 2 unreadable input."""
+    from torchwheel.install import target as targets
+    from torchwheel.install.choose import choose
+    from torchwheel.install.discovery import gather
+    from torchwheel.install.explain import select_json, select_text
+
+    planned = torch_version is not None or python_version is not None or bool(platforms)
+    if planned and python is not None:
+        raise click.UsageError("--python and a plan (--torch/--python-version/--platform) exclude each other")
+    where = _all_sources(sources, find_links, index_urls)
+    target = targets.plan(torch_version, python_version, platforms) if planned else targets.probe(python)
+    gathered = gather(where, name)
+    choices = choose(gathered.candidates, target)
+    click.echo(  # candidate names come from the input: escaped like every text report
+        select_json(target, gathered, choices)
+        if fmt == "json"
+        else safe_lines(select_text(target, gathered, choices).splitlines())
+    )
+    sys.exit(_exit_code(gathered.candidates != [], gathered.skipped != [], choices))
+
+
+def _exit_code(any_read: bool, any_skipped: bool, choices: list[Any]) -> int:
+    if not any_read:
+        return 2 if any_skipped else 1
+    return 0 if all(ch.chosen is not None for ch in choices) else 1
+
+
+@click.command()
+@_sources
+@click.option("--force", is_flag=True, help="Install even when the torch checks refuse (loudly).")
+def install(
+    sources: tuple[str, ...],
+    python: str | None,
+    name: str | None,
+    find_links: tuple[str, ...],
+    index_urls: tuple[str, ...],
+    force: bool,
+) -> None:
+    """Select, then install the chosen wheel into the target interpreter's environment
+    with `installer`. Refuses (exit 1) without a torch that the wheel loads on; never
+    installs torch; leaves nothing behind on failure."""
+    from torchwheel.install.choose import choose
+    from torchwheel.install.discovery import gather
+    from torchwheel.install.explain import select_text
+    from torchwheel.install.installing import InstallRefused, install_wheel
+    from torchwheel.install.target import probe
+
+    where = _all_sources(sources, find_links, index_urls)
+    target = probe(python)
+    gathered = gather(where, name)
+    choices = choose(gathered.candidates, target, force=force)
+    code = _exit_code(gathered.candidates != [], gathered.skipped != [], choices)
+    text = select_text(target, gathered, choices)
+    if code:
+        click.echo(text, err=True)
+        click.echo(
+            "torchwheel: install refused: no candidate loads on the target (--force overrides)", err=True
+        )
+        sys.exit(code)
+    click.echo(text, err=True)
+    for ch in choices:
+        assert ch.chosen is not None
+        if ch.chosen.name == "torch":
+            raise InputError("torchwheel never installs torch itself: use pip for torch")
+        reason = ch.verdicts[0].reason
+        if reason.startswith("FORCED"):
+            click.echo(
+                f"torchwheel: WARNING: --force: installing {ch.chosen.filename} although: "
+                f"{reason.removeprefix('FORCED past: ')}; it will likely not load",
+                err=True,
+            )
+        try:
+            done = install_wheel(ch.chosen, target)
+        except InstallRefused as exc:
+            click.echo(f"torchwheel: install refused: {exc}", err=True)
+            sys.exit(1)
+        click.echo(f"installed {ch.chosen.filename} into {Path(done.dist_info).parent} ({done.files} files)")

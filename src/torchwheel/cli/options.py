@@ -1,0 +1,104 @@
+"""What every command shares: the options spelled once (``--format``, ``--symbols``,
+``--no-config``, ``--select``/``--ignore``, inputs), the shim table choice, and the one-line
+failure. The library is imported inside the functions: ``--help`` must stay instant.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import click
+
+if TYPE_CHECKING:
+    from torchwheel.analysis.wheelfacts import WheelFacts
+    from torchwheel.torchabi.tablechoice import ChosenTable
+
+F = TypeVar("F", bound=Callable[..., Any])
+EXIT_INPUT = 2
+
+_FORMATS = {
+    "text": "for people and CI logs",
+    "json": "the versioned document (docs/json.md)",
+    "github": "workflow annotations for GitHub Actions",
+    "markdown": "for a CI job summary",
+}
+
+
+def fail(message: str) -> None:
+    """One line on stderr and exit 2: the contract for every unreadable input or misuse."""
+    from torchwheel.report.textsafe import safe
+
+    click.echo(f"torchwheel: error: {safe(message)}", err=True)  # messages quote member names
+    sys.exit(EXIT_INPUT)
+
+
+def format_option(*choices: str) -> Callable[[F], F]:
+    """``--format`` as every reporting command spells it (the command gets ``fmt``);
+    ``--json`` stays accepted, hidden, as the old spelling of ``--format json``."""
+
+    def apply(func: F) -> F:
+        @functools.wraps(func)
+        def command(*args: Any, fmt: str, as_json: bool, **kwargs: Any) -> Any:
+            return func(*args, fmt="json" if as_json else fmt, **kwargs)
+
+        described = "; ".join(f"{c}: {_FORMATS[c]}" for c in choices)
+        with_alias = click.option(
+            "--json", "as_json", is_flag=True, hidden=True, help="Same as --format json."
+        )(command)
+        return cast(
+            F,
+            click.option(
+                "--format",
+                "fmt",
+                type=click.Choice(choices),
+                default="text",
+                show_default=True,
+                help=f"{described}.",
+            )(with_alias),
+        )
+
+    return apply
+
+
+symbols_option = click.option(
+    "--symbols",
+    "symbols_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Judge shim symbols with this table (from `torchwheel symbols update -o FILE`); "
+    "also TORCHWHEEL_SYMBOLS or [tool.torchwheel] symbols.",
+)
+no_config_option = click.option(
+    "--no-config", is_flag=True, help="Ignore [tool.torchwheel] in pyproject.toml."
+)
+select_option = click.option(
+    "--select", multiple=True, metavar="CODE", help="Only these codes (prefixes allowed: TW2)."
+)
+ignore_option = click.option(
+    "--ignore", multiple=True, metavar="CODE", help="Skip these codes (prefixes allowed)."
+)
+inputs_argument = click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
+env_option = click.option(
+    "--env", "env", multiple=True, metavar="DIST", help="Also read an installed distribution by name."
+)
+
+
+def chosen_table(symbols_file: Path | None, no_config: bool) -> ChosenTable:
+    from torchwheel.cli.config import configured_symbols
+    from torchwheel.torchabi.tablechoice import choose
+
+    return choose(symbols_file, configured_symbols(Path.cwd(), use_config=not no_config))
+
+
+def load_inputs(
+    inputs: tuple[Path, ...], env: tuple[str, ...], chosen: ChosenTable, verify_hashes: bool = True
+) -> list[WheelFacts]:
+    from torchwheel.analysis.load import load
+
+    if not inputs and not env:
+        raise click.UsageError("give at least one wheel, directory or binary (or --env DIST)")
+    return list(load(inputs, env, chosen.table, verify_hashes))

@@ -1,0 +1,97 @@
+"""Publishing: ``index`` (per-torch indexes) and ``matrix`` (which wheel loads on which torch)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from torchwheel.cli.options import format_option
+from torchwheel.errors import InputError
+from torchwheel.report.textsafe import safe_lines
+
+_TORCH = click.option(
+    "--torch",
+    "torches",
+    multiple=True,
+    metavar="X.Y",
+    help="Also this torch minor (repeatable); the known releases 2.9+ and the targets present are always in.",
+)
+
+
+def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
+    from torchwheel.torchabi.releases import parse_minor
+
+    try:
+        return [parse_minor(v) for v in values]
+    except ValueError as exc:
+        raise InputError(f"--torch: {exc}") from exc
+
+
+@click.command("index")
+@click.argument("sources", nargs=-1, required=True)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The index directory (replaced atomically if torchwheel wrote it before).",
+)
+@_TORCH
+def index_command(sources: tuple[str, ...], output: Path, torches: tuple[str, ...]) -> None:
+    """Write a PEP 503 simple index of SOURCES (wheels, folders) with one sub-index per torch.
+
+    OUT/simple/ lists every wheel; OUT/torch-X.Y/simple/ only the best wheel per release and
+    tag set that loads on torch X.Y, so `pip install --index-url file://OUT/torch-X.Y/simple`
+    gets the right build. Metadata only (WHEEL Torch-ABI); untagged wheels are read once.
+    """
+    from torchwheel.install.simple_index import build
+    from torchwheel.torchabi.releases import show_minor
+
+    result = build(sources, output, _minors(torches))
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(
+        f"wrote {output}: {len(result.entries)} wheels, simple/ and {len(result.targets)} per-torch indexes"
+    )
+    for torch, entries in result.targets.items():
+        click.echo(f"  torch-{show_minor(torch)}/simple: {len(entries)} wheels")
+    for vfile in result.variants_files:
+        click.echo(f"  files/{vfile} (wheel variants, draft standard)")
+
+
+@click.command("matrix")
+@click.argument("sources", nargs=-1, required=True)
+@format_option("text", "markdown", "json")
+@click.option("--why", is_flag=True, help="The reason behind each row's cells.")
+@_TORCH
+def matrix_command(sources: tuple[str, ...], fmt: str, why: bool, torches: tuple[str, ...]) -> None:
+    """Which of these wheels (files or folders) loads on which torch release: a grid.
+
+    Exit 0; 2 when an input cannot be read (the readable wheels are still shown).
+    """
+    from torchwheel.install import matrix
+    from torchwheel.install.choose import needed_minors
+    from torchwheel.install.discovery import gather
+    from torchwheel.install.target import installed_torch
+    from torchwheel.torchabi.releases import known_torches
+
+    got = gather(sources)
+    if not got.candidates and got.skipped:
+        first = got.skipped[0]
+        raise InputError(f"{first.location}: {first.reason}")
+    cols = set(known_torches()) | set(_minors(torches)) | needed_minors(c.torch for c in got.candidates)
+    m = matrix.build(got.candidates, sorted(cols), installed_torch())
+    if fmt == "json":
+        doc = matrix.to_json(m)
+        doc["skipped"] = [{"location": s.location, "reason": s.reason} for s in got.skipped]
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        out = matrix.markdown(m, why) if fmt == "markdown" else matrix.text(m, why)
+        click.echo(safe_lines(out.splitlines()))  # wheel names come from the input
+    for s in got.skipped:
+        click.echo(f"torchwheel: skipped {s.location}: {s.reason}", err=True)
+    if got.skipped:
+        sys.exit(2)

@@ -1,0 +1,164 @@
+"""The commands that read and judge: ``inspect``, ``show``, ``check``, ``compat``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from torchwheel.cli.options import (
+    chosen_table,
+    env_option,
+    format_option,
+    ignore_option,
+    inputs_argument,
+    load_inputs,
+    no_config_option,
+    select_option,
+    symbols_option,
+)
+from torchwheel.errors import InputError
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@format_option("text", "json")
+@symbols_option
+@no_config_option
+def inspect(files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_config: bool) -> None:
+    """Show the torch and CPython facts of single compiled files (.so, .dylib, .pyd, .dll)."""
+    from torchwheel.analysis.member import analyze_binary
+    from torchwheel.binary import BinaryError
+    from torchwheel.binary.memberscan import scan_file
+    from torchwheel.report.facts import binary_text, inspect_json
+
+    chosen = chosen_table(symbols_file, no_config)
+    results = []
+    for path in files:
+        _, facts = scan_file(path, str(path))  # OSError (a FIFO, a device) is one line in main
+        if isinstance(facts, BinaryError):
+            raise InputError(f"{path}: {facts}")
+        results.append(analyze_binary(facts, chosen.table))
+    if fmt == "json":
+        click.echo(json.dumps(inspect_json(results, chosen.to_json()), indent=2))
+    else:
+        click.echo("\n\n".join(binary_text(r) for r in results))
+        if chosen.origin != "shipped":
+            click.echo(f"\nsymbol table: {chosen.label}")
+
+
+@click.command()
+@inputs_argument
+@env_option
+@format_option("text", "json")
+@symbols_option
+@no_config_option
+def show(
+    inputs: tuple[Path, ...],
+    env: tuple[str, ...],
+    fmt: str,
+    symbols_file: Path | None,
+    no_config: bool,
+) -> None:
+    """Show the torch and CPython facts of wheels and every compiled file in them."""
+    from torchwheel.report.facts import show_json, wheel_text
+
+    chosen = chosen_table(symbols_file, no_config)
+    wheels = load_inputs(inputs, env, chosen)
+    if fmt == "json":
+        click.echo(json.dumps(show_json(wheels, chosen.to_json()), indent=2))
+    else:
+        click.echo("\n\n".join(wheel_text(w) for w in wheels))
+        click.echo(f"\nsymbol table: {chosen.label}")
+
+
+@click.command()
+@inputs_argument
+@env_option
+@format_option("text", "json", "github")
+@select_option
+@ignore_option
+@no_config_option
+@symbols_option
+@click.option(
+    "--skip-hashes",
+    is_flag=True,
+    help="Fast mode: no sha256 of members (RECORD presence and sizes, and zip CRCs of what is read, "
+    "are still checked); only compiled members are inflated",
+)
+def check(
+    inputs: tuple[Path, ...],
+    env: tuple[str, ...],
+    fmt: str,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    no_config: bool,
+    symbols_file: Path | None,
+    skip_hashes: bool,
+) -> None:
+    """Check wheels; exit 1 when any error is found, 2 when an input cannot be read."""
+    from torchwheel import rules
+    from torchwheel.cli.config import load_policy
+    from torchwheel.report.findings import check_json, check_text
+    from torchwheel.report.github import check_github
+
+    policy = load_policy(Path.cwd(), select, ignore, use_config=not no_config)
+    chosen = chosen_table(symbols_file, no_config)
+    wheels = load_inputs(inputs, env, chosen, verify_hashes=not skip_hashes)
+    findings = rules.run_all(wheels, policy)
+    if fmt == "json":
+        document = check_json(wheels, findings, not skip_hashes)
+        document["symbol_table"] = chosen.to_json()
+        click.echo(json.dumps(document, indent=2))
+    elif fmt == "github":
+        out = check_github(findings)
+        if out:
+            click.echo(out)
+        click.echo(check_text(wheels, findings).splitlines()[-1])  # the summary line for the log
+    else:
+        click.echo(check_text(wheels, findings))
+    if any(f.severity == "error" for f in findings):
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--against",
+    "against",
+    required=True,
+    metavar="TORCH",
+    help="A torch wheel, a directory holding torch/lib (site-packages, torch, torch/lib), or 'installed'.",
+)
+@format_option("text", "json")
+@symbols_option
+@no_config_option
+def compat(
+    inputs: tuple[Path, ...],
+    against: str,
+    fmt: str,
+    symbols_file: Path | None,
+    no_config: bool,
+) -> None:
+    """Would these wheels load on TORCH? Exit 1 when a torch symbol they import is missing.
+
+    Compares each compiled file's torch imports (stable shim and unstable C++) with the
+    symbols torch's libraries export; nothing is installed or imported.
+    """
+    from torchwheel.analysis.torchcompat import compare, torch_imports
+    from torchwheel.report.compat import compat_json, compat_text
+    from torchwheel.torchabi.torchlibs import read_torch
+
+    chosen = chosen_table(symbols_file, no_config)
+    wheels = load_inputs(inputs, (), chosen, verify_hashes=False)
+    # only the exports the inputs ask for are kept: libtorch exports ~100k names
+    torch = read_torch(against, torch_imports(wheels, chosen.table))
+    results = [compare(w, torch, chosen.table) for w in wheels]
+    if fmt == "json":
+        click.echo(json.dumps(compat_json(torch, results), indent=2))
+    else:
+        click.echo(compat_text(torch, results))
+    if not all(r.loads for r in results):
+        sys.exit(1)

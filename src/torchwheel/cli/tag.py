@@ -1,0 +1,269 @@
+"""The commands that rewrite: ``tag`` after a build, ``repair`` for cibuildwheel."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from torchwheel.cli.options import (
+    chosen_table,
+    ignore_option,
+    no_config_option,
+    select_option,
+    symbols_option,
+)
+from torchwheel.errors import InputError
+
+if TYPE_CHECKING:
+    from torchwheel.analysis.wheelfacts import WheelFacts
+    from torchwheel.rules.registry import Policy
+    from torchwheel.tagging.apply import TagResult
+    from torchwheel.tagging.options import TagOptions
+    from torchwheel.torchabi.tablechoice import ChosenTable
+    from torchwheel.wheel.archive import WheelArchive
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _tag_options(
+    upper_bound: str | None, keep: bool, build_torch: str | None, relax_pin: bool | None, use_config: bool
+) -> TagOptions:
+    from torchwheel.cli.config import configured_relax_pin
+    from torchwheel.tagging.options import TagOptions
+    from torchwheel.version import FeatureVersion
+
+    if build_torch == "installed":  # right after a build: the torch it compiled against
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            build_torch = version("torch").split("+", 1)[0]
+        except PackageNotFoundError as exc:
+            raise InputError("--build-torch installed: no torch is installed in this environment") from exc
+    if build_torch is not None:
+        try:
+            FeatureVersion.parse(build_torch)
+        except ValueError as exc:
+            raise InputError(f"--build-torch {build_torch!r}: expected X.Y (or 'installed')") from exc
+    if relax_pin is None:  # the command line wins over [tool.torchwheel] relax-pin
+        relax_pin = configured_relax_pin(Path.cwd(), use_config)
+    return TagOptions(
+        upper_bound=upper_bound, keep_correct=keep, build_torch=build_torch, relax_pin=relax_pin
+    )
+
+
+_TAG_OPTIONS = [
+    click.option(
+        "--upper-bound", metavar="VERSION", help="Also cap a stable torch requirement: torch>=T,<VERSION."
+    ),
+    click.option(
+        "--keep-correct/--rewrite-requirement",
+        default=True,
+        show_default=True,
+        help="Keep the project's torch requirement when it already matches the binaries.",
+    ),
+    click.option(
+        "--build-torch", metavar="X.Y", help="The torch an unstable wheel was built with (pin torch==X.Y.*)."
+    ),
+    click.option(
+        "--relax-pin/--keep-pin",
+        default=None,
+        help="Widen the project's torch pin to what the stable ABI allows (default: keep it, only "
+        "narrow; also [tool.torchwheel] relax-pin).",
+    ),
+]
+
+
+def _with_tag_options(func: F) -> F:
+    for option in reversed(_TAG_OPTIONS):
+        func = option(func)
+    return func
+
+
+def _refuse_untrustworthy(wheels: list[WheelFacts]) -> None:
+    """Facts that make a rewrite dishonest: a RECORD that disagrees with the files or
+    METADATA that does not parse (which bytes are right is not ours to guess), and a marker
+    this torchwheel cannot read (the target it would write could be wrong)."""
+    from torchwheel import rules
+    from torchwheel.report.findings import check_text
+
+    findings = rules.run_all(wheels, rules.rewrite_blockers())
+    if findings:
+        click.echo(check_text(wheels, findings))
+        click.echo(
+            "torchwheel: refusing to rewrite: the facts above make the new metadata untrustworthy", err=True
+        )
+        sys.exit(1)
+
+
+def _report_tag(result: TagResult) -> None:
+    from torchwheel.report.textsafe import safe, safe_lines
+
+    if result.target is None:
+        diff = safe_lines(result.diff.split("\n"))  # only "\n": splitlines() breaks at \x1c, \u2028
+        click.echo(diff or safe(f"{result.source.name}: nothing would change"), nl=not result.diff)
+        return
+    status = "wrote" if result.changed else "unchanged"
+    click.echo(safe_lines([f"{status} {result.target}", *(f"  - {change}" for change in result.changes)]))
+
+
+@click.command()
+@click.argument("wheels", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-w",
+    "--wheel-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write here (default: next to the input).",
+)
+@click.option("--in-place", is_flag=True, help="Replace the input wheel (atomically).")
+@click.option("--dry-run", is_flag=True, help="Print the metadata diff (WHEEL, METADATA); write nothing.")
+@click.option("-v", "--verbose", is_flag=True, help="With --dry-run: also the facts side file's diff.")
+@click.option(
+    "--variant",
+    is_flag=True,
+    help="Also write the wheel-variant copy (DRAFT standard, PEP 817/825): variant.json and a "
+    "labelled name beside the plain wheel, which stays the fallback (docs/installers.md).",
+)
+@click.option(
+    "--release/--no-release",
+    default=None,
+    help="One identical torch requirement set for all wheels of one release, with sys_platform "
+    "markers where floors differ (default: on when several wheels of one release are given).",
+)
+@click.option("--build-tag", metavar="N", help="Add this build tag to the file name (and WHEEL Build).")
+@click.option(
+    "--local-label",
+    metavar="LABEL",
+    help="Version 1.0 -> 1.0+LABEL (e.g. torch2.12): file name and METADATA.",
+)
+@symbols_option
+@no_config_option
+@_with_tag_options
+def tag(
+    wheels: tuple[Path, ...],
+    wheel_dir: Path | None,
+    in_place: bool,
+    dry_run: bool,
+    verbose: bool,
+    variant: bool,
+    release: bool | None,
+    build_tag: str | None,
+    local_label: str | None,
+    symbols_file: Path | None,
+    no_config: bool,
+    upper_bound: str | None,
+    keep_correct: bool,
+    build_torch: str | None,
+    relax_pin: bool | None,
+) -> None:
+    """Write the torch ABI into wheels: WHEEL Torch-ABI and Tag lines, the torch requirement,
+    a facts side file and RECORD; the file name follows the tags."""
+    import dataclasses
+
+    from torchwheel.analysis.load import opened
+    from torchwheel.tagging import apply
+    from torchwheel.tagging.release import release_sets
+
+    if in_place and wheel_dir is not None:
+        raise click.UsageError("--in-place and -w/--wheel-dir exclude each other")
+
+    lock = apply.lock_input if in_place and not dry_run else None
+    with opened(
+        wheels, chosen_table(symbols_file, no_config).table, lock
+    ) as loaded:  # written from these fds
+        _refuse_untrustworthy([w for w, _ in loaded])
+        opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config)
+        opts = dataclasses.replace(opts, build_tag=build_tag, local_label=local_label)
+        shared = release_sets([w for w, _ in loaded], opts, release)
+        for w, fd in loaded:
+            opts = dataclasses.replace(opts, release_requirements=shared.get(id(w)))
+            if variant:  # first, while the input is still where it was (--in-place replaces it)
+                _report_tag(
+                    apply.tag(
+                        w, opts, wheel_dir, False, dry_run, with_facts=verbose, archive=fd, variant=True
+                    )
+                )
+            _report_tag(apply.tag(w, opts, wheel_dir, in_place, dry_run, with_facts=verbose, archive=fd))
+
+
+@click.command()
+@click.argument("wheel", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-w",
+    "--wheel-dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="cibuildwheel's {dest_dir}.",
+)
+@no_config_option
+@select_option
+@ignore_option
+@symbols_option
+@click.option(
+    "--repair-with",
+    metavar="COMMAND",
+    help="Run this repair tool first, writing to {repair_dir} (a fresh temp dir), then check and tag its wheel.",
+)
+@_with_tag_options
+def repair(
+    wheel: Path,
+    wheel_dir: Path,
+    no_config: bool,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    symbols_file: Path | None,
+    repair_with: str | None,
+    upper_bound: str | None,
+    keep_correct: bool,
+    build_torch: str | None,
+    relax_pin: bool | None,
+) -> None:
+    """cibuildwheel's repair-wheel-command: check, refuse (exit 1) on errors that the
+    rewrite cannot fix, else tag into WHEEL_DIR, leaving exactly one wheel there."""
+    from torchwheel.cli.config import load_policy
+    from torchwheel.tagging.chain import first_stage
+
+    policy = load_policy(Path.cwd(), select, ignore, use_config=not no_config)
+    chosen = chosen_table(symbols_file, no_config)
+    opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config)
+    if repair_with is None:
+        _repair(wheel, wheel_dir, policy, chosen, opts)
+        return
+    with first_stage(repair_with, wheel) as repaired:
+        _repair(repaired, wheel_dir, policy, chosen, opts)
+
+
+def _repair(wheel: Path, wheel_dir: Path, policy: Policy, chosen: ChosenTable, opts: TagOptions) -> None:
+    """Judge the wheel as the rewrite will leave it: what ``tag`` fixes is no reason to refuse."""
+    from torchwheel.analysis.load import opened
+
+    with opened((wheel,), chosen.table) as loaded:  # the output is copied from this descriptor
+        _repair_loaded([w for w, _ in loaded], loaded[0][1], wheel_dir, policy, opts)
+
+
+def _repair_loaded(
+    facts: list[WheelFacts], archive: WheelArchive | None, wheel_dir: Path, policy: Policy, opts: TagOptions
+) -> None:
+    from torchwheel import rules
+    from torchwheel.report.findings import check_text
+    from torchwheel.tagging import apply
+    from torchwheel.tagging.plan import plan, planned_facts
+
+    findings = rules.run_all(facts, policy)
+    after = rules.run(planned_facts(facts[0], plan(facts[0], opts)), policy)
+    remaining = [f for f in after if f.severity == "error"]
+    if findings:
+        click.echo(check_text(facts, findings), err=not remaining)
+    fixed = sorted({f.code for f in findings if f.severity == "error"} - {f.code for f in remaining})
+    if remaining:
+        codes = ", ".join(sorted({f.code for f in remaining}))
+        click.echo(
+            f"torchwheel: repair refused: the rewrite cannot fix {codes}; fix them in the build", err=True
+        )
+        sys.exit(1)
+    if fixed:
+        click.echo(f"torchwheel: the rewrite fixes {', '.join(fixed)}", err=True)
+    _report_tag(apply.tag(facts[0], opts, wheel_dir, False, False, archive=archive))

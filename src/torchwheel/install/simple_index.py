@@ -1,0 +1,248 @@
+"""``torchwheel index``: a PEP 503 simple index plus one sub-index per torch target.
+
+pip and uv choose among the files of a release by wheel tags only, so the way to make them
+pick the build that loads on a user's torch today is the one PyTorch uses for CUDA: one
+index URL per target (``torch-2.12/simple/``) listing only the files that load there. Each
+link carries the PEP 503 ``#sha256=`` and ``data-requires-python``, and the PEP 658/714
+``data-core-metadata`` / ``data-dist-info-metadata`` pointing at a ``{file}.metadata`` copy
+of METADATA, so resolvers need not download wheels to resolve.
+
+A sub-index keeps, per release and tag set, only the best wheel that loads on its torch
+(``choose.preference``): pip's own tie-break among files with equal tags is the build
+number, which says nothing about torch targets.
+
+Everything is read from metadata (``candidates``: WHEEL ``Torch-ABI``); an untagged wheel
+falls back to its binaries once and is reported. Output is built in a temp directory next
+to ``OUT`` and renamed into place, so a reader never sees half an index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+from torchwheel import __version__
+from torchwheel.errors import InputError
+from torchwheel.install.candidates import Candidate, Gathered
+from torchwheel.install.choose import fit, needed_minors, preference
+from torchwheel.install.discovery import gather
+from torchwheel.limits import current
+from torchwheel.torchabi.releases import Minor, known_torches, show_minor
+from torchwheel.wheel import variant
+from torchwheel.wheel.archive import WheelArchive
+
+MARKER = ".torchwheel-index"  # identifies a directory this command wrote (and may replace)
+FILES = "files"
+
+
+@dataclass(frozen=True)
+class Entry:
+    cand: Candidate
+    metadata: bytes  # METADATA, served as ``{file}.metadata`` (PEP 658)
+    variant: dict[str, object] | None  # .dist-info/variant.json of a variant wheel
+
+
+@dataclass
+class IndexResult:
+    out: Path
+    entries: list[Entry]
+    targets: dict[Minor, list[Entry]]
+    notes: list[str] = field(default_factory=list)
+    variants_files: list[str] = field(default_factory=list)
+
+
+def _plain_name(c: Candidate) -> str:
+    return c.filename.removesuffix(f"-{c.variant}.whl") + ".whl" if c.variant else c.filename
+
+
+def read_entry(c: Candidate) -> Entry:
+    """METADATA and variant.json through the one wheel reader (central directory only)."""
+    with WheelArchive(c.path, _plain_name(c) if c.variant else None) as archive:
+        dist_info = archive.contents.dist_info
+        meta = archive.contents.metadata_text.encode()
+        current().max_metadata_bytes.check(f"{c.filename}: METADATA bytes", len(meta))
+        doc = None
+        if c.variant is not None:
+            name = f"{dist_info}/{variant.DIST_INFO_FILE}"
+            if name not in archive.infos:
+                raise InputError(f"{c.filename}: a variant file name without .dist-info/variant.json")
+            current().max_metadata_bytes.check(f"{c.filename}: variant.json bytes", archive.member_size(name))
+            doc = variant.read_variant_json(archive.read(name), c.filename)
+    return Entry(c, meta, doc)
+
+
+def collect(sources: Iterable[str]) -> tuple[list[Entry], list[str]]:
+    """Every wheel of ``sources``; an unreadable one stops the index (exit 2): publishing
+    a corrupt file or silently leaving one out are both worse than saying so."""
+    got: Gathered = gather(sources)
+    if got.skipped:
+        first = got.skipped[0]
+        raise InputError(f"{first.location}: {first.reason}")
+    by_name: dict[str, Candidate] = {}
+    for c in got.candidates:
+        other = by_name.get(c.filename)
+        if other is not None:
+            raise InputError(
+                f"{c.filename}: two different files of this name ({other.path}, {c.path}); "
+                "an index serves one file per name (give one a build tag or local label)"
+            )
+        by_name[c.filename] = c
+    notes = [
+        f"{c.filename}: untagged, its torch need ({c.torch}) was read from its binaries; "
+        "run `torchwheel tag` so installers and this index read it from WHEEL"
+        for c in got.candidates
+        if not c.torch.source.startswith("WHEEL")
+    ]
+    notes += [
+        f"{c.filename}: unstable build whose torch minor is unknown: in no per-torch index "
+        "(tag it with --build-torch X.Y)"
+        for c in got.candidates
+        if c.torch.kind == "unstable" and c.torch.minor is None
+    ]
+    return [read_entry(c) for c in got.candidates], notes
+
+
+def plan_targets(entries: list[Entry], extra: Iterable[Minor] = ()) -> dict[Minor, list[Entry]]:
+    """Torch minor -> the best loading entry per (project, public version, tag set, variant
+    label): every known release, every target the wheels name, and ``extra``."""
+    minors = set(known_torches()) | needed_minors(e.cand.torch for e in entries) | set(extra)
+    out: dict[Minor, list[Entry]] = {}
+    for torch in sorted(minors):
+        best: dict[tuple[object, ...], Entry] = {}
+        for e in entries:
+            if fit(e.cand.torch, torch)[0] == "no":
+                continue
+            c = e.cand
+            # variant wheels stay one per label: the installer's plugin chooses among them
+            key: tuple[object, ...] = (c.name, c.version.public, tuple(sorted(map(str, c.tags))), c.variant)
+            held = best.get(key)
+            if held is None or _rank(e) > _rank(held):
+                best[key] = e
+        out[torch] = sorted(best.values(), key=lambda e: e.cand.filename)
+    return out
+
+
+def _rank(e: Entry) -> tuple[object, ...]:
+    return (preference(e.cand.torch), e.cand.version, e.cand.build)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _page(title: str, body: list[str]) -> str:
+    return (
+        "<!DOCTYPE html>\n<html>\n<head>\n"
+        '<meta name="pypi:repository-version" content="1.0">\n'
+        f"<title>{html.escape(title)}</title>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
+    )
+
+
+def _link(e: Entry, up: str) -> str:
+    c = e.cand
+    attrs = [f'href="{up}{FILES}/{quote(c.filename)}#sha256={c.sha256}"']
+    if c.requires_python is not None:
+        attrs.append(f'data-requires-python="{html.escape(str(c.requires_python), quote=True)}"')
+    digest = f"sha256={_sha(e.metadata)}"
+    attrs += [f'data-dist-info-metadata="{digest}"', f'data-core-metadata="{digest}"']
+    return f"<a {' '.join(attrs)}>{html.escape(c.filename)}</a><br>"
+
+
+def _write_simple(
+    root: Path, entries: list[Entry], up: str, variants_files: dict[tuple[str, str], tuple[str, str]]
+) -> None:
+    """``root/index.html`` and one page per project; ``up`` leads from a project page to OUT."""
+    projects: dict[str, list[Entry]] = {}
+    for e in entries:
+        projects.setdefault(e.cand.name, []).append(e)
+    root.mkdir(parents=True, exist_ok=True)
+    names = sorted(projects)
+    body = [f'<a href="{quote(n)}/">{html.escape(n)}</a><br>' for n in names]
+    (root / "index.html").write_text(_page("Simple index", body), "utf-8")
+    for name in names:
+        links = [_link(e, up) for e in sorted(projects[name], key=lambda e: e.cand.filename)]
+        releases = {(name, str(e.cand.version)) for e in projects[name] if e.variant is not None}
+        for key in sorted(releases):
+            vfile, digest = variants_files[key]
+            links.append(f'<a href="{up}{FILES}/{quote(vfile)}#sha256={digest}">{html.escape(vfile)}</a><br>')
+        (root / name).mkdir()
+        (root / name / "index.html").write_text(_page(f"Links for {name}", links), "utf-8")
+
+
+def _copy(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)  # same filesystem: no copy; the index never writes into its files
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def write(entries: list[Entry], targets: dict[Minor, list[Entry]], out: Path) -> list[str]:
+    """Build the whole tree in a temp dir beside ``out``, then swap it in."""
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file())):
+        raise InputError(
+            f"{out}: exists and is not an index torchwheel wrote; choose an empty or new directory"
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        files = tmp / FILES
+        files.mkdir()
+        for e in entries:
+            _copy(e.cand.path, files / e.cand.filename)
+            (files / f"{e.cand.filename}.metadata").write_bytes(e.metadata)
+        variants_files: dict[tuple[str, str], tuple[str, str]] = {}
+        for (name, version), docs in _variant_releases(entries).items():
+            vfile = variant.index_file_name(name, version)
+            data = (json.dumps(variant.merge(docs), indent=2, sort_keys=True) + "\n").encode()
+            (files / vfile).write_bytes(data)
+            variants_files[(name, version)] = (vfile, _sha(data))
+        _write_simple(tmp / "simple", entries, "../../", variants_files)
+        for torch, chosen in targets.items():
+            _write_simple(tmp / f"torch-{show_minor(torch)}" / "simple", chosen, "../../../", variants_files)
+        (tmp / MARKER).write_text(f"torchwheel {__version__}\n", "utf-8")
+        tmp.chmod(0o755)
+        _swap(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return sorted(v for v, _ in variants_files.values())
+
+
+def _variant_releases(entries: list[Entry]) -> dict[tuple[str, str], list[dict[str, object]]]:
+    out: dict[tuple[str, str], list[dict[str, object]]] = {}
+    for e in entries:
+        if e.variant is not None:
+            out.setdefault((e.cand.name, str(e.cand.version)), []).append(e.variant)
+    return out
+
+
+def _swap(tmp: Path, out: Path) -> None:
+    """Rename the new tree onto ``out``; an old index is moved aside first and removed last."""
+    if not out.exists():
+        os.replace(tmp, out)
+        return
+    old = out.with_name(f".{out.name}.old-{os.getpid()}")
+    os.replace(out, old)
+    try:
+        os.replace(tmp, out)
+    except BaseException:
+        os.replace(old, out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def build(sources: Iterable[str], out: Path, extra: Iterable[Minor] = ()) -> IndexResult:
+    entries, notes = collect(sources)
+    if not entries:
+        raise InputError("no wheels to index")
+    targets = plan_targets(entries, extra)
+    vfiles = write(entries, targets, out)
+    return IndexResult(out, entries, targets, notes, vfiles)

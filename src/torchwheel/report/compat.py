@@ -1,0 +1,97 @@
+"""``compat``'s answer as text and as the versioned JSON document (``docs/json.md``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchwheel.analysis.torchcompat import InputCompat, SliceCompat
+from torchwheel.report.facts import SCHEMA_VERSION
+from torchwheel.report.textsafe import safe_lines
+from torchwheel.torchabi.cxxnames import demangle
+from torchwheel.torchabi.torchlibs import TorchLibraries
+
+
+def _symbol(name: str) -> str:
+    text = demangle(name)
+    return name if text is None else f"{text}  [{name}]"
+
+
+def _where(s: SliceCompat, multi: bool) -> str:
+    return f"{s.member} [{s.arch}]" if multi else s.member
+
+
+def compat_text(torch: TorchLibraries, results: list[InputCompat]) -> str:
+    lines = [
+        f"{torch.label} from {torch.origin}: {len(torch.exports)} libraries, "
+        f"{torch.exported_count} exported symbols"
+    ]
+    for r in results:
+        lines += ["", f"{r.path}: {'loads' if r.loads else 'does NOT load'}"]
+        counts: dict[str, int] = {}
+        for s in r.slices:
+            counts[s.member] = counts.get(s.member, 0) + 1
+        if not r.slices:
+            lines.append("  no compiled files")
+        for s in r.slices:
+            where = _where(s, counts[s.member] > 1)
+            n = len(s.torch_imports)
+            if s.problem is not None:
+                lines.append(f"  {where}: cannot load: {s.problem}")
+            elif s.missing:
+                lines.append(f"  {where}: does not load: {len(s.missing)} of {n} torch symbols missing")
+                lines += [f"    missing {_symbol(m)}" for m in s.missing]
+            elif s.missing_weak:
+                absent = f"{len(s.missing_weak)} weak import{'s' if len(s.missing_weak) != 1 else ''} absent"
+                lines.append(f"  {where}: loads ({n} torch symbols, {absent})")
+            else:
+                lines.append(
+                    f"  {where}: loads ({n} torch symbols, all exported)"
+                    if n
+                    else f"  {where}: loads (no torch symbols)"
+                )
+            if s.problem is None:
+                lines += [f"    absent  {_symbol(m)} (weak: used when present)" for m in s.missing_weak]
+            if s.unstable and s.problem is None:
+                lines.append(
+                    f"    note: {s.unstable} of them are unstable libtorch C++: that a name resolves does not "
+                    "mean its layout matches the torch the file was built with"
+                )
+    ok = sum(r.loads for r in results)
+    n = len(results)
+    lines += ["", f"{ok} of {n} input{'s' if n != 1 else ''} load{'s' if n == 1 else ''} on {torch.label}"]
+    return safe_lines(lines)  # input-derived text escaped (textsafe)
+
+
+def compat_json(torch: TorchLibraries, results: list[InputCompat]) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "torch": {
+            "origin": torch.origin,
+            "version": torch.version,
+            "libraries": sorted(torch.exports),
+            "platforms": [f"{f}/{a}" for f, a in sorted(torch.platforms)],
+            "exported_symbols": torch.exported_count,
+        },
+        "inputs": [
+            {
+                "path": r.path,
+                "loads": r.loads,
+                "files": [
+                    {
+                        "member": s.member,
+                        "format": s.format,
+                        "arch": s.arch,
+                        "loads": s.loads,
+                        "torch_symbols": len(s.torch_imports),
+                        "unstable_symbols": s.unstable,
+                        "missing": [{"name": m, "demangled": demangle(m)} for m in s.missing],
+                        "missing_weak": [{"name": m, "demangled": demangle(m)} for m in s.missing_weak],
+                        "problem": s.problem,
+                    }
+                    for s in r.slices
+                ],
+            }
+            for r in results
+        ],
+        "loads": all(r.loads for r in results),
+    }

@@ -1,0 +1,273 @@
+"""Rendering: analyses in, JSON-ready dicts or text out. Nothing here decides anything.
+
+The JSON shapes are a contract (``docs/json.md``); ``SCHEMA_VERSION`` changes when a
+field changes meaning or disappears, not when one is added.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchwheel.analysis.member import BinaryAnalysis, DeclaredMarker, SliceAnalysis
+from torchwheel.analysis.pythonabi import PythonFacts
+from torchwheel.analysis.wheelfacts import WheelFacts, wheel_torch_abi
+from torchwheel.report.textsafe import safe_lines
+from torchwheel.torchabi.usage import TorchUsage
+
+SCHEMA_VERSION = 1
+_SAMPLE = 8  # unstable symbols shown per slice in text; JSON carries them all
+
+
+def marker_json(declared: DeclaredMarker | None) -> dict[str, Any] | None:
+    if declared is None:
+        return None
+    version = declared.record.version
+    return {
+        "version": version.release if version else None,
+        "abi_tag": version.abi_tag if version else None,
+        "schema": declared.record.schema,
+        "exported": declared.exported,
+        "offset": declared.offset,
+    }
+
+
+def torch_json(torch: TorchUsage) -> dict[str, Any]:
+    return {
+        "usage": torch.usage,
+        "min_version": torch.min_version.release if torch.min_version else None,
+        "min_is_lower_bound": torch.min_is_lower_bound,
+        "stable_symbols": list(torch.stable_symbols),
+        "pinning_symbols": list(torch.pinning_symbols),
+        "unknown_symbols": list(torch.unknown_symbols),
+        "unstable_symbols": list(torch.unstable_symbols),
+        "weak_symbols": [{"name": n, "introduced": v.release if v else None} for n, v in torch.weak_symbols],
+    }
+
+
+def _weak_text(torch: TorchUsage) -> str:
+    """Weak shims do not raise the floor: the library calls them only when torch has them."""
+    return ", ".join(
+        f"{n} ({v.minor_release if v else 'unknown'}, used when present)" for n, v in torch.weak_symbols
+    )
+
+
+def _symbol_lines(t: TorchUsage, width: int) -> list[str]:
+    """The torch symbols a reader needs named: what sets the floor, what the table does not
+    know, what is imported weakly (``width``: the label column of the block they join)."""
+    rows = [
+        ("pinned by", ", ".join(t.pinning_symbols)),
+        ("unknown", ", ".join(t.unknown_symbols)),
+        ("weak", _weak_text(t)),
+    ]
+    return [f"    {label.ljust(width)}{text}" for label, text in rows if text]
+
+
+def python_json(p: PythonFacts) -> dict[str, Any]:
+    return {
+        "hooks": list(p.hooks),
+        "verdict": p.verdict,
+        "limited_symbols": p.limited_symbols,
+        "limited_api_floor": p.limited_floor,
+        "floor_symbols": list(p.floor_symbols),
+        "non_limited_symbols": list(p.non_limited_symbols),
+        "python_dll": p.python_dll,
+    }
+
+
+def slice_json(s: SliceAnalysis) -> dict[str, Any]:
+    f = s.facts
+    return {
+        "arch": f.arch,
+        "marker": marker_json(s.declared),
+        "marker_problem": s.marker_problem,
+        "raw_markers": list(s.raw_versions),
+        "raw_markers_omitted": s.facts.raw_markers_omitted,
+        "companion_versions": [str(v) for v in f.companions],
+        "torch": torch_json(s.torch),
+        "python": python_json(s.python),
+        "needed": list(f.needed),
+    }
+
+
+def binary_json(b: BinaryAnalysis) -> dict[str, Any]:
+    return {
+        "path": b.facts.path,
+        "format": b.facts.format,
+        "size": b.facts.size,
+        "kind": b.kind,
+        "slices": [slice_json(s) for s in b.slices],
+    }
+
+
+def inspect_json(binaries: list[BinaryAnalysis], table: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``table``: which shim table judged the symbols (``tablechoice.ChosenTable.to_json``)."""
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "files": [binary_json(b) for b in binaries]}
+    if table is not None:
+        doc["symbol_table"] = table
+    return doc
+
+
+def _marker_text(s: SliceAnalysis) -> str:
+    d = s.declared
+    if d is None:
+        return "none" + (f" ({s.marker_problem})" if s.marker_problem else "")
+    if d.record.version is None:
+        return f"unknown schema {d.record.schema} (this torchwheel cannot read it)"
+    how = "exported" if d.exported else "NOT exported (bytes only)"
+    return f"{d.record.version} schema {d.record.schema}, {how}"
+
+
+def slice_text(s: SliceAnalysis) -> list[str]:
+    f, t = s.facts, s.torch
+    lines = [
+        f"  [{f.arch}]",
+        f"    marker       {_marker_text(s)}",
+        f"    raw records  {', '.join(s.raw_versions) or 'none'}"
+        + (f" and {s.facts.raw_markers_omitted:,} more records" if s.facts.raw_markers_omitted else ""),
+    ]
+    if f.companions:
+        lines.append(f"    companions   {', '.join(str(v) for v in f.companions)}")
+    floor = "-" if t.min_version is None else str(t.min_version)
+    if t.min_is_lower_bound:
+        floor = f">= {floor} (lower bound: unknown shims)"
+    lines += [
+        f"    torch usage  {t.usage}; stable shims {len(t.stable_symbols)}; needs torch {floor}",
+    ]
+    lines += _symbol_lines(t, 13)
+    if t.unstable_symbols:
+        more = len(t.unstable_symbols) - _SAMPLE
+        sample = list(t.unstable_symbols[:_SAMPLE]) + ([f"... {more} more"] if more > 0 else [])
+        lines.append(f"    unstable     {len(t.unstable_symbols)} symbols:")
+        lines += [f"                 {name}" for name in sample]
+    p = s.python
+    lines.append(f"    python       {p.verdict}; hooks {', '.join(p.hooks) or 'none'}")
+    if p.limited_floor:
+        lines.append(f"    limited API  >= {p.limited_floor} ({', '.join(p.floor_symbols[:3])})")
+    if p.non_limited_symbols:
+        lines.append(f"    non-limited  {', '.join(p.non_limited_symbols[:_SAMPLE])}")
+    if p.python_dll:
+        lines.append(f"    python DLL   {p.python_dll}")
+    return lines
+
+
+def binary_text(b: BinaryAnalysis) -> str:
+    head = f"{b.facts.path}: {b.facts.format.upper() if b.facts.format != 'macho' else 'Mach-O'}"
+    head += f", {len(b.slices)} slice{'s' if len(b.slices) != 1 else ''}, {b.facts.size} bytes"
+    lines = [head, f"  kind         {b.kind}"]
+    for s in b.slices:
+        lines += slice_text(s)
+    return safe_lines(lines)  # input-derived text escaped (textsafe)
+
+
+def _requirement_text(w: WheelFacts) -> str:
+    return "; ".join(str(r) for r in w.metadata.torch_requirements) or "none"
+
+
+def _record_text(w: WheelFacts) -> str:
+    if w.kind == "binary":
+        return "n/a"
+    if not w.record_problems:
+        return "ok (every hash verified)" if w.hashes_verified else "ok (sizes only: hashes skipped)"
+    return f"{len(w.record_problems)} problem(s)"
+
+
+def wheel_json(w: WheelFacts) -> dict[str, Any]:
+    abi = wheel_torch_abi(w)
+    c = w.contents
+    return {
+        "path": c.path,
+        "kind": w.kind,
+        "name": c.filename_name,
+        "version": c.filename_version,
+        "filename_tags": sorted(str(t) for t in c.filename_tags),
+        "wheel_tags": sorted(str(t) for t in c.wheel_tags),
+        "requires_python": str(w.metadata.requires_python) if w.metadata.requires_python else None,
+        "torch_requirements": [str(r) for r in w.metadata.torch_requirements],
+        "record": {
+            "verified": w.kind != "binary",
+            "hashes_verified": w.kind != "binary" and w.hashes_verified,
+            "problems": [
+                {"path": p.path, "problem": p.problem, "detail": p.detail} for p in w.record_problems
+            ],
+        },
+        "torch_abi": {
+            "kind": abi.kind,
+            "target": abi.target.release if abi.target else None,
+            "declared": abi.declared.release if abi.declared else None,
+            "label": str(abi),
+        },
+        "files": [{"member": b.member, **binary_json(b.analysis)} for b in w.binaries],
+        "unreadable": [{"member": u.member, "error": u.error} for u in w.unreadable],
+    }
+
+
+def show_json(wheels: list[WheelFacts], table: dict[str, Any] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "wheels": [wheel_json(w) for w in wheels]}
+    if table is not None:
+        doc["symbol_table"] = table
+    return doc
+
+
+def _row(member: str, b: BinaryAnalysis) -> list[list[str]]:
+    rows = []
+    for s in b.slices:
+        d = s.declared
+        mark = (
+            "-"
+            if d is None
+            else (str(d.record.version or f"schema {d.record.schema}") + ("" if d.exported else " (hidden)"))
+        )
+        need = (
+            "-"
+            if s.torch.min_version is None
+            else str(s.torch.min_version) + ("+" if s.torch.min_is_lower_bound else "")
+        )
+        rows.append(
+            [member, f"{b.facts.format}/{s.facts.arch}", b.kind, mark, s.torch.usage, need, s.python.verdict]
+        )
+    return rows
+
+
+def wheel_text(w: WheelFacts) -> str:
+    c = w.contents
+    abi = wheel_torch_abi(w)
+    lines = [c.path]
+    if w.kind != "binary":
+        tags = sorted(str(t) for t in (c.filename_tags or c.wheel_tags))
+        lines += [
+            f"  tags             {', '.join(tags) or 'none'}",
+            f"  requires-python  {w.metadata.requires_python or 'any'}",
+            f"  torch requires   {_requirement_text(w)}",
+            f"  RECORD           {_record_text(w)}",
+        ]
+    lines.append(
+        f"  torch ABI        {abi}"
+        + (f" (declared {abi.declared})" if abi.declared and abi.kind != "none" else "")
+    )
+    table = [["file", "format", "kind", "marker", "torch", "needs", "python"]]
+    for b in w.binaries:
+        table += _row(b.member, b.analysis)
+    for u in w.unreadable:
+        table.append([u.member, "?", "?", "?", "?", "?", f"unreadable: {u.error}"])
+    if len(table) > 1:
+        widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+        lines.append("")
+        lines += [
+            "  " + "  ".join(cell.ljust(wd) for cell, wd in zip(r, widths, strict=True)).rstrip()
+            for r in table
+        ]
+    else:
+        lines.append("  (no compiled files)")
+    detailed = False
+    for b in w.binaries:
+        for s in b.analysis.slices:
+            t = s.torch
+            if t.pinning_symbols or t.unknown_symbols or t.unstable_symbols or t.weak_symbols:
+                if not detailed:
+                    lines += ["", "  torch symbols that set the minimum:"]
+                    detailed = True
+                lines.append(f"  {b.member} [{s.facts.arch}]")
+                lines += _symbol_lines(t, 12)
+                if t.unstable_symbols:
+                    lines.append(f"    unstable    {len(t.unstable_symbols)}, e.g. {t.unstable_symbols[0]}")
+    return safe_lines(lines)  # input-derived text escaped (textsafe)

@@ -1,0 +1,94 @@
+"""Every finding code torchwheel has, in one table: what it is called, how serious it is,
+what it is about, which inputs it judges, and whether ``tag``/``repair`` refuse on it.
+
+Codes never change meaning once released (like ruff's): tools and ``--ignore`` lists depend
+on them. Each code's check is one function in the module of its group (``@rule("TW101")``),
+and ``docs/rules.md`` has one section per code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Severity = Literal["error", "warning", "info"]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which inputs a rule judges.
+
+    ``lone_binary``: also a compiled file given alone (no wheel metadata to judge);
+    ``torch_itself``: also torch's own distribution, which defines the ABI that the
+    TW1xx/TW2xx rules hold consumers to and cannot require itself (TW5xx);
+    ``release``: the rule sees every wheel of one release at once (TW6xx), not one input.
+    """
+
+    lone_binary: bool
+    torch_itself: bool
+    release: bool = False
+
+
+BINARY = Scope(lone_binary=True, torch_itself=True)  # any compiled file
+CONSUMER_BINARY = Scope(lone_binary=True, torch_itself=False)  # a library that uses torch's ABI
+WHEEL = Scope(lone_binary=False, torch_itself=True)  # the archive and its metadata
+CONSUMER_WHEEL = Scope(lone_binary=False, torch_itself=False)  # a wheel that requires torch
+RELEASE = Scope(lone_binary=False, torch_itself=False, release=True)
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    name: str
+    severity: Severity
+    summary: str
+    scope: Scope
+    # the rewrite would be dishonest: a RECORD that disagrees with the files or METADATA that
+    # does not parse (which bytes are right is not ours to guess), a marker that cannot be read
+    blocks_rewrite: bool = False
+
+
+_E: Severity = "error"
+_W: Severity = "warning"
+CODES: tuple[Code, ...] = (
+    # TW1xx: the stable-ABI marker (rules/marker.py)
+    Code("TW101", "marker-missing", _W, "a library uses the stable shim but declares no target", CONSUMER_BINARY),
+    Code("TW102", "marker-hidden", _W, "the marker bytes are present but the symbol is not exported", CONSUMER_BINARY),
+    Code("TW103", "marker-unknown-schema", _E, "a marker record has a schema this torchwheel cannot read", CONSUMER_BINARY, True),
+    Code("TW104", "marker-disagree", _E, "one binary carries records of different targets", CONSUMER_BINARY),
+    Code("TW105", "targets-differ", _W, "libraries of one wheel declare different targets", CONSUMER_BINARY),
+    Code("TW106", "marker-unreadable", _E, "the exported marker symbol does not hold a record", CONSUMER_BINARY, True),
+    # TW2xx: the torch contract (rules/torch.py)
+    Code("TW201", "target-too-old", _E, "the declared target is older than the imported shims need", CONSUMER_BINARY),
+    Code("TW202", "unstable-in-stable", _E, "a library that declares the stable ABI imports unstable symbols", CONSUMER_BINARY),
+    Code("TW203", "unknown-shim", _W, "imported shim symbols are not in the symbol table", CONSUMER_BINARY),
+    Code("TW204", "unstable-library", _W, "a library uses unstable libtorch symbols and is not allowlisted", CONSUMER_BINARY),
+    Code("TW205", "stale-allowlist", _E, "an unstable-allowlist entry matches no unstable library", CONSUMER_BINARY),
+    # TW3xx: the CPython ABI (rules/cpython.py)
+    Code("TW301", "abi3-not-limited", _E, "an abi3-tagged wheel contains a module outside the limited API", BINARY),
+    Code("TW302", "suffix-tag-mismatch", _E, "a module's file-name suffix does not match the wheel tags", BINARY),
+    Code("TW303", "limited-api-above-floor", _E, "a module uses limited-API symbols newer than the abi3 tag admits", BINARY),
+    Code("TW304", "module-hook-missing", _E, "an extension module exports no init hook for its name", BINARY),
+    Code("TW305", "abi3t-needs-modexport", _E, "an abi3t-tagged wheel has a module with only PyInit_", BINARY),
+    Code("TW306", "pure-tag-with-binaries", _E, "a wheel tagged py3-none ships compiled extension modules", BINARY),
+    # TW4xx: wheel integrity (rules/integrity.py)
+    Code("TW401", "record-missing", _E, "the wheel has no RECORD", WHEEL),
+    Code("TW402", "record-mismatch", _E, "a member's hash or size differs from RECORD", WHEEL, True),
+    Code("TW403", "record-incomplete", _E, "RECORD and the archive list different files", WHEEL, True),
+    Code("TW404", "tags-disagree", _W, "the file name's tags differ from the WHEEL Tag lines", WHEEL),
+    Code("TW405", "platform-mismatch", _E, "a binary's format or architecture does not match the platform tag", WHEEL),
+    Code("TW406", "binary-unreadable", _E, "a compiled member cannot be read as ELF, Mach-O or PE", WHEEL),
+    Code("TW407", "metadata-invalid", _E, "METADATA or WHEEL is malformed", WHEEL, True),
+    Code("TW408", "dist-info-mismatch", _E, "the .dist-info directory names another project than the file", WHEEL),
+    # TW5xx: the torch requirement (rules/requirements.py)
+    Code("TW501", "torch-requirement-missing", _W, "the wheel uses torch but does not require it", CONSUMER_WHEEL),
+    Code("TW502", "torch-pinned-too-tight", _W, "a stable-ABI wheel pins torch tighter than its ABI needs", CONSUMER_WHEEL),
+    Code("TW503", "torch-requirement-too-loose", _E, "the torch requirement admits a torch the binaries cannot load on", CONSUMER_WHEEL),
+    Code("TW504", "unstable-torch-unpinned", _E, "an unstable-ABI wheel does not pin the torch minor it was built with", CONSUMER_WHEEL),
+    # TW6xx: one release (rules/release.py)
+    Code("TW601", "release-requirements-differ", _E, "wheels of one release declare different torch requirements", RELEASE),
+    Code("TW602", "release-targets-differ", _W, "the stable-ABI targets of one release differ between platforms without markers to say so", RELEASE),
+    Code("TW603", "release-stable-and-unstable", _E, "a stable-ABI wheel and a version-locked (unstable) wheel share one release", RELEASE),
+)  # fmt: skip
+
+BY_CODE = {c.code: c for c in CODES}

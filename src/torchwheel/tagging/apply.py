@@ -1,0 +1,165 @@
+"""The I/O edge of ``tag`` and ``repair``: read facts, apply the plan, write, verify.
+
+The input wheel is never opened for writing: output goes to a temp file in the
+destination directory and is renamed into place only after it verified. ``--in-place``
+is the same rename onto the input's own name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchwheel.analysis.wheelfacts import WheelFacts
+from torchwheel.errors import InputError
+from torchwheel.tagging.options import TagOptions
+from torchwheel.tagging.plan import Plan, plan
+from torchwheel.wheel.archive import WheelArchive
+from torchwheel.wheel.metadata import SIDE_FILE
+from torchwheel.wheel.readback import verify_written
+from torchwheel.wheel.writer import copy_file_atomically, source_date_epoch, write_wheel
+
+
+@dataclass
+class TagResult:
+    source: Path
+    target: Path | None  # None for a dry run
+    changed: bool
+    changes: list[str] = field(default_factory=list)
+    diff: str = ""
+
+
+def _existing(w: WheelFacts) -> dict[str, bytes]:
+    """The current bytes of the members a plan writes, as collected: no second opening."""
+    c = w.contents
+    found = {
+        f"{c.dist_info}/WHEEL": c.wheel_text.encode(),
+        f"{c.dist_info}/METADATA": c.metadata_text.encode(),
+    }
+    if c.side_file is not None:
+        found[f"{c.dist_info}/{SIDE_FILE}"] = c.side_file
+    return found
+
+
+def unchanged(p: Plan, source: Path, existing: dict[str, bytes]) -> bool:
+    """Idempotence: a tagged wheel re-tagged with the same options is left alone."""
+    if p.filename != source.name or p.drop:
+        return False
+    return all(existing.get(name) == data for name, data in p.members.items())
+
+
+def diff_text(p: Plan, source: Path, existing: dict[str, bytes], with_facts: bool = False) -> str:
+    """The metadata a user reviews; the side file's facts (long JSON) only on request."""
+    chunks: list[str] = []
+    if p.filename != source.name:
+        chunks.append(f"rename: {source.name} -> {p.filename}\n")
+    for name, data in p.members.items():
+        if name.endswith(f"/{SIDE_FILE}") and not with_facts:
+            continue
+        old = existing.get(name, b"").decode("utf-8", "replace").splitlines(keepends=True)
+        new = data.decode("utf-8").splitlines(keepends=True)
+        chunks.extend(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}"))
+    return "".join(chunks)
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    try:
+        a, b = os.stat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _still_the_input(source: Path, fd: int) -> None:
+    """``--in-place`` replaces a path: only while it still names the file we analysed."""
+    if not _same_file(source, fd):
+        raise InputError(f"{source}: replaced or removed while tag ran: left as it is, nothing written")
+
+
+def lock_input(archive: WheelArchive) -> None:
+    """``--in-place``: one rewriter per wheel. An exclusive ``flock`` on the analysed
+    descriptor; a concurrent run refuses at once (it would rewrite a file that is being
+    replaced), and a run that locked a file another one already replaced refuses too."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: os.replace fails on an open file anyway
+        return
+    try:
+        fcntl.flock(archive.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        raise InputError(
+            f"{archive.path}: another torchwheel is rewriting it right now: left to that one"
+        ) from exc
+    _still_the_input(archive.path, archive.fd)
+
+
+def _matching_dist_info(w: WheelFacts) -> None:
+    """Installers refuse a wheel whose ``.dist-info`` names another project than its file
+    name (installer's own rule, below); renaming either would be a guess, so no rewrite."""
+    c = w.contents
+    if not c.dist_info_matches:
+        raise InputError(
+            f"{Path(c.path).name}: its {c.dist_info!r} does not match the file name's project "
+            f"{c.filename_name!r}: installers refuse such a wheel; rebuild it (tag will not rewrite it)"
+        )
+
+
+def tag(
+    w: WheelFacts,
+    opts: TagOptions,
+    dest: Path | None,
+    in_place: bool,
+    dry_run: bool,
+    with_facts: bool = False,
+    archive: WheelArchive | None = None,
+    variant: bool = False,
+) -> TagResult:
+    """``archive``: the open input ``w`` was collected from (``analysis.load.opened``); every byte
+    written comes from its descriptor. Without it the wheel is opened again here (library
+    callers holding only facts), and the CRC pass of the verification still guards it.
+    ``variant``: write the wheel-variant copy instead (``install.variants``)."""
+    source = Path(w.contents.path)
+    p = plan(w, opts)
+    plain_name = p.filename  # installer parses this name (a variant label is a draft form)
+    if variant:
+        from torchwheel.tagging.variant import variant_plan
+
+        p = variant_plan(p, p.dist_info or w.contents.dist_info)  # --local-label renames it
+    existing = _existing(w)
+    same = unchanged(p, source, existing)
+    if dry_run:
+        return TagResult(source, None, not same, p.changes, diff_text(p, source, existing, with_facts))
+    _matching_dist_info(w)
+    if archive is None:
+        with WheelArchive(source) as reopened:
+            return tag(w, opts, dest, in_place, dry_run, with_facts, reopened, variant)
+    out_dir = source.parent if in_place or dest is None else dest
+    target = out_dir / p.filename
+    if same:
+        if target.resolve() != source.resolve():
+            copy_file_atomically(archive.fd, target)
+        return TagResult(source, target, False, ["already tagged: nothing to change"])
+    if target.resolve() == source.resolve() and not in_place:
+        raise InputError(f"{source.name}: writing would replace the input; pass --in-place or -w DIR")
+    ren = p.renames  # a local label renames the .dist-info: every input name seen as its new one
+    infos = {ren.get(n, n): i for n, i in archive.infos.items()} if ren else archive.infos
+    hashes = {ren.get(n, n): h for n, h in w.hashes.items()} if ren else w.hashes
+    raw_crcs = {ren.get(n, n): c for n, c in archive.raw_crcs.items()}  # the analysed raw bytes
+    write_wheel(
+        archive.fd,
+        infos,
+        target,
+        p.dist_info or w.contents.dist_info,
+        p.members,
+        {ren.get(n, n) for n in p.drop},
+        hashes,
+        source_date_epoch(),
+        verify=lambda written: verify_written(written, plain_name, p.members, hashes, infos, raw_crcs),
+        before_replace=(lambda: _still_the_input(source, archive.fd)) if in_place else (lambda: None),
+    )
+    if in_place and target.resolve() != source.resolve():
+        _still_the_input(source, archive.fd)  # never unlink a file someone put there meanwhile
+        source.unlink()  # the retagged wheel has a new name; --in-place replaces the old
+    return TagResult(source, target, True, p.changes)

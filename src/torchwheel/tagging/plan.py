@@ -1,0 +1,203 @@
+"""From facts and policy to the metadata a wheel should carry: a pure plan, no I/O.
+
+What changes, and why each is safe:
+- ``WHEEL``: ``Torch-ABI: 2.10`` (or ``unstable``) and ``Tag:`` lines equal to the file
+  name's tags (installers select by the file name, so it is the authority).
+- CPython tags are only *narrowed* on evidence: an abi3 floor raised to the newest
+  limited-API symbol's version, ``abi3t`` dropped when no module can serve it. Narrowing
+  can only stop an install that would fail; widening is never done here.
+- ``METADATA``: the torch requirement the binaries need, merged into the existing line
+  (extras and environment markers kept). No new METADATA field: twine and PyPI reject
+  unknown ones, which is why the target goes to ``WHEEL`` and the side file.
+- ``.dist-info/torchwheel.json``: the per-library facts, schema-versioned.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+
+from packaging.tags import Tag
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from torchwheel import __version__
+from torchwheel.analysis.wheelfacts import (
+    TorchABI,
+    WheelFacts,
+    iter_slices,
+    provides_libtorch,
+    wheel_torch_abi,
+)
+from torchwheel.errors import InputError
+from torchwheel.report.facts import binary_json
+from torchwheel.tagging import naming
+from torchwheel.tagging.options import TagOptions
+from torchwheel.tagging.requirement import apply_requirements, metadata_text
+from torchwheel.wheel.metadata import SIDE_FILE, TORCH_ABI_FIELD, parse_metadata
+
+SIDE_SCHEMA = 1
+
+
+@dataclass
+class Plan:
+    torch_abi: TorchABI
+    filename: str
+    members: dict[str, bytes]  # dist-info files to (re)write
+    drop: set[str]
+    changes: list[str] = field(default_factory=list)
+    dist_info: str | None = None  # a new .dist-info name (a local label changed the version)
+    renames: dict[str, str] = field(default_factory=dict)  # input member -> name to write it under
+
+
+# -- tags ------------------------------------------------------------------------------------
+
+
+def _abi3_needed(w: WheelFacts) -> tuple[int, int] | None:
+    floors = [
+        tuple(int(x) for x in s.python.limited_floor.split("."))
+        for _, _, s in iter_slices(w)
+        if s.python.limited_floor and s.python.verdict in ("abi3", "abi3t")
+    ]
+    best = max(floors, default=None)
+    return (best[0], best[1]) if best else None
+
+
+def narrow_tags(w: WheelFacts, tags: frozenset[Tag]) -> tuple[frozenset[Tag], list[str]]:
+    notes: list[str] = []
+    needed = _abi3_needed(w)
+    out = set(tags)
+    if needed is not None:
+        raised = set()
+        for t in out:
+            interp = t.interpreter
+            abi3 = t.abi in ("abi3", "abi3t") and interp.startswith("cp3") and interp[3:].isdigit()
+            if abi3 and (3, int(interp[3:])) < needed:
+                interp = f"cp{needed[0]}{needed[1]}"
+            raised.add(Tag(interp, t.abi, t.platform))
+        if raised != out:
+            notes.append(f"raised the abi3 floor to cp{needed[0]}{needed[1]} (limited-API symbols need it)")
+            out = raised
+    modules = [s for _, _, s in iter_slices(w) if s.python.hooks]
+    if (
+        any(t.abi == "abi3t" for t in out)
+        and modules
+        and all(not any(h.startswith("PyModExport") for h in s.python.hooks) for s in modules)
+    ):
+        kept = {t for t in out if t.abi != "abi3t"}
+        if kept:
+            notes.append("dropped abi3t (every module has only PyInit_ hooks)")
+            out = kept
+    return frozenset(out), notes
+
+
+def _ordered(values: set[str], original: list[str]) -> list[str]:
+    return [v for v in original if v in values] + sorted(values - set(original))
+
+
+def compress_tags(tags: frozenset[Tag], original: str) -> str:
+    """The dotted file-name form; refuses a set that is not a cartesian product."""
+    parts = original.split("-")
+    interps = _ordered({t.interpreter for t in tags}, parts[0].split("."))
+    abis = _ordered({t.abi for t in tags}, parts[1].split("."))
+    plats = _ordered({t.platform for t in tags}, parts[2].split("."))
+    if len(interps) * len(abis) * len(plats) != len(tags):
+        raise InputError(f"tags {sorted(map(str, tags))} cannot be written as one file name")
+    return f"{'.'.join(interps)}-{'.'.join(abis)}-{'.'.join(plats)}"
+
+
+def wheel_file_text(original: str, tags: list[Tag], torch_abi: str) -> str:
+    kept = [
+        line
+        for line in original.splitlines()
+        if line.strip() and not line.startswith(("Tag:", f"{TORCH_ABI_FIELD}:"))
+    ]
+    lines = kept + [f"Tag: {t}" for t in tags] + [f"{TORCH_ABI_FIELD}: {torch_abi}"]
+    return "\n".join(lines) + "\n"
+
+
+# -- the plan --------------------------------------------------------------------------------
+
+
+def side_file(w: WheelFacts, abi: TorchABI) -> bytes:
+    doc = {
+        "schema_version": SIDE_SCHEMA,
+        "generator": f"torchwheel {__version__}",
+        "torch_abi": str(abi),
+        "libraries": [{"member": b.member, **binary_json(b.analysis)} for b in w.binaries],
+    }
+    return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
+
+
+def plan(w: WheelFacts, opts: TagOptions) -> Plan:
+    c = w.contents
+    if not w.is_wheel_file:
+        raise InputError(f"{c.path}: tag rewrites wheel files; build a wheel first")
+    abi = wheel_torch_abi(w)
+    name = c.path.replace("\\", "/").rsplit("/", 1)[-1]
+    stem_parts = name[: -len(".whl")].split("-")
+    original_tags = "-".join(stem_parts[-3:])
+    tags, changes = narrow_tags(w, c.filename_tags)
+    compressed = compress_tags(tags, original_tags)
+    filename = "-".join([*stem_parts[:-3], compressed]) + ".whl"
+    ordered = [
+        Tag(i, a, p)
+        for i in compressed.split("-")[0].split(".")
+        for a in compressed.split("-")[1].split(".")
+        for p in compressed.split("-")[2].split(".")
+    ]
+    wheel_name = f"{c.dist_info}/WHEEL"
+    meta_name = f"{c.dist_info}/METADATA"
+    if provides_libtorch(w):  # torch itself: it cannot require torch
+        new_meta, meta_notes = c.metadata_text, ["torch itself: Requires-Dist left as it is"]
+    else:
+        new_meta, meta_notes = metadata_text(c.metadata_text, abi, opts)
+        if opts.release_requirements is not None:  # tag --release: the set shared by all wheels
+            new_meta, meta_notes = apply_requirements(c.metadata_text, opts.release_requirements, name)
+    new_wheel = wheel_file_text(c.wheel_text, ordered, str(abi))
+    filename, new_meta, new_wheel, name_notes = naming.naming(filename, new_meta, new_wheel, opts)
+    changes += name_notes
+    members = {
+        wheel_name: new_wheel.encode(),
+        meta_name: new_meta.encode(),
+        f"{c.dist_info}/{SIDE_FILE}": side_file(w, abi),
+    }
+    if c.wheel_tags != tags:
+        changes.append("WHEEL Tag lines now equal the file name's tags")
+    if c.wheel_fields.get(TORCH_ABI_FIELD) != [str(abi)]:
+        changes.append(f"WHEEL {TORCH_ABI_FIELD}: {abi}")
+    changes += meta_notes
+    drop = {f"{c.dist_info}/RECORD.jws", f"{c.dist_info}/RECORD.p7s"} & set(c.members)
+    if drop:
+        changes.append("dropped RECORD signatures (the rewrite invalidates them)")
+    new_dist_info, renames = naming.renamed_dist_info(c.dist_info, [*c.members, *members], filename)
+    if renames:
+        members = {renames.get(n, n): data for n, data in members.items()}
+    return Plan(abi, filename, members, drop, changes, new_dist_info, renames)
+
+
+def planned_facts(w: WheelFacts, p: Plan) -> WheelFacts:
+    """The wheel as the rewrite will leave it: the same binaries under the new metadata.
+
+    ``repair`` judges this rather than its input, so it refuses only what a rewrite cannot
+    make honest: WHEEL Tag lines that disagree with the file name, a missing or too loose
+    torch requirement or a too low abi3 floor are exactly what the rewrite fixes, while a
+    RECORD that disagrees with the files or a broken binary stays as it was.
+    """
+    c = w.contents
+    try:
+        tags = parse_wheel_filename(p.filename)[3]
+    except InvalidWheelFilename:
+        tags = c.filename_tags
+    contents = dataclasses.replace(
+        c,
+        filename_tags=tags,
+        wheel_text=p.members[f"{p.dist_info or c.dist_info}/WHEEL"].decode(),
+        metadata_text=p.members[f"{p.dist_info or c.dist_info}/METADATA"].decode(),
+    )
+    return dataclasses.replace(
+        w,
+        contents=contents,
+        metadata=parse_metadata(contents.metadata_text),
+        record_problems=[r for r in w.record_problems if r.problem != "missing-record"],
+    )

@@ -1,0 +1,183 @@
+"""The torch requirement ``tag`` writes into METADATA: the one the binaries need, merged into
+the author's line (extras and environment markers kept), only ever narrowing it unless told
+otherwise (``--relax-pin``); and a release's shared set applied line for line.
+
+Only the ``Requires-Dist: torch`` header lines change; everything else stays byte for byte
+(``wheel.metadata_edit``), and what was written is parsed back before it is trusted.
+"""
+
+from __future__ import annotations
+
+from packaging.requirements import Requirement
+from packaging.specifiers import Specifier, SpecifierSet
+from packaging.version import Version
+
+from torchwheel.analysis.wheelfacts import TorchABI
+from torchwheel.errors import InputError
+from torchwheel.tagging.options import TagOptions
+from torchwheel.version import FeatureVersion
+from torchwheel.wheel.metadata_edit import rewrite_requirements, verify_requirements
+
+
+def _render(req: Requirement, spec: str) -> str:
+    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+    marker = f"; {req.marker}" if req.marker else ""
+    return f"{req.name}{extras}{spec}{marker}"
+
+
+def _minors(spec: SpecifierSet) -> list[int]:
+    return [m for m in range(0, 40) if spec.contains(Version(f"2.{m}.0"), prereleases=True)]
+
+
+def _is_correct(req: Requirement, abi: TorchABI) -> bool:
+    if abi.kind == "stable" and abi.target is not None:
+        older = [Version(f"{abi.target.major}.{m}.9") for m in range(abi.target.minor)]
+        admits_older = any(req.specifier.contains(v, prereleases=True) for v in older)
+        return not admits_older and len(_minors(req.specifier)) > 1
+    return len(_minors(req.specifier)) == 1
+
+
+def desired_spec(abi: TorchABI, reqs: tuple[Requirement, ...], opts: TagOptions) -> str | None:
+    if abi.kind == "stable" and abi.target is not None:
+        t: FeatureVersion = abi.target
+        spec = f">={t.minor_release if t.patch == 0 else t.release}"
+        return spec + (f",<{opts.upper_bound}" if opts.upper_bound else "")
+    if abi.kind == "unstable":
+        if opts.build_torch:
+            return f"=={FeatureVersion.parse(opts.build_torch).minor_release}.*"
+        for req in reqs:
+            minors = _minors(req.specifier)
+            if len(minors) == 1:
+                return f"==2.{minors[0]}.*"
+        raise InputError(
+            "the wheel uses unstable libtorch symbols and its torch requirement does not name the build "
+            "torch: pass --build-torch X.Y"
+        )
+    return None
+
+
+def _probes(*specs: SpecifierSet) -> list[Version]:
+    """Releases to test a specifier set with: a grid of 0.x..3.x plus every version the
+    clauses name and the patch after it (so ``==2.13.15`` or ``>2.13.15`` are not missed)."""
+    probes = {Version(f"{a}.{m}.{p}") for a in range(4) for m in range(40) for p in (0, 1, 9)}
+    for spec in specs:
+        for clause in spec:
+            try:
+                v = Version(clause.version.removesuffix(".*"))
+            except ValueError:  # an arbitrary-equality (===) string
+                continue
+            release = (*v.release, 0, 0)[: max(3, len(v.release))]
+            probes |= {v, Version(".".join(map(str, (*release[:-1], release[-1] + 1))))}
+    return sorted(probes)
+
+
+def _implied(clause: Specifier, desired: SpecifierSet) -> bool:
+    """Does ``desired`` alone exclude everything ``clause`` excludes? Decided per operator
+    on the versions (exact), not by probing: dropping a clause that is not implied would
+    widen the author's requirement."""
+    if "*" in clause.version and clause.operator == "==":
+        return str(clause) in {str(d) for d in desired}
+    try:
+        v = Version(clause.version)
+    except ValueError:
+        return False
+    for d in desired:
+        if d.operator == ">=" and clause.operator in (">=", ">") and v < Version(d.version):
+            return True
+        if d.operator == "==" and d.version.endswith(".*"):  # ==2.13.*: between 2.13 and 2.14
+            base = Version(d.version[:-2])
+            top = Version(f"{base.major}.{base.minor + 1}")
+            if (clause.operator in (">=", ">") and v < base) or (clause.operator in ("<", "<=") and v >= top):
+                return True
+        if d.operator == "<" and clause.operator in ("<", "<=") and v >= Version(d.version):
+            return True
+    return False
+
+
+def narrowed(req: Requirement, desired: SpecifierSet) -> str | None:
+    """The author's requirement intersected with what the binaries need: the author's own
+    text when it is already inside ``desired``, else ``desired`` plus every author clause
+    ``desired`` does not imply. None when nothing is left (the two exclude each other)."""
+    probes = _probes(req.specifier, desired)
+    admitted = [v for v in probes if req.specifier.contains(v, prereleases=True)]
+    if admitted and all(desired.contains(v, prereleases=True) for v in admitted):
+        return str(req.specifier)
+    kept = [c for c in req.specifier if not _implied(c, desired)]
+    both = SpecifierSet(",".join([*(str(d) for d in desired), *(str(c) for c in kept)]))
+    if not any(both.contains(v, prereleases=True) for v in probes):
+        return None
+    order = [*desired, *sorted(kept, key=lambda c: str(req.specifier).find(str(c)))]
+    return ",".join(dict.fromkeys(str(c) for c in order))
+
+
+def merged_requirement(req: Requirement, spec: str, abi: TorchABI, opts: TagOptions) -> tuple[str, list[str]]:
+    """The new specifier of one author's torch requirement, and notes. Only narrows by
+    default: an author's pin may have reasons the binaries do not show, so widening it
+    (TW502) is ``--relax-pin``'s, as is replacing one that excludes every usable torch."""
+    new = narrowed(req, SpecifierSet(spec))
+    pinned = abi.kind == "stable" and (new is None or len(_minors(SpecifierSet(new))) <= 1)
+    if (pinned or new is None) and opts.relax_pin:
+        return spec, [f"Requires-Dist: {req} -> {_render(req, spec)} (relax-pin)"]
+    if new is None:
+        raise InputError(
+            f"Requires-Dist {str(req)!r} admits no torch the binaries load on (torch{spec}): "
+            "fix it in the project, or pass --relax-pin to replace it"
+        )
+    notes = [] if new == str(req.specifier) else [f"Requires-Dist: {req} -> {_render(req, new)}"]
+    if pinned:
+        notes.append(
+            f"kept the pin {_render(req, new)} although the stable ABI loads on torch{spec}: "
+            "--relax-pin would widen it"
+        )
+    return new, notes
+
+
+def metadata_text(original: str, abi: TorchABI, opts: TagOptions) -> tuple[str, list[str]]:
+    """Rewrite only the ``Requires-Dist: torch`` header lines; everything else byte for byte
+    (CRLF or LF, a body or a ``Description`` header: ``metadataedit``)."""
+    notes: list[str] = []
+
+    def edit(reqs: list[Requirement]) -> tuple[dict[int, str], str | None]:
+        spec = desired_spec(abi, tuple(reqs), opts)
+        if spec is None:
+            return {}, None
+        if not reqs:
+            notes.append(f"added Requires-Dist: torch{spec}")
+            return {}, f"torch{spec}"
+        replaced: dict[int, str] = {}
+        for k, req in enumerate(reqs):
+            if opts.keep_correct and _is_correct(req, abi) and not opts.upper_bound:
+                continue
+            new_spec, req_notes = merged_requirement(req, spec, abi, opts)
+            notes.extend(req_notes)
+            if new_spec != str(req.specifier):
+                replaced[k] = _render(req, new_spec)
+        return replaced, None
+
+    text, claimed = rewrite_requirements(original, "torch", edit)
+    if text == original:
+        return original, notes
+    verify_requirements(text, "torch", claimed, "tag")
+    return text, notes
+
+
+def apply_requirements(text: str, reqs: tuple[str, ...], where: str) -> tuple[str, list[str]]:
+    """Replace every torch ``Requires-Dist`` line by ``reqs`` (in order), nothing else."""
+    notes: list[str] = []
+
+    def edit(found: list[Requirement]) -> tuple[dict[int, str | None], str | None]:
+        if [str(r) for r in found] == list(reqs):
+            return {}, None
+        notes.append(f"Requires-Dist torch (one set for the release): {'; '.join(reqs)}")
+        replaced: dict[int, str | None] = {k: (reqs[k] if k < len(reqs) else None) for k in range(len(found))}
+        return replaced, None
+
+    text, claimed = rewrite_requirements(text, "torch", edit)
+    for extra in reqs[len(claimed) :]:  # more lines than the wheel had: added one by one
+
+        def add(_found: list[Requirement], line: str = extra) -> tuple[dict[int, str | None], str | None]:
+            return {}, line
+
+        text, claimed = rewrite_requirements(text, "torch", add)
+    verify_requirements(text, "torch", list(reqs), where)
+    return text, notes

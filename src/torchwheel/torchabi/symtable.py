@@ -1,0 +1,396 @@
+"""Which torch release introduced each stable-ABI shim function.
+
+An extension built against the LibTorch stable ABI calls C shim functions
+(``aoti_torch_*``, ``torch_*``) that libtorch exports. A function added in 2.12 makes the
+extension unloadable on 2.11, so the minimum torch a wheel needs is the newest
+"introduced in" version among the shim functions it imports. PyTorch records that version
+in its headers: newer declarations sit inside ``#if TORCH_FEATURE_VERSION >=
+TORCH_VERSION_2_X_0`` blocks so that an extension compiled with ``TORCH_TARGET_VERSION``
+cannot see them. ``headergates`` reads those gates out of the headers (no compiler); this
+module reads the headers out of a torch wheel or installation (no unpacking of the 200+ MB
+wheel) and keeps the result as a small versioned JSON table that ships with torchwheel,
+because the checker must work without torch installed. Functions behind a device
+conditional are recorded like any other: whether libtorch exports them depends on the
+build, not on the release, and that is a different question.
+
+Gates turned out not to be the loader's truth (the ``*_to_ivalue`` family is declared
+ungated yet first exported by 2.10), so the *shipped* table is dated by the first release
+whose libraries export each shim (``scripts/shim_exports.py``, run by scripts/gen_symtable.py) and
+records per symbol where its version came from and on which platforms it is exported;
+header scanning stays for the cross-check, for shims no wheel read exports (XPU), and for
+``torchwheel symbols update``, whose header-only tables never overrule an export date.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from os import PathLike
+from pathlib import Path, PurePosixPath
+from types import MappingProxyType
+
+from torchwheel.errors import InputError
+from torchwheel.torchabi.headergates import Gate, max_gate, min_gate, scan_header_text
+from torchwheel.torchabi.shimorigin import EXPORT, HEADER_GATE, Origin, WheelSource
+from torchwheel.version import FeatureVersion
+
+__all__ = [
+    "BASELINE",
+    "SCHEMA_VERSION",
+    "SHIM_HEADER_DIRS",
+    "Origin",
+    "SymbolTable",
+    "WheelSource",
+    "load_shipped",
+    "scan_headers",
+]
+
+#: Version of the JSON layout written by :meth:`SymbolTable.to_json`. Readers refuse
+#: other values: a future layout may put something else in ``symbols``. Version 2 made
+#: each symbol an object (version, where it came from, first release per exporting platform)
+#: and added the wheels read; version 1 (a bare version per symbol) is still read, so
+#: tables written by an older ``symbols update`` keep working.
+SCHEMA_VERSION = 2
+_READABLE_SCHEMAS = (1, 2)
+
+#: The torch release assumed for baseline (``None``) symbols when computing a minimum.
+#:
+#: 2.9 is the first release whose stable-ABI headers were usable for version-targeted
+#: builds (``torch/csrc/stable/version.h`` starts its gate macros at 2.10 and names 2.9 as
+#: the lowest target), and it is the oldest release the shipped table reads exports from:
+#: ``None`` means "exported by torch 2.9.0" for symbols dated by export, and "declared
+#: without a gate" for the few only a header speaks for. Nothing older is claimed, so the
+#: baseline stays 2.9.0 rather than moving to whatever older release also had a symbol.
+BASELINE = FeatureVersion(2, 9, 0)
+
+#: Include-root-relative directories whose headers declare the C shim. Other headers also
+#: use ``AOTI_TORCH_EXPORT`` (``torch/csrc/shim_exception_state.h`` exports C++ helpers in a
+#: namespace and ``#error``s under ``TORCH_STABLE_ONLY``), but those are not stable ABI.
+SHIM_HEADER_DIRS = (
+    "torch/csrc/stable/c/",
+    "torch/csrc/inductor/aoti_torch/c/",
+    "torch/csrc/inductor/aoti_torch/generated/",
+)
+
+# Where the TORCH_VERSION_MAJOR/MINOR/PATCH macros live, newest layout first.
+_VERSION_HEADERS = (
+    "torch/headeronly/version.h",
+    "torch/version.h",
+    "torch/csrc/api/include/torch/version.h",
+)
+_INCLUDE_PREFIX = "torch/include/"
+
+_VERSION_MACRO = re.compile(
+    r"^\s*#\s*define\s+TORCH_VERSION_(?P<part>MAJOR|MINOR|PATCH)\s+(?P<value>\d+)\b",
+    re.MULTILINE,
+)
+
+Source = str | PathLike[str]
+
+
+def _is_shim_header(relative: str) -> bool:
+    return relative.endswith(".h") and relative.startswith(SHIM_HEADER_DIRS)
+
+
+def _parse_version_header(text: str, origin: str) -> FeatureVersion:
+    parts = {m["part"]: int(m["value"]) for m in _VERSION_MACRO.finditer(text)}
+    try:
+        return FeatureVersion(parts["MAJOR"], parts["MINOR"], parts["PATCH"])
+    except KeyError as exc:
+        raise ValueError(f"{origin}: no TORCH_VERSION_{exc.args[0]} macro") from exc
+
+
+def _read_wheel(path: Path) -> tuple[FeatureVersion, dict[str, str]]:
+    """Only the version header and the shim headers are inflated, through the same hardened
+    reader as every other wheel (``WheelArchive``: its limits, its refusals)."""
+    from torchwheel.wheel.archive import WheelArchive  # here: the variant plugin imports this module
+
+    try:
+        wheel = WheelArchive(path)
+    except InputError as exc:
+        raise ValueError(str(exc)) from exc
+    with wheel:
+        names = {
+            member[len(_INCLUDE_PREFIX) :]: member
+            for member in wheel.contents.members
+            if member.startswith(_INCLUDE_PREFIX)
+        }
+
+        def read(relative: str) -> str:
+            return wheel.read(names[relative]).decode("utf-8", errors="replace")
+
+        version_header = next((h for h in _VERSION_HEADERS if h in names), None)
+        if version_header is None:
+            raise ValueError(f"{path}: no torch/include version header; not a torch wheel?")
+        version = _parse_version_header(read(version_header), f"{path}!{version_header}")
+        headers = {rel: read(rel) for rel in sorted(names) if _is_shim_header(rel)}
+    return version, headers
+
+
+def _include_root(path: Path) -> Path:
+    for candidate in (path / "torch" / "include", path / "include", path):
+        if (candidate / "torch" / "csrc").is_dir():
+            return candidate
+    raise ValueError(
+        f"{path}: neither a torch wheel, a directory containing torch/include, nor a torch include directory"
+    )
+
+
+def _read_directory(path: Path) -> tuple[FeatureVersion, dict[str, str]]:
+    root = _include_root(path)
+    for name in _VERSION_HEADERS:
+        version_file = root / name
+        if version_file.is_file():
+            version = _parse_version_header(
+                version_file.read_text(encoding="utf-8", errors="replace"), str(version_file)
+            )
+            break
+    else:
+        raise ValueError(f"{root}: no torch version header ({', '.join(_VERSION_HEADERS)})")
+    headers: dict[str, str] = {}
+    for directory in SHIM_HEADER_DIRS:
+        base = root / directory
+        if not base.is_dir():
+            continue
+        for header in sorted(base.rglob("*.h")):
+            relative = PurePosixPath(header.relative_to(root)).as_posix()
+            headers[relative] = header.read_text(encoding="utf-8", errors="replace")
+    return version, headers
+
+
+def scan_headers(source: Source) -> SymbolTable:
+    """Symbol table of one torch build, read from a wheel, a site-packages or include dir.
+
+    Wheels are read in place: only the few shim headers are decompressed, which is what
+    makes scanning a 500 MB CUDA wheel cheap.
+    """
+    path = Path(source)
+    if path.is_dir():
+        version, headers = _read_directory(path)
+    elif path.is_file():
+        version, headers = _read_wheel(path)
+    else:
+        raise ValueError(f"{path}: not a torch wheel or directory")
+    if not headers:
+        raise ValueError(f"{path}: torch {version} ships no stable-ABI shim headers")
+    symbols: dict[str, Gate] = {}
+    for text in headers.values():
+        for name, gate in scan_header_text(text).items():
+            symbols[name] = min_gate((symbols[name], gate)) if name in symbols else gate
+    return SymbolTable(symbols=symbols, sources=(version.release,))
+
+
+# ---------------------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------------------
+
+
+def _version_key(release: str) -> FeatureVersion:
+    return FeatureVersion.parse(release)
+
+
+@dataclass(frozen=True)
+class SymbolTable:
+    """Shim function name -> release that introduced it (``None``: baseline).
+
+    ``sources`` are the torch releases whose headers or exports went into the table. They
+    bound what the table can know: a symbol newer than ``newest`` is simply absent.
+    ``origins`` says per symbol whether its version is an export date or a header gate
+    (absent: header gate), ``wheels`` which torch wheels the export dates were read from.
+    """
+
+    symbols: Mapping[str, FeatureVersion | None]
+    sources: tuple[str, ...] = ()
+    origins: Mapping[str, Origin] = field(default_factory=dict)
+    wheels: tuple[WheelSource, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Sorted, read-only copies: the table is shared through load_shipped()'s cache,
+        # and sorted order makes equality, JSON and reports deterministic.
+        frozen = MappingProxyType(dict(sorted(self.symbols.items())))
+        releases = sorted({_version_key(s).release for s in self.sources}, key=_version_key)
+        # Header-gate origins without platforms are the default: dropping them keeps a
+        # header-only table equal to its JSON round trip.
+        origins = {n: o for n, o in sorted(self.origins.items()) if n in frozen and o != Origin()}
+        wheels = sorted(set(self.wheels), key=lambda w: (_version_key(w.release), w.platform, w.file))
+        object.__setattr__(self, "symbols", frozen)
+        object.__setattr__(self, "sources", tuple(releases))
+        object.__setattr__(self, "origins", MappingProxyType(origins))
+        object.__setattr__(self, "wheels", tuple(wheels))
+
+    def origin(self, name: str) -> Origin:
+        """Where ``introduced(name)`` comes from; KeyError for unknown names."""
+        if name not in self.symbols:
+            raise KeyError(name)
+        return self.origins.get(name, Origin())
+
+    def introduced(self, name: str) -> FeatureVersion | None:
+        """Release that introduced ``name``; ``None`` when it is baseline.
+
+        Raises KeyError for names the table does not know, because "unknown" must not be
+        mistaken for "available everywhere": it usually means a torch newer than the table.
+        """
+        if name not in self.symbols:
+            raise KeyError(name)
+        return self.symbols[name]
+
+    @property
+    def oldest_source(self) -> FeatureVersion | None:
+        return _version_key(self.sources[0]) if self.sources else None
+
+    @property
+    def newest(self) -> FeatureVersion:
+        """The newest release this table speaks for: its newest source or gate.
+
+        A wheel built against anything newer may use symbols the table has never seen.
+        """
+        candidates = [_version_key(s) for s in self.sources]
+        candidates += [v for v in self.symbols.values() if v is not None]
+        return max(candidates, default=BASELINE)
+
+    def merge(self, other: SymbolTable) -> SymbolTable:
+        """Combine two tables built from different torch releases.
+
+        Rules, per symbol:
+
+        * Declared in both: the lowest gate. Gates are the maintainers' own statement of
+          availability and get added retroactively when a gap is noticed (torch 2.14 gates
+          ten ``aoti_torch_mps_*`` functions at 2.10 that 2.13 declared ungated), so a gate
+          beats an ungated declaration in another release, and a lower gate (say, after a
+          backport) beats a higher one. Ungated in both: baseline.
+        * Declared in one table only, and the other table scanned an older release: the
+          symbol did not exist there, so it is at least as new as this table's oldest
+          release, ``x.y.0`` (patch releases do not add API). Without a gate that is the
+          whole answer; with a lower gate it still wins, because generated headers gate an
+          op once for every device: 2.14's ``c_shim_xpu.h`` gates
+          ``aoti_torch_xpu_grid_sampler_3d`` at 2.13, yet 2.13 had no XPU kernel for it.
+        * Declared in one table only, and the other table scanned only newer releases: a
+          removal from newer headers does not make libtorch stop exporting the function
+          (that is the stable ABI's promise), so the declaring table's value stands.
+
+        * An export date beats a gate: it is what the loader sees (``scripts/shim_exports.py``), so
+          extending the shipped table with a newer torch's headers leaves it alone. Two
+          export dates: the lower one, over the union of platforms.
+
+        Only the oldest release of each table matters, which keeps merge commutative.
+        Fold tables oldest first (as :func:`merge_all` does): an inferred ``x.y.0`` is
+        stored like a gate, so a symbol that disappears and comes back across releases
+        can depend on the order.
+        """
+        mine, theirs = self.oldest_source, other.oldest_source
+        merged: dict[str, Gate] = {}
+        origins: dict[str, Origin] = {}
+        for name in self.symbols.keys() | other.symbols.keys():
+            if name in self.symbols and name in other.symbols:
+                a, b = self.origin(name), other.origin(name)
+                platforms = _union(a.platforms, b.platforms)
+                if (a.source == EXPORT) != (b.source == EXPORT):
+                    winner = self if a.source == EXPORT else other
+                    merged[name], origins[name] = winner.symbols[name], winner.origin(name)
+                    continue
+                merged[name] = _lowest_gate(self.symbols[name], other.symbols[name])
+                if a.source == EXPORT and None in (self.symbols[name], other.symbols[name]):
+                    merged[name] = None  # exported by the baseline release: nothing is lower
+                origins[name] = Origin(a.source, platforms)
+            elif name in self.symbols:
+                merged[name] = _arrival(self.symbols[name], mine, theirs)
+                origins[name] = self.origin(name)
+            else:
+                merged[name] = _arrival(other.symbols[name], theirs, mine)
+                origins[name] = other.origin(name)
+        return SymbolTable(merged, self.sources + other.sources, origins, self.wheels + other.wheels)
+
+    def to_json(self) -> str:
+        """Deterministic JSON (sorted keys, two-space indent) so regenerating is diffable."""
+        document = {
+            "schema_version": SCHEMA_VERSION,
+            "sources": list(self.sources),
+            "symbols": "@SYMBOLS@",
+            "wheels": [w.to_json() for w in self.wheels],
+        }
+        # One line per symbol: ~800 of them stay a small file and a one-line diff each.
+        entries = ",\n".join(
+            f"    {json.dumps(name)}: {json.dumps(self.origin(name).to_json(version), sort_keys=True)}"
+            for name, version in self.symbols.items()
+        )
+        symbols = "{\n" + entries + "\n  }" if entries else "{}"
+        return json.dumps(document, indent=2, sort_keys=True).replace('"@SYMBOLS@"', symbols, 1) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> SymbolTable:
+        document = json.loads(text)
+        if not isinstance(document, dict):
+            raise ValueError("symbol table: expected a JSON object")
+        schema = document.get("schema_version")
+        if schema not in _READABLE_SCHEMAS or isinstance(schema, bool):
+            raise ValueError(f"symbol table schema {schema!r} is not supported (expected {SCHEMA_VERSION})")
+        raw_symbols = document.get("symbols")
+        raw_sources = document.get("sources", [])
+        raw_wheels = document.get("wheels", [])
+        if not (
+            isinstance(raw_symbols, dict) and isinstance(raw_sources, list) and isinstance(raw_wheels, list)
+        ):
+            raise ValueError("symbol table: 'symbols' must be an object, 'sources' and 'wheels' lists")
+        symbols: dict[str, Gate] = {}
+        origins: dict[str, Origin] = {}
+        for name, raw in raw_symbols.items():
+            value = raw
+            if schema >= 2:
+                if not isinstance(raw, dict):
+                    raise ValueError(f"symbol table: {name}: expected an object")
+                value, source, platforms = raw.get("introduced"), raw.get("source"), raw.get("platforms", {})
+                if source not in (EXPORT, HEADER_GATE):
+                    raise ValueError(f"symbol table: {name}: source must be {EXPORT!r} or {HEADER_GATE!r}")
+                if not isinstance(platforms, dict) or not all(isinstance(r, str) for r in platforms.values()):
+                    raise ValueError(f"symbol table: {name}: platforms must map a platform to a release")
+                firsts = tuple((p, FeatureVersion.parse(r).release) for p, r in platforms.items())
+                origins[name] = Origin(source, firsts)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"symbol table: {name}: version must be a string or null")
+            symbols[name] = None if value is None else FeatureVersion.parse(value)
+        wheels = tuple(WheelSource.from_json(w) for w in raw_wheels)
+        return cls(symbols, tuple(str(s) for s in raw_sources), origins, wheels)
+
+
+def _union(a: Iterable[tuple[str, str]], b: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """Platforms of two origins; a platform in both keeps its earlier release."""
+    first: dict[str, str] = {}
+    for platform, release in (*a, *b):
+        if platform not in first or _version_key(release) < _version_key(first[platform]):
+            first[platform] = release
+    return tuple(first.items())
+
+
+def _lowest_gate(a: Gate, b: Gate) -> Gate:
+    """Lowest gate of two declarations, where ungated means "no information"."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def _arrival(gate: Gate, present_since: FeatureVersion | None, other: FeatureVersion | None) -> Gate:
+    """Version of a symbol declared (with ``gate``) in one table only; see merge()."""
+    if present_since is None or other is None or other >= present_since:
+        return gate
+    return max_gate((gate, FeatureVersion(present_since.major, present_since.minor, 0)))
+
+
+def merge_all(tables: Iterable[SymbolTable]) -> SymbolTable:
+    """Fold tables oldest release first, the order :meth:`SymbolTable.merge` assumes."""
+    ordered = sorted(tables, key=lambda t: (t.oldest_source is None, t.oldest_source or BASELINE))
+    if not ordered:
+        raise ValueError("no symbol tables to merge")
+    return functools.reduce(SymbolTable.merge, ordered)
+
+
+@functools.cache
+def load_shipped() -> SymbolTable:
+    """The table generated by scripts/gen_symtable.py and shipped in the package data."""
+    resource = resources.files("torchwheel") / "data" / "shim_versions.json"
+    return SymbolTable.from_json(resource.read_text(encoding="utf-8"))

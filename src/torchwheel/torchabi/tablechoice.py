@@ -1,0 +1,78 @@
+"""Which shim table a run judges with, and how it was chosen.
+
+``torchwheel symbols update`` exists for wheels built against a torch newer than this
+torchwheel's table. The table it writes only helps if every command that judges symbols
+can be pointed at it, the same way in a shell, in CI and in a project's own configuration;
+and a verdict reached with a stale or a custom table must say so, or two machines can
+disagree without anyone seeing why. The first of these wins:
+
+1. ``--symbols FILE`` on the command line;
+2. the ``TORCHWHEEL_SYMBOLS`` environment variable;
+3. ``symbols = "FILE"`` in ``[tool.torchwheel]`` (relative to that ``pyproject.toml``);
+4. the table shipped in the package.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torchwheel.errors import InputError
+from torchwheel.torchabi.symtable import SymbolTable, load_shipped
+
+ENV_VAR = "TORCHWHEEL_SYMBOLS"
+SHIPPED = "shipped"
+_MAX_TABLE_BYTES = 64 << 20  # the shipped table is ~130 KB; anything this big is not a table
+
+
+@dataclass(frozen=True)
+class ChosenTable:
+    table: SymbolTable
+    origin: str  # "shipped" or the file the table was read from
+    how: str  # "--symbols", ENV_VAR, "pyproject.toml" or "shipped"
+
+    @property
+    def label(self) -> str:
+        releases = self.table.sources
+        span = f"torch {releases[0]}..{releases[-1]}" if releases else "no source releases"
+        where = "shipped table" if self.origin == SHIPPED else f"{self.origin} (from {self.how})"
+        return f"{where}: {len(self.table.symbols)} shims, {span}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "origin": self.origin,
+            "chosen_by": self.how,
+            "sources": list(self.table.sources),
+            "symbols": len(self.table.symbols),
+        }
+
+
+def read_table(path: Path) -> SymbolTable:
+    """A table file as ``symbols update -o`` writes it; any defect is one ``InputError``."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(_MAX_TABLE_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"symbol table {path}: {exc.strerror or exc}") from exc
+    if len(data) > _MAX_TABLE_BYTES:
+        raise InputError(f"symbol table {path}: larger than {_MAX_TABLE_BYTES >> 20} MiB; not a table")
+    try:
+        return SymbolTable.from_json(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(
+            f"symbol table {path}: {exc} (write one with `torchwheel symbols update -o`)"
+        ) from exc
+
+
+def choose(cli: Path | None, configured: Path | None) -> ChosenTable:
+    """``configured`` is the path from ``[tool.torchwheel]``, already made absolute."""
+    if cli is not None:
+        return ChosenTable(read_table(cli), str(cli), "--symbols")
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return ChosenTable(read_table(Path(env)), env, ENV_VAR)
+    if configured is not None:
+        return ChosenTable(read_table(configured), str(configured), "pyproject.toml")
+    return ChosenTable(load_shipped(), SHIPPED, SHIPPED)

@@ -1,0 +1,51 @@
+"""The work behind ``torchwheel symbols update``, kept free of click so it can be tested.
+
+Users need this when they check wheels built against a torch newer than the table that
+shipped with their torchwheel: scanning that torch's wheel (or site-packages) teaches the
+table the new gates without waiting for a torchwheel release.
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+from torchwheel.torchabi.symtable import SymbolTable, load_shipped, merge_all, scan_headers
+from torchwheel.wheel.temps import replace_atomically
+
+__all__ = ["regenerate", "write_atomically"]
+
+
+def regenerate(sources: list[Path], output: Path | None, extend: bool) -> SymbolTable:
+    """Scan ``sources`` and merge them, onto the shipped table when ``extend`` is true.
+
+    Replacing (``extend=False``) is for building a table from scratch, as
+    scripts/gen_symtable.py does; extending is what users want, because the shipped table
+    already covers releases they may no longer have wheels of. The table is written to
+    ``output`` when given and returned either way, so the CLI can print a summary.
+    """
+    if not sources:
+        raise ValueError("no torch wheel or directory to scan")
+    tables = [scan_headers(source) for source in sources]
+    if extend:
+        tables.append(load_shipped())
+    table = merge_all(tables)
+    if output is not None:
+        write_atomically(output, table.to_json())
+    return table
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` in one step (``wheel.temps.replace_atomically``), so an interrupted
+    run never leaves half a table. The table is package data, meant to be readable: it keeps
+    the replaced file's mode, or gets a plain 0644."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o644
+
+    def write(out: BinaryIO) -> None:
+        out.write(text.encode("utf-8"))
+
+    replace_atomically(path, write, mode)

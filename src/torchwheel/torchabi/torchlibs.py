@@ -1,0 +1,159 @@
+"""Torch's own libraries (``torch/lib``) and what they export, read from a torch wheel, an
+unpacked torch or the installed one, without importing or unpacking torch.
+
+``compat`` compares an extension's torch imports with these exports (the loader's final
+word); the shim table's export dates (``scripts/shim_exports.py``) come from the same reading.
+A torch wheel is read like every other wheel (``WheelArchive``): its 1 GB CUDA libraries are
+streamed, and only the bytes of their dynamic symbol tables are kept.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from torchwheel.binary import BinaryError, BinaryFacts, read_path
+from torchwheel.binary.facts import Import
+from torchwheel.binary.memberscan import scan_member
+from torchwheel.errors import InputError
+from torchwheel.wheel.archive import WheelArchive
+from torchwheel.wheel.contents import is_compiled_name
+
+INSTALLED = "installed"
+_LIB_DIR = "torch/lib/"
+# torch/lib also ships test fixtures (libtorchbind_test.so, libjitbackend_test.so,
+# libaoti_custom_ops.so, libbackend_with_compiler.so) that nothing loads in production; their
+# exports must not make a missing symbol look present.
+_RUNTIME_PREFIXES = ("libtorch", "libc10", "libshm", "libcaffe2", "libgomp", "torch", "c10", "shm", "caffe2")
+_VERSION_PY = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class TorchLibraries:
+    """The export tables of one torch build; ``origin`` says where they were read."""
+
+    origin: str
+    version: str | None
+    exports: dict[str, frozenset[str]]  # library file name -> exported symbol names
+    platforms: frozenset[tuple[str, str]]  # (format, arch) of the libraries
+    exported_count: int = 0  # every export, also those not kept (see ``read_torch``)
+    all_exports: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "all_exports", frozenset().union(*self.exports.values()))
+
+    @property
+    def label(self) -> str:
+        return f"torch {self.version}" if self.version else "torch (version unknown)"
+
+    def provides(self, imp: Import) -> bool:
+        """Whether the loader would find ``imp`` in torch.
+
+        PE and two-level-namespace Mach-O imports name their library; when that is a torch
+        library, only its exports count (a symbol that moved to another DLL still fails).
+        """
+        if imp.library is not None:
+            own = self.exports.get(PurePosixPath(imp.library.replace("\\", "/")).name.lower())
+            if own is not None:
+                return imp.name in own
+        return imp.name in self.all_exports
+
+
+def is_runtime_library(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1].lower()
+    return is_compiled_name(base) and base.startswith(_RUNTIME_PREFIXES) and "test" not in base
+
+
+def _facts(
+    read: Iterable[tuple[str, BinaryFacts]], origin: str, version: str | None, wanted: frozenset[str] | None
+) -> TorchLibraries:
+    exports: dict[str, frozenset[str]] = {}
+    platforms: set[tuple[str, str]] = set()
+    count = 0
+    for name, facts in read:
+        names = {e for s in facts.slices for e in s.exports}
+        count += len(names)
+        exports[name.lower()] = frozenset(names if wanted is None else names & wanted)
+        platforms.update((facts.format, s.arch) for s in facts.slices)
+    if not exports:
+        raise InputError(f"{origin}: no torch libraries (libtorch*, libc10*) found; not a torch build?")
+    return TorchLibraries(origin, version, exports, frozenset(platforms), count)
+
+
+def _read_wheel(path: Path, wanted: frozenset[str] | None) -> TorchLibraries:
+    """Read ``torch/lib/*`` straight out of the zip: a torch wheel is never unpacked."""
+    with WheelArchive(path) as wheel:
+        members = [
+            m for m in wheel.contents.members if m.startswith(_LIB_DIR) and "/" not in m[len(_LIB_DIR) :]
+        ]
+
+        def read() -> Iterator[tuple[str, BinaryFacts]]:
+            for member in members:
+                if not is_runtime_library(member):
+                    continue
+                # Streamed: an ELF member keeps only the bytes its dynamic symbol table
+                # needs, so a CUDA wheel's 1 GB libtorch_cuda.so is never held whole.
+                _, facts = scan_member(wheel, member, hashing=False)
+                if isinstance(facts, BinaryError):
+                    raise InputError(f"{path}: {member}: {facts}")
+                yield PurePosixPath(member).name, facts
+
+        return _facts(read(), str(path), wheel.contents.filename_version or None, wanted)
+
+
+def _version_from(torch_dir: Path) -> str | None:
+    try:
+        match = _VERSION_PY.search((torch_dir / "version.py").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+    return match.group(1) if match else None
+
+
+def _read_lib_dir(lib: Path, wanted: frozenset[str] | None) -> TorchLibraries:
+    def read() -> Iterator[tuple[str, BinaryFacts]]:
+        for p in sorted(lib.iterdir()):
+            if p.is_file() and is_runtime_library(p.name):
+                try:
+                    yield p.name, read_path(p, raw_scan=False)
+                except BinaryError as exc:
+                    raise InputError(f"{p}: {exc}") from exc
+
+    return _facts(read(), str(lib), _version_from(lib.parent), wanted)
+
+
+def _lib_dir(path: Path) -> Path:
+    """``torch/lib`` under a site-packages or unpacked wheel, the torch package, or itself."""
+    for candidate in (path / "torch" / "lib", path / "lib", path):
+        if candidate.is_dir() and any(is_runtime_library(p.name) for p in candidate.iterdir()):
+            return candidate
+    raise InputError(
+        f"{path}: no torch/lib with torch libraries below it (give site-packages, torch or torch/lib)"
+    )
+
+
+def installed_torch_dir() -> Path:
+    """The torch package this interpreter would import, found without importing it (~2 s)."""
+    spec = importlib.util.find_spec("torch")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise InputError("no importable torch in this environment (for --against installed)")
+    return Path(locations[0])
+
+
+def read_torch(against: str, wanted: frozenset[str] | None = None) -> TorchLibraries:
+    """The torch named by ``--against``: ``installed``, a torch wheel, or a directory.
+
+    ``wanted``: keep only these exports. libtorch exports some 100,000 long C++ names;
+    holding them all as Python strings cost ``compat`` most of a gigabyte, while the
+    question asked is only about the few hundred names the inputs import."""
+    if against == INSTALLED:
+        return _read_lib_dir(_lib_dir(installed_torch_dir()), wanted)
+    path = Path(against)
+    if path.is_dir():
+        return _read_lib_dir(_lib_dir(path), wanted)
+    if path.is_file():
+        return _read_wheel(path, wanted)
+    raise InputError(f"{against}: no such file or directory (nor the word {INSTALLED!r})")

@@ -1,0 +1,217 @@
+"""Reading a wheel file without unpacking it: members streamed from the zip, metadata read.
+
+Peers unzip to disk and spend most of their time there; we inflate each member once,
+hash it on the way (RECORD needs every byte hashed anyway) and hand compiled members
+to the readers from memory. Hostile archives (``../`` names, links, duplicates, absurd
+declared sizes) are refused here with ``InputError`` before anything reads them; the zip
+structure itself (counts, overlaps, local vs central headers) is checked in ``zipdir``,
+and every bound comes from ``limits``. No member ever inflates past its declared size.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from packaging.tags import Tag
+
+from torchwheel import limits
+from torchwheel.errors import InputError
+from torchwheel.safeopen import open_regular
+from torchwheel.wheel import zipdir
+from torchwheel.wheel.contents import WheelContents, parse_filename
+from torchwheel.wheel.metadata import SIDE_FILE
+from torchwheel.wheel.record import hash_chunks, parse_record
+from torchwheel.wheel.zipdir import Member
+
+__all__ = ["WheelArchive"]
+
+_RATIO_FLOOR = 1 << 24  # below 16 MiB inflated, any ratio is harmless (a file of zeros)
+_COMPRESSED_CHUNK = 1 << 22  # 4 MiB of deflate in per read
+_OUT_CHUNK = 1 << 23  # at most 8 MiB inflated per step
+
+
+def _check_member(info: Member, seen: dict[str, Member], lim: limits.Limits) -> None:
+    """Runs once per member (200,000 in a big wheel): cheap tests first, details on failure."""
+    name = info.filename
+    if name[0] == "/" or "\\" in name or name[1:2] == ":":
+        raise InputError(f"member {name!r} has an absolute or Windows path")
+    if ".." in name and ".." in name.split("/"):
+        raise InputError(f"member {name!r} escapes the wheel with '..'")
+    if name in seen:
+        raise InputError(f"member {name!r} appears twice in the archive")
+    seen[name] = info
+    if stat.S_ISLNK(info.external_attr >> 16):
+        raise InputError(f"member {name!r} is a symbolic link, which wheels cannot carry")
+    if info.file_size > lim.max_member_size.value:
+        lim.max_member_size.check(f"member {name!r} declares an inflated size", info.file_size)
+    if info.file_size > _RATIO_FLOOR:
+        ratio = info.file_size // max(info.compress_size, 1)
+        lim.max_inflate_ratio.check(f"member {name!r} declares an inflate ratio (zip bomb?)", ratio)
+
+
+class WheelArchive:
+    """An open wheel: validated member list, metadata, and streaming member reads."""
+
+    is_wheel_file = True
+
+    def __init__(self, path: Path, filename: str | None = None) -> None:
+        """``filename``: the name to parse instead of ``path.name`` (a wheel-variant name
+        without its label: packaging rejects the draft form; see install/candidates.py)."""
+        self.path = path
+        name, version, build, tags = parse_filename(filename or path.name)
+        # one descriptor for everything: the zip index, every member read, and later the
+        # copy `tag` makes (writer): a file replaced meanwhile is never half read
+        try:
+            self._fd = open_regular(path)  # never a FIFO or device (safeopen)
+        except OSError as exc:
+            raise InputError(f"{path}: {exc.strerror or exc}") from exc
+        try:
+            self._index(path, name, version, build, tags)
+        except BaseException:
+            self.close()
+            raise
+
+    def _index(
+        self, path: Path, name: str, version: str, build: tuple[int, str] | tuple[()], tags: frozenset[Tag]
+    ) -> None:
+        size = os.fstat(self._fd).st_size
+        self.infos: dict[str, Member] = {}
+        self.raw_crcs: dict[str, int] = {}  # CRC-32 of each fully read member's compressed bytes
+        declared = 0
+        lim = limits.current()
+        try:
+            entries, _ = zipdir.read_index(self._read_at, size)
+            for info in entries:
+                if not info.filename.endswith("/"):
+                    _check_member(info, self.infos, lim)
+                    declared += info.file_size
+        except InputError as exc:
+            raise InputError(f"{path.name}: {exc}") from exc
+        del entries
+        if declared > _RATIO_FLOOR:  # the whole archive, not only each member, is bounded
+            limits.current().max_inflate_ratio.check(
+                f"the members' declared inflated total ({declared:,} bytes) over the archive's size, a ratio",
+                declared // max(size, 1),
+            )
+        dist_infos = {n.split("/", 1)[0] for n in self.infos if n.split("/", 1)[0].endswith(".dist-info")}
+        if len(dist_infos) != 1:
+            found = ", ".join(sorted(dist_infos)) or "none"
+            raise InputError(f"{path.name}: expected one .dist-info directory, found {found}")
+        dist_info = dist_infos.pop()
+        wheel_text = self.read_text(f"{dist_info}/WHEEL")
+        metadata_text = self.read_text(f"{dist_info}/METADATA")
+        record_name = f"{dist_info}/RECORD"
+        record = None
+        if record_name in self.infos:
+            limits.current().max_record_bytes.check("RECORD's size", self.infos[record_name].file_size)
+            record = parse_record(self.read_text(record_name, bounded=False))
+        side_name = f"{dist_info}/{SIDE_FILE}"
+        side = self.read_text(side_name).encode() if side_name in self.infos else None
+        self.contents = WheelContents(
+            path=str(path),
+            filename_name=str(name),
+            filename_version=str(version),
+            filename_tags=frozenset(tags),
+            build_tag=f"{build[0]}{build[1]}" if build else None,
+            dist_info=dist_info,
+            wheel_text=wheel_text,
+            metadata_text=metadata_text,
+            record=record,
+            members=sorted(self.infos),
+            side_file=side,
+        )
+
+    @property
+    def fd(self) -> int:
+        """The descriptor every byte of this archive was read through (``tag`` copies from it)."""
+        return self._fd
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> WheelArchive:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def read_text(self, name: str, bounded: bool = True) -> str:
+        """A metadata file, whole: its declared size is bounded first (``max-metadata-bytes``;
+        RECORD has its own bound)."""
+        if name not in self.infos:
+            raise InputError(f"{self.path.name}: {name} is missing")
+        if bounded:
+            limits.current().max_metadata_bytes.check(
+                f"{self.path.name}: {name}'s size", self.member_size(name)
+            )
+        try:
+            return self.read(name).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{self.path.name}: {name} is not UTF-8") from exc
+
+    def _read_at(self, offset: int, size: int) -> bytes:
+        return os.pread(self._fd, size, offset)  # no shared file position: thread-safe
+
+    def stream(self, name: str, stop: int | None = None) -> Iterator[bytes]:
+        """Inflated chunks of one member, CRC and size checked at the end.
+
+        Our own raw read plus ISA-L instead of ``zipfile.open``: several threads can inflate
+        members of one archive at once (pread, GIL released), about twice as fast. With
+        ``stop`` the stream ends once that many bytes came out (no CRC check then: a later
+        full pass has checked it already).
+        """
+        info = self.infos[name]
+        # output per step: never more than one byte past the declared size (enough to refuse)
+        decompressor = zipdir.decompressor(info, min(_OUT_CHUNK, info.file_size + 1))
+        remaining = info.compress_size
+        crc = raw_crc = 0
+        produced = 0
+        pos = info.data_offset
+        try:
+            while remaining:
+                raw = self._read_at(pos, min(_COMPRESSED_CHUNK, remaining))
+                if not raw:
+                    raise InputError(f"{self.path.name}: member {name} is truncated")
+                raw_crc = zipdir.inflate_lib.crc32(raw, raw_crc)
+                pos += len(raw)
+                remaining -= len(raw)
+                # every method's output is bounded per step, and never beyond the declared
+                # size: a lying header cannot make us produce (or hold) more than it claims
+                for out in decompressor.push(raw):
+                    produced += len(out)
+                    if produced > info.file_size:
+                        raise InputError(
+                            f"{self.path.name}: member {name} inflates beyond its declared "
+                            f"{info.file_size:,} bytes: refusing (zip bomb?)"
+                        )
+                    crc = zipdir.inflate_lib.crc32(out, crc)
+                    yield out
+                    if stop is not None and produced >= stop:
+                        return
+            tail = decompressor.finish()
+            if tail:
+                produced += len(tail)
+                if produced > info.file_size:
+                    raise InputError(f"{self.path.name}: member {name} inflates beyond its declared size")
+                crc = zipdir.inflate_lib.crc32(tail, crc)
+                yield tail
+        except zipdir.DECOMPRESS_ERRORS as exc:
+            raise InputError(f"{self.path.name}: member {name} is corrupt ({exc})") from exc
+        if produced != info.file_size or crc != info.CRC:
+            raise InputError(f"{self.path.name}: member {name} is corrupt (size or CRC mismatch)")
+        self.raw_crcs[name] = raw_crc  # `tag` checks its raw copy against it (readback)
+
+    def read(self, name: str) -> bytes:
+        return b"".join(self.stream(name))
+
+    def hash_member(self, name: str) -> tuple[str, int]:
+        """RECORD-style hash and size, streamed: a 500 MB member never sits in memory."""
+        return hash_chunks(self.stream(name))
+
+    def member_size(self, name: str) -> int:
+        return self.infos[name].file_size

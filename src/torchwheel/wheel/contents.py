@@ -1,0 +1,109 @@
+"""What a wheel-shaped input holds, as plain data: its name and tags, its metadata files,
+its RECORD and its member list. Every source (``archive``, ``sources``) produces one; the
+analysis reads nothing but this and the members' bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from packaging.tags import Tag
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+from torchwheel import limits
+from torchwheel.errors import InputError
+from torchwheel.wheel.metadata import parse_wheel_fields
+from torchwheel.wheel.record import RecordEntry, RecordProblem
+
+_COMPILED_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
+
+
+def is_compiled_name(name: str) -> bool:
+    """Members the binary readers look at: extensions and bundled libraries, incl. .so.N."""
+    base = name.rsplit("/", 1)[-1]
+    if base.endswith(_COMPILED_SUFFIXES):
+        return True
+    return ".so." in base and base.rsplit(".so.", 1)[1].replace(".", "").isdigit()
+
+
+@dataclass
+class WheelContents:
+    """What the metadata files and the archive say; binaries are added by the caller."""
+
+    path: str
+    filename_name: str
+    filename_version: str
+    filename_tags: frozenset[Tag]
+    build_tag: str | None
+    dist_info: str
+    wheel_text: str
+    metadata_text: str
+    record: dict[str, RecordEntry] | None
+    members: list[str] = field(default_factory=list)
+    side_file: bytes | None = None  # .dist-info/torchwheel.json of an earlier `tag`, if any
+    record_problems: list[RecordProblem] = field(default_factory=list)  # found while listing members
+    installed: bool = False  # an installed distribution: RECORD follows the installed-project spec
+
+    @classmethod
+    def lone_binary(cls, path: str, name: str) -> WheelContents:
+        """A compiled file given alone: one member, no metadata, so only binary rules apply."""
+        return cls(
+            path=path,
+            filename_name=name,
+            filename_version="",
+            filename_tags=frozenset(),
+            build_tag=None,
+            dist_info="",
+            wheel_text="",
+            metadata_text="",
+            record=None,
+            members=[name],
+        )
+
+    @property
+    def wheel_fields(self) -> dict[str, list[str]]:
+        return parse_wheel_fields(self.wheel_text)
+
+    @property
+    def dist_info_matches(self) -> bool:
+        """Does ``.dist-info`` name the file name's project? installer refuses a wheel where
+        it does not (``WheelFile.dist_info_dir``: the part before the version, canonicalized)."""
+        return canonicalize_name(self.dist_info.rsplit("-", 2)[0]) == canonicalize_name(self.filename_name)
+
+    @property
+    def wheel_tags(self) -> frozenset[Tag]:
+        lines = [line.strip().split("-") for line in self.wheel_fields.get("Tag", [])]
+        lines = [parts for parts in lines if len(parts) == 3]
+        tag_set_size("WHEEL's Tag lines", lines)
+        return frozenset(
+            Tag(i, a, p)
+            for parts in lines
+            for i in parts[0].split(".")
+            for a in parts[1].split(".")
+            for p in parts[2].split(".")
+        )
+
+
+def tag_set_size(what: str, tag_triples: list[list[str]]) -> int:
+    """The size of the expanded tag set, checked against ``max-tags`` before anything is
+    expanded: dotted parts multiply (``a.b-c.d-e.f`` is 8 tags), so 5 KB can ask for 10^9."""
+    total = 0
+    for parts in tag_triples:
+        product = 1
+        for part in parts:
+            product *= part.count(".") + 1
+        total += product
+    limits.current().max_tags.check(f"{what} expand to a tag set whose size", total)
+    return total
+
+
+def parse_filename(filename: str) -> tuple[str, str, tuple[int, str] | tuple[()], frozenset[Tag]]:
+    """packaging's parse, after bounding the compressed tag set it would expand."""
+    parts = filename.removesuffix(".whl").split("-")
+    if len(parts) in (5, 6):
+        tag_set_size(f"the file name's tags {'-'.join(parts[-3:])[:60]!r}", [parts[-3:]])
+    try:
+        name, version, build, tags = parse_wheel_filename(filename)
+    except InvalidWheelFilename as exc:
+        raise InputError(f"{filename}: not a valid wheel file name ({exc})") from exc
+    return str(name), str(version), build, frozenset(tags)

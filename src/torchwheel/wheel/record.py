@@ -1,0 +1,133 @@
+"""RECORD: the wheel's list of its own files with their hashes and sizes, and how the files
+compare with it.
+
+One spelling of a RECORD hash (``sha256=`` + urlsafe base64 without padding) for every
+writer and reader here (the streaming scan, the wheel writer, the read-back check, the
+installer), and a comparison that is a pure function of what was listed and what was read.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from installer.records import InvalidRecordEntry, parse_record_file
+
+from torchwheel import limits
+from torchwheel.errors import InputError
+
+
+def digest_text(digest: bytes, algorithm: str = "sha256") -> str:
+    """A finished digest as RECORD spells it: ``sha256=<urlsafe base64, no padding>``."""
+    return f"{algorithm}=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def record_hash(data: bytes) -> str:
+    return digest_text(hashlib.sha256(data).digest())
+
+
+def hash_chunks(chunks: Iterable[bytes]) -> tuple[str, int]:
+    """RECORD hash and size of a stream: a 500 MB member never sits in memory."""
+    digest = hashlib.sha256()
+    size = 0
+    for chunk in chunks:
+        digest.update(chunk)
+        size += len(chunk)
+    return digest_text(digest.digest()), size
+
+
+@dataclass(frozen=True, slots=True)  # slots: a RECORD may have 400,000 rows
+class RecordEntry:
+    path: str
+    hash: str | None
+    size: int | None
+
+
+@dataclass(frozen=True)
+class RecordProblem:
+    path: str
+    problem: str  # "missing-from-record" | "hash-mismatch" | "size-mismatch" | "missing-file" | ...
+    detail: str
+
+
+def parse_record(text: str) -> dict[str, RecordEntry]:
+    """installer's CSV reading (three fields, Windows separators made ``/``); the hash stays
+    a string because an unknown algorithm is a finding (TW403), not unreadable input."""
+    # counted before anything per row is built; a bound on rows, as a quoted field may span lines
+    lines = text.count("\n") + text.count("\r") - text.count("\r\n") + 1
+    limits.current().max_record_rows.check("RECORD's line count", lines)
+    entries: dict[str, RecordEntry] = {}
+    try:
+        rows = parse_record_file(line for line in text.splitlines() if line.strip())
+        for path, digest, size in rows:
+            entries[path] = _record_entry(path, digest, size)
+    except InvalidRecordEntry as exc:
+        raise InputError(f"RECORD row {str(exc.elements)[:200]} does not have 3 fields") from exc
+    except csv.Error as exc:  # a field over csv's 128 KiB limit, a stray quote or NUL
+        raise InputError(f"RECORD is not readable CSV (row {len(entries) + 1}: {exc})") from exc
+    return entries
+
+
+def _record_entry(path: str, digest: str, size: str) -> RecordEntry:
+    try:
+        return RecordEntry(path, digest or None, int(size) if size else None)
+    except ValueError as exc:
+        raise InputError(f"RECORD size {size[:40]!r} for {path[:200]!r} is not a number") from exc
+
+
+def verify_record(
+    record: dict[str, RecordEntry] | None,
+    dist_info: str,
+    members: list[str],
+    listing_problems: list[RecordProblem],
+    hashes: dict[str, tuple[str | None, int]],
+    installed: bool,
+) -> list[RecordProblem]:
+    """Compare RECORD with the members' real hashes and sizes.
+
+    ``hashes``: member -> (sha256 RECORD hash, or None when the caller chose not to hash
+    it, and size). Unhashed members are still checked for presence and size.
+    ``listing_problems``: what listing the members found already (entries not read).
+
+    An installed distribution follows the installed-project spec instead of the wheel's:
+    any entry may leave hash and size empty (pip does so for the ``.pyc`` it compiles and
+    for RECORD), any hashlib algorithm is allowed, and a cached ``.pyc`` that is gone is
+    no loss. A hash that is given must still match.
+    """
+    if record is None:
+        return [RecordProblem(f"{dist_info}/RECORD", "missing-record", "the wheel has no RECORD")]
+    problems = list(listing_problems)
+    record_name = f"{dist_info}/RECORD"
+    unsigned = {record_name, f"{record_name}.jws", f"{record_name}.p7s"}
+    for member in members:
+        if member in unsigned:
+            continue
+        entry = record.get(member)
+        if entry is None:
+            problems.append(RecordProblem(member, "missing-from-record", "not listed in RECORD"))
+            continue
+        actual_hash, actual_size = hashes[member]
+        algorithm = entry.hash.split("=", 1)[0] if entry.hash else None
+        if entry.hash is None:
+            if not installed:
+                problems.append(RecordProblem(member, "no-hash", "RECORD lists it without a hash"))
+        elif algorithm not in ("sha256", "sha384", "sha512") and not installed:
+            problems.append(RecordProblem(member, "weak-hash", f"RECORD uses {algorithm}"))
+        elif algorithm == "sha256" and actual_hash is not None and entry.hash != actual_hash:
+            problems.append(
+                RecordProblem(member, "hash-mismatch", f"RECORD {entry.hash}, actual {actual_hash}")
+            )
+        if entry.size is not None and entry.size != actual_size:
+            problems.append(
+                RecordProblem(member, "size-mismatch", f"RECORD {entry.size}, actual {actual_size}")
+            )
+    present = set(members) | {p.path for p in listing_problems}
+    where = "on disk" if installed else "in the wheel"
+    for path in record:
+        if path in present or path in unsigned or (installed and path.endswith(".pyc")):
+            continue
+        problems.append(RecordProblem(path, "missing-file", f"listed in RECORD but not {where}"))
+    return problems

@@ -1,0 +1,103 @@
+"""The wheel-variant metadata files (PEP 817 / PEP 825 format / PEP 850 providers): DRAFT
+standards, opt-in. Standard library only, like the provider plugin that shares its names.
+
+``tag --variant`` writes ``*.dist-info/variant.json`` in the form variantlib 0.2.2 reads and
+adds the variant label to the file name; the plain wheel stays beside it as the fallback
+for installers without variant support (pip: none; uv: a preview that skips third-party
+plugins). The properties live in the ``torchwheel`` namespace, which this project owns (the
+``torch`` name belongs to PyTorch):
+
+- ``torchwheel :: stable_abi :: 2.12``: a stable-ABI wheel loads on torch >= 2.12. The
+  provider plugin (``install.variant_plugin``) reports every known target <= the installed torch,
+  newest first: the lower-bound pattern of NVIDIA's ``cuda_version_lower_bound``.
+- ``torchwheel :: build_torch :: 2.13``: a version-locked (unstable) build loads on torch
+  2.13 only; the plugin reports just the installed minor. Chosen over the reserved
+  ``abi_dependency :: torch :: 2.13`` form, which means the same, because variantlib 0.2.2
+  cannot read that back and uv 0.13.8 rejects it; switch when the tools do.
+
+``{name}-{version}-variants.json`` next to the wheels is the union of their ``variant.json``
+files (the index-level cache ``index`` writes).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from torchwheel.errors import InputError
+
+NAMESPACE = "torchwheel"  # owned by this project; ``torch`` is PyTorch's name
+STABLE = "stable_abi"  # torchwheel :: stable_abi :: 2.12 = loads on torch >= 2.12
+LOCKED = "build_torch"  # torchwheel :: build_torch :: 2.13 = loads on torch 2.13 only
+SCHEMA = "https://variants-schema.wheelnext.dev/v0.2.0.json"  # what variantlib 0.2.2 writes
+PLUGIN_API = "torchwheel.install.variant_plugin:TorchABIPlugin"
+DIST_INFO_FILE = "variant.json"
+_VALUE = re.compile(r"[a-z0-9_.]+")
+
+
+def property_of(kind: str, value: str) -> tuple[str, str]:
+    """(feature, value) for a wheel's torch need: a stable floor or an unstable build minor."""
+    if kind not in ("stable", "unstable"):
+        raise InputError("--variant: the wheel uses no torch symbols, there is no torch property to label")
+    if not _VALUE.fullmatch(value):
+        raise InputError(f"variant value {value!r} must match [a-z0-9_.]+")
+    if kind == "stable":
+        return STABLE, value
+    return LOCKED, value
+
+
+def label(feature: str, value: str) -> str:
+    """Readable and within the label rules: ``torch2.12`` (stable floor), ``torch2.13only``."""
+    return f"torch{value}" + ("only" if feature == LOCKED else "")
+
+
+def providers() -> dict[str, Any]:
+    return {NAMESPACE: {"requires": ["torchwheel"], "plugin-api": PLUGIN_API}}
+
+
+def document(feature: str, value: str) -> dict[str, Any]:
+    """The ``variant.json`` of one wheel: one label, one single-valued property."""
+    return {
+        "$schema": SCHEMA,
+        "default-priorities": {"namespace": [NAMESPACE]},
+        "providers": providers(),
+        "variants": {label(feature, value): {NAMESPACE: {feature: [value]}}},
+    }
+
+
+def encode(doc: dict[str, Any]) -> bytes:
+    return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
+
+
+def read_variant_json(data: bytes, where: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{where}: variant.json is not JSON ({exc})") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("variants"), dict) or len(doc["variants"]) != 1:
+        raise InputError(f"{where}: variant.json must describe exactly one variant")
+    return doc
+
+
+def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{name}-{version}-variants.json``: the union of the wheels' variant.json files."""
+    namespaces: list[str] = []
+    provs: dict[str, Any] = {}
+    variants: dict[str, Any] = {}
+    for doc in docs:
+        for ns in doc.get("default-priorities", {}).get("namespace", []):
+            if ns not in namespaces:
+                namespaces.append(ns)
+        provs.update(doc.get("providers", {}))
+        variants.update(doc["variants"])
+    return {
+        "$schema": docs[0].get("$schema", SCHEMA) if docs else SCHEMA,
+        "default-priorities": {"namespace": namespaces},
+        "providers": provs,
+        "variants": dict(sorted(variants.items())),
+    }
+
+
+def index_file_name(name: str, version: str) -> str:
+    return f"{name.replace('-', '_')}-{version}-variants.json"

@@ -1,0 +1,426 @@
+"""The zip central directory, read so that no claim in it can stretch memory or time.
+
+Why our own reader instead of ``zipfile`` (APPNOTE 4.3, only the parts wheels use): zipfile
+builds a ~500-byte ``ZipInfo`` plus decoded names for every central entry before a caller
+can count them (1M entries: 1.3 GB); before 3.12 it neither compares a local header with
+its central entry nor checks that member data do not overlap (the overlapping-entry zip
+bomb, a ``../`` local name behind an innocent central one); and it inflates bzip2/lzma
+without an output bound. pip and installer refuse such archives through 3.12's zipfile; we
+refuse them here on every Python, before any member is read:
+
+- the entry count comes from the end-of-central-directory record and is checked against
+  ``limits.max_members`` before anything per member is built; the directory must hold
+  exactly that many entries (no hidden extra entries another reader would see);
+- every local header must agree with its central entry (name, method, and CRC and sizes
+  unless a data descriptor follows), and each member's [local header, data end) must end
+  before the next member's header starts (CPython 3.12's ``_end_offset`` rule);
+- names: no NUL, not empty, at most ``limits.max_name_length`` bytes; version needed at
+  most 6.3 (what zipfile reads); no encryption; one disk.
+
+Per member only a slotted ``Member`` is kept (about 200 bytes with its name).
+"""
+
+from __future__ import annotations
+
+import bz2
+import lzma
+import struct
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from isal import isal_zlib
+
+from torchwheel import limits
+from torchwheel.errors import InputError
+
+STORED, DEFLATED, BZIP2, LZMA = 0, 8, 12, 14
+_EOCD = struct.Struct("<4sHHHHIIH")
+_ZIP64_LOCATOR = struct.Struct("<4sIQI")
+_ZIP64_EOCD = struct.Struct("<4sQHHIIQQQQ")
+_CENTRAL = struct.Struct("<4sBBHHHHHIIIHHHHHII")
+_LOCAL = struct.Struct("<4sHHHHHIIIHH")
+_MAX_EXTRACT_VERSION = 63  # zipfile.MAX_EXTRACT_VERSION: zip64 and bzip2/lzma, nothing newer
+_MAX32 = 0xFFFFFFFF
+inflate_lib = isal_zlib  # ISA-L inflates ~1.7x faster than zlib and releases the GIL
+INFLATE_ERROR: type[Exception] = isal_zlib.error  # type: ignore[assignment]
+_WINDOW = 1 << 22  # central directory read 4 MiB at a time
+_UTF8 = 0x800
+_DESCRIPTOR = 0x8
+_ENCRYPTED = 0x1 | 0x40  # traditional or strong encryption
+
+ReadAt = Callable[[int, int], bytes]
+
+
+@dataclass(slots=True)
+class Member:
+    """One central entry, field names as in ``zipfile.ZipInfo`` (which callers also pass)."""
+
+    filename: str
+    header_offset: int
+    compress_size: int
+    file_size: int
+    CRC: int
+    compress_type: int
+    flag_bits: int
+    external_attr: int
+    dos_stamp: int  # DOS date << 16 | DOS time, as stored
+    # local header size with name and extra (filled by the overlap check): kept instead of
+    # the data offset because it is nearly always a cached small int (no 32 bytes per member)
+    local_size: int = 0
+
+    @property
+    def data_offset(self) -> int:
+        """Where the compressed bytes start: after the *local* header."""
+        return self.header_offset + self.local_size
+
+    def is_dir(self) -> bool:
+        return self.filename.endswith("/")
+
+    @property
+    def date_time(self) -> tuple[int, int, int, int, int, int]:
+        d, t = self.dos_stamp >> 16, self.dos_stamp & 0xFFFF
+        return ((d >> 9) + 1980, (d >> 5) & 0xF, d & 0x1F, t >> 11, (t >> 5) & 0x3F, (t & 0x1F) * 2)
+
+
+class _Window:
+    """Sequential reads over the central directory without holding all of it."""
+
+    def __init__(self, read_at: ReadAt, start: int, size: int) -> None:
+        self._read_at, self._pos, self._end = read_at, start, start + size
+        self._buf = b""
+        self._off = 0
+
+    @property
+    def left(self) -> int:
+        return self._end - self._pos + len(self._buf) - self._off
+
+    def need(self, n: int) -> tuple[bytes, int]:
+        """A buffer holding the next ``n`` bytes, and where they start in it."""
+        if len(self._buf) - self._off < n:
+            want = min(max(n, _WINDOW), self._end - self._pos)
+            more = self._read_at(self._pos, want) if want > 0 else b""
+            self._pos += len(more)
+            self._buf = self._buf[self._off :] + more
+            self._off = 0
+            if len(self._buf) < n:
+                raise InputError("the central directory is truncated")
+        return self._buf, self._off
+
+    def skip(self, n: int) -> None:
+        self._off += n
+
+
+def _end_record(read_at: ReadAt, file_size: int) -> tuple[int, int, int, int]:
+    """(entry count, directory size, directory start, bytes prepended), zip64 when flagged."""
+    tail_size = min(file_size, _EOCD.size + 0xFFFF)
+    tail = read_at(file_size - tail_size, tail_size)
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) - at < _EOCD.size:
+        raise InputError("not a zip archive (no end-of-central-directory record)")
+    _, disk, cd_disk, on_disk, count, cd_size, cd_offset, _ = _EOCD.unpack_from(tail, at)
+    eocd_at = file_size - tail_size + at
+    if _MAX32 in (cd_size, cd_offset) or 0xFFFF in (count, on_disk):
+        room = eocd_at >= _ZIP64_LOCATOR.size + _ZIP64_EOCD.size
+        loc = read_at(eocd_at - _ZIP64_LOCATOR.size, _ZIP64_LOCATOR.size) if room else b""
+        if len(loc) == _ZIP64_LOCATOR.size and loc[:4] == b"PK\x06\x07":
+            # where it is, not where the locator says: prepended bytes shift that (as zipfile)
+            rec = read_at(eocd_at - _ZIP64_LOCATOR.size - _ZIP64_EOCD.size, _ZIP64_EOCD.size)
+            if len(rec) != _ZIP64_EOCD.size or rec[:4] != b"PK\x06\x06":
+                raise InputError("the zip64 end-of-central-directory record is missing or corrupt")
+            _, _, _, _, disk, cd_disk, on_disk, count, cd_size, cd_offset = _ZIP64_EOCD.unpack(rec)
+            eocd_at -= _ZIP64_LOCATOR.size + _ZIP64_EOCD.size
+    if disk or cd_disk or on_disk != count:
+        raise InputError("multi-disk zip archives are not supported")
+    if cd_size > eocd_at:
+        raise InputError(f"the central directory claims {cd_size:,} bytes; only {eocd_at:,} precede its end")
+    # bytes prepended to the archive shift every offset (zipfile's "concat"): where it ends
+    # minus where it claims to start
+    concat = eocd_at - cd_size - cd_offset
+    if concat < 0:
+        raise InputError("the central directory offset points past its own start")
+    return count, cd_size, cd_offset + concat, concat
+
+
+def _zip64(extra: bytes, usize: int, csize: int, offset: int) -> tuple[int, int, int]:
+    """Replace the 0xFFFFFFFF fields from the zip64 extra field, in APPNOTE order."""
+    i = 0
+    while i + 4 <= len(extra):
+        kind, length = struct.unpack_from("<HH", extra, i)
+        body = extra[i + 4 : i + 4 + length]
+        i += 4 + length
+        if kind != 1:
+            continue
+        values = [v for (v,) in struct.iter_unpack("<Q", body[: len(body) // 8 * 8])]
+        try:
+            if usize == _MAX32:
+                usize = values.pop(0)
+            if csize == _MAX32:
+                csize = values.pop(0)
+            if offset == _MAX32:
+                offset = values.pop(0)
+        except IndexError:
+            raise InputError("a zip64 extra field is too short") from None
+        return usize, csize, offset
+    if _MAX32 in (usize, csize, offset):
+        raise InputError("an entry needs a zip64 extra field it does not carry")
+    return usize, csize, offset
+
+
+def _name(raw: bytes, flags: int, where: str) -> str:
+    if not raw:
+        raise InputError(f"{where} has an empty member name")
+    if b"\0" in raw:
+        raise InputError(f"{where}: member name {raw!r} contains a NUL byte")
+    try:
+        return raw.decode("utf-8") if flags & _UTF8 else raw.decode("cp437")
+    except UnicodeDecodeError:
+        raise InputError(f"{where}: member name {raw!r} is flagged UTF-8 but is not") from None
+
+
+def read_index(read_at: ReadAt, file_size: int) -> tuple[list[Member], int]:
+    """The members in central-directory order, and where the directory starts."""
+    lim = limits.current()
+    count, cd_size, cd_start, concat = _end_record(read_at, file_size)
+    lim.max_members.check("the archive's member count", count)
+    if count * _CENTRAL.size > cd_size:
+        raise InputError(f"the central directory claims {count:,} entries in {cd_size:,} bytes")
+    max_name = lim.max_name_length.value
+    window = _Window(read_at, cd_start, cd_size)
+    members: list[Member] = []
+    append = members.append
+    shared: dict[int, int] = {}  # attributes and timestamps repeat: one int object for each value
+    while window.left > 0:
+        if len(members) >= count:
+            raise InputError(f"the central directory holds more entries than the {count:,} it declares")
+        buf, at = window.need(_CENTRAL.size)
+        (
+            sig,
+            _,
+            _,
+            need,
+            flags,
+            method,
+            time,
+            date,
+            crc,
+            csize,
+            usize,
+            nlen,
+            elen,
+            clen,
+            _,
+            _,
+            external,
+            offset,
+        ) = _CENTRAL.unpack_from(buf, at)
+        if sig != b"PK\x01\x02":
+            raise InputError(f"central entry {len(members) + 1} is corrupt (bad signature)")
+        if nlen > max_name:
+            lim.max_name_length.check(f"central entry {len(members) + 1}: member name length", nlen)
+        buf, at = window.need(_CENTRAL.size + nlen + elen + clen)
+        at += _CENTRAL.size
+        raw = buf[at : at + nlen]
+        if raw.isascii() and raw and b"\0" not in raw:  # the fast path: nearly every name
+            name = raw.decode("ascii")
+        else:
+            name = _name(raw, flags, f"central entry {len(members) + 1}")
+        window.skip(_CENTRAL.size + nlen + elen + clen)
+        if need & 0xFF > _MAX_EXTRACT_VERSION:
+            version = need & 0xFF
+            raise InputError(
+                f"member {name!r} needs zip version {version // 10}.{version % 10}; 6.3 is the newest read"
+            )
+        if flags & _ENCRYPTED:
+            raise InputError(f"member {name!r} is encrypted, which wheels cannot be")
+        if _MAX32 in (usize, csize, offset):
+            usize, csize, offset = _zip64(buf[at + nlen : at + nlen + elen], usize, csize, offset)
+        stamp = date << 16 | time
+        if len(shared) < 256:  # bounded: a crafted archive with all-different values gains nothing
+            shared.setdefault(external, external)
+            shared.setdefault(stamp, stamp)
+        external, stamp = shared.get(external, external), shared.get(stamp, stamp)
+        append(Member(name, offset + concat, csize, usize, crc, method, flags, external, stamp))
+    if len(members) != count:
+        raise InputError(f"the central directory declares {count:,} entries but holds {len(members):,}")
+    _check_local_headers(read_at, members, cd_start)
+    return members, cd_start
+
+
+_NEAR = 1 << 14  # the next local header this close: read a 64 KiB window, not one header
+_HEADER_GUESS = 512  # bytes read for one local header with its name and extra field
+
+
+def _check_local_headers(read_at: ReadAt, members: list[Member], cd_start: int) -> None:
+    """Local header == central entry, and no member's bytes reach into the next one's."""
+    ordered = sorted(members, key=lambda m: m.header_offset)
+    buf, buf_at = b"", 0
+    for i, m in enumerate(ordered):
+        end = ordered[i + 1].header_offset if i + 1 < len(ordered) else cd_start
+        at = m.header_offset - buf_at
+        if at < 0 or at + _LOCAL.size > len(buf):
+            buf_at = m.header_offset
+            buf = read_at(buf_at, 1 << 16 if end - buf_at < _NEAR else _HEADER_GUESS)
+            at = 0
+        head = buf[at : at + _LOCAL.size]
+        if len(head) != _LOCAL.size or head[:4] != b"PK\x03\x04":
+            raise InputError(f"member {m.filename!r}: local header is missing or corrupt")
+        _, _, flags, method, _, _, crc, csize, usize, nlen, elen = _LOCAL.unpack(head)
+        tail = buf[at + _LOCAL.size : at + _LOCAL.size + nlen + elen]
+        if len(tail) != nlen + elen:
+            tail = read_at(m.header_offset + _LOCAL.size, nlen + elen)
+            if len(tail) != nlen + elen:
+                raise InputError(f"member {m.filename!r}: local header is truncated")
+        raw = tail[:nlen]
+        local_name = raw.decode("ascii") if raw.isascii() and raw and b"\0" not in raw else None
+        if local_name is None:
+            local_name = _name(raw, flags, f"member {m.filename!r}: local header")
+        if local_name != m.filename:
+            raise InputError(
+                f"member {m.filename!r}: local header names it {local_name!r}; refusing (pip and installer do)"
+            )
+        if method != m.compress_type:
+            raise InputError(f"member {m.filename!r}: local and central headers disagree on compression")
+        if not flags & _DESCRIPTOR:
+            if _MAX32 in (usize, csize):
+                usize, csize, _ = _zip64(tail[nlen:], usize, csize, 0)
+            if (crc, csize, usize) != (m.CRC, m.compress_size, m.file_size):
+                raise InputError(f"member {m.filename!r}: local and central headers disagree on CRC or sizes")
+        m.local_size = _LOCAL.size + nlen + elen
+        if m.header_offset + m.local_size + m.compress_size > end:
+            what = "the central directory" if i + 1 == len(ordered) else repr(ordered[i + 1].filename)
+            raise InputError(
+                f"member {m.filename!r}: its data overlap {what} (overlapping entries: a zip bomb)"
+            )
+
+
+class Decompressor(Protocol):
+    def push(self, data: bytes) -> Iterator[bytes]: ...
+
+    def finish(self) -> bytes: ...
+
+
+class _Stored:
+    def push(self, data: bytes) -> Iterator[bytes]:
+        if data:
+            yield data
+
+    def finish(self) -> bytes:
+        return b""
+
+
+class _Inflate:
+    """Deflate with output bounded per call: a bomb cannot balloon one chunk."""
+
+    def __init__(self, lib: object, out_chunk: int) -> None:
+        self._d = lib.decompressobj(-15)  # type: ignore[attr-defined]
+        self._out = out_chunk
+
+    def push(self, data: bytes) -> Iterator[bytes]:
+        while data:
+            out: bytes = self._d.decompress(data, self._out)
+            data = self._d.unconsumed_tail
+            if not out:
+                break
+            yield out
+
+    def finish(self) -> bytes:
+        return bytes(self._d.flush())
+
+
+class _Buffered:
+    """bzip2 and lzma keep unread input inside: drain with ``max_length`` until they ask for more."""
+
+    def __init__(self, d: bz2.BZ2Decompressor | lzma.LZMADecompressor, out_chunk: int) -> None:
+        self._d, self._out = d, out_chunk
+
+    def push(self, data: bytes) -> Iterator[bytes]:
+        if self._d.eof:
+            return  # bytes after the end of the stream: ignored, as zipfile does
+        out = self._d.decompress(data, self._out)
+        if out:
+            yield out
+        while not self._d.needs_input and not self._d.eof:
+            out = self._d.decompress(b"", self._out)
+            if out:
+                yield out
+
+    def finish(self) -> bytes:
+        return b""
+
+
+class _Lzma:
+    """zip's lzma: a 4-byte header and the LZMA1 properties, then the raw stream."""
+
+    def __init__(self, member: Member, out_chunk: int) -> None:
+        self._member, self._out = member, out_chunk
+        self._head = b""
+        self._inner: _Buffered | None = None
+
+    def push(self, data: bytes) -> Iterator[bytes]:
+        if self._inner is None:
+            self._head += data
+            if len(self._head) < 9:
+                return
+            psize = struct.unpack_from("<H", self._head, 2)[0]
+            if psize != 5:
+                raise lzma.LZMAError(f"unsupported LZMA properties size {psize}")
+            if len(self._head) < 4 + psize:
+                return
+            props, data = self._head[4:9], self._head[9:]
+            lc_lp_pb, dict_size = props[0], struct.unpack_from("<I", props, 1)[0]
+            if lc_lp_pb >= 9 * 5 * 5:
+                raise lzma.LZMAError("bad LZMA properties")
+            # a dictionary bigger than the member is never needed: liblzma allocates it up front
+            dict_size = max(4096, min(dict_size, self._member.file_size))
+            lzma1 = {"id": lzma.FILTER_LZMA1, "dict_size": dict_size, "lc": lc_lp_pb % 9}
+            lzma1 |= {"lp": lc_lp_pb // 9 % 5, "pb": lc_lp_pb // 45}
+            raw = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[lzma1])
+            self._inner = _Buffered(raw, self._out)
+        yield from self._inner.push(data)
+
+    def finish(self) -> bytes:
+        return b""
+
+
+def decompressor(member: Member, out_chunk: int) -> Decompressor:
+    if member.compress_type == STORED:
+        return _Stored()
+    if member.compress_type == DEFLATED:
+        return _Inflate(inflate_lib, out_chunk)
+    if member.compress_type == BZIP2:
+        return _Buffered(bz2.BZ2Decompressor(), out_chunk)
+    if member.compress_type == LZMA:
+        return _Lzma(member, out_chunk)
+    raise InputError(
+        f"member {member.filename!r} uses compression method {member.compress_type}, which torchwheel "
+        "does not read (stored, deflate, bzip2, lzma)"
+    )
+
+
+DECOMPRESS_ERRORS: tuple[type[Exception], ...] = (
+    INFLATE_ERROR,
+    zlib.error,
+    OSError,
+    EOFError,
+    lzma.LZMAError,
+    ValueError,
+)
+
+
+class LocalEntry(Protocol):
+    """What locating a member's data needs (``Member`` or ``zipfile.ZipInfo``)."""
+
+    filename: str
+    header_offset: int
+
+
+def local_data_offset(read_at: ReadAt, entry: LocalEntry) -> int:
+    """Where a member's compressed bytes start: after its *local* header, whose extra field
+    may differ in length from the central directory's copy."""
+    head = read_at(entry.header_offset, _LOCAL.size)
+    if len(head) != _LOCAL.size or head[:4] != b"PK\x03\x04":
+        raise InputError(f"member {entry.filename!r}: local header is missing or corrupt")
+    fields = _LOCAL.unpack(head)
+    return int(entry.header_offset + _LOCAL.size + fields[9] + fields[10])
