@@ -67,9 +67,8 @@ def test_per_torch_pages_list_the_best_loading_build(index: Path) -> None:
     expected = {"2.9": None, "2.10": "210", "2.11": "210", "2.12": "212", "2.13": "212", "2.15": "212"}
     for torch, build in expected.items():
         page = index / f"torch-{torch}" / "simple" / "twidx" / "index.html"
-        if build is None:
-            assert not page.exists(), torch
-            assert "twidx" not in (index / f"torch-{torch}" / "simple" / "index.html").read_text()
+        if build is None:  # nothing loads on this torch: no per-torch index at all
+            assert not (index / f"torch-{torch}").exists(), torch
         else:
             assert _files(page) == [_wheel(build)], torch
     assert _files(index / "simple" / "twidx" / "index.html") == sorted(

@@ -13,9 +13,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
+from torchwheel.analysis.alternatives import Alternatives, find_alternatives
 from torchwheel.analysis.member import BinaryAnalysis, SliceAnalysis
 from torchwheel.analysis.pythonabi import parse_suffix
+from torchwheel.torchabi.need import TorchNeed, torch_need
+from torchwheel.torchabi.releases import Minor, show_minor
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.contents import WheelContents
 from torchwheel.wheel.metadata import MetadataFacts
@@ -82,11 +86,17 @@ def declared_targets(w: WheelFacts) -> dict[str, FeatureVersion]:
 
 @dataclass(frozen=True)
 class TorchABI:
-    """What the wheel can honestly declare: ``unstable``, a stable floor, or no torch at all."""
+    """What the wheel can honestly declare: ``unstable``, a stable floor, or no torch at all.
+
+    ``minors``: for an unstable wheel whose every unstable library belongs to a set of
+    per-minor builds (``alternatives``), the torch minors it has builds for; empty otherwise
+    (then the build torch must come from a pin)."""
 
     kind: Literal["none", "stable", "unstable"]
     target: FeatureVersion | None  # stable: max of declared targets and symbol minimums
     declared: FeatureVersion | None  # the newest declared target, if any library declares one
+    minors: frozenset[Minor] = frozenset()
+    alternatives: tuple[Alternatives, ...] = ()
 
     def __str__(self) -> str:
         if self.kind == "stable" and self.target is not None:
@@ -95,14 +105,34 @@ class TorchABI:
 
 
 def wheel_torch_abi(w: WheelFacts) -> TorchABI:
-    slices = [s for _, _, s in iter_slices(w)]
-    if any(s.torch.usage == "unstable" for s in slices):
-        return TorchABI("unstable", None, max(declared_targets(w).values(), default=None))
+    slices = [(member, s) for member, _, s in iter_slices(w)]
     declared = max(declared_targets(w).values(), default=None)
-    floors = [s.torch.min_version for s in slices if s.torch.min_version is not None]
+    unstable = {member for member, s in slices if s.torch.usage == "unstable"}
+    if unstable:
+        alternatives = tuple(find_alternatives(sorted(unstable)))
+        per_minor = {member for a in alternatives for _, member in a.members}
+        if alternatives and unstable <= per_minor:
+            minors = frozenset(m for a in alternatives for m in a.minors)
+            return TorchABI("unstable", None, declared, minors, alternatives)
+        return TorchABI("unstable", None, declared)
+    floors = [s.torch.min_version for _, s in slices if s.torch.min_version is not None]
     if declared is None and not floors:
         return TorchABI("none", None, None)
     return TorchABI("stable", max([*floors, *([declared] if declared else [])]), declared)
+
+
+def torch_need_of(w: WheelFacts, source: str = "binaries (untagged wheel)") -> TorchNeed:
+    """The wheel's need as selection reads it, from its binaries (and, for an unstable
+    build, its own pin or local label): what a ``tag``-ged wheel's WHEEL would say."""
+    abi = wheel_torch_abi(w)
+    if abi.kind == "stable" and abi.target is not None:
+        return TorchNeed("stable", abi.target, frozenset(), source)
+    try:
+        version = Version(w.contents.filename_version)
+    except InvalidVersion:
+        version = Version("0")
+    minors = ", ".join(show_minor(m) for m in sorted(abi.minors)) or None
+    return torch_need(abi.kind, w.metadata.torch_requirements, version, source, minors)
 
 
 # The core libraries only the torch distribution itself ships, by platform.

@@ -17,7 +17,7 @@ _TORCH = click.option(
     "torches",
     multiple=True,
     metavar="X.Y",
-    help="Also this torch minor (repeatable); the known releases 2.9+ and the targets present are always in.",
+    help="Also this torch minor (repeatable); every minor the wheels load on or name is always in.",
 )
 
 
@@ -73,17 +73,16 @@ def matrix_command(sources: tuple[str, ...], fmt: str, why: bool, torches: tuple
     Exit 0; 2 when an input cannot be read (the readable wheels are still shown).
     """
     from torchwheel.install import matrix
-    from torchwheel.install.choose import needed_minors
     from torchwheel.install.discovery import gather
     from torchwheel.install.target import installed_torch
-    from torchwheel.torchabi.releases import known_torches
 
     got = gather(sources)
     if not got.candidates and got.skipped:
         first = got.skipped[0]
         raise InputError(f"{first.location}: {first.reason}")
-    cols = set(known_torches()) | set(_minors(torches)) | needed_minors(c.torch for c in got.candidates)
-    m = matrix.build(got.candidates, sorted(cols), installed_torch())
+    installed = installed_torch()
+    cols = matrix.columns(got.candidates, _minors(torches), installed)
+    m = matrix.build(got.candidates, cols, installed)
     if fmt == "json":
         doc = matrix.to_json(m)
         doc["skipped"] = [{"location": s.location, "reason": s.reason} for s in got.skipped]

@@ -35,7 +35,7 @@ from packaging.version import Version
 from torchwheel.errors import InputError
 from torchwheel.torchabi.need import TorchNeed, torch_need
 from torchwheel.wheel.archive import WheelArchive
-from torchwheel.wheel.metadata import TORCH_ABI_FIELD, parse_metadata
+from torchwheel.wheel.metadata import TORCH_ABI_FIELD, TORCH_ABI_MINORS_FIELD, parse_metadata
 
 _VARIANT_LABEL = re.compile(r"^[0-9a-z_.]+$")  # wheel-variant drafts (PEP 825), see reference
 
@@ -101,18 +101,14 @@ class Gathered:
     duplicates: list[Skipped] = field(default_factory=list)  # same bytes seen again elsewhere
 
 
-def _from_binaries(path: Path, reqs: tuple[Requirement, ...], version: Version) -> TorchNeed:
+def _from_binaries(path: Path) -> TorchNeed:
     """The untagged fallback: the same facts ``check`` reads (every compiled member)."""
     from torchwheel.analysis.load import load
-    from torchwheel.analysis.wheelfacts import wheel_torch_abi
+    from torchwheel.analysis.wheelfacts import torch_need_of
     from torchwheel.torchabi.symtable import load_shipped
 
     (facts,) = list(load((path,), (), load_shipped(), verify_hashes=False))
-    abi = wheel_torch_abi(facts)
-    source = "binaries (untagged wheel)"
-    if abi.kind == "stable" and abi.target is not None:
-        return TorchNeed("stable", abi.target, None, source)
-    return torch_need(abi.kind, reqs, version, source)
+    return torch_need_of(facts)
 
 
 def read_candidate(path: Path, origin: str) -> Candidate:
@@ -125,11 +121,16 @@ def read_candidate(path: Path, origin: str) -> Candidate:
     with archive:
         c = archive.contents
     meta = parse_metadata(c.metadata_text)
-    declared = c.wheel_fields.get(TORCH_ABI_FIELD)
+    fields = c.wheel_fields
+    declared = fields.get(TORCH_ABI_FIELD)
     if declared:
-        need = torch_need(declared[-1], meta.torch_requirements, parsed.version, f"WHEEL {TORCH_ABI_FIELD}")
+        found = fields.get(TORCH_ABI_MINORS_FIELD)
+        minors = found[-1] if found else None
+        need = torch_need(
+            declared[-1], meta.torch_requirements, parsed.version, f"WHEEL {TORCH_ABI_FIELD}", minors
+        )
     else:
-        need = _from_binaries(path, meta.torch_requirements, parsed.version)
+        need = _from_binaries(path)
     return Candidate(
         path=path,
         origin=origin,

@@ -11,6 +11,7 @@ from packaging.version import Version
 from torchwheel.install.candidates import Candidate, Gathered
 from torchwheel.install.choose import Choice, Verdict
 from torchwheel.install.target import TorchTarget
+from torchwheel.torchabi.releases import show_minor
 
 SELECT_SCHEMA = 1
 
@@ -75,7 +76,8 @@ def candidate_json(c: Candidate) -> dict[str, Any]:
         "torch_abi": {
             "kind": c.torch.kind,
             "floor": c.torch.floor.release if c.torch.floor is not None else None,
-            "minor": f"{c.torch.minor[0]}.{c.torch.minor[1]}" if c.torch.minor else None,
+            "minor": show_minor(next(iter(c.torch.minors))) if len(c.torch.minors) == 1 else None,
+            "minors": [show_minor(m) for m in sorted(c.torch.minors)],
             "source": c.torch.source,
         },
         "sha256": c.sha256,

@@ -1,31 +1,37 @@
 """``torchwheel matrix``: which wheel loads on which torch, as a grid people can read.
 
-Rows are wheels, columns torch minors (every release the symbol table was read from, the
-installed torch, and any the wheels name); each cell is ``choose.fit``. Markdown is for CI
-job summaries (``$GITHUB_STEP_SUMMARY``); JSON carries the reason of every cell.
+Rows are wheels, columns torch minors: every minor a wheel loads on or names (its floor, its
+build), the installed torch, and any asked for; each cell is ``choose.fit``, the verdict
+``select`` gives, over every release of the minor. So old builds get their columns (a wheel
+for torch 2.3 shows 2.3), and the grid stays compact: in text and markdown, neighbouring minors
+whose cells are the same in every row share one column (``2.10-2.15``). Markdown is for CI job
+summaries (``$GITHUB_STEP_SUMMARY``); JSON has every minor and the reason of every cell.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from torchwheel.install.candidates import Candidate
-from torchwheel.install.choose import Fit, fit
-from torchwheel.torchabi.releases import Minor, show_minor
+from torchwheel.install.choose import fit, needed_minors
+from torchwheel.torchabi.need import MinorVerdict
+from torchwheel.torchabi.releases import Minor, known_minors, show_minor
 
 SCHEMA_VERSION = 1
-SYMBOL = {"loads": "yes", "only": "only", "no": "-"}
+SYMBOL = {"loads": "yes", "only": "only", "some": "some", "no": "-"}
 LEGEND = (
     "yes = loads (stable ABI target <= this torch, or no torch symbols); "
-    "only = loads on this minor only (unstable build); - = does not load"
+    "only = loads on this minor only (unstable build); some = on some patch releases of it; "
+    "- = does not load"
 )
 
 
 @dataclass(frozen=True)
 class Row:
     cand: Candidate
-    cells: list[tuple[Fit, str]]
+    cells: list[MinorVerdict]
 
 
 @dataclass(frozen=True)
@@ -35,17 +41,52 @@ class Matrix:
     rows: list[Row]
 
 
+def columns(cands: Iterable[Candidate], asked: Iterable[Minor], installed: Minor | None) -> list[Minor]:
+    """Every known minor some wheel loads on, every minor a wheel names, and those asked for."""
+    cands = list(cands)
+    cols = set(asked) | needed_minors(c.torch for c in cands) | ({installed} if installed else set())
+    cols |= {m for m in known_minors() if any(fit(c, m).cell != "no" for c in cands)}
+    return sorted(cols)
+
+
 def build(cands: list[Candidate], torches: list[Minor], installed: Minor | None) -> Matrix:
     cols = sorted(set(torches) | ({installed} if installed else set()))
-    rows = [Row(c, [fit(c.torch, t) for t in cols]) for c in sorted(cands, key=lambda c: c.filename)]
+    rows = [Row(c, [fit(c, t) for t in cols]) for c in sorted(cands, key=lambda c: c.filename)]
     return Matrix(cols, installed, rows)
 
 
-def _header(m: Matrix) -> list[str]:
-    return [show_minor(t) + ("*" if t == m.installed else "") for t in m.torches]
+def _groups(m: Matrix) -> list[list[int]]:
+    """Column indexes merged for display: neighbouring minors (2.10, 2.11) with the same cell
+    in every row; the installed torch's column always stands alone."""
+    groups: list[list[int]] = []
+    for i, t in enumerate(m.torches):
+        if groups:
+            j = groups[-1][-1]
+            prev = m.torches[j]
+            same = all(r.cells[i].cell == r.cells[j].cell for r in m.rows)
+            adjacent = t == (prev[0], prev[1] + 1)
+            if same and adjacent and m.installed not in (t, prev):
+                groups[-1].append(i)
+                continue
+        groups.append([i])
+    return groups
 
 
-_WORDS = {"loads": "loads on", "only": "loads only on", "no": "does not load on"}
+def _header(m: Matrix, groups: list[list[int]]) -> list[str]:
+    out = []
+    for g in groups:
+        first, last = m.torches[g[0]], m.torches[g[-1]]
+        text = show_minor(first) if len(g) == 1 else f"{show_minor(first)}-{show_minor(last)}"
+        out.append(text + ("*" if first == m.installed else ""))
+    return out
+
+
+_WORDS = {
+    "loads": "loads on",
+    "only": "loads only on",
+    "some": "loads on some releases of",
+    "no": "does not load on",
+}
 
 
 def _why(m: Matrix) -> list[str]:
@@ -53,10 +94,15 @@ def _why(m: Matrix) -> list[str]:
     lines = []
     for r in m.rows:
         lines.append(f"{r.cand.filename}: {r.cand.torch} (from {r.cand.torch.source})")
-        groups: dict[Fit, list[str]] = {}
-        for t, (f, _) in zip(m.torches, r.cells, strict=True):
-            groups.setdefault(f, []).append(show_minor(t))
+        groups: dict[str, list[str]] = {}
+        for t, cell in zip(m.torches, r.cells, strict=True):
+            groups.setdefault(cell.cell, []).append(show_minor(t))
         lines += [f"  {_WORDS[f]} torch {', '.join(ts)}" for f, ts in groups.items()]
+        lines += [
+            f"  {show_minor(t)}: {cell.reason}"
+            for t, cell in zip(m.torches, r.cells, strict=True)
+            if cell.cell == "some"
+        ]
     return lines
 
 
@@ -65,13 +111,14 @@ def _footer(m: Matrix) -> str:
 
 
 def text(m: Matrix, why: bool) -> str:
+    groups = _groups(m)
     names = [r.cand.filename for r in m.rows]
     width = max(len("wheel"), *map(len, names))
-    head = _header(m)
+    head = _header(m, groups)
     cw = [max(len(h), 4) for h in head]
     lines = ["  ".join(["wheel".ljust(width), *(h.rjust(w) for h, w in zip(head, cw, strict=True))])]
     for r in m.rows:
-        cells = [SYMBOL[f].rjust(w) for (f, _), w in zip(r.cells, cw, strict=True)]
+        cells = [SYMBOL[r.cells[g[0]].cell].rjust(w) for g, w in zip(groups, cw, strict=True)]
         lines.append("  ".join([r.cand.filename.ljust(width), *cells]))
     lines += ["", _footer(m)]
     if why:
@@ -84,13 +131,14 @@ def _md_escape(s: str) -> str:
 
 
 def markdown(m: Matrix, why: bool) -> str:
-    head = _header(m)
+    groups = _groups(m)
+    head = _header(m, groups)
     lines = [
         "| wheel | " + " | ".join(head) + " |",
         "|---|" + "|".join(":-:" for _ in head) + "|",
     ]
     for r in m.rows:
-        cells = [SYMBOL[f] for f, _ in r.cells]
+        cells = [SYMBOL[r.cells[g[0]].cell] for g in groups]
         lines.append(f"| `{_md_escape(r.cand.filename)}` | " + " | ".join(cells) + " |")
     lines += ["", _footer(m)]
     if why:
@@ -110,8 +158,12 @@ def to_json(m: Matrix) -> dict[str, Any]:
                 "torch_need": str(r.cand.torch),
                 "source": r.cand.torch.source,
                 "cells": {
-                    show_minor(t): {"fit": f, "reason": why}
-                    for t, (f, why) in zip(m.torches, r.cells, strict=True)
+                    show_minor(t): {
+                        "fit": cell.cell,
+                        "reason": cell.reason,
+                        "releases": [str(v) for v in cell.loads_on],
+                    }
+                    for t, cell in zip(m.torches, r.cells, strict=True)
                 },
             }
             for r in m.rows

@@ -32,10 +32,10 @@ from urllib.parse import quote
 from torchwheel import __version__
 from torchwheel.errors import InputError
 from torchwheel.install.candidates import Candidate, Gathered
-from torchwheel.install.choose import fit, needed_minors, preference
+from torchwheel.install.choose import fit, preference
 from torchwheel.install.discovery import gather
 from torchwheel.limits import current
-from torchwheel.torchabi.releases import Minor, known_torches, show_minor
+from torchwheel.torchabi.releases import Minor, known_minors, show_minor
 from torchwheel.wheel import variant
 from torchwheel.wheel.archive import WheelArchive
 
@@ -105,20 +105,21 @@ def collect(sources: Iterable[str]) -> tuple[list[Entry], list[str]]:
         f"{c.filename}: unstable build whose torch minor is unknown: in no per-torch index "
         "(tag it with --build-torch X.Y)"
         for c in got.candidates
-        if c.torch.kind == "unstable" and c.torch.minor is None
+        if c.torch.kind == "unstable" and not c.torch.minors
     ]
     return [read_entry(c) for c in got.candidates], notes
 
 
 def plan_targets(entries: list[Entry], extra: Iterable[Minor] = ()) -> dict[Minor, list[Entry]]:
     """Torch minor -> the best loading entry per (project, public version, tag set, variant
-    label): every known release, every target the wheels name, and ``extra``."""
-    minors = set(known_torches()) | needed_minors(e.cand.torch for e in entries) | set(extra)
+    label): every known minor some wheel loads on (``choose.fit``, the verdict ``select``
+    gives), and ``extra``."""
     out: dict[Minor, list[Entry]] = {}
-    for torch in sorted(minors):
+    extra = set(extra)
+    for torch in sorted(set(known_minors()) | extra):
         best: dict[tuple[object, ...], Entry] = {}
         for e in entries:
-            if fit(e.cand.torch, torch)[0] == "no":
+            if fit(e.cand, torch).cell == "no":
                 continue
             c = e.cand
             # variant wheels stay one per label: the installer's plugin chooses among them
@@ -126,7 +127,8 @@ def plan_targets(entries: list[Entry], extra: Iterable[Minor] = ()) -> dict[Mino
             held = best.get(key)
             if held is None or _rank(e) > _rank(held):
                 best[key] = e
-        out[torch] = sorted(best.values(), key=lambda e: e.cand.filename)
+        if best or torch in extra:
+            out[torch] = sorted(best.values(), key=lambda e: e.cand.filename)
     return out
 
 

@@ -36,6 +36,8 @@ class TorchTarget:
     ``torch``: the installed (or planned) torch, None when there is none. ``tags``: the
     supported wheel tags, best first (``sys_tags()`` order, which is how pip ranks). For an
     interpreter also its path and ``sysconfig`` paths (the install scheme).
+    ``torch_minor_only``: a plan that named a minor (``--torch 2.9``): the target may have any
+    release of it, so a wheel fits when it loads on one of them (``torch==2.9.1`` does).
     """
 
     description: str
@@ -45,6 +47,7 @@ class TorchTarget:
     markers: dict[str, str]
     python: str | None = None
     paths: dict[str, str] = field(default_factory=dict)
+    torch_minor_only: bool = False
 
 
 _PROBE = r"""
@@ -148,6 +151,7 @@ def plan(torch: str | None, python_version: str | None, platforms: tuple[str, ..
         torch_version = Version(torch) if torch else here.torch
     except InvalidVersion as exc:
         raise InputError(f"--torch {torch!r}: not a version") from exc
+    minor_only = torch_version is not None and torch is not None and len(torch_version.release) == 2
     version = python_version or here.python_version
     try:
         py = tuple(int(x) for x in version.split(".")[:2])
@@ -163,7 +167,21 @@ def plan(torch: str | None, python_version: str | None, platforms: tuple[str, ..
         tags=tuple(dict.fromkeys(tags)),
         python_version=version,
         markers=_plan_markers(version, plats or [t.platform for t in here.tags[:1]]),
+        torch_minor_only=minor_only,
     )
+
+
+def markers_for_tags(tags: frozenset[Tag]) -> dict[str, str]:
+    """The environment a wheel's own tags describe (its platform's OS; the lowest CPython it
+    names), for evaluating its requirements' markers where no target is given (``index``,
+    ``matrix``)."""
+    pythons = sorted(
+        (int(t.interpreter[3:]), t.interpreter)
+        for t in tags
+        if t.interpreter[:3] == "cp3" and t.interpreter[3:].isdigit()
+    )
+    version = f"3.{pythons[0][0] % 100}" if pythons else ".".join(map(str, sys.version_info[:2]))
+    return _plan_markers(version, sorted(t.platform for t in tags))
 
 
 def probe_here() -> TorchTarget:

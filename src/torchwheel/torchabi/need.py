@@ -1,76 +1,213 @@
-"""Which torch a wheel loads on, as selection sees it: a stable floor, one torch minor, or
-no torch at all, read from what ``tag`` wrote (``WHEEL Torch-ABI``) and the wheel's own
-torch requirement or local version label."""
+"""Which torch a wheel loads on, and the one verdict every command gives on it.
+
+A wheel's need is a stable floor, the torch minor(s) an unstable build was made for, or no
+torch at all; it is read from what ``tag`` wrote (``WHEEL Torch-ABI``, and for per-minor
+builds ``Torch-ABI-Minors``), from the wheel's own torch requirement or local version label,
+or, for an untagged wheel, from its binaries (``analysis.wheelfacts.torch_need_of``).
+
+``verdict`` is the single answer to "does this wheel load on this torch?": ``select`` and
+``install`` ask it for the target's torch, ``index`` and ``matrix`` for every release of a
+minor (``minor_verdict``), ``compat`` for the torch it compared symbols with. A wheel loads
+when its binaries load (the need) *and* its own ``Requires-Dist: torch`` admits that torch
+(else an installer would try to swap torch), so the five cannot disagree.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 from packaging.requirements import Requirement
 from packaging.version import Version
 
 from torchwheel.errors import InputError
+from torchwheel.torchabi import releases
+from torchwheel.torchabi.releases import Minor, minor_of, show_minor
 from torchwheel.version import FeatureVersion
-from torchwheel.wheel.metadata import TORCH_ABI_FIELD
+from torchwheel.wheel.metadata import TORCH_ABI_FIELD, TORCH_ABI_MINORS_FIELD
 
 _LOCAL_TORCH = re.compile(r"(?:^|[._])torch(\d+)[._]?(\d+)(?:$|[._])")  # +torch2.12, +cu128.torch2_12
 
 
+def show_minors(minors: Iterable[Minor]) -> str:
+    """``2.4``, ``2.4, 2.6`` or a run ``2.4-2.9``: what a reader wants to see."""
+    found = sorted(set(minors))
+    if len(found) > 2 and all(b == (a[0], a[1] + 1) for a, b in pairwise(found)):
+        return f"{show_minor(found[0])}-{show_minor(found[-1])}"
+    return ", ".join(show_minor(m) for m in found)
+
+
 @dataclass(frozen=True)
 class TorchNeed:
-    """Which torch a wheel loads on.
+    """Which torch a wheel's binaries load on.
 
-    ``stable``: every torch >= ``floor``. ``unstable``: only the torch minor ``minor``
-    (None when neither a one-minor ``Requires-Dist`` pin nor a ``torchX.Y`` local label names
-    it). ``none``: no torch symbols at all (loads anywhere). ``source`` says where the fact
-    came from: ``"WHEEL Torch-ABI"`` or ``"binaries (untagged wheel)"``.
+    ``stable``: every torch >= ``floor``. ``unstable``: only the torch minors in ``minors``:
+    one for an ordinary build, several for a wheel that ships one library per torch minor and
+    loads the matching one (per-minor alternatives); empty when nothing names the build torch.
+    ``none``: no torch symbols at all (loads anywhere). ``source`` says where the fact came
+    from: ``"WHEEL Torch-ABI"`` or ``"binaries (untagged wheel)"``.
     """
 
     kind: Literal["stable", "unstable", "none"]
     floor: FeatureVersion | None
-    minor: tuple[int, int] | None
+    minors: frozenset[Minor]
     source: str
 
     def __str__(self) -> str:
         if self.kind == "stable" and self.floor is not None:
             return f"stable >= {self.floor.minor_release if self.floor.patch == 0 else self.floor.release}"
+        if self.kind == "unstable" and len(self.minors) > 1:
+            return f"unstable, per-minor builds for torch {show_minors(self.minors)}"
+        if self.kind == "unstable" and self.minors:
+            return f"unstable, torch {show_minors(self.minors)} only"
         if self.kind == "unstable":
-            return (
-                f"unstable, torch {self.minor[0]}.{self.minor[1]} only"
-                if self.minor
-                else "unstable, torch unknown"
-            )
+            return "unstable, torch unknown"
         return "no torch"
 
+    @property
+    def named_minors(self) -> set[Minor]:
+        """The minors the need itself names (a stable floor's, an unstable build's)."""
+        if self.kind == "stable" and self.floor is not None:
+            return {minor_of(self.floor)}
+        return set(self.minors)
 
-def _minor_of(reqs: Iterable[Requirement]) -> tuple[int, int] | None:
-    """The torch minor an unstable build names: its one-minor pin (``torch==2.13.*``)."""
+
+def pinned_minor(reqs: Iterable[Requirement]) -> Minor | None:
+    """The torch minor an unstable build names by its unconditional one-minor requirement."""
     for req in reqs:
-        if req.marker is not None:
-            continue
-        minors = {(2, m) for m in range(40) if req.specifier.contains(f"2.{m}.0", prereleases=True)}
-        minors |= {(2, m) for m in range(40) if req.specifier.contains(f"2.{m}.5", prereleases=True)}
-        if len(minors) == 1:
-            return minors.pop()
+        if req.marker is None and (minor := releases.pinned_minor(req.specifier)) is not None:
+            return minor
     return None
 
 
-def _local_minor(version: Version) -> tuple[int, int] | None:
+def local_minor(version: Version) -> Minor | None:
     match = _LOCAL_TORCH.search(version.local or "")
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def torch_need(declared: str, reqs: tuple[Requirement, ...], version: Version, source: str) -> TorchNeed:
-    """From a ``Torch-ABI`` value (``2.10``, ``2.10.1``, ``unstable``, ``none``)."""
+def parse_minors(value: str) -> frozenset[Minor]:
+    """A ``Torch-ABI-Minors`` value: ``2.4, 2.5, 2.9``."""
+    try:
+        return frozenset(releases.parse_minor(part) for part in value.split(",") if part.strip())
+    except ValueError as exc:
+        raise InputError(
+            f"WHEEL {TORCH_ABI_MINORS_FIELD}: {value[:80]!r} is not a list of torch minors"
+        ) from exc
+
+
+def torch_need(
+    declared: str,
+    reqs: tuple[Requirement, ...],
+    version: Version,
+    source: str,
+    minors: str | None = None,
+) -> TorchNeed:
+    """From a ``Torch-ABI`` value (``2.10``, ``2.10.1``, ``unstable``, ``none``) and, for
+    per-minor builds, the ``Torch-ABI-Minors`` value."""
     value = declared.strip()
     if value == "unstable":
-        return TorchNeed("unstable", None, _local_minor(version) or _minor_of(reqs), source)
+        if minors:
+            return TorchNeed("unstable", None, parse_minors(minors), source)
+        minor = local_minor(version) or pinned_minor(reqs)
+        return TorchNeed("unstable", None, frozenset({minor} if minor else ()), source)
     if value == "none":
-        return TorchNeed("none", None, None, source)
+        return TorchNeed("none", None, frozenset(), source)
     try:
-        return TorchNeed("stable", FeatureVersion.parse(value), None, source)
+        return TorchNeed("stable", FeatureVersion.parse(value), frozenset(), source)
     except (ValueError, InputError) as exc:
         raise InputError(f"WHEEL {TORCH_ABI_FIELD}: {value!r} is neither a version nor 'unstable'") from exc
+
+
+# -- the verdict -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Does a wheel load on one torch: ``loads`` (``only``: on this minor only, an unstable
+    build), and why, either way."""
+
+    loads: bool
+    reason: str
+    only: bool = False
+
+
+def _binaries_verdict(need: TorchNeed, torch: Version) -> Verdict:
+    if need.kind == "none":
+        return Verdict(True, "uses no torch symbols")
+    if need.kind == "stable" and need.floor is not None:
+        if Version(torch.base_version) >= Version(need.floor.release):  # a 2.12 pre-release has 2.12's shims
+            return Verdict(True, f"{need} loads on torch {torch.public}")
+        return Verdict(False, f"{need}: torch {torch.public} is older than its target")
+    if not need.minors:
+        return Verdict(False, "unstable build for an unknown torch (no torch==X.Y.* pin or +torchX.Y label)")
+    minor = minor_of(torch)
+    if minor in need.minors:
+        what = "has a build for" if len(need.minors) > 1 else "built for"
+        return Verdict(True, f"{need}: {what} torch {show_minor(minor)}", only=True)
+    built = "has builds for" if len(need.minors) > 1 else "built for"
+    return Verdict(False, f"{need}: {built} torch {show_minors(need.minors)}, the target has {show_minor(minor)}")
+
+
+def requirement_excludes(
+    reqs: Iterable[Requirement], markers: Mapping[str, str] | None, torch: Version
+) -> str:
+    """Why the wheel's ``Requires-Dist: torch`` lines that apply keep this torch out, or ""."""
+    for req in reqs:
+        if req.marker is not None and (markers is None or not req.marker.evaluate(dict(markers))):
+            continue
+        if not req.specifier.contains(torch, prereleases=True) and not req.specifier.contains(
+            Version(torch.public), prereleases=True
+        ):
+            return f"Requires-Dist {req} excludes torch {torch.public}"
+    return ""
+
+
+def verdict(
+    need: TorchNeed, reqs: Iterable[Requirement], markers: Mapping[str, str] | None, torch: Version | None
+) -> Verdict:
+    """The one answer to "does this wheel load on this torch?" (module docstring).
+
+    ``markers``: the target's environment for requirements with markers; None evaluates only
+    the unconditional ones."""
+    if torch is None:
+        if need.kind == "none":
+            return Verdict(True, "uses no torch symbols")
+        return Verdict(False, f"{need}: the target has no torch (torchwheel never installs torch)")
+    found = _binaries_verdict(need, torch)
+    if not found.loads:
+        return found
+    excluded = requirement_excludes(reqs, markers, torch)
+    return Verdict(False, excluded) if excluded else found
+
+
+Cell = Literal["loads", "only", "some", "no"]
+
+
+@dataclass(frozen=True)
+class MinorVerdict:
+    """The verdict over every known release of one torch minor (a ``matrix`` cell, an
+    ``index`` listing, a ``select --torch X.Y`` plan): ``some`` when it loads on some patch
+    releases only (``torch==2.9.1`` on 2.9)."""
+
+    cell: Cell
+    reason: str
+    loads_on: tuple[Version, ...]
+
+
+def minor_verdict(
+    need: TorchNeed, reqs: Iterable[Requirement], markers: Mapping[str, str] | None, minor: Minor
+) -> MinorVerdict:
+    reqs = tuple(reqs)
+    candidates = releases.releases_of(minor)
+    each = [(v, verdict(need, reqs, markers, v)) for v in candidates]
+    good = tuple(v for v, found in each if found.loads)
+    if not good:
+        return MinorVerdict("no", each[-1][1].reason, ())
+    if len(good) < len(candidates):
+        bad = next(found for _, found in each if not found.loads)
+        return MinorVerdict("some", f"loads on torch {releases.span(good)} only ({bad.reason})", good)
+    first = next(found for _, found in each if found.loads)
+    return MinorVerdict("only" if first.only else "loads", first.reason, good)
