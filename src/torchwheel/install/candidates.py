@@ -18,7 +18,6 @@ separate folders / per-target indexes; a ``Candidate`` keeps all of these (``bui
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,47 +25,15 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import (
-    InvalidWheelFilename,
     NormalizedName,
-    parse_wheel_filename,
 )
 from packaging.version import Version
 
 from torchwheel.errors import InputError
 from torchwheel.torchabi.need import TorchNeed, torch_need
 from torchwheel.wheel.archive import WheelArchive
+from torchwheel.wheel.contents import parse_wheel_name
 from torchwheel.wheel.metadata import TORCH_ABI_FIELD, TORCH_ABI_MINORS_FIELD, parse_metadata
-
-_VARIANT_LABEL = re.compile(r"^[0-9a-z_.]+$")  # wheel-variant drafts (PEP 825), see reference
-
-
-@dataclass(frozen=True)
-class WheelName:
-    """A wheel file name, including the wheel-variant form that packaging rejects."""
-
-    name: NormalizedName
-    version: Version
-    build: tuple[int, str] | tuple[()]
-    tags: frozenset[Tag]
-    variant: str | None
-
-
-def parse_wheel_name(filename: str) -> WheelName:
-    """``packaging.utils.parse_wheel_filename``, plus the draft variant label as a last
-    dash-separated part (``name-1.0-cp39-abi3-linux_x86_64-torch212.whl``). packaging
-    decides everything else; the label is only peeled off when packaging refuses the name."""
-    try:
-        name, version, build, tags = parse_wheel_filename(filename)
-        return WheelName(name, version, build, tags, None)
-    except InvalidWheelFilename as first:
-        stem, _, label = filename.removesuffix(".whl").rpartition("-")
-        if not filename.endswith(".whl") or not _VARIANT_LABEL.match(label) or stem.count("-") < 4:
-            raise InputError(f"{filename}: not a valid wheel file name ({first})") from first
-        try:
-            name, version, build, tags = parse_wheel_filename(stem + ".whl")
-        except InvalidWheelFilename:
-            raise InputError(f"{filename}: not a valid wheel file name ({first})") from first
-        return WheelName(name, version, build, tags, label)
 
 
 @dataclass(frozen=True)
@@ -115,7 +82,7 @@ def read_candidate(path: Path, origin: str) -> Candidate:
     """One wheel's selection facts; ``InputError`` (with the reason) when it is unreadable."""
     parsed = parse_wheel_name(path.name)
     try:
-        archive = WheelArchive(path) if parsed.variant is None else _variant_archive(path)
+        archive = WheelArchive(path)
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from exc
     with archive:
@@ -144,16 +111,6 @@ def read_candidate(path: Path, origin: str) -> Candidate:
         torch_requirements=meta.torch_requirements,
         sha256=sha256_of(path),
     )
-
-
-def _variant_archive(path: Path) -> WheelArchive:
-    """WheelArchive validates the name with packaging; a variant name is read without its
-    label (the members and metadata are those of an ordinary wheel)."""
-    return WheelArchive(path, _strip_label(path.name))
-
-
-def _strip_label(filename: str) -> str:
-    return filename.removesuffix(".whl").rpartition("-")[0] + ".whl"
 
 
 def sha256_of(path: Path) -> str:

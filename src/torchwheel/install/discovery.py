@@ -17,14 +17,8 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion
 
 from torchwheel.errors import InputError
-from torchwheel.install.candidates import (
-    Candidate,
-    Gathered,
-    Skipped,
-    parse_wheel_name,
-    read_candidate,
-    sha256_of,
-)
+from torchwheel.install.candidates import Candidate, Gathered, Skipped, read_candidate, sha256_of
+from torchwheel.wheel.contents import parse_wheel_name
 
 
 class _Links(HTMLParser):

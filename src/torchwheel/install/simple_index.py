@@ -59,13 +59,9 @@ class IndexResult:
     variants_files: list[str] = field(default_factory=list)
 
 
-def _plain_name(c: Candidate) -> str:
-    return c.filename.removesuffix(f"-{c.variant}.whl") + ".whl" if c.variant else c.filename
-
-
 def read_entry(c: Candidate) -> Entry:
     """METADATA and variant.json through the one wheel reader (central directory only)."""
-    with WheelArchive(c.path, _plain_name(c) if c.variant else None) as archive:
+    with WheelArchive(c.path) as archive:
         dist_info = archive.contents.dist_info
         meta = archive.contents.metadata_text.encode()
         current().max_metadata_bytes.check(f"{c.filename}: METADATA bytes", len(meta))

@@ -27,6 +27,8 @@ def compat_text(torch: TorchLibraries, results: list[InputCompat]) -> str:
     ]
     for r in results:
         lines += ["", f"{r.path}: {'loads' if r.loads else 'does NOT load'}"]
+        if r.verdict is not None and not r.verdict.loads:
+            lines.append(f"  {r.verdict.reason}")
         counts: dict[str, int] = {}
         for s in r.slices:
             counts[s.member] = counts.get(s.member, 0) + 1
@@ -35,6 +37,9 @@ def compat_text(torch: TorchLibraries, results: list[InputCompat]) -> str:
         for s in r.slices:
             where = _where(s, counts[s.member] > 1)
             n = len(s.torch_imports)
+            if s.other_minor is not None:
+                lines.append(f"  {where}: the build for torch {s.other_minor}, not loaded on this torch")
+                continue
             if s.problem is not None:
                 lines.append(f"  {where}: cannot load: {s.problem}")
             elif s.missing:
@@ -76,6 +81,10 @@ def compat_json(torch: TorchLibraries, results: list[InputCompat]) -> dict[str, 
             {
                 "path": r.path,
                 "loads": r.loads,
+                "symbols_load": r.symbols_load,
+                "verdict": None
+                if r.verdict is None
+                else {"loads": r.verdict.loads, "reason": r.verdict.reason},
                 "files": [
                     {
                         "member": s.member,
@@ -87,6 +96,7 @@ def compat_json(torch: TorchLibraries, results: list[InputCompat]) -> dict[str, 
                         "missing": [{"name": m, "demangled": demangle(m)} for m in s.missing],
                         "missing_weak": [{"name": m, "demangled": demangle(m)} for m in s.missing_weak],
                         "problem": s.problem,
+                        "build_for_other_minor": s.other_minor,
                     }
                     for s in r.slices
                 ],

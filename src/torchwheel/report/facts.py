@@ -12,6 +12,8 @@ from torchwheel.analysis.member import BinaryAnalysis, DeclaredMarker, SliceAnal
 from torchwheel.analysis.pythonabi import PythonFacts
 from torchwheel.analysis.wheelfacts import WheelFacts, wheel_torch_abi
 from torchwheel.report.textsafe import safe_lines
+from torchwheel.torchabi.need import show_minors
+from torchwheel.torchabi.releases import show_minor
 from torchwheel.torchabi.usage import TorchUsage
 
 SCHEMA_VERSION = 1
@@ -195,6 +197,11 @@ def wheel_json(w: WheelFacts) -> dict[str, Any]:
             "target": abi.target.release if abi.target else None,
             "declared": abi.declared.release if abi.declared else None,
             "label": str(abi),
+            "minors": [show_minor(m) for m in sorted(abi.minors)],
+            "alternatives": [
+                {"name": a.key, "builds": {show_minor(m): member for m, member in a.members}}
+                for a in abi.alternatives
+            ],
         },
         "files": [{"member": b.member, **binary_json(b.analysis)} for b in w.binaries],
         "unreadable": [{"member": u.member, "error": u.error} for u in w.unreadable],
@@ -243,7 +250,13 @@ def wheel_text(w: WheelFacts) -> str:
     lines.append(
         f"  torch ABI        {abi}"
         + (f" (declared {abi.declared})" if abi.declared and abi.kind != "none" else "")
+        + (f": per-minor builds, loads on torch {show_minors(abi.minors)}" if abi.minors else "")
     )
+    lines += [
+        f"  per-minor        {a.key}: "
+        + ", ".join(f"{show_minor(m)}={member.rsplit('/', 1)[-1]}" for m, member in a.members)
+        for a in abi.alternatives
+    ]
     table = [["file", "format", "kind", "marker", "torch", "needs", "python"]]
     for b in w.binaries:
         table += _row(b.member, b.analysis)

@@ -34,7 +34,8 @@ from torchwheel.report.facts import binary_json
 from torchwheel.tagging import naming
 from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.requirement import apply_requirements, metadata_text
-from torchwheel.wheel.metadata import SIDE_FILE, TORCH_ABI_FIELD, parse_metadata
+from torchwheel.torchabi.releases import show_minor
+from torchwheel.wheel.metadata import SIDE_FILE, TORCH_ABI_FIELD, TORCH_ABI_MINORS_FIELD, parse_metadata
 
 SIDE_SCHEMA = 1
 
@@ -106,13 +107,20 @@ def compress_tags(tags: frozenset[Tag], original: str) -> str:
     return f"{'.'.join(interps)}-{'.'.join(abis)}-{'.'.join(plats)}"
 
 
-def wheel_file_text(original: str, tags: list[Tag], torch_abi: str) -> str:
-    kept = [
-        line
-        for line in original.splitlines()
-        if line.strip() and not line.startswith(("Tag:", f"{TORCH_ABI_FIELD}:"))
-    ]
-    lines = kept + [f"Tag: {t}" for t in tags] + [f"{TORCH_ABI_FIELD}: {torch_abi}"]
+def torch_abi_fields(abi: TorchABI) -> list[tuple[str, str]]:
+    """The WHEEL lines that say which torch the wheel loads on. ``Torch-ABI`` alone stays
+    true for every reader (``unstable`` for per-minor builds too); the minors they cover go
+    beside it, in a field of their own."""
+    fields = [(TORCH_ABI_FIELD, str(abi))]
+    if abi.minors:
+        fields.append((TORCH_ABI_MINORS_FIELD, ", ".join(show_minor(m) for m in sorted(abi.minors))))
+    return fields
+
+
+def wheel_file_text(original: str, tags: list[Tag], fields: list[tuple[str, str]]) -> str:
+    ours = ("Tag:", f"{TORCH_ABI_FIELD}:", f"{TORCH_ABI_MINORS_FIELD}:")
+    kept = [line for line in original.splitlines() if line.strip() and not line.startswith(ours)]
+    lines = kept + [f"Tag: {t}" for t in tags] + [f"{name}: {value}" for name, value in fields]
     return "\n".join(lines) + "\n"
 
 
@@ -133,6 +141,11 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     c = w.contents
     if not w.is_wheel_file:
         raise InputError(f"{c.path}: tag rewrites wheel files; build a wheel first")
+    if c.variant is not None:
+        raise InputError(
+            f"{c.path}: a wheel-variant file (label {c.variant!r}): tag the plain wheel; "
+            "`tag --variant` writes the variant copy beside it"
+        )
     abi = wheel_torch_abi(w)
     name = c.path.replace("\\", "/").rsplit("/", 1)[-1]
     stem_parts = name[: -len(".whl")].split("-")
@@ -154,7 +167,8 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
         new_meta, meta_notes = metadata_text(c.metadata_text, abi, opts)
         if opts.release_requirements is not None:  # tag --release: the set shared by all wheels
             new_meta, meta_notes = apply_requirements(c.metadata_text, opts.release_requirements, name)
-    new_wheel = wheel_file_text(c.wheel_text, ordered, str(abi))
+    fields = torch_abi_fields(abi)
+    new_wheel = wheel_file_text(c.wheel_text, ordered, fields)
     filename, new_meta, new_wheel, name_notes = naming.naming(filename, new_meta, new_wheel, opts)
     changes += name_notes
     members = {
@@ -164,8 +178,9 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     }
     if c.wheel_tags != tags:
         changes.append("WHEEL Tag lines now equal the file name's tags")
-    if c.wheel_fields.get(TORCH_ABI_FIELD) != [str(abi)]:
-        changes.append(f"WHEEL {TORCH_ABI_FIELD}: {abi}")
+    for field_name, value in fields:
+        if c.wheel_fields.get(field_name) != [value]:
+            changes.append(f"WHEEL {field_name}: {value}")
     changes += meta_notes
     drop = {f"{c.dist_info}/RECORD.jws", f"{c.dist_info}/RECORD.p7s"} & set(c.members)
     if drop:

@@ -148,7 +148,9 @@ def _binaries_verdict(need: TorchNeed, torch: Version) -> Verdict:
         what = "has a build for" if len(need.minors) > 1 else "built for"
         return Verdict(True, f"{need}: {what} torch {show_minor(minor)}", only=True)
     built = "has builds for" if len(need.minors) > 1 else "built for"
-    return Verdict(False, f"{need}: {built} torch {show_minors(need.minors)}, the target has {show_minor(minor)}")
+    return Verdict(
+        False, f"{need}: {built} torch {show_minors(need.minors)}, the target has {show_minor(minor)}"
+    )
 
 
 def requirement_excludes(

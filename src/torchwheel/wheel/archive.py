@@ -15,13 +15,11 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from packaging.tags import Tag
-
 from torchwheel import limits
 from torchwheel.errors import InputError
 from torchwheel.safeopen import open_regular
 from torchwheel.wheel import zipdir
-from torchwheel.wheel.contents import WheelContents, parse_filename
+from torchwheel.wheel.contents import WheelContents, WheelName, parse_filename
 from torchwheel.wheel.metadata import SIDE_FILE
 from torchwheel.wheel.record import hash_chunks, parse_record
 from torchwheel.wheel.zipdir import Member
@@ -57,11 +55,9 @@ class WheelArchive:
 
     is_wheel_file = True
 
-    def __init__(self, path: Path, filename: str | None = None) -> None:
-        """``filename``: the name to parse instead of ``path.name`` (a wheel-variant name
-        without its label: packaging rejects the draft form; see install/candidates.py)."""
+    def __init__(self, path: Path) -> None:
         self.path = path
-        name, version, build, tags = parse_filename(filename or path.name)
+        parsed = parse_filename(path.name)  # wheel-variant names (draft standards) included
         # one descriptor for everything: the zip index, every member read, and later the
         # copy `tag` makes (writer): a file replaced meanwhile is never half read
         try:
@@ -69,14 +65,12 @@ class WheelArchive:
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from exc
         try:
-            self._index(path, name, version, build, tags)
+            self._index(path, parsed)
         except BaseException:
             self.close()
             raise
 
-    def _index(
-        self, path: Path, name: str, version: str, build: tuple[int, str] | tuple[()], tags: frozenset[Tag]
-    ) -> None:
+    def _index(self, path: Path, parsed: WheelName) -> None:
         size = os.fstat(self._fd).st_size
         self.infos: dict[str, Member] = {}
         self.raw_crcs: dict[str, int] = {}  # CRC-32 of each fully read member's compressed bytes
@@ -112,16 +106,17 @@ class WheelArchive:
         side = self.read_text(side_name).encode() if side_name in self.infos else None
         self.contents = WheelContents(
             path=str(path),
-            filename_name=str(name),
-            filename_version=str(version),
-            filename_tags=frozenset(tags),
-            build_tag=f"{build[0]}{build[1]}" if build else None,
+            filename_name=str(parsed.name),
+            filename_version=str(parsed.version),
+            filename_tags=frozenset(parsed.tags),
+            build_tag=f"{parsed.build[0]}{parsed.build[1]}" if parsed.build else None,
             dist_info=dist_info,
             wheel_text=wheel_text,
             metadata_text=metadata_text,
             record=record,
             members=sorted(self.infos),
             side_file=side,
+            variant=parsed.variant,
         )
 
     @property
