@@ -140,7 +140,7 @@ def test_untagged_wheels_fall_back_to_their_binaries(tmp_path: Path) -> None:
         "kind": "stable",
         "floor": "2.10.0",
         "minor": None,
-        "minors": [],
+        "builds": [],
         "source": "binaries (untagged wheel)",
     }
 

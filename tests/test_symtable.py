@@ -288,8 +288,12 @@ def test_scan_headers_from_directory_forms_and_wheel(tmp_path: Path) -> None:
             if path.is_file():
                 archive.write(path, path.relative_to(tmp_path / "site").as_posix())
         # a wheel is read like every other (WheelArchive): it has its .dist-info
-        archive.writestr("torch-2.12.1.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: cp311-cp311-linux_x86_64\n")
-        archive.writestr("torch-2.12.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.12.1\n")
+        archive.writestr(
+            "torch-2.12.1.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: cp311-cp311-linux_x86_64\n"
+        )
+        archive.writestr(
+            "torch-2.12.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.12.1\n"
+        )
     assert scan_headers(wheel) == expected
 
 

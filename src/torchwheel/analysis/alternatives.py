@@ -1,12 +1,14 @@
 """Per-minor builds in one wheel: libraries that are the same library built for different
-torch minors, of which the package's Python code loads the one matching the running torch.
+torch releases, of which the package's Python code loads the one matching the running torch.
 
-Some published wheels ship one unstable library per torch minor, the minor in each file name
-(``_C_torch24.so`` ... ``_C_torch29.so``, often in CPU and CUDA flavours), with a bare
-``Requires-Dist: torch``: the wheel loads on every minor it has a build for, and a pin would
-break it on all the others. Such a set is recognised by its names alone (same directory,
-same name but for the torch minor, at least two different minors); ``compat`` confirms a
-claim against a real torch's exports where one is at hand.
+Published wheels ship one unstable library per torch minor, the release in the file name
+(``libtorch_c_dlpack_addon_torch24-cpu.so`` ... ``_torch29-cpu.so``, CPU and CUDA flavours),
+in a directory per minor (``pkg/torch-2.6/lib/...``), or even per patch release
+(``libdgl_sparse_pytorch_2.2.1.so``), with a bare ``Requires-Dist: torch`` or a range: the
+wheel loads where it has a build, and a pin would break it everywhere else. Such a set is
+recognised by its names alone (the same path but for the torch release, at least two
+releases), keeping the granularity the names have: a build named ``2.2.1`` says nothing
+about 2.2.2. ``compat`` confirms a claim against a real torch's exports where one is at hand.
 """
 
 from __future__ import annotations
@@ -15,44 +17,46 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from torchwheel.torchabi.releases import Minor
+from torchwheel.torchabi.need import Build
 
-# torch24, torch29, torch210, torch2_10, torch-2.9, torch_2_4: a word of its own in the name
-_TOKEN = re.compile(r"(?<![A-Za-z0-9])torch[_.-]?(2)[_.-]?(\d{1,2})(?![0-9])", re.IGNORECASE)
+# torch24, torch29, torch210, torch2_10, torch-2.9, torch_2_4, pytorch_2.2.1: a word of its own
+_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9])(?:py)?torch[_.-]?(2)[_.-]?(\d{1,2})(?:[_.-](\d{1,2}))?(?![0-9])", re.IGNORECASE
+)
 
 
-def build_minor(member: str) -> tuple[str, Minor] | None:
-    """(the name with its torch minor blanked out, the minor) when the file name names one."""
-    directory, _, base = member.rpartition("/")
-    found = list(_TOKEN.finditer(base))
+def build_of(member: str) -> tuple[str, Build] | None:
+    """(the path with its torch release as ``*``, the release it names) when exactly one
+    component of the path names one (a file ``_torch24``, a directory ``torch-2.6``)."""
+    found = list(_TOKEN.finditer(member))
     if len(found) != 1:
-        return None  # no minor, or an ambiguous name: not a per-minor build by its name
+        return None  # no release, or an ambiguous path: not a per-release build by its name
     m = found[0]
-    key = f"{directory}/{base[: m.start()]}*{base[m.end() :]}"
-    return key, (int(m.group(1)), int(m.group(2)))
+    build = tuple(int(g) for g in m.groups() if g is not None)
+    return f"{member[: m.start()]}*{member[m.end() :]}", build
 
 
 @dataclass(frozen=True)
 class Alternatives:
-    """One library built for several torch minors: ``key`` is its name with the minor as ``*``."""
+    """One library built for several torch releases: ``key`` is its path with the release as ``*``."""
 
     key: str
-    members: tuple[tuple[Minor, str], ...]  # (minor, member), by minor
+    members: tuple[tuple[Build, str], ...]  # (build, member), by build
 
     @property
-    def minors(self) -> frozenset[Minor]:
-        return frozenset(minor for minor, _ in self.members)
+    def builds(self) -> frozenset[Build]:
+        return frozenset(build for build, _ in self.members)
 
 
 def find_alternatives(members: Iterable[str]) -> list[Alternatives]:
-    """The per-minor sets among ``members``: at least two different minors for one name."""
-    groups: dict[str, list[tuple[Minor, str]]] = {}
+    """The per-release sets among ``members``: at least two different releases for one path."""
+    groups: dict[str, list[tuple[Build, str]]] = {}
     for member in members:
-        found = build_minor(member)
+        found = build_of(member)
         if found is not None:
             groups.setdefault(found[0], []).append((found[1], member))
     return [
         Alternatives(key, tuple(sorted(group)))
         for key, group in sorted(groups.items())
-        if len({minor for minor, _ in group}) > 1
+        if len({build for build, _ in group}) > 1
     ]

@@ -26,8 +26,7 @@ from torchwheel.binary.facts import SliceFacts
 from torchwheel.errors import InputError
 from torchwheel.torchabi import releases
 from torchwheel.torchabi.cxxnames import unstable_name
-from torchwheel.torchabi.need import Verdict, verdict
-from torchwheel.torchabi.releases import minor_of, show_minor
+from torchwheel.torchabi.need import Verdict, build_matches, show_build, verdict
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.torchlibs import TorchLibraries
 from torchwheel.torchabi.usage import is_shim_name
@@ -131,9 +130,9 @@ def compare(wheel: WheelFacts, torch: TorchLibraries, table: SymbolTable) -> Inp
     others: dict[str, str] = {}
     if release is not None:
         for group in wheel_torch_abi(wheel).alternatives:
-            for minor, member in group.members:
-                if minor != minor_of(release):
-                    others[member] = show_minor(minor)
+            for build, member in group.members:
+                if not build_matches(build, release):
+                    others[member] = show_build(build)
     slices = tuple(
         replace(
             compare_slice(b.member, b.analysis.facts.format, s.facts, torch, table),

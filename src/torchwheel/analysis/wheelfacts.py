@@ -18,8 +18,7 @@ from packaging.version import InvalidVersion, Version
 from torchwheel.analysis.alternatives import Alternatives, find_alternatives
 from torchwheel.analysis.member import BinaryAnalysis, SliceAnalysis
 from torchwheel.analysis.pythonabi import parse_suffix
-from torchwheel.torchabi.need import TorchNeed, torch_need
-from torchwheel.torchabi.releases import Minor, show_minor
+from torchwheel.torchabi.need import Build, TorchNeed, show_build, torch_need
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.contents import WheelContents
 from torchwheel.wheel.metadata import MetadataFacts
@@ -88,14 +87,14 @@ def declared_targets(w: WheelFacts) -> dict[str, FeatureVersion]:
 class TorchABI:
     """What the wheel can honestly declare: ``unstable``, a stable floor, or no torch at all.
 
-    ``minors``: for an unstable wheel whose every unstable library belongs to a set of
-    per-minor builds (``alternatives``), the torch minors it has builds for; empty otherwise
+    ``builds``: for an unstable wheel whose every unstable library belongs to a set of
+    per-minor builds (``alternatives``), the torch releases it has builds for; empty otherwise
     (then the build torch must come from a pin)."""
 
     kind: Literal["none", "stable", "unstable"]
     target: FeatureVersion | None  # stable: max of declared targets and symbol minimums
     declared: FeatureVersion | None  # the newest declared target, if any library declares one
-    minors: frozenset[Minor] = frozenset()
+    builds: frozenset[Build] = frozenset()
     alternatives: tuple[Alternatives, ...] = ()
 
     def __str__(self) -> str:
@@ -112,8 +111,8 @@ def wheel_torch_abi(w: WheelFacts) -> TorchABI:
         alternatives = tuple(find_alternatives(sorted(unstable)))
         per_minor = {member for a in alternatives for _, member in a.members}
         if alternatives and unstable <= per_minor:
-            minors = frozenset(m for a in alternatives for m in a.minors)
-            return TorchABI("unstable", None, declared, minors, alternatives)
+            builds = frozenset(b for a in alternatives for b in a.builds)
+            return TorchABI("unstable", None, declared, builds, alternatives)
         return TorchABI("unstable", None, declared)
     floors = [s.torch.min_version for _, s in slices if s.torch.min_version is not None]
     if declared is None and not floors:
@@ -131,8 +130,8 @@ def torch_need_of(w: WheelFacts, source: str = "binaries (untagged wheel)") -> T
         version = Version(w.contents.filename_version)
     except InvalidVersion:
         version = Version("0")
-    minors = ", ".join(show_minor(m) for m in sorted(abi.minors)) or None
-    return torch_need(abi.kind, w.metadata.torch_requirements, version, source, minors)
+    builds = ", ".join(show_build(b) for b in sorted(abi.builds)) or None
+    return torch_need(abi.kind, w.metadata.torch_requirements, version, source, builds)
 
 
 # The core libraries only the torch distribution itself ships, by platform.

@@ -253,7 +253,14 @@ def _repair_loaded(
     from torchwheel.tagging.plan import plan, planned_facts
 
     findings = rules.run_all(facts, policy)
-    after = rules.run(planned_facts(facts[0], plan(facts[0], opts)), policy)
+    try:
+        planned = plan(facts[0], opts)
+    except InputError as exc:  # no honest rewrite exists (an unknown build torch, a pin conflict)
+        if findings:
+            click.echo(check_text(facts, findings), err=True)
+        click.echo(f"torchwheel: repair refused: {exc}", err=True)
+        sys.exit(1)
+    after = rules.run(planned_facts(facts[0], planned), policy)
     remaining = [f for f in after if f.severity == "error"]
     if findings:
         click.echo(check_text(facts, findings), err=not remaining)

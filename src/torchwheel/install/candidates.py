@@ -33,7 +33,7 @@ from torchwheel.errors import InputError
 from torchwheel.torchabi.need import TorchNeed, torch_need
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.contents import parse_wheel_name
-from torchwheel.wheel.metadata import TORCH_ABI_FIELD, TORCH_ABI_MINORS_FIELD, parse_metadata
+from torchwheel.wheel.metadata import TORCH_ABI_BUILDS_FIELD, TORCH_ABI_FIELD, parse_metadata
 
 
 @dataclass(frozen=True)
@@ -91,10 +91,10 @@ def read_candidate(path: Path, origin: str) -> Candidate:
     fields = c.wheel_fields
     declared = fields.get(TORCH_ABI_FIELD)
     if declared:
-        found = fields.get(TORCH_ABI_MINORS_FIELD)
-        minors = found[-1] if found else None
+        found = fields.get(TORCH_ABI_BUILDS_FIELD)
+        builds = found[-1] if found else None
         need = torch_need(
-            declared[-1], meta.torch_requirements, parsed.version, f"WHEEL {TORCH_ABI_FIELD}", minors
+            declared[-1], meta.torch_requirements, parsed.version, f"WHEEL {TORCH_ABI_FIELD}", builds
         )
     else:
         need = _from_binaries(path)

@@ -50,7 +50,7 @@ def torch_verdict(c: Candidate, target: TorchTarget) -> tuple[bool, str]:
     every release of it (``need.minor_verdict``): the rule ``index`` and ``matrix`` apply."""
     if target.torch is not None and target.torch_minor_only:
         found = minor_verdict(c.torch, c.torch_requirements, target.markers, minor_of(target.torch))
-        return found.cell != "no", found.reason
+        return found.loads, found.reason
     single = verdict(c.torch, c.torch_requirements, target.markers, target.torch)
     return single.loads, single.reason
 

@@ -11,7 +11,7 @@ from packaging.version import Version
 from torchwheel.install.candidates import Candidate, Gathered
 from torchwheel.install.choose import Choice, Verdict
 from torchwheel.install.target import TorchTarget
-from torchwheel.torchabi.releases import show_minor
+from torchwheel.torchabi.need import show_build
 
 SELECT_SCHEMA = 1
 
@@ -76,8 +76,8 @@ def candidate_json(c: Candidate) -> dict[str, Any]:
         "torch_abi": {
             "kind": c.torch.kind,
             "floor": c.torch.floor.release if c.torch.floor is not None else None,
-            "minor": show_minor(next(iter(c.torch.minors))) if len(c.torch.minors) == 1 else None,
-            "minors": [show_minor(m) for m in sorted(c.torch.minors)],
+            "minor": show_build(next(iter(c.torch.builds))) if len(c.torch.builds) == 1 else None,
+            "builds": [show_build(b) for b in sorted(c.torch.builds)],
             "source": c.torch.source,
         },
         "sha256": c.sha256,

@@ -20,11 +20,11 @@ from torchwheel.torchabi.need import MinorVerdict
 from torchwheel.torchabi.releases import Minor, known_minors, show_minor
 
 SCHEMA_VERSION = 1
-SYMBOL = {"loads": "yes", "only": "only", "some": "some", "no": "-"}
+SYMBOL = {"loads": "yes", "only": "only", "some": "some", "no": "-", "unknown": "?"}
 LEGEND = (
     "yes = loads (stable ABI target <= this torch, or no torch symbols); "
     "only = loads on this minor only (unstable build); some = on some patch releases of it; "
-    "- = does not load"
+    "- = does not load; ? = an unstable build for a torch nothing names"
 )
 
 
@@ -45,7 +45,7 @@ def columns(cands: Iterable[Candidate], asked: Iterable[Minor], installed: Minor
     """Every known minor some wheel loads on, every minor a wheel names, and those asked for."""
     cands = list(cands)
     cols = set(asked) | needed_minors(c.torch for c in cands) | ({installed} if installed else set())
-    cols |= {m for m in known_minors() if any(fit(c, m).cell != "no" for c in cands)}
+    cols |= {m for m in known_minors() if any(fit(c, m).loads for c in cands)}
     return sorted(cols)
 
 
@@ -86,6 +86,7 @@ _WORDS = {
     "only": "loads only on",
     "some": "loads on some releases of",
     "no": "does not load on",
+    "unknown": "cannot tell (an unknown build torch) on",
 }
 
 

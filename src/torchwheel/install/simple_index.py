@@ -101,7 +101,7 @@ def collect(sources: Iterable[str]) -> tuple[list[Entry], list[str]]:
         f"{c.filename}: unstable build whose torch minor is unknown: in no per-torch index "
         "(tag it with --build-torch X.Y)"
         for c in got.candidates
-        if c.torch.kind == "unstable" and not c.torch.minors
+        if c.torch.kind == "unstable" and not c.torch.builds
     ]
     return [read_entry(c) for c in got.candidates], notes
 
@@ -115,7 +115,7 @@ def plan_targets(entries: list[Entry], extra: Iterable[Minor] = ()) -> dict[Mino
     for torch in sorted(set(known_minors()) | extra):
         best: dict[tuple[object, ...], Entry] = {}
         for e in entries:
-            if fit(e.cand, torch).cell == "no":
+            if not fit(e.cand, torch).loads:
                 continue
             c = e.cand
             # variant wheels stay one per label: the installer's plugin chooses among them

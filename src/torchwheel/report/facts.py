@@ -12,8 +12,7 @@ from torchwheel.analysis.member import BinaryAnalysis, DeclaredMarker, SliceAnal
 from torchwheel.analysis.pythonabi import PythonFacts
 from torchwheel.analysis.wheelfacts import WheelFacts, wheel_torch_abi
 from torchwheel.report.textsafe import safe_lines
-from torchwheel.torchabi.need import show_minors
-from torchwheel.torchabi.releases import show_minor
+from torchwheel.torchabi.need import show_build, show_builds
 from torchwheel.torchabi.usage import TorchUsage
 
 SCHEMA_VERSION = 1
@@ -197,9 +196,9 @@ def wheel_json(w: WheelFacts) -> dict[str, Any]:
             "target": abi.target.release if abi.target else None,
             "declared": abi.declared.release if abi.declared else None,
             "label": str(abi),
-            "minors": [show_minor(m) for m in sorted(abi.minors)],
+            "builds": [show_build(b) for b in sorted(abi.builds)],
             "alternatives": [
-                {"name": a.key, "builds": {show_minor(m): member for m, member in a.members}}
+                {"name": a.key, "builds": {show_build(b): member for b, member in a.members}}
                 for a in abi.alternatives
             ],
         },
@@ -250,11 +249,11 @@ def wheel_text(w: WheelFacts) -> str:
     lines.append(
         f"  torch ABI        {abi}"
         + (f" (declared {abi.declared})" if abi.declared and abi.kind != "none" else "")
-        + (f": per-minor builds, loads on torch {show_minors(abi.minors)}" if abi.minors else "")
+        + (f": per-minor builds, loads on torch {show_builds(abi.builds)}" if abi.builds else "")
     )
     lines += [
         f"  per-minor        {a.key}: "
-        + ", ".join(f"{show_minor(m)}={member.rsplit('/', 1)[-1]}" for m, member in a.members)
+        + ", ".join(f"{show_build(b)}={member.rsplit('/', 1)[-1]}" for b, member in a.members)
         for a in abi.alternatives
     ]
     table = [["file", "format", "kind", "marker", "torch", "needs", "python"]]

@@ -13,11 +13,12 @@ from packaging.version import Version
 from torchwheel.analysis.wheelfacts import TorchABI, WheelFacts, wheel_torch_abi
 from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.torchabi import releases
+from torchwheel.torchabi.need import build_matches, show_builds
 
 
 def _pins_one_build(abi: TorchABI) -> bool:
     """An unstable wheel that loads on one (unnamed) minor: per-minor builds do not."""
-    return abi.kind == "unstable" and not abi.minors
+    return abi.kind == "unstable" and not abi.builds
 
 
 @rule("TW501")
@@ -99,3 +100,27 @@ def unstable_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                     f"but the binaries use unstable libtorch symbols: {fix}"
                 ),
             )
+
+
+@rule("TW505")
+def builds_gap(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """A warning, not an error: per-minor builds with a bare requirement are right when the
+    package's Python code does without its library where it has none (a newer torch
+    provides the feature itself), and broken when it does not; the binaries cannot tell."""
+    abi = wheel_torch_abi(w)
+    if abi.kind != "unstable" or not abi.builds:
+        return
+    reqs = [r for r in w.metadata.torch_requirements if r.marker is None]
+    admitted = [
+        v for v in releases.releases() if all(r.specifier.contains(v, prereleases=True) for r in reqs)
+    ]
+    future = all(releases.admits_future(r.specifier) for r in reqs)
+    gap = [v for v in admitted if not any(build_matches(b, v) for b in abi.builds)]
+    if gap or future:
+        said = "; ".join(str(r) for r in reqs) or "no torch requirement"
+        yield (
+            "",
+            f"{said!r} admits torch {releases.runs(gap, future)}, for which the wheel has no build (it has "
+            f"{show_builds(abi.builds)}): unless its Python code works there without them, require only "
+            "the releases it has builds for",
+        )

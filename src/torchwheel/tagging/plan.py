@@ -34,8 +34,8 @@ from torchwheel.report.facts import binary_json
 from torchwheel.tagging import naming
 from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.requirement import apply_requirements, metadata_text
-from torchwheel.torchabi.releases import show_minor
-from torchwheel.wheel.metadata import SIDE_FILE, TORCH_ABI_FIELD, TORCH_ABI_MINORS_FIELD, parse_metadata
+from torchwheel.torchabi.need import show_build
+from torchwheel.wheel.metadata import SIDE_FILE, TORCH_ABI_BUILDS_FIELD, TORCH_ABI_FIELD, parse_metadata
 
 SIDE_SCHEMA = 1
 
@@ -109,16 +109,16 @@ def compress_tags(tags: frozenset[Tag], original: str) -> str:
 
 def torch_abi_fields(abi: TorchABI) -> list[tuple[str, str]]:
     """The WHEEL lines that say which torch the wheel loads on. ``Torch-ABI`` alone stays
-    true for every reader (``unstable`` for per-minor builds too); the minors they cover go
+    true for every reader (``unstable`` for per-minor builds too); the releases they cover go
     beside it, in a field of their own."""
     fields = [(TORCH_ABI_FIELD, str(abi))]
-    if abi.minors:
-        fields.append((TORCH_ABI_MINORS_FIELD, ", ".join(show_minor(m) for m in sorted(abi.minors))))
+    if abi.builds:
+        fields.append((TORCH_ABI_BUILDS_FIELD, ", ".join(show_build(b) for b in sorted(abi.builds))))
     return fields
 
 
 def wheel_file_text(original: str, tags: list[Tag], fields: list[tuple[str, str]]) -> str:
-    ours = ("Tag:", f"{TORCH_ABI_FIELD}:", f"{TORCH_ABI_MINORS_FIELD}:")
+    ours = ("Tag:", f"{TORCH_ABI_FIELD}:", f"{TORCH_ABI_BUILDS_FIELD}:")
     kept = [line for line in original.splitlines() if line.strip() and not line.startswith(ours)]
     lines = kept + [f"Tag: {t}" for t in tags] + [f"{name}: {value}" for name, value in fields]
     return "\n".join(lines) + "\n"

@@ -37,21 +37,34 @@ def _is_correct(req: Requirement, abi: TorchABI) -> bool:
             and bool(loads or releases.admits_future(spec))
             and len(releases.admitted_minors(spec)) > 1
         )
-    if abi.minors:  # per-minor builds: the wheel picks its library, any requirement is the author's
+    if abi.builds:  # per-minor builds: the wheel picks its library, any requirement is the author's
         return True
     return releases.pinned_minor(spec) is not None
+
+
+def _known(minor: str, what: str) -> None:
+    """``tag`` never writes a requirement no torch release can satisfy."""
+    if releases.parse_minor(minor) > releases.minor_of(releases.newest()):
+        raise InputError(
+            f"{what} torch {minor}, newer than any torch release this torchwheel knows "
+            f"(newest {releases.newest()}): writing torch>={minor} would admit no torch; "
+            "check TORCH_TARGET_VERSION (TW107), or update torchwheel"
+        )
 
 
 def desired_spec(abi: TorchABI, reqs: tuple[Requirement, ...], opts: TagOptions) -> str | None:
     if abi.kind == "stable" and abi.target is not None:
         t: FeatureVersion = abi.target
+        _known(t.minor_release, "the binaries need")
         spec = f">={t.minor_release if t.patch == 0 else t.release}"
         return spec + (f",<{opts.upper_bound}" if opts.upper_bound else "")
-    if abi.kind == "unstable" and abi.minors:
+    if abi.kind == "unstable" and abi.builds:
         return None  # per-minor builds: no pin (it would break every other minor)
     if abi.kind == "unstable":
         if opts.build_torch:
-            return f"=={FeatureVersion.parse(opts.build_torch).minor_release}.*"
+            build = FeatureVersion.parse(opts.build_torch).minor_release
+            _known(build, "--build-torch names")
+            return f"=={build}.*"
         minor = next((m for r in reqs if (m := releases.pinned_minor(r.specifier)) is not None), None)
         if minor is not None:
             return f"=={show_minor(minor)}.*"

@@ -2,7 +2,7 @@
 
 A wheel's need is a stable floor, the torch minor(s) an unstable build was made for, or no
 torch at all; it is read from what ``tag`` wrote (``WHEEL Torch-ABI``, and for per-minor
-builds ``Torch-ABI-Minors``), from the wheel's own torch requirement or local version label,
+builds ``Torch-ABI-Builds``), from the wheel's own torch requirement or local version label,
 or, for an untagged wheel, from its binaries (``analysis.wheelfacts.torch_need_of``).
 
 ``verdict`` is the single answer to "does this wheel load on this torch?": ``select`` and
@@ -27,42 +27,56 @@ from torchwheel.errors import InputError
 from torchwheel.torchabi import releases
 from torchwheel.torchabi.releases import Minor, minor_of, show_minor
 from torchwheel.version import FeatureVersion
-from torchwheel.wheel.metadata import TORCH_ABI_FIELD, TORCH_ABI_MINORS_FIELD
+from torchwheel.wheel.metadata import TORCH_ABI_BUILDS_FIELD, TORCH_ABI_FIELD
 
 _LOCAL_TORCH = re.compile(r"(?:^|[._])torch(\d+)[._]?(\d+)(?:$|[._])")  # +torch2.12, +cu128.torch2_12
 
 
-def show_minors(minors: Iterable[Minor]) -> str:
-    """``2.4``, ``2.4, 2.6`` or a run ``2.4-2.9``: what a reader wants to see."""
-    found = sorted(set(minors))
-    if len(found) > 2 and all(b == (a[0], a[1] + 1) for a, b in pairwise(found)):
-        return f"{show_minor(found[0])}-{show_minor(found[-1])}"
-    return ", ".join(show_minor(m) for m in found)
+Build = tuple[int, ...]  # the torch release a build was made for: a minor (2, 4) or a patch (2, 2, 1)
+
+
+def show_build(build: Build) -> str:
+    return ".".join(map(str, build))
+
+
+def show_builds(builds: Iterable[Build]) -> str:
+    """``2.4``, ``2.4, 2.6``, a run of minors ``2.4-2.9``, or patches ``2.0.0, 2.0.1``."""
+    found = sorted(set(builds))
+    minors = all(len(b) == 2 for b in found)
+    if minors and len(found) > 2 and all(b == (a[0], a[1] + 1) for a, b in pairwise(found)):
+        return f"{show_build(found[0])}-{show_build(found[-1])}"
+    return ", ".join(show_build(b) for b in found)
+
+
+def build_matches(build: Build, torch: Version) -> bool:
+    """Does a build for ``build`` (a minor, or one patch release) serve this torch release?"""
+    return tuple(Version(torch.base_version).release[: len(build)]) == build
 
 
 @dataclass(frozen=True)
 class TorchNeed:
     """Which torch a wheel's binaries load on.
 
-    ``stable``: every torch >= ``floor``. ``unstable``: only the torch minors in ``minors``:
-    one for an ordinary build, several for a wheel that ships one library per torch minor and
-    loads the matching one (per-minor alternatives); empty when nothing names the build torch.
+    ``stable``: every torch >= ``floor``. ``unstable``: only the torch releases in
+    ``builds`` (minors, or patch releases where the names say so): one minor for an ordinary
+    build, several for a wheel that ships one library per torch release and loads the
+    matching one (``analysis.alternatives``); empty when nothing names the build torch.
     ``none``: no torch symbols at all (loads anywhere). ``source`` says where the fact came
     from: ``"WHEEL Torch-ABI"`` or ``"binaries (untagged wheel)"``.
     """
 
     kind: Literal["stable", "unstable", "none"]
     floor: FeatureVersion | None
-    minors: frozenset[Minor]
+    builds: frozenset[Build]
     source: str
 
     def __str__(self) -> str:
         if self.kind == "stable" and self.floor is not None:
             return f"stable >= {self.floor.minor_release if self.floor.patch == 0 else self.floor.release}"
-        if self.kind == "unstable" and len(self.minors) > 1:
-            return f"unstable, per-minor builds for torch {show_minors(self.minors)}"
-        if self.kind == "unstable" and self.minors:
-            return f"unstable, torch {show_minors(self.minors)} only"
+        if self.kind == "unstable" and len(self.builds) > 1:
+            return f"unstable, per-minor builds for torch {show_builds(self.builds)}"
+        if self.kind == "unstable" and self.builds:
+            return f"unstable, torch {show_builds(self.builds)} only"
         if self.kind == "unstable":
             return "unstable, torch unknown"
         return "no torch"
@@ -72,7 +86,7 @@ class TorchNeed:
         """The minors the need itself names (a stable floor's, an unstable build's)."""
         if self.kind == "stable" and self.floor is not None:
             return {minor_of(self.floor)}
-        return set(self.minors)
+        return {(b[0], b[1]) for b in self.builds}
 
 
 def pinned_minor(reqs: Iterable[Requirement]) -> Minor | None:
@@ -88,14 +102,17 @@ def local_minor(version: Version) -> Minor | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def parse_minors(value: str) -> frozenset[Minor]:
-    """A ``Torch-ABI-Minors`` value: ``2.4, 2.5, 2.9``."""
-    try:
-        return frozenset(releases.parse_minor(part) for part in value.split(",") if part.strip())
-    except ValueError as exc:
-        raise InputError(
-            f"WHEEL {TORCH_ABI_MINORS_FIELD}: {value[:80]!r} is not a list of torch minors"
-        ) from exc
+def parse_builds(value: str) -> frozenset[Build]:
+    """A ``Torch-ABI-Builds`` value: ``2.4, 2.5, 2.9`` (minors) or ``2.2.0, 2.2.1`` (patches)."""
+    found: set[Build] = set()
+    for part in value.split(","):
+        numbers = part.strip().split(".")
+        if not 2 <= len(numbers) <= 3 or not all(n.isdigit() and len(n) <= 3 for n in numbers):
+            raise InputError(
+                f"WHEEL {TORCH_ABI_BUILDS_FIELD}: {value[:80]!r} is not a list of torch releases"
+            )
+        found.add(tuple(int(n) for n in numbers))
+    return frozenset(found)
 
 
 def torch_need(
@@ -103,14 +120,14 @@ def torch_need(
     reqs: tuple[Requirement, ...],
     version: Version,
     source: str,
-    minors: str | None = None,
+    builds: str | None = None,
 ) -> TorchNeed:
     """From a ``Torch-ABI`` value (``2.10``, ``2.10.1``, ``unstable``, ``none``) and, for
-    per-minor builds, the ``Torch-ABI-Minors`` value."""
+    per-minor builds, the ``Torch-ABI-Builds`` value."""
     value = declared.strip()
     if value == "unstable":
-        if minors:
-            return TorchNeed("unstable", None, parse_minors(minors), source)
+        if builds:
+            return TorchNeed("unstable", None, parse_builds(builds), source)
         minor = local_minor(version) or pinned_minor(reqs)
         return TorchNeed("unstable", None, frozenset({minor} if minor else ()), source)
     if value == "none":
@@ -141,16 +158,15 @@ def _binaries_verdict(need: TorchNeed, torch: Version) -> Verdict:
         if Version(torch.base_version) >= Version(need.floor.release):  # a 2.12 pre-release has 2.12's shims
             return Verdict(True, f"{need} loads on torch {torch.public}")
         return Verdict(False, f"{need}: torch {torch.public} is older than its target")
-    if not need.minors:
+    if not need.builds:
         return Verdict(False, "unstable build for an unknown torch (no torch==X.Y.* pin or +torchX.Y label)")
-    minor = minor_of(torch)
-    if minor in need.minors:
-        what = "has a build for" if len(need.minors) > 1 else "built for"
-        return Verdict(True, f"{need}: {what} torch {show_minor(minor)}", only=True)
-    built = "has builds for" if len(need.minors) > 1 else "built for"
-    return Verdict(
-        False, f"{need}: {built} torch {show_minors(need.minors)}, the target has {show_minor(minor)}"
-    )
+    match = next((b for b in sorted(need.builds) if build_matches(b, torch)), None)
+    if match is not None:
+        what = "has a build for" if len(need.builds) > 1 else "built for"
+        return Verdict(True, f"{need}: {what} torch {show_build(match)}", only=True)
+    built = "has builds for" if len(need.builds) > 1 else "built for"
+    here = show_minor(minor_of(torch)) if all(len(b) == 2 for b in need.builds) else torch.public
+    return Verdict(False, f"{need}: {built} torch {show_builds(need.builds)}, the target has {here}")
 
 
 def requirement_excludes(
@@ -185,24 +201,33 @@ def verdict(
     return Verdict(False, excluded) if excluded else found
 
 
-Cell = Literal["loads", "only", "some", "no"]
+Cell = Literal["loads", "only", "some", "no", "unknown"]
 
 
 @dataclass(frozen=True)
 class MinorVerdict:
     """The verdict over every known release of one torch minor (a ``matrix`` cell, an
     ``index`` listing, a ``select --torch X.Y`` plan): ``some`` when it loads on some patch
-    releases only (``torch==2.9.1`` on 2.9)."""
+    releases only (``torch==2.9.1`` on 2.9); ``unknown`` for an unstable build whose torch
+    nothing names (it loads on some minor, nobody can say which: no choice picks it)."""
 
     cell: Cell
     reason: str
     loads_on: tuple[Version, ...]
+
+    @property
+    def loads(self) -> bool:
+        return self.cell in ("loads", "only", "some")
 
 
 def minor_verdict(
     need: TorchNeed, reqs: Iterable[Requirement], markers: Mapping[str, str] | None, minor: Minor
 ) -> MinorVerdict:
     reqs = tuple(reqs)
+    if need.kind == "unstable" and not need.builds:
+        return MinorVerdict(
+            "unknown", verdict(need, reqs, markers, releases.releases_of(minor)[-1]).reason, ()
+        )
     candidates = releases.releases_of(minor)
     each = [(v, verdict(need, reqs, markers, v)) for v in candidates]
     good = tuple(v for v, found in each if found.loads)

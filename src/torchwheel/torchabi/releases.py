@@ -119,6 +119,24 @@ def span(versions: Iterable[Version], open_ended: bool = False) -> str:
     return str(found[0]) if len(found) == 1 else f"{found[0]}-{found[-1]}"
 
 
+def runs(versions: Iterable[Version], open_ended: bool = False) -> str:
+    """Known releases as runs of neighbours in the list: ``2.0.0-2.3.1, 2.10.0 and newer``."""
+    wanted = set(versions)
+    known = releases()
+    parts: list[list[Version]] = []
+    for i, v in enumerate(known):
+        if v in wanted:
+            if parts and i > 0 and known[i - 1] in wanted:
+                parts[-1].append(v)
+            else:
+                parts.append([v])
+    text = [str(p[0]) if len(p) == 1 else f"{p[0]}-{p[-1]}" for p in parts]
+    if open_ended:
+        last = text.pop() if parts and parts[-1][-1] == newest() else None
+        text.append(f"{last.split('-')[0]} and newer" if last else f"newer than {newest()}")
+    return ", ".join(text) or "no torch release"
+
+
 def spec_span(spec: SpecifierSet) -> str:
     """What a specifier admits, in those words."""
     return span(admitted(spec), admits_future(spec))

@@ -16,7 +16,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 SIDE_FILE = "torchwheel.json"  # the facts `tag` records in .dist-info (tagging/plan.py)
 TORCH_ABI_FIELD = "Torch-ABI"  # the WHEEL field `tag` writes
-TORCH_ABI_MINORS_FIELD = "Torch-ABI-Minors"  # beside it, for per-minor builds: 2.4, 2.5, ...
+TORCH_ABI_BUILDS_FIELD = "Torch-ABI-Builds"  # beside it, for per-release builds: 2.4, 2.5, ...
 
 
 def parse_wheel_fields(text: str) -> dict[str, list[str]]:
