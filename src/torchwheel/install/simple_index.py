@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from torchwheel import __version__
+from torchwheel import __version__, safejson
 from torchwheel.errors import InputError
 from torchwheel.install.candidates import Candidate, Gathered
 from torchwheel.install.choose import fit, needed_minors, preference
@@ -202,6 +202,7 @@ def write(entries: list[Entry], targets: dict[Minor, list[Entry]], out: Path) ->
         for (name, version), docs in _variant_releases(entries).items():
             vfile = variant.index_file_name(name, version)
             data = (json.dumps(variant.merge(docs), indent=2, sort_keys=True) + "\n").encode()
+            safejson.load(data, vfile, variant.SHAPE)  # what installers will read: read back first
             (files / vfile).write_bytes(data)
             variants_files[(name, version)] = (vfile, _sha(data))
         _write_simple(tmp / "simple", entries, "../../", variants_files)
