@@ -501,5 +501,5 @@ def test_regenerate_replace_and_return_only(tmp_path: Path) -> None:
     table = regenerate([tmp_path / "t"], None, extend=False)
     assert table == SymbolTable({"only_one": None}, sources=("2.15.0",))
     assert not (tmp_path / "shim_versions.json").exists()
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         regenerate([], None, extend=True)
