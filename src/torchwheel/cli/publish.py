@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -75,13 +74,13 @@ def matrix_command(sources: tuple[str, ...], fmt: str, why: bool, torches: tuple
     from torchwheel.install import matrix
     from torchwheel.install.choose import needed_minors
     from torchwheel.install.discovery import gather
+    from torchwheel.install.explain import skipped_summary
     from torchwheel.install.target import installed_torch
     from torchwheel.torchabi.releases import known_torches
 
     got = gather(sources)
     if not got.candidates and got.skipped:
-        first = got.skipped[0]
-        raise InputError(f"{first.location}: {first.reason}")
+        raise InputError(skipped_summary(got.skipped))
     cols = set(known_torches()) | set(_minors(torches)) | needed_minors(c.torch for c in got.candidates)
     m = matrix.build(got.candidates, sorted(cols), installed_torch())
     if fmt == "json":
@@ -91,7 +90,7 @@ def matrix_command(sources: tuple[str, ...], fmt: str, why: bool, torches: tuple
     else:
         out = matrix.markdown(m, why) if fmt == "markdown" else matrix.text(m, why)
         click.echo(safe_lines(out.splitlines()))  # wheel names come from the input
-    for s in got.skipped:
-        click.echo(f"torchwheel: skipped {s.location}: {s.reason}", err=True)
-    if got.skipped:
-        sys.exit(2)
+    if got.skipped:  # listed in the report (text: below the grid); stderr: the one line of an exit 2
+        if fmt != "json":
+            click.echo(safe_lines([f"skipped {s.location}: {s.reason}" for s in got.skipped]))
+        raise InputError(f"skipped an input that cannot be used: {skipped_summary(got.skipped)}")

@@ -186,10 +186,11 @@ def _wheel_paths(source: str, name: NormalizedName | None, out: Gathered) -> Ite
         raise InputError(f"{source}: not a wheel, a folder of wheels or an index page")
 
 
-def gather(sources: Iterable[str], name: str | None = None) -> Gathered:
+def gather(sources: Iterable[str], name: str | None = None, verify_hashes: bool = False) -> Gathered:
     """Every candidate of ``sources`` (optionally of one project). A source that cannot be
     read at all (missing, an unreadable index page) raises ``InputError``; a wheel that
-    cannot be read becomes a ``Skipped``."""
+    cannot be read, or that ``check`` calls broken, becomes a ``Skipped`` with the reason
+    (``verify_hashes``: members hashed against RECORD too, see ``read_candidate``)."""
     wanted = canonicalize_name(name) if name else None
     out = Gathered()
     seen: dict[tuple[str, str], Candidate] = {}
@@ -198,7 +199,7 @@ def gather(sources: Iterable[str], name: str | None = None) -> Gathered:
             try:
                 if wanted is not None and parse_wheel_name(path.name).name != wanted:
                     continue
-                cand = read_candidate(path, origin)
+                cand = read_candidate(path, origin, verify_hashes)
             except (InputError, InvalidVersion, ValueError) as exc:
                 out.skipped.append(Skipped(str(path), str(exc)))
                 continue

@@ -80,9 +80,11 @@ def read_entry(c: Candidate) -> Entry:
 
 
 def collect(sources: Iterable[str]) -> tuple[list[Entry], list[str]]:
-    """Every wheel of ``sources``; an unreadable one stops the index (exit 2): publishing
-    a corrupt file or silently leaving one out are both worse than saying so."""
-    got: Gathered = gather(sources)
+    """Every wheel of ``sources``; an unreadable or broken one stops the index (exit 2):
+    publishing a corrupt file or silently leaving one out are both worse than saying so.
+    Broken is what ``check`` calls broken in the archive: the TW4xx errors of
+    ``rules.integrity.integrity_errors``, every member hashed against RECORD."""
+    got: Gathered = gather(sources, verify_hashes=True)
     if got.skipped:
         first = got.skipped[0]
         raise InputError(f"{first.location}: {first.reason}")

@@ -14,7 +14,7 @@ from packaging.version import Version
 
 from torchwheel.errors import InputError
 from torchwheel.version import FeatureVersion
-from torchwheel.wheel.metadata import TORCH_ABI_FIELD
+from torchwheel.wheel.metadata import TORCH_ABI_FIELD, torch_abi_floor
 
 _LOCAL_TORCH = re.compile(r"(?:^|[._])torch(\d+)[._]?(\d+)(?:$|[._])")  # +torch2.12, +cu128.torch2_12
 
@@ -71,6 +71,6 @@ def torch_need(declared: str, reqs: tuple[Requirement, ...], version: Version, s
     if value == "none":
         return TorchNeed("none", None, None, source)
     try:
-        return TorchNeed("stable", FeatureVersion.parse(value), None, source)
+        return TorchNeed("stable", torch_abi_floor(value), None, source)  # wheel.metadata: the one reading
     except (ValueError, InputError) as exc:
         raise InputError(f"WHEEL {TORCH_ABI_FIELD}: {value!r} is neither a version nor 'unstable'") from exc

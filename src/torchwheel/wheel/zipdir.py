@@ -113,7 +113,7 @@ class _Window:
 
 
 def _end_record(read_at: ReadAt, file_size: int) -> tuple[int, int, int, int]:
-    """(entry count, directory size, directory start, bytes prepended), zip64 when flagged."""
+    """(entry count, directory size, directory start, bytes prepended), zip64 when present."""
     tail_size = min(file_size, _EOCD.size + 0xFFFF)
     tail = read_at(file_size - tail_size, tail_size)
     at = tail.rfind(b"PK\x05\x06")
@@ -121,16 +121,11 @@ def _end_record(read_at: ReadAt, file_size: int) -> tuple[int, int, int, int]:
         raise InputError("not a zip archive (no end-of-central-directory record)")
     _, disk, cd_disk, on_disk, count, cd_size, cd_offset, _ = _EOCD.unpack_from(tail, at)
     eocd_at = file_size - tail_size + at
-    if _MAX32 in (cd_size, cd_offset) or 0xFFFF in (count, on_disk):
-        room = eocd_at >= _ZIP64_LOCATOR.size + _ZIP64_EOCD.size
-        loc = read_at(eocd_at - _ZIP64_LOCATOR.size, _ZIP64_LOCATOR.size) if room else b""
-        if len(loc) == _ZIP64_LOCATOR.size and loc[:4] == b"PK\x06\x07":
-            # where it is, not where the locator says: prepended bytes shift that (as zipfile)
-            rec = read_at(eocd_at - _ZIP64_LOCATOR.size - _ZIP64_EOCD.size, _ZIP64_EOCD.size)
-            if len(rec) != _ZIP64_EOCD.size or rec[:4] != b"PK\x06\x06":
-                raise InputError("the zip64 end-of-central-directory record is missing or corrupt")
-            _, _, _, _, disk, cd_disk, on_disk, count, cd_size, cd_offset = _ZIP64_EOCD.unpack(rec)
-            eocd_at -= _ZIP64_LOCATOR.size + _ZIP64_EOCD.size
+    zip64 = _zip64_end(read_at, eocd_at)
+    if zip64 is not None:
+        eocd_at, (disk, cd_disk, on_disk, count, cd_size, cd_offset) = zip64
+    elif _MAX32 in (cd_size, cd_offset) or 0xFFFF in (count, on_disk):
+        raise InputError("the zip64 end-of-central-directory record is missing or corrupt")
     if disk or cd_disk or on_disk != count:
         raise InputError("multi-disk zip archives are not supported")
     if cd_size > eocd_at:
@@ -141,6 +136,35 @@ def _end_record(read_at: ReadAt, file_size: int) -> tuple[int, int, int, int]:
     if concat < 0:
         raise InputError("the central directory offset points past its own start")
     return count, cd_size, cd_offset + concat, concat
+
+
+def _zip64_end(read_at: ReadAt, eocd_at: int) -> tuple[int, tuple[int, ...]] | None:
+    """The zip64 end record a locator right before the end record points at, judged as
+    CPython's ``zipfile`` judges it (3.13): another disk, a locator pointing past itself, a
+    record that is not there or disagrees with its locator are refused; the record is looked
+    for where the locator says, then (bytes prepended) right before the locator. Returns
+    (where the record starts, its disk numbers, counts, directory size and offset)."""
+    locator_at = eocd_at - _ZIP64_LOCATOR.size
+    loc = read_at(locator_at, _ZIP64_LOCATOR.size) if locator_at >= 0 else b""
+    if len(loc) != _ZIP64_LOCATOR.size or loc[:4] != b"PK\x06\x07":
+        return None
+    _, disk_of_record, record_offset, disks = _ZIP64_LOCATOR.unpack(loc)
+    if disk_of_record != 0 or disks > 1:
+        raise InputError("multi-disk zip archives are not supported (zip64 locator)")
+    right_before = locator_at - _ZIP64_EOCD.size
+    if record_offset > right_before:
+        raise InputError("the zip64 end-of-central-directory locator points past itself")
+    at, extra = record_offset, right_before - record_offset
+    rec = read_at(at, _ZIP64_EOCD.size)
+    if rec[:4] != b"PK\x06\x06" and record_offset != right_before:
+        at, extra = right_before, 0
+        rec = read_at(at, _ZIP64_EOCD.size)
+    if len(rec) != _ZIP64_EOCD.size or rec[:4] != b"PK\x06\x06":
+        raise InputError("the zip64 end-of-central-directory record is missing or corrupt")
+    _, size, _, _, disk, cd_disk, on_disk, count, cd_size, cd_offset = _ZIP64_EOCD.unpack(rec)
+    if cd_offset + cd_size != record_offset or size + 12 != _ZIP64_EOCD.size + extra:
+        raise InputError("the zip64 end-of-central-directory record disagrees with its locator")
+    return at, (disk, cd_disk, on_disk, count, cd_size, cd_offset)
 
 
 def _zip64(extra: bytes, usize: int, csize: int, offset: int) -> tuple[int, int, int]:
@@ -288,11 +312,38 @@ def _check_local_headers(read_at: ReadAt, members: list[Member], cd_start: int) 
             if (crc, csize, usize) != (m.CRC, m.compress_size, m.file_size):
                 raise InputError(f"member {m.filename!r}: local and central headers disagree on CRC or sizes")
         m.local_size = _LOCAL.size + nlen + elen
-        if m.header_offset + m.local_size + m.compress_size > end:
+        data_end = m.header_offset + m.local_size + m.compress_size
+        if data_end > end:
             what = "the central directory" if i + 1 == len(ordered) else repr(ordered[i + 1].filename)
             raise InputError(
                 f"member {m.filename!r}: its data overlap {what} (overlapping entries: a zip bomb)"
             )
+        if flags & _DESCRIPTOR:  # in the window already, or one small read
+            room, rel = min(_DESCRIPTOR_MAX, end - data_end), data_end - buf_at
+            raw = buf[rel : rel + room] if rel >= 0 and rel + room <= len(buf) else read_at(data_end, room)
+            _check_descriptor(m, raw)
+
+
+_DESCRIPTOR_MAX = 24  # signature, CRC-32, two 8-byte (zip64) sizes
+
+
+def _check_descriptor(m: Member, raw: bytes) -> None:
+    """The data descriptor after a member must repeat the central entry's CRC and sizes.
+
+    zipfile never reads it, so a descriptor that disagrees installs silently; but other readers
+    (streaming unzippers, ``unzip`` itself) trust it, and one archive must not be two wheels.
+    APPNOTE 4.3.9: the signature is optional, sizes are 8 bytes each under zip64; any reading
+    that agrees is accepted."""
+    want = (m.CRC, m.compress_size, m.file_size)
+    for start in (4, 0) if raw[:4] == b"PK\x07\x08" else (0,):
+        for fmt in ("<III", "<IQQ"):
+            size = struct.calcsize(fmt)
+            if len(raw) >= start + size and struct.unpack_from(fmt, raw, start) == want:
+                return
+    raise InputError(
+        f"member {m.filename!r}: its data descriptor disagrees with the central directory on CRC or sizes"
+        + (" (or is missing)" if len(raw) < 12 else "")
+    )
 
 
 class Decompressor(Protocol):
