@@ -25,7 +25,15 @@ from .helpers import fixture_wheels_module, torchwheel
 
 WHEELS = fixture_wheels_module().WHEELS
 PLAN = ("--torch", "2.13", "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64")
-BROKEN = ["tw407_folded", "tw407_duplicate_name", "tw409", "tw409_version", "tw410", "tw410_conflict", "tw411"]
+BROKEN = [
+    "tw407_folded",
+    "tw407_duplicate_name",
+    "tw409",
+    "tw409_version",
+    "tw410",
+    "tw410_conflict",
+    "tw411",
+]
 BROKEN += ["tw411_long", "tw401", "tw403", "tw407", "tw408"]
 BINARY_CODES = {"TW405", "TW406"}  # the compiled members' facts: check's and tag's alone
 
