@@ -178,3 +178,33 @@ def test_pep691_pages() -> None:
         with pytest.raises(InputError) as info:
             safejson.load(json.dumps({**project, **change}).encode(), "page", PEP691_PROJECT)
         assert says in str(info.value)
+
+
+def test_select_reads_local_pep691_pages(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    """A root page and a project page in the JSON form, as a static host lays them out:
+    ``select -i`` follows the root to the project's ``index.json``, checks the sha256 and
+    chooses; a yanked file is skipped with its reason."""
+    import hashlib
+    import shutil
+
+    from .helpers import torchwheel
+
+    wheel = fixture_wheels["clean"]
+    project = tmp_path / "simple" / "demo-stable"
+    project.mkdir(parents=True)
+    shutil.copy2(wheel, project / wheel.name)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    entry = {"filename": wheel.name, "url": wheel.name, "hashes": {"sha256": digest}, "core-metadata": True}
+    page = {"meta": {"api-version": "1.1"}, "name": "demo-stable", "files": [entry], "versions": ["1.0.0"]}
+    (project / "index.json").write_text(json.dumps(page))
+    root = {"meta": {"api-version": "1.0"}, "projects": [{"name": "Demo_Stable"}]}
+    (tmp_path / "simple" / "index.json").write_text(json.dumps(root))
+    plan = ("--torch", "2.13", "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64")
+    for where in (tmp_path / "simple", tmp_path / "simple" / "index.json", project / "index.json"):
+        result = torchwheel("select", "--format", "json", *plan, "-i", where.as_uri(), cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["projects"][0]["chosen"]["file"] == wheel.name
+    page["files"] = [{**entry, "yanked": "a broken build"}]
+    (project / "index.json").write_text(json.dumps(page))
+    result = torchwheel("select", *plan, "-i", str(project / "index.json"), cwd=tmp_path)
+    assert result.returncode == 2 and "yanked" in result.stderr and len(result.stderr.splitlines()) == 1

@@ -270,9 +270,10 @@ class Either(Schema):
         problems = [o.problem(value, path) for o in self.options]
         if None in problems:
             return None
-        # one option of the value's own kind names the deeper problem; else: none fits
-        same = [p for o, p in zip(self.options, problems, strict=True) if _fits_kind(o, value)]
-        return same[0] if len(same) == 1 else self._wrong(value, path)
+        # an option of the value's own kind names a deeper problem (of several, the one that
+        # got furthest into the value: the longest path); else: none fits
+        same = [p for o, p in zip(self.options, problems, strict=True) if p and _fits_kind(o, value)]
+        return max(same, key=lambda p: len(p.split(": ", 1)[0])) if same else self._wrong(value, path)
 
 
 def _fits_kind(schema: Schema, value: Any) -> bool:

@@ -27,7 +27,8 @@ def _sources(func: F) -> F:
         "index_urls",
         multiple=True,
         metavar="URL",
-        help="A local PEP 503 index (path or file:// URL), e.g. a per-target torch-2.12/simple.",
+        help="A local index (path or file:// URL; PEP 503 HTML or a PEP 691 index.json), e.g. a "
+        "per-target torch-2.12/simple.",
     )(func)
     func = click.option(
         "-f",
@@ -35,7 +36,7 @@ def _sources(func: F) -> F:
         "find_links",
         multiple=True,
         metavar="DIR",
-        help="A folder of wheels (or an HTML page of links).",
+        help="A folder of wheels (or a page of links: HTML, or PEP 691 JSON named *.json).",
     )(func)
     func = click.option("--name", metavar="NAME", help="Only this project's wheels.")(func)
     func = click.option(

@@ -109,7 +109,7 @@ class WheelArchive:
             limits.current().max_record_bytes.check("RECORD's size", self.infos[record_name].file_size)
             record = parse_record(self.read_text(record_name, bounded=False))
         side_name = f"{dist_info}/{SIDE_FILE}"
-        side = self.read_text(side_name).encode() if side_name in self.infos else None
+        side = self.read_bounded(side_name) if side_name in self.infos else None  # judged by TW412
         self.contents = WheelContents(
             path=str(path),
             filename_name=str(name),
@@ -145,14 +145,15 @@ class WheelArchive:
         RECORD has its own bound)."""
         if name not in self.infos:
             raise InputError(f"{self.path.name}: {name} is missing")
-        if bounded:
-            limits.current().max_metadata_bytes.check(
-                f"{self.path.name}: {name}'s size", self.member_size(name)
-            )
         try:
-            return self.read(name).decode("utf-8")
+            return (self.read_bounded(name) if bounded else self.read(name)).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InputError(f"{self.path.name}: {name} is not UTF-8") from exc
+
+    def read_bounded(self, name: str) -> bytes:
+        """A metadata-sized member, whole, its declared size checked (``max-metadata-bytes``)."""
+        limits.current().max_metadata_bytes.check(f"{self.path.name}: {name}'s size", self.member_size(name))
+        return self.read(name)
 
     def _read_at(self, offset: int, size: int) -> bytes:
         return os.pread(self._fd, size, offset)  # no shared file position: thread-safe
