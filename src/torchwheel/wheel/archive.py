@@ -20,7 +20,7 @@ from packaging.tags import Tag
 from torchwheel import limits
 from torchwheel.errors import InputError
 from torchwheel.safeopen import open_regular
-from torchwheel.wheel import zipdir
+from torchwheel.wheel import inflate, zipdir
 from torchwheel.wheel.contents import WheelContents, parse_filename
 from torchwheel.wheel.metadata import SIDE_FILE
 from torchwheel.wheel.record import hash_chunks, parse_record
@@ -168,7 +168,7 @@ class WheelArchive:
         """
         info = self.infos[name]
         # output per step: never more than one byte past the declared size (enough to refuse)
-        decompressor = zipdir.decompressor(info, min(_OUT_CHUNK, info.file_size + 1))
+        decompressor = inflate.decompressor(info, min(_OUT_CHUNK, info.file_size + 1))
         remaining = info.compress_size
         crc = raw_crc = 0
         produced = 0
@@ -178,7 +178,7 @@ class WheelArchive:
                 raw = self._read_at(pos, min(_COMPRESSED_CHUNK, remaining))
                 if not raw:
                     raise InputError(f"{self.path.name}: member {name} is truncated")
-                raw_crc = zipdir.inflate_lib.crc32(raw, raw_crc)
+                raw_crc = inflate.inflate_lib.crc32(raw, raw_crc)
                 pos += len(raw)
                 remaining -= len(raw)
                 # every method's output is bounded per step, and never beyond the declared
@@ -190,7 +190,7 @@ class WheelArchive:
                             f"{self.path.name}: member {name} inflates beyond its declared "
                             f"{info.file_size:,} bytes: refusing (zip bomb?)"
                         )
-                    crc = zipdir.inflate_lib.crc32(out, crc)
+                    crc = inflate.inflate_lib.crc32(out, crc)
                     yield out
                     if stop is not None and produced >= stop:
                         return
@@ -199,9 +199,9 @@ class WheelArchive:
                 produced += len(tail)
                 if produced > info.file_size:
                     raise InputError(f"{self.path.name}: member {name} inflates beyond its declared size")
-                crc = zipdir.inflate_lib.crc32(tail, crc)
+                crc = inflate.inflate_lib.crc32(tail, crc)
                 yield tail
-        except zipdir.DECOMPRESS_ERRORS as exc:
+        except inflate.DECOMPRESS_ERRORS as exc:
             raise InputError(f"{self.path.name}: member {name} is corrupt ({exc})") from exc
         if produced != info.file_size or crc != info.CRC:
             raise InputError(f"{self.path.name}: member {name} is corrupt (size or CRC mismatch)")

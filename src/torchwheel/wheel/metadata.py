@@ -18,8 +18,6 @@ from typing import Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import InvalidName, canonicalize_name
-from packaging.version import InvalidVersion, Version
 
 from torchwheel.safejson import ANY, Int, List, Object, Str
 from torchwheel.version import FeatureVersion
@@ -166,14 +164,4 @@ def parse_metadata(text: str) -> MetadataFacts:
             problems.append(f"METADATA has {counts[key]} {key.title()} fields: a field that may appear once")
     name = str(msg["Name"]).strip() if msg.get("Name") else None
     version = str(msg["Version"]).strip() if msg.get("Version") else None
-    if name is not None:
-        try:
-            canonicalize_name(name, validate=True)
-        except InvalidName:
-            problems.append(f"Name {name[:60]!r} is not a valid project name")
-    if version is not None:
-        try:
-            Version(version)
-        except InvalidVersion:
-            problems.append(f"Version {version[:60]!r} is not a valid version (PEP 440)")
     return MetadataFacts(requires_python, tuple(torch), tuple(problems), name, version)
