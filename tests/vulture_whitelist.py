@@ -35,6 +35,10 @@ integrity.platform_mismatch
 integrity.binary_unreadable
 integrity.metadata_invalid
 integrity.dist_info_mismatch
+integrity.metadata_mismatch
+integrity.torch_abi_invalid
+integrity.member_name_uninstallable
+integrity.facts_file_invalid
 marker.hidden
 marker.unknown_schema
 marker.disagree
