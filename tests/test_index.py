@@ -168,22 +168,35 @@ def test_a_corrupt_wheel_stops_the_index(release: Path, tmp_path: Path) -> None:
 def test_two_different_files_of_one_name_are_refused(release: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
-    src = release / _wheel("212")
-    (other / _wheel("210")).write_bytes(src.read_bytes())  # a 2.12 build under the 2.10 name
+    with zipfile.ZipFile(release / _wheel("210")) as zin, zipfile.ZipFile(other / _wheel("210"), "w") as zout:
+        for info in zin.infolist():  # the same members stored, not deflated: other bytes
+            data = zin.read(info)
+            info.compress_type = zipfile.ZIP_STORED
+            zout.writestr(info, data)
     result = torchwheel("index", str(release), str(other), "-o", str(tmp_path / "idx"))
     assert result.returncode == 2
     assert "two different files of this name" in result.stderr
 
 
 def test_index_reads_no_binaries_of_tagged_wheels(release: Path, tmp_path: Path) -> None:
-    """A tagged wheel whose compiled member is garbage still indexes from its WHEEL line."""
+    """A tagged wheel whose compiled member is garbage still indexes from its WHEEL line: its
+    bytes are hashed against RECORD (RECORD agrees here), never read as a binary."""
+    from torchwheel.wheel.record import record_hash
+
     src = release / _wheel("212")
     broken = tmp_path / "in" / src.name
     broken.parent.mkdir()
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(broken, "w") as zout:
+        members = {i.filename: zin.read(i) for i in zin.infolist()}
+        garbage = {n: b"\0" * len(d) for n, d in members.items() if n.endswith(".so")}
         for info in zin.infolist():
-            data = zin.read(info)
-            zout.writestr(info, b"\0" * len(data) if info.filename.endswith(".so") else data)
+            data = garbage.get(info.filename, members[info.filename])
+            if info.filename.endswith("/RECORD"):
+                rows = data.decode().splitlines()
+                for n, g in garbage.items():
+                    rows = [f"{n},{record_hash(g)},{len(g)}" if r.startswith(f"{n},") else r for r in rows]
+                data = ("\n".join(rows) + "\n").encode()
+            zout.writestr(info, data)
     result = torchwheel("index", str(broken.parent), "-o", str(tmp_path / "idx"))
     assert result.returncode == 0, result.stderr
     assert _files(tmp_path / "idx" / "torch-2.12" / "simple" / "twidx" / "index.html") == [src.name]

@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +197,7 @@ def test_corrupt_candidate_is_skipped_with_its_reason(cands: dict[str, Path], tm
     shutil.move(bad, only_bad / bad.name)
     result = torchwheel("select", "--torch", "2.12", *PLAN, str(only_bad))
     assert result.returncode == 2 and "zip archive" in result.stdout
+    assert len(result.stderr.strip().splitlines()) == 1 and "no readable candidate" in result.stderr
 
 
 def test_python_that_does_not_run(cands: dict[str, Path], tmp_path: Path) -> None:
@@ -278,17 +280,29 @@ def test_install_refuses_a_wheel_whose_record_does_not_verify(
 ) -> None:
     import zipfile
 
-    folder = tmp_path / "tampered"
-    folder.mkdir()
-    target = folder / cands["s210"].name
-    with zipfile.ZipFile(cands["s210"]) as src, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as dst:
-        for info in src.infolist():
-            data = src.read(info)
-            dst.writestr(info, data + b"# tampered\n" if info.filename.endswith("__init__.py") else data)
+    def tampered(label: str, change: Callable[[bytes], bytes]) -> Path:
+        folder = tmp_path / label
+        folder.mkdir()
+        target = folder / cands["s210"].name
+        with zipfile.ZipFile(cands["s210"]) as src, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as dst:
+            for info in src.infolist():
+                data = src.read(info)
+                dst.writestr(info, change(data) if info.filename.endswith("__init__.py") else data)
+        return folder
+
     python = venvs["2.11.0"]
     before = site_files(python)
-    result = torchwheel("install", "--python", str(python), str(folder))
+    # the same size, other bytes: only reading the member shows it; installer does, and refuses
+    same_size = tampered("same-size", lambda data: data[:-2] + b"#\n")
+    result = torchwheel("install", "--python", str(python), str(same_size))
     assert result.returncode == 2 and "nothing left behind" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert site_files(python) == before
+    # another size: RECORD's size disagrees, which selection sees (TW402) before installing
+    longer = tampered("longer", lambda data: data + b"# tampered\n")
+    result = torchwheel("install", "--python", str(python), str(longer))
+    assert result.returncode == 2 and "TW402" in result.stderr and "size-mismatch" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
     assert site_files(python) == before
 
 

@@ -70,6 +70,11 @@ class Limits:
     # bytes of headers, symbol/string tables and export data kept from one streamed binary
     # (torch 2.13's libtorch_cpu.dylib needs 11 MB, torch_cpu.dll 6 MB, libtorch_cpu.so ~60 MB)
     max_binary_tables: Limit = Limit("max-binary-tables", 160 << 20)
+    # a JSON document from outside (variant.json, a --symbols table, an index page; safejson):
+    # its bytes, its values (strings + containers + commas: ~70 bytes each once parsed) and depth
+    max_json_bytes: Limit = Limit("max-json-bytes", 16 << 20)  # the shipped shim table: 130 KB
+    max_json_values: Limit = Limit("max-json-values", 1_000_000)
+    max_json_depth: Limit = Limit("max-json-depth", 64)  # the deepest document read nests 5 levels
 
 
 def _from_env(limits: Limits) -> Limits:

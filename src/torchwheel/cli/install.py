@@ -27,7 +27,8 @@ def _sources(func: F) -> F:
         "index_urls",
         multiple=True,
         metavar="URL",
-        help="A local PEP 503 index (path or file:// URL), e.g. a per-target torch-2.12/simple.",
+        help="A local index (path or file:// URL; PEP 503 HTML or a PEP 691 index.json), e.g. a "
+        "per-target torch-2.12/simple.",
     )(func)
     func = click.option(
         "-f",
@@ -35,7 +36,7 @@ def _sources(func: F) -> F:
         "find_links",
         multiple=True,
         metavar="DIR",
-        help="A folder of wheels (or an HTML page of links).",
+        help="A folder of wheels (or a page of links: HTML, or PEP 691 JSON named *.json).",
     )(func)
     func = click.option("--name", metavar="NAME", help="Only this project's wheels.")(func)
     func = click.option(
@@ -81,7 +82,7 @@ def select(
     from torchwheel.install import target as targets
     from torchwheel.install.choose import choose
     from torchwheel.install.discovery import gather
-    from torchwheel.install.explain import select_json, select_text
+    from torchwheel.install.explain import select_json, select_text, skipped_summary
 
     planned = torch_version is not None or python_version is not None or bool(platforms)
     if planned and python is not None:
@@ -95,7 +96,10 @@ def select(
         if fmt == "json"
         else safe_lines(select_text(target, gathered, choices).splitlines())
     )
-    sys.exit(_exit_code(gathered.candidates != [], gathered.skipped != [], choices))
+    code = _exit_code(gathered.candidates != [], gathered.skipped != [], choices)
+    if code == 2:  # the report above lists every reason; stderr gets the one line of an exit 2
+        raise InputError(f"no readable candidate: {skipped_summary(gathered.skipped)}")
+    sys.exit(code)
 
 
 def _exit_code(any_read: bool, any_skipped: bool, choices: list[Any]) -> int:
@@ -120,7 +124,7 @@ def install(
     installs torch; leaves nothing behind on failure."""
     from torchwheel.install.choose import choose
     from torchwheel.install.discovery import gather
-    from torchwheel.install.explain import select_text
+    from torchwheel.install.explain import select_text, skipped_summary
     from torchwheel.install.installing import InstallRefused, install_wheel
     from torchwheel.install.target import probe
 
@@ -129,28 +133,43 @@ def install(
     gathered = gather(where, name)
     choices = choose(gathered.candidates, target, force=force)
     code = _exit_code(gathered.candidates != [], gathered.skipped != [], choices)
-    text = select_text(target, gathered, choices)
+    text = safe_lines(select_text(target, gathered, choices).splitlines())
+    if code == 2:  # every exit 2 is one line on stderr: the report goes to stdout
+        click.echo(text)
+        raise InputError(f"no readable candidate: {skipped_summary(gathered.skipped)}")
     if code:
         click.echo(text, err=True)
         click.echo(
             "torchwheel: install refused: no candidate loads on the target (--force overrides)", err=True
         )
         sys.exit(code)
+    done: list[str] = []
+    try:
+        for ch in choices:
+            assert ch.chosen is not None
+            if ch.chosen.name == "torch":
+                raise InputError("torchwheel never installs torch itself: use pip for torch")
+            installed = install_wheel(ch.chosen, target)
+            done.append(
+                f"installed {ch.chosen.filename} into {Path(installed.dist_info).parent} ({installed.files} files)"
+            )
+    except InputError:
+        click.echo("\n".join([text, *done]))  # stdout: the error is the one line on stderr
+        raise
+    except InstallRefused as exc:
+        for line in done:
+            click.echo(line)
+        click.echo(text, err=True)
+        click.echo(f"torchwheel: install refused: {exc}", err=True)
+        sys.exit(1)
     click.echo(text, err=True)
     for ch in choices:
-        assert ch.chosen is not None
-        if ch.chosen.name == "torch":
-            raise InputError("torchwheel never installs torch itself: use pip for torch")
         reason = ch.verdicts[0].reason
-        if reason.startswith("FORCED"):
+        if reason.startswith("FORCED") and ch.chosen is not None:
             click.echo(
-                f"torchwheel: WARNING: --force: installing {ch.chosen.filename} although: "
+                f"torchwheel: WARNING: --force: installed {ch.chosen.filename} although: "
                 f"{reason.removeprefix('FORCED past: ')}; it will likely not load",
                 err=True,
             )
-        try:
-            done = install_wheel(ch.chosen, target)
-        except InstallRefused as exc:
-            click.echo(f"torchwheel: install refused: {exc}", err=True)
-            sys.exit(1)
-        click.echo(f"installed {ch.chosen.filename} into {Path(done.dist_info).parent} ({done.files} files)")
+    for line in done:
+        click.echo(line)

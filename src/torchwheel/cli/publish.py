@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -74,12 +73,12 @@ def matrix_command(sources: tuple[str, ...], fmt: str, why: bool, torches: tuple
     """
     from torchwheel.install import matrix
     from torchwheel.install.discovery import gather
+    from torchwheel.install.explain import skipped_summary
     from torchwheel.install.target import installed_torch
 
     got = gather(sources)
     if not got.candidates and got.skipped:
-        first = got.skipped[0]
-        raise InputError(f"{first.location}: {first.reason}")
+        raise InputError(skipped_summary(got.skipped))
     installed = installed_torch()
     cols = matrix.columns(got.candidates, _minors(torches), installed)
     m = matrix.build(got.candidates, cols, installed)
@@ -90,7 +89,7 @@ def matrix_command(sources: tuple[str, ...], fmt: str, why: bool, torches: tuple
     else:
         out = matrix.markdown(m, why) if fmt == "markdown" else matrix.text(m, why)
         click.echo(safe_lines(out.splitlines()))  # wheel names come from the input
-    for s in got.skipped:
-        click.echo(f"torchwheel: skipped {s.location}: {s.reason}", err=True)
-    if got.skipped:
-        sys.exit(2)
+    if got.skipped:  # listed in the report (text: below the grid); stderr: the one line of an exit 2
+        if fmt != "json":
+            click.echo(safe_lines([f"skipped {s.location}: {s.reason}" for s in got.skipped]))
+        raise InputError(f"skipped an input that cannot be used: {skipped_summary(got.skipped)}")

@@ -262,15 +262,23 @@ def _repair_loaded(
         sys.exit(1)
     after = rules.run(planned_facts(facts[0], planned), policy)
     remaining = [f for f in after if f.severity == "error"]
-    if findings:
-        click.echo(check_text(facts, findings), err=not remaining)
+    report = check_text(facts, findings) if findings else ""
     fixed = sorted({f.code for f in findings if f.severity == "error"} - {f.code for f in remaining})
     if remaining:
+        click.echo(report)
         codes = ", ".join(sorted({f.code for f in remaining}))
         click.echo(
             f"torchwheel: repair refused: the rewrite cannot fix {codes}; fix them in the build", err=True
         )
         sys.exit(1)
+    try:
+        result = apply.tag(facts[0], opts, wheel_dir, False, False, archive=archive)
+    except InputError:
+        if report:  # an exit 2 is one line on stderr: what was found goes to stdout
+            click.echo(report)
+        raise
+    if report:
+        click.echo(report, err=True)
     if fixed:
         click.echo(f"torchwheel: the rewrite fixes {', '.join(fixed)}", err=True)
-    _report_tag(apply.tag(facts[0], opts, wheel_dir, False, False, archive=archive))
+    _report_tag(result)

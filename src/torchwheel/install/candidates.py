@@ -78,8 +78,13 @@ def _from_binaries(path: Path) -> TorchNeed:
     return torch_need_of(facts)
 
 
-def read_candidate(path: Path, origin: str) -> Candidate:
-    """One wheel's selection facts; ``InputError`` (with the reason) when it is unreadable."""
+def read_candidate(path: Path, origin: str, verify_hashes: bool = False) -> Candidate:
+    """One wheel's selection facts; ``InputError`` (with the reason) when it is unreadable or
+    broken: the TW4xx errors ``check`` reports from the archive and its metadata files
+    (``rules.integrity.integrity_errors``), with every member hashed against RECORD too when
+    ``verify_hashes`` (``index``: what it publishes, it vouches for)."""
+    from torchwheel.rules.integrity import integrity_errors  # here: the rules load on first use
+
     parsed = parse_wheel_name(path.name)
     try:
         archive = WheelArchive(path)
@@ -87,6 +92,15 @@ def read_candidate(path: Path, origin: str) -> Candidate:
         raise InputError(f"{path}: {exc.strerror or exc}") from exc
     with archive:
         c = archive.contents
+        hashes: dict[str, tuple[str | None, int]] | None = None
+        if verify_hashes:
+            hashes = {m: archive.hash_member(m) for m in c.members}
+        broken = integrity_errors(c, archive.member_size, hashes)
+    if broken:
+        first = broken[0]
+        more = f" (and {len(broken) - 1} more: `torchwheel check` lists them)" if len(broken) > 1 else ""
+        where = f" {first.member}" if first.member else ""
+        raise InputError(f"{path.name}: {first.code}{where}: {first.message}{more}")
     meta = parse_metadata(c.metadata_text)
     fields = c.wheel_fields
     declared = fields.get(TORCH_ABI_FIELD)

@@ -8,7 +8,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from torchwheel.install.candidates import Candidate, Gathered
+from torchwheel.install.candidates import Candidate, Gathered, Skipped
 from torchwheel.install.choose import Choice, Verdict
 from torchwheel.install.target import TorchTarget
 from torchwheel.torchabi.need import show_build
@@ -61,6 +61,14 @@ def select_text(target: TorchTarget, gathered: Gathered, choices: list[Choice]) 
     if not choices:
         lines.append("no readable candidates")
     return "\n".join(lines)
+
+
+def skipped_summary(skipped: list[Skipped]) -> str:
+    """The one stderr line of an exit 2: the first input that could not be used and how many
+    more (a report on stdout lists each with its reason)."""
+    first = skipped[0]
+    more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+    return f"{first.location}: {first.reason}{more}"
 
 
 def candidate_json(c: Candidate) -> dict[str, Any]:

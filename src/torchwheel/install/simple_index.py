@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from torchwheel import __version__
+from torchwheel import __version__, safejson
 from torchwheel.errors import InputError
 from torchwheel.install.candidates import Candidate, Gathered
 from torchwheel.install.choose import fit, preference
@@ -76,9 +76,11 @@ def read_entry(c: Candidate) -> Entry:
 
 
 def collect(sources: Iterable[str]) -> tuple[list[Entry], list[str]]:
-    """Every wheel of ``sources``; an unreadable one stops the index (exit 2): publishing
-    a corrupt file or silently leaving one out are both worse than saying so."""
-    got: Gathered = gather(sources)
+    """Every wheel of ``sources``; an unreadable or broken one stops the index (exit 2):
+    publishing a corrupt file or silently leaving one out are both worse than saying so.
+    Broken is what ``check`` calls broken in the archive: the TW4xx errors of
+    ``rules.integrity.integrity_errors``, every member hashed against RECORD."""
+    got: Gathered = gather(sources, verify_hashes=True)
     if got.skipped:
         first = got.skipped[0]
         raise InputError(f"{first.location}: {first.reason}")
@@ -200,6 +202,7 @@ def write(entries: list[Entry], targets: dict[Minor, list[Entry]], out: Path) ->
         for (name, version), docs in _variant_releases(entries).items():
             vfile = variant.index_file_name(name, version)
             data = (json.dumps(variant.merge(docs), indent=2, sort_keys=True) + "\n").encode()
+            safejson.load(data, vfile, variant.SHAPE)  # what installers will read: read back first
             (files / vfile).write_bytes(data)
             variants_files[(name, version)] = (vfile, _sha(data))
         _write_simple(tmp / "simple", entries, "../../", variants_files)

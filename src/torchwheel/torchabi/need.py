@@ -27,7 +27,7 @@ from torchwheel.errors import InputError
 from torchwheel.torchabi import releases
 from torchwheel.torchabi.releases import Minor, minor_of, show_minor
 from torchwheel.version import FeatureVersion
-from torchwheel.wheel.metadata import TORCH_ABI_BUILDS_FIELD, TORCH_ABI_FIELD
+from torchwheel.wheel.metadata import TORCH_ABI_BUILDS_FIELD, TORCH_ABI_FIELD, torch_abi_floor
 
 _LOCAL_TORCH = re.compile(r"(?:^|[._])torch(\d+)[._]?(\d+)(?:$|[._])")  # +torch2.12, +cu128.torch2_12
 
@@ -133,7 +133,7 @@ def torch_need(
     if value == "none":
         return TorchNeed("none", None, frozenset(), source)
     try:
-        return TorchNeed("stable", FeatureVersion.parse(value), frozenset(), source)
+        return TorchNeed("stable", torch_abi_floor(value), frozenset(), source)  # wheel.metadata: the one reading
     except (ValueError, InputError) as exc:
         raise InputError(f"WHEEL {TORCH_ABI_FIELD}: {value!r} is neither a version nor 'unstable'") from exc
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from torchwheel import limits
 from torchwheel.errors import InputError
 from torchwheel.safeopen import open_regular
-from torchwheel.wheel import zipdir
+from torchwheel.wheel import inflate, zipdir
 from torchwheel.wheel.contents import WheelContents, WheelName, parse_filename
 from torchwheel.wheel.metadata import SIDE_FILE
 from torchwheel.wheel.record import hash_chunks, parse_record
@@ -103,7 +103,7 @@ class WheelArchive:
             limits.current().max_record_bytes.check("RECORD's size", self.infos[record_name].file_size)
             record = parse_record(self.read_text(record_name, bounded=False))
         side_name = f"{dist_info}/{SIDE_FILE}"
-        side = self.read_text(side_name).encode() if side_name in self.infos else None
+        side = self.read_bounded(side_name) if side_name in self.infos else None  # judged by TW412
         self.contents = WheelContents(
             path=str(path),
             filename_name=str(parsed.name),
@@ -140,14 +140,15 @@ class WheelArchive:
         RECORD has its own bound)."""
         if name not in self.infos:
             raise InputError(f"{self.path.name}: {name} is missing")
-        if bounded:
-            limits.current().max_metadata_bytes.check(
-                f"{self.path.name}: {name}'s size", self.member_size(name)
-            )
         try:
-            return self.read(name).decode("utf-8")
+            return (self.read_bounded(name) if bounded else self.read(name)).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InputError(f"{self.path.name}: {name} is not UTF-8") from exc
+
+    def read_bounded(self, name: str) -> bytes:
+        """A metadata-sized member, whole, its declared size checked (``max-metadata-bytes``)."""
+        limits.current().max_metadata_bytes.check(f"{self.path.name}: {name}'s size", self.member_size(name))
+        return self.read(name)
 
     def _read_at(self, offset: int, size: int) -> bytes:
         return os.pread(self._fd, size, offset)  # no shared file position: thread-safe
@@ -162,7 +163,7 @@ class WheelArchive:
         """
         info = self.infos[name]
         # output per step: never more than one byte past the declared size (enough to refuse)
-        decompressor = zipdir.decompressor(info, min(_OUT_CHUNK, info.file_size + 1))
+        decompressor = inflate.decompressor(info, min(_OUT_CHUNK, info.file_size + 1))
         remaining = info.compress_size
         crc = raw_crc = 0
         produced = 0
@@ -172,7 +173,7 @@ class WheelArchive:
                 raw = self._read_at(pos, min(_COMPRESSED_CHUNK, remaining))
                 if not raw:
                     raise InputError(f"{self.path.name}: member {name} is truncated")
-                raw_crc = zipdir.inflate_lib.crc32(raw, raw_crc)
+                raw_crc = inflate.inflate_lib.crc32(raw, raw_crc)
                 pos += len(raw)
                 remaining -= len(raw)
                 # every method's output is bounded per step, and never beyond the declared
@@ -184,7 +185,7 @@ class WheelArchive:
                             f"{self.path.name}: member {name} inflates beyond its declared "
                             f"{info.file_size:,} bytes: refusing (zip bomb?)"
                         )
-                    crc = zipdir.inflate_lib.crc32(out, crc)
+                    crc = inflate.inflate_lib.crc32(out, crc)
                     yield out
                     if stop is not None and produced >= stop:
                         return
@@ -193,9 +194,9 @@ class WheelArchive:
                 produced += len(tail)
                 if produced > info.file_size:
                     raise InputError(f"{self.path.name}: member {name} inflates beyond its declared size")
-                crc = zipdir.inflate_lib.crc32(tail, crc)
+                crc = inflate.inflate_lib.crc32(tail, crc)
                 yield tail
-        except zipdir.DECOMPRESS_ERRORS as exc:
+        except inflate.DECOMPRESS_ERRORS as exc:
             raise InputError(f"{self.path.name}: member {name} is corrupt ({exc})") from exc
         if produced != info.file_size or crc != info.CRC:
             raise InputError(f"{self.path.name}: member {name} is corrupt (size or CRC mismatch)")
