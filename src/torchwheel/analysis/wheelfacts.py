@@ -16,6 +16,8 @@ from packaging.utils import canonicalize_name
 
 from torchwheel.analysis.member import BinaryAnalysis, SliceAnalysis
 from torchwheel.analysis.pythonabi import parse_suffix
+from torchwheel.torchabi import accelerators
+from torchwheel.torchabi.accelerators import AcceleratorNeeds
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.contents import WheelContents
 from torchwheel.wheel.metadata import MetadataFacts
@@ -103,6 +105,11 @@ def wheel_torch_abi(w: WheelFacts) -> TorchABI:
     if declared is None and not floors:
         return TorchABI("none", None, None)
     return TorchABI("stable", max([*floors, *([declared] if declared else [])]), declared)
+
+
+def wheel_accelerators(w: WheelFacts) -> AcceleratorNeeds:
+    """Every library's torch build, accelerator runtimes and GPU code, joined."""
+    return accelerators.combine(s.accelerators for _, _, s in iter_slices(w))
 
 
 # The core libraries only the torch distribution itself ships, by platform.

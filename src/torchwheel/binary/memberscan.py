@@ -28,12 +28,14 @@ from torchwheel import limits
 from torchwheel.binary import (
     BinaryError,
     BinaryFacts,
+    gpu_zones,
     marker_record,
     needed_ranges,
     read_binary,
     read_sparse,
     sniff,
 )
+from torchwheel.binary.gpucode import GpuScanner
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
 from torchwheel.safeopen import open_regular, read_chunks
 from torchwheel.wheel.record import digest_text, record_hash
@@ -144,6 +146,7 @@ def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, has
     digest = hashlib.sha256() if hashing else None
     capture = _Capture([(0, min(size, max(head, size // 32))), (max(0, size - tail), size)], name)
     hits = marker_record.Hits()  # bounded: see marker_record.Hits
+    gpu: GpuScanner | None = None  # GPU code, fed every chunk once the head tells where it may lie
     binary = True
     carry = b""
     pos = 0
@@ -159,6 +162,11 @@ def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, has
             pos += len(chunk)
             continue
         capture.feed(pos, chunk)
+        if gpu is None:
+            gpu = GpuScanner(
+                size, gpu_zones(SparseBuffer.from_ranges(size, {0: chunk})) if pos == 0 else [(0, size)]
+            )
+        gpu.feed(pos, chunk)
         while checkpoints and pos + len(chunk) >= checkpoints[0]:
             if questions >= _QUESTIONS:
                 checkpoints.clear()  # the fallback passes fetch what is still missing
@@ -194,6 +202,7 @@ def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, has
     if not binary:
         return hashed, BinaryError("not an ELF, Mach-O or PE file")
     ordered = hits.ordered()
+    gpu_scan = gpu.result() if gpu is not None else None
     pieces = dict(capture.pieces)
     _merge(pieces, hits.raw)
     # Fallback passes re-inflate at most as many bytes as the member has, in all: the total
@@ -203,7 +212,7 @@ def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, has
     budget = size + _PASSES * _SLACK
     for _ in range(_PASSES):
         try:
-            facts = read_sparse(SparseBuffer.from_ranges(size, pieces), name, ordered)
+            facts = read_sparse(SparseBuffer.from_ranges(size, pieces), name, ordered, gpu_scan)
             return hashed, _with_omitted(facts, hits)
         except MissingRange as missing:
             lo, hi = missing.start, min(size, max(missing.stop, missing.start + _SLACK))

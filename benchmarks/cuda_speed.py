@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""``check`` on the largest CUDA wheel of the corpus against the inflate+sha256 floor.
+
+    python benchmarks/cuda_speed.py [--reps N] [--torchwheel CMD] [WHEEL]
+
+Reading GPU code (fatbin entry headers, offload bundles) happens while every member
+inflates anyway; this measures what it costs on the wheel where it costs most (vllm's,
+336 MB: a 500 MB ``_C.abi3.so`` full of fatbins). Each command runs as a whole process
+under GNU ``time -v`` (wall time and peak RSS), ``--reps`` times, interleaved so that the
+machine's other load falls on both alike; the medians are compared. The floor is
+``floor.py isal-inflate-sha256``: ISA-L inflate plus SHA-256 of every member, nothing kept.
+Targets (docs/performance.md): check <= 1.15x the floor, peak RSS <= the 300 MB budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+DEFAULT_WHEEL = REPO / ".cache" / "corpus" / "vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl"
+RATIO_TARGET = 1.15
+RSS_TARGET_MB = 300.0
+
+
+def measure(argv: list[str]) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS in MB, exit code) of one run."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as report:
+        start = time.perf_counter()
+        proc = subprocess.run(
+            ["/usr/bin/time", "-v", "-o", report.name, *argv],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wall = time.perf_counter() - start
+        text = Path(report.name).read_text()
+    rss = next(
+        int(line.split(":")[1]) / 1024 for line in text.splitlines() if "Maximum resident set size" in line
+    )
+    return wall, rss, proc.returncode
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("wheel", nargs="?", type=Path, default=DEFAULT_WHEEL)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--torchwheel", default=str(REPO / ".venv" / "bin" / "torchwheel"))
+    args = ap.parse_args(argv)
+    if not args.wheel.is_file():
+        print(f"{args.wheel}: not found (python benchmarks/corpus.py --download)", file=sys.stderr)
+        return 2
+    commands = {
+        "floor (isal inflate + sha256)": [
+            sys.executable,
+            str(HERE / "floor.py"),
+            "isal-inflate-sha256",
+            str(args.wheel),
+        ],
+        "torchwheel check": [*shlex.split(args.torchwheel), "check", "--format", "json", str(args.wheel)],
+    }
+    runs: dict[str, list[tuple[float, float, int]]] = {k: [] for k in commands}
+    for _ in range(args.reps):
+        for name, cmd in commands.items():
+            runs[name].append(measure(cmd))
+    print(f"{args.wheel.name}: {args.wheel.stat().st_size / 1e6:.0f} MB, {args.reps} runs each (median)")
+    medians = {}
+    for name, samples in runs.items():
+        wall = statistics.median(s[0] for s in samples)
+        rss = max(s[1] for s in samples)
+        codes = sorted({s[2] for s in samples})
+        medians[name] = wall
+        spread = f"{min(s[0] for s in samples):.2f}-{max(s[0] for s in samples):.2f}"
+        print(f"  {name:32s} {wall:6.2f} s  (range {spread})  peak RSS {rss:5.0f} MB  exit {codes}")
+    floor, check = medians.values()
+    ratio = check / floor
+    rss = max(s[1] for s in runs["torchwheel check"])
+    ok = ratio <= RATIO_TARGET and rss <= RSS_TARGET_MB
+    print(
+        f"  check / floor = {ratio:.2f}x (target <= {RATIO_TARGET}x); peak RSS {rss:.0f} MB "
+        f"(budget {RSS_TARGET_MB:.0f} MB): {'met' if ok else 'NOT met'}"
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
