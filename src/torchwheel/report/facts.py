@@ -145,7 +145,7 @@ def need_text(a: AcceleratorNeeds) -> str:
         text = f"needs {label}"
     else:
         return ""
-    if a.static_cudart:
+    if a.static_cudart and "static" not in label:
         text += "; CUDA runtime linked in (static)"
     return text + (f": {shown}" if shown else "")
 
