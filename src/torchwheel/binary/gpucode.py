@@ -42,9 +42,10 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal
 
 from torchwheel import limits
+from torchwheel.binary.marker_record import Buffer  # bytes, or an mmap of a file read whole
 
 try:  # the standard library's from Python 3.14 on, the backport before
     from compression.zstd import ZstdDecompressor, ZstdError  # type: ignore[import-not-found, unused-ignore]
@@ -71,14 +72,6 @@ _FLAG_ARCH_SPECIFIC = 0x100000
 _FLAG_FAMILY = 0x200000
 
 Kind = Literal["cubin", "ptx"]
-
-
-class Buffer(Protocol):
-    def __len__(self) -> int: ...
-
-    def __getitem__(self, key: slice, /) -> bytes: ...
-
-    def find(self, sub: bytes, start: int, end: int, /) -> int: ...
 
 
 @dataclass(frozen=True, order=True)
@@ -110,10 +103,6 @@ class GpuCode:
     rocm_bundles: int = 0
     registered: bool = False
     problems: tuple[str, ...] = ()  # a partial reading, and why
-
-    @property
-    def empty(self) -> bool:
-        return not (self.cuda or self.rocm_targets or self.rocm_bundles or self.problems)
 
 
 NO_GPU_CODE = GpuCode()
@@ -270,7 +259,7 @@ class _CudaCursor(_Cursor):
             elif self.at < stop:
                 return False, self.at
         for zlo, zhi in self.zones:
-            a, b = max(self.at, zlo), min(stop + n - 1, zhi, end)
+            a, b = max(self.at, zlo, base), min(stop + n - 1, zhi, end)
             if a >= b:
                 continue
             k = data.find(FATBIN_MAGIC, a - base, b - base)

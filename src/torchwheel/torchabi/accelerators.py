@@ -102,6 +102,11 @@ _LIBRARIES = (
 )
 
 
+_CANONICAL = {
+    c.lower(): c for c in ("cublasLt", "nvJitLink", "cusolverMg", "cusparseLt", "nvToolsExt", "MIOpen")
+}
+
+
 @dataclass(frozen=True, order=True)
 class LinkedLibrary:
     """One needed library that says something about torch's build or an accelerator."""
@@ -135,10 +140,11 @@ def classify_library(name: str) -> LinkedLibrary | None:
         major = None
         if digits:
             major = _windows_major(digits) if base.lower().endswith(".dll") else int(digits)
+        component = m.group("c").lower()  # Windows names come in any case
         return LinkedLibrary(
             name,
             pattern.role,
-            m.group("c"),
+            _CANONICAL.get(component, component),
             pattern.accelerator,
             major,
             major if pattern.toolkit else None,
