@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """``check`` on the largest CUDA wheel of the corpus against the inflate+sha256 floor.
 
-    python benchmarks/cuda_speed.py [--reps N] [--torchwheel CMD] [WHEEL]
+    python benchmarks/cuda_speed.py [--reps N] [--torchwheel CMD] [--baseline REV] [WHEEL]
 
 Reading GPU code (fatbin entry headers, offload bundles) happens while every member
 inflates anyway; this measures what it costs on the wheel where it costs most (vllm's,
@@ -10,6 +10,8 @@ under GNU ``time -v`` (wall time and peak RSS), ``--reps`` times, interleaved so
 machine's other load falls on both alike; the medians are compared. The floor is
 ``floor.py isal-inflate-sha256``: ISA-L inflate plus SHA-256 of every member, nothing kept.
 Targets (docs/performance.md): check <= 1.15x the floor, peak RSS <= the 300 MB budget.
+``--baseline REV`` also runs torchwheel as committed at REV (``run.torchwheel_at``) in the
+same rounds: on a shared machine the floor moves with the load, the baseline moves with it.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("wheel", nargs="?", type=Path, default=DEFAULT_WHEEL)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--torchwheel", default=str(REPO / ".venv" / "bin" / "torchwheel"))
+    ap.add_argument("--baseline", help="a git revision to time beside the working tree")
     args = ap.parse_args(argv)
     if not args.wheel.is_file():
         print(f"{args.wheel}: not found (python benchmarks/corpus.py --download)", file=sys.stderr)
@@ -65,6 +68,12 @@ def main(argv: list[str]) -> int:
         ],
         "torchwheel check": [*shlex.split(args.torchwheel), "check", "--format", "json", str(args.wheel)],
     }
+    if args.baseline:
+        sys.path.insert(0, str(HERE))
+        import run  # benchmarks/run.py
+
+        cmd, sha = run.torchwheel_at(args.baseline)
+        commands[f"check at {sha[:10]}"] = [*cmd, "check", "--format", "json", str(args.wheel)]
     runs: dict[str, list[tuple[float, float, int]]] = {k: [] for k in commands}
     for _ in range(args.reps):
         for name, cmd in commands.items():
@@ -78,8 +87,11 @@ def main(argv: list[str]) -> int:
         medians[name] = wall
         spread = f"{min(s[0] for s in samples):.2f}-{max(s[0] for s in samples):.2f}"
         print(f"  {name:32s} {wall:6.2f} s  (range {spread})  peak RSS {rss:5.0f} MB  exit {codes}")
-    floor, check = medians.values()
+    floor, check = medians["floor (isal inflate + sha256)"], medians["torchwheel check"]
     ratio = check / floor
+    for name, wall in medians.items():
+        if name.startswith("check at "):
+            print(f"  {name} / floor = {wall / floor:.2f}x; working tree / {name} = {check / wall:.2f}x")
     rss = max(s[1] for s in runs["torchwheel check"])
     ok = ratio <= RATIO_TARGET and rss <= RSS_TARGET_MB
     print(

@@ -70,6 +70,9 @@ _PTX, _CUBIN, _CONCAT = 1, 2, 0x100
 _FLAG_COMPRESSED = 0x8000 | 0x2000
 _FLAG_ARCH_SPECIFIC = 0x100000
 _FLAG_FAMILY = 0x200000
+_FLAGS_KEPT = _FLAG_COMPRESSED | _FLAG_ARCH_SPECIFIC | _FLAG_FAMILY
+_ENTRY_HEAD = struct.Struct("<HHIQIIHHIIIQ")
+_Key = tuple[int, int, int, int, int, bool]  # kind, arch, kept flags, major, minor, compressed size given
 
 Kind = Literal["cubin", "ptx"]
 
@@ -114,7 +117,7 @@ class _Run:
 
     lo: int
     hi: int
-    images: Counter[CudaImage] = field(default_factory=Counter)
+    raw: dict[_Key, int] = field(default_factory=dict)  # entry header fields -> count
     containers: int = 0
     targets: dict[str, None] = field(default_factory=dict)
     bundles: int = 0
@@ -178,17 +181,6 @@ class _Scan:
         self.runs.append(_Run(lo, lo))
         return self.runs[-1]
 
-    def count(self, at: int) -> bool:
-        """One more image; False once the cap is reached (noted once)."""
-        self.images += 1
-        if self.images > self.cap.value:
-            if self.images == self.cap.value + 1:
-                self.problem(
-                    at, f"more than {self.cap.value:,} GPU images ({self.cap.name}); the rest were not read"
-                )
-            return False
-        return True
-
 
 class _CudaCursor(_Cursor):
     """Search (in the zones) for a container; walk its entries; at its end, continue with
@@ -214,9 +206,7 @@ class _CudaCursor(_Cursor):
                     continue  # the next container is looked for right here first
                 if self.at >= stop:
                     return None
-                if self.at + _ENTRY > end:
-                    return self.at
-                keep = self._entry(data, base, end)
+                keep = self._walk(data, base, stop, end)
                 if keep is not None:
                     return keep
                 continue
@@ -271,33 +261,52 @@ class _CudaCursor(_Cursor):
         self.at = max(self.at, stop)
         return None
 
-    def _entry(self, data: Buffer, base: int, end: int) -> int | None:
-        at = self.at
-        head = bytes(data[at - base : at - base + _ENTRY])
-        kind, _, hsize, psize, csize, _, minor, major, arch, _, _, flags = struct.unpack_from(
-            "<HHIQIIHHIIIQ", head
-        )
-        if hsize < _ENTRY or hsize > _MAX_HEADER or at + hsize + psize > self.end:
-            self.scan.problem(
-                at,
-                f"fatbin entry at {at:#x} claims {hsize:,}+{psize:,} bytes, past its container: rest not read",
-            )
-            self.walking, self.at = False, at + 1
-            return None
+    def _walk(self, data: Buffer, base: int, stop: int, end: int) -> int | None:
+        """Entry after entry of the container, in one tight loop (a hostile fatbin of a
+        million empty entries must not cost a second each): an image is tallied by its raw
+        header fields, turned into a ``CudaImage`` once at the end. Returns the offset to
+        keep from when an entry header runs past ``data``."""
         assert self.run is not None
-        if kind in (_PTX, _CUBIN):
-            if not self.scan.count(at):
-                self.done = True
-                return None
-            self.run.images[_image(kind, arch, flags, major, minor, csize)] += 1
-        elif kind == _CONCAT:
-            if at + hsize > end:
-                return at
-            group = bytes(data[at - base : at - base + hsize])
-            if not self._group(at, group):
-                return None
-        self.at = at + hsize + psize
-        return None
+        raw, cap, scan = self.run.raw, self.scan.cap.value, self.scan
+        at, cend = self.at, self.end
+        unpack = _ENTRY_HEAD.unpack_from
+        try:
+            while at < cend:
+                if at >= stop:
+                    return None
+                if at + _ENTRY > end:
+                    return at
+                kind, _, hsize, psize, csize, _, minor, major, arch, _, _, flags = unpack(data, at - base)
+                nxt = at + hsize + psize
+                if hsize < _ENTRY or hsize > _MAX_HEADER or nxt > cend:
+                    scan.problem(
+                        at,
+                        f"fatbin entry at {at:#x} claims {hsize:,}+{psize:,} bytes, past its container: rest not read",
+                    )
+                    self.walking, at = False, at + 1
+                    return None
+                if kind in (_PTX, _CUBIN):
+                    scan.images += 1
+                    if scan.images > cap:
+                        self._capped(at)
+                        return None
+                    key = (kind, arch, flags & _FLAGS_KEPT, major, minor, csize != 0)
+                    raw[key] = raw.get(key, 0) + 1
+                elif kind == _CONCAT:
+                    if at + hsize > end:
+                        return at
+                    if not self._group(at, bytes(data[at - base : at - base + hsize])):
+                        return None
+                at = nxt
+            return None
+        finally:
+            self.at = at
+
+    def _capped(self, at: int) -> None:
+        self.scan.problem(
+            at, f"more than {self.scan.cap.value:,} GPU images ({self.scan.cap.name}); the rest were not read"
+        )
+        self.done = True
 
     def _group(self, at: int, group: bytes) -> bool:
         """A ``-Xfatbin -concat`` entry: one compressed payload, its images listed in the
@@ -310,7 +319,7 @@ class _CudaCursor(_Cursor):
             return True
         count, size = struct.unpack_from("<II", group, _ENTRY)
         off, stop = _ENTRY + 8, _ENTRY + size
-        images: list[CudaImage] = []
+        images: list[_Key] = []
         compressed = bool(struct.unpack_from("<Q", group, 40)[0] & _FLAG_COMPRESSED)
         seen = 0
         while off + _ENTRY <= min(stop, len(group)) and seen < count:
@@ -319,7 +328,7 @@ class _CudaCursor(_Cursor):
             )
             seen += 1
             if kind in (_PTX, _CUBIN):
-                images.append(_image(kind, arch, flags, major, minor, int(compressed)))
+                images.append((kind, arch, flags & _FLAGS_KEPT, major, minor, compressed))
             off += _ENTRY
             if ext:
                 if off + 8 > len(group):
@@ -331,19 +340,21 @@ class _CudaCursor(_Cursor):
                 at, f"fatbin group at {at:#x}: its list of {count} images does not add up; not read"
             )
             return True
-        for image in images:
-            if not self.scan.count(at):
-                self.done = True
+        for key in images:
+            self.scan.images += 1
+            if self.scan.images > self.scan.cap.value:
+                self._capped(at)
                 return False
-            self.run.images[image] += 1
+            self.run.raw[key] = self.run.raw.get(key, 0) + 1
         return True
 
 
-def _image(kind: int, arch: int, flags: int, major: int, minor: int, csize: int) -> CudaImage:
+def _image(key: _Key) -> CudaImage:
+    kind, arch, flags, major, minor, compressed = key
     variant: Literal["", "a", "f"] = (
         "a" if flags & _FLAG_ARCH_SPECIFIC else "f" if flags & _FLAG_FAMILY else ""
     )
-    compressed = bool(csize or flags & _FLAG_COMPRESSED)
+    compressed = compressed or bool(flags & _FLAG_COMPRESSED)
     if kind == _PTX:
         return CudaImage("ptx", arch, variant, (major, minor), compressed)
     return CudaImage("cubin", arch, variant, None, compressed)
@@ -540,7 +551,8 @@ def gpu_code(
     containers = bundles = 0
     for run in scan.runs:
         if run.containers and inside(run.lo, CUDA_SECTIONS):
-            images.update(run.images)
+            for key, n in run.raw.items():
+                images[_image(key)] += n
             containers += run.containers
         if run.bundles and inside(run.lo, HIP_SECTIONS):
             targets.update(run.targets)
