@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """torchwheel's fatbin reader against NVIDIA's own ``cuobjdump``, library by library.
 
-    python benchmarks/cuda_agreement.py [WHEEL_OR_BINARY ...] [--json OUT]
+    python benchmarks/cuda_agreement.py [WHEEL_OR_LIBRARY ...] [--json OUT] [--download]
 
 Without arguments: every wheel in ``.cache/corpus/`` and ``.cache/corpus-cuda/`` (the
 extra Windows CUDA wheels ``--download`` fetches: ``bitsandbytes`` and ``auto-gptq`` for
@@ -90,6 +90,13 @@ def _members(path: Path) -> list[tuple[str, object, Path]]:
 
     out = []
     tmp = Path(tempfile.mkdtemp(prefix="tw-cuda-"))
+    if path.suffix != ".whl":  # a lone library: read as inspect reads it
+        from torchwheel.binary.memberscan import scan_file
+
+        _, facts = scan_file(path, path.name)
+        copy = tmp / path.name
+        copy.write_bytes(path.read_bytes())
+        return [] if isinstance(facts, BinaryError) else [(path.name, facts, copy)]
     with WheelArchive(path) as wheel:
         for member in wheel.contents.members:
             if not is_compiled_name(member):

@@ -49,13 +49,56 @@ def measure(argv: list[str]) -> tuple[float, float, int]:
     return wall, rss, proc.returncode
 
 
+def scan_cost(wheel: Path) -> int:
+    """CPU time the GPU scanner spends on each compiled member, against the CPU time of
+    inflating it: a figure the machine's other load barely moves (``time.thread_time``)."""
+    from torchwheel.binary import gpu_zones
+    from torchwheel.binary.gpucode import GpuScanner
+    from torchwheel.binary.sparse import SparseBuffer
+    from torchwheel.wheel.archive import WheelArchive
+    from torchwheel.wheel.contents import is_compiled_name
+
+    total_inflate = total_scan = 0.0
+    with WheelArchive(wheel) as archive:
+        members = [m for m in archive.contents.members if is_compiled_name(m)]
+        for member in sorted(members, key=archive.member_size, reverse=True):
+            size = archive.member_size(member)
+            scanner: GpuScanner | None = None
+            inflate = scanning = 0.0
+            pos = 0
+            start = time.thread_time()
+            for chunk in archive.stream(member):
+                t0 = time.thread_time()
+                inflate += t0 - start
+                if scanner is None:
+                    scanner = GpuScanner(size, gpu_zones(SparseBuffer.from_ranges(size, {0: chunk})))
+                scanner.feed(pos, chunk)
+                pos += len(chunk)
+                start = time.thread_time()
+                scanning += start - t0
+            if scanner is not None:
+                runs = scanner.result().runs
+                images = sum(sum(r.raw.values()) for r in runs)
+                if size > 4 << 20:
+                    print(f"  {member:56s} {size / 1e6:7.1f} MB  inflate {inflate:6.3f} s  "
+                          f"GPU scan {scanning:6.3f} s  ({images} images)")  # fmt: skip
+            total_inflate += inflate
+            total_scan += scanning
+    print(f"all compiled members: inflate {total_inflate:.3f} s CPU, GPU scan {total_scan:.3f} s CPU "
+          f"({100 * total_scan / total_inflate:.1f} % of inflating)")  # fmt: skip
+    return 0
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("wheel", nargs="?", type=Path, default=DEFAULT_WHEEL)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--torchwheel", default=str(REPO / ".venv" / "bin" / "torchwheel"))
     ap.add_argument("--baseline", help="a git revision to time beside the working tree")
+    ap.add_argument("--scan-cost", action="store_true", help="CPU seconds of the GPU scan alone, per member")
     args = ap.parse_args(argv)
+    if args.scan_cost:
+        return scan_cost(args.wheel)
     if not args.wheel.is_file():
         print(f"{args.wheel}: not found (python benchmarks/corpus.py --download)", file=sys.stderr)
         return 2

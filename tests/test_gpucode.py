@@ -342,3 +342,24 @@ def test_rocm_bundle_lying_count(tmp_path: Path) -> None:
     struct.pack_into("<Q", bad, len(BUNDLE_MAGIC), 1 << 40)
     code = gpu(_elf_with_hip_fatbin(tmp_path, [bytes(bad)]))
     assert code.rocm_targets == () and any("claims" in p for p in code.problems)
+
+
+def test_fatbin_in_the_code_segment_takes_one_exact_pass() -> None:
+    """-z noseparate-code: no read-only segment to search while streaming, so the section
+    table at the end sends one more pass, only up to the end of .nv_fatbin; a library
+    without GPU code in that layout (torch's own) costs no search and no pass."""
+    name = "cu13_one_segment.so"
+    data = (BIN / name).read_bytes()
+    passes: list[int | None] = []
+
+    def stream(stop: int | None) -> Iterator[bytes]:
+        passes.append(stop)
+        return chunked(data[:stop], 4096)
+
+    _, got = scan(name, len(data), stream, big=0, head=4096, tail=4096)
+    assert not isinstance(got, Exception)
+    assert got.slices[0].gpu == gpu(BIN / name) and images(got.slices[0].gpu) == {"sm_80": 2, "compute_80": 1}
+    import io
+
+    section = ELFFile(io.BytesIO(data)).get_section_by_name(".nv_fatbin")
+    assert passes == [None, section["sh_offset"] + section["sh_size"]]

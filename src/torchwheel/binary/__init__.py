@@ -12,6 +12,7 @@ import struct
 from pathlib import Path
 
 from torchwheel import limits
+from torchwheel.binary.elf import gpu_sections as elf_sections
 from torchwheel.binary.elf import gpu_zones as elf_zones
 from torchwheel.binary.elf import needed_ranges as elf_ranges
 from torchwheel.binary.elf import read_elf
@@ -20,6 +21,7 @@ from torchwheel.binary.gpucode import GpuScan
 from torchwheel.binary.macho import FAT, THIN, read_macho
 from torchwheel.binary.macho import needed_ranges as macho_ranges
 from torchwheel.binary.marker_record import Buffer, RawHit
+from torchwheel.binary.pe import gpu_sections as pe_sections
 from torchwheel.binary.pe import gpu_zones as pe_zones
 from torchwheel.binary.pe import needed_ranges as pe_ranges
 from torchwheel.binary.pe import read_pe
@@ -31,6 +33,7 @@ __all__ = [
     "BinaryFacts",
     "Import",
     "SliceFacts",
+    "gpu_sections",
     "gpu_zones",
     "needed_ranges",
     "read_binary",
@@ -91,6 +94,20 @@ def read_sparse(
     """A binary of which a streaming scan kept only some ranges (see ``memberscan``), with
     the marker records and the GPU code that scan found."""
     return _read(buf, path, raw_hits, gpu)
+
+
+def gpu_sections(buf: SparseBuffer) -> dict[str, tuple[int, int]] | None:
+    """The GPU sections by name (offset, size) as far as the captured bytes tell; None when
+    they do not (a Mach-O has none: CUDA left macOS)."""
+    try:
+        fmt = sniff(bytes(buf[:4]))
+        if fmt == "elf":
+            return elf_sections(buf)
+        if fmt == "pe":
+            return pe_sections(buf)
+    except (MissingRange, BinaryError, struct.error, limits.LimitExceeded):
+        return None
+    return {}
 
 
 def gpu_zones(head: SparseBuffer) -> list[tuple[int, int]]:

@@ -279,23 +279,33 @@ def _gpu_sections(r: _Reader) -> dict[str, tuple[int, int]] | None:
 
 
 def gpu_zones(buf: Buffer | SparseBuffer) -> list[tuple[int, int]]:
-    """Where a fatbin or an offload bundle can lie: the PT_LOAD segments that are neither
-    executable nor writable (GNU ld and lld put .nv_fatbin and .hip_fatbin there beside
-    .rodata); where the linker made none (no -z separate-code), the ones not writable."""
+    """Where a stream looks for fatbins and offload bundles before the section table (at
+    the end of the file) says where they are: the PT_LOAD segments that are neither
+    executable nor writable, where GNU ld (-z separate-code, its default on x86-64 since
+    2.31) and lld put .nv_fatbin and .hip_fatbin beside .rodata. A file without such a
+    segment (everything read-only in one R+X segment, as in torch's own libraries) is not
+    searched at all while it streams: searching its code would cost a third of inflating
+    it, and ``memberscan`` reads a GPU section such a file turns out to have in a second,
+    exact pass."""
     r = _Reader(buf, "")
     readonly: list[tuple[int, int]] = []
-    not_written: list[tuple[int, int]] = []
     for row in r._table(r.lay.phdr, r.phoff, r.phentsize, r.phnum, "program header table"):
         if r.lay.is64:
             p_type, p_flags, p_offset, _, _, p_filesz, _, _ = row
         else:
             p_type, p_offset, _, _, p_filesz, _, p_flags, _ = row
-        if p_type != _PT_LOAD or p_flags & 2:  # PF_W
-            continue
-        not_written.append((p_offset, p_offset + p_filesz))
-        if not p_flags & 1:  # PF_X
+        if p_type == _PT_LOAD and not p_flags & 3:  # neither PF_X nor PF_W
             readonly.append((p_offset, p_offset + p_filesz))
-    return readonly or not_written
+    return readonly
+
+
+def gpu_sections(buf: Buffer | SparseBuffer) -> dict[str, tuple[int, int]] | None:
+    """(offset, size) by name of the sections that hold or register GPU code; None when the
+    section table or its names cannot be read (not captured, stripped, or lying)."""
+    try:
+        return _gpu_sections(_Reader(buf, ""))
+    except (MissingRange, BinaryError, struct.error, limits.LimitExceeded):
+        return None
 
 
 def needed_ranges(buf: SparseBuffer) -> list[tuple[int, int]]:
@@ -478,8 +488,10 @@ def read_elf(
     if marker_value is not None:
         off = r.vaddr_to_offset(loads, marker_value)
         found = exported_marker(buf, off)
-    if gpu is None and raw_hits is None:
-        gpu = gpucode.scan_buffer(buf, gpu_zones(buf))  # type: ignore[arg-type]  # bytes or mmap
+    if gpu is None and raw_hits is None:  # the whole file at hand: its GPU sections exactly
+        exact = _gpu_sections(r)
+        zones = gpu_zones(buf) if exact is None else gpucode.scanned_sections(exact)
+        gpu = gpucode.scan_buffer(buf, zones)  # type: ignore[arg-type]  # bytes or mmap
     code = gpucode.NO_GPU_CODE
     if gpu is not None and (gpu.runs or gpu.problems):  # only then are section names needed
         sections = _gpu_sections(r)

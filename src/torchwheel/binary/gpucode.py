@@ -37,6 +37,7 @@ u32 name size, u64 flags (0x8000 and 0x2000: compressed; 0x100000: arch-specific
 
 from __future__ import annotations
 
+import bisect
 import struct
 import zlib
 from collections import Counter
@@ -162,6 +163,7 @@ class _Scan:
 
     def __init__(self) -> None:
         self.runs: list[_Run] = []
+        self.los: list[int] = []  # run starts, for ``cuda_end``
         self.problems: list[tuple[int, str]] = []
         self.images = 0
         self.cap = limits.current().max_gpu_images
@@ -169,6 +171,13 @@ class _Scan:
     def problem(self, at: int, text: str) -> None:
         if len(self.problems) < _MAX_PROBLEMS:
             self.problems.append((at, text))
+
+    def cuda_end(self, at: int) -> int:
+        """The end of the CUDA run that holds ``at``, or ``at`` when none does."""
+        i = bisect.bisect_right(self.los, at) - 1
+        if i >= 0 and self.runs[i].containers and at < self.runs[i].hi:
+            return self.runs[i].hi
+        return at
 
     def run_at(self, lo: int) -> _Run | None:
         """The run a container at ``lo`` joins: the last one when it ends right there (nvcc
@@ -179,6 +188,7 @@ class _Scan:
             self.problem(lo, f"more than {_MAX_RUNS} separate fatbins; the rest were not read")
             return None
         self.runs.append(_Run(lo, lo))
+        self.los.append(lo)
         return self.runs[-1]
 
 
@@ -383,6 +393,10 @@ class _BundleCursor(_Cursor):
             first = max(self.at, self.skip_to, zlo, base)
             k = -(-first // _BUNDLE_ALIGN) * _BUNDLE_ALIGN
             while k < min(stop, zhi):
+                inside = self.scan.cuda_end(k)
+                if inside > k:  # a CUDA fatbin holds no offload bundle: jump past it
+                    k = -(-inside // _BUNDLE_ALIGN) * _BUNDLE_ALIGN
+                    continue
                 if k + len(BUNDLE_MAGIC) > end:
                     self.at = k
                     return k
@@ -512,6 +526,7 @@ class GpuScanner:
     def __init__(self, size: int, zones: Iterable[tuple[int, int]]) -> None:
         self.scan = _Scan()
         zs = sorted((max(0, lo), min(size, hi)) for lo, hi in zones if lo < hi)
+        self.zones = tuple(zs)
         self.cuda = _CudaCursor(self.scan, zs, size)
         self.bundles = _BundleCursor(self.scan, zs)
         self.active = bool(zs)
@@ -527,6 +542,23 @@ class GpuScanner:
         if self.bundles.inflating is not None:
             self.bundles._finish_compressed()
         return GpuScan(tuple(self.scan.runs), tuple(self.scan.problems))
+
+
+def scanned_sections(sections: Mapping[str, tuple[int, int]]) -> list[tuple[int, int]]:
+    """The file ranges of the sections that hold GPU code (not the registration wrappers)."""
+    return [(lo, lo + size) for name, (lo, size) in sections.items() if name in CUDA_SECTIONS + HIP_SECTIONS]
+
+
+def unscanned(
+    sections: Mapping[str, tuple[int, int]], zones: Iterable[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """The GPU sections a stream did not look through (they lie outside its zones)."""
+    zs = list(zones)
+    return [
+        (lo, hi)
+        for lo, hi in scanned_sections(sections)
+        if hi > lo and not any(a <= lo and hi <= b for a, b in zs)
+    ]
 
 
 def scan_buffer(buf: Buffer, zones: Iterable[tuple[int, int]]) -> GpuScan:

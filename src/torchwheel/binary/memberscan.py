@@ -28,6 +28,7 @@ from torchwheel import limits
 from torchwheel.binary import (
     BinaryError,
     BinaryFacts,
+    gpu_sections,
     gpu_zones,
     marker_record,
     needed_ranges,
@@ -35,7 +36,7 @@ from torchwheel.binary import (
     read_sparse,
     sniff,
 )
-from torchwheel.binary.gpucode import GpuScanner
+from torchwheel.binary.gpucode import GpuScan, GpuScanner, unscanned
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
 from torchwheel.safeopen import open_regular, read_chunks
 from torchwheel.wheel.record import digest_text, record_hash
@@ -202,9 +203,9 @@ def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, has
     if not binary:
         return hashed, BinaryError("not an ELF, Mach-O or PE file")
     ordered = hits.ordered()
-    gpu_scan = gpu.result() if gpu is not None else None
     pieces = dict(capture.pieces)
     _merge(pieces, hits.raw)
+    gpu_scan = _gpu_result(gpu, SparseBuffer.from_ranges(size, pieces), stream) if gpu is not None else None
     # Fallback passes re-inflate at most as many bytes as the member has, in all: the total
     # work stays near two passes whatever order a hostile layout puts its tables in (each
     # pass used to be allowed the whole member, six times over). Short passes near the head
@@ -243,6 +244,22 @@ def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, has
         except BinaryError as exc:
             return hashed, exc
     return hashed, BinaryError(f"{name}: the reader kept asking for more bytes; giving up")
+
+
+def _gpu_result(gpu: GpuScanner, view: SparseBuffer, stream: Stream) -> GpuScan:
+    """What the stream found, or, when the section table names a GPU section the stream did
+    not look through (a file whose read-only data shares the R+X segment with its code),
+    that section read by a second pass up to its end: exact, and paid only by such files."""
+    sections = gpu_sections(view)
+    missed = unscanned(sections, gpu.zones) if sections else []
+    if not missed:
+        return gpu.result()
+    exact = GpuScanner(len(view), missed)
+    at = 0
+    for chunk in stream(max(hi for _, hi in missed)):
+        exact.feed(at, chunk)
+        at += len(chunk)
+    return exact.result()
 
 
 def _with_omitted(facts: BinaryFacts, hits: marker_record.Hits) -> BinaryFacts:

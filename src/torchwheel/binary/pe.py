@@ -276,11 +276,7 @@ def gpu_sections(buf: Buf) -> dict[str, tuple[int, int]]:
 
 def gpu_zones(buf: Buf) -> list[tuple[int, int]]:
     """Where GPU code can lie: exactly its sections (``gpu_sections``)."""
-    return [
-        (lo, lo + size)
-        for name, (lo, size) in gpu_sections(buf).items()
-        if name in gpucode.CUDA_SECTIONS + gpucode.HIP_SECTIONS
-    ]
+    return gpucode.scanned_sections(gpu_sections(buf))
 
 
 def read_pe(
