@@ -68,6 +68,15 @@ def test_fixture_facts(fx: object) -> None:
     assert [lib.name for lib in needs.libraries] == list(fx.needed_cuda)  # type: ignore[attr-defined]
 
 
+def test_concat_fixture_has_groups() -> None:
+    """nvcc groups only some images under -Xfatbin -concat: the fixture must hold a group."""
+    if str(REPO / "fixtures") not in sys.path:
+        sys.path.insert(0, str(REPO / "fixtures"))  # hostile_gpu imports hostile_bin
+    hostile_gpu = load_script("hostile_gpu", REPO / "fixtures" / "hostile_gpu.py")
+    data = (BIN / "cu13_concat.so").read_bytes()
+    assert struct.unpack_from("<H", data, hostile_gpu.first_group(data))[0] == 0x100
+
+
 def test_compression_as_built() -> None:
     def compressed(name: str) -> set[tuple[str, bool]]:
         return {(i.name, i.compressed) for i, _ in gpu(BIN / name).cuda}
