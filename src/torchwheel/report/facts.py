@@ -328,6 +328,12 @@ def show_json(wheels: list[WheelFacts], table: dict[str, Any] | None = None) -> 
     return doc
 
 
+def _accelerator_cell(a: AcceleratorNeeds) -> str:
+    """The accelerator label; a library that links libtorch and needs no accelerator still
+    needs some torch, whatever its imports say: "any torch", not "-"."""
+    return a.label if a.accelerators or not a.links_torch else "any torch"
+
+
 def _row(member: str, b: BinaryAnalysis) -> list[list[str]]:
     rows = []
     for s in b.slices:
@@ -351,7 +357,7 @@ def _row(member: str, b: BinaryAnalysis) -> list[list[str]]:
                 s.torch.usage,
                 need,
                 s.python.verdict,
-                s.accelerators.label,
+                _accelerator_cell(s.accelerators),
             ]
         )
     return rows
