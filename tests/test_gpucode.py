@@ -22,8 +22,8 @@ from tests.helpers import REPO, load_script, torchwheel
 from torchwheel import limits
 from torchwheel.binary import read_binary, read_path
 from torchwheel.binary.gpucode import GpuCode, scan_buffer
-from torchwheel.binary.offload import BUNDLE_MAGIC
 from torchwheel.binary.memberscan import scan
+from torchwheel.binary.offload import BUNDLE_MAGIC
 from torchwheel.torchabi.accelerators import classify, classify_library, ptx_cuda
 
 CUDA = REPO / "fixtures" / "cuda"
