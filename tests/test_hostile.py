@@ -331,7 +331,7 @@ def test_corpus_is_large_and_covers_the_classes() -> None:
     assert len(hostile.CASES) > 150
     classes = set(hostile.summary())
     assert {"truncation", "lying-headers", "zip64", "compression", "names", "record", "metadata", "wheel",
-            "elf", "macho", "pe", "marker", "fs", "scale", "finding",
+            "elf", "macho", "pe", "marker", "gpu", "fs", "scale", "finding",
             "json-document", "self-contradiction"} <= classes  # fmt: skip
     found = {c.finding for c in hostile.CASES.values() if c.finding}
     assert {1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 15, 16} <= found

@@ -29,7 +29,17 @@ WHEELS = fixture_wheels_module().WHEELS
 # what installers refuse or what contradicts itself (TW407, TW409-TW411): tag refuses those
 # (the blocks_rewrite codes, rules/codes.py); and a torch pin that excludes every torch the
 # binaries load on, which only --relax-pin may replace.
-REFUSED = {"tw103", "tw106", "tw107", "tw402", "tw403", "tw407", "tw407_folded", "tw407_duplicate_name", "tw408"}
+REFUSED = {
+    "tw103",
+    "tw106",
+    "tw107",
+    "tw402",
+    "tw403",
+    "tw407",
+    "tw407_folded",
+    "tw407_duplicate_name",
+    "tw408",
+}
 REFUSED |= {"tw409", "tw409_version", "tw410", "tw410_conflict", "tw411", "tw411_long", "tw503_pin_conflict"}
 TAGGABLE = sorted(n for n in WHEELS if n not in REFUSED)
 BIN = Path(sys.executable).parent

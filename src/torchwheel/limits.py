@@ -67,6 +67,9 @@ class Limits:
     max_symbols: Limit = Limit("max-symbols", 2_000_000)
     max_needed: Limit = Limit("max-needed", 4096)  # DT_NEEDED / LC_LOAD_DYLIB / DLLs per binary
     max_load_commands: Limit = Limit("max-load-commands", 65_536)
+    # fatbin images walked per binary (vllm's flash-attention library: ~9,000); past it the
+    # GPU code is reported as read in part
+    max_gpu_images: Limit = Limit("max-gpu-images", 1_000_000)
     # bytes of headers, symbol/string tables and export data kept from one streamed binary
     # (torch 2.13's libtorch_cpu.dylib needs 11 MB, torch_cpu.dll 6 MB, libtorch_cpu.so ~60 MB)
     max_binary_tables: Limit = Limit("max-binary-tables", 160 << 20)

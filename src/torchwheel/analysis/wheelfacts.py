@@ -18,6 +18,8 @@ from packaging.version import InvalidVersion, Version
 from torchwheel.analysis.alternatives import Alternatives, find_alternatives
 from torchwheel.analysis.member import BinaryAnalysis, SliceAnalysis
 from torchwheel.analysis.pythonabi import parse_suffix
+from torchwheel.torchabi import accelerators
+from torchwheel.torchabi.accelerators import AcceleratorNeeds
 from torchwheel.torchabi.need import Build, TorchNeed, show_build, torch_need
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.contents import WheelContents
@@ -132,6 +134,11 @@ def torch_need_of(w: WheelFacts, source: str = "binaries (untagged wheel)") -> T
         version = Version("0")
     builds = ", ".join(show_build(b) for b in sorted(abi.builds)) or None
     return torch_need(abi.kind, w.metadata.torch_requirements, version, source, builds)
+
+
+def wheel_accelerators(w: WheelFacts) -> AcceleratorNeeds:
+    """Every library's torch build, accelerator runtimes and GPU code, joined."""
+    return accelerators.combine(s.accelerators for _, _, s in iter_slices(w))
 
 
 # The core libraries only the torch distribution itself ships, by platform.

@@ -133,7 +133,9 @@ def torch_need(
     if value == "none":
         return TorchNeed("none", None, frozenset(), source)
     try:
-        return TorchNeed("stable", torch_abi_floor(value), frozenset(), source)  # wheel.metadata: the one reading
+        return TorchNeed(
+            "stable", torch_abi_floor(value), frozenset(), source
+        )  # wheel.metadata: the one reading
     except (ValueError, InputError) as exc:
         raise InputError(f"WHEEL {TORCH_ABI_FIELD}: {value!r} is neither a version nor 'unstable'") from exc
 
