@@ -19,12 +19,15 @@ WHEELS = fixture_wheels_module().WHEELS
 BAD = sorted(fixture_wheels_module().BAD_WHEELS)
 
 
-def _policy_dir(tmp_path: Path, allowlist: tuple[str, ...]) -> Path:
+def _policy_dir(tmp_path: Path, allowlist: tuple[str, ...], gpu_archs: tuple[str, ...] = ()) -> Path:
     """A project directory whose pyproject.toml carries the scenario's policy."""
     d = tmp_path / "project"
     d.mkdir(exist_ok=True)
     entries = ", ".join(json.dumps(a) for a in allowlist)
-    (d / "pyproject.toml").write_text(f"[tool.torchwheel]\nunstable-allowlist = [{entries}]\n")
+    archs = ", ".join(json.dumps(a) for a in gpu_archs)
+    (d / "pyproject.toml").write_text(
+        f"[tool.torchwheel]\nunstable-allowlist = [{entries}]\ngpu-archs = [{archs}]\n"
+    )
     return d
 
 
@@ -32,7 +35,11 @@ def _policy_dir(tmp_path: Path, allowlist: tuple[str, ...]) -> Path:
 def test_wheel_scenario_codes(name: str, fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
     spec = WHEELS[name]
     result = torchwheel(
-        "check", "--format", "json", str(fixture_wheels[name]), cwd=_policy_dir(tmp_path, spec.allowlist)
+        "check",
+        "--format",
+        "json",
+        str(fixture_wheels[name]),
+        cwd=_policy_dir(tmp_path, spec.allowlist, spec.gpu_archs),
     )
     assert result.returncode in (0, 1), result.stderr
     report = json.loads(result.stdout)

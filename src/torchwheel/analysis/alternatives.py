@@ -62,8 +62,14 @@ def find_alternatives(members: Iterable[str]) -> list[Alternatives]:
     ]
 
 
-# cpu, cuda, cu128, gpu, rocm, hip, xpu: a flavour word of its own in a path
-_FLAVOUR = re.compile(r"(?<![A-Za-z0-9])(cpu|cuda|cu\d{2,3}|gpu|rocm|hip|xpu)(?![A-Za-z0-9])", re.IGNORECASE)
+# cpu, cuda, cu128, gpu, rocm, hip, xpu: a flavour word of its own in a path, with the
+# toolkit release run on where a project names its builds so (bitsandbytes ships
+# ``libbitsandbytes_cuda121.so`` ... ``_cuda130.so``, ``_rocm72.so``, ``_xpu2025.so`` and picks
+# one by the torch it finds)
+_FLAVOUR = re.compile(
+    r"(?<![A-Za-z0-9])(cpu|cuda\d{0,3}|cu\d{2,3}|gpu|rocm\d{0,3}|hip\d{0,3}|xpu\d{0,4})(?![A-Za-z0-9])",
+    re.IGNORECASE,
+)
 
 
 def unit_key(member: str) -> str:

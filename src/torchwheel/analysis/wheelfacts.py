@@ -161,20 +161,39 @@ _PROBE_BUILDS = (
 )
 
 
+@dataclass(frozen=True)
+class BuildUnit:
+    """One library of the wheel and its builds (per torch release, per flavour: the
+    package loads one of them), with what each build needs and the torch builds at least
+    one of them loads on (``classes``; empty: no build of torch loads any of them)."""
+
+    key: str  # ``analysis.alternatives.unit_key``
+    builds: tuple[tuple[str, AcceleratorNeeds], ...]  # (member, needs)
+    classes: frozenset[str]
+
+
+def build_units(w: WheelFacts) -> list[BuildUnit]:
+    """The wheel's compiled members grouped into libraries, as ``wheel_build_classes``
+    and the accelerator rules (TW701) judge them."""
+    units: dict[str, list[tuple[str, AcceleratorNeeds]]] = {}
+    for b in w.binaries:
+        needs = accelerators.combine(s.accelerators for s in b.analysis.slices)
+        units.setdefault(unit_key(b.member), []).append((b.member, needs))
+    out = []
+    for key, members in units.items():
+        flavour = flavoured(m for m, _ in members)
+        classes = frozenset().union(*(_library_classes(n, flavour) for _, n in members))
+        out.append(BuildUnit(key, tuple(members), classes))
+    return out
+
+
 def wheel_build_classes(w: WheelFacts) -> frozenset[str]:
     """The torch builds the wheel loads on, as build classes (``any``; ``cpu, cuda-13``).
 
     Every library must load, but of the builds of one library (per torch release, per
     flavour: ``_torch24-cpu.so``, ``_torch24-cuda.so``) one will do: the package picks it.
     Judged by trying each kind of build rather than by algebra on the classes."""
-    units: dict[str, list[tuple[str, AcceleratorNeeds]]] = {}
-    for b in w.binaries:
-        needs = accelerators.combine(s.accelerators for s in b.analysis.slices)
-        units.setdefault(unit_key(b.member), []).append((b.member, needs))
-    options = []
-    for members in units.values():
-        flavour = flavoured(m for m, _ in members)
-        options.append(frozenset().union(*(_library_classes(n, flavour) for _, n in members)))
+    options = [u.classes for u in build_units(w)]
     fits = [t for t in _PROBE_BUILDS if all(build_fits(o, t)[0] and o for o in options)]
     if len(fits) == len(_PROBE_BUILDS):
         return frozenset({"any"})

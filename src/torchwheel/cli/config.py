@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from torchwheel.errors import InputError
 from torchwheel.rules.registry import Policy
 
-_KEYS = {"select", "ignore", "unstable-allowlist", "require-torch", "symbols", "relax-pin"}
+_KEYS = {"select", "ignore", "unstable-allowlist", "require-torch", "symbols", "relax-pin", "gpu-archs"}
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -68,6 +69,21 @@ def configured_relax_pin(start: Path, use_config: bool = True) -> bool:
     return value
 
 
+# nvcc's -gencode code= names: a cubin sm_90 (sm_90a, sm_100f) or PTX compute_90
+_GPU_ARCH = re.compile(r"(sm|compute)_\d{2,3}[af]?")
+
+
+def _gpu_archs(table: dict[str, Any], where: Path) -> tuple[str, ...]:
+    archs = _strings(table, "gpu-archs", where)
+    bad = [a for a in archs if not _GPU_ARCH.fullmatch(a)]
+    if bad:
+        raise InputError(
+            f"{where}: [tool.torchwheel] gpu-archs: {bad[0][:40]!r} is not an nvcc code name like "
+            "'sm_90', 'sm_90a' or 'compute_90'"
+        )
+    return archs
+
+
 def load_policy(
     start: Path, select: tuple[str, ...] = (), ignore: tuple[str, ...] = (), use_config: bool = True
 ) -> Policy:
@@ -81,4 +97,5 @@ def load_policy(
         ignore=frozenset(_strings(table, "ignore", where or start) + ignore),
         unstable_allowlist=_strings(table, "unstable-allowlist", where or start),
         require_torch=require,
+        gpu_archs=_gpu_archs(table, where or start),
     )

@@ -10,11 +10,12 @@ from collections.abc import Iterable
 
 from torchwheel.analysis.releases import ReleaseView, releases
 from torchwheel.analysis.wheelfacts import WheelFacts, provides_libtorch
-from torchwheel.rules import cpython, integrity, marker, release, requirements, torch
+from torchwheel.rules import accelerator, cpython, integrity, marker, release, requirements, torch
 from torchwheel.rules.registry import REGISTRY, Finding, Policy, Rule, sort_findings
 
 __all__ = [
     "REGISTRY",
+    "accelerator",
     "cpython",
     "integrity",
     "marker",

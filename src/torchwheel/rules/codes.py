@@ -50,6 +50,7 @@ class Code:
 
 _E: Severity = "error"
 _W: Severity = "warning"
+_I: Severity = "info"
 CODES: tuple[Code, ...] = (
     # TW1xx: the stable-ABI marker (rules/marker.py)
     Code("TW101", "marker-missing", _W, "a library uses the stable shim but declares no target", CONSUMER_BINARY),
@@ -95,6 +96,13 @@ CODES: tuple[Code, ...] = (
     Code("TW601", "release-requirements-differ", _E, "wheels of one release declare different torch requirements", RELEASE),
     Code("TW602", "release-targets-differ", _W, "the stable-ABI targets of one release differ between platforms without markers to say so", RELEASE),
     Code("TW603", "release-stable-and-unstable", _E, "a stable-ABI wheel and a version-locked (unstable) wheel share one release", RELEASE),
+    # TW7xx: the accelerator (rules/accelerator.py)
+    Code("TW701", "accelerators-mixed", _E, "libraries of one wheel need different accelerators or CUDA majors and are not alternatives", CONSUMER_BINARY),
+    Code("TW702", "accelerator-claim-mismatch", _E, "the name, local label or a requirement claims another accelerator than the binaries need", CONSUMER_WHEEL),
+    Code("TW703", "bundles-torch", _E, "the wheel ships a copy of torch's own libraries", CONSUMER_WHEEL),
+    Code("TW704", "bundles-accelerator-runtime", _E, "the wheel ships a copy of an accelerator runtime that torch's build brings", CONSUMER_WHEEL),
+    Code("TW705", "gpu-code-without-ptx", _I, "a library has kernels for fixed GPU architectures and no PTX for newer ones", CONSUMER_BINARY),
+    Code("TW706", "gpu-arch-missing", _W, "a library has no code for a GPU architecture the project declares in gpu-archs", CONSUMER_BINARY),
 )  # fmt: skip
 
 BY_CODE = {c.code: c for c in CODES}

@@ -36,6 +36,8 @@ class Policy:
     ignore: frozenset[str] = frozenset()
     unstable_allowlist: tuple[str, ...] = ()
     require_torch: bool = True
+    # ``gpu-archs``: the GPUs the project builds for (``sm_90``, ``compute_120``; TW705, TW706)
+    gpu_archs: tuple[str, ...] = ()
 
     def enabled(self, code: str) -> bool:
         def hit(codes: frozenset[str]) -> bool:

@@ -10,11 +10,18 @@ The scratch directory is spelled ``{repair_dir}``: cibuildwheel substitutes only
 placeholders it knows (``{wheel}``, ``{dest_dir}``, ...) and passes others through
 (``format_safe`` in cibuildwheel/util/helpers.py), so ``{dest_dir}`` inside the inner command
 would already be cibuildwheel's final directory by the time we see it.
+
+Repair never grafts torch: when the command runs ``auditwheel repair``, ``delocate-wheel`` or
+``delvewheel repair``, torchwheel adds that tool's exclude flag for every library of torch and
+of the accelerator runtimes (``torchabi.grafting``) right after the subcommand, so a project
+need not know the list (and cannot forget ``libc10_cuda.so``). A command it does not
+recognise runs as written; TW703/TW704 then refuse a wheel that came back with a copy.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import shlex
 import subprocess
 import sys
@@ -23,10 +30,38 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from torchwheel.errors import InputError
+from torchwheel.torchabi.grafting import EXCLUDE_FLAG, Tool, repair_excludes
 
 
 def _quote(path: Path) -> str:
-    return subprocess.list2cmdline([str(path)]) if sys.platform == "win32" else shlex.quote(str(path))
+    return _quote_arg(str(path))
+
+
+# the tool as a word of the command (a path before it, ``python -m`` or ``.exe`` allowed) and
+# its repairing subcommand: where the exclude flags go
+_START = r"(?:^|(?<=[\s;&|(\"']))(?:[^\s;&|()\"']*[/\\])?"
+_TOOLS: tuple[tuple[Tool, re.Pattern[str]], ...] = (
+    ("auditwheel", re.compile(_START + r"(?:auditwheel(?:\.exe)?|python[\d.]*(?:\.exe)?\s+-m\s+auditwheel)\s+repair(?=\s|$)")),
+    ("delvewheel", re.compile(_START + r"(?:delvewheel(?:\.exe)?|python[\d.]*(?:\.exe)?\s+-m\s+delvewheel)\s+repair(?=\s|$)")),
+    ("delocate", re.compile(_START + r"delocate-wheel(?=\s|$)")),
+)  # fmt: skip
+
+
+def with_excludes(command: str) -> tuple[str, Tool | None]:
+    """The command with the excludes added after each repairing call of a tool it knows."""
+    for tool, pattern in _TOOLS:
+        if pattern.search(command):
+            return _insert(pattern, command, tool), tool
+    return command, None
+
+
+def _insert(pattern: re.Pattern[str], command: str, tool: Tool) -> str:
+    flags = " ".join(f"{EXCLUDE_FLAG[tool]} {_quote_arg(p)}" for p in repair_excludes(tool))
+    return pattern.sub(lambda m: f"{m.group(0)} {flags}", command)
+
+
+def _quote_arg(text: str) -> str:
+    return subprocess.list2cmdline([text]) if sys.platform == "win32" else shlex.quote(text)
 
 
 @contextlib.contextmanager
@@ -36,6 +71,14 @@ def first_stage(command: str, wheel: Path) -> Iterator[Path]:
         raise InputError("--repair-with needs {repair_dir} in the command: where the tool writes its wheel")
     with tempfile.TemporaryDirectory(prefix="torchwheel-repair-") as scratch:
         out = Path(scratch)
+        command, tool = with_excludes(command)
+        if tool is not None:
+            # stdout, where the tool's own messages go (cibuildwheel logs it)
+            print(
+                f"torchwheel: {tool} told to leave torch's and the accelerator runtimes' libraries out "
+                f"({len(repair_excludes(tool))} {EXCLUDE_FLAG[tool]} flags)",
+                flush=True,
+            )
         line = command.replace("{wheel}", _quote(wheel.resolve())).replace("{repair_dir}", _quote(out))
         # the tool's messages go to stdout (cibuildwheel logs both): when it fails, torchwheel's
         # one line is all of stderr, as for every exit 2

@@ -123,6 +123,8 @@ class MetadataFacts:
     problems: tuple[str, ...]
     name: str | None = None  # as METADATA spells it (the first Name field)
     version: str | None = None
+    # every valid Requires-Dist (the accelerator rules read ``nvidia-*-cu12`` names in them)
+    requirements: tuple[Requirement, ...] = ()
 
 
 # Core metadata fields that may appear once (core metadata spec; ``packaging.metadata``
@@ -150,15 +152,13 @@ def parse_metadata(text: str) -> MetadataFacts:
             requires_python = SpecifierSet(str(msg["Requires-Python"]))
         except InvalidSpecifier:
             problems.append(f"Requires-Python {msg['Requires-Python']!r} is not a valid specifier")
-    torch: list[Requirement] = []
+    every: list[Requirement] = []
     for raw in msg.get_all("Requires-Dist") or []:
         try:
-            req = Requirement(str(raw))
+            every.append(Requirement(str(raw)))
         except InvalidRequirement:
             problems.append(f"Requires-Dist {raw!r} is not a valid requirement")
-            continue
-        if req.name.lower() == "torch":
-            torch.append(req)
+    torch = [req for req in every if req.name.lower() == "torch"]
     for key in ("Metadata-Version", "Name", "Version"):
         if not msg.get(key):
             problems.append(f"METADATA has no {key}")
@@ -168,4 +168,4 @@ def parse_metadata(text: str) -> MetadataFacts:
             problems.append(f"METADATA has {counts[key]} {key.title()} fields: a field that may appear once")
     name = str(msg["Name"]).strip() if msg.get("Name") else None
     version = str(msg["Version"]).strip() if msg.get("Version") else None
-    return MetadataFacts(requires_python, tuple(torch), tuple(problems), name, version)
+    return MetadataFacts(requires_python, tuple(torch), tuple(problems), name, version, tuple(every))

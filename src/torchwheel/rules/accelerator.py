@@ -1,0 +1,263 @@
+"""TW7xx: the accelerator a wheel needs is one a torch build has, is the one its name says,
+comes from torch rather than from a grafted copy, and has GPU code for the GPUs it is for.
+
+The build classes are ``analysis.wheelfacts``' (``build_units``: the libraries of a wheel,
+with the ``-cpu``/``-cuda`` flavours and per-minor builds of one library grouped as the
+alternatives the package picks from at run time); the names of torch's libraries and of
+the runtimes are ``torchabi.grafting``'s; the GPU code is ``binary.gpucode``'s.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from torchwheel.analysis.wheelfacts import BuildUnit, WheelFacts, build_units, wheel_build_classes
+from torchwheel.binary.gpucode import CudaImage
+from torchwheel.rules.registry import Hit, Policy, rule
+from torchwheel.torchabi import accelerators
+from torchwheel.torchabi.accelerators import AcceleratorNeeds, LinkedLibrary
+from torchwheel.torchabi.backend import TorchBuild, build_fits, describe_need, from_local_label
+from torchwheel.torchabi.grafting import EXCLUDE_FLAG, Tool, bundled
+
+# -- TW701, TW702: which build of torch -----------------------------------------------------
+
+
+def _names(needs: AcceleratorNeeds) -> str:
+    """The needed names that say which build: ``libc10_cuda.so, libcudart.so.13``."""
+    names = [lib.name for lib in needs.libraries if lib.accelerator is not None and lib.role != "driver"]
+    return ", ".join(names) or ("its CUDA kernels" if needs.gpu.cuda else needs.label)
+
+
+def _evidence(unit: BuildUnit) -> str:
+    """``w/_ops.so (and 3 other builds): libcudart.so.13, libtorch_cuda.so``."""
+    member, needs = next(((m, n) for m, n in unit.builds if n.accelerators), unit.builds[0])
+    more = f" (and {len(unit.builds) - 1} other builds)" if len(unit.builds) > 1 else ""
+    return f"{member}{more}: {_names(needs)}"
+
+
+@rule("TW701")
+def accelerators_mixed(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    if wheel_build_classes(w):
+        return
+    units = build_units(w)
+    for unit in units:
+        if not unit.classes:  # one library that needs two accelerators or CUDA majors at once
+            for member, needs in unit.builds:
+                if not _library_loads(needs):
+                    yield (
+                        member,
+                        f"needs {needs.label} at once ({_names(needs)}): no build of torch has both; "
+                        "build it against one toolkit",
+                    )
+    if any(not u.classes for u in units):
+        return
+    named = [u for u in units if "any" not in u.classes]
+    yield (
+        "",
+        "no build of torch loads every library: "
+        + "; ".join(f"{describe_need(u.classes)} for {_evidence(u)}" for u in named[:4])
+        + ("; ..." if len(named) > 4 else "")
+        + ". Build them against one toolkit, or ship flavours the package picks from at run "
+        "time (`_C_cpu.so`/`_C_cuda.so`, `_C_cu12.so`/`_C_cu13.so`)",
+    )
+
+
+def _library_loads(needs: AcceleratorNeeds) -> bool:
+    majors = needs.cuda_majors if needs.accelerator == "cuda" else needs.rocm_majors
+    return len(needs.accelerators) <= 1 and len(majors) <= 1
+
+
+_ACCELERATOR = {"cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU", "cpu": "CPU"}
+_NAME_CLAIM = re.compile(r"^(?:cu(\d{2,3})|cuda(\d{2})x?|(cpu)|(rocm)\d*|(xpu))$")
+_NVIDIA_REQ = re.compile(r"^nvidia-.+-cu(\d{2,3})$")
+
+
+def _cuda(digits: str) -> TorchBuild:
+    """``12`` and ``121``/``128`` (PyTorch's backend names) and ``130``: the major they name."""
+    return TorchBuild("cuda", (int(digits[:2]) if len(digits) == 3 else int(digits), 0))
+
+
+def claims(w: WheelFacts) -> Iterator[tuple[str, TorchBuild]]:
+    """What the wheel says of its accelerator outside its binaries: (what says it, the build)."""
+    last = canonicalize_name(w.contents.filename_name).rsplit("-", 1)
+    if len(last) == 2 and (m := _NAME_CLAIM.match(last[1])):
+        cu, cuda, cpu, rocm, _ = m.groups()
+        build = _cuda(cu or cuda) if cu or cuda else TorchBuild("cpu" if cpu else "rocm" if rocm else "xpu")
+        yield f"the project name's suffix -{last[1]}", build
+    try:
+        local = Version(w.contents.filename_version).local
+    except InvalidVersion:
+        local = None
+    if (labelled := from_local_label(local)) is not None:
+        yield f"the local version label +{local}", labelled
+    for req in w.metadata.requirements:
+        name = canonicalize_name(req.name)
+        if m := _NVIDIA_REQ.match(name):
+            yield f"the requirement {req.name}", _cuda(m.group(1))
+        elif name.startswith("nvidia-"):
+            for extra in sorted(req.extras):
+                if m := re.fullmatch(r"cu(\d{2,3})", extra.lower()):
+                    yield f"the requirement {req.name}[{extra}]", _cuda(m.group(1))
+
+
+def _claimed(build: TorchBuild) -> str:
+    name = _ACCELERATOR.get(build.kind, build.kind.upper())
+    return f"{name} {build.major}" if build.major is not None else name
+
+
+@rule("TW702")
+def claim_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    classes = wheel_build_classes(w)
+    if not classes or "any" in classes:
+        return  # needs no accelerator, or needs a contradiction (TW701 says so)
+    seen = set()
+    for said, build in claims(w):
+        if build_fits(classes, build)[0] or said in seen:
+            continue
+        seen.add(said)
+        unit = next((u for u in build_units(w) if not build_fits(u.classes, build)[0]), None)
+        which = f" ({_evidence(unit)})" if unit is not None else ""
+        yield (
+            "",
+            f"{said} says {_claimed(build)}, but the binaries need {describe_need(classes)}{which}: "
+            "an installer that trusts the name puts it where it cannot load; build it for what the "
+            "name says, or rename it",
+        )
+
+
+# -- TW703, TW704: copies of what torch brings ------------------------------------------------
+
+_TOOL_OF_SUFFIX: dict[str, Tool] = {".dylib": "delocate", ".dll": "delvewheel"}
+
+
+def _exclude_hint(lib: LinkedLibrary) -> str:
+    """The flag of the repair tool of the library's platform that leaves it out."""
+    name = lib.name.rsplit("/", 1)[-1]
+    default: Tool = "auditwheel"
+    tool = next((t for s, t in _TOOL_OF_SUFFIX.items() if name.lower().endswith(s)), default)
+    value = (
+        f"lib{lib.component}.so*" if tool == "auditwheel" else name.lower() if tool == "delvewheel" else name
+    )
+    repair = "delocate-wheel" if tool == "delocate" else f"{tool} repair"
+    flag = EXCLUDE_FLAG[tool]
+    return (
+        f"repair with `{repair} {flag} '{value}'` (or `torchwheel repair --repair-with '{repair} ...'`, "
+        "which adds every such exclude itself) and remove the copy"
+    )
+
+
+def _copies(w: WheelFacts, of_torch: bool) -> Iterator[tuple[str, LinkedLibrary]]:
+    for member in w.contents.members:
+        lib = bundled(member)
+        if lib is not None and (lib.role in ("torch", "torch-python")) == of_torch:
+            yield member, lib
+
+
+@rule("TW703")
+def bundles_torch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    for member, lib in _copies(w, of_torch=True):
+        yield (
+            member,
+            f"is a copy of torch's own {lib.name.rsplit('/', 1)[-1]}: the torch the user installs loads "
+            "its own, and two copies of libtorch in one process register every operator twice and "
+            f"crash; {_exclude_hint(lib)}",
+        )
+
+
+@rule("TW704")
+def bundles_runtime(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    for member, lib in _copies(w, of_torch=False):
+        what = (
+            "the NVIDIA driver's library, which must come from the machine's driver"
+            if lib.role == "driver"
+            else f"a {_ACCELERATOR[lib.accelerator or 'cuda']} library that torch's build brings itself"
+        )
+        yield (
+            member,
+            f"is a copy of {lib.name} ({what}): a second runtime beside torch's is a second "
+            f"toolkit version and set of handles in one process; {_exclude_hint(lib)}",
+        )
+
+
+# -- TW705, TW706: GPU code ---------------------------------------------------------------------
+
+
+def _cuda_libraries(w: WheelFacts) -> Iterator[tuple[str, AcceleratorNeeds]]:
+    for b in w.binaries:
+        needs = accelerators.combine(s.accelerators for s in b.analysis.slices)
+        if needs.gpu.cuda:
+            yield b.member, needs
+
+
+def _shown(images: list[CudaImage]) -> str:
+    """``sm_80, sm_90, PTX compute_90``: distinct architectures, oldest first."""
+    ordered = sorted(images, key=lambda i: (i.kind != "cubin", i.arch, i.variant))
+    names = [i.name if i.kind == "cubin" else f"PTX {i.name}" for i in ordered]
+    return ", ".join(dict.fromkeys(names)) or "none"
+
+
+@rule("TW705")
+def no_ptx(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """Info, not a warning: most published CUDA wheels ship cubins only on purpose (smaller
+    wheels, no JIT on first launch); the fact is worth knowing, not worth a failed build.
+    Silent when the project declares its architectures (``gpu-archs``, TW706)."""
+    if policy.gpu_archs:
+        return
+    for member, needs in _cuda_libraries(w):
+        images = [i for i, _ in needs.gpu.cuda]
+        generic = [i for i in images if i.kind == "cubin" and i.variant != "a"]
+        if not generic or any(i.kind == "ptx" and i.variant == "" for i in images):
+            continue  # arch-specific code only (sm_90a) is for that GPU alone by design
+        newest = max(i.arch for i in generic)
+        major = newest // 10
+        yield (
+            member,
+            f"kernels {_shown(images)} and no PTX: a GPU newer than the sm_{major}x family gets 'no kernel "
+            "image is available for execution on the device'; add PTX of the newest architecture "
+            f"(-gencode arch=compute_{newest},code=compute_{newest}; TORCH_CUDA_ARCH_LIST "
+            f"'{major}.{newest % 10}+PTX') if it should run on GPUs to come",
+        )
+
+
+_DECLARED = re.compile(r"(sm|compute)_(\d{2,3})([af]?)")
+
+
+def covers(images: list[CudaImage], declared: str) -> bool:
+    """Does a library with these images run on what ``declared`` names: ``sm_86`` a GPU of
+    compute capability 8.6 with native code (a cubin ``sm_80``..``sm_86``, or the 8.6-only
+    ``sm_86a``), ``sm_90a``/``sm_100f`` exactly that cubin, ``compute_90`` PTX that the
+    driver can JIT for a 9.0 GPU (PTX of 9.0 or older)."""
+    m = _DECLARED.fullmatch(declared)
+    if m is None:
+        return False
+    kind, arch, variant = m.group(1), int(m.group(2)), m.group(3)
+    if kind == "compute":
+        return any(i.kind == "ptx" and i.variant == "" and i.arch <= arch for i in images)
+    if variant:
+        return any(i.kind == "cubin" and i.name == declared for i in images)
+    return any(
+        i.kind == "cubin"
+        and i.arch // 10 == arch // 10
+        and (i.arch <= arch if i.variant != "a" else i.arch == arch)
+        for i in images
+    )
+
+
+@rule("TW706")
+def arch_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """A warning, not an error: the wheel loads everywhere it did; only a kernel launch on
+    that GPU fails. The project said it builds for it, so the build lost an architecture."""
+    for member, needs in _cuda_libraries(w):
+        images = [i for i, _ in needs.gpu.cuda]
+        missing = [a for a in policy.gpu_archs if not covers(images, a)]
+        if missing:
+            yield (
+                member,
+                f"has no code for {', '.join(missing)} (declared in [tool.torchwheel] gpu-archs), only "
+                f"{_shown(images)}: a kernel launch there fails with 'no kernel image is available for "
+                "execution on the device'; add them to the build's -gencode list / TORCH_CUDA_ARCH_LIST",
+            )

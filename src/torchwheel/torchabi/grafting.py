@@ -1,0 +1,77 @@
+"""The libraries a repair tool must never graft into an extension's wheel: torch's own and
+the accelerator runtimes a torch build brings.
+
+auditwheel, delocate and delvewheel copy every library a binary needs and they can resolve
+into the wheel, renamed (``libtorch_cuda-1a2b3c4d.so``). For an extension of torch that is a
+second copy of libraries torch has already loaded: two copies of libtorch in one process
+register every operator twice and crash (auditwheel issues #391, #580); a second CUDA
+runtime or cuDNN beside torch's is a second set of handles and a second toolkit version in
+the process, and hundreds of MB in the wheel. Each tool has a flag to leave a library out
+(``EXCLUDE_FLAG``); ``repair_excludes`` is the list torchwheel passes itself
+(``tagging.chain``), and ``bundled`` recognises a copy that was grafted anyway (TW703,
+TW704), by its name with the tool's hash taken off.
+
+The patterns are explicit rather than generated from ``accelerators``' name patterns: each
+tool matches differently (auditwheel: ``fnmatch`` on the SONAME; delocate: a substring of
+the path; delvewheel: ``fnmatch`` on the lower-cased DLL name), and
+``tests/test_accelerator_rules.py`` holds every pattern to ``accelerators.classify_library``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import Literal
+
+from torchwheel.torchabi.accelerators import LinkedLibrary, classify_library
+
+Tool = Literal["auditwheel", "delocate", "delvewheel"]
+
+EXCLUDE_FLAG: dict[Tool, str] = {"auditwheel": "--exclude", "delocate": "--exclude", "delvewheel": "--no-dll"}
+
+# torch's own libraries, every build (accelerators._TORCH names the same components)
+_TORCH = (
+    "torch", "torch_cpu", "torch_cuda", "torch_cuda_cpp", "torch_cuda_cu", "torch_cuda_linalg",
+    "torch_hip", "torch_xpu", "torch_python", "torch_global_deps", "c10", "c10_cuda", "c10_hip",
+    "c10_xpu", "shm",
+)  # fmt: skip
+# Linux SONAME stems of the runtimes torch's CUDA, ROCm and XPU builds bring, and the drivers
+_LINUX_RUNTIMES = (
+    "cudart", "nvrtc", "nvrtc-builtins", "cublas", "cublasLt", "nvJitLink", "cupti", "cuda",
+    "nvidia-ml", "cudnn*", "nccl", "cufft", "cufftw", "curand", "cusolver", "cusolverMg", "cusparse",
+    "cusparseLt", "nvToolsExt", "nvtx3interop", "cufile", "nvshmem_host", "nvperf_host",
+    "amdhip64", "hiprtc", "hsa-runtime64", "rocblas", "hipblas", "hipblaslt", "hipsparse",
+    "hipsparselt", "hipfft", "hiprand", "rocrand", "rocsolver", "hipsolver", "rocfft", "MIOpen",
+    "rccl", "roctx64", "roctracer64", "rocm_smi64", "amd_comgr", "hipblas-common", "sycl",
+    "ze_loader",
+)  # fmt: skip
+# Windows DLL names (delvewheel compares them lower-cased)
+_WINDOWS_RUNTIMES = (
+    "cudart64_*.dll", "nvrtc64_*.dll", "cublas64_*.dll", "cublaslt64_*.dll", "cupti64_*.dll",
+    "nvjitlink_*.dll", "nvcuda.dll", "nvml.dll", "cudnn*64_*.dll", "nccl64_*.dll", "cufft64_*.dll",
+    "cufftw64_*.dll", "curand64_*.dll", "cusolver64_*.dll", "cusolvermg64_*.dll", "cusparse64_*.dll",
+    "nvtoolsext64_*.dll", "amdhip64_*.dll", "hiprtc*.dll", "sycl*.dll", "ze_loader.dll",
+)  # fmt: skip
+
+
+def repair_excludes(tool: Tool) -> tuple[str, ...]:
+    """The values of ``EXCLUDE_FLAG[tool]`` that keep torch's libraries and the accelerator
+    runtimes out of the repaired wheel, one per flag."""
+    if tool == "auditwheel":
+        return (*(f"lib{c}.so" for c in _TORCH), *(f"lib{c}.so*" for c in _LINUX_RUNTIMES))
+    if tool == "delocate":  # a substring of the library's path; CUDA left macOS with 10.2
+        return tuple(f"lib{c}.dylib" for c in _TORCH)
+    return (*(f"{c}.dll" for c in _TORCH), *_WINDOWS_RUNTIMES)
+
+
+# what the tools add to a grafted copy's name: auditwheel ``libfoo-1a2b3c4d.so.12``,
+# PyTorch's own wheels ``libnvjpeg.36e11081.so.13``, delvewheel ``foo-<32 hex>.dll``
+_MANGLED = re.compile(r"^(?P<stem>[^.]+?)[-.][0-9a-f]{8}(?:[0-9a-f]{24})?(?P<rest>\.(?:so|dylib|dll)\b.*)$")
+
+
+def bundled(member: str) -> LinkedLibrary | None:
+    """The torch library or accelerator runtime a member of a wheel is a copy of, or None."""
+    base = PurePosixPath(member.replace("\\", "/")).name
+    m = _MANGLED.match(base)
+    found = classify_library(m.group("stem") + m.group("rest")) if m else None
+    return found or classify_library(base)  # every name it knows is torch's or a runtime's
