@@ -126,7 +126,7 @@ def tag(
     if variant:
         from torchwheel.tagging.variant import variant_plan
 
-        p = variant_plan(p, p.dist_info or w.contents.dist_info)  # --local-label renames it
+        p = variant_plan(p, p.dist_info or w.contents.dist_info, w)  # --local-label renames it
     existing = _existing(w)
     same = unchanged(p, source, existing)
     if dry_run:

@@ -1,25 +1,36 @@
 """``tag --variant``: the plain plan plus ``variant.json`` and the variant label in the file
-name (the format: ``wheel.variant``). The plain wheel stays beside it as the fallback."""
+name (the format: ``wheel.variant``). The plain wheel stays beside it as the fallback.
+
+A wheel that loads only on CUDA builds of torch is labelled by NVIDIA's provider (the CUDA
+major, the GPU code), which uv's preview resolves itself; every other wheel by torchwheel's
+(its torch floor or build minor): see ``wheel.variant`` for why not both at once."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from packaging.version import Version
 
+from torchwheel.analysis.wheelfacts import WheelFacts, wheel_accelerators, wheel_build_classes
 from torchwheel.errors import InputError
 from torchwheel.tagging.plan import Plan
+from torchwheel.torchabi.accelerators import ptx_cuda
 from torchwheel.torchabi.need import show_build, torch_need
 from torchwheel.wheel.metadata import parse_metadata
-from torchwheel.wheel.variant import DIST_INFO_FILE, document, encode, label, property_of
+from torchwheel.wheel.variant import DIST_INFO_FILE, document, encode, label, nvidia_document, property_of
 
 
-def variant_plan(p: Plan, dist_info: str) -> Plan:
+def variant_plan(p: Plan, dist_info: str, w: WheelFacts) -> Plan:
     """The plain plan plus ``variant.json`` and the labelled file name.
 
     An unstable wheel's minor is the one its (planned) ``Requires-Dist: torch==X.Y.*`` pins,
     read through the same model ``select`` uses.
     """
+    classes = wheel_build_classes(w)
+    if classes and all(c == "cuda" or c.startswith("cuda-") for c in classes):
+        name, doc = _nvidia(w, classes)
+        return _labelled(p, dist_info, name, doc)
     meta = parse_metadata(p.members[f"{dist_info}/METADATA"].decode())
     version = Version(dist_info.removesuffix(".dist-info").rpartition("-")[2])
     builds = ", ".join(show_build(b) for b in sorted(p.torch_abi.builds)) or None
@@ -38,8 +49,22 @@ def variant_plan(p: Plan, dist_info: str) -> Plan:
     else:
         value = ""
     feature, value = property_of(need.kind, value)
-    members = {**p.members, f"{dist_info}/{DIST_INFO_FILE}": encode(document(feature, value))}
-    filename = p.filename.removesuffix(".whl") + f"-{label(feature, value)}.whl"
-    return replace(
-        p, filename=filename, members=members, changes=[*p.changes, f"variant {label(feature, value)}"]
-    )
+    return _labelled(p, dist_info, label(feature, value), document(feature, value))
+
+
+def _labelled(p: Plan, dist_info: str, name: str, doc: dict[str, Any]) -> Plan:
+    members = {**p.members, f"{dist_info}/{DIST_INFO_FILE}": encode(doc)}
+    filename = p.filename.removesuffix(".whl") + f"-{name}.whl"
+    return replace(p, filename=filename, members=members, changes=[*p.changes, f"variant {name}"])
+
+
+def _nvidia(w: WheelFacts, classes: frozenset[str]) -> tuple[str, dict[str, Any]]:
+    """NVIDIA's properties of a wheel that needs a CUDA build: the oldest CUDA major one of
+    its builds loads on (a runtime's name, else the PTX ISA's toolkit), and the GPU code of
+    all its libraries (the build's architecture list, as the provider's values name it)."""
+    needs = wheel_accelerators(w)
+    majors = [int(c.split("-")[1]) for c in classes if "-" in c]
+    isas = [cuda[0] for i, _ in needs.gpu.cuda if i.ptx_isa and (cuda := ptx_cuda(i.ptx_isa))]
+    major = min(majors) if majors else min(isas) if isas else None
+    values = [f"{i.arch}_{'virtual' if i.kind == 'ptx' else 'real'}" for i, _ in needs.gpu.cuda]
+    return nvidia_document(major, values)

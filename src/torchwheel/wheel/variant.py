@@ -3,17 +3,25 @@ standards, opt-in. Standard library only, like the provider plugin that shares i
 
 ``tag --variant`` writes ``*.dist-info/variant.json`` in the form variantlib 0.2.2 reads and
 adds the variant label to the file name; the plain wheel stays beside it as the fallback
-for installers without variant support (pip: none; uv: a preview that skips third-party
-plugins). The properties live in the ``torchwheel`` namespace, which this project owns (the
-``torch`` name belongs to PyTorch):
+for installers without variant support (pip: none; uv: a preview). Two namespaces:
 
-- ``torchwheel :: stable_abi :: 2.12``: a stable-ABI wheel loads on torch >= 2.12. The
-  provider plugin (``install.variant_plugin``) reports every known target <= the installed torch,
-  newest first: the lower-bound pattern of NVIDIA's ``cuda_version_lower_bound``.
-- ``torchwheel :: build_torch :: 2.13``: a version-locked (unstable) build loads on torch
+- ``torchwheel``, which this project owns (the ``torch`` name belongs to PyTorch), for a
+  wheel any build of torch (or a CPU one) loads:
+  ``torchwheel :: stable_abi :: 2.12``: a stable-ABI wheel loads on torch >= 2.12. The
+  provider plugin (``install.variant_plugin``) reports every known target <= the installed
+  torch, newest first: the lower-bound pattern of NVIDIA's ``cuda_version_lower_bound``.
+  ``torchwheel :: build_torch :: 2.13``: a version-locked (unstable) build loads on torch
   2.13 only; the plugin reports just the installed minor. Chosen over the reserved
   ``abi_dependency :: torch :: 2.13`` form, which means the same, because variantlib 0.2.2
   cannot read that back and uv 0.13.8 rejects it; switch when the tools do.
+- ``nvidia``, NVIDIA's provider (``nvidia-variant-provider``), for a wheel that needs a CUDA
+  build of torch: ``nvidia :: cuda_version_lower_bound :: 13`` (the CUDA major its runtime
+  names: a driver of CUDA 13 or newer) and ``nvidia :: sm_arch :: 80_real, 90_real,
+  120_virtual`` (a cubin per ``XY_real``, PTX per ``XY_virtual``: the values of the
+  provider's ``get_all_configs``; compatible when one of them is supported). uv 0.13.8's
+  variant preview evaluates this provider itself; it skips every third-party plugin and then
+  every variant that uses one, so a CUDA variant carries the ``nvidia`` namespace alone and
+  its torch floor stays where every installer reads it, ``Requires-Dist: torch``.
 
 ``{name}-{version}-variants.json`` next to the wheels is the union of their ``variant.json``
 files (the index-level cache ``index`` writes).
@@ -34,6 +42,13 @@ STABLE = "stable_abi"  # torchwheel :: stable_abi :: 2.12 = loads on torch >= 2.
 LOCKED = "build_torch"  # torchwheel :: build_torch :: 2.13 = loads on torch 2.13 only
 SCHEMA = "https://variants-schema.wheelnext.dev/v0.2.0.json"  # what variantlib 0.2.2 writes
 PLUGIN_API = "torchwheel.install.variant_plugin:TorchABIPlugin"
+NVIDIA = "nvidia"  # NVIDIA's provider: uv 0.13.8 knows it by this plugin and package
+CUDA_LOWER = "cuda_version_lower_bound"
+SM_ARCH = "sm_arch"
+NVIDIA_PROVIDER = {
+    "requires": ["nvidia-variant-provider>=0.0.1,<1.0.0"],
+    "plugin-api": "nvidia_variant_provider.plugin:NvidiaVariantPlugin",
+}
 DIST_INFO_FILE = "variant.json"
 _VALUE = re.compile(r"[a-z0-9_.]+")
 
@@ -84,13 +99,38 @@ def providers() -> dict[str, Any]:
 
 
 def document(feature: str, value: str) -> dict[str, Any]:
-    """The ``variant.json`` of one wheel: one label, one single-valued property."""
+    """The ``variant.json`` of one wheel: one label, one single-valued torchwheel property."""
     return {
         "$schema": SCHEMA,
         "default-priorities": {"namespace": [NAMESPACE]},
         "providers": providers(),
         "variants": {label(feature, value): {NAMESPACE: {feature: [value]}}},
     }
+
+
+def nvidia_document(cuda_major: int | None, sm_archs: list[str]) -> tuple[str, dict[str, Any]]:
+    """(label, ``variant.json``) of a wheel that needs a CUDA build: ``cu13``, or ``cuda``
+    when no major is known; ``sm_archs`` are the provider's values (``90_real``)."""
+    features: dict[str, list[str]] = {}
+    if cuda_major is not None:
+        features[CUDA_LOWER] = [str(cuda_major)]
+    if sm_archs:
+        features[SM_ARCH] = sorted(set(sm_archs))  # as variantlib writes them (order means nothing)
+    if not features:
+        raise InputError(
+            "--variant: the wheel needs a CUDA build of torch but names no CUDA major and carries no "
+            "GPU code: nothing for the NVIDIA provider to match; publish the plain wheel"
+        )
+    if not all(_VALUE.fullmatch(v) for values in features.values() for v in values):
+        raise InputError(f"variant values {features} must match [a-z0-9_.]+")
+    name = f"cu{cuda_major}" if cuda_major is not None else "cuda"
+    doc = {
+        "$schema": SCHEMA,
+        "default-priorities": {"namespace": [NVIDIA]},
+        "providers": {NVIDIA: dict(NVIDIA_PROVIDER)},
+        "variants": {name: {NVIDIA: features}},
+    }
+    return name, doc
 
 
 def encode(doc: dict[str, Any]) -> bytes:
