@@ -135,7 +135,8 @@ def torch_need_of(w: WheelFacts, source: str = "binaries (untagged wheel)") -> T
         version = Version("0")
     builds = ", ".join(show_build(b) for b in sorted(abi.builds)) or None
     need = torch_need(abi.kind, w.metadata.torch_requirements, version, source, builds)
-    return replace(need, build_classes=wheel_build_classes(w))
+    gpu = frozenset(accelerators.code_names(wheel_accelerators(w).gpu))
+    return replace(need, build_classes=wheel_build_classes(w), gpu_code=gpu)
 
 
 def _library_classes(needs: AcceleratorNeeds, flavour: bool) -> frozenset[str]:

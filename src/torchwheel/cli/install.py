@@ -70,6 +70,11 @@ def _all_sources(
     metavar="NAME",
     help="Plan: the torch build, by PyTorch's backend names (uv's): cpu, cu126, cu128, cu130, rocm7.0, xpu.",
 )
+@click.option(
+    "--gpu",
+    metavar="sm_XY",
+    help="The GPU (sm_90, 12.0) whose kernels the wheel must have; default: nvidia-smi's, when present.",
+)
 @format_option("text", "json")
 def select(
     sources: tuple[str, ...],
@@ -81,6 +86,7 @@ def select(
     python_version: str | None,
     platforms: tuple[str, ...],
     torch_backend: str | None,
+    gpu: str | None,
     fmt: str,
 ) -> None:
     """Choose, among candidate wheels, the one that loads on the target's torch; explain
@@ -104,6 +110,8 @@ def select(
         if planned
         else targets.probe(python)
     )
+    if gpu is not None:
+        target = targets.with_gpu(target, gpu)
     gathered = gather(where, name)
     choices = choose(gathered.candidates, target)
     click.echo(  # candidate names come from the input: escaped like every text report

@@ -37,6 +37,7 @@ from torchwheel.wheel.metadata import (
     TORCH_ABI_BUILDS_FIELD,
     TORCH_ABI_FIELD,
     TORCH_BUILD_FIELD,
+    TORCH_GPU_FIELD,
     parse_metadata,
 )
 
@@ -113,6 +114,7 @@ def read_candidate(path: Path, origin: str, verify_hashes: bool = False) -> Cand
         found = fields.get(TORCH_ABI_BUILDS_FIELD)
         builds = found[-1] if found else None
         built_for = fields.get(TORCH_BUILD_FIELD)  # absent (tagged before it existed): any build
+        gpu = fields.get(TORCH_GPU_FIELD)  # absent: no CUDA code (or tagged before it existed)
         need = torch_need(
             declared[-1],
             meta.torch_requirements,
@@ -120,6 +122,7 @@ def read_candidate(path: Path, origin: str, verify_hashes: bool = False) -> Cand
             f"WHEEL {TORCH_ABI_FIELD}",
             builds,
             built_for[-1] if built_for else None,
+            gpu[-1] if gpu else None,
         )
     else:
         need = _from_binaries(path)

@@ -51,10 +51,10 @@ def torch_verdict(c: Candidate, target: TorchTarget) -> tuple[bool, str]:
     every release of it (``need.minor_verdict``): the rule ``index`` and ``matrix`` apply."""
     if target.torch is not None and target.torch_minor_only:
         found = minor_verdict(
-            c.torch, c.torch_requirements, target.markers, minor_of(target.torch), target.build
+            c.torch, c.torch_requirements, target.markers, minor_of(target.torch), target.build, target.gpu
         )
         return found.loads, found.reason
-    single = verdict(c.torch, c.torch_requirements, target.markers, target.torch, target.build)
+    single = verdict(c.torch, c.torch_requirements, target.markers, target.torch, target.build, target.gpu)
     return single.loads, single.reason
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import packaging
@@ -26,6 +27,7 @@ from packaging.version import InvalidVersion, Version
 
 from torchwheel.errors import InputError
 from torchwheel.torchabi import backend
+from torchwheel.torchabi.accelerators import parse_gpu
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.releases import Minor, minor_of
 from torchwheel.version import FeatureVersion
@@ -43,6 +45,8 @@ class TorchTarget:
     ``build``: the torch's build (CPU, CUDA 13.0, ROCm, XPU), read from its ``version.py``
     (never imported), its ``+cu130`` label or its ``nvidia-*`` requirements, or a plan's
     ``--torch-backend``; None when nothing says (then the build is not judged, and said so).
+    ``gpu``: the GPU's compute capability (90 for ``sm_90``), from ``--gpu`` or, for this
+    machine, ``nvidia-smi`` when it is there; None: not known, GPU code not judged.
     """
 
     description: str
@@ -54,6 +58,7 @@ class TorchTarget:
     paths: dict[str, str] = field(default_factory=dict)
     torch_minor_only: bool = False
     build: TorchBuild | None = None
+    gpu: int | None = None
 
 
 _PROBE = r"""
@@ -110,8 +115,10 @@ def probe(python: str | None = None) -> TorchTarget:
         build = torch_build_of(torch, doc.get("version_py"), doc.get("requires") or [])
     except (ValueError, KeyError, TypeError, InvalidVersion, InputError) as exc:
         raise InputError(f"--python {exe}: unexpected probe answer ({exc})") from exc
+    gpu = detected_gpu()
     return TorchTarget(
-        description=f"{doc['python']} (Python {doc['version']})",
+        description=f"{doc['python']} (Python {doc['version']})"
+        + (f", GPU sm_{gpu} (nvidia-smi)" if gpu is not None else ""),
         torch=torch,
         tags=tuple(t for s in doc["tags"] for t in ptags.parse_tag(s)),
         python_version=doc["version"],
@@ -119,7 +126,34 @@ def probe(python: str | None = None) -> TorchTarget:
         python=doc["python"],
         paths=dict(doc["paths"]),
         build=build,
+        gpu=gpu,
     )
+
+
+def with_gpu(target: TorchTarget, gpu: str) -> TorchTarget:
+    """The target with the GPU ``--gpu`` names (``sm_90``, ``9.0``), over any detected."""
+    cc = parse_gpu(gpu)
+    return replace(target, gpu=cc, description=f"{target.description}, GPU sm_{cc}")
+
+
+def detected_gpu() -> int | None:
+    """The first GPU's compute capability as ``nvidia-smi`` reports it (device 0, the one
+    torch uses by default), or None: no ``nvidia-smi``, no GPU, or an answer it cannot read.
+    Never required: without it the GPU code is simply not judged."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        proc = subprocess.run(
+            [exe, "--query-gpu=compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=_PROBE_TIMEOUT,
+        )
+        first = (proc.stdout.strip().splitlines() or [""])[0]
+        return parse_gpu(first) if proc.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, InputError):
+        return None
 
 
 def torch_build_of(torch: Version | None, version_py: str | None, requires: list[str]) -> TorchBuild | None:

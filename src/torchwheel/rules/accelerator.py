@@ -19,7 +19,7 @@ from torchwheel.analysis.wheelfacts import BuildUnit, WheelFacts, build_units, w
 from torchwheel.binary.gpucode import CudaImage
 from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.torchabi import accelerators
-from torchwheel.torchabi.accelerators import AcceleratorNeeds, LinkedLibrary
+from torchwheel.torchabi.accelerators import AcceleratorNeeds, LinkedLibrary, runs_on
 from torchwheel.torchabi.backend import TorchBuild, build_fits, describe_need, from_local_label
 from torchwheel.torchabi.grafting import EXCLUDE_FLAG, Tool, bundled
 
@@ -227,24 +227,19 @@ _DECLARED = re.compile(r"(sm|compute)_(\d{2,3})([af]?)")
 
 
 def covers(images: list[CudaImage], declared: str) -> bool:
-    """Does a library with these images run on what ``declared`` names: ``sm_86`` a GPU of
-    compute capability 8.6 with native code (a cubin ``sm_80``..``sm_86``, or the 8.6-only
-    ``sm_86a``), ``sm_90a``/``sm_100f`` exactly that cubin, ``compute_90`` PTX that the
-    driver can JIT for a 9.0 GPU (PTX of 9.0 or older)."""
+    """Does a library with these images have what ``declared`` names: ``sm_86`` native code
+    for a GPU of compute capability 8.6 (a cubin ``sm_80``..``sm_86``, or the 8.6-only
+    ``sm_86a``), ``sm_90a``/``sm_100f`` exactly that cubin, ``compute_90`` PTX (not
+    arch-specific) that the driver can JIT for a 9.0 GPU: PTX of 9.0 or older."""
     m = _DECLARED.fullmatch(declared)
     if m is None:
         return False
     kind, arch, variant = m.group(1), int(m.group(2)), m.group(3)
-    if kind == "compute":
-        return any(i.kind == "ptx" and i.variant == "" and i.arch <= arch for i in images)
     if variant:
         return any(i.kind == "cubin" and i.name == declared for i in images)
-    return any(
-        i.kind == "cubin"
-        and i.arch // 10 == arch // 10
-        and (i.arch <= arch if i.variant != "a" else i.arch == arch)
-        for i in images
-    )
+    if kind == "compute":
+        return runs_on([i.name for i in images if i.kind == "ptx" and i.variant == ""], arch)
+    return runs_on([i.name for i in images if i.kind == "cubin"], arch)
 
 
 @rule("TW706")

@@ -26,6 +26,7 @@ from typing import Literal
 
 from torchwheel.binary.facts import Import
 from torchwheel.binary.gpucode import NO_GPU_CODE, CudaImage, GpuCode
+from torchwheel.errors import InputError
 
 Accelerator = Literal["cuda", "rocm", "xpu"]
 Role = Literal["torch", "torch-python", "runtime", "library", "driver"]
@@ -302,3 +303,46 @@ def combine(needs: Iterable[AcceleratorNeeds]) -> AcceleratorNeeds:
         static_cudart=any(n.static_cudart for n in needs),
         gpu=gpu,
     )
+
+
+# -- which GPU code runs on which GPU -------------------------------------------------------------
+
+_CODE = re.compile(r"(sm|compute)_(\d{2,3})([af]?)")
+_GPU = re.compile(r"(?:sm_)?(\d{1,2})\.?(\d)")
+
+
+def parse_gpu(text: str) -> int:
+    """A GPU by compute capability: ``sm_90``, ``9.0``, ``sm_120``, ``12.0`` -> 90, 120."""
+    m = _GPU.fullmatch(text.strip().lower())
+    if m is None:
+        raise InputError(f"GPU {text[:40]!r}: expected a compute capability like sm_90 or 9.0")
+    return int(m.group(1)) * 10 + int(m.group(2))
+
+
+def runs_on(code: Iterable[str], gpu: int) -> bool:
+    """Does one of these images (``sm_80``, ``sm_90a``, ``sm_100f``, ``compute_90``) run on a
+    GPU of compute capability ``gpu`` (90 for 9.0)? A cubin runs on its major's later minors
+    (``sm_80`` on 8.6), arch-specific ``a`` code only on exactly its GPU, family ``f`` code on
+    its family's later members; PTX is compiled by the driver for any GPU at least as new
+    (arch-specific or family PTX only within that GPU or family)."""
+    for name in code:
+        m = _CODE.fullmatch(name)
+        if m is None:
+            continue
+        kind, arch, variant = m.group(1), int(m.group(2)), m.group(3)
+        same_major = arch // 10 == gpu // 10
+        if variant == "a":
+            if arch == gpu:
+                return True
+        elif kind == "sm" or variant == "f":
+            if same_major and arch <= gpu:
+                return True
+        elif arch <= gpu:
+            return True
+    return False
+
+
+def code_names(gpu: GpuCode) -> tuple[str, ...]:
+    """The distinct CUDA image names of a library or wheel, oldest first (cubins before PTX of
+    one architecture): what ``tag`` writes as ``Torch-GPU``."""
+    return tuple(dict.fromkeys(i.name for i, _ in sorted(gpu.cuda, key=_arch_key)))

@@ -25,6 +25,7 @@ from packaging.version import Version
 
 from torchwheel.errors import InputError
 from torchwheel.torchabi import backend, releases
+from torchwheel.torchabi.accelerators import runs_on
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.releases import Minor, minor_of, show_minor
 from torchwheel.version import FeatureVersion
@@ -72,6 +73,9 @@ class TorchNeed:
     source: str
     # the torch builds it loads on (``torchabi.backend``): ``any``, or ``cpu``, ``cuda-13``, ...
     build_classes: frozenset[str] = frozenset({"any"})
+    # its CUDA images (``sm_80``, ``sm_90a``, ``compute_90``; WHEEL ``Torch-GPU``): judged
+    # against a target GPU when one is known (``verdict``'s ``gpu``); empty: no CUDA code
+    gpu_code: frozenset[str] = frozenset()
 
     def __str__(self) -> str:
         if self.kind == "stable" and self.floor is not None:
@@ -125,11 +129,25 @@ def torch_need(
     source: str,
     builds: str | None = None,
     torch_build: str | None = None,
+    torch_gpu: str | None = None,
 ) -> TorchNeed:
     """From a ``Torch-ABI`` value (``2.10``, ``2.10.1``, ``unstable``, ``none``), for
-    per-minor builds the ``Torch-ABI-Builds`` value, and the ``Torch-Build`` value."""
+    per-minor builds the ``Torch-ABI-Builds`` value, the ``Torch-Build`` value and the
+    ``Torch-GPU`` value (``sm_80, sm_90a, compute_90``)."""
     need = _torch_need(declared.strip(), reqs, version, source, builds)
-    return replace(need, build_classes=backend.parse_need(torch_build)) if torch_build else need
+    need = replace(need, build_classes=backend.parse_need(torch_build)) if torch_build else need
+    return replace(need, gpu_code=parse_gpu_code(torch_gpu)) if torch_gpu else need
+
+
+_GPU_CODE = re.compile(r"(?:sm|compute)_\d{2,3}[af]?")
+
+
+def parse_gpu_code(value: str) -> frozenset[str]:
+    """A ``Torch-GPU`` value: the CUDA images a wheel carries, ``sm_80, sm_90a, compute_90``."""
+    found = frozenset(part.strip() for part in value.split(",") if part.strip())
+    if not found or len(found) > 256 or not all(_GPU_CODE.fullmatch(c) for c in found):
+        raise InputError(f"WHEEL Torch-GPU: {value[:80]!r} is not a list like 'sm_80, sm_90a, compute_90'")
+    return found
 
 
 def _torch_need(
@@ -201,10 +219,12 @@ def verdict(
     markers: Mapping[str, str] | None,
     torch: Version | None,
     build: TorchBuild | None = None,
+    gpu: int | None = None,
 ) -> Verdict:
     """The one answer to "does this wheel load on this torch?" (module docstring): the
     torch version, the torch build (``build``: CPU, CUDA 13, ...; None when the target's is
-    not known, which is said, not judged) and the wheel's own requirement.
+    not known, which is said, not judged), the GPU (``gpu``: compute capability, 90 for
+    ``sm_90``; None: not known, not judged) and the wheel's own requirement.
 
     ``markers``: the target's environment for requirements with markers; None evaluates only
     the unconditional ones."""
@@ -218,6 +238,11 @@ def verdict(
     fits, why = backend.build_fits(need.build_classes, build)
     if not fits:
         return Verdict(False, why)
+    if gpu is not None and need.gpu_code and not runs_on(need.gpu_code, gpu):
+        have = ", ".join(sorted(need.gpu_code, key=lambda c: (int(re.sub(r"\D", "", c)), c)))
+        return Verdict(
+            False, f"has no GPU code that runs on sm_{gpu} (it has {have}): 'no kernel image is available'"
+        )
     excluded = requirement_excludes(reqs, markers, torch)
     if excluded:
         return Verdict(False, excluded)
@@ -249,14 +274,15 @@ def minor_verdict(
     markers: Mapping[str, str] | None,
     minor: Minor,
     build: TorchBuild | None = None,
+    gpu: int | None = None,
 ) -> MinorVerdict:
     reqs = tuple(reqs)
     if need.kind == "unstable" and not need.builds:
         return MinorVerdict(
-            "unknown", verdict(need, reqs, markers, releases.releases_of(minor)[-1], build).reason, ()
+            "unknown", verdict(need, reqs, markers, releases.releases_of(minor)[-1], build, gpu).reason, ()
         )
     candidates = releases.releases_of(minor)
-    each = [(v, verdict(need, reqs, markers, v, build)) for v in candidates]
+    each = [(v, verdict(need, reqs, markers, v, build, gpu)) for v in candidates]
     good = tuple(v for v, found in each if found.loads)
     if not good:
         return MinorVerdict("no", each[-1][1].reason, ())
