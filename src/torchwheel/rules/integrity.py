@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from torchwheel.analysis.platforms import expected
 from torchwheel.analysis.wheelfacts import WheelFacts
-from torchwheel.rules.registry import Hit, Policy, rule
+from torchwheel.rules.registry import Hit, Omitted, Policy, rule
 
 _RECORD_KINDS = {
     "hash-mismatch": "TW402",
@@ -20,6 +20,13 @@ _RECORD_KINDS = {
 }
 
 
+def _omitted(w: WheelFacts, code: str) -> Iterator[Omitted]:
+    """The problems of this code that were counted, not kept (``verify_record``)."""
+    more = sum(n for kind, n in w.record_problems_omitted.items() if _RECORD_KINDS.get(kind) == code)
+    if more:
+        yield Omitted(more)
+
+
 @rule("TW401")
 def record_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for p in w.record_problems:
@@ -31,7 +38,8 @@ def record_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW402")
-def record_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def record_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit | Omitted]:
+    yield from _omitted(w, "TW402")
     for p in w.record_problems:
         if _RECORD_KINDS.get(p.problem) == "TW402":
             yield (
@@ -42,7 +50,8 @@ def record_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW403")
-def record_incomplete(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def record_incomplete(w: WheelFacts, policy: Policy) -> Iterator[Hit | Omitted]:
+    yield from _omitted(w, "TW403")
     for p in w.record_problems:
         if _RECORD_KINDS.get(p.problem) == "TW403":
             fix = (
