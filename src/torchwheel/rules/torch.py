@@ -7,6 +7,15 @@ from fnmatch import fnmatch
 
 from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices
 from torchwheel.rules.registry import Hit, Policy, rule
+from torchwheel.torchabi.usage import TorchUsage
+
+_NAMED = 10  # symbol names a message spells out; the rest are counted
+
+
+def _unknown_text(t: TorchUsage) -> str:
+    names = ", ".join(t.unknown_symbols[:_NAMED])
+    more = t.unknown_count - min(len(t.unknown_symbols), _NAMED)
+    return names + (f" and {more:,} more" if more else "")
 
 
 def _allowlisted(member: str, policy: Policy) -> bool:
@@ -27,7 +36,7 @@ def target_too_old(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             yield (
                 member,
                 (
-                    f"[{arch}] declares torch {d.record.version} but imports {newer or ', '.join(t.unknown_symbols)}: "
+                    f"[{arch}] declares torch {d.record.version} but imports {newer or _unknown_text(t)}: "
                     f"on torch {d.record.version.minor_release} the import fails with 'undefined symbol'; "
                     f"set TORCH_TARGET_VERSION to {t.min_version.minor_release} or stop using them"
                 ),
@@ -37,12 +46,12 @@ def target_too_old(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 @rule("TW202")
 def unstable_in_stable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
-        if s.declared is not None and s.torch.unstable_symbols:
+        if s.declared is not None and s.torch.unstable_count:
             sample = "; ".join(s.torch.unstable_symbols[:3])
             yield (
                 member,
                 (
-                    f"[{arch}] declares the stable ABI but imports {len(s.torch.unstable_symbols)} unstable "
+                    f"[{arch}] declares the stable ABI but imports {s.torch.unstable_count} unstable "
                     f"libtorch symbols ({sample}): port them to torch::stable or the C shim"
                 ),
             )
@@ -51,11 +60,11 @@ def unstable_in_stable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 @rule("TW203")
 def unknown_shims(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
-        if s.torch.unknown_symbols:
+        if s.torch.unknown_count:
             yield (
                 member,
                 (
-                    f"[{arch}] shim symbols unknown to torchwheel's table ({', '.join(s.torch.unknown_symbols)}); "
+                    f"[{arch}] shim symbols unknown to torchwheel's table ({_unknown_text(s.torch)}); "
                     "the minimum torch is a lower bound: run `torchwheel symbols update -o shims.json <newer torch wheel>` "
                     "and check with `--symbols shims.json`"
                 ),
@@ -69,7 +78,7 @@ def unstable_library(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             yield (
                 member,
                 (
-                    f"[{arch}] uses {len(s.torch.unstable_symbols)} unstable libtorch symbols, so the wheel "
+                    f"[{arch}] uses {s.torch.unstable_count} unstable libtorch symbols, so the wheel "
                     "loads only on the torch it was built with: port to the stable ABI, or allowlist it in "
                     "[tool.torchwheel] unstable-allowlist"
                 ),
