@@ -76,7 +76,7 @@ class InputCompat:
 def compare_slice(
     member: str, fmt: str, facts: SliceFacts, torch: TorchLibraries, table: SymbolTable
 ) -> SliceCompat:
-    imports = sorted({imp for imp in facts.imports if is_torch_import(imp.name, table)})
+    imports = [imp for imp in facts.imports if is_torch_import(imp.name, table)]  # distinct (slice_facts)
     names = tuple(sorted({imp.name for imp in imports}))
     unstable = sum(1 for n in names if unstable_name(n) is not None)
     if (fmt, facts.arch) not in torch.platforms:

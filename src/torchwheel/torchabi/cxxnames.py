@@ -62,13 +62,22 @@ _MSVC_PLAIN = re.compile(r"\?(?:\?(?:__?)?[0-9A-Z]|([A-Za-z_$][\w$]*)@)((?:[A-Za
 # ?name@?<n>?<encoding of the enclosing function>: a local static or its guard.
 _MSVC_LOCAL = re.compile(r"\?\$?[A-Za-z_][\w$]*@\?\d+\?(\?.+)")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+# Longer names are classified by their prefix only and shown mangled: no compiler writes one
+# (torch_python.dll's longest is 5,059 characters), and demangling three 16 MB names took
+# 670 MB. Names past _CACHED are demangled each time they are asked: the cache holds texts.
+_DEMANGLED_MAX = 64 << 10
+_CACHED = 1024
+
+
+def demangle(name: str) -> str | None:
+    """The demangled spelling, or None for a name that is not C++-mangled (or too long to be)."""
+    if not name.startswith(("_Z", "?", "__Z")) or len(name) > _DEMANGLED_MAX:
+        return None
+    return _demangle(name) if len(name) <= _CACHED else _demangle.__wrapped__(name)
 
 
 @lru_cache(maxsize=65536)
-def demangle(name: str) -> str | None:
-    """The demangled spelling, or None for a name that is not C++-mangled."""
-    if not name.startswith(("_Z", "?", "__Z")):
-        return None
+def _demangle(name: str) -> str | None:
     text = pydemumble.demangle(name)
     return text if text and text != name else None
 
@@ -84,12 +93,12 @@ def _key(outer: str, inner: str | None) -> str:
 
 def _source_name(s: str, i: int) -> tuple[str, int] | None:
     m = _DIGITS.match(s, i)
-    if m is None:
+    if m is None or m.end() - i > 9:  # no name that long fits (and int() refuses 4,301 digits)
         return None
     end = m.end() + int(m.group())
-    ident = s[m.end() : end]
-    if len(ident) != int(m.group()):
+    if end > len(s):
         return None
+    ident = s[m.end() : end]
     return ("(anonymous namespace)" if ident.startswith(_ANONYMOUS) else ident), end
 
 
@@ -233,7 +242,9 @@ def scope_key(symbol: str) -> str | None:
         key = _msvc_prefix(name)
     else:
         return None
-    return key if key is not None else _library_key(name)
+    if key is None and len(name) <= _DEMANGLED_MAX:
+        key = _library_key(name)  # pure Python, costs grow with the name: only for real lengths
+    return key
 
 
 def is_unstable_key(key: str) -> bool:
