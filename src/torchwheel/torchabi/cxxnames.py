@@ -70,7 +70,14 @@ _CACHED = 1024
 
 
 def demangle(name: str) -> str | None:
-    """The demangled spelling, or None for a name that is not C++-mangled (or too long to be)."""
+    """The demangled spelling, or None for a name that is not C++-mangled (or too long to be).
+
+    Asked only for names that are shown: pydemumble 0.1 never frees the buffer LLVM's
+    demangler returns (``pydemumble.cpp`` copies it into a string and drops the pointer), about
+    1 KB a name, so demangling each of 750,000 imports cost 900 MB. GNU's ``__cxa_demangle``
+    frees cleanly but spells a fifth of torch's names differently (return types of template
+    functions, guard variables), so the text would change under every user.
+    """
     if not name.startswith(("_Z", "?", "__Z")) or len(name) > _DEMANGLED_MAX:
         return None
     return _demangle(name) if len(name) <= _CACHED else _demangle.__wrapped__(name)
@@ -253,9 +260,13 @@ def is_unstable_key(key: str) -> bool:
     return key in UNSTABLE_SCOPES or key.lstrip(":").startswith(_TORCH_GLOBAL_PREFIXES)
 
 
+def is_unstable(symbol: str) -> bool:
+    """Whether ``symbol`` is unstable libtorch C++, from its scope alone: no text is made, so
+    this is what a question about every import asks (see ``demangle`` on the text's cost)."""
+    key = scope_key(symbol)
+    return key is not None and is_unstable_key(key)
+
+
 def unstable_name(symbol: str) -> str | None:
     """The demangled name when ``symbol`` is unstable libtorch C++, else None."""
-    key = scope_key(symbol)
-    if key is None or not is_unstable_key(key):
-        return None
-    return demangle(symbol) or symbol
+    return (demangle(symbol) or symbol) if is_unstable(symbol) else None

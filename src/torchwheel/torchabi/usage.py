@@ -15,9 +15,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from torchwheel import limits
 from torchwheel.binary.facts import SliceFacts
 from torchwheel.limits import Listing, listed
-from torchwheel.torchabi.cxxnames import unstable_name
+from torchwheel.torchabi.cxxnames import demangle, is_unstable
 from torchwheel.torchabi.symtable import BASELINE, SymbolTable
 from torchwheel.version import FeatureVersion
 
@@ -87,6 +88,20 @@ def _distinct(names: Iterable[str]) -> Iterator[str]:
         previous = name
 
 
+def _unstable_listing(mangled: list[str]) -> tuple[list[str], int]:
+    """The unstable names shown: each demangled once, sorted by that text, within
+    ``limits.Listing``; and how many more there were.
+
+    Only the first ``max-listed`` names (in mangled order) are demangled: the text costs memory
+    that is never given back (``cxxnames.demangle``). Up to that many, which is every library
+    published (torch_python.dll has 6,047), the list and its count are those of every import.
+    """
+    keep = limits.current().max_listed.value
+    texts = _distinct(demangle(name) or name for name in mangled[:keep])
+    kept, more = listed(texts)
+    return kept, more + max(0, len(mangled) - keep)
+
+
 def analyze_imports(names: Iterable[str], table: SymbolTable, weak: Iterable[str] = ()) -> TorchUsage:
     """``weak``: the names of ``names`` imported weakly only (a strong import of the same name wins).
 
@@ -98,7 +113,7 @@ def analyze_imports(names: Iterable[str], table: SymbolTable, weak: Iterable[str
     unknown: Listing[str] = Listing()
     weak_shims: Listing[tuple[str, FeatureVersion | None]] = Listing(lambda item: item[0])
     introduced: dict[str, FeatureVersion] = {}  # names of the table: bounded by it
-    unstable: list[str] = []  # demangled; one reference per name, listed once sorted
+    unstable: list[str] = []  # mangled, in name order: references, demangled only when listed
     any_unknown = False
     for name in _distinct(names):
         if is_shim_name(name) or name in table.symbols:
@@ -116,17 +131,15 @@ def analyze_imports(names: Iterable[str], table: SymbolTable, weak: Iterable[str
                 any_unknown = True
             else:
                 introduced[name] = version
-        else:
-            text = unstable_name(name)
-            if text is not None:
-                unstable.append(text)
+        elif is_unstable(name):
+            unstable.append(name)
     min_version = max(introduced.values(), default=None)
     if min_version is None and any_unknown:
         min_version = BASELINE
     pinning = tuple(n for n, v in introduced.items() if v == min_version and min_version != BASELINE)
     has_stable = bool(stable.kept or stable.more or weak_shims.kept or weak_shims.more)
     usage: Usage = "unstable" if unstable else "stable" if has_stable else "none"
-    unstable_kept, unstable_more = listed(_distinct(unstable))
+    unstable_kept, unstable_more = _unstable_listing(unstable)
     return TorchUsage(
         usage=usage,
         stable_symbols=tuple(stable.kept),
