@@ -271,3 +271,19 @@ def test_tag_refuses_a_wheel_its_own_reader_would_refuse(
     assert code == 2 and "would not read the written wheel back" in err and "max-metadata-bytes" in err
     assert len(err.strip().splitlines()) == 1
     assert list(out_dir.iterdir()) == []
+
+
+def test_max_listed_zero_still_names_each_code_and_fails(
+    built_fixtures: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The exit code and ``repair``'s refusal count every finding, and each code present is named once."""
+    monkeypatch.setenv("TORCHWHEEL_MAX_LISTED", "0")
+    path = wheel_of(hbu.record_rows(5, lambda i: b"hostile/p%07d.py,,\n" % i), built_fixtures, tmp_path)
+    code, out, _ = run(capsys, "check", "--format", "json", str(path))
+    doc = json.loads(out)
+    assert code == 1 and len(doc["findings"]) == 1 and doc["findings_omitted"][0]["count"] == 4
+    code, _, err = run(capsys, "repair", "-w", str(tmp_path / "out"), str(path))
+    assert code == 1 and "TW403" in err

@@ -119,7 +119,7 @@ def check(
         click.echo(summary_line(wheels, findings))  # for the log
     else:
         click.echo(check_text(wheels, findings))
-    if any(f.severity == "error" for f in findings):
+    if findings.severities()["error"]:  # the findings counted, not listed, too
         sys.exit(1)
 
 

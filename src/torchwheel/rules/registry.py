@@ -117,7 +117,8 @@ class Rule(Code):
                 more += 1
                 yield Finding(self.code, self.severity, wheel, *hit)
 
-        kept = heapq.nsmallest(limits.current().max_listed.value, found(), key=_order)
+        keep = max(1, limits.current().max_listed.value)  # each code present names one finding
+        kept = heapq.nsmallest(keep, found(), key=_order)
         return kept, more - len(kept)
 
 

@@ -65,7 +65,7 @@ class RecordProblems:
     _per_kind: Counter[str] = field(default_factory=Counter, repr=False)
 
     def add(self, problem: RecordProblem) -> None:
-        if self._per_kind[problem.problem] < limits.current().max_listed.value:
+        if self._per_kind[problem.problem] < max(1, limits.current().max_listed.value):  # one of each named
             self._per_kind[problem.problem] += 1
             self.kept.append(problem)
         else:
