@@ -287,3 +287,17 @@ def test_max_listed_zero_still_names_each_code_and_fails(
     assert code == 1 and len(doc["findings"]) == 1 and doc["findings_omitted"][0]["count"] == 4
     code, _, err = run(capsys, "repair", "-w", str(tmp_path / "out"), str(path))
     assert code == 1 and "TW403" in err
+
+
+def test_the_nested_fast_path_agrees_with_the_general_reader() -> None:
+    """``is_unstable`` matches libtorch's nested names with one regular expression (compat asks
+    it of each import three times); every answer must be the general reader's."""
+    from .test_cxxnames import NOT_UNSTABLE, UNSTABLE
+
+    names = [s for s, _ in UNSTABLE] + NOT_UNSTABLE
+    names += ["_ZN5torch6stable3fooEv", "_ZN5torch10headeronly3barEv", "_ZN5torch3jit3fooEv", "_ZN5torch",
+              "_ZNK2at6Tensor3addEv", "__ZN3c106SymIntD1Ev", "_ZN4c10d5StoreD0Ev", "_ZN3c10d3fooEv",
+              "_ZN2atx3fooEv", "_ZN3atx3fooEv", "_ZN11THPVariable4wrapEv", "_ZNSt6vectorIN2at6TensorEED1Ev"]  # fmt: skip
+    for name in names:
+        key = cxxnames.scope_key(name)
+        assert cxxnames.is_unstable(name) == (key is not None and cxxnames.is_unstable_key(key)), name
