@@ -23,8 +23,9 @@ _NAMED = 32  # names on one text line (the most a published wheel has: 11 pinnin
 
 def _names(names: Sequence[str], omitted: int = 0) -> str:
     """Names for one line of text: the first ``_NAMED``, then how many more."""
-    more = len(names) - _NAMED + omitted if len(names) > _NAMED else omitted
-    return ", ".join(names[:_NAMED]) + (f", ... {more:,} more" if more else "")
+    shown = list(names[:_NAMED])
+    more = len(names) - len(shown) + omitted
+    return ", ".join(shown + ([f"... {more:,} more"] if more else []))
 
 
 def marker_json(declared: DeclaredMarker | None) -> dict[str, Any] | None:

@@ -13,9 +13,9 @@ _NAMED = 10  # symbol names a message spells out; the rest are counted
 
 
 def _unknown_text(t: TorchUsage) -> str:
-    names = ", ".join(t.unknown_symbols[:_NAMED])
-    more = t.unknown_count - min(len(t.unknown_symbols), _NAMED)
-    return names + (f" and {more:,} more" if more else "")
+    shown = t.unknown_symbols[:_NAMED]
+    more = t.unknown_count - len(shown)
+    return " and ".join(x for x in (", ".join(shown), f"{more:,} more" if more else "") if x)
 
 
 def _allowlisted(member: str, policy: Policy) -> bool:
