@@ -85,11 +85,12 @@ def uv(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=600, env=env)
 
 
-def venv_with_torch(path: Path, torch: str | None, wheels: Path) -> Path:
-    """A fresh venv holding a stub torch of that version (or no torch at all)."""
+def venv_with_torch(path: Path, torch: str | None, wheels: Path, cuda: str | None = None) -> Path:
+    """A fresh venv holding a stub torch of that version (or no torch at all); ``cuda``: a
+    CUDA build's ``torch/version.py`` too."""
     python = fresh_venv(path)
     if torch is not None:
-        result = pip(python, "--no-index", "--no-deps", str(stub_torch_wheel(torch, wheels)))
+        result = pip(python, "--no-index", "--no-deps", str(stub_torch_wheel(torch, wheels, cuda)))
         assert result.returncode == 0, result.stderr
     return python
 

@@ -109,10 +109,15 @@ def test_index_hashes_every_member(fixture_wheels: dict[str, Path], tmp_path: Pa
 
 
 def test_tag_refuses_and_rewrites_the_facts_file(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
-    for name in ("tw409", "tw410", "tw411", "tw407_folded"):
+    for name in ("tw409", "tw411", "tw407_folded"):
         refused = torchwheel("tag", "-w", str(tmp_path / "out"), str(fixture_wheels[name]), cwd=tmp_path)
         assert refused.returncode == 1 and "refusing to rewrite" in refused.stderr, (name, refused.stderr)
     assert not (tmp_path / "out").exists()
+    for name in ("tw410", "tw410_conflict"):  # the rewrite replaces every Torch-ABI line: fixed
+        fixed = torchwheel("tag", "-w", str(tmp_path / name), str(fixture_wheels[name]), cwd=tmp_path)
+        assert fixed.returncode == 0, (name, fixed.stderr)
+        (out,) = (tmp_path / name).glob("*.whl")
+        assert torchwheel("check", str(out), cwd=tmp_path).returncode == 0
     tagged = torchwheel("tag", "-w", str(tmp_path / "ok"), str(fixture_wheels["tw412"]), cwd=tmp_path)
     assert tagged.returncode == 0, tagged.stderr
     (out,) = (tmp_path / "ok").glob("*.whl")

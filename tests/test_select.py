@@ -142,6 +142,7 @@ def test_untagged_wheels_fall_back_to_their_binaries(tmp_path: Path) -> None:
         "floor": "2.10.0",
         "minor": None,
         "builds": [],
+        "torch_build": "any",
         "source": "binaries (untagged wheel)",
     }
 

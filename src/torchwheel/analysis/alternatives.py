@@ -60,3 +60,21 @@ def find_alternatives(members: Iterable[str]) -> list[Alternatives]:
         for key, group in sorted(groups.items())
         if len({build for build, _ in group}) > 1
     ]
+
+
+# cpu, cuda, cu128, gpu, rocm, hip, xpu: a flavour word of its own in a path
+_FLAVOUR = re.compile(r"(?<![A-Za-z0-9])(cpu|cuda|cu\d{2,3}|gpu|rocm|hip|xpu)(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+def unit_key(member: str) -> str:
+    """The library a member is a build of: its path with the torch release and the
+    accelerator flavour blanked (``_torch24-cpu.so`` and ``_torch29-cuda.so`` are one library)."""
+    found = build_of(member)
+    key = found[0] if found is not None else member
+    return _FLAVOUR.sub("~", key)
+
+
+def flavoured(members: Iterable[str]) -> bool:
+    """Do these builds of one library differ by accelerator flavour (``-cpu`` / ``-cuda``)?
+    Then the package picks one at run time, by the torch it finds."""
+    return len({m2.group(0).lower() for m in members for m2 in _FLAVOUR.finditer(m)}) > 1

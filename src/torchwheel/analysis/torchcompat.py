@@ -144,5 +144,5 @@ def compare(wheel: WheelFacts, torch: TorchLibraries, table: SymbolTable) -> Inp
     found = None
     if release is not None and wheel.kind != "binary":  # a lone binary has no metadata to judge
         need = torch_need_of(wheel, "binaries")
-        found = verdict(need, wheel.metadata.torch_requirements, _markers(torch), release)
+        found = verdict(need, wheel.metadata.torch_requirements, _markers(torch), release, torch.build)
     return InputCompat(wheel.contents.path, slices, found)

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from torchwheel.analysis.alternatives import Alternatives, find_alternatives
+from torchwheel.analysis.alternatives import Alternatives, find_alternatives, flavoured, unit_key
 from torchwheel.analysis.member import BinaryAnalysis, SliceAnalysis
 from torchwheel.analysis.pythonabi import parse_suffix
 from torchwheel.torchabi import accelerators
 from torchwheel.torchabi.accelerators import AcceleratorNeeds
+from torchwheel.torchabi.backend import TorchBuild, build_fits
 from torchwheel.torchabi.need import Build, TorchNeed, show_build, torch_need
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.contents import WheelContents
@@ -133,7 +134,58 @@ def torch_need_of(w: WheelFacts, source: str = "binaries (untagged wheel)") -> T
     except InvalidVersion:
         version = Version("0")
     builds = ", ".join(show_build(b) for b in sorted(abi.builds)) or None
-    return torch_need(abi.kind, w.metadata.torch_requirements, version, source, builds)
+    need = torch_need(abi.kind, w.metadata.torch_requirements, version, source, builds)
+    return replace(need, build_classes=wheel_build_classes(w))
+
+
+def _library_classes(needs: AcceleratorNeeds, flavour: bool) -> frozenset[str]:
+    """The torch build classes one library loads on (``torchabi.backend``): none needed is
+    ``any``, or ``cpu`` for the CPU flavour of a set the package picks from; two accelerators
+    or two CUDA majors at once load nowhere (an empty set)."""
+    if not needs.accelerators:
+        return frozenset({"cpu"} if flavour else {"any"})
+    if len(needs.accelerators) > 1:
+        return frozenset()
+    acc = needs.accelerators[0]
+    majors = needs.cuda_majors if acc == "cuda" else needs.rocm_majors if acc == "rocm" else ()
+    if len(majors) > 1:
+        return frozenset()
+    return frozenset({f"{acc}-{majors[0]}" if majors else acc})
+
+
+_PROBE_BUILDS = (
+    TorchBuild("cpu"),
+    *(TorchBuild("cuda", (m, 0)) for m in (11, 12, 13)),
+    *(TorchBuild("rocm", (m, 0)) for m in (6, 7)),
+    TorchBuild("xpu"),
+)
+
+
+def wheel_build_classes(w: WheelFacts) -> frozenset[str]:
+    """The torch builds the wheel loads on, as build classes (``any``; ``cpu, cuda-13``).
+
+    Every library must load, but of the builds of one library (per torch release, per
+    flavour: ``_torch24-cpu.so``, ``_torch24-cuda.so``) one will do: the package picks it.
+    Judged by trying each kind of build rather than by algebra on the classes."""
+    units: dict[str, list[tuple[str, AcceleratorNeeds]]] = {}
+    for b in w.binaries:
+        needs = accelerators.combine(s.accelerators for s in b.analysis.slices)
+        units.setdefault(unit_key(b.member), []).append((b.member, needs))
+    options = []
+    for members in units.values():
+        flavour = flavoured(m for m, _ in members)
+        options.append(frozenset().union(*(_library_classes(n, flavour) for _, n in members)))
+    fits = [t for t in _PROBE_BUILDS if all(build_fits(o, t)[0] and o for o in options)]
+    if len(fits) == len(_PROBE_BUILDS):
+        return frozenset({"any"})
+    out = set()
+    for t in fits:
+        major = t.major if any(f"{t.kind}-{t.major}" in o for o in options) else None
+        out.add(t.kind if t.kind in ("cpu", "xpu") or major is None else f"{t.kind}-{major}")
+    cuda = {c for c in out if c.startswith("cuda")}
+    if len([t for t in fits if t.kind == "cuda"]) == 3 and len(cuda) > 1:
+        out = (out - cuda) | {"cuda"}
+    return frozenset(out)
 
 
 def wheel_accelerators(w: WheelFacts) -> AcceleratorNeeds:

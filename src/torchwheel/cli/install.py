@@ -65,6 +65,11 @@ def _all_sources(
 @click.option(
     "--platform", "platforms", multiple=True, metavar="TAG", help="Plan: a platform tag (repeatable)."
 )
+@click.option(
+    "--torch-backend",
+    metavar="NAME",
+    help="Plan: the torch build, by PyTorch's backend names (uv's): cpu, cu126, cu128, cu130, rocm7.0, xpu.",
+)
 @format_option("text", "json")
 def select(
     sources: tuple[str, ...],
@@ -75,6 +80,7 @@ def select(
     torch_version: str | None,
     python_version: str | None,
     platforms: tuple[str, ...],
+    torch_backend: str | None,
     fmt: str,
 ) -> None:
     """Choose, among candidate wheels, the one that loads on the target's torch; explain
@@ -84,11 +90,20 @@ def select(
     from torchwheel.install.discovery import gather
     from torchwheel.install.explain import select_json, select_text, skipped_summary
 
-    planned = torch_version is not None or python_version is not None or bool(platforms)
+    planned = (
+        torch_version is not None
+        or python_version is not None
+        or bool(platforms)
+        or torch_backend is not None
+    )
     if planned and python is not None:
         raise click.UsageError("--python and a plan (--torch/--python-version/--platform) exclude each other")
     where = _all_sources(sources, find_links, index_urls)
-    target = targets.plan(torch_version, python_version, platforms) if planned else targets.probe(python)
+    target = (
+        targets.plan(torch_version, python_version, platforms, torch_backend)
+        if planned
+        else targets.probe(python)
+    )
     gathered = gather(where, name)
     choices = choose(gathered.candidates, target)
     click.echo(  # candidate names come from the input: escaped like every text report

@@ -55,6 +55,8 @@ def index_command(sources: tuple[str, ...], output: Path, torches: tuple[str, ..
     click.echo(
         f"wrote {output}: {len(result.entries)} wheels, simple/ and {len(result.targets)} per-torch indexes"
     )
+    for (torch, name), entries in result.backend_targets.items():
+        click.echo(f"  torch-{show_minor(torch)}-{name}/simple: {len(entries)} wheels")
     for torch, entries in result.targets.items():
         click.echo(f"  torch-{show_minor(torch)}/simple: {len(entries)} wheels")
     for vfile in result.variants_files:
@@ -74,20 +76,31 @@ def matrix_command(sources: tuple[str, ...], fmt: str, why: bool, torches: tuple
     from torchwheel.install import matrix
     from torchwheel.install.discovery import gather
     from torchwheel.install.explain import skipped_summary
-    from torchwheel.install.target import installed_torch
+    from torchwheel.install.target import installed_torch, probe_here
 
     got = gather(sources)
     if not got.candidates and got.skipped:
         raise InputError(skipped_summary(got.skipped))
     installed = installed_torch()
-    cols = matrix.columns(got.candidates, _minors(torches), installed)
-    m = matrix.build(got.candidates, cols, installed)
+    axis = matrix.backends(got.candidates)
+    cols = matrix.columns(got.candidates, _minors(torches), installed, axis)
+    here = probe_here().build  # the installed torch's column is marked in its own build's grid
+    grids = [
+        matrix.build(
+            got.candidates,
+            cols,
+            installed if here is None or (b.kind, b.major) == (here.kind, here.major) else None,
+            b,
+        )
+        for b in axis
+    ] or [matrix.build(got.candidates, cols, installed)]
     if fmt == "json":
-        doc = matrix.to_json(m)
+        doc = matrix.to_json_all(grids)
         doc["skipped"] = [{"location": s.location, "reason": s.reason} for s in got.skipped]
         click.echo(json.dumps(doc, indent=2))
     else:
-        out = matrix.markdown(m, why) if fmt == "markdown" else matrix.text(m, why)
+        render = matrix.markdown if fmt == "markdown" else matrix.text
+        out = "\n\n".join(render(m, why, legend=m is grids[-1]) for m in grids)
         click.echo(safe_lines(out.splitlines()))  # wheel names come from the input
     if got.skipped:  # listed in the report (text: below the grid); stderr: the one line of an exit 2
         if fmt != "json":

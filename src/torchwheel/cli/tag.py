@@ -253,6 +253,12 @@ def _repair_loaded(
     from torchwheel.tagging.plan import plan, planned_facts
 
     findings = rules.run_all(facts, policy)
+    blockers = [f for f in rules.run_all(facts, rules.rewrite_blockers()) if f.severity == "error"]
+    if blockers:  # as tag: facts that make any rewrite dishonest, whatever it would fix
+        click.echo(check_text(facts, findings or blockers))
+        codes = ", ".join(sorted({f.code for f in blockers}))
+        click.echo(f"torchwheel: repair refused: {codes} make the new metadata untrustworthy", err=True)
+        sys.exit(1)
     try:
         planned = plan(facts[0], opts)
     except InputError as exc:  # no honest rewrite exists (an unknown build torch, a pin conflict)

@@ -33,7 +33,12 @@ from torchwheel.errors import InputError
 from torchwheel.torchabi.need import TorchNeed, torch_need
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.contents import parse_wheel_name
-from torchwheel.wheel.metadata import TORCH_ABI_BUILDS_FIELD, TORCH_ABI_FIELD, parse_metadata
+from torchwheel.wheel.metadata import (
+    TORCH_ABI_BUILDS_FIELD,
+    TORCH_ABI_FIELD,
+    TORCH_BUILD_FIELD,
+    parse_metadata,
+)
 
 
 @dataclass(frozen=True)
@@ -107,8 +112,14 @@ def read_candidate(path: Path, origin: str, verify_hashes: bool = False) -> Cand
     if declared:
         found = fields.get(TORCH_ABI_BUILDS_FIELD)
         builds = found[-1] if found else None
+        built_for = fields.get(TORCH_BUILD_FIELD)  # absent (tagged before it existed): any build
         need = torch_need(
-            declared[-1], meta.torch_requirements, parsed.version, f"WHEEL {TORCH_ABI_FIELD}", builds
+            declared[-1],
+            meta.torch_requirements,
+            parsed.version,
+            f"WHEEL {TORCH_ABI_FIELD}",
+            builds,
+            built_for[-1] if built_for else None,
         )
     else:
         need = _from_binaries(path)

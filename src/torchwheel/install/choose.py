@@ -25,6 +25,7 @@ from packaging.version import Version
 
 from torchwheel.install.candidates import Candidate
 from torchwheel.install.target import TorchTarget, markers_for_tags
+from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.need import MinorVerdict, TorchNeed, minor_verdict, verdict
 from torchwheel.torchabi.releases import Minor, minor_of
 
@@ -49,9 +50,11 @@ def torch_verdict(c: Candidate, target: TorchTarget) -> tuple[bool, str]:
     """``need.verdict`` for the target's torch; for a plan that named only a minor, over
     every release of it (``need.minor_verdict``): the rule ``index`` and ``matrix`` apply."""
     if target.torch is not None and target.torch_minor_only:
-        found = minor_verdict(c.torch, c.torch_requirements, target.markers, minor_of(target.torch))
+        found = minor_verdict(
+            c.torch, c.torch_requirements, target.markers, minor_of(target.torch), target.build
+        )
         return found.loads, found.reason
-    single = verdict(c.torch, c.torch_requirements, target.markers, target.torch)
+    single = verdict(c.torch, c.torch_requirements, target.markers, target.torch, target.build)
     return single.loads, single.reason
 
 
@@ -129,10 +132,10 @@ def choose(candidates: list[Candidate], target: TorchTarget, force: bool = False
 # -- per torch minor: the cells of ``index`` and ``matrix``
 
 
-def fit(c: Candidate, torch: Minor) -> MinorVerdict:
-    """One wheel on every release of one torch minor: the verdict ``select`` gives, with the
-    wheel's own platform for its requirements' markers."""
-    return minor_verdict(c.torch, c.torch_requirements, markers_for_tags(c.tags), torch)
+def fit(c: Candidate, torch: Minor, build: TorchBuild | None = None) -> MinorVerdict:
+    """One wheel on every release of one torch minor (of one build, when given): the verdict
+    ``select`` gives, with the wheel's own platform for its requirements' markers."""
+    return minor_verdict(c.torch, c.torch_requirements, markers_for_tags(c.tags), torch, build)
 
 
 def needed_minors(needs: Iterable[TorchNeed]) -> set[Minor]:

@@ -11,6 +11,7 @@ from packaging.version import Version
 from torchwheel.install.candidates import Candidate, Gathered, Skipped
 from torchwheel.install.choose import Choice, Verdict
 from torchwheel.install.target import TorchTarget
+from torchwheel.torchabi.backend import need_text
 from torchwheel.torchabi.need import show_build
 
 SELECT_SCHEMA = 1
@@ -36,7 +37,8 @@ def lower_reason(v: Verdict, chosen: Candidate) -> str:
 
 def _target_line(target: TorchTarget) -> str:
     torch = f"torch {target.torch}" if target.torch is not None else "no torch"
-    return f"target: {target.description}, {torch}"
+    built = f", a {target.build}" if target.torch is not None and target.build is not None else ""
+    return f"target: {target.description}, {torch}{built}"
 
 
 def select_text(target: TorchTarget, gathered: Gathered, choices: list[Choice]) -> str:
@@ -86,6 +88,7 @@ def candidate_json(c: Candidate) -> dict[str, Any]:
             "floor": c.torch.floor.release if c.torch.floor is not None else None,
             "minor": show_build(next(iter(c.torch.builds))) if len(c.torch.builds) == 1 else None,
             "builds": [show_build(b) for b in sorted(c.torch.builds)],
+            "torch_build": need_text(c.torch.build_classes),
             "source": c.torch.source,
         },
         "sha256": c.sha256,
@@ -100,6 +103,7 @@ def select_json(target: TorchTarget, gathered: Gathered, choices: list[Choice]) 
             "python": target.python,
             "python_version": target.python_version,
             "torch": str(target.torch) if target.torch is not None else None,
+            "torch_backend": target.build.backend if target.build is not None else None,
         },
         "projects": [
             {

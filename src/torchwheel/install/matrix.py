@@ -16,6 +16,7 @@ from typing import Any
 
 from torchwheel.install.candidates import Candidate
 from torchwheel.install.choose import fit, needed_minors
+from torchwheel.torchabi.backend import TorchBuild, need_text, representative_backends
 from torchwheel.torchabi.need import MinorVerdict
 from torchwheel.torchabi.releases import Minor, known_minors, show_minor
 
@@ -36,23 +37,48 @@ class Row:
 
 @dataclass(frozen=True)
 class Matrix:
+    """One grid: for one torch build (``torch_build``), or, when no wheel needs a particular
+    build, for every build at once (None)."""
+
     torches: list[Minor]
     installed: Minor | None
     rows: list[Row]
+    torch_build: TorchBuild | None = None
 
 
-def columns(cands: Iterable[Candidate], asked: Iterable[Minor], installed: Minor | None) -> list[Minor]:
-    """Every known minor some wheel loads on, every minor a wheel names, and those asked for."""
+def backends(cands: Iterable[Candidate]) -> list[TorchBuild]:
+    """The torch builds that tell these wheels apart (the backend axis): none when every wheel
+    loads on every build; else the CPU build and one backend per CUDA/ROCm major they name."""
+    needs = [c.torch.build_classes for c in cands]
+    if all(n == frozenset({"any"}) for n in needs):
+        return []
+    return representative_backends(needs)
+
+
+def columns(
+    cands: Iterable[Candidate],
+    asked: Iterable[Minor],
+    installed: Minor | None,
+    builds: Iterable[TorchBuild] = (),
+) -> list[Minor]:
+    """Every known minor some wheel loads on (on some build), every minor a wheel names, and
+    those asked for."""
     cands = list(cands)
+    options: list[TorchBuild | None] = [*builds] or [None]
     cols = set(asked) | needed_minors(c.torch for c in cands) | ({installed} if installed else set())
-    cols |= {m for m in known_minors() if any(fit(c, m).loads for c in cands)}
+    cols |= {m for m in known_minors() if any(fit(c, m, b).loads for c in cands for b in options)}
     return sorted(cols)
 
 
-def build(cands: list[Candidate], torches: list[Minor], installed: Minor | None) -> Matrix:
+def build(
+    cands: list[Candidate],
+    torches: list[Minor],
+    installed: Minor | None,
+    torch_build: TorchBuild | None = None,
+) -> Matrix:
     cols = sorted(set(torches) | ({installed} if installed else set()))
-    rows = [Row(c, [fit(c, t) for t in cols]) for c in sorted(cands, key=lambda c: c.filename)]
-    return Matrix(cols, installed, rows)
+    rows = [Row(c, [fit(c, t, torch_build) for t in cols]) for c in sorted(cands, key=lambda c: c.filename)]
+    return Matrix(cols, installed, rows, torch_build)
 
 
 def _groups(m: Matrix) -> list[list[int]]:
@@ -111,17 +137,25 @@ def _footer(m: Matrix) -> str:
     return LEGEND + ("; * = installed torch" if m.installed else "; no torch installed here")
 
 
-def text(m: Matrix, why: bool) -> str:
+def heading(m: Matrix) -> list[str]:
+    """A grid of the backend axis names its build (``torch build cu130 (CUDA 13.0 build)``)."""
+    return [f"torch build {m.torch_build.backend}: {m.torch_build}", ""] if m.torch_build is not None else []
+
+
+def text(m: Matrix, why: bool, legend: bool = True) -> str:
     groups = _groups(m)
     names = [r.cand.filename for r in m.rows]
     width = max(len("wheel"), *map(len, names))
     head = _header(m, groups)
     cw = [max(len(h), 4) for h in head]
-    lines = ["  ".join(["wheel".ljust(width), *(h.rjust(w) for h, w in zip(head, cw, strict=True))])]
+    lines = [
+        *heading(m),
+        "  ".join(["wheel".ljust(width), *(h.rjust(w) for h, w in zip(head, cw, strict=True))]),
+    ]
     for r in m.rows:
         cells = [SYMBOL[r.cells[g[0]].cell].rjust(w) for g, w in zip(groups, cw, strict=True)]
         lines.append("  ".join([r.cand.filename.ljust(width), *cells]))
-    lines += ["", _footer(m)]
+    lines += ["", _footer(m)] if legend else []
     if why:
         lines += ["", *_why(m)]
     return "\n".join(lines)
@@ -131,20 +165,38 @@ def _md_escape(s: str) -> str:
     return s.replace("|", "\\|").replace("`", "'").replace("\n", " ")
 
 
-def markdown(m: Matrix, why: bool) -> str:
+def markdown(m: Matrix, why: bool, legend: bool = True) -> str:
     groups = _groups(m)
     head = _header(m, groups)
     lines = [
+        *(f"**{line}**" if line else line for line in heading(m)),
         "| wheel | " + " | ".join(head) + " |",
         "|---|" + "|".join(":-:" for _ in head) + "|",
     ]
     for r in m.rows:
         cells = [SYMBOL[r.cells[g[0]].cell] for g in groups]
         lines.append(f"| `{_md_escape(r.cand.filename)}` | " + " | ".join(cells) + " |")
-    lines += ["", _footer(m)]
+    lines += ["", _footer(m)] if legend else []
     if why:
         lines += ["", "```", *_why(m), "```"]
     return "\n".join(lines)
+
+
+def to_json_all(grids: list[Matrix]) -> dict[str, Any]:
+    """One grid: as ``to_json``. A backend axis: the same document plus ``backends`` (their
+    names) and per wheel ``by_backend``: backend -> minor -> cell."""
+    doc = to_json(grids[0])
+    if grids[0].torch_build is None:
+        return doc
+    doc["backends"] = [g.torch_build.backend for g in grids if g.torch_build is not None]
+    for i, wheel in enumerate(doc["wheels"]):
+        wheel["by_backend"] = {
+            g.torch_build.backend: to_json(g)["wheels"][i]["cells"]
+            for g in grids
+            if g.torch_build is not None
+        }
+        wheel["torch_build"] = need_text(grids[0].rows[i].cand.torch.build_classes)
+    return doc
 
 
 def to_json(m: Matrix) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from torchwheel.install.candidates import Candidate, Gathered
 from torchwheel.install.choose import fit, preference
 from torchwheel.install.discovery import gather
 from torchwheel.limits import current
+from torchwheel.torchabi.backend import TorchBuild, representative_backends
 from torchwheel.torchabi.releases import Minor, known_minors, show_minor
 from torchwheel.wheel import variant
 from torchwheel.wheel.archive import WheelArchive
@@ -55,6 +56,7 @@ class IndexResult:
     out: Path
     entries: list[Entry]
     targets: dict[Minor, list[Entry]]
+    backend_targets: dict[tuple[Minor, str], list[Entry]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     variants_files: list[str] = field(default_factory=list)
 
@@ -108,16 +110,22 @@ def collect(sources: Iterable[str]) -> tuple[list[Entry], list[str]]:
     return [read_entry(c) for c in got.candidates], notes
 
 
-def plan_targets(entries: list[Entry], extra: Iterable[Minor] = ()) -> dict[Minor, list[Entry]]:
+def plan_targets(
+    entries: list[Entry], extra: Iterable[Minor] = (), build: TorchBuild | None = None
+) -> dict[Minor, list[Entry]]:
     """Torch minor -> the best loading entry per (project, public version, tag set, variant
     label): every known minor some wheel loads on (``choose.fit``, the verdict ``select``
-    gives), and ``extra``."""
+    gives), and ``extra``. ``build``: for that torch build's index (``torch-2.13-cu130``);
+    None for the build-agnostic one (``torch-2.13``), which lists only wheels that load on
+    every build (a CUDA wheel there would reach a CPU torch)."""
     out: dict[Minor, list[Entry]] = {}
     extra = set(extra)
     for torch in sorted(set(known_minors()) | extra):
         best: dict[tuple[object, ...], Entry] = {}
         for e in entries:
-            if not fit(e.cand, torch).loads:
+            if build is None and e.cand.torch.build_classes != frozenset({"any"}):
+                continue
+            if not fit(e.cand, torch, build).loads:
                 continue
             c = e.cand
             # variant wheels stay one per label: the installer's plugin chooses among them
@@ -184,7 +192,12 @@ def _copy(src: Path, dst: Path) -> None:
         shutil.copyfile(src, dst)
 
 
-def write(entries: list[Entry], targets: dict[Minor, list[Entry]], out: Path) -> list[str]:
+def write(
+    entries: list[Entry],
+    targets: dict[Minor, list[Entry]],
+    out: Path,
+    backend_targets: dict[tuple[Minor, str], list[Entry]] | None = None,
+) -> list[str]:
     """Build the whole tree in a temp dir beside ``out``, then swap it in."""
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file())):
         raise InputError(
@@ -206,6 +219,9 @@ def write(entries: list[Entry], targets: dict[Minor, list[Entry]], out: Path) ->
             (files / vfile).write_bytes(data)
             variants_files[(name, version)] = (vfile, _sha(data))
         _write_simple(tmp / "simple", entries, "../../", variants_files)
+        for (torch, name), chosen in (backend_targets or {}).items():
+            page = tmp / f"torch-{show_minor(torch)}-{name}" / "simple"
+            _write_simple(page, chosen, "../../../", variants_files)
         for torch, chosen in targets.items():
             _write_simple(tmp / f"torch-{show_minor(torch)}" / "simple", chosen, "../../../", variants_files)
         (tmp / MARKER).write_text(f"torchwheel {__version__}\n", "utf-8")
@@ -244,6 +260,12 @@ def build(sources: Iterable[str], out: Path, extra: Iterable[Minor] = ()) -> Ind
     entries, notes = collect(sources)
     if not entries:
         raise InputError("no wheels to index")
+    extra = set(extra)
     targets = plan_targets(entries, extra)
-    vfiles = write(entries, targets, out)
-    return IndexResult(out, entries, targets, notes, vfiles)
+    per_backend: dict[tuple[Minor, str], list[Entry]] = {}
+    for b in representative_backends(e.cand.torch.build_classes for e in entries):
+        for torch, chosen in plan_targets(entries, extra, b).items():
+            if chosen:
+                per_backend[(torch, b.backend)] = chosen
+    vfiles = write(entries, targets, out, per_backend)
+    return IndexResult(out, entries, targets, per_backend, notes, vfiles)

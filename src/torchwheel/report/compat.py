@@ -22,7 +22,7 @@ def _where(s: SliceCompat, multi: bool) -> str:
 
 def compat_text(torch: TorchLibraries, results: list[InputCompat]) -> str:
     lines = [
-        f"{torch.label} from {torch.origin}: {len(torch.exports)} libraries, "
+        f"{torch.label}{f' ({torch.build})' if torch.build else ''} from {torch.origin}: {len(torch.exports)} libraries, "
         f"{torch.exported_count} exported symbols"
     ]
     for r in results:
@@ -73,6 +73,7 @@ def compat_json(torch: TorchLibraries, results: list[InputCompat]) -> dict[str, 
         "torch": {
             "origin": torch.origin,
             "version": torch.version,
+            "backend": torch.build.backend if torch.build else None,
             "libraries": sorted(torch.exports),
             "platforms": [f"{f}/{a}" for f, a in sorted(torch.platforms)],
             "exported_symbols": torch.exported_count,

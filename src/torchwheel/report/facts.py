@@ -10,10 +10,16 @@ from typing import Any
 
 from torchwheel.analysis.member import BinaryAnalysis, DeclaredMarker, SliceAnalysis
 from torchwheel.analysis.pythonabi import PythonFacts
-from torchwheel.analysis.wheelfacts import WheelFacts, wheel_accelerators, wheel_torch_abi
+from torchwheel.analysis.wheelfacts import (
+    WheelFacts,
+    wheel_accelerators,
+    wheel_build_classes,
+    wheel_torch_abi,
+)
 from torchwheel.binary.gpucode import GpuCode
 from torchwheel.report.textsafe import safe_lines
 from torchwheel.torchabi.accelerators import AcceleratorNeeds, cubin_archs, ptx_cuda, ptx_images
+from torchwheel.torchabi.backend import describe_need
 from torchwheel.torchabi.need import show_build, show_builds
 from torchwheel.torchabi.usage import TorchUsage
 
@@ -322,6 +328,7 @@ def wheel_json(w: WheelFacts) -> dict[str, Any]:
             ],
         },
         "accelerator": accelerator_json(wheel_accelerators(w)),
+        "torch_build": sorted(wheel_build_classes(w)),
         "files": [{"member": b.member, **binary_json(b.analysis)} for b in w.binaries],
         "unreadable": [{"member": u.member, "error": u.error} for u in w.unreadable],
     }
@@ -391,6 +398,9 @@ def wheel_text(w: WheelFacts) -> str:
         + ", ".join(f"{show_build(b)}={member.rsplit('/', 1)[-1]}" for b, member in a.members)
         for a in abi.alternatives
     ]
+    classes = wheel_build_classes(w)
+    if classes != frozenset({"any"}):
+        lines.append(f"  torch build      loads on {describe_need(classes)} ({', '.join(sorted(classes))})")
     acc = wheel_accelerators(w)
     summary = "; ".join(t for t in (need_text(acc), gpu_text(acc.gpu, span=True)) if t)
     if summary:

@@ -27,6 +27,7 @@ from torchwheel.analysis.wheelfacts import (
     WheelFacts,
     iter_slices,
     provides_libtorch,
+    wheel_build_classes,
     wheel_torch_abi,
 )
 from torchwheel.errors import InputError
@@ -34,8 +35,15 @@ from torchwheel.report.facts import binary_json
 from torchwheel.tagging import naming
 from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.requirement import apply_requirements, metadata_text
+from torchwheel.torchabi.backend import need_text
 from torchwheel.torchabi.need import show_build
-from torchwheel.wheel.metadata import SIDE_FILE, TORCH_ABI_BUILDS_FIELD, TORCH_ABI_FIELD, parse_metadata
+from torchwheel.wheel.metadata import (
+    SIDE_FILE,
+    TORCH_ABI_BUILDS_FIELD,
+    TORCH_ABI_FIELD,
+    TORCH_BUILD_FIELD,
+    parse_metadata,
+)
 
 SIDE_SCHEMA = 1
 
@@ -107,19 +115,23 @@ def compress_tags(tags: frozenset[Tag], original: str) -> str:
     return f"{'.'.join(interps)}-{'.'.join(abis)}-{'.'.join(plats)}"
 
 
-def torch_abi_fields(abi: TorchABI) -> list[tuple[str, str]]:
+def torch_abi_fields(abi: TorchABI, build_classes: frozenset[str]) -> list[tuple[str, str]]:
     """The WHEEL lines that say which torch the wheel loads on. ``Torch-ABI`` alone stays
-    true for every reader (``unstable`` for per-minor builds too); the releases they cover go
-    beside it, in a field of their own."""
+    true for every reader (``unstable`` for per-minor builds too); the releases they cover and
+    the torch builds it loads on (``any``; ``cuda-13``) go beside it, in fields of their own."""
     fields = [(TORCH_ABI_FIELD, str(abi))]
     if abi.builds:
         fields.append((TORCH_ABI_BUILDS_FIELD, ", ".join(show_build(b) for b in sorted(abi.builds))))
+    fields.append((TORCH_BUILD_FIELD, need_text(build_classes)))
     return fields
 
 
 def wheel_file_text(original: str, tags: list[Tag], fields: list[tuple[str, str]]) -> str:
-    ours = ("Tag:", f"{TORCH_ABI_FIELD}:", f"{TORCH_ABI_BUILDS_FIELD}:")
-    kept = [line for line in original.splitlines() if line.strip() and not line.startswith(ours)]
+    ours = ("Tag:", f"{TORCH_ABI_FIELD}:", f"{TORCH_ABI_BUILDS_FIELD}:", f"{TORCH_BUILD_FIELD}:")
+    ours_lower = tuple(o.lower() for o in ours)  # field names ignore case, as installers read them
+    kept = [
+        line for line in original.splitlines() if line.strip() and not line.lower().startswith(ours_lower)
+    ]
     lines = kept + [f"Tag: {t}" for t in tags] + [f"{name}: {value}" for name, value in fields]
     return "\n".join(lines) + "\n"
 
@@ -167,7 +179,7 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
         new_meta, meta_notes = metadata_text(c.metadata_text, abi, opts)
         if opts.release_requirements is not None:  # tag --release: the set shared by all wheels
             new_meta, meta_notes = apply_requirements(c.metadata_text, opts.release_requirements, name)
-    fields = torch_abi_fields(abi)
+    fields = torch_abi_fields(abi, wheel_build_classes(w))
     new_wheel = wheel_file_text(c.wheel_text, ordered, fields)
     filename, new_meta, new_wheel, name_notes = naming.naming(filename, new_meta, new_wheel, opts)
     changes += name_notes

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Literal
 
@@ -24,7 +24,8 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from torchwheel.errors import InputError
-from torchwheel.torchabi import releases
+from torchwheel.torchabi import backend, releases
+from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.releases import Minor, minor_of, show_minor
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.metadata import TORCH_ABI_BUILDS_FIELD, TORCH_ABI_FIELD, torch_abi_floor
@@ -69,6 +70,8 @@ class TorchNeed:
     floor: FeatureVersion | None
     builds: frozenset[Build]
     source: str
+    # the torch builds it loads on (``torchabi.backend``): ``any``, or ``cpu``, ``cuda-13``, ...
+    build_classes: frozenset[str] = frozenset({"any"})
 
     def __str__(self) -> str:
         if self.kind == "stable" and self.floor is not None:
@@ -121,10 +124,17 @@ def torch_need(
     version: Version,
     source: str,
     builds: str | None = None,
+    torch_build: str | None = None,
 ) -> TorchNeed:
-    """From a ``Torch-ABI`` value (``2.10``, ``2.10.1``, ``unstable``, ``none``) and, for
-    per-minor builds, the ``Torch-ABI-Builds`` value."""
-    value = declared.strip()
+    """From a ``Torch-ABI`` value (``2.10``, ``2.10.1``, ``unstable``, ``none``), for
+    per-minor builds the ``Torch-ABI-Builds`` value, and the ``Torch-Build`` value."""
+    need = _torch_need(declared.strip(), reqs, version, source, builds)
+    return replace(need, build_classes=backend.parse_need(torch_build)) if torch_build else need
+
+
+def _torch_need(
+    value: str, reqs: tuple[Requirement, ...], version: Version, source: str, builds: str | None
+) -> TorchNeed:
     if value == "unstable":
         if builds:
             return TorchNeed("unstable", None, parse_builds(builds), source)
@@ -186,21 +196,32 @@ def requirement_excludes(
 
 
 def verdict(
-    need: TorchNeed, reqs: Iterable[Requirement], markers: Mapping[str, str] | None, torch: Version | None
+    need: TorchNeed,
+    reqs: Iterable[Requirement],
+    markers: Mapping[str, str] | None,
+    torch: Version | None,
+    build: TorchBuild | None = None,
 ) -> Verdict:
-    """The one answer to "does this wheel load on this torch?" (module docstring).
+    """The one answer to "does this wheel load on this torch?" (module docstring): the
+    torch version, the torch build (``build``: CPU, CUDA 13, ...; None when the target's is
+    not known, which is said, not judged) and the wheel's own requirement.
 
     ``markers``: the target's environment for requirements with markers; None evaluates only
     the unconditional ones."""
     if torch is None:
-        if need.kind == "none":
+        if need.kind == "none" and "any" in need.build_classes:
             return Verdict(True, "uses no torch symbols")
         return Verdict(False, f"{need}: the target has no torch (torchwheel never installs torch)")
     found = _binaries_verdict(need, torch)
     if not found.loads:
         return found
+    fits, why = backend.build_fits(need.build_classes, build)
+    if not fits:
+        return Verdict(False, why)
     excluded = requirement_excludes(reqs, markers, torch)
-    return Verdict(False, excluded) if excluded else found
+    if excluded:
+        return Verdict(False, excluded)
+    return replace(found, reason=f"{found.reason}; {why}") if why else found
 
 
 Cell = Literal["loads", "only", "some", "no", "unknown"]
@@ -223,15 +244,19 @@ class MinorVerdict:
 
 
 def minor_verdict(
-    need: TorchNeed, reqs: Iterable[Requirement], markers: Mapping[str, str] | None, minor: Minor
+    need: TorchNeed,
+    reqs: Iterable[Requirement],
+    markers: Mapping[str, str] | None,
+    minor: Minor,
+    build: TorchBuild | None = None,
 ) -> MinorVerdict:
     reqs = tuple(reqs)
     if need.kind == "unstable" and not need.builds:
         return MinorVerdict(
-            "unknown", verdict(need, reqs, markers, releases.releases_of(minor)[-1]).reason, ()
+            "unknown", verdict(need, reqs, markers, releases.releases_of(minor)[-1], build).reason, ()
         )
     candidates = releases.releases_of(minor)
-    each = [(v, verdict(need, reqs, markers, v)) for v in candidates]
+    each = [(v, verdict(need, reqs, markers, v, build)) for v in candidates]
     good = tuple(v for v, found in each if found.loads)
     if not good:
         return MinorVerdict("no", each[-1][1].reason, ())

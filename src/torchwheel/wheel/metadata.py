@@ -25,6 +25,7 @@ from torchwheel.version import FeatureVersion
 SIDE_FILE = "torchwheel.json"  # the facts `tag` records in .dist-info (tagging/plan.py)
 TORCH_ABI_FIELD = "Torch-ABI"  # the WHEEL field `tag` writes
 TORCH_ABI_BUILDS_FIELD = "Torch-ABI-Builds"  # beside it, for per-release builds: 2.4, 2.5, ...
+TORCH_BUILD_FIELD = "Torch-Build"  # the torch builds it loads on: any, or cpu, cuda-13, rocm-7, xpu
 # The side file's shape, as far as any reader relies on it (tagging/plan.py writes it; what
 # each library's facts hold is docs/json.md's and may grow: other keys are taken as they are).
 SIDE_SHAPE = Object(
@@ -43,6 +44,7 @@ SIDE_SHAPE = Object(
 _WHEEL_NAMES = {n.lower(): n for n in ("Wheel-Version", "Generator", "Root-Is-Purelib", "Tag", "Build")}
 _WHEEL_NAMES[TORCH_ABI_FIELD.lower()] = TORCH_ABI_FIELD
 _WHEEL_NAMES[TORCH_ABI_BUILDS_FIELD.lower()] = TORCH_ABI_BUILDS_FIELD
+_WHEEL_NAMES[TORCH_BUILD_FIELD.lower()] = TORCH_BUILD_FIELD
 _FLOOR = re.compile(r"(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?", re.ASCII)  # what `tag` writes: 2.10, 2.10.1
 
 
