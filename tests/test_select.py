@@ -74,7 +74,14 @@ def _folders(cands: dict[str, Path], *names: str) -> list[str]:
             "s210",
             {"s212": "torch 2.11.0 is older than its target", "unstable": "the target has 2.11"},
         ),
-        ("2.14.0", "s212", {"s210": "but stable >= 2.12 is preferred", "unstable": "the target has 2.14"}),
+        (
+            "2.14.0",
+            "s212",
+            {
+                "s210": "but the choice's newer stable-ABI target (stable >= 2.12) ranks first",
+                "unstable": "the target has 2.14",
+            },
+        ),
     ],
 )
 def test_select_for_stub_torches(
@@ -187,11 +194,16 @@ def test_corrupt_candidate_is_skipped_with_its_reason(cands: dict[str, Path], tm
     shutil.copy2(cands["s210"], folder)
     bad = folder / "twdemo_stable-0.2.0-cp39-abi3-linux_x86_64.whl"
     bad.write_bytes(cands["s212"].read_bytes()[:3000])
-    code, doc, _ = _select("--torch", "2.12", *PLAN, str(folder))
-    assert code == 0
+    code, doc, err = _select("--torch", "2.12", *PLAN, str(folder))
+    # the corrupt file might have been the choice: the project is unreadable (exit 2), and the
+    # report still says what the readable files give
+    assert code == 2
+    assert doc["projects"][0]["outcome"] == "unreadable"
     assert Path(_chosen(doc) or "").name == cands["s210"].name
     (skipped,) = doc["skipped"]
     assert skipped["location"] == str(bad) and "zip archive" in skipped["reason"]
+    assert skipped["project"] == "twdemo-stable"
+    assert err.count("\n") == 1 and "twdemo-stable: a candidate could not be read" in err and bad.name in err
     only_bad = tmp_path / "bad"
     only_bad.mkdir()
     shutil.move(bad, only_bad / bad.name)
