@@ -154,11 +154,13 @@ def scheme_of(target: TorchTarget, name: str) -> dict[str, str]:
 
 
 def installed_dist(scheme: dict[str, str], name: str) -> Path | None:
-    """An installed distribution of this project (any version) in the target's site dirs."""
+    """An installed distribution of this project (any version) in the target's site dirs; a
+    ``.dist-info`` without METADATA holds no installed version (a leftover, not an install)."""
     want = canonicalize_name(name)
     for lib in dict.fromkeys((scheme["purelib"], scheme["platlib"])):
-        for d in Path(lib).glob("*.dist-info"):
-            if canonicalize_name(d.name.removesuffix(".dist-info").split("-", 1)[0]) == want:
+        for d in sorted(Path(lib).glob("*.dist-info")):
+            project = canonicalize_name(d.name.removesuffix(".dist-info").split("-", 1)[0])
+            if project == want and (d / "METADATA").is_file():
                 return d
     return None
 
