@@ -117,10 +117,12 @@ class _Walk:
     hosted: list[remote.HostedFile] = field(default_factory=list)
 
     def wanted(self, filename: str) -> bool:
-        """Is this file one of the projects asked for? (An invalid name is kept, to be reported.)"""
+        """Is this file one of the projects asked for? A name that is no wheel name is kept
+        to be reported, unless projects were named (it cannot be one of them; pip skips it)."""
         name = _project_of(filename)
-        if self.names and name is not None and name not in self.names:
-            self.out.other_names.add(name)
+        if self.names and name not in self.names:
+            if name is not None:
+                self.out.other_names.add(name)
             return False
         return True
 
