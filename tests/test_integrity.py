@@ -81,15 +81,18 @@ def test_broken_wheels_are_neither_published_nor_chosen(
 
 
 def test_a_broken_wheel_beside_a_good_one(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
-    """select chooses the good one and lists the broken one; matrix shows the good one and
-    exits 2 with one line; index refuses to publish either (exit 2, nothing written)."""
+    """select chooses the good one and lists the broken one, exiting 2 for the broken one's
+    project (0 when only the good project is asked for); matrix shows the good one and exits
+    2 with one line; index refuses to publish either (exit 2, nothing written)."""
     folder = tmp_path / "dist"
     folder.mkdir()
     for name in ("clean", "tw410"):
         shutil.copy2(fixture_wheels[name], folder)
     chosen = torchwheel("select", *PLAN, str(folder), cwd=tmp_path)
-    assert chosen.returncode == 0, chosen.stderr
+    assert chosen.returncode == 2 and "w410: a candidate could not be read" in _one_line(chosen.stderr)
     assert "chose demo_stable" in chosen.stdout and "skipped" in chosen.stdout and "TW410" in chosen.stdout
+    named = torchwheel("select", *PLAN, "--name", "demo-stable", str(folder), cwd=tmp_path)
+    assert named.returncode == 0, named.stderr
     grid = torchwheel("matrix", str(folder), cwd=tmp_path)
     assert grid.returncode == 2 and "TW410" in _one_line(grid.stderr)
     assert "demo_stable" in grid.stdout and "skipped" in grid.stdout

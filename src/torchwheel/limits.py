@@ -78,6 +78,16 @@ class Limits:
     max_json_bytes: Limit = Limit("max-json-bytes", 16 << 20)  # the shipped shim table: 130 KB
     max_json_values: Limit = Limit("max-json-values", 1_000_000)
     max_json_depth: Limit = Limit("max-json-depth", 64)  # the deepest document read nests 5 levels
+    # a hosted index (select/install/matrix/index -i https://...): one index page (HTML or JSON;
+    # PyPI's largest project pages are a few MB), a downloaded file (written to disk as it
+    # streams, never held in memory: torch's CUDA wheels are ~1 GB), the projects a root page
+    # may list when no --name says which to read (a registry's root lists 600,000), and time:
+    # seconds without a byte, and seconds for one whole response
+    max_page_bytes: Limit = Limit("max-page-bytes", 16 << 20)
+    max_download_bytes: Limit = Limit("max-download-bytes", 8 << 30)
+    max_index_projects: Limit = Limit("max-index-projects", 1000)
+    http_timeout: Limit = Limit("http-timeout", 60)
+    max_http_seconds: Limit = Limit("max-http-seconds", 3600)
 
 
 def _from_env(limits: Limits) -> Limits:

@@ -85,6 +85,7 @@ CODES: tuple[Code, ...] = (
     Code("TW410", "torch-abi-invalid", _E, "WHEEL Torch-ABI is not a value tag writes, or its lines disagree", WHEEL),
     Code("TW411", "member-name-uninstallable", _E, "a member's path cannot be installed as named", WHEEL, True),
     Code("TW412", "facts-file-invalid", _W, "the torchwheel.json facts file cannot be read or disagrees with WHEEL", WHEEL),
+    Code("TW413", "local-version", _W, "a local version label (1.0+torch2.12): public registries refuse the upload", WHEEL),
     # TW5xx: the torch requirement (rules/requirements.py)
     Code("TW501", "torch-requirement-missing", _W, "the wheel uses torch but does not require it", CONSUMER_WHEEL),
     Code("TW502", "torch-pinned-too-tight", _W, "a stable-ABI wheel pins torch tighter than its ABI needs", CONSUMER_WHEEL),

@@ -252,6 +252,26 @@ def facts_file_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         )
 
 
+@rule("TW413")
+def local_version(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """A warning, not an error: the wheel is valid and installs from any index but a public
+    registry's (PyPI refuses local versions at upload, and twine check does not say so), and
+    the per-target route puts local labels on purpose into a project's own index."""
+    c = w.contents
+    if c.installed:
+        return  # already installed: no upload in sight
+    version = _version(w.metadata.version or c.filename_version or "")
+    if isinstance(version, Version) and version.local:
+        yield (
+            "",
+            (
+                f"version {version} has a local label (+{version.local}): PyPI refuses local versions at "
+                "upload; serve it from your own index (`torchwheel index`), or publish one build per "
+                "platform without the label (`tag --build-tag N` tells rebuilds apart)"
+            ),
+        )
+
+
 def integrity_errors(
     contents: WheelContents,
     member_size: Callable[[str], int],

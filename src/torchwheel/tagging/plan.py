@@ -33,6 +33,7 @@ from torchwheel.analysis.wheelfacts import (
 from torchwheel.errors import InputError
 from torchwheel.report.facts import binary_json
 from torchwheel.tagging import naming
+from torchwheel.tagging.contradictions import check_build_torch, check_local_label
 from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.requirement import apply_requirements, metadata_text
 from torchwheel.torchabi.backend import need_text
@@ -173,6 +174,7 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     ]
     wheel_name = f"{c.dist_info}/WHEEL"
     meta_name = f"{c.dist_info}/METADATA"
+    check_build_torch(abi, w.metadata.torch_requirements, opts)
     if provides_libtorch(w):  # torch itself: it cannot require torch
         new_meta, meta_notes = c.metadata_text, ["torch itself: Requires-Dist left as it is"]
     else:
@@ -182,6 +184,7 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     fields = torch_abi_fields(abi, wheel_build_classes(w))
     new_wheel = wheel_file_text(c.wheel_text, ordered, fields)
     filename, new_meta, new_wheel, name_notes = naming.naming(filename, new_meta, new_wheel, opts)
+    check_local_label(abi, parse_metadata(new_meta).torch_requirements, filename.split("-")[1], opts)
     changes += name_notes
     members = {
         wheel_name: new_wheel.encode(),
