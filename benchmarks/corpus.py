@@ -47,11 +47,8 @@ DOCS = REPO / "docs" / "corpus.md"
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 class CorpusError(Exception):
@@ -67,6 +64,7 @@ class Expected:
     warnings: frozenset[str]
     torch_abi: str
     floors: dict[str, str]
+    loads_on: tuple[str, ...] | None = None  # minors ("2.4") or releases ("2.2.1") it loads on
 
 
 @dataclass(frozen=True)
@@ -111,6 +109,7 @@ def load_corpus(path: Path = CORPUS_TOML) -> list[Entry]:
             warnings=frozenset(e.get("warnings", [])),
             torch_abi=e["torch_abi"],
             floors=dict(e.get("floors", {})),
+            loads_on=tuple(e["loads_on"]) if "loads_on" in e else None,
         )
         entries.append(
             Entry(
@@ -174,9 +173,21 @@ def run_torchwheel(path: Path) -> dict[str, Any]:
         text=True,
         check=False,
     )
-    if show.returncode != 0 or not check.stdout.strip():
-        raise CorpusError(f"{path.name}: torchwheel failed: {(show.stderr or check.stderr).strip()[:300]}")
-    return {"show": json.loads(show.stdout), "check": json.loads(check.stdout), "exit": check.returncode}
+    grid = subprocess.run(
+        [*torchwheel_cmd(), "matrix", "--format", "json", str(path.resolve())],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if show.returncode != 0 or not check.stdout.strip() or grid.returncode != 0:
+        why = (show.stderr or check.stderr or grid.stderr).strip()[:300]
+        raise CorpusError(f"{path.name}: torchwheel failed: {why}")
+    return {
+        "show": json.loads(show.stdout),
+        "check": json.loads(check.stdout),
+        "exit": check.returncode,
+        "matrix": json.loads(grid.stdout),
+    }
 
 
 def floor_of(file: dict[str, Any]) -> str:
@@ -203,7 +214,18 @@ def verdict(result: dict[str, Any]) -> dict[str, Any]:
         "warnings": sorted({f["code"] for f in findings if f["severity"] != "error"}),
         "torch_abi": wheel["torch_abi"]["label"],
         "floors": {m: v for m, v in sorted(floors.items()) if v != "none"},
+        "loads_on": _loads_on(result["matrix"]),
     }
+
+
+def _loads_on(grid: dict[str, Any]) -> dict[str, list[str]] | None:
+    """``matrix``'s verdict: minor -> the releases it loads on; None when every cell is '?'
+    (an unstable build whose torch nothing names: no command chooses it)."""
+    (row,) = grid["wheels"]
+    cells = row["cells"]
+    if cells and all(c["fit"] == "unknown" for c in cells.values()):
+        return None
+    return {m: c["releases"] for m, c in cells.items() if c["fit"] in ("loads", "only", "some")}
 
 
 def differences(entry: Entry, actual: dict[str, Any]) -> list[str]:
@@ -223,6 +245,17 @@ def differences(entry: Entry, actual: dict[str, Any]) -> list[str]:
         got_f, want_f = actual["floors"].get(member, "none"), exp.floors.get(member, "none")
         if got_f != want_f:
             out.append(f"floor of {member}: {got_f}, expected {want_f}")
+    got_on = actual.get("loads_on")
+    if exp.loads_on is not None and got_on is not None:
+        want_minors = {".".join(x.split(".")[:2]) for x in exp.loads_on}
+        if set(got_on) != want_minors:
+            out.append(f"loads on torch {sorted(got_on)}, expected {sorted(want_minors)}")
+        for x in exp.loads_on:
+            minor = ".".join(x.split(".")[:2])
+            patches = [p for p in exp.loads_on if p.count(".") == 2 and p.startswith(minor + ".")]
+            if patches and sorted(got_on.get(minor, [])) != sorted(patches):
+                out.append(f"loads on torch {minor}: {got_on.get(minor)}, expected {patches}")
+                break
     return out
 
 

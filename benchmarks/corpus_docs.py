@@ -29,11 +29,20 @@ How disagreements were decided:
   torch 2.13.0's `torch/csrc/stable/c/shim.h`.
 * **compat**: `torchwheel compat --against installed`, the imports of a Linux x86_64 file
   against the exports of the torch 2.13.0 (CPU) in `.venv`.
-* **nm**: GNU `nm -D` / `llvm-nm` on the member.
+* **compat (older torch)**: `torchwheel compat --against` the torch wheels of PyPI small
+  enough to fetch (CPU builds): macOS arm64 2.4.1-2.10.0, Windows 2.3.0/2.4.1/2.5.1, Linux
+  aarch64 2.3.1-2.9.1. `c10_cuda`/`torch_cuda` imports cannot resolve against them. A library
+  that resolves on a torch may still not work there (unstable C++ layouts change without a
+  symbol change), so this confirms a build minor, never a wider range.
+* **nm**: GNU `nm -D` / `llvm-nm` / `llvm-objdump -p` on the member.
 * **metadata**: the wheel's `METADATA` / `WHEEL`, and what installers do with them.
-* **loading** (`torch.ops.load_library` with the CPU torch 2.13.0 of `.venv`) decided nothing
-  here: every Linux x86_64 torch library of the corpus is a CUDA build (`libtorch_cuda.so`,
-  `libcudart.so.13` in DT_NEEDED), and PyPI's CUDA torch with its CUDA packages is several GB.
+* **loading** (`torch.ops.load_library` / `ctypes.CDLL`, each in a fresh process, with the CPU
+  torch 2.13.0 of `.venv`) decides only for CPU libraries whose span includes 2.13:
+  sphericart-torch's `torch-2.12`/`2.13`/`2.14` libraries load and `torch-2.6`..`2.11` fail;
+  `import torch_c_dlpack_ext` succeeds loading no library (torch 2.13 has
+  `__dlpack_c_exchange_api__`), and its `torch29-cpu` library fails with `undefined symbol`
+  (`c10::impl::cow::materialize_cow_storage`). The other Linux x86_64 torch libraries are CUDA
+  builds or built for older torch, and PyPI's CUDA torch with its CUDA packages is several GB.
 
 Floors: the oldest torch whose exports cover a library's stable-shim imports; `unstable`
 for a library that imports unstable libtorch C++; libraries without torch are left out.

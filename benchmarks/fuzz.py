@@ -4,9 +4,12 @@
     python benchmarks/fuzz.py --target all --runs 200000 --json out.json
 
 Targets: zip (open a wheel, read and scan every member), elf, macho, pe (``read_binary``),
-marker (``scan`` + ``decode``), record, metadata, wheel (the text parsers). Seeds are the
-fixture binaries ``fixtures/build.py`` compiles and the valid hostile-corpus wheel, so the
-mutations start from real structures. An input may only end in the documented refusals
+marker (``scan`` + ``decode``), record, metadata, wheel (the text parsers), json (every JSON
+document reader: ``variant.json``, a ``--symbols`` table, the ``torchwheel.json`` facts file
+and a PEP 691 page, through ``safejson`` and their schemas), page (a local index page as
+``select -i`` reads it: the HTML form, then the same bytes as a PEP 691 ``.json`` page). Seeds
+are the fixture binaries ``fixtures/build.py`` compiles, the valid hostile-corpus wheel and
+valid documents, so the mutations start from real structures. An input may only end in the documented refusals
 (``BinaryError``, ``InputError`` incl. ``LimitExceeded``, ``MarkerError``); anything else,
 a hang past ``--timeout`` seconds or RSS past ``--rss-mb`` is a finding: libFuzzer stops and
 writes the input as ``crash-*``/``timeout-*``/``oom-*`` under ``--artifacts`` (turn each one
@@ -30,7 +33,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TARGETS = ("zip", "elf", "macho", "pe", "marker", "record", "metadata", "wheel")
+TARGETS = ("zip", "elf", "macho", "pe", "marker", "record", "metadata", "wheel", "json", "page")
 SEEDS = {
     "elf": ["elf_marker_2_10", "elf_probe_i686", "elf_probe_s390x", "elf_nosections", "elf_stripped"],
     "macho": ["macho_x86_64_marker_2_10", "macho_arm64_marker_2_12", "macho_universal_differ"],
@@ -58,6 +61,17 @@ def _seed_corpus(target: str, folder: Path) -> int:
         seeds = [hz.METADATA.encode(), b"Metadata-Version: 2.1\r\nName: x\r\n\r\nbody\r\n"]
     elif target == "wheel":
         seeds = [hz.wheel_text("cp39.cp310-abi3.none-manylinux_2_28_x86_64.linux_x86_64").encode()]
+    elif target in ("json", "page"):
+        import hostile_docs as hd
+
+        wheel = hc.base(built)
+        seeds = [hd._project_page(wheel), b'{"meta": {"api-version": "1.0"}, "projects": [{"name": "x"}]}']
+        if target == "json":
+            seeds += [json.dumps(hd._variant_doc()).encode(), hd._symbols(), hd._facts()]
+        else:
+            seeds.append(
+                b'<html><body><a href="x-1.0-py3-none-any.whl#sha256=00" data-yanked="">x</a></body></html>'
+            )
     for i, data in enumerate(seeds):
         (folder / f"seed{i}").write_bytes(data)
     return max(len(s) for s in seeds)
@@ -68,19 +82,24 @@ def _one_input(target: str):  # type: ignore[no-untyped-def]
     import atheris
 
     with atheris.instrument_imports(include=["torchwheel"]):
+        from torchwheel import safejson
         from torchwheel.binary import marker_record, read_binary
         from torchwheel.binary.facts import BinaryError
         from torchwheel.binary.memberscan import scan_member
         from torchwheel.errors import InputError
+        from torchwheel.install import pages
+        from torchwheel.torchabi.symtable import SymbolTable
+        from torchwheel.wheel import variant
         from torchwheel.wheel.archive import WheelArchive
         from torchwheel.wheel.contents import is_compiled_name
-        from torchwheel.wheel.metadata import parse_metadata, parse_wheel_fields
+        from torchwheel.wheel.metadata import SIDE_SHAPE, parse_metadata, parse_wheel_fields
         from torchwheel.wheel.record import parse_record
 
     refusals = (BinaryError, InputError, marker_record.MarkerError)
     shm = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
     wheel_path = shm / f"fuzz{os.getpid()}" / "hostile-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"
     wheel_path.parent.mkdir(exist_ok=True)
+    html_page, json_page = wheel_path.with_name("index.html"), wheel_path.with_name("index.json")
 
     def run(data: bytes) -> None:
         if target in ("elf", "macho", "pe"):
@@ -95,6 +114,21 @@ def _one_input(target: str):  # type: ignore[no-untyped-def]
             parse_metadata(data.decode("utf-8", "replace"))
         elif target == "wheel":
             parse_wheel_fields(data.decode("utf-8", "replace"))
+        elif target == "json":  # each reader on its own: one refusing must not hide the others
+            for read in (
+                lambda: variant.read_variant_json(data, "fuzz"),
+                lambda: SymbolTable.from_json(data),
+                lambda: safejson.load(data, "fuzz", SIDE_SHAPE),
+                lambda: safejson.load(
+                    data, "fuzz", safejson.Either((pages.PEP691_PROJECT, pages.PEP691_ROOT))
+                ),
+            ):
+                with contextlib.suppress(*refusals):
+                    read()
+        elif target == "page":
+            for page in (html_page, json_page):
+                with contextlib.suppress(*refusals):
+                    pages.parse(data, page.as_uri(), page.suffix == ".json", "fuzz")
         else:
             wheel_path.write_bytes(data)
             with WheelArchive(wheel_path) as archive:

@@ -15,8 +15,9 @@ mirror would hold them. Every tool runs as a whole process on a warm page cache:
 - ``pip download --no-deps --no-index --find-links DIR twidx`` (pip's own choice among the
   same files by tags and build number; ``--no-deps`` so only choosing and copying count).
 
-Both torchwheel commands read metadata only (central directory, WHEEL, METADATA) and hash
-each file (PEP 503 ``#sha256=`` / duplicate detection); nothing inflates a binary.
+Both torchwheel commands read the central directory, WHEEL and METADATA, judge them (the
+TW4xx rules) and hash each file (PEP 503 ``#sha256=`` / duplicate detection); ``index`` also
+hashes every member against RECORD. Nothing parses a binary.
 """
 
 from __future__ import annotations

@@ -82,14 +82,20 @@ def _record_hash(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def stub_torch_wheel(version: str, out: Path) -> Path:
+def stub_torch_wheel(version: str, out: Path, cuda: str | None = None) -> Path:
     """``torch-VERSION-py3-none-any.whl`` with METADATA, WHEEL and RECORD only (plain zipfile:
-    fixtures are not made by the code they test)."""
+    fixtures are not made by the code they test); with ``cuda`` (``"13.0"``) also the
+    ``torch/version.py`` a CUDA build of torch carries (never imported: read as text)."""
     info = f"torch-{version}.dist-info"
     files = {
         f"{info}/METADATA": f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n".encode(),
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: torchwheel-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
+    if cuda is not None:  # "": a CPU build's version.py (cuda = None)
+        files["torch/version.py"] = (
+            f"__version__ = '{version}'\ndebug = False\ncuda: Optional[str] = {repr(cuda) if cuda else None}\n"
+            "hip: Optional[str] = None\nxpu: Optional[str] = None\n"
+        ).encode()
     record = "".join(f"{n},{_record_hash(d)},{len(d)}\n" for n, d in files.items()) + f"{info}/RECORD,,\n"
     files[f"{info}/RECORD"] = record.encode()
     out.mkdir(parents=True, exist_ok=True)

@@ -60,3 +60,18 @@ def test_misuse_is_one_line_exit_2(tmp_path: Path) -> None:
         assert result.returncode == 2, args
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
         assert result.stderr.startswith("torchwheel: error: ")
+
+
+def test_symbols_update_on_what_is_not_torch_is_one_line(
+    fixture_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    """Issue 16: a wheel without torch's headers, a file that is no wheel, a directory without
+    torch/include ended in "internal error: ValueError"."""
+    (tmp_path / "notes.txt").write_text("not a wheel\n")
+    (tmp_path / "empty").mkdir()
+    for source in (str(fixture_wheels["clean"]), "notes.txt", "empty"):
+        result = torchwheel("symbols", "update", source, "-o", "out.json", cwd=tmp_path)
+        assert result.returncode == 2, (source, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert "internal error" not in result.stderr and result.stderr.startswith("torchwheel: error: ")
+    assert not (tmp_path / "out.json").exists()

@@ -1,7 +1,8 @@
 """A short coverage-guided fuzz session of every reader (benchmarks/fuzz.py, atheris).
 
 It must find nothing: an input may only end in BinaryError, InputError (LimitExceeded) or
-MarkerError, within 10 s and 2 GB. The long run (200,000 executions per reader) is the
+MarkerError, within 10 s and 2 GB. ``json`` and ``page`` are issue 16's readers: every JSON
+document schema, and local index pages (HTML and PEP 691 JSON). The long run (200,000 executions per reader) is the
 documented command in docs/reliability.md; this one keeps the harness and the readers honest
 on every change."""
 
@@ -25,6 +26,8 @@ RUNS = {
     "record": 3000,
     "metadata": 3000,
     "wheel": 3000,
+    "json": 3000,
+    "page": 1500,
 }
 
 

@@ -43,6 +43,8 @@ WORKERS = max(2, min(4, os.cpu_count() or 2))
 CPU_SECONDS: list[float] = []  # of every forked run: what the file costs a CI machine
 LOG = REPO / ".cache" / "hostile-verdicts.tsv"  # one line per run, written as they finish
 
+# the target select plans for (no interpreter probe): the corpus wheels' own tags
+PLAN = ["--torch", "2.13", "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64"]
 # command -> arguments given the input and the output folder: adding a command is one line
 COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
     "inspect": lambda i, o: ["inspect", str(i)],
@@ -52,7 +54,13 @@ COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
     "tag-inplace": lambda i, o: ["tag", "--in-place", str(i)],
     "repair": lambda i, o: ["repair", "-w", str(o), str(i)],
     "compat": lambda i, o: ["compat", "--against", "installed", str(i)],
+    "index": lambda i, o: ["index", str(i), "-o", str(o / "index")],
+    "select": lambda i, o: ["select", *PLAN, str(i)],
+    "matrix": lambda i, o: ["matrix", str(i)],
+    "check-symbols": lambda i, o: ["check", "--symbols", str(i), str(i.with_name(hostile.hz.FILENAME))],
+    "select-page": lambda i, o: ["select", *PLAN, "-i", str(i)],
 }
+assert tuple(COMMANDS) == hostile.COMMANDS
 WRITES_INPUT = {"tag-inplace"}
 NODAC = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]  # root obeys mode bits
 
@@ -170,14 +178,16 @@ def _prepare(
     src, out, tmp = run / "in", run / "out", run / "tmp"
     for d in (src, out, tmp):
         d.mkdir(parents=True)
-    kind = "binary" if command == "inspect" else "wheel"
+    kind = hostile.INPUT.get(command, "wheel")
     if inputs is None:  # filesystem case: made fresh in this run's folder
         made = case.make(BUILT[0], src)
         target = made[kind]
     else:
         original = inputs[kind]
         target = src / original.name
-        if (
+        if original.is_dir():  # a folder of wheels
+            shutil.copytree(original, target)
+        elif (
             command not in WRITES_INPUT
             and command not in ("tag-w", "repair")
             and original.stat().st_size > 16 << 20
@@ -185,6 +195,8 @@ def _prepare(
             os.link(original, target)  # a sparse GB read-only: checked unchanged afterwards
         else:
             shutil.copyfile(original, target)
+        if "with" in inputs:  # what the input is read with: the wheel a table judges, a page links
+            shutil.copyfile(inputs["with"], src / inputs["with"].name)
     if case.setup == "out-is-file":
         out.rmdir()
         out = run / "out-file"
@@ -254,6 +266,8 @@ def _check_files(
     for rel in sorted(set(before) | set(after)):
         if rel.startswith("tmp/") or before.get(rel) == after.get(rel):
             continue
+        if command == "index" and code == 0 and rel.startswith("out/index"):
+            continue  # the index tree it wrote (its files/ are links to the input wheels)
         if (rel.startswith("in/") and wrote_input and rel.endswith(".whl") and rel in after) or (
             rel.startswith("out/") and code == 0 and rel.endswith(".whl") and rel in after
         ):
@@ -332,8 +346,8 @@ def test_corpus_is_large_and_covers_the_classes() -> None:
     assert len(hostile.CASES) > 150
     classes = set(hostile.summary())
     assert {"truncation", "lying-headers", "zip64", "compression", "names", "record", "metadata", "wheel",
-            "elf", "macho", "pe", "marker", "fs", "scale", "finding", "quadratic-findings",
-            "budget"} <= classes  # fmt: skip
+            "elf", "macho", "pe", "marker", "gpu", "fs", "scale", "finding", "quadratic-findings",
+            "budget", "json-document", "self-contradiction"} <= classes  # fmt: skip
     found = {c.finding for c in hostile.CASES.values() if c.finding}
     assert {1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 15, 16} <= found
 

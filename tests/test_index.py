@@ -67,9 +67,8 @@ def test_per_torch_pages_list_the_best_loading_build(index: Path) -> None:
     expected = {"2.9": None, "2.10": "210", "2.11": "210", "2.12": "212", "2.13": "212", "2.15": "212"}
     for torch, build in expected.items():
         page = index / f"torch-{torch}" / "simple" / "twidx" / "index.html"
-        if build is None:
-            assert not page.exists(), torch
-            assert "twidx" not in (index / f"torch-{torch}" / "simple" / "index.html").read_text()
+        if build is None:  # nothing loads on this torch: no per-torch index at all
+            assert not (index / f"torch-{torch}").exists(), torch
         else:
             assert _files(page) == [_wheel(build)], torch
     assert _files(index / "simple" / "twidx" / "index.html") == sorted(
@@ -169,22 +168,35 @@ def test_a_corrupt_wheel_stops_the_index(release: Path, tmp_path: Path) -> None:
 def test_two_different_files_of_one_name_are_refused(release: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
-    src = release / _wheel("212")
-    (other / _wheel("210")).write_bytes(src.read_bytes())  # a 2.12 build under the 2.10 name
+    with zipfile.ZipFile(release / _wheel("210")) as zin, zipfile.ZipFile(other / _wheel("210"), "w") as zout:
+        for info in zin.infolist():  # the same members stored, not deflated: other bytes
+            data = zin.read(info)
+            info.compress_type = zipfile.ZIP_STORED
+            zout.writestr(info, data)
     result = torchwheel("index", str(release), str(other), "-o", str(tmp_path / "idx"))
     assert result.returncode == 2
     assert "two different files of this name" in result.stderr
 
 
 def test_index_reads_no_binaries_of_tagged_wheels(release: Path, tmp_path: Path) -> None:
-    """A tagged wheel whose compiled member is garbage still indexes from its WHEEL line."""
+    """A tagged wheel whose compiled member is garbage still indexes from its WHEEL line: its
+    bytes are hashed against RECORD (RECORD agrees here), never read as a binary."""
+    from torchwheel.wheel.record import record_hash
+
     src = release / _wheel("212")
     broken = tmp_path / "in" / src.name
     broken.parent.mkdir()
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(broken, "w") as zout:
+        members = {i.filename: zin.read(i) for i in zin.infolist()}
+        garbage = {n: b"\0" * len(d) for n, d in members.items() if n.endswith(".so")}
         for info in zin.infolist():
-            data = zin.read(info)
-            zout.writestr(info, b"\0" * len(data) if info.filename.endswith(".so") else data)
+            data = garbage.get(info.filename, members[info.filename])
+            if info.filename.endswith("/RECORD"):
+                rows = data.decode().splitlines()
+                for n, g in garbage.items():
+                    rows = [f"{n},{record_hash(g)},{len(g)}" if r.startswith(f"{n},") else r for r in rows]
+                data = ("\n".join(rows) + "\n").encode()
+            zout.writestr(info, data)
     result = torchwheel("index", str(broken.parent), "-o", str(tmp_path / "idx"))
     assert result.returncode == 0, result.stderr
     assert _files(tmp_path / "idx" / "torch-2.12" / "simple" / "twidx" / "index.html") == [src.name]
@@ -231,3 +243,41 @@ def test_real_extensions_per_torch_index(tmp_path: Path) -> None:
     assert installed.returncode == 0, installed.stderr
     meta = (installed_dist_info(python, "twdemo_stable") / "METADATA").read_text()
     assert "Version: 0.1.0+torch2.12" in meta
+
+
+def test_constraints_keep_pip_and_uv_to_each_per_torch_index(index: Path) -> None:
+    """torch-X.Y/constraints.txt pins each project to what that index lists; a torch minor
+    whose index exists but lacks a project would pin it to no version (``<0``)."""
+    for torch, build in {"2.10": "210", "2.12": "212", "2.15": "212"}.items():
+        lines = (index / f"torch-{torch}" / "constraints.txt").read_text().splitlines()
+        assert lines[0].startswith("#")
+        assert lines[1:] == [f"twidx==1.0.0+torch{build[0]}.{build[1:]}"], torch
+
+
+def test_constraints_of_several_labels_and_of_a_missing_project(
+    release: Path, fixture_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    from .release_set import build_release, candidate_folders
+
+    labels = candidate_folders(build_release(), tmp_path / "cand")["s210"].parent
+    out = tmp_path / "idx"
+    result = torchwheel("index", str(labels), str(release / _wheel("213")), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    text = (out / "torch-2.13" / "constraints.txt").read_text()
+    assert "twdemo-stable==0.1.0\n" in text  # +torch2.12 (abi3) and +torch2.13 (cp311): the release
+    assert "twidx==1.0.0+torch2.13\n" in text
+    assert (
+        "twidx<0  # no build of twidx loads on torch 2.11"
+        in (out / "torch-2.11" / "constraints.txt").read_text()
+    )
+
+
+def test_counts_are_words_and_an_asked_torch_with_nothing_is_exit_1(release: Path, tmp_path: Path) -> None:
+    one = torchwheel("index", str(release / _wheel("213")), "-o", str(tmp_path / "one"))
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.splitlines()[0].endswith(": 1 wheel, simple/ and 1 per-torch index")
+    assert "  torch-2.13/simple: 1 wheel" in one.stdout
+    asked = torchwheel("index", str(release), "--torch", "2.9", "-o", str(tmp_path / "asked"))
+    assert asked.returncode == 1
+    assert "twidx: no wheel loads on torch 2.9" in asked.stderr
+    assert (tmp_path / "asked" / "torch-2.9" / "simple" / "index.html").is_file()  # written all the same

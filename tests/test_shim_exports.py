@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import load_script
+from torchwheel.errors import InputError
 from torchwheel.torchabi.symtable import BASELINE, Origin, SymbolTable, WheelSource, load_shipped
 from torchwheel.torchabi.torchlibs import TorchLibraries, read_torch
 from torchwheel.version import FeatureVersion
@@ -131,7 +132,7 @@ def test_schema_1_tables_still_load() -> None:
     table = SymbolTable.from_json(old)
     assert table.introduced("b") == V("2.12.0")
     assert table.origin("a") == Origin("header-gate")
-    with pytest.raises(ValueError, match="source"):
+    with pytest.raises(InputError, match="source"):
         SymbolTable.from_json(json.dumps({"schema_version": 2, "symbols": {"a": {"introduced": None}}}))
 
 

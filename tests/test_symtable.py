@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from torchwheel.errors import InputError
 from torchwheel.torchabi.headergates import ConditionalTracker, condition_gates, scan_header_text
 from torchwheel.torchabi.symtable import (
     BASELINE,
@@ -288,8 +289,12 @@ def test_scan_headers_from_directory_forms_and_wheel(tmp_path: Path) -> None:
             if path.is_file():
                 archive.write(path, path.relative_to(tmp_path / "site").as_posix())
         # a wheel is read like every other (WheelArchive): it has its .dist-info
-        archive.writestr("torch-2.12.1.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: cp311-cp311-linux_x86_64\n")
-        archive.writestr("torch-2.12.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.12.1\n")
+        archive.writestr(
+            "torch-2.12.1.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: cp311-cp311-linux_x86_64\n"
+        )
+        archive.writestr(
+            "torch-2.12.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.12.1\n"
+        )
     assert scan_headers(wheel) == expected
 
 
@@ -313,9 +318,9 @@ def test_json_round_trip_and_determinism() -> None:
 
 
 def test_from_json_refuses_unknown_schema() -> None:
-    with pytest.raises(ValueError, match="schema"):
+    with pytest.raises(InputError, match="schema_version"):
         SymbolTable.from_json(json.dumps({"schema_version": 99, "symbols": {}}))
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match=r"\$\.symbols: expected an object, found a list"):
         SymbolTable.from_json(json.dumps({"schema_version": SCHEMA_VERSION, "symbols": []}))
 
 
@@ -496,5 +501,5 @@ def test_regenerate_replace_and_return_only(tmp_path: Path) -> None:
     table = regenerate([tmp_path / "t"], None, extend=False)
     assert table == SymbolTable({"only_one": None}, sources=("2.15.0",))
     assert not (tmp_path / "shim_versions.json").exists()
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         regenerate([], None, extend=True)

@@ -25,16 +25,28 @@ from torchwheel.wheel.record import record_hash
 from .helpers import fixture_wheels_module, fresh_venv, pip_install, torchwheel
 
 WHEELS = fixture_wheels_module().WHEELS
-# Unreadable markers, a RECORD that disagrees with the files, METADATA without a Version:
-# tag refuses those (see cli._refuse_integrity); and a torch pin that excludes every torch
-# the binaries load on, which only --relax-pin may replace.
-REFUSED = {"tw103", "tw106", "tw402", "tw403", "tw407", "tw408", "tw503_pin_conflict"}
+# Unreadable markers, a RECORD that disagrees with the files, METADATA without a Version,
+# what installers refuse or what contradicts itself (TW407, TW409-TW411): tag refuses those
+# (the blocks_rewrite codes, rules/codes.py); and a torch pin that excludes every torch the
+# binaries load on, which only --relax-pin may replace.
+REFUSED = {
+    "tw103",
+    "tw106",
+    "tw107",
+    "tw402",
+    "tw403",
+    "tw407",
+    "tw407_folded",
+    "tw407_duplicate_name",
+    "tw408",
+}
+REFUSED |= {"tw409", "tw409_version", "tw411", "tw411_long", "tw503_pin_conflict"}
 TAGGABLE = sorted(n for n in WHEELS if n not in REFUSED)
 BIN = Path(sys.executable).parent
 
 
 def _extra_args(name: str) -> list[str]:
-    return ["--build-torch", "2.13"] if name == "tw504" else []
+    return ["--build-torch", "2.13"] if name in ("tw504", "tw504_no_requirement") else []
 
 
 def _digest(path: Path) -> str:
@@ -310,13 +322,15 @@ def test_pin_is_kept_unless_relaxed(fixture_wheels: dict[str, Path], tmp_path: P
 
 def test_pin_that_excludes_every_usable_torch(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
     """``torch==2.11.*`` for binaries that need 2.13: narrowing leaves nothing, so tag and
-    repair refuse in one line instead of guessing; --relax-pin replaces the pin."""
+    repair refuse in one line instead of guessing (tag: exit 2, the options given cannot
+    work; repair: exit 1, a refusal, as docs/cibuildwheel.md says); --relax-pin replaces it."""
     src = str(fixture_wheels["tw503_pin_conflict"])
     for command in ("tag", "repair"):
         refused = torchwheel(command, "-w", str(tmp_path / command), src, cwd=tmp_path)
-        assert refused.returncode == 2, (command, refused.stdout, refused.stderr)
+        assert refused.returncode == (2 if command == "tag" else 1), (command, refused.stdout, refused.stderr)
         last = refused.stderr.strip().splitlines()[-1]
-        assert last.startswith("torchwheel: error: ") and "--relax-pin" in last
+        prefix = "torchwheel: error: " if command == "tag" else "torchwheel: repair refused: "
+        assert last.startswith(prefix) and "--relax-pin" in last
         assert command == "repair" or refused.stderr.count("\n") == 1
         relaxed = torchwheel(
             command, "--relax-pin", "-w", str(tmp_path / f"{command}-relaxed"), src, cwd=tmp_path

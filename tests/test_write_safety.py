@@ -139,12 +139,16 @@ def test_dist_info_that_does_not_match_the_file_name(
 
 
 def test_non_ascii_name_that_matches(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
-    """A non-ASCII project name, spelled the same in the file name and the .dist-info."""
+    """A non-ASCII project name, spelled the same in the file name, the .dist-info and
+    METADATA (a METADATA naming another project is TW409, which tag refuses)."""
     name = "démo_stable"
     dist_info = f"{name}-1.0.0.dist-info"
 
     def edit(files: dict[str, bytes]) -> dict[str, bytes]:
-        return {n.replace(DIST_INFO, dist_info): d for n, d in files.items()}
+        out = {n.replace(DIST_INFO, dist_info): d for n, d in files.items()}
+        meta = f"{dist_info}/METADATA"
+        out[meta] = out[meta].replace(b"Name: demo_stable", f"Name: {name}".encode())
+        return out
 
     src_name = fixture_wheels["clean"].name.replace("demo_stable", name)
     src = rebuild(fixture_wheels["clean"], tmp_path / "in" / src_name, edit, dist_info)

@@ -74,9 +74,27 @@ class Limits:
     max_symbols: Limit = Limit("max-symbols", 750_000)
     max_needed: Limit = Limit("max-needed", 4096)  # DT_NEEDED / LC_LOAD_DYLIB / DLLs per binary
     max_load_commands: Limit = Limit("max-load-commands", 65_536)
+    # fatbin images walked per binary (vllm's flash-attention library: ~9,000); past it the
+    # GPU code is reported as read in part
+    max_gpu_images: Limit = Limit("max-gpu-images", 1_000_000)
     # bytes of headers, symbol/string tables and export data kept from one streamed binary
     # (torch 2.13's libtorch_cpu.dylib needs 11 MB, torch_cpu.dll 6 MB, libtorch_cpu.so ~60 MB)
     max_binary_tables: Limit = Limit("max-binary-tables", 160 << 20)
+    # a JSON document from outside (variant.json, a --symbols table, an index page; safejson):
+    # its bytes, its values (strings + containers + commas: ~70 bytes each once parsed) and depth
+    max_json_bytes: Limit = Limit("max-json-bytes", 16 << 20)  # the shipped shim table: 130 KB
+    max_json_values: Limit = Limit("max-json-values", 1_000_000)
+    max_json_depth: Limit = Limit("max-json-depth", 64)  # the deepest document read nests 5 levels
+    # a hosted index (select/install/matrix/index -i https://...): one index page (HTML or JSON;
+    # PyPI's largest project pages are a few MB), a downloaded file (written to disk as it
+    # streams, never held in memory: torch's CUDA wheels are ~1 GB), the projects a root page
+    # may list when no --name says which to read (a registry's root lists 600,000), and time:
+    # seconds without a byte, and seconds for one whole response
+    max_page_bytes: Limit = Limit("max-page-bytes", 16 << 20)
+    max_download_bytes: Limit = Limit("max-download-bytes", 8 << 30)
+    max_index_projects: Limit = Limit("max-index-projects", 1000)
+    http_timeout: Limit = Limit("http-timeout", 60)
+    max_http_seconds: Limit = Limit("max-http-seconds", 3600)
     # What is only shown (findings per input and code, RECORD problems per kind, each list of
     # symbol names) keeps this many entries and this much text; the rest is counted, never
     # dropped silently. Real wheels stay well inside (torch_python.dll: 6,047 unstable C++

@@ -7,13 +7,15 @@ decide the declared target per slice and attach the torch usage, so that ``inspe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torchwheel.analysis import pythonabi
 from torchwheel.analysis.libkind import LibraryKind, classify
 from torchwheel.analysis.pythonabi import PythonFacts
 from torchwheel.binary.facts import BinaryFacts, SliceFacts
 from torchwheel.binary.marker_record import MarkerRecord
+from torchwheel.torchabi import accelerators
+from torchwheel.torchabi.accelerators import AcceleratorNeeds
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.usage import TorchUsage, analyze
 
@@ -39,6 +41,8 @@ class SliceAnalysis:
     marker_problem: str | None
     torch: TorchUsage
     python: PythonFacts
+    # the torch build and accelerator runtimes it links, and its GPU code (``accelerators``)
+    accelerators: AcceleratorNeeds = field(default_factory=AcceleratorNeeds)
 
     @property
     def raw_versions(self) -> tuple[str, ...]:
@@ -72,7 +76,14 @@ def declared_marker(facts: SliceFacts) -> tuple[DeclaredMarker | None, str | Non
 
 def analyze_slice(facts: SliceFacts, table: SymbolTable) -> SliceAnalysis:
     declared, problem = declared_marker(facts)
-    return SliceAnalysis(facts, declared, problem, analyze(facts, table), pythonabi.analyze(facts))
+    return SliceAnalysis(
+        facts,
+        declared,
+        problem,
+        analyze(facts, table),
+        pythonabi.analyze(facts),
+        accelerators.classify(facts.needed, facts.imports, facts.gpu),
+    )
 
 
 def analyze_binary(facts: BinaryFacts, table: SymbolTable) -> BinaryAnalysis:

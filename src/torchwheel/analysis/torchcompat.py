@@ -17,12 +17,16 @@ CPython's).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from torchwheel.analysis.wheelfacts import WheelFacts
+from packaging.markers import default_environment
+
+from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of, wheel_torch_abi
 from torchwheel.binary.facts import SliceFacts
 from torchwheel.errors import InputError
+from torchwheel.torchabi import releases
 from torchwheel.torchabi.cxxnames import is_unstable
+from torchwheel.torchabi.need import Verdict, build_matches, show_build, verdict
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.torchlibs import TorchLibraries
 from torchwheel.torchabi.usage import is_shim_name
@@ -57,6 +61,8 @@ class SliceCompat:
     unstable: int = 0  # how many of the imports are unstable C++ (present is not enough)
     # weak imports torch lacks: the loader leaves them null and the library runs without them
     missing_weak: tuple[str, ...] = ()
+    # a per-minor build for another torch minor: the package does not load it on this torch
+    other_minor: str | None = None
 
     @property
     def loads(self) -> bool:
@@ -65,12 +71,21 @@ class SliceCompat:
 
 @dataclass(frozen=True)
 class InputCompat:
+    """One input against one torch: every slice's symbols, and the one verdict for that
+    torch's release (``torchabi.need.verdict``; None when the torch's version is unknown)."""
+
     path: str
     slices: tuple[SliceCompat, ...]
+    verdict: Verdict | None = None
+
+    @property
+    def symbols_load(self) -> bool:
+        """Every library the package loads on this torch finds its torch symbols."""
+        return all(s.loads for s in self.slices if s.other_minor is None)
 
     @property
     def loads(self) -> bool:
-        return all(s.loads for s in self.slices)
+        return self.symbols_load and (self.verdict is None or self.verdict.loads)
 
 
 def compare_slice(
@@ -89,13 +104,45 @@ def compare_slice(
     return SliceCompat(member, fmt, facts.arch, names, missing, None, unstable, weak)
 
 
+def _markers(torch: TorchLibraries) -> dict[str, str]:
+    """The environment torch's libraries imply, for the wheel's requirement markers."""
+    env = {k: str(v) for k, v in default_environment().items()}
+    formats = {fmt for fmt, _ in torch.platforms}
+    if len(formats) == 1:
+        system = {
+            "elf": ("linux", "Linux", "posix"),
+            "macho": ("darwin", "Darwin", "posix"),
+            "pe": ("win32", "Windows", "nt"),
+        }
+        env["sys_platform"], env["platform_system"], env["os_name"] = system[formats.pop()]
+    return env
+
+
 def compare(wheel: WheelFacts, torch: TorchLibraries, table: SymbolTable) -> InputCompat:
+    """Symbols and the verdict: a library loads when torch exports what it imports; the
+    wheel loads when every library it loads on this torch does (of per-minor builds, only
+    the one for this torch's minor: its name is the claim, the exports confirm it) and the
+    one verdict (need and Requires-Dist) admits this torch."""
     if wheel.unreadable:
         bad = wheel.unreadable[0]
         raise InputError(f"{wheel.contents.path}: {bad.member}: {bad.error}")
+    release = releases.release_of(torch.version) if torch.version else None
+    others: dict[str, str] = {}
+    if release is not None:
+        for group in wheel_torch_abi(wheel).alternatives:
+            for build, member in group.members:
+                if not build_matches(build, release):
+                    others[member] = show_build(build)
     slices = tuple(
-        compare_slice(b.member, b.analysis.facts.format, s.facts, torch, table)
+        replace(
+            compare_slice(b.member, b.analysis.facts.format, s.facts, torch, table),
+            other_minor=others.get(b.member),
+        )
         for b in wheel.binaries
         for s in b.analysis.slices
     )
-    return InputCompat(wheel.contents.path, slices)
+    found = None
+    if release is not None and wheel.kind != "binary":  # a lone binary has no metadata to judge
+        need = torch_need_of(wheel, "binaries")
+        found = verdict(need, wheel.metadata.torch_requirements, _markers(torch), release, torch.build)
+    return InputCompat(wheel.contents.path, slices, found)

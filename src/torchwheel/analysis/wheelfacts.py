@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
+from torchwheel.analysis.alternatives import Alternatives, find_alternatives, flavoured, unit_key
 from torchwheel.analysis.member import BinaryAnalysis, SliceAnalysis
 from torchwheel.analysis.pythonabi import parse_suffix
+from torchwheel.torchabi import accelerators
+from torchwheel.torchabi.accelerators import AcceleratorNeeds
+from torchwheel.torchabi.backend import TorchBuild, build_fits
+from torchwheel.torchabi.need import Build, TorchNeed, show_build, torch_need
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.contents import WheelContents
 from torchwheel.wheel.metadata import MetadataFacts
@@ -83,11 +89,17 @@ def declared_targets(w: WheelFacts) -> dict[str, FeatureVersion]:
 
 @dataclass(frozen=True)
 class TorchABI:
-    """What the wheel can honestly declare: ``unstable``, a stable floor, or no torch at all."""
+    """What the wheel can honestly declare: ``unstable``, a stable floor, or no torch at all.
+
+    ``builds``: for an unstable wheel whose every unstable library belongs to a set of
+    per-minor builds (``alternatives``), the torch releases it has builds for; empty otherwise
+    (then the build torch must come from a pin)."""
 
     kind: Literal["none", "stable", "unstable"]
     target: FeatureVersion | None  # stable: max of declared targets and symbol minimums
     declared: FeatureVersion | None  # the newest declared target, if any library declares one
+    builds: frozenset[Build] = frozenset()
+    alternatives: tuple[Alternatives, ...] = ()
 
     def __str__(self) -> str:
         if self.kind == "stable" and self.target is not None:
@@ -96,14 +108,90 @@ class TorchABI:
 
 
 def wheel_torch_abi(w: WheelFacts) -> TorchABI:
-    slices = [s for _, _, s in iter_slices(w)]
-    if any(s.torch.usage == "unstable" for s in slices):
-        return TorchABI("unstable", None, max(declared_targets(w).values(), default=None))
+    slices = [(member, s) for member, _, s in iter_slices(w)]
     declared = max(declared_targets(w).values(), default=None)
-    floors = [s.torch.min_version for s in slices if s.torch.min_version is not None]
+    unstable = {member for member, s in slices if s.torch.usage == "unstable"}
+    if unstable:
+        alternatives = tuple(find_alternatives(sorted(unstable)))
+        per_minor = {member for a in alternatives for _, member in a.members}
+        if alternatives and unstable <= per_minor:
+            builds = frozenset(b for a in alternatives for b in a.builds)
+            return TorchABI("unstable", None, declared, builds, alternatives)
+        return TorchABI("unstable", None, declared)
+    floors = [s.torch.min_version for _, s in slices if s.torch.min_version is not None]
     if declared is None and not floors:
         return TorchABI("none", None, None)
     return TorchABI("stable", max([*floors, *([declared] if declared else [])]), declared)
+
+
+def torch_need_of(w: WheelFacts, source: str = "binaries (untagged wheel)") -> TorchNeed:
+    """The wheel's need as selection reads it, from its binaries (and, for an unstable
+    build, its own pin or local label): what a ``tag``-ged wheel's WHEEL would say."""
+    abi = wheel_torch_abi(w)
+    if abi.kind == "stable" and abi.target is not None:
+        return TorchNeed("stable", abi.target, frozenset(), source)
+    try:
+        version = Version(w.contents.filename_version)
+    except InvalidVersion:
+        version = Version("0")
+    builds = ", ".join(show_build(b) for b in sorted(abi.builds)) or None
+    need = torch_need(abi.kind, w.metadata.torch_requirements, version, source, builds)
+    return replace(need, build_classes=wheel_build_classes(w))
+
+
+def _library_classes(needs: AcceleratorNeeds, flavour: bool) -> frozenset[str]:
+    """The torch build classes one library loads on (``torchabi.backend``): none needed is
+    ``any``, or ``cpu`` for the CPU flavour of a set the package picks from; two accelerators
+    or two CUDA majors at once load nowhere (an empty set)."""
+    if not needs.accelerators:
+        return frozenset({"cpu"} if flavour else {"any"})
+    if len(needs.accelerators) > 1:
+        return frozenset()
+    acc = needs.accelerators[0]
+    majors = needs.cuda_majors if acc == "cuda" else needs.rocm_majors if acc == "rocm" else ()
+    if len(majors) > 1:
+        return frozenset()
+    return frozenset({f"{acc}-{majors[0]}" if majors else acc})
+
+
+_PROBE_BUILDS = (
+    TorchBuild("cpu"),
+    *(TorchBuild("cuda", (m, 0)) for m in (11, 12, 13)),
+    *(TorchBuild("rocm", (m, 0)) for m in (6, 7)),
+    TorchBuild("xpu"),
+)
+
+
+def wheel_build_classes(w: WheelFacts) -> frozenset[str]:
+    """The torch builds the wheel loads on, as build classes (``any``; ``cpu, cuda-13``).
+
+    Every library must load, but of the builds of one library (per torch release, per
+    flavour: ``_torch24-cpu.so``, ``_torch24-cuda.so``) one will do: the package picks it.
+    Judged by trying each kind of build rather than by algebra on the classes."""
+    units: dict[str, list[tuple[str, AcceleratorNeeds]]] = {}
+    for b in w.binaries:
+        needs = accelerators.combine(s.accelerators for s in b.analysis.slices)
+        units.setdefault(unit_key(b.member), []).append((b.member, needs))
+    options = []
+    for members in units.values():
+        flavour = flavoured(m for m, _ in members)
+        options.append(frozenset().union(*(_library_classes(n, flavour) for _, n in members)))
+    fits = [t for t in _PROBE_BUILDS if all(build_fits(o, t)[0] and o for o in options)]
+    if len(fits) == len(_PROBE_BUILDS):
+        return frozenset({"any"})
+    out = set()
+    for t in fits:
+        major = t.major if any(f"{t.kind}-{t.major}" in o for o in options) else None
+        out.add(t.kind if t.kind in ("cpu", "xpu") or major is None else f"{t.kind}-{major}")
+    cuda = {c for c in out if c.startswith("cuda")}
+    if len([t for t in fits if t.kind == "cuda"]) == 3 and len(cuda) > 1:
+        out = (out - cuda) | {"cuda"}
+    return frozenset(out)
+
+
+def wheel_accelerators(w: WheelFacts) -> AcceleratorNeeds:
+    """Every library's torch build, accelerator runtimes and GPU code, joined."""
+    return accelerators.combine(s.accelerators for _, _, s in iter_slices(w))
 
 
 # The core libraries only the torch distribution itself ships, by platform.

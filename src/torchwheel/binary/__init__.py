@@ -11,12 +11,18 @@ import os
 import struct
 from pathlib import Path
 
+from torchwheel import limits
+from torchwheel.binary.elf import gpu_sections as elf_sections
+from torchwheel.binary.elf import gpu_zones as elf_zones
 from torchwheel.binary.elf import needed_ranges as elf_ranges
 from torchwheel.binary.elf import read_elf
 from torchwheel.binary.facts import BinaryError, BinaryFacts, Format, Import, SliceFacts
+from torchwheel.binary.gpucode import GpuScan
 from torchwheel.binary.macho import FAT, THIN, read_macho
 from torchwheel.binary.macho import needed_ranges as macho_ranges
 from torchwheel.binary.marker_record import Buffer, RawHit
+from torchwheel.binary.pe import gpu_sections as pe_sections
+from torchwheel.binary.pe import gpu_zones as pe_zones
 from torchwheel.binary.pe import needed_ranges as pe_ranges
 from torchwheel.binary.pe import read_pe
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
@@ -27,6 +33,8 @@ __all__ = [
     "BinaryFacts",
     "Import",
     "SliceFacts",
+    "gpu_sections",
+    "gpu_zones",
     "needed_ranges",
     "read_binary",
     "read_path",
@@ -48,7 +56,9 @@ def sniff(head: bytes) -> Format | None:
     return None
 
 
-def _read(buf: Buffer | SparseBuffer, path: str, raw_hits: list[RawHit] | None) -> BinaryFacts:
+def _read(
+    buf: Buffer | SparseBuffer, path: str, raw_hits: list[RawHit] | None, gpu: GpuScan | None = None
+) -> BinaryFacts:
     """Our own readers for all three formats: each slices only the ranges its facts need,
     so ``buf`` may be a ``SparseBuffer`` (then ``MissingRange`` passes through: it asks the
     caller for more bytes, it is not an error)."""
@@ -57,11 +67,11 @@ def _read(buf: Buffer | SparseBuffer, path: str, raw_hits: list[RawHit] | None) 
         raise BinaryError("not an ELF, Mach-O or PE file")
     try:
         if fmt == "elf":
-            slices: tuple[SliceFacts, ...] = (read_elf(buf, path, raw_hits),)
+            slices: tuple[SliceFacts, ...] = (read_elf(buf, path, raw_hits, gpu),)
         elif fmt == "macho":
             slices = tuple(read_macho(buf, path, raw_hits))
         else:
-            slices = (read_pe(buf, path, raw_hits),)
+            slices = (read_pe(buf, path, raw_hits, gpu),)
     except BinaryError as exc:
         raise BinaryError(f"malformed {_NAMES[fmt]}: {exc}") from exc
     except (struct.error, ValueError, OverflowError) as exc:
@@ -78,9 +88,40 @@ def read_binary(buf: Buffer, path: str, raw_scan: bool = True) -> BinaryFacts:
     return _read(buf, path, None if raw_scan else [])
 
 
-def read_sparse(buf: SparseBuffer, path: str, raw_hits: list[RawHit]) -> BinaryFacts:
-    """A binary of which a streaming scan kept only some ranges (see ``memberscan``)."""
-    return _read(buf, path, raw_hits)
+def read_sparse(
+    buf: SparseBuffer, path: str, raw_hits: list[RawHit], gpu: GpuScan | None = None
+) -> BinaryFacts:
+    """A binary of which a streaming scan kept only some ranges (see ``memberscan``), with
+    the marker records and the GPU code that scan found."""
+    return _read(buf, path, raw_hits, gpu)
+
+
+def gpu_sections(buf: SparseBuffer) -> dict[str, tuple[int, int]] | None:
+    """The GPU sections by name (offset, size) as far as the captured bytes tell; None when
+    they do not (a Mach-O has none: CUDA left macOS)."""
+    try:
+        fmt = sniff(bytes(buf[:4]))
+        if fmt == "elf":
+            return elf_sections(buf)
+        if fmt == "pe":
+            return pe_sections(buf)
+    except (MissingRange, BinaryError, struct.error, limits.LimitExceeded):
+        return None
+    return {}
+
+
+def gpu_zones(head: SparseBuffer) -> list[tuple[int, int]]:
+    """Where GPU code may lie, from a file's head (ELF program headers, PE section table);
+    the whole file when the head does not tell, nothing for Mach-O (CUDA left macOS)."""
+    try:
+        fmt = sniff(bytes(head[:4]))
+        if fmt == "elf":
+            return elf_zones(head)
+        if fmt == "pe":
+            return pe_zones(head)
+    except (MissingRange, BinaryError, struct.error, limits.LimitExceeded):
+        return [(0, len(head))]
+    return []
 
 
 def needed_ranges(buf: SparseBuffer) -> list[tuple[int, int]]:

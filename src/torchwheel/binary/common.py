@@ -8,6 +8,7 @@ from itertools import pairwise
 
 from torchwheel.binary import marker_record
 from torchwheel.binary.facts import BinaryError, ExportedMarker, Import, SliceFacts
+from torchwheel.binary.gpucode import NO_GPU_CODE, GpuCode
 from torchwheel.binary.marker_record import Buffer, MarkerError
 from torchwheel.binary.sparse import SparseBuffer
 from torchwheel.limits import Limit, LimitExceeded
@@ -85,6 +86,7 @@ def slice_facts(
     companions: tuple[FeatureVersion, ...],
     file_range: tuple[int, int],
     raw_hits: list[marker_record.RawHit] | None = None,
+    gpu: GpuCode = NO_GPU_CODE,
 ) -> SliceFacts:
     """Assemble a slice, scanning its own byte range so universal slices stay apart.
 
@@ -108,4 +110,5 @@ def slice_facts(
         companions=companions,
         file_range=file_range,
         raw_markers_omitted=omitted,  # a stream's count is set by memberscan
+        gpu=gpu,
     )

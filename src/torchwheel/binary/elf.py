@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from torchwheel import limits
-from torchwheel.binary import marker_record
+from torchwheel.binary import gpucode, marker_record
 from torchwheel.binary.common import Buffer, companions_of, exported_marker, slice_facts, within
 from torchwheel.binary.facts import BinaryError, Import, SliceFacts
+from torchwheel.binary.gpucode import GpuScan
 from torchwheel.binary.marker_record import RawHit
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
 from torchwheel.binary.strtab import Names
@@ -128,7 +129,7 @@ class _Reader:
         self.lay = _Layout("<" if ei_data == 1 else ">", ei_class == 2)
         fields = self._unpack(self.lay.ehdr, 16, "ELF header")
         (_, self.machine, _, _, self.phoff, self.shoff, _, _, self.phentsize, self.phnum,
-         self.shentsize, self.shnum, _) = fields  # fmt: skip
+         self.shentsize, self.shnum, self.shstrndx) = fields  # fmt: skip
 
     def _unpack(self, fmt: str, offset: int, what: str) -> tuple[int, ...]:
         size = struct.calcsize(fmt)
@@ -238,13 +239,73 @@ class _Section(NamedTuple):
     size: int
     link: int
     entsize: int
+    name: int = 0  # offset in .shstrtab
 
 
 def _sections(r: _Reader) -> list[_Section]:
     return [
-        _Section(row[1], row[4], row[5], row[6], row[9])
+        _Section(row[1], row[4], row[5], row[6], row[9], row[0])
         for row in r._table(r.lay.shdr, r.shoff, r.shentsize, r.shnum, "section header table")
     ]
+
+
+def _shstrtab(r: _Reader, sections: list[_Section]) -> _Section | None:
+    if 0 < r.shstrndx < len(sections) and sections[r.shstrndx].type != _SHT_NOBITS:
+        return sections[r.shstrndx]
+    return None
+
+
+def _gpu_sections(r: _Reader) -> dict[str, tuple[int, int]] | None:
+    """(offset, size) of the sections that hold or register GPU code, by name; None when
+    the file has no readable section table (then ``gpucode`` trusts the segments alone)."""
+    if r.shoff == 0 or r.shnum == 0:
+        return None
+    try:
+        sections = _sections(r)
+        names_at = _shstrtab(r, sections)
+        if names_at is None:
+            return None
+        names = r.strtab(names_at.offset, names_at.size)
+        out: dict[str, tuple[int, int]] = {}
+        for sec in sections:
+            if sec.type == _SHT_NOBITS or sec.name == 0:
+                continue
+            name = names(sec.name)
+            if name in gpucode.SECTION_NAMES:
+                out[name] = (sec.offset, sec.size)
+        return out
+    except BinaryError:
+        return None
+
+
+def gpu_zones(buf: Buffer | SparseBuffer) -> list[tuple[int, int]]:
+    """Where a stream looks for fatbins and offload bundles before the section table (at
+    the end of the file) says where they are: the PT_LOAD segments that are neither
+    executable nor writable, where GNU ld (-z separate-code, its default on x86-64 since
+    2.31) and lld put .nv_fatbin and .hip_fatbin beside .rodata. A file without such a
+    segment (everything read-only in one R+X segment, as in torch's own libraries) is not
+    searched at all while it streams: searching its code would cost a third of inflating
+    it, and ``memberscan`` reads a GPU section such a file turns out to have in a second,
+    exact pass."""
+    r = _Reader(buf, "")
+    readonly: list[tuple[int, int]] = []
+    for row in r._table(r.lay.phdr, r.phoff, r.phentsize, r.phnum, "program header table"):
+        if r.lay.is64:
+            p_type, p_flags, p_offset, _, _, p_filesz, _, _ = row
+        else:
+            p_type, p_offset, _, _, p_filesz, _, p_flags, _ = row
+        if p_type == _PT_LOAD and not p_flags & 3:  # neither PF_X nor PF_W
+            readonly.append((p_offset, p_offset + p_filesz))
+    return readonly
+
+
+def gpu_sections(buf: Buffer | SparseBuffer) -> dict[str, tuple[int, int]] | None:
+    """(offset, size) by name of the sections that hold or register GPU code; None when the
+    section table or its names cannot be read (not captured, stripped, or lying)."""
+    try:
+        return _gpu_sections(_Reader(buf, ""))
+    except (MissingRange, BinaryError, struct.error, limits.LimitExceeded):
+        return None
 
 
 def needed_ranges(buf: SparseBuffer) -> list[tuple[int, int]]:
@@ -270,6 +331,9 @@ def needed_ranges(buf: SparseBuffer) -> list[tuple[int, int]]:
         sections = _sections(r) if r.shoff and r.shnum else []
     except (MissingRange, BinaryError):
         return out
+    names = _shstrtab(r, sections)  # section names: which one is .nv_fatbin
+    if names is not None:
+        out.append((names.offset, names.offset + names.size))
     for sec in sections:
         if sec.type in (_SHT_DYNSYM, _SHT_DYNAMIC):
             out.append((sec.offset, sec.offset + sec.size))
@@ -403,8 +467,11 @@ def _dynamic_route(r: _Reader, loads: list[_Segment], dynamic: _Segment | None) 
     return symbols, needed
 
 
-def read_elf(buf: Buffer | SparseBuffer, path: str, raw_hits: list[RawHit] | None = None) -> SliceFacts:
-    """``raw_hits``: the records a streaming scan already found (then ``buf`` may be sparse)."""
+def read_elf(
+    buf: Buffer | SparseBuffer, path: str, raw_hits: list[RawHit] | None = None, gpu: GpuScan | None = None
+) -> SliceFacts:
+    """``raw_hits``, ``gpu``: what a streaming scan already found (then ``buf`` may be sparse);
+    without ``raw_hits`` the buffer is scanned here, with them and no ``gpu`` scan for no GPU code."""
     r = _Reader(buf, path)
     loads, dynamic = r.segments()
     try:
@@ -421,6 +488,15 @@ def read_elf(buf: Buffer | SparseBuffer, path: str, raw_hits: list[RawHit] | Non
     if marker_value is not None:
         off = r.vaddr_to_offset(loads, marker_value)
         found = exported_marker(buf, off)
+    if gpu is None and raw_hits is None:  # the whole file at hand: its GPU sections exactly
+        exact = _gpu_sections(r)
+        zones = gpu_zones(buf) if exact is None else gpucode.scanned_sections(exact)
+        gpu = gpucode.scan_buffer(buf, zones)  # type: ignore[arg-type]  # bytes or mmap
+    code = gpucode.NO_GPU_CODE
+    if gpu is not None and (gpu.runs or gpu.problems):  # only then are section names needed
+        sections = _gpu_sections(r)
+        registered = sections is not None and any(n in sections for n in gpucode.REGISTRATION_SECTIONS)
+        code = gpucode.gpu_code(gpu, sections, registered)
     arch = _MACHINES.get(r.machine, f"elf-machine-{r.machine}")
     if r.machine == 21:  # EM_PPC64: the byte order names the platform
         arch = "ppc64le" if r.lay.endian == "<" else "ppc64"
@@ -434,4 +510,5 @@ def read_elf(buf: Buffer | SparseBuffer, path: str, raw_hits: list[RawHit] | Non
         companions=companions_of(exports),
         file_range=(0, r.size),
         raw_hits=raw_hits,
+        gpu=code,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from torchwheel.binary.gpucode import NO_GPU_CODE, GpuCode
 from torchwheel.binary.marker_record import MarkerRecord, RawHit
 from torchwheel.version import FeatureVersion
 
@@ -62,6 +63,7 @@ class SliceFacts:
     file_range: tuple[int, int] = (0, 0)
     # raw records beyond ``limits.max_marker_hits`` that were counted, not kept (marker.Hits)
     raw_markers_omitted: int = 0
+    gpu: GpuCode = NO_GPU_CODE  # fatbins and offload bundles (``gpucode``)
 
     @property
     def hooks(self) -> tuple[str, ...]:

@@ -28,12 +28,15 @@ from torchwheel import limits
 from torchwheel.binary import (
     BinaryError,
     BinaryFacts,
+    gpu_sections,
+    gpu_zones,
     marker_record,
     needed_ranges,
     read_binary,
     read_sparse,
     sniff,
 )
+from torchwheel.binary.gpucode import GpuScan, GpuScanner, unscanned
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
 from torchwheel.safeopen import open_regular, read_chunks
 from torchwheel.wheel.record import digest_text, record_hash
@@ -144,6 +147,7 @@ def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, has
     digest = hashlib.sha256() if hashing else None
     capture = _Capture([(0, min(size, max(head, size // 32))), (max(0, size - tail), size)], name)
     hits = marker_record.Hits()  # bounded: see marker_record.Hits
+    gpu: GpuScanner | None = None  # GPU code, fed every chunk once the head tells where it may lie
     binary = True
     carry = b""
     pos = 0
@@ -159,6 +163,11 @@ def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, has
             pos += len(chunk)
             continue
         capture.feed(pos, chunk)
+        if gpu is None:
+            gpu = GpuScanner(
+                size, gpu_zones(SparseBuffer.from_ranges(size, {0: chunk})) if pos == 0 else [(0, size)]
+            )
+        gpu.feed(pos, chunk)
         while checkpoints and pos + len(chunk) >= checkpoints[0]:
             if questions >= _QUESTIONS:
                 checkpoints.clear()  # the fallback passes fetch what is still missing
@@ -196,6 +205,7 @@ def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, has
     ordered = hits.ordered()
     pieces = dict(capture.pieces)
     _merge(pieces, hits.raw)
+    gpu_scan = _gpu_result(gpu, SparseBuffer.from_ranges(size, pieces), stream) if gpu is not None else None
     # Fallback passes re-inflate at most as many bytes as the member has, in all: the total
     # work stays near two passes whatever order a hostile layout puts its tables in (each
     # pass used to be allowed the whole member, six times over). Short passes near the head
@@ -203,7 +213,7 @@ def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, has
     budget = size + _PASSES * _SLACK
     for _ in range(_PASSES):
         try:
-            facts = read_sparse(SparseBuffer.from_ranges(size, pieces), name, ordered)
+            facts = read_sparse(SparseBuffer.from_ranges(size, pieces), name, ordered, gpu_scan)
             return hashed, _with_omitted(facts, hits)
         except MissingRange as missing:
             lo, hi = missing.start, min(size, max(missing.stop, missing.start + _SLACK))
@@ -234,6 +244,22 @@ def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, has
         except BinaryError as exc:
             return hashed, exc
     return hashed, BinaryError(f"{name}: the reader kept asking for more bytes; giving up")
+
+
+def _gpu_result(gpu: GpuScanner, view: SparseBuffer, stream: Stream) -> GpuScan:
+    """What the stream found, or, when the section table names a GPU section the stream did
+    not look through (a file whose read-only data shares the R+X segment with its code),
+    that section read by a second pass up to its end: exact, and paid only by such files."""
+    sections = gpu_sections(view)
+    missed = unscanned(sections, gpu.zones) if sections else []
+    if not missed:
+        return gpu.result()
+    exact = GpuScanner(len(view), missed)
+    at = 0
+    for chunk in stream(max(hi for _, hi in missed)):
+        exact.feed(at, chunk)
+        at += len(chunk)
+    return exact.result()
 
 
 def _with_omitted(facts: BinaryFacts, hits: marker_record.Hits) -> BinaryFacts:

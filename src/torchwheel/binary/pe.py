@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from torchwheel import limits
-from torchwheel.binary import marker_record
+from torchwheel.binary import gpucode, marker_record
 from torchwheel.binary.common import Buffer, companions_of, exported_marker, slice_facts
 from torchwheel.binary.facts import BinaryError, ExportedMarker, Import, SliceFacts
 from torchwheel.binary.marker_record import RawHit
@@ -255,8 +255,35 @@ def _imports(
     return out
 
 
-def read_pe(buf: Buf, path: str, raw_hits: list[RawHit] | None = None) -> SliceFacts:
-    """``raw_hits``: the records a streaming scan already found (then ``buf`` may be sparse)."""
+def _section_names(buf: Buf, h: _Headers) -> list[str]:
+    """The 8-byte names of the section table (``_headers`` keeps only the numbers)."""
+    pe_at = struct.unpack("<I", _get(buf, 0x3C, 4, "DOS header"))[0]
+    (opt_size,) = struct.unpack("<H", _get(buf, pe_at + 20, 2, "COFF header"))
+    table = _get(buf, pe_at + 24 + opt_size, 40 * len(h.sections), "section table")
+    return [table[i : i + 8].rstrip(b"\0").decode("latin-1") for i in range(0, len(table), 40)]
+
+
+def gpu_sections(buf: Buf) -> dict[str, tuple[int, int]]:
+    """(file offset, size) of the sections that hold or register GPU code, by name: PE's
+    section table comes first, so a stream knows them before their bytes go by."""
+    h = _headers(buf)
+    return {
+        name: (sec.raw_at, min(sec.raw_size, max(0, len(buf) - sec.raw_at)))
+        for name, sec in zip(_section_names(buf, h), h.sections, strict=True)
+        if name in gpucode.SECTION_NAMES
+    }
+
+
+def gpu_zones(buf: Buf) -> list[tuple[int, int]]:
+    """Where GPU code can lie: exactly its sections (``gpu_sections``)."""
+    return gpucode.scanned_sections(gpu_sections(buf))
+
+
+def read_pe(
+    buf: Buf, path: str, raw_hits: list[RawHit] | None = None, gpu: gpucode.GpuScan | None = None
+) -> SliceFacts:
+    """``raw_hits``, ``gpu``: what a streaming scan already found (then ``buf`` may be sparse);
+    without ``raw_hits`` the buffer is scanned here, with them and no ``gpu`` scan for no GPU code."""
     h = _headers(buf)
     exports, marker_rva, has_marker = _exports(buf, h)
     found: ExportedMarker | None = None
@@ -269,6 +296,13 @@ def read_pe(buf: Buf, path: str, raw_hits: list[RawHit] | None = None) -> SliceF
         for dll, symbols in _imports(buf, h, index, delay):
             needed.append(dll)
             imports.extend(Import(name, dll) for name in symbols)
+    code = gpucode.NO_GPU_CODE
+    sections = gpu_sections(buf)
+    if gpu is None and raw_hits is None:
+        gpu = gpucode.scan_buffer(buf, gpu_zones(buf))  # type: ignore[arg-type]  # bytes or mmap
+    if gpu is not None:
+        registered = any(n in sections for n in gpucode.REGISTRATION_SECTIONS)
+        code = gpucode.gpu_code(gpu, sections, registered)
     return slice_facts(
         buf,
         arch=_MACHINE.get(h.machine, f"pe-machine-{h.machine:#x}"),
@@ -279,6 +313,7 @@ def read_pe(buf: Buf, path: str, raw_hits: list[RawHit] | None = None) -> SliceF
         companions=companions_of(exports),
         file_range=(0, len(buf)),
         raw_hits=raw_hits,
+        gpu=code,
     )
 
 

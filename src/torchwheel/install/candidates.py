@@ -18,7 +18,6 @@ separate folders / per-target indexes; a ``Candidate`` keeps all of these (``bui
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,47 +25,20 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import (
-    InvalidWheelFilename,
     NormalizedName,
-    parse_wheel_filename,
 )
 from packaging.version import Version
 
 from torchwheel.errors import InputError
 from torchwheel.torchabi.need import TorchNeed, torch_need
 from torchwheel.wheel.archive import WheelArchive
-from torchwheel.wheel.metadata import TORCH_ABI_FIELD, parse_metadata
-
-_VARIANT_LABEL = re.compile(r"^[0-9a-z_.]+$")  # wheel-variant drafts (PEP 825), see reference
-
-
-@dataclass(frozen=True)
-class WheelName:
-    """A wheel file name, including the wheel-variant form that packaging rejects."""
-
-    name: NormalizedName
-    version: Version
-    build: tuple[int, str] | tuple[()]
-    tags: frozenset[Tag]
-    variant: str | None
-
-
-def parse_wheel_name(filename: str) -> WheelName:
-    """``packaging.utils.parse_wheel_filename``, plus the draft variant label as a last
-    dash-separated part (``name-1.0-cp39-abi3-linux_x86_64-torch212.whl``). packaging
-    decides everything else; the label is only peeled off when packaging refuses the name."""
-    try:
-        name, version, build, tags = parse_wheel_filename(filename)
-        return WheelName(name, version, build, tags, None)
-    except InvalidWheelFilename as first:
-        stem, _, label = filename.removesuffix(".whl").rpartition("-")
-        if not filename.endswith(".whl") or not _VARIANT_LABEL.match(label) or stem.count("-") < 4:
-            raise InputError(f"{filename}: not a valid wheel file name ({first})") from first
-        try:
-            name, version, build, tags = parse_wheel_filename(stem + ".whl")
-        except InvalidWheelFilename:
-            raise InputError(f"{filename}: not a valid wheel file name ({first})") from first
-        return WheelName(name, version, build, tags, label)
+from torchwheel.wheel.contents import parse_wheel_name
+from torchwheel.wheel.metadata import (
+    TORCH_ABI_BUILDS_FIELD,
+    TORCH_ABI_FIELD,
+    TORCH_BUILD_FIELD,
+    parse_metadata,
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +54,7 @@ class Candidate:
     requires_python: SpecifierSet | None
     torch_requirements: tuple[Requirement, ...]
     sha256: str = field(default="", compare=False)
+    url: str | None = field(default=None, compare=False)  # where a hosted wheel was downloaded from
 
     @property
     def filename(self) -> str:
@@ -92,44 +65,70 @@ class Candidate:
 class Skipped:
     location: str
     reason: str
+    name: NormalizedName | None = None  # the project its file name names (None: not a wheel name)
 
 
 @dataclass
 class Gathered:
     candidates: list[Candidate] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)  # could not be read or verified
     duplicates: list[Skipped] = field(default_factory=list)  # same bytes seen again elsewhere
+    # files passed over on what an index page (and a hosted file's .metadata) says alone,
+    # never opened: yanked, tags or Python that do not fit, ranked after the choice (``remote``)
+    unopened: list[Skipped] = field(default_factory=list)
+    other_names: set[NormalizedName] = field(default_factory=set)  # projects left out by --name
 
 
-def _from_binaries(path: Path, reqs: tuple[Requirement, ...], version: Version) -> TorchNeed:
+def _from_binaries(path: Path) -> TorchNeed:
     """The untagged fallback: the same facts ``check`` reads (every compiled member)."""
     from torchwheel.analysis.load import load
-    from torchwheel.analysis.wheelfacts import wheel_torch_abi
+    from torchwheel.analysis.wheelfacts import torch_need_of
     from torchwheel.torchabi.symtable import load_shipped
 
     (facts,) = list(load((path,), (), load_shipped(), verify_hashes=False))
-    abi = wheel_torch_abi(facts)
-    source = "binaries (untagged wheel)"
-    if abi.kind == "stable" and abi.target is not None:
-        return TorchNeed("stable", abi.target, None, source)
-    return torch_need(abi.kind, reqs, version, source)
+    return torch_need_of(facts)
 
 
-def read_candidate(path: Path, origin: str) -> Candidate:
-    """One wheel's selection facts; ``InputError`` (with the reason) when it is unreadable."""
+def read_candidate(path: Path, origin: str, verify_hashes: bool = False) -> Candidate:
+    """One wheel's selection facts; ``InputError`` (with the reason) when it is unreadable or
+    broken: the TW4xx errors ``check`` reports from the archive and its metadata files
+    (``rules.integrity.integrity_errors``), with every member hashed against RECORD too when
+    ``verify_hashes`` (``index``: what it publishes, it vouches for)."""
+    from torchwheel.rules.integrity import integrity_errors  # here: the rules load on first use
+
     parsed = parse_wheel_name(path.name)
     try:
-        archive = WheelArchive(path) if parsed.variant is None else _variant_archive(path)
+        archive = WheelArchive(path)
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from exc
     with archive:
         c = archive.contents
+        hashes: dict[str, tuple[str | None, int]] | None = None
+        if verify_hashes:
+            hashes = {m: archive.hash_member(m) for m in c.members}
+        broken = integrity_errors(c, archive.member_size, hashes)
+    if broken:
+        first = broken[0]
+        more = f" (and {len(broken) - 1} more: `torchwheel check` lists them)" if len(broken) > 1 else ""
+        where = f" {first.member}" if first.member else ""
+        raise InputError(f"{path.name}: {first.code}{where}: {first.message}{more}")
     meta = parse_metadata(c.metadata_text)
-    declared = c.wheel_fields.get(TORCH_ABI_FIELD)
+    fields = c.wheel_fields
+    declared = fields.get(TORCH_ABI_FIELD)
     if declared:
-        need = torch_need(declared[-1], meta.torch_requirements, parsed.version, f"WHEEL {TORCH_ABI_FIELD}")
+        found = fields.get(TORCH_ABI_BUILDS_FIELD)
+        builds = found[-1] if found else None
+        built_for = fields.get(TORCH_BUILD_FIELD)  # absent (tagged before it existed): any build
+        need = torch_need(
+            declared[-1],
+            meta.torch_requirements,
+            parsed.version,
+            f"WHEEL {TORCH_ABI_FIELD}",
+            builds,
+            built_for[-1] if built_for else None,
+        )
     else:
-        need = _from_binaries(path, meta.torch_requirements, parsed.version)
+        need = _from_binaries(path)
     return Candidate(
         path=path,
         origin=origin,
@@ -143,16 +142,6 @@ def read_candidate(path: Path, origin: str) -> Candidate:
         torch_requirements=meta.torch_requirements,
         sha256=sha256_of(path),
     )
-
-
-def _variant_archive(path: Path) -> WheelArchive:
-    """WheelArchive validates the name with packaging; a variant name is read without its
-    label (the members and metadata are those of an ordinary wheel)."""
-    return WheelArchive(path, _strip_label(path.name))
-
-
-def _strip_label(filename: str) -> str:
-    return filename.removesuffix(".whl").rpartition("-")[0] + ".whl"
 
 
 def sha256_of(path: Path) -> str:

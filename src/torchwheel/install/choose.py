@@ -1,13 +1,11 @@
 """The choice: which candidate loads on the target, and why every other one does not.
 
-A pure function of candidates and target (no I/O), so ``select``, ``install``, ``index``
-and ``matrix`` agree by construction. The torch rule (``torch_verdict``):
-
-- a stable wheel loads on every torch >= its floor (the stable ABI is forward compatible);
-- an unstable wheel loads only on the torch minor it was built for;
-- a wheel without torch symbols loads anywhere;
-- and the wheel's own ``Requires-Dist: torch`` (markers evaluated for the target) must
-  admit the target's torch, or an installer would try to swap torch.
+A pure function of candidates and target (no I/O). Whether a wheel loads on the target's
+torch is ``torchabi.need.verdict``, the one verdict ``select``, ``install``, ``index``,
+``matrix`` and ``compat`` share: a stable wheel loads on every torch >= its floor, an unstable
+build only on the minor(s) it was built for, a wheel without torch symbols anywhere, and the
+wheel's own ``Requires-Dist: torch`` (markers evaluated for the target) must admit the torch,
+or an installer would try to swap it.
 
 Ranking among the wheels that fit, best first: the newest release (public version, so a
 ``+torch2.12`` local label never outranks another release), then the wheel tags in the
@@ -20,19 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from packaging.tags import Tag
 from packaging.version import Version
 
 from torchwheel.install.candidates import Candidate
-from torchwheel.install.target import TorchTarget
-from torchwheel.torchabi.need import TorchNeed
+from torchwheel.install.target import TorchTarget, markers_for_tags
+from torchwheel.torchabi.backend import TorchBuild
+from torchwheel.torchabi.need import MinorVerdict, TorchNeed, minor_verdict, verdict
 from torchwheel.torchabi.releases import Minor, minor_of
-
-Fit = Literal["loads", "only", "no"]  # a cell of ``matrix``: loads / this minor only / not
-
-Torch = Version | None
 
 
 @dataclass(frozen=True)
@@ -51,48 +46,31 @@ class Choice:
     verdicts: list[Verdict]
 
 
-def _release(v: Version) -> str:
-    return ".".join(map(str, v.release[:2]))
+def torch_verdict(c: Candidate, target: TorchTarget) -> tuple[bool, str]:
+    """``need.verdict`` for the target's torch; for a plan that named only a minor, over
+    every release of it (``need.minor_verdict``): the rule ``index`` and ``matrix`` apply."""
+    if target.torch is not None and target.torch_minor_only:
+        found = minor_verdict(
+            c.torch, c.torch_requirements, target.markers, minor_of(target.torch), target.build
+        )
+        return found.loads, found.reason
+    single = verdict(c.torch, c.torch_requirements, target.markers, target.torch, target.build)
+    return single.loads, single.reason
 
 
-def torch_verdict(need: TorchNeed, torch: Torch) -> tuple[bool, str]:
-    """Does a wheel with this need load on this torch? The reason either way."""
-    if need.kind == "none":
-        return True, "uses no torch symbols"
-    if torch is None:
-        return False, f"{need}: the target has no torch (torchwheel never installs torch)"
-    if need.kind == "stable" and need.floor is not None:
-        floor = Version(need.floor.release)
-        if Version(torch.base_version) >= floor:  # a 2.12 pre-release has 2.12's shims
-            return True, f"{need} loads on torch {torch.public}"
-        return False, f"{need}: torch {torch.public} is older than its target"
-    if need.minor is None:
-        return False, "unstable build for an unknown torch (no torch==X.Y.* pin or +torchX.Y label)"
-    if (torch.major, torch.minor) == need.minor:
-        return True, f"{need}: built for this torch minor"
-    return False, f"{need}: built for torch {need.minor[0]}.{need.minor[1]}, the target has {_release(torch)}"
+class Tagged(Protocol):
+    """A wheel as its file name alone describes it (a candidate, or a hosted file before download)."""
+
+    @property
+    def tags(self) -> frozenset[Tag]: ...
 
 
-def requirement_verdict(c: Candidate, target: TorchTarget) -> tuple[bool, str]:
-    """The wheel's ``Requires-Dist: torch`` lines that apply on the target must admit its torch."""
-    if target.torch is None:
-        return True, ""
-    for req in c.torch_requirements:
-        if req.marker is not None and not req.marker.evaluate(target.markers):
-            continue
-        if not req.specifier.contains(target.torch, prereleases=True) and not req.specifier.contains(
-            Version(target.torch.public), prereleases=True
-        ):
-            return False, f"Requires-Dist {req} excludes torch {target.torch.public}"
-    return True, ""
-
-
-def tag_rank(c: Candidate, order: dict[Tag, int]) -> int | None:
+def tag_rank(c: Tagged, order: dict[Tag, int]) -> int | None:
     ranks = [order[t] for t in c.tags if t in order]
     return min(ranks) if ranks else None
 
 
-def tag_reason(c: Candidate, target: TorchTarget) -> str:
+def tag_reason(c: Tagged, target: TorchTarget) -> str:
     """Which part of the tags the target lacks: the platform, else the Python/ABI."""
     plats = {t.platform for t in target.tags}
     theirs = sorted({t.platform for t in c.tags})
@@ -122,10 +100,7 @@ def judge(c: Candidate, target: TorchTarget, order: dict[Tag, int], force: bool 
         return Verdict(
             c, False, f"Requires-Python {c.requires_python} excludes Python {target.python_version}"
         )
-    ok, why = torch_verdict(c.torch, target.torch)
-    if ok:
-        req_ok, req_why = requirement_verdict(c, target)
-        ok, why = (ok, why) if req_ok else (False, req_why)
+    ok, why = torch_verdict(c, target)
     if not ok and force:
         return Verdict(c, True, f"FORCED past: {why}")
     return Verdict(c, ok, why)
@@ -164,28 +139,15 @@ def choose(candidates: list[Candidate], target: TorchTarget, force: bool = False
 # -- per torch minor: the cells of ``index`` and ``matrix``
 
 
-def fit(need: TorchNeed, torch: Minor) -> tuple[Fit, str]:
-    """(the cell, why) for one wheel on one torch minor: ``torch_verdict`` (the rule
-    ``select`` applies) on that minor's first release; a floor with a patch counts for its
-    own minor (it loads from that patch on)."""
-    probe = Version(f"{torch[0]}.{torch[1]}.0")
-    if need.kind == "stable" and need.floor is not None and minor_of(need.floor) == torch:
-        probe = Version(need.floor.release)
-    ok, why = torch_verdict(need, probe)
-    if not ok:
-        return "no", why
-    return ("only" if need.kind == "unstable" else "loads"), why
+def fit(c: Candidate, torch: Minor, build: TorchBuild | None = None) -> MinorVerdict:
+    """One wheel on every release of one torch minor (of one build, when given): the verdict
+    ``select`` gives, with the wheel's own platform for its requirements' markers."""
+    return minor_verdict(c.torch, c.torch_requirements, markers_for_tags(c.tags), torch, build)
 
 
 def needed_minors(needs: Iterable[TorchNeed]) -> set[Minor]:
     """The minors the candidates themselves name (stable floors, unstable builds)."""
-    out: set[Minor] = set()
-    for n in needs:
-        if n.kind == "stable" and n.floor is not None:
-            out.add(minor_of(n.floor))
-        elif n.kind == "unstable" and n.minor is not None:
-            out.add(n.minor)
-    return out
+    return {m for n in needs for m in n.named_minors}
 
 
 def preference(need: TorchNeed) -> tuple[int, int]:

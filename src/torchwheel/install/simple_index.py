@@ -29,18 +29,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from torchwheel import __version__
+from packaging.version import Version
+
+from torchwheel import __version__, safejson
 from torchwheel.errors import InputError
 from torchwheel.install.candidates import Candidate, Gathered
-from torchwheel.install.choose import fit, needed_minors, preference
-from torchwheel.install.discovery import gather
+from torchwheel.install.choose import fit, preference
+from torchwheel.install.discovery import gathering
 from torchwheel.limits import current
-from torchwheel.torchabi.releases import Minor, known_torches, show_minor
+from torchwheel.torchabi.backend import TorchBuild, representative_backends
+from torchwheel.torchabi.releases import Minor, known_minors, show_minor
 from torchwheel.wheel import variant
 from torchwheel.wheel.archive import WheelArchive
 
 MARKER = ".torchwheel-index"  # identifies a directory this command wrote (and may replace)
 FILES = "files"
+CONSTRAINTS = "constraints.txt"  # beside each torch-X.Y[-backend]/simple/
 
 
 @dataclass(frozen=True)
@@ -55,17 +59,14 @@ class IndexResult:
     out: Path
     entries: list[Entry]
     targets: dict[Minor, list[Entry]]
+    backend_targets: dict[tuple[Minor, str], list[Entry]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     variants_files: list[str] = field(default_factory=list)
 
 
-def _plain_name(c: Candidate) -> str:
-    return c.filename.removesuffix(f"-{c.variant}.whl") + ".whl" if c.variant else c.filename
-
-
 def read_entry(c: Candidate) -> Entry:
     """METADATA and variant.json through the one wheel reader (central directory only)."""
-    with WheelArchive(c.path, _plain_name(c) if c.variant else None) as archive:
+    with WheelArchive(c.path) as archive:
         dist_info = archive.contents.dist_info
         meta = archive.contents.metadata_text.encode()
         current().max_metadata_bytes.check(f"{c.filename}: METADATA bytes", len(meta))
@@ -79,10 +80,11 @@ def read_entry(c: Candidate) -> Entry:
     return Entry(c, meta, doc)
 
 
-def collect(sources: Iterable[str]) -> tuple[list[Entry], list[str]]:
-    """Every wheel of ``sources``; an unreadable one stops the index (exit 2): publishing
-    a corrupt file or silently leaving one out are both worse than saying so."""
-    got: Gathered = gather(sources)
+def collect(got: Gathered) -> tuple[list[Entry], list[str]]:
+    """Every wheel gathered (``discovery.gathering(..., verify_hashes=True)``); an unreadable
+    or broken one stops the index (exit 2): publishing a corrupt file or silently leaving one
+    out are both worse than saying so. Broken is what ``check`` calls broken in the archive:
+    the TW4xx errors of ``rules.integrity.integrity_errors``, every member hashed against RECORD."""
     if got.skipped:
         first = got.skipped[0]
         raise InputError(f"{first.location}: {first.reason}")
@@ -105,20 +107,28 @@ def collect(sources: Iterable[str]) -> tuple[list[Entry], list[str]]:
         f"{c.filename}: unstable build whose torch minor is unknown: in no per-torch index "
         "(tag it with --build-torch X.Y)"
         for c in got.candidates
-        if c.torch.kind == "unstable" and c.torch.minor is None
+        if c.torch.kind == "unstable" and not c.torch.builds
     ]
+    notes += [f"{s.location}: {s.reason}: not indexed" for s in got.unopened]
     return [read_entry(c) for c in got.candidates], notes
 
 
-def plan_targets(entries: list[Entry], extra: Iterable[Minor] = ()) -> dict[Minor, list[Entry]]:
+def plan_targets(
+    entries: list[Entry], extra: Iterable[Minor] = (), build: TorchBuild | None = None
+) -> dict[Minor, list[Entry]]:
     """Torch minor -> the best loading entry per (project, public version, tag set, variant
-    label): every known release, every target the wheels name, and ``extra``."""
-    minors = set(known_torches()) | needed_minors(e.cand.torch for e in entries) | set(extra)
+    label): every known minor some wheel loads on (``choose.fit``, the verdict ``select``
+    gives), and ``extra``. ``build``: for that torch build's index (``torch-2.13-cu130``);
+    None for the build-agnostic one (``torch-2.13``), which lists only wheels that load on
+    every build (a CUDA wheel there would reach a CPU torch)."""
     out: dict[Minor, list[Entry]] = {}
-    for torch in sorted(minors):
+    extra = set(extra)
+    for torch in sorted(set(known_minors()) | extra):
         best: dict[tuple[object, ...], Entry] = {}
         for e in entries:
-            if fit(e.cand.torch, torch)[0] == "no":
+            if build is None and e.cand.torch.build_classes != frozenset({"any"}):
+                continue
+            if not fit(e.cand, torch, build).loads:
                 continue
             c = e.cand
             # variant wheels stay one per label: the installer's plugin chooses among them
@@ -126,7 +136,8 @@ def plan_targets(entries: list[Entry], extra: Iterable[Minor] = ()) -> dict[Mino
             held = best.get(key)
             if held is None or _rank(e) > _rank(held):
                 best[key] = e
-        out[torch] = sorted(best.values(), key=lambda e: e.cand.filename)
+        if best or torch in extra:
+            out[torch] = sorted(best.values(), key=lambda e: e.cand.filename)
     return out
 
 
@@ -177,6 +188,24 @@ def _write_simple(
         (root / name / "index.html").write_text(_page(f"Links for {name}", links), "utf-8")
 
 
+def constraints(entries: list[Entry], listed: list[Entry], torch: Minor) -> str:
+    """``torch-X.Y/constraints.txt``: for pip/uv beside a registry that also holds the
+    projects (docs/installers.md): each project pinned to the newest release this per-torch
+    index lists (its exact version, or its public version when it lists several local
+    labels of it), and a project it lists nothing of to no version at all (``<0``), so that
+    the registry's newer or other build can never be taken instead."""
+    lines = [f"# torchwheel index: what loads on torch {show_minor(torch)} (pip/uv -c; docs/installers.md)"]
+    for name in sorted({e.cand.name for e in entries}):
+        mine = [e.cand.version for e in listed if e.cand.name == name]
+        if not mine:
+            lines.append(f"{name}<0  # no build of {name} loads on torch {show_minor(torch)}")
+            continue
+        newest = max(Version(v.public) for v in mine)
+        exact = {v for v in mine if Version(v.public) == newest}
+        lines.append(f"{name}=={exact.pop() if len(exact) == 1 else newest}")
+    return "\n".join(lines) + "\n"
+
+
 def _copy(src: Path, dst: Path) -> None:
     try:
         os.link(src, dst)  # same filesystem: no copy; the index never writes into its files
@@ -184,7 +213,12 @@ def _copy(src: Path, dst: Path) -> None:
         shutil.copyfile(src, dst)
 
 
-def write(entries: list[Entry], targets: dict[Minor, list[Entry]], out: Path) -> list[str]:
+def write(
+    entries: list[Entry],
+    targets: dict[Minor, list[Entry]],
+    out: Path,
+    backend_targets: dict[tuple[Minor, str], list[Entry]] | None = None,
+) -> list[str]:
     """Build the whole tree in a temp dir beside ``out``, then swap it in."""
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file())):
         raise InputError(
@@ -202,11 +236,19 @@ def write(entries: list[Entry], targets: dict[Minor, list[Entry]], out: Path) ->
         for (name, version), docs in _variant_releases(entries).items():
             vfile = variant.index_file_name(name, version)
             data = (json.dumps(variant.merge(docs), indent=2, sort_keys=True) + "\n").encode()
+            safejson.load(data, vfile, variant.SHAPE)  # what installers will read: read back first
             (files / vfile).write_bytes(data)
             variants_files[(name, version)] = (vfile, _sha(data))
         _write_simple(tmp / "simple", entries, "../../", variants_files)
+        for (torch, name), chosen in (backend_targets or {}).items():
+            page = tmp / f"torch-{show_minor(torch)}-{name}" / "simple"
+            _write_simple(page, chosen, "../../../", variants_files)
+            (page.parent / CONSTRAINTS).write_text(constraints(entries, chosen, torch), "utf-8")
         for torch, chosen in targets.items():
             _write_simple(tmp / f"torch-{show_minor(torch)}" / "simple", chosen, "../../../", variants_files)
+            (tmp / f"torch-{show_minor(torch)}" / CONSTRAINTS).write_text(
+                constraints(entries, chosen, torch), "utf-8"
+            )
         (tmp / MARKER).write_text(f"torchwheel {__version__}\n", "utf-8")
         tmp.chmod(0o755)
         _swap(tmp, out)
@@ -239,10 +281,20 @@ def _swap(tmp: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def build(sources: Iterable[str], out: Path, extra: Iterable[Minor] = ()) -> IndexResult:
-    entries, notes = collect(sources)
-    if not entries:
-        raise InputError("no wheels to index")
-    targets = plan_targets(entries, extra)
-    vfiles = write(entries, targets, out)
-    return IndexResult(out, entries, targets, notes, vfiles)
+def build(
+    sources: Iterable[str], out: Path, extra: Iterable[Minor] = (), names: Iterable[str] = ()
+) -> IndexResult:
+    """Sources may be hosted (every wheel is downloaded, hash-checked, and republished)."""
+    with gathering(sources, names, verify_hashes=True) as got:
+        entries, notes = collect(got)
+        if not entries:
+            raise InputError("no wheels to index")
+        extra = set(extra)
+        targets = plan_targets(entries, extra)
+        per_backend: dict[tuple[Minor, str], list[Entry]] = {}
+        for b in representative_backends(e.cand.torch.build_classes for e in entries):
+            for torch, chosen in plan_targets(entries, extra, b).items():
+                if chosen:
+                    per_backend[(torch, b.backend)] = chosen
+        vfiles = write(entries, targets, out, per_backend)
+    return IndexResult(out, entries, targets, per_backend, notes, vfiles)

@@ -25,6 +25,8 @@ from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
 
 from torchwheel.errors import InputError
+from torchwheel.torchabi import backend
+from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.releases import Minor, minor_of
 from torchwheel.version import FeatureVersion
 
@@ -36,6 +38,11 @@ class TorchTarget:
     ``torch``: the installed (or planned) torch, None when there is none. ``tags``: the
     supported wheel tags, best first (``sys_tags()`` order, which is how pip ranks). For an
     interpreter also its path and ``sysconfig`` paths (the install scheme).
+    ``torch_minor_only``: a plan that named a minor (``--torch 2.9``): the target may have any
+    release of it, so a wheel fits when it loads on one of them (``torch==2.9.1`` does).
+    ``build``: the torch's build (CPU, CUDA 13.0, ROCm, XPU), read from its ``version.py``
+    (never imported), its ``+cu130`` label or its ``nvidia-*`` requirements, or a plan's
+    ``--torch-backend``; None when nothing says (then the build is not judged, and said so).
     """
 
     description: str
@@ -45,13 +52,22 @@ class TorchTarget:
     markers: dict[str, str]
     python: str | None = None
     paths: dict[str, str] = field(default_factory=dict)
+    torch_minor_only: bool = False
+    build: TorchBuild | None = None
 
 
 _PROBE = r"""
 import importlib.metadata as m, json, sys, sysconfig
+version_py, requires = None, []
 try:
     dist = m.distribution("torch")
     torch = dist.version
+    requires = [r.split(";")[0] for r in (dist.requires or [])]
+    try:
+        with open(dist.locate_file("torch/version.py"), encoding="utf-8") as fh:
+            version_py = fh.read(1 << 16)
+    except OSError:
+        pass
 except m.PackageNotFoundError:
     torch = None
 paths = sysconfig.get_paths()
@@ -59,7 +75,7 @@ sys.path.insert(0, sys.argv[1])
 from packaging import tags
 from packaging.markers import default_environment
 print(json.dumps({
-    "torch": torch, "paths": paths,
+    "torch": torch, "paths": paths, "version_py": version_py, "requires": requires,
     "python": sys.executable, "version": ".".join(map(str, sys.version_info[:3])),
     "tags": [str(t) for t in tags.sys_tags()], "markers": default_environment(),
 }))
@@ -75,6 +91,10 @@ def _packaging_parent() -> str:
 def probe(python: str | None = None) -> TorchTarget:
     """Describe an interpreter; ``InputError`` (one line) when it does not run or answer."""
     exe = python or sys.executable
+    if Path(exe).is_dir():
+        raise InputError(
+            f"--python {exe}: a directory, not an interpreter (a venv's is {Path(exe) / 'bin' / 'python'})"
+        )
     try:
         proc = subprocess.run(
             [exe, "-I", "-c", _PROBE, _packaging_parent()],
@@ -90,8 +110,14 @@ def probe(python: str | None = None) -> TorchTarget:
         raise InputError(f"--python {exe}: the probe failed ({last})")
     try:
         doc = json.loads(proc.stdout)
+    except ValueError:
+        said = proc.stdout.strip().splitlines()[:1]
+        answer = f"it answered {said[0][:60]!r}" if said else "it printed nothing"
+        raise InputError(f"--python {exe}: not a Python interpreter ({answer} to a Python probe)") from None
+    try:
         torch = Version(doc["torch"]) if doc["torch"] else None
-    except (ValueError, KeyError, InvalidVersion) as exc:
+        build = torch_build_of(torch, doc.get("version_py"), doc.get("requires") or [])
+    except (TypeError, KeyError, InvalidVersion, InputError) as exc:
         raise InputError(f"--python {exe}: unexpected probe answer ({exc})") from exc
     return TorchTarget(
         description=f"{doc['python']} (Python {doc['version']})",
@@ -101,7 +127,21 @@ def probe(python: str | None = None) -> TorchTarget:
         markers=dict(doc["markers"]),
         python=doc["python"],
         paths=dict(doc["paths"]),
+        build=build,
     )
+
+
+def torch_build_of(torch: Version | None, version_py: str | None, requires: list[str]) -> TorchBuild | None:
+    """A torch's build from what its distribution says, most direct first: ``version.py``
+    (``cuda = '13.0'``), the local label (``+cu130``), the CUDA runtime it requires."""
+    if torch is None:
+        return None
+    if isinstance(version_py, str) and version_py:
+        return backend.from_version_py_text(version_py)
+    from_label = backend.from_local_label(torch.local)
+    if from_label is not None:
+        return from_label
+    return backend.from_requirements(str(r) for r in requires)
 
 
 def _platforms(platform: str) -> list[str]:
@@ -141,13 +181,25 @@ def _plan_markers(python_version: str, platforms: list[str]) -> dict[str, str]:
     return env
 
 
-def plan(torch: str | None, python_version: str | None, platforms: tuple[str, ...]) -> TorchTarget:
-    """A hand-written target: unspecified parts default to this interpreter's."""
+def plan(
+    torch: str | None,
+    python_version: str | None,
+    platforms: tuple[str, ...],
+    torch_backend: str | None = None,
+) -> TorchTarget:
+    """A hand-written target: unspecified parts default to this interpreter's (the torch
+    build too, when the torch is this interpreter's; for another torch without
+    ``--torch-backend`` the build is not known)."""
     here = probe_here()
+    if torch_backend is not None:
+        build: TorchBuild | None = backend.parse_backend(torch_backend)
+    else:
+        build = here.build if torch is None else None
     try:
         torch_version = Version(torch) if torch else here.torch
     except InvalidVersion as exc:
         raise InputError(f"--torch {torch!r}: not a version") from exc
+    minor_only = torch_version is not None and torch is not None and len(torch_version.release) == 2
     version = python_version or here.python_version
     try:
         py = tuple(int(x) for x in version.split(".")[:2])
@@ -157,13 +209,29 @@ def plan(torch: str | None, python_version: str | None, platforms: tuple[str, ..
     tags: list[Tag] = list(ptags.cpython_tags(py, platforms=plats))
     tags += list(ptags.compatible_tags(py, platforms=plats))
     where = ", ".join(platforms) or "this platform"
+    on = f", torch backend {build.backend}" if build is not None else ""
     return TorchTarget(
-        description=f"plan: Python {version}, {where}",
+        description=f"plan: Python {version}, {where}{on}",
         torch=torch_version,
         tags=tuple(dict.fromkeys(tags)),
         python_version=version,
         markers=_plan_markers(version, plats or [t.platform for t in here.tags[:1]]),
+        torch_minor_only=minor_only,
+        build=build,
     )
+
+
+def markers_for_tags(tags: frozenset[Tag]) -> dict[str, str]:
+    """The environment a wheel's own tags describe (its platform's OS; the lowest CPython it
+    names), for evaluating its requirements' markers where no target is given (``index``,
+    ``matrix``)."""
+    pythons = sorted(
+        (int(t.interpreter[3:]), t.interpreter)
+        for t in tags
+        if t.interpreter[:3] == "cp3" and t.interpreter[3:].isdigit()
+    )
+    version = f"3.{pythons[0][0] % 100}" if pythons else ".".join(map(str, sys.version_info[:2]))
+    return _plan_markers(version, sorted(t.platform for t in tags))
 
 
 def probe_here() -> TorchTarget:
@@ -171,8 +239,16 @@ def probe_here() -> TorchTarget:
     import importlib.metadata as m
     import sysconfig
 
+    build = None
     try:
-        torch: Version | None = Version(m.distribution("torch").version)
+        dist = m.distribution("torch")
+        torch: Version | None = Version(dist.version)
+        try:
+            version_py = Path(str(dist.locate_file("torch/version.py"))).read_text("utf-8")[: 1 << 16]
+        except OSError:
+            version_py = None
+        requires = [r.split(";")[0] for r in (dist.requires or [])]
+        build = torch_build_of(torch, version_py, requires)
     except m.PackageNotFoundError:
         torch = None
     version = ".".join(map(str, sys.version_info[:3]))
@@ -184,6 +260,7 @@ def probe_here() -> TorchTarget:
         markers={k: str(v) for k, v in default_environment().items()},
         python=sys.executable,
         paths=dict(sysconfig.get_paths()),
+        build=build,
     )
 
 

@@ -36,11 +36,13 @@ def _where(s: SliceCompat, multi: bool) -> str:
 
 def compat_text(torch: TorchLibraries, results: list[InputCompat]) -> str:
     lines = [
-        f"{torch.label} from {torch.origin}: {len(torch.exports)} libraries, "
+        f"{torch.label}{f' ({torch.build})' if torch.build else ''} from {torch.origin}: {len(torch.exports)} libraries, "
         f"{torch.exported_count} exported symbols"
     ]
     for r in results:
         lines += ["", f"{r.path}: {'loads' if r.loads else 'does NOT load'}"]
+        if r.verdict is not None and not r.verdict.loads:
+            lines.append(f"  {r.verdict.reason}")
         counts: dict[str, int] = {}
         for s in r.slices:
             counts[s.member] = counts.get(s.member, 0) + 1
@@ -49,6 +51,9 @@ def compat_text(torch: TorchLibraries, results: list[InputCompat]) -> str:
         for s in r.slices:
             where = _where(s, counts[s.member] > 1)
             n = len(s.torch_imports)
+            if s.other_minor is not None:
+                lines.append(f"  {where}: the build for torch {s.other_minor}, not loaded on this torch")
+                continue
             if s.problem is not None:
                 lines.append(f"  {where}: cannot load: {s.problem}")
             elif s.missing:
@@ -92,6 +97,7 @@ def compat_json(torch: TorchLibraries, results: list[InputCompat]) -> dict[str, 
             "missing_weak": weak,
             "missing_weak_omitted": weak_more,
             "problem": s.problem,
+            "build_for_other_minor": s.other_minor,
         }
 
     return {
@@ -99,6 +105,7 @@ def compat_json(torch: TorchLibraries, results: list[InputCompat]) -> dict[str, 
         "torch": {
             "origin": torch.origin,
             "version": torch.version,
+            "backend": torch.build.backend if torch.build else None,
             "libraries": sorted(torch.exports),
             "platforms": [f"{f}/{a}" for f, a in sorted(torch.platforms)],
             "exported_symbols": torch.exported_count,
@@ -107,6 +114,10 @@ def compat_json(torch: TorchLibraries, results: list[InputCompat]) -> dict[str, 
             {
                 "path": r.path,
                 "loads": r.loads,
+                "symbols_load": r.symbols_load,
+                "verdict": None
+                if r.verdict is None
+                else {"loads": r.verdict.loads, "reason": r.verdict.reason},
                 "files": [file_json(s) for s in r.slices],
             }
             for r in results

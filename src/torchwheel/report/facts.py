@@ -11,9 +11,18 @@ from typing import Any
 
 from torchwheel.analysis.member import BinaryAnalysis, DeclaredMarker, SliceAnalysis
 from torchwheel.analysis.pythonabi import PythonFacts
-from torchwheel.analysis.wheelfacts import WheelFacts, wheel_torch_abi
+from torchwheel.analysis.wheelfacts import (
+    WheelFacts,
+    wheel_accelerators,
+    wheel_build_classes,
+    wheel_torch_abi,
+)
+from torchwheel.binary.gpucode import GpuCode
 from torchwheel.limits import listed
 from torchwheel.report.textsafe import safe_lines
+from torchwheel.torchabi.accelerators import AcceleratorNeeds, cubin_archs, ptx_cuda, ptx_images
+from torchwheel.torchabi.backend import describe_need
+from torchwheel.torchabi.need import show_build, show_builds
 from torchwheel.torchabi.usage import TorchUsage
 
 SCHEMA_VERSION = 1
@@ -92,6 +101,117 @@ def python_json(p: PythonFacts) -> dict[str, Any]:
     }
 
 
+def _dotted(pair: tuple[int, int] | None) -> str | None:
+    return None if pair is None else f"{pair[0]}.{pair[1]}"
+
+
+def gpu_json(g: GpuCode) -> dict[str, Any]:
+    return {
+        "cubin": list(cubin_archs(g)),
+        "ptx": [
+            {
+                "arch": i.name,
+                "isa": _dotted(i.ptx_isa),
+                "cuda": _dotted(ptx_cuda(i.ptx_isa) if i.ptx_isa else None),
+            }
+            for i in ptx_images(g)
+        ],
+        "images": [
+            {
+                "kind": i.kind,
+                "arch": i.name,
+                "ptx_isa": _dotted(i.ptx_isa),
+                "compressed": i.compressed,
+                "count": n,
+            }
+            for i, n in g.cuda
+        ],
+        "cuda_fatbins": g.containers,
+        "registered": g.registered,
+        "rocm_targets": list(g.rocm_targets),
+        "rocm_bundles": g.rocm_bundles,
+        "problems": list(g.problems),
+    }
+
+
+def accelerator_json(a: AcceleratorNeeds) -> dict[str, Any]:
+    return {
+        "label": a.label,
+        "torch_build": a.torch_build,
+        "accelerators": list(a.accelerators),
+        "cuda_majors": list(a.cuda_majors),
+        "rocm_majors": list(a.rocm_majors),
+        "static_cudart": a.static_cudart,
+        "libraries": [
+            {
+                "name": lib.name,
+                "role": lib.role,
+                "component": lib.component,
+                "accelerator": lib.accelerator,
+                "major": lib.major,
+                "toolkit_major": lib.toolkit_major,
+            }
+            for lib in a.libraries
+        ],
+        "gpu_code": gpu_json(a.gpu),
+    }
+
+
+def need_text(a: AcceleratorNeeds) -> str:
+    """One sentence: "needs a CUDA 13 build of torch: libcudart.so.13, libtorch_cuda.so"."""
+    names = [lib.name for lib in a.libraries if lib.role != "library"] or [lib.name for lib in a.libraries]
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    label = a.label
+    if a.torch_build in ("cuda", "rocm", "xpu"):
+        text = f"needs a {label} build of torch"
+    elif a.torch_build == "any":
+        text = "needs torch (any build)" + (f" and {label}" if a.accelerators else "")
+    elif a.accelerators:
+        text = f"needs {label}"
+    else:
+        return ""
+    if a.static_cudart and "static" not in label:
+        text += "; CUDA runtime linked in (static)"
+    return text + (f": {shown}" if shown else "")
+
+
+def gpu_text(g: GpuCode, span: bool = False) -> str:
+    """ "kernels sm_75, sm_90a; PTX compute_90 (CUDA 13.0)"; ``span``: the first and last
+    architecture only, for a wheel's one-line summary."""
+    parts = []
+    archs = cubin_archs(g)
+    if archs:
+        shown = f"{archs[0]}…{archs[-1]}" if span and len(archs) > 2 else ", ".join(archs)
+        parts.append(f"kernels {shown}")
+    ptx = ptx_images(g)
+    if ptx:
+        parts.append(
+            "PTX "
+            + ", ".join(
+                i.name
+                + (
+                    f" (CUDA {'.'.join(map(str, ptx_cuda(i.ptx_isa) or ()))})"
+                    if i.ptx_isa and ptx_cuda(i.ptx_isa)
+                    else ""
+                )
+                for i in ptx
+            )
+        )
+    elif archs:
+        parts.append("no PTX")
+    if g.rocm_targets:
+        targets = sorted({t.rsplit("--", 1)[-1] for t in g.rocm_targets})
+        if span and len(targets) > 3:
+            parts.append(f"ROCm {len(targets)} targets ({targets[0]}…{targets[-1]})")
+        else:
+            parts.append("ROCm " + ", ".join(targets))
+    elif g.rocm_bundles:
+        parts.append(f"ROCm {g.rocm_bundles} offload bundle(s)")
+    if g.problems:
+        parts.append(f"read in part: {g.problems[0]}")
+    return ", ".join(parts)
+
+
 def slice_json(s: SliceAnalysis) -> dict[str, Any]:
     f = s.facts
     companions, more_companions = listed(str(v) for v in f.companions)
@@ -106,6 +226,7 @@ def slice_json(s: SliceAnalysis) -> dict[str, Any]:
         "torch": torch_json(s.torch),
         "python": python_json(s.python),
         "needed": list(f.needed),
+        "accelerator": accelerator_json(s.accelerators),
     }
 
 
@@ -168,6 +289,11 @@ def slice_text(s: SliceAnalysis) -> list[str]:
         lines.append(f"    non-limited  {', '.join(p.non_limited_symbols[:_SAMPLE])}")  # a sample, as always
     if p.python_dll:
         lines.append(f"    python DLL   {p.python_dll}")
+    need, gpu = need_text(s.accelerators), gpu_text(s.accelerators.gpu)
+    if need:
+        lines.append(f"    accelerator  {need}")
+    if gpu:
+        lines.append(f"    GPU code     {gpu}")
     return lines
 
 
@@ -217,7 +343,14 @@ def wheel_json(w: WheelFacts) -> dict[str, Any]:
             "target": abi.target.release if abi.target else None,
             "declared": abi.declared.release if abi.declared else None,
             "label": str(abi),
+            "builds": [show_build(b) for b in sorted(abi.builds)],
+            "alternatives": [
+                {"name": a.key, "builds": {show_build(b): member for b, member in a.members}}
+                for a in abi.alternatives
+            ],
         },
+        "accelerator": accelerator_json(wheel_accelerators(w)),
+        "torch_build": sorted(wheel_build_classes(w)),
         "files": [{"member": b.member, **binary_json(b.analysis)} for b in w.binaries],
         "unreadable": [{"member": u.member, "error": u.error} for u in w.unreadable],
     }
@@ -228,6 +361,12 @@ def show_json(wheels: list[WheelFacts], table: dict[str, Any] | None = None) -> 
     if table is not None:
         doc["symbol_table"] = table
     return doc
+
+
+def _accelerator_cell(a: AcceleratorNeeds) -> str:
+    """The accelerator label; a library that links libtorch and needs no accelerator still
+    needs some torch, whatever its imports say: "any torch", not "-"."""
+    return a.label if a.accelerators or not a.links_torch else "any torch"
 
 
 def _row(member: str, b: BinaryAnalysis) -> list[list[str]]:
@@ -245,7 +384,16 @@ def _row(member: str, b: BinaryAnalysis) -> list[list[str]]:
             else str(s.torch.min_version) + ("+" if s.torch.min_is_lower_bound else "")
         )
         rows.append(
-            [member, f"{b.facts.format}/{s.facts.arch}", b.kind, mark, s.torch.usage, need, s.python.verdict]
+            [
+                member,
+                f"{b.facts.format}/{s.facts.arch}",
+                b.kind,
+                mark,
+                s.torch.usage,
+                need,
+                s.python.verdict,
+                _accelerator_cell(s.accelerators),
+            ]
         )
     return rows
 
@@ -265,12 +413,25 @@ def wheel_text(w: WheelFacts) -> str:
     lines.append(
         f"  torch ABI        {abi}"
         + (f" (declared {abi.declared})" if abi.declared and abi.kind != "none" else "")
+        + (f": per-minor builds, loads on torch {show_builds(abi.builds)}" if abi.builds else "")
     )
-    table = [["file", "format", "kind", "marker", "torch", "needs", "python"]]
+    lines += [
+        f"  per-minor        {a.key}: "
+        + ", ".join(f"{show_build(b)}={member.rsplit('/', 1)[-1]}" for b, member in a.members)
+        for a in abi.alternatives
+    ]
+    classes = wheel_build_classes(w)
+    if classes != frozenset({"any"}):
+        lines.append(f"  torch build      loads on {describe_need(classes)} ({', '.join(sorted(classes))})")
+    acc = wheel_accelerators(w)
+    summary = "; ".join(t for t in (need_text(acc), gpu_text(acc.gpu, span=True)) if t)
+    if summary:
+        lines.append(f"  accelerator      {summary}")
+    table = [["file", "format", "kind", "marker", "torch", "needs", "python", "accelerator"]]
     for b in w.binaries:
         table += _row(b.member, b.analysis)
     for u in w.unreadable:
-        table.append([u.member, "?", "?", "?", "?", "?", f"unreadable: {u.error}"])
+        table.append([u.member, "?", "?", "?", "?", "?", f"unreadable: {u.error}", "?"])
     if len(table) > 1:
         widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
         lines.append("")

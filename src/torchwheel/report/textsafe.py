@@ -31,8 +31,14 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def safe(text: str) -> str:
-    """One line of output: control characters of ``text`` shown as escapes."""
-    return _UNSAFE.sub(_escape, text)
+    """One line of output: control characters of ``text`` shown as escapes, and a line that
+    would start with ``::`` (a GitHub workflow command, e.g. from a path named so) defused."""
+    line = _UNSAFE.sub(_escape, text)
+    stripped = line.lstrip()
+    if stripped.startswith("::"):
+        at = len(line) - len(stripped)
+        line = line[:at] + "\\x3a" + line[at + 1 :]
+    return line
 
 
 def safe_lines(lines: Iterable[str]) -> str:

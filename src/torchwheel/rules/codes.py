@@ -58,6 +58,7 @@ CODES: tuple[Code, ...] = (
     Code("TW104", "marker-disagree", _E, "one binary carries records of different targets", CONSUMER_BINARY),
     Code("TW105", "targets-differ", _W, "libraries of one wheel declare different targets", CONSUMER_BINARY),
     Code("TW106", "marker-unreadable", _E, "the exported marker symbol does not hold a record", CONSUMER_BINARY, True),
+    Code("TW107", "target-not-a-release", _E, "the declared target names no torch release with the stable ABI", CONSUMER_BINARY, True),
     # TW2xx: the torch contract (rules/torch.py)
     Code("TW201", "target-too-old", _E, "the declared target is older than the imported shims need", CONSUMER_BINARY),
     Code("TW202", "unstable-in-stable", _E, "a library that declares the stable ABI imports unstable symbols", CONSUMER_BINARY),
@@ -80,11 +81,17 @@ CODES: tuple[Code, ...] = (
     Code("TW406", "binary-unreadable", _E, "a compiled member cannot be read as ELF, Mach-O or PE", WHEEL),
     Code("TW407", "metadata-invalid", _E, "METADATA or WHEEL is malformed", WHEEL, True),
     Code("TW408", "dist-info-mismatch", _E, "the .dist-info directory names another project than the file", WHEEL),
+    Code("TW409", "metadata-mismatch", _E, "METADATA's Name or Version differs from the file name's", WHEEL, True),
+    Code("TW410", "torch-abi-invalid", _E, "WHEEL Torch-ABI is not a value tag writes, or its lines disagree", WHEEL),
+    Code("TW411", "member-name-uninstallable", _E, "a member's path cannot be installed as named", WHEEL, True),
+    Code("TW412", "facts-file-invalid", _W, "the torchwheel.json facts file cannot be read or disagrees with WHEEL", WHEEL),
+    Code("TW413", "local-version", _W, "a local version label (1.0+torch2.12): public registries refuse the upload", WHEEL),
     # TW5xx: the torch requirement (rules/requirements.py)
     Code("TW501", "torch-requirement-missing", _W, "the wheel uses torch but does not require it", CONSUMER_WHEEL),
     Code("TW502", "torch-pinned-too-tight", _W, "a stable-ABI wheel pins torch tighter than its ABI needs", CONSUMER_WHEEL),
     Code("TW503", "torch-requirement-too-loose", _E, "the torch requirement admits a torch the binaries cannot load on", CONSUMER_WHEEL),
     Code("TW504", "unstable-torch-unpinned", _E, "an unstable-ABI wheel does not pin the torch minor it was built with", CONSUMER_WHEEL),
+    Code("TW505", "builds-gap", _W, "the requirement admits torch releases no per-minor build of the wheel is for", CONSUMER_WHEEL),
     # TW6xx: one release (rules/release.py)
     Code("TW601", "release-requirements-differ", _E, "wheels of one release declare different torch requirements", RELEASE),
     Code("TW602", "release-targets-differ", _W, "the stable-ABI targets of one release differ between platforms without markers to say so", RELEASE),

@@ -67,7 +67,9 @@ def abi3_not_limited(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         p = s.python
         if p.verdict.startswith("version-specific"):
-            why = ", ".join(p.non_limited_symbols[:4]) or p.python_dll or "free-threaded refcount helpers"
+            more = len(p.non_limited_symbols) - 4
+            why = ", ".join(p.non_limited_symbols[:4]) + (f" and {more} more" if more > 0 else "")
+            why = why or p.python_dll or "free-threaded refcount helpers"
             yield (
                 member,
                 (

@@ -1,12 +1,30 @@
-"""TW4xx: the wheel is internally consistent: RECORD, tags, platform, metadata files."""
+"""TW4xx: the wheel is internally consistent: RECORD, tags, platform, metadata files, member
+names; and ``integrity_errors``, the one judgement every command applies before it trusts a
+wheel (what ``check`` calls broken, ``index`` does not publish and ``select`` does not choose).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from torchwheel import safejson
 from torchwheel.analysis.platforms import expected
 from torchwheel.analysis.wheelfacts import WheelFacts
-from torchwheel.rules.registry import Hit, Omitted, Policy, rule
+from torchwheel.errors import InputError
+from torchwheel.rules.registry import REGISTRY, Finding, Hit, Omitted, Policy, rule
+from torchwheel.wheel.contents import WheelContents
+from torchwheel.wheel.metadata import (
+    SIDE_FILE,
+    SIDE_SHAPE,
+    TORCH_ABI_FIELD,
+    declared_torch_abi,
+    parse_metadata,
+    wheel_problems,
+)
+from torchwheel.wheel.record import verify_record
 
 _RECORD_KINDS = {
     "hash-mismatch": "TW402",
@@ -123,13 +141,8 @@ def metadata_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     c = w.contents
     for problem in w.metadata.problems:
         yield f"{c.dist_info}/METADATA", f"{problem}: fix the build backend's output"
-    version = (c.wheel_fields.get("Wheel-Version") or [""])[0]
-    if not version:
-        yield f"{c.dist_info}/WHEEL", "WHEEL has no Wheel-Version: installers refuse it"
-    elif version.split(".")[0] != "1":
-        yield f"{c.dist_info}/WHEEL", f"Wheel-Version {version} is not 1.x: installers refuse it"
-    if not c.wheel_tags:
-        yield f"{c.dist_info}/WHEEL", "WHEEL has no Tag lines: add one per tag in the file name"
+    for problem in wheel_problems(c.wheel_text):
+        yield f"{c.dist_info}/WHEEL", problem
 
 
 @rule("TW408")
@@ -143,3 +156,159 @@ def dist_info_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 "the wheel; rebuild it so that both name the same project"
             ),
         )
+
+
+@rule("TW409")
+def metadata_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """pip compares the METADATA it reads with the file it asked for and refuses a wheel whose
+    Name or Version differ ("inconsistent name/version"); a rewrite would have to pick one."""
+    c, meta = w.contents, w.metadata
+    where = f"{c.dist_info}/METADATA"
+    if meta.name and c.filename_name and canonicalize_name(meta.name) != canonicalize_name(c.filename_name):
+        yield (
+            where,
+            (
+                f"Name {meta.name[:60]!r} is not the project of the file name ({c.filename_name!r}): "
+                "pip refuses the wheel; rebuild it so that both name one project"
+            ),
+        )
+    if meta.version and c.filename_version and _version(meta.version) != _version(c.filename_version):
+        yield (
+            where,
+            (
+                f"Version {meta.version[:60]!r} is not the file name's version ({c.filename_version!r}): "
+                "pip refuses the wheel; rebuild it so that both carry one version"
+            ),
+        )
+
+
+def _version(text: str) -> Version | str:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return text  # TW407 says so; compared as written
+
+
+@rule("TW410")
+def torch_abi_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    c = w.contents
+    try:
+        declared_torch_abi(c.wheel_fields.get(TORCH_ABI_FIELD, []))
+    except ValueError as exc:
+        yield (
+            f"{c.dist_info}/WHEEL",
+            (
+                f"{TORCH_ABI_FIELD}: {exc}: index, select and matrix refuse the wheel; delete the "
+                f"{TORCH_ABI_FIELD} lines and run `torchwheel tag`"
+            ),
+        )
+
+
+_NAME_MAX = 255  # bytes in one path component on ext4, XFS, APFS (NTFS: 255 UTF-16 units)
+
+
+@rule("TW411")
+def member_name_uninstallable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """Names the archive holds but no installer can write as named: ``.`` (installer finds a
+    directory there and refuses), empty or ``.`` components (written under another path
+    than RECORD lists, or over another member), and components no file system takes."""
+    if not w.is_wheel_file:
+        return  # a directory's names came from a file system already
+    for member in w.contents.members:
+        parts = member.split("/")
+        if "" in parts or "." in parts:
+            yield (
+                member,
+                (
+                    "has an empty or '.' path component: installers write it elsewhere than RECORD "
+                    "lists, or over another member; rename it"
+                ),
+            )
+            continue
+        longest = max(len(p.encode()) for p in parts)
+        if longest > _NAME_MAX:
+            yield (
+                member,
+                (
+                    f"has a path component of {longest:,} bytes; file systems take {_NAME_MAX}, so "
+                    "installing fails (File name too long); shorten it"
+                ),
+            )
+
+
+@rule("TW412")
+def facts_file_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """The side file ``tag`` writes is informational (installers never read it), so a warning;
+    but a file torchwheel cannot read back, or one that contradicts WHEEL, misleads whoever
+    reads it. ``tag`` rewrites it."""
+    c = w.contents
+    if c.side_file is None:
+        return
+    where = f"{c.dist_info}/{SIDE_FILE}"
+    try:
+        doc = safejson.load(c.side_file, SIDE_FILE, SIDE_SHAPE)
+    except InputError as exc:
+        yield where, f"{exc}: `torchwheel tag` rewrites it"
+        return
+    declared = sorted(set(c.wheel_fields.get(TORCH_ABI_FIELD, [])))
+    if len(declared) == 1 and doc["torch_abi"] != declared[0]:
+        yield (
+            where,
+            (
+                f"says torch_abi {doc['torch_abi'][:40]!r}, WHEEL {TORCH_ABI_FIELD} says {declared[0][:40]!r}: "
+                "`torchwheel tag` rewrites both"
+            ),
+        )
+
+
+@rule("TW413")
+def local_version(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """A warning, not an error: the wheel is valid and installs from any index but a public
+    registry's (PyPI refuses local versions at upload, and twine check does not say so), and
+    the per-target route puts local labels on purpose into a project's own index."""
+    c = w.contents
+    if c.installed:
+        return  # already installed: no upload in sight
+    version = _version(w.metadata.version or c.filename_version or "")
+    if isinstance(version, Version) and version.local:
+        yield (
+            "",
+            (
+                f"version {version} has a local label (+{version.local}): PyPI refuses local versions at "
+                "upload; serve it from your own index (`torchwheel index`), or publish one build per "
+                "platform without the label (`tag --build-tag N` tells rebuilds apart)"
+            ),
+        )
+
+
+def integrity_errors(
+    contents: WheelContents,
+    member_size: Callable[[str], int],
+    hashes: dict[str, tuple[str | None, int]] | None = None,
+) -> list[Finding]:
+    """The TW4xx errors of a wheel judged from its central directory and metadata files, by
+    the very rules ``check`` runs: installers refuse such a wheel or it contradicts itself,
+    so ``index`` does not publish it and ``select``/``install``/``matrix`` do not choose it.
+
+    Without ``hashes`` RECORD is compared by name and size only (no member inflated); the
+    compiled members' facts (TW405, TW406) need ``check``. ``hashes``: member -> (RECORD
+    hash, size) of every member, for a caller that read them all (``index``)."""
+    sizes = hashes or {m: (None, member_size(m)) for m in contents.members}
+    facts = WheelFacts(contents, parse_metadata(contents.metadata_text), kind="wheel")
+    record = verify_record(
+        contents.record,
+        contents.dist_info,
+        contents.members,
+        contents.record_problems,
+        sizes,
+        contents.installed,
+    )
+    facts.record_problems, facts.record_problems_omitted = record.kept, dict(record.omitted)
+    facts.hashes_verified = hashes is not None
+    policy = Policy()
+    return [
+        f
+        for code, r in sorted(REGISTRY.items())
+        if code.startswith("TW4") and r.severity == "error"
+        for f in r.run(facts, policy, contents.path)[0]
+    ]

@@ -7,6 +7,9 @@ from collections.abc import Iterator
 from torchwheel.analysis.wheelfacts import WheelFacts, declared_targets, iter_slices
 from torchwheel.binary.marker_record import SYMBOL
 from torchwheel.rules.registry import Hit, Policy, rule
+from torchwheel.torchabi import releases
+from torchwheel.torchabi.symtable import BASELINE
+from torchwheel.version import FeatureVersion
 
 
 @rule("TW101")
@@ -86,3 +89,43 @@ def unreadable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 member,
                 f"[{arch}] {SYMBOL} is exported but unreadable ({s.marker_problem}): rebuild with the header",
             )
+
+
+def _hex_reading(v: FeatureVersion) -> FeatureVersion | None:
+    """``TORCH_TARGET_VERSION`` is byte-packed hex: ``0x0210...`` is 2.16, which an author who
+    meant 2.10 wrote by spelling the minor in decimal digits. The version those digits spell."""
+    digits = f"{v.minor:x}"
+    return FeatureVersion(v.major, int(digits)) if digits.isdigit() and int(digits) != v.minor else None
+
+
+@rule("TW107")
+def not_a_release(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    newest = releases.newest()
+    for member, arch, s in iter_slices(w):
+        d = s.declared
+        if d is None or d.record.version is None:
+            continue
+        v = d.record.version
+        if v < BASELINE:
+            yield (
+                member,
+                f"[{arch}] declares torch {v}, older than the first torch with the stable ABI "
+                f"({BASELINE.minor_release}): set TORCH_TARGET_VERSION to the torch you build against",
+            )
+            continue
+        if releases.minor_of(v) <= releases.minor_of(newest) or s.torch.unknown_symbols:
+            continue  # a known minor, or shims this torchwheel does not know: a newer torch (TW203)
+        meant = _hex_reading(v)
+        floor = s.torch.min_version
+        likely = (
+            f"; the symbols fit {meant.minor_release}: did you mean {meant.to_int():#018x}?"
+            if meant is not None
+            and releases.minor_of(meant) <= releases.minor_of(newest)
+            and (floor is None or floor <= meant)
+            else ""
+        )
+        yield (
+            member,
+            f"[{arch}] declares torch {v} ({v.to_int():#018x}), newer than any torch release "
+            f"(newest {newest}): TORCH_TARGET_VERSION is byte-packed hex{likely}",
+        )

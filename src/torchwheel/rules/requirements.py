@@ -1,39 +1,35 @@
-"""TW5xx: ``Requires-Dist: torch`` agrees with what the binaries can load on."""
+"""TW5xx: ``Requires-Dist: torch`` agrees with what the binaries can load on.
+
+Which torch releases a requirement admits is asked of ``torchabi.releases`` (the real list
+of torch releases), the one place every command asks it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from packaging.requirements import Requirement
 from packaging.version import Version
 
-from torchwheel.analysis.wheelfacts import WheelFacts, wheel_torch_abi
+from torchwheel.analysis.wheelfacts import TorchABI, WheelFacts, wheel_torch_abi
 from torchwheel.rules.registry import Hit, Policy, rule
-from torchwheel.version import FeatureVersion
-
-# Probing a specifier with concrete releases answers "does it admit anything older than
-# X / more than one minor?" for every operator packaging knows, without re-implementing
-# PEP 440 interval arithmetic.
-_MINORS = range(0, 40)
+from torchwheel.torchabi import releases
+from torchwheel.torchabi.need import build_matches, show_builds
 
 
-def _admits_older(req: Requirement, floor: FeatureVersion) -> Version | None:
-    probes = [Version(f"{floor.major}.{m}.{p}") for m in range(floor.minor) for p in (0, 9)]
-    probes += [Version(f"{floor.major}.{floor.minor}.{p}") for p in range(floor.patch)]
-    probes += [Version(f"{floor.major - 1}.99"), Version("0.1")] if floor.major > 0 else []
-    return next((v for v in reversed(probes) if req.specifier.contains(v, prereleases=True)), None)
-
-
-def _admits_minors(req: Requirement) -> list[str]:
-    return [f"2.{m}" for m in _MINORS if req.specifier.contains(Version(f"2.{m}.0"), prereleases=True)]
+def _pins_one_build(abi: TorchABI) -> bool:
+    """An unstable wheel that loads on one (unnamed) minor: per-minor builds do not."""
+    return abi.kind == "unstable" and not abi.builds
 
 
 @rule("TW501")
 def missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = wheel_torch_abi(w)
-    if policy.require_torch and abi.kind != "none" and not w.metadata.torch_requirements:
-        want = f"torch>={abi}" if abi.kind == "stable" else "torch==<build torch minor>.*"
-        yield "", f"binaries link libtorch ({abi}) but METADATA has no Requires-Dist: torch: add {want!r}"
+    if not policy.require_torch or abi.kind == "none" or w.metadata.torch_requirements:
+        return
+    if _pins_one_build(abi):
+        return  # it admits every torch and loads on one: TW504, an error, says so
+    want = f"torch>={abi}" if abi.kind == "stable" else "torch"
+    yield "", f"binaries link libtorch ({abi}) but METADATA has no Requires-Dist: torch: add {want!r}"
 
 
 @rule("TW502")
@@ -42,7 +38,7 @@ def too_tight(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     if abi.kind != "stable" or abi.target is None:
         return
     for req in w.metadata.torch_requirements:
-        if len(_admits_minors(req)) <= 1:
+        if len(releases.admitted_minors(req.specifier)) <= 1:
             yield (
                 "",
                 (
@@ -57,8 +53,12 @@ def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = wheel_torch_abi(w)
     if abi.kind != "stable" or abi.target is None:
         return
+    floor = Version(abi.target.release)
     for req in w.metadata.torch_requirements:
-        older = _admits_older(req, abi.target)
+        older = releases.older_admitted(req.specifier, abi.target)
+        loads = [v for v in releases.admitted(req.specifier) if v >= floor] or releases.admits_future(
+            req.specifier
+        )
         if older is not None:
             yield (
                 "",
@@ -67,20 +67,60 @@ def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                     f"require 'torch>={abi}'"
                 ),
             )
+        elif not loads:
+            yield (
+                "",
+                (
+                    f"Requires-Dist {str(req)!r} admits no torch release the binaries load on "
+                    f"(they need torch {abi.target} or newer): require 'torch>={abi}'"
+                ),
+            )
 
 
 @rule("TW504")
 def unstable_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = wheel_torch_abi(w)
-    if abi.kind != "unstable":
+    if not _pins_one_build(abi):
         return
+    fix = (
+        "pin the torch minor it was built with, 'torch==X.Y.*' (`torchwheel tag --build-torch X.Y` writes it)"
+    )
+    if not w.metadata.torch_requirements and policy.require_torch:
+        yield (
+            "",
+            f"METADATA has no Requires-Dist: torch, so installers admit every torch, but the binaries use "
+            f"unstable libtorch symbols and load only on the torch they were built with: {fix}",
+        )
     for req in w.metadata.torch_requirements:
-        minors = _admits_minors(req)
-        if len(minors) > 1:
+        if len(releases.admitted_minors(req.specifier)) > 1:
             yield (
                 "",
                 (
-                    f"Requires-Dist {str(req)!r} admits torch {minors[0]}..{minors[-1]}, but the binaries use unstable "
-                    "libtorch symbols: pin the torch minor it was built with, 'torch==X.Y.*' (`torchwheel tag --build-torch X.Y` writes it)"
+                    f"Requires-Dist {str(req)!r} admits torch {releases.spec_span(req.specifier)}, "
+                    f"but the binaries use unstable libtorch symbols: {fix}"
                 ),
             )
+
+
+@rule("TW505")
+def builds_gap(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """A warning, not an error: per-minor builds with a bare requirement are right when the
+    package's Python code does without its library where it has none (a newer torch
+    provides the feature itself), and broken when it does not; the binaries cannot tell."""
+    abi = wheel_torch_abi(w)
+    if abi.kind != "unstable" or not abi.builds:
+        return
+    reqs = [r for r in w.metadata.torch_requirements if r.marker is None]
+    admitted = [
+        v for v in releases.releases() if all(r.specifier.contains(v, prereleases=True) for r in reqs)
+    ]
+    future = all(releases.admits_future(r.specifier) for r in reqs)
+    gap = [v for v in admitted if not any(build_matches(b, v) for b in abi.builds)]
+    if gap or future:
+        said = "; ".join(str(r) for r in reqs) or "no torch requirement"
+        yield (
+            "",
+            f"{said!r} admits torch {releases.runs(gap, future)}, for which the wheel has no build (it has "
+            f"{show_builds(abi.builds)}): unless its Python code works there without them, require only "
+            "the releases it has builds for",
+        )

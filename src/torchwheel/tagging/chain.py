@@ -37,7 +37,11 @@ def first_stage(command: str, wheel: Path) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="torchwheel-repair-") as scratch:
         out = Path(scratch)
         line = command.replace("{wheel}", _quote(wheel.resolve())).replace("{repair_dir}", _quote(out))
-        result = subprocess.run(line, shell=True, stdin=subprocess.DEVNULL, check=False)
+        # the tool's messages go to stdout (cibuildwheel logs both): when it fails, torchwheel's
+        # one line is all of stderr, as for every exit 2
+        result = subprocess.run(
+            line, shell=True, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT, check=False
+        )
         if result.returncode != 0:
             raise InputError(f"the repair command failed with exit code {result.returncode}: {line}")
         wheels = sorted(out.glob("*.whl"))

@@ -28,14 +28,24 @@ from torchwheel.analysis.wheelfacts import (
     WheelFacts,
     iter_slices,
     provides_libtorch,
+    wheel_build_classes,
     wheel_torch_abi,
 )
 from torchwheel.errors import InputError
 from torchwheel.report.facts import binary_json
 from torchwheel.tagging import naming
+from torchwheel.tagging.contradictions import check_build_torch, check_local_label
 from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.requirement import apply_requirements, metadata_text
-from torchwheel.wheel.metadata import SIDE_FILE, TORCH_ABI_FIELD, parse_metadata
+from torchwheel.torchabi.backend import need_text
+from torchwheel.torchabi.need import show_build
+from torchwheel.wheel.metadata import (
+    SIDE_FILE,
+    TORCH_ABI_BUILDS_FIELD,
+    TORCH_ABI_FIELD,
+    TORCH_BUILD_FIELD,
+    parse_metadata,
+)
 
 SIDE_SCHEMA = 1
 
@@ -107,13 +117,24 @@ def compress_tags(tags: frozenset[Tag], original: str) -> str:
     return f"{'.'.join(interps)}-{'.'.join(abis)}-{'.'.join(plats)}"
 
 
-def wheel_file_text(original: str, tags: list[Tag], torch_abi: str) -> str:
+def torch_abi_fields(abi: TorchABI, build_classes: frozenset[str]) -> list[tuple[str, str]]:
+    """The WHEEL lines that say which torch the wheel loads on. ``Torch-ABI`` alone stays
+    true for every reader (``unstable`` for per-minor builds too); the releases they cover and
+    the torch builds it loads on (``any``; ``cuda-13``) go beside it, in fields of their own."""
+    fields = [(TORCH_ABI_FIELD, str(abi))]
+    if abi.builds:
+        fields.append((TORCH_ABI_BUILDS_FIELD, ", ".join(show_build(b) for b in sorted(abi.builds))))
+    fields.append((TORCH_BUILD_FIELD, need_text(build_classes)))
+    return fields
+
+
+def wheel_file_text(original: str, tags: list[Tag], fields: list[tuple[str, str]]) -> str:
+    ours = ("Tag:", f"{TORCH_ABI_FIELD}:", f"{TORCH_ABI_BUILDS_FIELD}:", f"{TORCH_BUILD_FIELD}:")
+    ours_lower = tuple(o.lower() for o in ours)  # field names ignore case, as installers read them
     kept = [
-        line
-        for line in original.splitlines()
-        if line.strip() and not line.startswith(("Tag:", f"{TORCH_ABI_FIELD}:"))
+        line for line in original.splitlines() if line.strip() and not line.lower().startswith(ours_lower)
     ]
-    lines = kept + [f"Tag: {t}" for t in tags] + [f"{TORCH_ABI_FIELD}: {torch_abi}"]
+    lines = kept + [f"Tag: {t}" for t in tags] + [f"{name}: {value}" for name, value in fields]
     return "\n".join(lines) + "\n"
 
 
@@ -204,6 +225,11 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     c = w.contents
     if not w.is_wheel_file:
         raise InputError(f"{c.path}: tag rewrites wheel files; build a wheel first")
+    if c.variant is not None:
+        raise InputError(
+            f"{c.path}: a wheel-variant file (label {c.variant!r}): tag the plain wheel; "
+            "`tag --variant` writes the variant copy beside it"
+        )
     abi = wheel_torch_abi(w)
     name = c.path.replace("\\", "/").rsplit("/", 1)[-1]
     stem_parts = name[: -len(".whl")].split("-")
@@ -219,14 +245,17 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     ]
     wheel_name = f"{c.dist_info}/WHEEL"
     meta_name = f"{c.dist_info}/METADATA"
+    check_build_torch(abi, w.metadata.torch_requirements, opts)
     if provides_libtorch(w):  # torch itself: it cannot require torch
         new_meta, meta_notes = c.metadata_text, ["torch itself: Requires-Dist left as it is"]
     else:
         new_meta, meta_notes = metadata_text(c.metadata_text, abi, opts)
         if opts.release_requirements is not None:  # tag --release: the set shared by all wheels
             new_meta, meta_notes = apply_requirements(c.metadata_text, opts.release_requirements, name)
-    new_wheel = wheel_file_text(c.wheel_text, ordered, str(abi))
+    fields = torch_abi_fields(abi, wheel_build_classes(w))
+    new_wheel = wheel_file_text(c.wheel_text, ordered, fields)
     filename, new_meta, new_wheel, name_notes = naming.naming(filename, new_meta, new_wheel, opts)
+    check_local_label(abi, parse_metadata(new_meta).torch_requirements, filename.split("-")[1], opts)
     changes += name_notes
     members = {
         wheel_name: new_wheel.encode(),
@@ -235,8 +264,9 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     }
     if c.wheel_tags != tags:
         changes.append("WHEEL Tag lines now equal the file name's tags")
-    if c.wheel_fields.get(TORCH_ABI_FIELD) != [str(abi)]:
-        changes.append(f"WHEEL {TORCH_ABI_FIELD}: {abi}")
+    for field_name, value in fields:
+        if c.wheel_fields.get(field_name) != [value]:
+            changes.append(f"WHEEL {field_name}: {value}")
     changes += meta_notes
     drop = {f"{c.dist_info}/RECORD.jws", f"{c.dist_info}/RECORD.p7s"} & set(c.members)
     if drop:

@@ -15,6 +15,8 @@ from packaging.version import Version
 from torchwheel.analysis.wheelfacts import TorchABI
 from torchwheel.errors import InputError
 from torchwheel.tagging.options import TagOptions
+from torchwheel.torchabi import releases
+from torchwheel.torchabi.releases import show_minor
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.metadata_edit import rewrite_requirements, verify_requirements
 
@@ -25,30 +27,47 @@ def _render(req: Requirement, spec: str) -> str:
     return f"{req.name}{extras}{spec}{marker}"
 
 
-def _minors(spec: SpecifierSet) -> list[int]:
-    return [m for m in range(0, 40) if spec.contains(Version(f"2.{m}.0"), prereleases=True)]
-
-
 def _is_correct(req: Requirement, abi: TorchABI) -> bool:
+    """Is the author's requirement already what the binaries need (so ``tag`` keeps it)?"""
+    spec = req.specifier
     if abi.kind == "stable" and abi.target is not None:
-        older = [Version(f"{abi.target.major}.{m}.9") for m in range(abi.target.minor)]
-        admits_older = any(req.specifier.contains(v, prereleases=True) for v in older)
-        return not admits_older and len(_minors(req.specifier)) > 1
-    return len(_minors(req.specifier)) == 1
+        loads = [v for v in releases.admitted(spec) if v >= Version(abi.target.release)]
+        return (
+            releases.older_admitted(spec, abi.target) is None
+            and bool(loads or releases.admits_future(spec))
+            and len(releases.admitted_minors(spec)) > 1
+        )
+    if abi.builds:  # per-minor builds: the wheel picks its library, any requirement is the author's
+        return True
+    return releases.pinned_minor(spec) is not None
+
+
+def _known(minor: str, what: str) -> None:
+    """``tag`` never writes a requirement no torch release can satisfy."""
+    if releases.parse_minor(minor) > releases.minor_of(releases.newest()):
+        raise InputError(
+            f"{what} torch {minor}, newer than any torch release this torchwheel knows "
+            f"(newest {releases.newest()}): writing torch>={minor} would admit no torch; "
+            "check TORCH_TARGET_VERSION (TW107), or update torchwheel"
+        )
 
 
 def desired_spec(abi: TorchABI, reqs: tuple[Requirement, ...], opts: TagOptions) -> str | None:
     if abi.kind == "stable" and abi.target is not None:
         t: FeatureVersion = abi.target
+        _known(t.minor_release, "the binaries need")
         spec = f">={t.minor_release if t.patch == 0 else t.release}"
         return spec + (f",<{opts.upper_bound}" if opts.upper_bound else "")
+    if abi.kind == "unstable" and abi.builds:
+        return None  # per-minor builds: no pin (it would break every other minor)
     if abi.kind == "unstable":
         if opts.build_torch:
-            return f"=={FeatureVersion.parse(opts.build_torch).minor_release}.*"
-        for req in reqs:
-            minors = _minors(req.specifier)
-            if len(minors) == 1:
-                return f"==2.{minors[0]}.*"
+            build = FeatureVersion.parse(opts.build_torch).minor_release
+            _known(build, "--build-torch names")
+            return f"=={build}.*"
+        minor = next((m for r in reqs if (m := releases.pinned_minor(r.specifier)) is not None), None)
+        if minor is not None:
+            return f"=={show_minor(minor)}.*"
         raise InputError(
             "the wheel uses unstable libtorch symbols and its torch requirement does not name the build "
             "torch: pass --build-torch X.Y"
@@ -56,19 +75,10 @@ def desired_spec(abi: TorchABI, reqs: tuple[Requirement, ...], opts: TagOptions)
     return None
 
 
-def _probes(*specs: SpecifierSet) -> list[Version]:
-    """Releases to test a specifier set with: a grid of 0.x..3.x plus every version the
-    clauses name and the patch after it (so ``==2.13.15`` or ``>2.13.15`` are not missed)."""
-    probes = {Version(f"{a}.{m}.{p}") for a in range(4) for m in range(40) for p in (0, 1, 9)}
-    for spec in specs:
-        for clause in spec:
-            try:
-                v = Version(clause.version.removesuffix(".*"))
-            except ValueError:  # an arbitrary-equality (===) string
-                continue
-            release = (*v.release, 0, 0)[: max(3, len(v.release))]
-            probes |= {v, Version(".".join(map(str, (*release[:-1], release[-1] + 1))))}
-    return sorted(probes)
+def _probes() -> tuple[Version, ...]:
+    """What a requirement is tested against: every known torch release, and one that stands
+    for the releases to come (``releases``)."""
+    return (*releases.releases(), releases.future())
 
 
 def _implied(clause: Specifier, desired: SpecifierSet) -> bool:
@@ -98,7 +108,7 @@ def narrowed(req: Requirement, desired: SpecifierSet) -> str | None:
     """The author's requirement intersected with what the binaries need: the author's own
     text when it is already inside ``desired``, else ``desired`` plus every author clause
     ``desired`` does not imply. None when nothing is left (the two exclude each other)."""
-    probes = _probes(req.specifier, desired)
+    probes = _probes()
     admitted = [v for v in probes if req.specifier.contains(v, prereleases=True)]
     if admitted and all(desired.contains(v, prereleases=True) for v in admitted):
         return str(req.specifier)
@@ -115,7 +125,7 @@ def merged_requirement(req: Requirement, spec: str, abi: TorchABI, opts: TagOpti
     default: an author's pin may have reasons the binaries do not show, so widening it
     (TW502) is ``--relax-pin``'s, as is replacing one that excludes every usable torch."""
     new = narrowed(req, SpecifierSet(spec))
-    pinned = abi.kind == "stable" and (new is None or len(_minors(SpecifierSet(new))) <= 1)
+    pinned = abi.kind == "stable" and (new is None or len(releases.admitted_minors(SpecifierSet(new))) <= 1)
     if (pinned or new is None) and opts.relax_pin:
         return spec, [f"Requires-Dist: {req} -> {_render(req, spec)} (relax-pin)"]
     if new is None:

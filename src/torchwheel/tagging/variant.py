@@ -9,7 +9,7 @@ from packaging.version import Version
 
 from torchwheel.errors import InputError
 from torchwheel.tagging.plan import Plan
-from torchwheel.torchabi.need import torch_need
+from torchwheel.torchabi.need import show_build, torch_need
 from torchwheel.wheel.metadata import parse_metadata
 from torchwheel.wheel.variant import DIST_INFO_FILE, document, encode, label, property_of
 
@@ -22,11 +22,17 @@ def variant_plan(p: Plan, dist_info: str) -> Plan:
     """
     meta = parse_metadata(p.members[f"{dist_info}/METADATA"].decode())
     version = Version(dist_info.removesuffix(".dist-info").rpartition("-")[2])
-    need = torch_need(str(p.torch_abi), meta.torch_requirements, version, "tag")
+    builds = ", ".join(show_build(b) for b in sorted(p.torch_abi.builds)) or None
+    need = torch_need(str(p.torch_abi), meta.torch_requirements, version, "tag", builds)
     if need.kind == "stable" and need.floor is not None:
         value = need.floor.minor_release if need.floor.patch == 0 else need.floor.release
-    elif need.kind == "unstable" and need.minor is not None:
-        value = f"{need.minor[0]}.{need.minor[1]}"
+    elif need.kind == "unstable" and len(need.builds) > 1:
+        raise InputError(
+            "--variant: per-minor builds would need one build_torch value per minor; "
+            "publish them as the plain wheel (it loads the matching library itself)"
+        )
+    elif need.kind == "unstable" and need.builds:
+        value = show_build(next(iter(need.builds)))
     elif need.kind == "unstable":
         raise InputError("--variant: the unstable build's torch minor is unknown: pass --build-torch X.Y")
     else:

@@ -32,8 +32,11 @@ from importlib import resources
 from os import PathLike
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
+from typing import Any
 
+from torchwheel import safejson
 from torchwheel.errors import InputError
+from torchwheel.safejson import Either, Int, List, Null, Object, Str
 from torchwheel.torchabi.headergates import Gate, max_gate, min_gate, scan_header_text
 from torchwheel.torchabi.shimorigin import EXPORT, HEADER_GATE, Origin, WheelSource
 from torchwheel.version import FeatureVersion
@@ -55,7 +58,6 @@ __all__ = [
 #: and added the wheels read; version 1 (a bare version per symbol) is still read, so
 #: tables written by an older ``symbols update`` keep working.
 SCHEMA_VERSION = 2
-_READABLE_SCHEMAS = (1, 2)
 
 #: The torch release assumed for baseline (``None``) symbols when computing a minimum.
 #:
@@ -321,39 +323,57 @@ class SymbolTable:
         return json.dumps(document, indent=2, sort_keys=True).replace('"@SYMBOLS@"', symbols, 1) + "\n"
 
     @classmethod
-    def from_json(cls, text: str) -> SymbolTable:
-        document = json.loads(text)
-        if not isinstance(document, dict):
-            raise ValueError("symbol table: expected a JSON object")
-        schema = document.get("schema_version")
-        if schema not in _READABLE_SCHEMAS or isinstance(schema, bool):
-            raise ValueError(f"symbol table schema {schema!r} is not supported (expected {SCHEMA_VERSION})")
-        raw_symbols = document.get("symbols")
-        raw_sources = document.get("sources", [])
-        raw_wheels = document.get("wheels", [])
-        if not (
-            isinstance(raw_symbols, dict) and isinstance(raw_sources, list) and isinstance(raw_wheels, list)
-        ):
-            raise ValueError("symbol table: 'symbols' must be an object, 'sources' and 'wheels' lists")
+    def from_json(cls, text: str | bytes, where: str = "symbol table") -> SymbolTable:
+        """A table as ``to_json`` writes it, read through ``safejson`` (bounded, checked
+        against ``SHAPE``); any defect is one ``InputError`` naming ``where``."""
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        return cls.from_document(safejson.load(data, where, SHAPE), where)
+
+    @classmethod
+    def from_document(cls, document: dict[str, Any], where: str) -> SymbolTable:
+        """A document that fits ``SHAPE``: the versions in it are parsed here."""
+        schema = document["schema_version"]
         symbols: dict[str, Gate] = {}
         origins: dict[str, Origin] = {}
-        for name, raw in raw_symbols.items():
-            value = raw
-            if schema >= 2:
-                if not isinstance(raw, dict):
-                    raise ValueError(f"symbol table: {name}: expected an object")
-                value, source, platforms = raw.get("introduced"), raw.get("source"), raw.get("platforms", {})
-                if source not in (EXPORT, HEADER_GATE):
-                    raise ValueError(f"symbol table: {name}: source must be {EXPORT!r} or {HEADER_GATE!r}")
-                if not isinstance(platforms, dict) or not all(isinstance(r, str) for r in platforms.values()):
-                    raise ValueError(f"symbol table: {name}: platforms must map a platform to a release")
-                firsts = tuple((p, FeatureVersion.parse(r).release) for p, r in platforms.items())
-                origins[name] = Origin(source, firsts)
-            if value is not None and not isinstance(value, str):
-                raise ValueError(f"symbol table: {name}: version must be a string or null")
-            symbols[name] = None if value is None else FeatureVersion.parse(value)
-        wheels = tuple(WheelSource.from_json(w) for w in raw_wheels)
-        return cls(symbols, tuple(str(s) for s in raw_sources), origins, wheels)
+        try:
+            for name, raw in document["symbols"].items():
+                value = raw
+                if schema >= 2:
+                    if not isinstance(raw, dict):
+                        raise ValueError(f"{name}: schema 2 describes each symbol with an object")
+                    value = raw.get("introduced")
+                    firsts = tuple(
+                        (p, FeatureVersion.parse(r).release) for p, r in raw.get("platforms", {}).items()
+                    )
+                    origins[name] = Origin(raw["source"], firsts)
+                elif isinstance(raw, dict):
+                    raise ValueError(f"{name}: schema 1 gives each symbol a version or null")
+                symbols[name] = None if value is None else FeatureVersion.parse(value)
+            wheels = tuple(WheelSource(**w) for w in document.get("wheels", []))
+            return cls(symbols, tuple(document.get("sources", [])), origins, wheels)
+        except ValueError as exc:
+            raise InputError(f"{where}: {exc}") from exc
+
+
+_SYMBOL_V2 = Object(
+    {
+        "introduced": Either((Str(), Null())),
+        "source": Str(choices=(EXPORT, HEADER_GATE)),
+        "platforms": Object(other=Str()),
+    },
+    required=("source",),
+)
+_WHEEL_FIELDS = ("file", "sha256", "release", "platform", "variant")
+#: The JSON layout ``to_json`` writes (schema 2) and schema 1 (a version or null per symbol).
+SHAPE = Object(
+    {
+        "schema_version": Int(1, SCHEMA_VERSION),
+        "sources": List(Str()),
+        "symbols": Object(other=Either((_SYMBOL_V2, Str(), Null()))),
+        "wheels": List(Object(dict.fromkeys(_WHEEL_FIELDS, Str()), required=_WHEEL_FIELDS)),
+    },
+    required=("schema_version", "symbols"),
+)
 
 
 def _union(a: Iterable[tuple[str, str]], b: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from torchwheel import safejson
 from torchwheel.errors import InputError
-from torchwheel.torchabi.symtable import SymbolTable, load_shipped
+from torchwheel.torchabi.symtable import SHAPE, SymbolTable, load_shipped
 
 ENV_VAR = "TORCHWHEEL_SYMBOLS"
 SHIPPED = "shipped"
-_MAX_TABLE_BYTES = 64 << 20  # the shipped table is ~130 KB; anything this big is not a table
 
 
 @dataclass(frozen=True)
@@ -51,19 +51,11 @@ class ChosenTable:
 
 def read_table(path: Path) -> SymbolTable:
     """A table file as ``symbols update -o`` writes it; any defect is one ``InputError``."""
+    where = f"symbol table {path}"
     try:
-        with path.open("rb") as fh:
-            data = fh.read(_MAX_TABLE_BYTES + 1)
-    except OSError as exc:
-        raise InputError(f"symbol table {path}: {exc.strerror or exc}") from exc
-    if len(data) > _MAX_TABLE_BYTES:
-        raise InputError(f"symbol table {path}: larger than {_MAX_TABLE_BYTES >> 20} MiB; not a table")
-    try:
-        return SymbolTable.from_json(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise InputError(
-            f"symbol table {path}: {exc} (write one with `torchwheel symbols update -o`)"
-        ) from exc
+        return SymbolTable.from_document(safejson.load_file(path, where, SHAPE), where)
+    except InputError as exc:
+        raise InputError(f"{exc} (write one with `torchwheel symbols update -o`)") from exc
 
 
 def choose(cli: Path | None, configured: Path | None) -> ChosenTable:

@@ -11,6 +11,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from torchwheel.errors import InputError
 from torchwheel.torchabi.symtable import SymbolTable, load_shipped, merge_all, scan_headers
 from torchwheel.wheel.temps import replace_atomically
 
@@ -26,8 +27,11 @@ def regenerate(sources: list[Path], output: Path | None, extend: bool) -> Symbol
     ``output`` when given and returned either way, so the CLI can print a summary.
     """
     if not sources:
-        raise ValueError("no torch wheel or directory to scan")
-    tables = [scan_headers(source) for source in sources]
+        raise InputError("no torch wheel or directory to scan")
+    try:
+        tables = [scan_headers(source) for source in sources]
+    except ValueError as exc:  # not a torch wheel or include tree: the user's input, one line
+        raise InputError(str(exc)) from exc
     if extend:
         tables.append(load_shipped())
     table = merge_all(tables)

@@ -15,10 +15,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from packaging.version import InvalidVersion, Version
+
 from torchwheel.binary import BinaryError, BinaryFacts, read_path
 from torchwheel.binary.facts import Import
 from torchwheel.binary.memberscan import scan_member
 from torchwheel.errors import InputError
+from torchwheel.torchabi import backend
+from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.contents import is_compiled_name
 
@@ -40,6 +44,7 @@ class TorchLibraries:
     exports: dict[str, frozenset[str]]  # library file name -> exported symbol names
     platforms: frozenset[tuple[str, str]]  # (format, arch) of the libraries
     exported_count: int = 0  # every export, also those not kept (see ``read_torch``)
+    build: TorchBuild | None = None  # CPU, CUDA 13.0, ... (version.py, else its label or libraries)
     all_exports: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -67,8 +72,30 @@ def is_runtime_library(name: str) -> bool:
     return is_compiled_name(base) and base.startswith(_RUNTIME_PREFIXES) and "test" not in base
 
 
+def _build(version_py: str | None, version: str | None, libraries: Iterable[str]) -> TorchBuild | None:
+    """The torch's build: its ``version.py``, else its local label (``+cu130``), else what
+    its libraries say (``libtorch_cuda`` ships only in CUDA builds; major unknown then)."""
+    if version_py:
+        return backend.from_version_py_text(version_py)
+    try:
+        label = backend.from_local_label(Version(version).local) if version else None
+    except InvalidVersion:
+        label = None
+    if label is not None:
+        return label
+    names = " ".join(libraries)
+    for kind, word in (("cuda", "torch_cuda"), ("rocm", "torch_hip"), ("xpu", "torch_xpu")):
+        if word in names:
+            return TorchBuild(kind)  # type: ignore[arg-type]
+    return TorchBuild("cpu") if names else None
+
+
 def _facts(
-    read: Iterable[tuple[str, BinaryFacts]], origin: str, version: str | None, wanted: frozenset[str] | None
+    read: Iterable[tuple[str, BinaryFacts]],
+    origin: str,
+    version: str | None,
+    wanted: frozenset[str] | None,
+    version_py: str | None = None,
 ) -> TorchLibraries:
     exports: dict[str, frozenset[str]] = {}
     platforms: set[tuple[str, str]] = set()
@@ -80,7 +107,8 @@ def _facts(
         platforms.update((facts.format, s.arch) for s in facts.slices)
     if not exports:
         raise InputError(f"{origin}: no torch libraries (libtorch*, libc10*) found; not a torch build?")
-    return TorchLibraries(origin, version, exports, frozenset(platforms), count)
+    build = _build(version_py, version, exports)
+    return TorchLibraries(origin, version, exports, frozenset(platforms), count, build)
 
 
 def _read_wheel(path: Path, wanted: frozenset[str] | None) -> TorchLibraries:
@@ -101,14 +129,19 @@ def _read_wheel(path: Path, wanted: frozenset[str] | None) -> TorchLibraries:
                     raise InputError(f"{path}: {member}: {facts}")
                 yield PurePosixPath(member).name, facts
 
-        return _facts(read(), str(path), wheel.contents.filename_version or None, wanted)
+        version_py = wheel.read_text("torch/version.py") if "torch/version.py" in wheel.infos else None
+        return _facts(read(), str(path), wheel.contents.filename_version or None, wanted, version_py)
 
 
-def _version_from(torch_dir: Path) -> str | None:
+def _version_py(torch_dir: Path) -> str | None:
     try:
-        match = _VERSION_PY.search((torch_dir / "version.py").read_text(encoding="utf-8"))
+        return (torch_dir / "version.py").read_text(encoding="utf-8")[: 1 << 16]
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def _version_from(text: str | None) -> str | None:
+    match = _VERSION_PY.search(text) if text else None
     return match.group(1) if match else None
 
 
@@ -121,7 +154,8 @@ def _read_lib_dir(lib: Path, wanted: frozenset[str] | None) -> TorchLibraries:
                 except BinaryError as exc:
                     raise InputError(f"{p}: {exc}") from exc
 
-    return _facts(read(), str(lib), _version_from(lib.parent), wanted)
+    text = _version_py(lib.parent)
+    return _facts(read(), str(lib), _version_from(text), wanted, text)
 
 
 def _lib_dir(path: Path) -> Path:

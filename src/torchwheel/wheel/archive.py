@@ -15,13 +15,11 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from packaging.tags import Tag
-
 from torchwheel import limits
 from torchwheel.errors import InputError
 from torchwheel.safeopen import open_regular
-from torchwheel.wheel import zipdir
-from torchwheel.wheel.contents import WheelContents, parse_filename
+from torchwheel.wheel import inflate, zipdir
+from torchwheel.wheel.contents import WheelContents, WheelName, parse_filename
 from torchwheel.wheel.metadata import SIDE_FILE
 from torchwheel.wheel.record import hash_chunks, parse_record
 from torchwheel.wheel.zipdir import Member
@@ -58,10 +56,10 @@ class WheelArchive:
     is_wheel_file = True
 
     def __init__(self, path: Path, filename: str | None = None) -> None:
-        """``filename``: the name to parse instead of ``path.name`` (a wheel-variant name
-        without its label: packaging rejects the draft form; see install/candidates.py)."""
+        """``filename``: the wheel's name when ``path`` is not named for it (the temporary
+        file ``tag`` reads back before renaming it)."""
         self.path = path
-        name, version, build, tags = parse_filename(filename or path.name)
+        parsed = parse_filename(filename or path.name)  # wheel-variant names (draft standards) included
         # one descriptor for everything: the zip index, every member read, and later the
         # copy `tag` makes (writer): a file replaced meanwhile is never half read
         try:
@@ -69,14 +67,12 @@ class WheelArchive:
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from exc
         try:
-            self._index(path, name, version, build, tags)
+            self._index(path, parsed)
         except BaseException:
             self.close()
             raise
 
-    def _index(
-        self, path: Path, name: str, version: str, build: tuple[int, str] | tuple[()], tags: frozenset[Tag]
-    ) -> None:
+    def _index(self, path: Path, parsed: WheelName) -> None:
         size = os.fstat(self._fd).st_size
         self.infos: dict[str, Member] = {}
         self.raw_crcs: dict[str, int] = {}  # CRC-32 of each fully read member's compressed bytes
@@ -109,19 +105,20 @@ class WheelArchive:
             limits.current().max_record_bytes.check("RECORD's size", self.infos[record_name].file_size)
             record = parse_record(self.read_text(record_name, bounded=False))
         side_name = f"{dist_info}/{SIDE_FILE}"
-        side = self.read_text(side_name).encode() if side_name in self.infos else None
+        side = self.read_bounded(side_name) if side_name in self.infos else None  # judged by TW412
         self.contents = WheelContents(
             path=str(path),
-            filename_name=str(name),
-            filename_version=str(version),
-            filename_tags=frozenset(tags),
-            build_tag=f"{build[0]}{build[1]}" if build else None,
+            filename_name=str(parsed.name),
+            filename_version=str(parsed.version),
+            filename_tags=frozenset(parsed.tags),
+            build_tag=f"{parsed.build[0]}{parsed.build[1]}" if parsed.build else None,
             dist_info=dist_info,
             wheel_text=wheel_text,
             metadata_text=metadata_text,
             record=record,
             members=sorted(self.infos),
             side_file=side,
+            variant=parsed.variant,
         )
 
     @property
@@ -145,14 +142,15 @@ class WheelArchive:
         RECORD has its own bound)."""
         if name not in self.infos:
             raise InputError(f"{self.path.name}: {name} is missing")
-        if bounded:
-            limits.current().max_metadata_bytes.check(
-                f"{self.path.name}: {name}'s size", self.member_size(name)
-            )
         try:
-            return self.read(name).decode("utf-8")
+            return (self.read_bounded(name) if bounded else self.read(name)).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InputError(f"{self.path.name}: {name} is not UTF-8") from exc
+
+    def read_bounded(self, name: str) -> bytes:
+        """A metadata-sized member, whole, its declared size checked (``max-metadata-bytes``)."""
+        limits.current().max_metadata_bytes.check(f"{self.path.name}: {name}'s size", self.member_size(name))
+        return self.read(name)
 
     def _read_at(self, offset: int, size: int) -> bytes:
         return os.pread(self._fd, size, offset)  # no shared file position: thread-safe
@@ -167,7 +165,7 @@ class WheelArchive:
         """
         info = self.infos[name]
         # output per step: never more than one byte past the declared size (enough to refuse)
-        decompressor = zipdir.decompressor(info, min(_OUT_CHUNK, info.file_size + 1))
+        decompressor = inflate.decompressor(info, min(_OUT_CHUNK, info.file_size + 1))
         remaining = info.compress_size
         crc = raw_crc = 0
         produced = 0
@@ -177,7 +175,7 @@ class WheelArchive:
                 raw = self._read_at(pos, min(_COMPRESSED_CHUNK, remaining))
                 if not raw:
                     raise InputError(f"{self.path.name}: member {name} is truncated")
-                raw_crc = zipdir.inflate_lib.crc32(raw, raw_crc)
+                raw_crc = inflate.inflate_lib.crc32(raw, raw_crc)
                 pos += len(raw)
                 remaining -= len(raw)
                 # every method's output is bounded per step, and never beyond the declared
@@ -189,7 +187,7 @@ class WheelArchive:
                             f"{self.path.name}: member {name} inflates beyond its declared "
                             f"{info.file_size:,} bytes: refusing (zip bomb?)"
                         )
-                    crc = zipdir.inflate_lib.crc32(out, crc)
+                    crc = inflate.inflate_lib.crc32(out, crc)
                     yield out
                     if stop is not None and produced >= stop:
                         return
@@ -198,9 +196,9 @@ class WheelArchive:
                 produced += len(tail)
                 if produced > info.file_size:
                     raise InputError(f"{self.path.name}: member {name} inflates beyond its declared size")
-                crc = zipdir.inflate_lib.crc32(tail, crc)
+                crc = inflate.inflate_lib.crc32(tail, crc)
                 yield tail
-        except zipdir.DECOMPRESS_ERRORS as exc:
+        except inflate.DECOMPRESS_ERRORS as exc:
             raise InputError(f"{self.path.name}: member {name} is corrupt ({exc})") from exc
         if produced != info.file_size or crc != info.CRC:
             raise InputError(f"{self.path.name}: member {name} is corrupt (size or CRC mismatch)")

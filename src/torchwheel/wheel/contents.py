@@ -5,10 +5,12 @@ analysis reads nothing but this and the members' bytes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from packaging.tags import Tag
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, NormalizedName, canonicalize_name, parse_wheel_filename
+from packaging.version import Version
 
 from torchwheel import limits
 from torchwheel.errors import InputError
@@ -16,6 +18,7 @@ from torchwheel.wheel.metadata import parse_wheel_fields
 from torchwheel.wheel.record import RecordEntry, RecordProblem
 
 _COMPILED_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
+_VARIANT_LABEL = re.compile(r"^[0-9a-z_.]+$")  # wheel-variant drafts (PEP 825), see reference
 
 
 def is_compiled_name(name: str) -> bool:
@@ -43,6 +46,7 @@ class WheelContents:
     side_file: bytes | None = None  # .dist-info/torchwheel.json of an earlier `tag`, if any
     record_problems: list[RecordProblem] = field(default_factory=list)  # found while listing members
     installed: bool = False  # an installed distribution: RECORD follows the installed-project spec
+    variant: str | None = None  # the wheel-variant label of the file name (draft standards)
 
     @classmethod
     def lone_binary(cls, path: str, name: str) -> WheelContents:
@@ -97,13 +101,40 @@ def tag_set_size(what: str, tag_triples: list[list[str]]) -> int:
     return total
 
 
-def parse_filename(filename: str) -> tuple[str, str, tuple[int, str] | tuple[()], frozenset[Tag]]:
-    """packaging's parse, after bounding the compressed tag set it would expand."""
-    parts = filename.removesuffix(".whl").split("-")
-    if len(parts) in (5, 6):
-        tag_set_size(f"the file name's tags {'-'.join(parts[-3:])[:60]!r}", [parts[-3:]])
+@dataclass(frozen=True)
+class WheelName:
+    """A wheel file name, including the wheel-variant form that packaging rejects."""
+
+    name: NormalizedName
+    version: Version
+    build: tuple[int, str] | tuple[()]
+    tags: frozenset[Tag]
+    variant: str | None
+
+
+def parse_wheel_name(filename: str) -> WheelName:
+    """``packaging.utils.parse_wheel_filename``, plus the draft variant label as a last
+    dash-separated part (``name-1.0-cp39-abi3-linux_x86_64-torch212.whl``). packaging
+    decides everything else; the label is only peeled off when packaging refuses the name."""
     try:
         name, version, build, tags = parse_wheel_filename(filename)
-    except InvalidWheelFilename as exc:
-        raise InputError(f"{filename}: not a valid wheel file name ({exc})") from exc
-    return str(name), str(version), build, frozenset(tags)
+        return WheelName(name, version, build, tags, None)
+    except InvalidWheelFilename as first:
+        stem, _, label = filename.removesuffix(".whl").rpartition("-")
+        if not filename.endswith(".whl") or not _VARIANT_LABEL.match(label) or stem.count("-") < 4:
+            raise InputError(f"{filename}: not a valid wheel file name ({first})") from first
+        try:
+            name, version, build, tags = parse_wheel_filename(stem + ".whl")
+        except InvalidWheelFilename:
+            raise InputError(f"{filename}: not a valid wheel file name ({first})") from first
+        return WheelName(name, version, build, tags, label)
+
+
+def parse_filename(filename: str) -> WheelName:
+    """packaging's parse (and the variant label's), after bounding the compressed tag set it
+    would expand."""
+    parts = filename.removesuffix(".whl").split("-")
+    for tags in {tuple(parts[-3:]), tuple(parts[-4:-1])}:  # with and without a variant label
+        if len(parts) >= 5 and len(tags) == 3:
+            tag_set_size(f"the file name's tags {'-'.join(tags)[:60]!r}", [list(tags)])
+    return parse_wheel_name(filename)

@@ -1,29 +1,119 @@
 """The metadata files of a wheel as torchwheel reads them: ``WHEEL`` fields, the parts of
-``METADATA`` that torchwheel judges, and the names of what ``tag`` adds to them.
+``METADATA`` that torchwheel judges, the names of what ``tag`` adds to them, and what in
+them installers refuse or that contradicts itself.
 
 ``tag`` writes the torch ABI into ``WHEEL`` (``Torch-ABI:``) and the per-library facts into
 ``.dist-info/torchwheel.json``, never into ``METADATA``: twine and PyPI refuse unknown
-METADATA fields. Every command that reads those back takes the names from here.
+METADATA fields. Every command that reads those back takes the names, and the one reading
+of the ``Torch-ABI`` value, from here.
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import dataclass
 from email.parser import HeaderParser
+from typing import Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from torchwheel.safejson import ANY, Int, List, Object, Str
+from torchwheel.version import FeatureVersion
+
 SIDE_FILE = "torchwheel.json"  # the facts `tag` records in .dist-info (tagging/plan.py)
 TORCH_ABI_FIELD = "Torch-ABI"  # the WHEEL field `tag` writes
+TORCH_ABI_BUILDS_FIELD = "Torch-ABI-Builds"  # beside it, for per-release builds: 2.4, 2.5, ...
+TORCH_BUILD_FIELD = "Torch-Build"  # the torch builds it loads on: any, or cpu, cuda-13, rocm-7, xpu
+# The side file's shape, as far as any reader relies on it (tagging/plan.py writes it; what
+# each library's facts hold is docs/json.md's and may grow: other keys are taken as they are).
+SIDE_SHAPE = Object(
+    {
+        "schema_version": Int(1, 1),
+        "generator": Str(),
+        "torch_abi": Str(),
+        "libraries": List(Object({"member": Str()}, required=("member",), other=ANY)),
+    },
+    required=("schema_version", "torch_abi", "libraries"),
+    other=ANY,
+)
+
+# WHEEL is read as email headers, whose names ignore case (installer and pip read it so);
+# the fields torchwheel reads get one spelling, whatever the file's.
+_WHEEL_NAMES = {n.lower(): n for n in ("Wheel-Version", "Generator", "Root-Is-Purelib", "Tag", "Build")}
+_WHEEL_NAMES[TORCH_ABI_FIELD.lower()] = TORCH_ABI_FIELD
+_WHEEL_NAMES[TORCH_ABI_BUILDS_FIELD.lower()] = TORCH_ABI_BUILDS_FIELD
+_WHEEL_NAMES[TORCH_BUILD_FIELD.lower()] = TORCH_BUILD_FIELD
+_FLOOR = re.compile(r"(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?", re.ASCII)  # what `tag` writes: 2.10, 2.10.1
 
 
 def parse_wheel_fields(text: str) -> dict[str, list[str]]:
     msg = HeaderParser().parsestr(text)
     fields: dict[str, list[str]] = {}
     for key, value in msg.items():
-        fields.setdefault(key, []).append(str(value).strip())
+        fields.setdefault(_WHEEL_NAMES.get(key.lower(), key), []).append(str(value).strip())
     return fields
+
+
+def wheel_problems(text: str) -> list[str]:
+    """What makes ``installer`` refuse a WHEEL file, or read it otherwise than pip does.
+
+    A folded field (``Wheel-Version:\\n 1.0``) is one pip reads stripped and installer reads
+    with its line break, refusing the wheel; a second Wheel-Version says two things."""
+    problems: list[str] = []
+    msg = HeaderParser().parsestr(text)
+    for key, value in msg.items():
+        if "\n" in value or "\r" in value:
+            problems.append(f"WHEEL field {key[:40]!r} is folded over several lines: installer refuses it")
+    fields = parse_wheel_fields(text)
+    versions = fields.get("Wheel-Version", [])
+    if not versions or not versions[0]:
+        problems.append("WHEEL has no Wheel-Version: installers refuse it")
+    elif len(versions) > 1:
+        problems.append(f"WHEEL has {len(versions)} Wheel-Version fields: a field that may appear once")
+    elif versions[0].split(".")[0] != "1":
+        problems.append(f"Wheel-Version {versions[0][:40]} is not 1.x: installers refuse it")
+    tags = fields.get("Tag", [])
+    if not tags:
+        problems.append("WHEEL has no Tag lines: add one per tag in the file name")
+    bad = next((t for t in tags if len(t.split("-")) != 3 or not all(t.split("-"))), None)
+    if bad is not None:
+        problems.append(f"WHEEL Tag {bad[:60]!r} is not interpreter-abi-platform")
+    return problems
+
+
+@dataclass(frozen=True)
+class DeclaredTorchABI:
+    """A ``Torch-ABI`` value: a stable floor, ``unstable`` or ``none``."""
+
+    kind: Literal["stable", "unstable", "none"]
+    floor: FeatureVersion | None = None
+
+
+def torch_abi_floor(value: str) -> FeatureVersion:
+    """The stable floor a ``Torch-ABI`` value names (``2.10``, ``2.10.1``): exactly what
+    ``tag`` writes; ``ValueError`` for anything else (``-1``, ``99999999999.0``, ``2.10+x``)."""
+    match = _FLOOR.fullmatch(value.strip())
+    if match is None:
+        raise ValueError(f"{value.strip()[:40]!r} is neither a version (X.Y or X.Y.Z), 'unstable' nor 'none'")
+    major, minor, patch = (int(g or 0) for g in match.groups())
+    return FeatureVersion(major, minor, patch)  # ValueError past 255: no torch has such a release
+
+
+def declared_torch_abi(values: list[str]) -> DeclaredTorchABI | None:
+    """The one reading of WHEEL's ``Torch-ABI`` lines (None without one); ``ValueError``
+    when a value is not one ``tag`` writes, or two lines say different things."""
+    distinct = sorted({v.strip() for v in values})
+    if not distinct:
+        return None
+    if len(distinct) > 1:
+        shown = ", ".join(repr(v[:40]) for v in distinct[:3])
+        raise ValueError(f"WHEEL has {len(values)} {TORCH_ABI_FIELD} lines that disagree ({shown})")
+    value = distinct[0]
+    if value in ("unstable", "none"):
+        return DeclaredTorchABI(value)  # type: ignore[arg-type]
+    return DeclaredTorchABI("stable", torch_abi_floor(value))
 
 
 @dataclass(frozen=True)
@@ -31,6 +121,17 @@ class MetadataFacts:
     requires_python: SpecifierSet | None
     torch_requirements: tuple[Requirement, ...]
     problems: tuple[str, ...]
+    name: str | None = None  # as METADATA spells it (the first Name field)
+    version: str | None = None
+
+
+# Core metadata fields that may appear once (core metadata spec; ``packaging.metadata``
+# refuses a repeated one): readers then take one or the other, two projects in one file.
+_SINGLE = (
+    "metadata-version", "name", "version", "summary", "description-content-type", "home-page",
+    "download-url", "author", "author-email", "maintainer", "maintainer-email", "license",
+    "license-expression", "requires-python",
+)  # fmt: skip
 
 
 def parse_metadata(text: str) -> MetadataFacts:
@@ -38,7 +139,8 @@ def parse_metadata(text: str) -> MetadataFacts:
 
     We read with the plain header parser instead of ``Metadata.from_email(validate=True)``
     because one malformed unrelated field must not hide the torch facts: problems are
-    collected and reported as findings.
+    collected and reported as findings. Repeated single fields are counted on the same
+    parse (``packaging.metadata.parse_email`` would parse 200,000 headers a second time).
     """
     msg = HeaderParser().parsestr(text)
     problems: list[str] = []
@@ -60,4 +162,10 @@ def parse_metadata(text: str) -> MetadataFacts:
     for key in ("Metadata-Version", "Name", "Version"):
         if not msg.get(key):
             problems.append(f"METADATA has no {key}")
-    return MetadataFacts(requires_python, tuple(torch), tuple(problems))
+    counts = Counter(key.lower() for key in msg)  # every field name, repeats too
+    for key in _SINGLE:
+        if counts[key] > 1:
+            problems.append(f"METADATA has {counts[key]} {key.title()} fields: a field that may appear once")
+    name = str(msg["Name"]).strip() if msg.get("Name") else None
+    version = str(msg["Version"]).strip() if msg.get("Version") else None
+    return MetadataFacts(requires_python, tuple(torch), tuple(problems), name, version)

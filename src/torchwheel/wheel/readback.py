@@ -23,10 +23,11 @@ from installer.sources import WheelFile
 
 from torchwheel.errors import InputError
 from torchwheel.wheel.archive import WheelArchive
+from torchwheel.wheel.inflate import INFLATE_ERROR
+from torchwheel.wheel.inflate import inflate_lib as _zlib
 from torchwheel.wheel.record import parse_record, record_hash
 from torchwheel.wheel.writer import SourceEntry
-from torchwheel.wheel.zipdir import INFLATE_ERROR, local_data_offset
-from torchwheel.wheel.zipdir import inflate_lib as _zlib
+from torchwheel.wheel.zipdir import local_data_offset
 
 _CHUNK = 1 << 22
 

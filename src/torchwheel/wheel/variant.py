@@ -25,7 +25,9 @@ import json
 import re
 from typing import Any
 
+from torchwheel import safejson
 from torchwheel.errors import InputError
+from torchwheel.safejson import Bool, List, Object, Str
 
 NAMESPACE = "torchwheel"  # owned by this project; ``torch`` is PyTorch's name
 STABLE = "stable_abi"  # torchwheel :: stable_abi :: 2.12 = loads on torch >= 2.12
@@ -34,6 +36,31 @@ SCHEMA = "https://variants-schema.wheelnext.dev/v0.2.0.json"  # what variantlib 
 PLUGIN_API = "torchwheel.install.variant_plugin:TorchABIPlugin"
 DIST_INFO_FILE = "variant.json"
 _VALUE = re.compile(r"[a-z0-9_.]+")
+
+# The shape variantlib 0.2.2 reads (``models/variant_info.py``: it refuses unknown keys at
+# every level), for ``variant.json`` (one variant) and ``{name}-{version}-variants.json``.
+_NS, _FEATURE, _LABEL = r"[a-z0-9_]+", r"[a-z0-9_]+", r"[0-9a-z._]+"
+_VALUES = List(Str(_VALUE.pattern), min_items=1)
+_PROVIDER = Object(
+    {
+        "requires": List(Str(r"[\S ]+"), min_items=1),
+        "optional": Bool(),
+        "plugin-api": Str(r"[\w.]+(?:\s*:\s*[\w.]+)?"),
+        "static-properties": Object(other=_VALUES, keys=_FEATURE),
+        "feature-order": List(Str(_FEATURE), min_items=1),
+        "builtin": Str(),
+    }
+)
+SHAPE = Object(
+    {
+        "$schema": Str(),
+        "default-priorities": Object({"namespace": List(Str(_NS))}),
+        "providers": Object(other=_PROVIDER, keys=_NS),
+        # label -> namespace -> feature -> values
+        "variants": Object(other=Object(other=Object(other=_VALUES, keys=_FEATURE), keys=_NS), keys=_LABEL),
+    },
+    required=("variants",),
+)
 
 
 def property_of(kind: str, value: str) -> tuple[str, str]:
@@ -71,17 +98,18 @@ def encode(doc: dict[str, Any]) -> bytes:
 
 
 def read_variant_json(data: bytes, where: str) -> dict[str, Any]:
-    try:
-        doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{where}: variant.json is not JSON ({exc})") from exc
-    if not isinstance(doc, dict) or not isinstance(doc.get("variants"), dict) or len(doc["variants"]) != 1:
-        raise InputError(f"{where}: variant.json must describe exactly one variant")
+    """A wheel's ``variant.json``, bounded and checked against the schema (``safejson``)."""
+    doc: dict[str, Any] = safejson.load(data, f"{where}: {DIST_INFO_FILE}", SHAPE)
+    if len(doc["variants"]) != 1:
+        raise InputError(f"{where}: {DIST_INFO_FILE} must describe exactly one variant")
     return doc
 
 
 def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
-    """``{name}-{version}-variants.json``: the union of the wheels' variant.json files."""
+    """``{name}-{version}-variants.json``: the union of the wheels' variant.json files.
+
+    Two wheels that give one label different properties, or one provider namespace different
+    plugins, contradict each other: refused, as variantlib's own merge refuses them."""
     namespaces: list[str] = []
     provs: dict[str, Any] = {}
     variants: dict[str, Any] = {}
@@ -89,8 +117,13 @@ def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
         for ns in doc.get("default-priorities", {}).get("namespace", []):
             if ns not in namespaces:
                 namespaces.append(ns)
-        provs.update(doc.get("providers", {}))
-        variants.update(doc["variants"])
+        for what, into, new in (
+            ("provider", provs, doc.get("providers", {})),
+            ("label", variants, doc["variants"]),
+        ):
+            for key, value in new.items():
+                if into.setdefault(key, value) != value:
+                    raise InputError(f"variant {what} {json.dumps(key)[:80]} is described two different ways")
     return {
         "$schema": docs[0].get("$schema", SCHEMA) if docs else SCHEMA,
         "default-priorities": {"namespace": namespaces},

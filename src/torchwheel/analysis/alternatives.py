@@ -1,0 +1,80 @@
+"""Per-minor builds in one wheel: libraries that are the same library built for different
+torch releases, of which the package's Python code loads the one matching the running torch.
+
+Published wheels ship one unstable library per torch minor, the release in the file name
+(``libtorch_c_dlpack_addon_torch24-cpu.so`` ... ``_torch29-cpu.so``, CPU and CUDA flavours),
+in a directory per minor (``pkg/torch-2.6/lib/...``), or even per patch release
+(``libdgl_sparse_pytorch_2.2.1.so``), with a bare ``Requires-Dist: torch`` or a range: the
+wheel loads where it has a build, and a pin would break it everywhere else. Such a set is
+recognised by its names alone (the same path but for the torch release, at least two
+releases), keeping the granularity the names have: a build named ``2.2.1`` says nothing
+about 2.2.2. ``compat`` confirms a claim against a real torch's exports where one is at hand.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from torchwheel.torchabi.need import Build
+
+# torch24, torch29, torch210, torch2_10, torch-2.9, torch_2_4, pytorch_2.2.1: a word of its own
+_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9])(?:py)?torch[_.-]?(2)[_.-]?(\d{1,2})(?:[_.-](\d{1,2}))?(?![0-9])", re.IGNORECASE
+)
+
+
+def build_of(member: str) -> tuple[str, Build] | None:
+    """(the path with its torch release as ``*``, the release it names) when exactly one
+    component of the path names one (a file ``_torch24``, a directory ``torch-2.6``)."""
+    found = list(_TOKEN.finditer(member))
+    if len(found) != 1:
+        return None  # no release, or an ambiguous path: not a per-release build by its name
+    m = found[0]
+    build = tuple(int(g) for g in m.groups() if g is not None)
+    return f"{member[: m.start()]}*{member[m.end() :]}", build
+
+
+@dataclass(frozen=True)
+class Alternatives:
+    """One library built for several torch releases: ``key`` is its path with the release as ``*``."""
+
+    key: str
+    members: tuple[tuple[Build, str], ...]  # (build, member), by build
+
+    @property
+    def builds(self) -> frozenset[Build]:
+        return frozenset(build for build, _ in self.members)
+
+
+def find_alternatives(members: Iterable[str]) -> list[Alternatives]:
+    """The per-release sets among ``members``: at least two different releases for one path."""
+    groups: dict[str, list[tuple[Build, str]]] = {}
+    for member in members:
+        found = build_of(member)
+        if found is not None:
+            groups.setdefault(found[0], []).append((found[1], member))
+    return [
+        Alternatives(key, tuple(sorted(group)))
+        for key, group in sorted(groups.items())
+        if len({build for build, _ in group}) > 1
+    ]
+
+
+# cpu, cuda, cu128, gpu, rocm, hip, xpu: a flavour word of its own in a path
+_FLAVOUR = re.compile(r"(?<![A-Za-z0-9])(cpu|cuda|cu\d{2,3}|gpu|rocm|hip|xpu)(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+def unit_key(member: str) -> str:
+    """The library a member is a build of: its path with the torch release and the
+    accelerator flavour blanked (``_torch24-cpu.so`` and ``_torch29-cuda.so`` are one library)."""
+    found = build_of(member)
+    key = found[0] if found is not None else member
+    return _FLAVOUR.sub("~", key)
+
+
+def flavoured(members: Iterable[str]) -> bool:
+    """Do these builds of one library differ by accelerator flavour (``-cpu`` / ``-cuda``)?
+    Then the package picks one at run time, by the torch it finds."""
+    return len({m2.group(0).lower() for m in members for m2 in _FLAVOUR.finditer(m)}) > 1

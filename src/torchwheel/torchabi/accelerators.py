@@ -1,0 +1,304 @@
+"""What a library needs of the torch *build*, and the GPU code it carries.
+
+The stable ABI frees an extension from the torch version, not from the build: a library
+that links ``libtorch_cuda.so`` and ``libcudart.so.13`` loads only where torch was built for
+CUDA 13, however stable its shim imports are. The loader's own list says so: ELF
+``DT_NEEDED``, Mach-O load commands, PE import DLLs (``SliceFacts.needed``). This module
+classifies those names and joins them with the GPU code the readers found
+(``binary.gpucode``). Pure functions over plain frozen data: the rules, ``tag`` and the
+installer side build on ``AcceleratorNeeds`` without reading a file again.
+
+Which library majors name the toolkit: ``libcudart.so.N``, ``libnvrtc.so.N``,
+``libcublas(Lt).so.N``, ``libnvJitLink.so.N`` and ``libcupti.so.N`` carry the CUDA major
+(CUDA 12: ``.12``; CUDA 13: ``.13``), as ``cudart64_12.dll``, ``nvrtc64_120_0.dll`` and
+``cublas64_12.dll`` do on Windows; ``libamdhip64.so.N`` and ``libhiprtc.so.N`` carry the ROCm
+major. cuDNN, NCCL, cuFFT, cuRAND, cuSOLVER, cuSPARSE, rocBLAS, hipBLAS and the SYCL runtime
+number their own releases: their major is recorded, not read as a toolkit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Literal
+
+from torchwheel.binary.facts import Import
+from torchwheel.binary.gpucode import NO_GPU_CODE, CudaImage, GpuCode
+
+Accelerator = Literal["cuda", "rocm", "xpu"]
+Role = Literal["torch", "torch-python", "runtime", "library", "driver"]
+TorchBuild = Literal["any", "cuda", "rocm", "xpu"]
+
+_ORDER: tuple[Accelerator, ...] = ("cuda", "rocm", "xpu")
+_NAMES = {"cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU"}
+
+# torch's own libraries: component -> the build that ships it (None: every build)
+_TORCH = re.compile(
+    r"(?:lib)?(torch|torch_cpu|torch_cuda|torch_cuda_cpp|torch_cuda_cu|torch_cuda_linalg|torch_hip|"
+    r"torch_xpu|torch_python|torch_global_deps|c10|c10_cuda|c10_hip|c10_xpu|shm)"
+    r"(?:\.so(?:\.[\d.]+)?|\.dylib|\.dll)"
+)
+_TORCH_BUILD: dict[str, Accelerator] = {
+    "torch_cuda": "cuda", "torch_cuda_cpp": "cuda", "torch_cuda_cu": "cuda", "torch_cuda_linalg": "cuda",
+    "c10_cuda": "cuda", "torch_hip": "rocm", "c10_hip": "rocm", "torch_xpu": "xpu", "c10_xpu": "xpu",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    regex: re.Pattern[str]
+    accelerator: Accelerator
+    role: Role
+    toolkit: bool  # the name's major is the toolkit's (CUDA or ROCm) major
+
+
+def _p(regex: str, accelerator: Accelerator, role: Role = "library", toolkit: bool = False) -> _Pattern:
+    return _Pattern(re.compile(regex, re.IGNORECASE), accelerator, role, toolkit)
+
+
+# Each pattern's group "c" is the component, group "v" its version digits (when named).
+_LIBRARIES = (
+    # CUDA on Linux: lib<component>.so.<major>[.minor...]
+    _p(
+        r"lib(?P<c>cudart|nvrtc|nvrtc-builtins|cublas|cublasLt|nvJitLink|cupti)\.so(?:\.(?P<v>\d+)[\d.]*)?",
+        "cuda",
+        "runtime",
+        toolkit=True,
+    ),
+    _p(r"lib(?P<c>cuda|nvidia-ml)\.so(?:\.(?P<v>\d+)[\d.]*)?", "cuda", "driver"),
+    _p(
+        r"lib(?P<c>cudnn\w*|nccl|cufft|cufftw|curand|cusolver|cusolverMg|cusparse|cusparseLt|nvToolsExt|"
+        r"nvtx3interop|cufile|nvshmem_host|nvperf_host)\.so(?:\.(?P<v>\d+)[\d.]*)?",
+        "cuda",
+    ),
+    # CUDA on Windows: cudart64_12.dll, cudart64_110.dll (11.0), nvrtc64_120_0.dll, nvJitLink_120_0.dll
+    _p(
+        r"(?P<c>cudart|nvrtc|cublas|cublasLt|cupti)(?:64)?_(?P<v>\d+)(?:_\d+)?\.dll",
+        "cuda",
+        "runtime",
+        toolkit=True,
+    ),
+    _p(r"(?P<c>nvJitLink)_(?P<v>\d+)(?:_\d+)?\.dll", "cuda", "runtime", toolkit=True),
+    _p(r"(?P<c>nvcuda|nvml)\.dll", "cuda", "driver"),
+    _p(
+        r"(?P<c>cudnn\w*|nccl|cufft|cufftw|curand|cusolver|cusolverMg|cusparse|nvToolsExt)64_(?P<v>\d+)\.dll",
+        "cuda",
+    ),
+    # ROCm: libamdhip64.so.7, amdhip64_7.dll
+    _p(r"lib(?P<c>amdhip64|hiprtc)\.so(?:\.(?P<v>\d+)[\d.]*)?", "rocm", "runtime", toolkit=True),
+    _p(r"(?P<c>amdhip64|hiprtc\w*)_(?P<v>\d+)\.dll", "rocm", "runtime", toolkit=True),
+    _p(
+        r"lib(?P<c>hsa-runtime64|rocblas|hipblas|hipblaslt|hipsparse|hipsparselt|hipfft|hiprand|rocrand|"
+        r"rocsolver|hipsolver|rocfft|MIOpen|rccl|roctx64|roctracer64|rocm_smi64|amd_comgr|hipblas-common)"
+        r"\.so(?:\.(?P<v>\d+)[\d.]*)?",
+        "rocm",
+    ),
+    # XPU: the SYCL runtime and Level Zero
+    _p(r"lib(?P<c>sycl)\.so(?:\.(?P<v>\d+)[\d.]*)?", "xpu", "runtime"),
+    _p(r"(?P<c>sycl)(?P<v>\d+)\.dll", "xpu", "runtime"),
+    _p(r"(?:lib)?(?P<c>ze_loader)(?:\.so(?:\.(?P<v>\d+)[\d.]*)?|\.dll)", "xpu", "driver"),
+)
+
+
+_CANONICAL = {
+    c.lower(): c for c in ("cublasLt", "nvJitLink", "cusolverMg", "cusparseLt", "nvToolsExt", "MIOpen")
+}
+
+
+@dataclass(frozen=True, order=True)
+class LinkedLibrary:
+    """One needed library that says something about torch's build or an accelerator."""
+
+    name: str  # as the binary spells it
+    role: Role
+    component: str  # "torch_cuda", "cudart", "amdhip64", "sycl"
+    accelerator: Accelerator | None  # None: a torch library every build ships
+    major: int | None = None  # the number in the name (libcudart.so.13: 13; cudart64_110.dll: 11)
+    toolkit_major: int | None = None  # the CUDA or ROCm major it pins, where the name's major is that
+
+
+def _windows_major(digits: str) -> int:
+    """``12`` -> 12, ``110`` -> 11 (CUDA 11.0), ``120`` -> 12, ``101`` -> 10 (10.1)."""
+    return int(digits[:-1]) if len(digits) >= 3 else int(digits)
+
+
+def classify_library(name: str) -> LinkedLibrary | None:
+    """What one needed name means, or None for a library of no concern here (libc, ...)."""
+    base = PurePosixPath(name.replace("\\", "/")).name
+    torch = _TORCH.fullmatch(base.lower())
+    if torch is not None:
+        component = torch.group(1)
+        role: Role = "torch-python" if component == "torch_python" else "torch"
+        return LinkedLibrary(name, role, component, _TORCH_BUILD.get(component))
+    for pattern in _LIBRARIES:
+        m = pattern.regex.fullmatch(base)
+        if m is None:
+            continue
+        digits = m.group("v") if "v" in pattern.regex.groupindex else None
+        major = None
+        if digits:
+            major = _windows_major(digits) if base.lower().endswith(".dll") else int(digits)
+        component = m.group("c").lower()  # Windows names come in any case
+        return LinkedLibrary(
+            name,
+            pattern.role,
+            _CANONICAL.get(component, component),
+            pattern.accelerator,
+            major,
+            major if pattern.toolkit else None,
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class AcceleratorNeeds:
+    """One library's needs beyond the torch version, and its GPU code.
+
+    ``torch_build``: the build of torch its torch libraries imply (``any`` for
+    ``libtorch.so``/``libc10.so`` alone; None when it links no torch library, which is not
+    the same as needing no torch: ``TorchUsage`` judges the imports).
+    ``accelerators``: every accelerator it needs, from torch's libraries, the runtimes and
+    the GPU code; more than one is a contradiction the rules can name.
+    ``cuda_majors`` / ``rocm_majors``: the toolkit majors the runtime names pin (more than
+    one: two runtimes that cannot both load). ``static_cudart``: nvcc linked the CUDA
+    runtime into the library (its fatbins are registered by no imported runtime), so the
+    need is the driver's CUDA version, which the PTX ISA names."""
+
+    libraries: tuple[LinkedLibrary, ...] = ()
+    torch_build: TorchBuild | None = None
+    accelerators: tuple[Accelerator, ...] = ()
+    cuda_majors: tuple[int, ...] = ()
+    rocm_majors: tuple[int, ...] = ()
+    static_cudart: bool = False
+    gpu: GpuCode = NO_GPU_CODE
+
+    @property
+    def links_torch(self) -> bool:
+        """It cannot load without some torch, whatever it imports from it."""
+        return self.torch_build is not None
+
+    @property
+    def accelerator(self) -> Accelerator | None:
+        """The one accelerator, None for none (or for a contradiction: see ``accelerators``)."""
+        return self.accelerators[0] if len(self.accelerators) == 1 else None
+
+    @property
+    def label(self) -> str:
+        """``CUDA 13``, ``CUDA 12 + CUDA 13``, ``ROCm 7``, ``CUDA (static runtime)``, ``XPU``;
+        ``-`` for a library that needs no accelerator."""
+        parts: list[str] = []
+        for acc in self.accelerators:
+            majors = self.cuda_majors if acc == "cuda" else self.rocm_majors if acc == "rocm" else ()
+            if majors:
+                parts += [f"{_NAMES[acc]} {m}" for m in majors]
+            elif acc == "cuda" and self.static_cudart:
+                parts.append("CUDA (static runtime)")
+            else:
+                parts.append(_NAMES[acc])
+        return " + ".join(parts) or "-"
+
+
+def classify(
+    needed: Iterable[str], imports: Iterable[Import] = (), gpu: GpuCode = NO_GPU_CODE
+) -> AcceleratorNeeds:
+    """A library's needs from its needed names, its imports and its GPU code."""
+    libraries = tuple(lib for lib in (classify_library(n) for n in needed) if lib is not None)
+    torch = [lib for lib in libraries if lib.role in ("torch", "torch-python")]
+    build: TorchBuild | None = None
+    if torch:
+        built = {lib.accelerator for lib in torch if lib.accelerator is not None}
+        build = next((a for a in _ORDER if a in built), "any")
+    found: set[Accelerator] = {lib.accelerator for lib in libraries if lib.accelerator is not None}
+    if gpu.cuda or gpu.containers:
+        found.add("cuda")
+    if gpu.rocm_targets or gpu.rocm_bundles:
+        found.add("rocm")
+    cuda = sorted({lib.toolkit_major for lib in libraries if lib.accelerator == "cuda" and lib.toolkit_major})
+    rocm = sorted({lib.toolkit_major for lib in libraries if lib.accelerator == "rocm" and lib.toolkit_major})
+    imports_registration = any(imp.name == "__cudaRegisterFatBinary" for imp in imports)
+    links_cudart = any(lib.component == "cudart" for lib in libraries)
+    static = bool(
+        gpu.registered and (gpu.cuda or gpu.containers) and not imports_registration and not links_cudart
+    )
+    return AcceleratorNeeds(
+        libraries=libraries,
+        torch_build=build,
+        accelerators=tuple(a for a in _ORDER if a in found),
+        cuda_majors=tuple(cuda),
+        rocm_majors=tuple(rocm),
+        static_cudart=static,
+        gpu=gpu,
+    )
+
+
+# PTX ISA -> the first CUDA toolkit that writes (and whose driver JITs) it, from NVIDIA's
+# PTX ISA release notes: 7.x is CUDA 11.x, 8.0-8.4 are 12.0-12.4, 8.5 is 12.5 and 12.6,
+# then one ISA per toolkit; 9.x is CUDA 13.x.
+_PTX_CUDA = {
+    (6, 0): (9, 0), (6, 1): (9, 1), (6, 2): (9, 2), (6, 3): (10, 0), (6, 4): (10, 1), (6, 5): (10, 2),
+    (8, 5): (12, 5), (8, 6): (12, 7), (8, 7): (12, 8), (8, 8): (12, 9),
+}  # fmt: skip
+
+
+def ptx_cuda(isa: tuple[int, int]) -> tuple[int, int] | None:
+    """The CUDA version whose toolkit (and driver) a PTX ISA version needs; None if unknown."""
+    major, minor = isa
+    if isa in _PTX_CUDA:
+        return _PTX_CUDA[isa]
+    if major == 7:
+        return (11, minor)
+    if major == 8 and minor <= 4:
+        return (12, minor)
+    if major == 9:
+        return (13, minor)
+    return None
+
+
+def cubin_archs(gpu: GpuCode) -> tuple[str, ...]:
+    """The distinct cubin architectures, oldest first (``sm_75``, ``sm_90a``, ``sm_100f``)."""
+    return tuple(dict.fromkeys(i.name for i, _ in sorted(gpu.cuda, key=_arch_key) if i.kind == "cubin"))
+
+
+def ptx_images(gpu: GpuCode) -> tuple[CudaImage, ...]:
+    """One PTX image per architecture and ISA, oldest first."""
+    seen: dict[tuple[str, tuple[int, int] | None], CudaImage] = {}
+    for image, _ in sorted(gpu.cuda, key=_arch_key):
+        if image.kind == "ptx":
+            seen.setdefault((image.name, image.ptx_isa), image)
+    return tuple(seen.values())
+
+
+def _arch_key(item: tuple[CudaImage, int]) -> tuple[int, str, str]:
+    image = item[0]
+    return (image.arch, image.variant, image.kind)
+
+
+def combine(needs: Iterable[AcceleratorNeeds]) -> AcceleratorNeeds:
+    """A wheel's needs: every library's, joined (its GPU code summed image by image)."""
+    needs = list(needs)
+    builds = {n.torch_build for n in needs if n.torch_build is not None}
+    build: TorchBuild | None = next((a for a in _ORDER if a in builds), "any" if builds else None)
+    images: dict[CudaImage, int] = {}
+    for n in needs:
+        for image, count in n.gpu.cuda:
+            images[image] = images.get(image, 0) + count
+    gpu = GpuCode(
+        cuda=tuple(sorted(images.items())),
+        containers=sum(n.gpu.containers for n in needs),
+        rocm_targets=tuple(sorted({t for n in needs for t in n.gpu.rocm_targets})),
+        rocm_bundles=sum(n.gpu.rocm_bundles for n in needs),
+        registered=any(n.gpu.registered for n in needs),
+        problems=tuple(p for n in needs for p in n.gpu.problems),
+    )
+    accs = {a for n in needs for a in n.accelerators}
+    return AcceleratorNeeds(
+        libraries=tuple(sorted({lib for n in needs for lib in n.libraries})),
+        torch_build=build,
+        accelerators=tuple(a for a in _ORDER if a in accs),
+        cuda_majors=tuple(sorted({m for n in needs for m in n.cuda_majors})),
+        rocm_majors=tuple(sorted({m for n in needs for m in n.rocm_majors})),
+        static_cudart=any(n.static_cudart for n in needs),
+        gpu=gpu,
+    )
