@@ -87,7 +87,7 @@ def _one_input(target: str):  # type: ignore[no-untyped-def]
         from torchwheel.binary.facts import BinaryError
         from torchwheel.binary.memberscan import scan_member
         from torchwheel.errors import InputError
-        from torchwheel.install import discovery
+        from torchwheel.install import pages
         from torchwheel.torchabi.symtable import SymbolTable
         from torchwheel.wheel import variant
         from torchwheel.wheel.archive import WheelArchive
@@ -120,16 +120,15 @@ def _one_input(target: str):  # type: ignore[no-untyped-def]
                 lambda: SymbolTable.from_json(data),
                 lambda: safejson.load(data, "fuzz", SIDE_SHAPE),
                 lambda: safejson.load(
-                    data, "fuzz", safejson.Either((discovery.PEP691_PROJECT, discovery.PEP691_ROOT))
+                    data, "fuzz", safejson.Either((pages.PEP691_PROJECT, pages.PEP691_ROOT))
                 ),
             ):
                 with contextlib.suppress(*refusals):
                     read()
         elif target == "page":
             for page in (html_page, json_page):
-                page.write_bytes(data)
                 with contextlib.suppress(*refusals):
-                    discovery._page_links(page)
+                    pages.parse(data, page.as_uri(), page.suffix == ".json", "fuzz")
         else:
             wheel_path.write_bytes(data)
             with WheelArchive(wheel_path) as archive:

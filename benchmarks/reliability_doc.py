@@ -1,6 +1,7 @@
 """Render docs/reliability.md: the limits (read from src/torchwheel/limits.py), the hostile
-corpus summary (fixtures/hostile.py), the long fuzz run (benchmarks/results/fuzz.json) and the
-side-by-side table (benchmarks/results/hostile_peers.json).
+corpus summary (fixtures/hostile.py), the long fuzz run (benchmarks/results/fuzz.json), the
+side-by-side table (benchmarks/results/hostile_peers.json) and the scaling in the number of
+findings (benchmarks/results/findings_scaling*.json).
 
     python benchmarks/reliability_doc.py            # rewrite the generated sections
     python benchmarks/reliability_doc.py --check    # exit 1 when they drifted (the tests do this)
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import re
 import sys
@@ -120,11 +122,61 @@ def peers_table() -> str:
     return "\n".join(rows)
 
 
+def scaling_table() -> str:
+    """benchmarks/findings_scaling.py: seconds and peak RSS per size, and the ratio of each
+    size's time to the previous one's (10 is linear at ten times the findings)."""
+    out: list[str] = []
+    for name in ("findings_scaling.json", "findings_scaling_before.json"):
+        path = RESULTS / name
+        if not path.exists():
+            continue
+        data = json.loads(path.read_text())
+        rows, timeout = data["rows"], data["timeout"]
+        sizes = sorted({r["findings"] for r in rows})
+        head = " | ".join(f"{n:,}" for n in sizes)
+        ratios = [f"time {b:,} / {a:,}" for a, b in itertools.pairwise(sizes)]
+        out += [
+            f"{data['label']}:",
+            "",
+            f"| findings | command | {head} | {' | '.join(ratios)} |",
+            "|---|---|" + "---:|" * (len(sizes) + len(ratios)),
+        ]
+        groups: dict[tuple[str, str], dict[int, dict[str, object]]] = {}
+        for r in rows:
+            groups.setdefault((r["what"], r["command"]), {})[r["findings"]] = r
+        for (what, command), by in groups.items():
+            cells = []
+            for n in sizes:
+                r = by[n]
+                cells.append(
+                    f"killed at {timeout:.0f} s" if r["timed_out"] else f"{r['seconds']} s, {r['peak_mb']} MB"
+                )
+            times = [None if by[n]["timed_out"] else float(str(by[n]["seconds"])) for n in sizes]
+            cells += [f"{b / a:.1f}" if a and b else "-" for a, b in itertools.pairwise(times)]
+            fewer = sorted(
+                {
+                    int(str(r["actual"]))
+                    for r in by.values()
+                    if r.get("actual", r["findings"]) != r["findings"]
+                }
+            )
+            label = what + (f" ({', '.join(f'{n:,}' for n in fewer)} at most: max-members)" if fewer else "")
+            out.append(f"| {label} | `{command}` | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out).strip() or "_Not recorded yet: run `python benchmarks/findings_scaling.py`._"
+
+
 def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("`", "'") or "(nothing)"
 
 
-SECTIONS = {"limits": limits_table, "corpus": corpus_table, "fuzz": fuzz_table, "peers": peers_table}
+SECTIONS = {
+    "limits": limits_table,
+    "corpus": corpus_table,
+    "fuzz": fuzz_table,
+    "peers": peers_table,
+    "scaling": scaling_table,
+}
 
 
 def render(text: str) -> str:

@@ -77,11 +77,8 @@ class WheelExports:
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def read_wheel_exports(path: Path, cache_dir: Path | None = None) -> WheelExports:

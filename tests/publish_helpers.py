@@ -3,10 +3,12 @@ torch targets from the fixture binaries, stub torch distributions, installers ru
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 from .helpers import fixture_wheels_module, fresh_venv, torchwheel
 from .release_set import stub_torch_wheel
@@ -22,13 +24,16 @@ BUILDS = {
 PLAIN = f"twidx-1.0.0-{TAGS}.whl"
 
 
-def untagged_builds(built: dict[str, Path], out: Path, dist: str = "twidx") -> dict[str, Path]:
+def untagged_builds(
+    built: dict[str, Path], out: Path, dist: str = "twidx", also: tuple[str, ...] = ()
+) -> dict[str, Path]:
     """Build -> an untagged wheel of ``dist`` 1.0.0, one folder each: every build has the same
-    file name, as a project's CI produces them (written by the fixture writer, not torchwheel)."""
+    file name, as a project's CI produces them (written by the fixture writer, not torchwheel).
+    ``also``: requirements besides torch (a dependency the registry holds)."""
     wm = fixture_wheels_module()
     files = {}
     for build, (binary, req, _) in BUILDS.items():
-        spec = wm.WheelSpec("release", dist, TAGS, ((f"{dist}/_C.abi3.so", binary),), requires=(req,))
+        spec = wm.WheelSpec("release", dist, TAGS, ((f"{dist}/_C.abi3.so", binary),), requires=(req, *also))
         files[build] = wm.write_wheel(out / build / spec.filename, spec, built)
     return files
 
@@ -38,13 +43,49 @@ def _tag(*args: str) -> None:
     assert result.returncode == 0, result.stderr
 
 
-def labelled_release(built: dict[str, Path], work: Path) -> Path:
+def labelled_release(built: dict[str, Path], work: Path, also: tuple[str, ...] = ()) -> Path:
     """The per-target route: each build tagged on its own with ``--local-label torchX.Y``
     (``twidx-1.0.0+torch2.12-...``), all in one folder."""
     out = work / "labelled"
-    for build, wheel in untagged_builds(built, work / "raw").items():
+    for build, wheel in untagged_builds(built, work / "raw", also=also).items():
         _tag("-w", str(out), "--local-label", f"torch{BUILDS[build][2]}", str(wheel))
     return out
+
+
+DEPENDENCY = "twdep"  # a pure dependency the registry stand-in holds
+
+
+def registry(built: dict[str, Path], root: Path, torches: tuple[str, ...] = ("2.12.0", "2.14.0")) -> Path:
+    """A stand-in for the public registry, as a PEP 503 index (``root/simple``) written the
+    way a registry serves one (``#sha256=``, no torchwheel): ``twidx`` 1.1.0, a newer release
+    built for another torch (the version-locked 2.13 binary) whose requirement does not say
+    so (``torch>=2.10``); the dependency ``twdep`` 1.0.0; stub torches."""
+    wm = fixture_wheels_module()
+    files = root / "files"
+    newer = wm.WheelSpec(
+        "registry", "twidx", TAGS, (("twidx/_C.abi3.so", "elf_unstable_cpp"),),
+        requires=("torch>=2.10", f"{DEPENDENCY}>=1"), version="1.1.0",
+    )  # fmt: skip
+    wm.write_wheel(files / newer.filename, newer, built)
+    dep = wm.WheelSpec("registry", DEPENDENCY, "py3-none-any", (), requires=())
+    wm.write_wheel(files / dep.filename, dep, built)
+    for version in torches:
+        stub_torch_wheel(version, files)
+    simple = root / "simple"
+    projects: dict[str, list[Path]] = {}
+    for f in sorted(files.iterdir()):
+        projects.setdefault(f.name.split("-", 1)[0].replace("_", "-"), []).append(f)
+    simple.mkdir(parents=True)
+    (simple / "index.html").write_text("".join(f'<a href="{p}/">{p}</a>\n' for p in sorted(projects)))
+    for name, found in projects.items():
+        (simple / name).mkdir()
+        links = [
+            f'<a href="../../files/{quote(f.name)}#sha256={hashlib.sha256(f.read_bytes()).hexdigest()}">'
+            f"{f.name}</a>\n"
+            for f in found
+        ]
+        (simple / name / "index.html").write_text("".join(links))
+    return simple
 
 
 def labelled(build: str) -> str:

@@ -243,3 +243,41 @@ def test_real_extensions_per_torch_index(tmp_path: Path) -> None:
     assert installed.returncode == 0, installed.stderr
     meta = (installed_dist_info(python, "twdemo_stable") / "METADATA").read_text()
     assert "Version: 0.1.0+torch2.12" in meta
+
+
+def test_constraints_keep_pip_and_uv_to_each_per_torch_index(index: Path) -> None:
+    """torch-X.Y/constraints.txt pins each project to what that index lists; a torch minor
+    whose index exists but lacks a project would pin it to no version (``<0``)."""
+    for torch, build in {"2.10": "210", "2.12": "212", "2.15": "212"}.items():
+        lines = (index / f"torch-{torch}" / "constraints.txt").read_text().splitlines()
+        assert lines[0].startswith("#")
+        assert lines[1:] == [f"twidx==1.0.0+torch{build[0]}.{build[1:]}"], torch
+
+
+def test_constraints_of_several_labels_and_of_a_missing_project(
+    release: Path, fixture_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    from .release_set import build_release, candidate_folders
+
+    labels = candidate_folders(build_release(), tmp_path / "cand")["s210"].parent
+    out = tmp_path / "idx"
+    result = torchwheel("index", str(labels), str(release / _wheel("213")), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    text = (out / "torch-2.13" / "constraints.txt").read_text()
+    assert "twdemo-stable==0.1.0\n" in text  # +torch2.12 (abi3) and +torch2.13 (cp311): the release
+    assert "twidx==1.0.0+torch2.13\n" in text
+    assert (
+        "twidx<0  # no build of twidx loads on torch 2.11"
+        in (out / "torch-2.11" / "constraints.txt").read_text()
+    )
+
+
+def test_counts_are_words_and_an_asked_torch_with_nothing_is_exit_1(release: Path, tmp_path: Path) -> None:
+    one = torchwheel("index", str(release / _wheel("213")), "-o", str(tmp_path / "one"))
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.splitlines()[0].endswith(": 1 wheel, simple/ and 1 per-torch index")
+    assert "  torch-2.13/simple: 1 wheel" in one.stdout
+    asked = torchwheel("index", str(release), "--torch", "2.9", "-o", str(tmp_path / "asked"))
+    assert asked.returncode == 1
+    assert "twidx: no wheel loads on torch 2.9" in asked.stderr
+    assert (tmp_path / "asked" / "torch-2.9" / "simple" / "index.html").is_file()  # written all the same

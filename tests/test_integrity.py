@@ -81,15 +81,18 @@ def test_broken_wheels_are_neither_published_nor_chosen(
 
 
 def test_a_broken_wheel_beside_a_good_one(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
-    """select chooses the good one and lists the broken one; matrix shows the good one and
-    exits 2 with one line; index refuses to publish either (exit 2, nothing written)."""
+    """select chooses the good one and lists the broken one, exiting 2 for the broken one's
+    project (0 when only the good project is asked for); matrix shows the good one and exits
+    2 with one line; index refuses to publish either (exit 2, nothing written)."""
     folder = tmp_path / "dist"
     folder.mkdir()
     for name in ("clean", "tw410"):
         shutil.copy2(fixture_wheels[name], folder)
     chosen = torchwheel("select", *PLAN, str(folder), cwd=tmp_path)
-    assert chosen.returncode == 0, chosen.stderr
+    assert chosen.returncode == 2 and "w410: a candidate could not be read" in _one_line(chosen.stderr)
     assert "chose demo_stable" in chosen.stdout and "skipped" in chosen.stdout and "TW410" in chosen.stdout
+    named = torchwheel("select", *PLAN, "--name", "demo-stable", str(folder), cwd=tmp_path)
+    assert named.returncode == 0, named.stderr
     grid = torchwheel("matrix", str(folder), cwd=tmp_path)
     assert grid.returncode == 2 and "TW410" in _one_line(grid.stderr)
     assert "demo_stable" in grid.stdout and "skipped" in grid.stdout
@@ -109,10 +112,15 @@ def test_index_hashes_every_member(fixture_wheels: dict[str, Path], tmp_path: Pa
 
 
 def test_tag_refuses_and_rewrites_the_facts_file(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
-    for name in ("tw409", "tw410", "tw411", "tw407_folded"):
+    for name in ("tw409", "tw411", "tw407_folded"):
         refused = torchwheel("tag", "-w", str(tmp_path / "out"), str(fixture_wheels[name]), cwd=tmp_path)
         assert refused.returncode == 1 and "refusing to rewrite" in refused.stderr, (name, refused.stderr)
     assert not (tmp_path / "out").exists()
+    for name in ("tw410", "tw410_conflict"):  # the rewrite replaces every Torch-ABI line: fixed
+        fixed = torchwheel("tag", "-w", str(tmp_path / name), str(fixture_wheels[name]), cwd=tmp_path)
+        assert fixed.returncode == 0, (name, fixed.stderr)
+        (out,) = (tmp_path / name).glob("*.whl")
+        assert torchwheel("check", str(out), cwd=tmp_path).returncode == 0
     tagged = torchwheel("tag", "-w", str(tmp_path / "ok"), str(fixture_wheels["tw412"]), cwd=tmp_path)
     assert tagged.returncode == 0, tagged.stderr
     (out,) = (tmp_path / "ok").glob("*.whl")

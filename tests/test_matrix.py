@@ -79,3 +79,11 @@ def test_bad_torch_option_is_one_line(release: Path) -> None:
     result = torchwheel("matrix", "--torch", "latest", str(release))
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "--torch" in result.stderr
+
+
+def test_an_asked_torch_nothing_loads_on_is_exit_1(release: Path) -> None:
+    result = torchwheel("matrix", "--torch", "2.9", "--torch", "2.13", str(release))
+    assert result.returncode == 1
+    assert result.stderr.strip() == "torchwheel: twidx: no wheel loads on torch 2.9"
+    assert labelled("213") in result.stdout  # the grid is shown all the same
+    assert torchwheel("matrix", "--torch", "2.13", str(release)).returncode == 0

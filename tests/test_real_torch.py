@@ -169,7 +169,7 @@ def test_compat_stable_against_installed(real_wheels: dict[str, Path], tmp_path:
     result = torchwheel("compat", str(real_wheels["stable"]), "--against", "installed", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     version = importlib.metadata.version("torch")
-    assert f"torch {version} from " in result.stdout
+    assert f"torch {version} (CPU build) from " in result.stdout  # the build, read from its version.py
     assert "twdemo_stable/_C.abi3.so: loads (" in result.stdout
     assert result.stdout.rstrip().endswith(f"1 of 1 input loads on torch {version}")
 

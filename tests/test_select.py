@@ -74,7 +74,14 @@ def _folders(cands: dict[str, Path], *names: str) -> list[str]:
             "s210",
             {"s212": "torch 2.11.0 is older than its target", "unstable": "the target has 2.11"},
         ),
-        ("2.14.0", "s212", {"s210": "but stable >= 2.12 is preferred", "unstable": "the target has 2.14"}),
+        (
+            "2.14.0",
+            "s212",
+            {
+                "s210": "but the choice's newer stable-ABI target (stable >= 2.12) ranks first",
+                "unstable": "the target has 2.14",
+            },
+        ),
     ],
 )
 def test_select_for_stub_torches(
@@ -142,6 +149,7 @@ def test_untagged_wheels_fall_back_to_their_binaries(tmp_path: Path) -> None:
         "floor": "2.10.0",
         "minor": None,
         "builds": [],
+        "torch_build": "any",
         "source": "binaries (untagged wheel)",
     }
 
@@ -187,17 +195,44 @@ def test_corrupt_candidate_is_skipped_with_its_reason(cands: dict[str, Path], tm
     shutil.copy2(cands["s210"], folder)
     bad = folder / "twdemo_stable-0.2.0-cp39-abi3-linux_x86_64.whl"
     bad.write_bytes(cands["s212"].read_bytes()[:3000])
-    code, doc, _ = _select("--torch", "2.12", *PLAN, str(folder))
-    assert code == 0
+    code, doc, err = _select("--torch", "2.12", *PLAN, str(folder))
+    # the corrupt file might have been the choice: the project is unreadable (exit 2), and the
+    # report still says what the readable files give
+    assert code == 2
+    assert doc["projects"][0]["outcome"] == "unreadable"
     assert Path(_chosen(doc) or "").name == cands["s210"].name
     (skipped,) = doc["skipped"]
     assert skipped["location"] == str(bad) and "zip archive" in skipped["reason"]
+    assert skipped["project"] == "twdemo-stable"
+    assert err.count("\n") == 1 and "twdemo-stable: a candidate could not be read" in err and bad.name in err
     only_bad = tmp_path / "bad"
     only_bad.mkdir()
     shutil.move(bad, only_bad / bad.name)
     result = torchwheel("select", "--torch", "2.12", *PLAN, str(only_bad))
     assert result.returncode == 2 and "zip archive" in result.stdout
     assert len(result.stderr.strip().splitlines()) == 1 and "no readable candidate" in result.stderr
+
+
+def test_python_that_is_not_a_python(cands: dict[str, Path], tmp_path: Path) -> None:
+    """A program that runs but is no Python, or a venv folder given for its interpreter: one
+    line that says so (not a JSON decoder's message)."""
+    cases = {"/bin/echo": "not a Python interpreter (it answered", "/bin/true": "it printed nothing"}
+    cases[str(tmp_path)] = "a directory, not an interpreter"
+    for python, said in cases.items():
+        for command in ("select", "install"):
+            result = torchwheel(command, "--python", python, *_folders(cands, "labels"))
+            assert result.returncode == 2
+            assert result.stderr.startswith(f"torchwheel: error: --python {python}: "), result.stderr
+            assert said in result.stderr and "Expecting value" not in result.stderr
+            assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_an_unknown_name_is_nothing_fits_with_what_the_sources_hold(cands: dict[str, Path]) -> None:
+    for command in ("select", "install"):
+        result = torchwheel(command, "--name", "nosuch", *_folders(cands, "labels"))
+        assert result.returncode == 1, result.stderr
+        assert "nosuch: no wheel of this project in the sources (they hold: twdemo-stable)" in result.stderr
+        assert "no readable candidates" not in result.stdout + result.stderr
 
 
 def test_python_that_does_not_run(cands: dict[str, Path], tmp_path: Path) -> None:
@@ -257,6 +292,71 @@ def test_install_refuses_and_force_overrides(
     assert "WARNING: --force" in forced.stderr and why in forced.stderr
     assert _pip(python, "uninstall", "-y", "twdemo-stable").returncode == 0
     assert site_files(python) == before
+
+
+def test_upgrade_replaces_and_rolls_back(cands: dict[str, Path], venvs: dict[str, Path]) -> None:
+    """--upgrade moves the installed version aside, installs the choice, and puts the old one
+    back when the install fails (a file in the way of the new .dist-info); then succeeds."""
+    python = venvs["2.14.0"]
+    (site,) = (python.parent.parent / "lib").glob("python3*/site-packages")
+    clean = site_files(python)
+    old = torchwheel("install", "--python", str(python), *_folders(cands, "t210"))
+    assert old.returncode == 0, old.stderr
+    blocker = site / "twdemo_stable-0.1.0+torch2.12.dist-info" / "WHEEL"
+    blocker.parent.mkdir()
+    blocker.write_text("in the way\n")
+    before = site_files(python)
+    failed = torchwheel("install", "--upgrade", "--python", str(python), *_folders(cands, "labels"))
+    assert failed.returncode == 2, failed.stderr
+    assert (
+        "install failed, nothing left behind; twdemo_stable-0.1.0.dist-info is back in place" in failed.stderr
+    )
+    assert site_files(python) == before
+    assert not list(site.glob(".torchwheel-upgrade-*"))
+    shutil.rmtree(blocker.parent)
+    done = torchwheel("install", "--upgrade", "--python", str(python), *_folders(cands, "labels"))
+    assert done.returncode == 0, done.stderr
+    assert f"replaced twdemo-stable 0.1.0 with {cands['s212'].name}" in done.stdout
+    assert "twdemo_stable==0.1.0+torch2.12" in _pip(python, "list", "--format", "freeze").stdout.splitlines()
+    assert not (site / "twdemo_stable-0.1.0.dist-info").exists()
+    assert _pip(python, "uninstall", "-y", "twdemo-stable").returncode == 0
+    assert site_files(python) == clean
+
+
+def test_several_projects_need_their_names(
+    cands: dict[str, Path], fixture_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    from .publish_helpers import venv_with_torch
+
+    folder = tmp_path / "dist"
+    folder.mkdir()
+    shutil.copy2(cands["s210"], folder)
+    shutil.copy2(fixture_wheels["clean"], folder)
+    python = venv_with_torch(tmp_path / "venv", "2.14.0", tmp_path / "stub")
+    before = site_files(python)
+    refused = torchwheel("install", "--python", str(python), str(folder))
+    assert refused.returncode == 2
+    assert (
+        "the sources hold 2 projects (demo-stable, twdemo-stable): name the ones to install" in refused.stderr
+    )
+    assert site_files(python) == before
+    one = torchwheel("install", "--python", str(python), "--name", "twdemo-stable", str(folder))
+    assert one.returncode == 0, one.stderr
+    listed = _pip(python, "list", "--format", "freeze").stdout.splitlines()
+    assert {line.split("==")[0] for line in listed} == {"torch", "twdemo_stable"}
+    both = torchwheel(
+        "install",
+        "--upgrade",
+        "--python",
+        str(python),
+        "--name",
+        "twdemo-stable",
+        "--name",
+        "demo_stable",
+        str(folder),
+    )
+    assert both.returncode == 0, both.stderr
+    assert "unchanged: " in both.stdout and "installed demo_stable-1.0.0" in both.stdout
 
 
 def test_failed_install_leaves_nothing_behind(cands: dict[str, Path], venvs: dict[str, Path]) -> None:

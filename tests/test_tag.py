@@ -40,7 +40,7 @@ REFUSED = {
     "tw407_duplicate_name",
     "tw408",
 }
-REFUSED |= {"tw409", "tw409_version", "tw410", "tw410_conflict", "tw411", "tw411_long", "tw503_pin_conflict"}
+REFUSED |= {"tw409", "tw409_version", "tw411", "tw411_long", "tw503_pin_conflict"}
 TAGGABLE = sorted(n for n in WHEELS if n not in REFUSED)
 BIN = Path(sys.executable).parent
 

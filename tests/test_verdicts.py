@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,9 @@ from torchwheel.analysis.torchcompat import compare, torch_imports
 from torchwheel.install import matrix, simple_index
 from torchwheel.install.choose import choose
 from torchwheel.install.discovery import gather
-from torchwheel.install.target import plan
+from torchwheel.install.target import TorchTarget, plan
 from torchwheel.torchabi import releases
+from torchwheel.torchabi.backend import parse_backend
 from torchwheel.torchabi.need import verdict
 from torchwheel.torchabi.symtable import load_shipped
 from torchwheel.torchabi.torchlibs import INSTALLED, read_torch
@@ -231,41 +233,56 @@ def test_check_and_show_read_the_variant_file(fixture_wheels: dict[str, Path], t
 def test_the_five_commands_agree_on_every_fixture_wheel_and_torch(
     fixture_wheels: dict[str, Path], tmp_path: Path
 ) -> None:
-    """For every readable fixture wheel and every known torch release: ``select`` and
-    ``install`` (one ``choose``, with a plan for that release) fit exactly when the one verdict
-    says the wheel loads; ``matrix``'s cell and ``index``'s per-torch listing of the release's
-    minor say it loads on some release of it exactly when the verdict does for one; ``compat``
-    against the installed torch (2.13.0) never says loads where the verdict does not."""
+    """For every readable fixture wheel, every known torch release and every kind of torch
+    build (unknown, CPU, CUDA 12, CUDA 13, ROCm, XPU): ``select`` and ``install`` (one
+    ``choose``, with a plan for that release and build) fit exactly when the one verdict says
+    the wheel loads; ``matrix``'s cell and ``index``'s listing (per torch, per backend) of the
+    release's minor say it loads on some release of it exactly when the verdict does for one;
+    ``compat`` against the installed torch (2.13.0, a CPU build) agrees with the verdict."""
     wheels = [p for name, p in sorted(fixture_wheels.items()) if not name.startswith("bad_")]
     got = gather([str(p) for p in wheels])
     cands = [c for c in got.candidates if c.torch.source]
     assert len(cands) > 40
     by_minor = {m: releases.releases_of(m) for m in releases.known_minors()}
-    grid = matrix.build(cands, list(by_minor), None)
     entries = [simple_index.Entry(c, b"", None) for c in cands]
-    listed = simple_index.plan_targets(entries)
-    for c in cands:
-        platforms = sorted({t.platform for t in c.tags})
-        row = next(r for r in grid.rows if r.cand is c)
-        for col, (minor, versions) in enumerate(by_minor.items()):
-            for v in versions:
-                target = plan(str(v), "3.11", tuple(platforms))
-                expected = verdict(c.torch, c.torch_requirements, target.markers, v)
-                (choice,) = choose([c], target)
-                tags_fit = not choice.verdicts[0].reason.startswith(("platform", "Python", "Requires-Python"))
-                if tags_fit:
-                    assert choice.verdicts[0].fits == expected.loads, (
-                        c.filename,
-                        str(v),
-                        choice.verdicts[0].reason,
+    targets: dict[tuple[tuple[str, ...], str | None], TorchTarget] = {}
+    for build in (None, *map(parse_backend, ("cpu", "cu128", "cu130", "rocm7.1", "xpu"))):
+        grid = matrix.build(cands, list(by_minor), None, build)
+        listed = simple_index.plan_targets(entries, build=build)
+        for c in cands:
+            platforms = tuple(sorted({t.platform for t in c.tags}))
+            key = (platforms, build.backend if build else None)
+            if key not in targets:
+                targets[key] = plan("2.13", "3.11", platforms, key[1])
+            row = next(r for r in grid.rows if r.cand is c)
+            for col, (minor, versions) in enumerate(by_minor.items()):
+                for v in versions:
+                    target = replace(targets[key], torch=v, torch_minor_only=False)
+                    expected = verdict(c.torch, c.torch_requirements, target.markers, v, build)
+                    (choice,) = choose([c], target)
+                    tags_fit = not choice.verdicts[0].reason.startswith(
+                        ("platform", "Python", "Requires-Python")
                     )
-            cell = row.cells[col].cell
-            assert row.cells[col].loads == any(
-                verdict(c.torch, c.torch_requirements, _wheel_markers(c), v).loads for v in versions
-            ), (c.filename, minor, cell)
-            assert row.cells[col].loads == any(e.cand is c for e in listed.get(minor, [])) or _beaten(
-                c, listed.get(minor, [])
-            ), (c.filename, minor)
+                    if tags_fit:
+                        assert choice.verdicts[0].fits == expected.loads, (
+                            c.filename,
+                            str(v),
+                            choice.verdicts[0].reason,
+                        )
+                cell = row.cells[col]
+                loads = any(
+                    verdict(c.torch, c.torch_requirements, _wheel_markers(c), v, build).loads
+                    for v in versions
+                )
+                assert cell.loads == loads, (c.filename, minor, build, cell.cell)
+                # the build-agnostic index (build None) lists only what loads on every build
+                on_index = loads and (build is not None or c.torch.build_classes == frozenset({"any"}))
+                here = listed.get(minor, [])
+                assert on_index == (any(e.cand is c for e in here) or _beaten(c, here)), (
+                    c.filename,
+                    minor,
+                    build,
+                )
     table = load_shipped()
     facts = list(load(tuple(wheels), (), table, verify_hashes=False))
     torch = read_torch(INSTALLED, torch_imports(facts, table))
@@ -278,7 +295,8 @@ def test_the_five_commands_agree_on_every_fixture_wheel_and_torch(
         if c is None or result.verdict is None:
             continue
         assert (
-            result.verdict.loads == verdict(c.torch, c.torch_requirements, _compat_markers(), here).loads
+            result.verdict.loads
+            == verdict(c.torch, c.torch_requirements, _compat_markers(), here, parse_backend("cpu")).loads
         ), c.filename
         if result.loads:
             assert result.verdict.loads, c.filename

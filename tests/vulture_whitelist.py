@@ -7,12 +7,12 @@ dead code; each name here says who uses it.
 # ruff: noqa
 from torchwheel.cli import _max_member_size
 from torchwheel.cli.symbols import symbols_update
-from torchwheel.install.discovery import _Links
+from torchwheel.install.pages import _Anchors
 from torchwheel.install.variant_plugin import FeatureConfig, TorchABIPlugin
 
 _max_member_size.param  # click calls option callbacks with (ctx, param, value)
 symbols_update  # a click command, registered on its group by the decorator
-_Links.handle_starttag  # html.parser.HTMLParser calls it
+_Anchors.handle_starttag  # html.parser.HTMLParser calls it
 FeatureConfig.multi_value  # read by variantlib from the plugin's answer
 TorchABIPlugin  # the variant_plugins entry point (pyproject.toml), loaded by variantlib
 TorchABIPlugin.namespace

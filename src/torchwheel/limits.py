@@ -16,9 +16,13 @@ consistent with the file yet too large to handle within the budget.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import Generic, TypeVar
 
 from torchwheel.errors import InputError
+
+T = TypeVar("T")
 
 MEMORY_BUDGET_MB = 300  # peak RSS the hostile-input tests hold every command to
 
@@ -64,7 +68,10 @@ class Limits:
     max_metadata_bytes: Limit = Limit("max-metadata-bytes", 16 << 20)
     max_tags: Limit = Limit("max-tags", 4096)  # expanded size of a compressed tag set
     max_marker_hits: Limit = Limit("max-marker-hits", 64)  # raw marker records kept per binary
-    max_symbols: Limit = Limit("max-symbols", 2_000_000)
+    # A symbol costs 250-300 bytes at the peak of the costliest command (compat: its name, its
+    # import, its table entry, the comparison's sets): 750,000 fit the budget, ten times
+    # libtorch_cpu.so's 75,000 (a million took 330 MB)
+    max_symbols: Limit = Limit("max-symbols", 750_000)
     max_needed: Limit = Limit("max-needed", 4096)  # DT_NEEDED / LC_LOAD_DYLIB / DLLs per binary
     max_load_commands: Limit = Limit("max-load-commands", 65_536)
     # fatbin images walked per binary (vllm's flash-attention library: ~9,000); past it the
@@ -78,6 +85,54 @@ class Limits:
     max_json_bytes: Limit = Limit("max-json-bytes", 16 << 20)  # the shipped shim table: 130 KB
     max_json_values: Limit = Limit("max-json-values", 1_000_000)
     max_json_depth: Limit = Limit("max-json-depth", 64)  # the deepest document read nests 5 levels
+    # a hosted index (select/install/matrix/index -i https://...): one index page (HTML or JSON;
+    # PyPI's largest project pages are a few MB), a downloaded file (written to disk as it
+    # streams, never held in memory: torch's CUDA wheels are ~1 GB), the projects a root page
+    # may list when no --name says which to read (a registry's root lists 600,000), and time:
+    # seconds without a byte, and seconds for one whole response
+    max_page_bytes: Limit = Limit("max-page-bytes", 16 << 20)
+    max_download_bytes: Limit = Limit("max-download-bytes", 8 << 30)
+    max_index_projects: Limit = Limit("max-index-projects", 1000)
+    http_timeout: Limit = Limit("http-timeout", 60)
+    max_http_seconds: Limit = Limit("max-http-seconds", 3600)
+    # What is only shown (findings per input and code, RECORD problems per kind, each list of
+    # symbol names) keeps this many entries and this much text; the rest is counted, never
+    # dropped silently. Real wheels stay well inside (torch_python.dll: 6,047 unstable C++
+    # names, 0.9 MB); a 4.6 MB wheel can import a million names, each up to 16 MB long.
+    max_listed: Limit = Limit("max-listed", 10_000)
+    max_listed_bytes: Limit = Limit("max-listed-bytes", 4 << 20)
+
+
+class Listing(Generic[T]):
+    """A list that is only shown, kept within ``max-listed`` entries and ``max-listed-bytes``
+    (the characters of ``text(entry)``); the entries past either are counted in ``more``.
+
+    A prefix, not a selection: entries added in order stay "the first N, and so many more",
+    and an entry that is counted is not held.
+    """
+
+    def __init__(self, text: Callable[[T], str] = str) -> None:
+        lim = current()
+        self._text = text
+        self._keep, self._budget = lim.max_listed.value, lim.max_listed_bytes.value
+        self.kept: list[T] = []
+        self.more = 0
+
+    def add(self, item: T) -> None:
+        if not self.more and len(self.kept) < self._keep:
+            self._budget -= len(self._text(item))
+            if self._budget >= 0:
+                self.kept.append(item)
+                return
+        self.more += 1
+
+
+def listed(items: Iterable[T], text: Callable[[T], str] = str) -> tuple[list[T], int]:
+    """``items`` through a ``Listing``: (the entries kept, how many more followed them)."""
+    listing = Listing(text)
+    for item in items:
+        listing.add(item)
+    return listing.kept, listing.more
 
 
 def _from_env(limits: Limits) -> Limits:

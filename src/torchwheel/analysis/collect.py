@@ -93,7 +93,7 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
             facts.binaries.append(MemberBinary(member, result))
     stems = [stem for _, stem in hookless_modules(facts)]
     facts.py_imports = pyimports.wheel_imports(contents.members, source.member_size, source.read, stems)
-    facts.record_problems = verify_record(
+    record = verify_record(
         contents.record,
         contents.dist_info,
         contents.members,
@@ -101,6 +101,7 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
         hashes,
         contents.installed,
     )
+    facts.record_problems, facts.record_problems_omitted = record.kept, dict(record.omitted)
     facts.hashes = {m: (h, n) for m, (h, n) in hashes.items() if h is not None}
     facts.hashes_verified = verify_hashes
     return facts

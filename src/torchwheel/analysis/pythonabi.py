@@ -14,6 +14,7 @@ from functools import cache
 from typing import Literal
 
 from torchwheel.binary.facts import SliceFacts
+from torchwheel.limits import listed
 
 Verdict = Literal["not-python", "abi3", "abi3t", "version-specific", "version-specific-ft"]
 SuffixKind = Literal["cpython", "abi3", "abi3t", "bare", "library"]
@@ -71,9 +72,10 @@ class PythonFacts:
     limited_symbols: int
     limited_floor: str | None  # newest limited-API symbol's version: a lower bound
     floor_symbols: tuple[str, ...]
-    non_limited_symbols: tuple[str, ...]
+    non_limited_symbols: tuple[str, ...]  # the first max-listed; the verdict counts them all
     python_dll: str | None
     verdict: Verdict
+    non_limited_omitted: int = 0
 
 
 def analyze(facts: SliceFacts) -> PythonFacts:
@@ -87,7 +89,7 @@ def analyze(facts: SliceFacts) -> PythonFacts:
         }
     )
     found = {name: limited[name] for name in py_imports if name in limited}
-    non_limited = tuple(name for name in py_imports if name not in limited)
+    non_limited, non_limited_omitted = listed(name for name in py_imports if name not in limited)
     floor = max(found.values(), default=None)
     floor_symbols = tuple(n for n, v in found.items() if v == floor)
     dll = next((lib for lib in facts.needed if _PY_DLL.match(lib.rsplit("\\", 1)[-1])), None)
@@ -98,7 +100,7 @@ def analyze(facts: SliceFacts) -> PythonFacts:
         verdict = "not-python"
     elif _FT_ONLY & set(py_imports) or (dll_match and dll_match.group(1) and dll_match.group(2)):
         verdict = "version-specific-ft"
-    elif non_limited or (dll_match and dll_match.group(1)):
+    elif non_limited or non_limited_omitted or (dll_match and dll_match.group(1)):
         verdict = "version-specific"
     elif (dll_match and dll_match.group(2)) or (hooks and all(h.startswith("PyModExport") for h in hooks)):
         verdict = "abi3t"
@@ -109,7 +111,8 @@ def analyze(facts: SliceFacts) -> PythonFacts:
         limited_symbols=len(found),
         limited_floor=f"{floor[0]}.{floor[1]}" if floor else None,
         floor_symbols=floor_symbols,
-        non_limited_symbols=non_limited,
+        non_limited_symbols=tuple(non_limited),
         python_dll=dll,
         verdict=verdict,
+        non_limited_omitted=non_limited_omitted,
     )

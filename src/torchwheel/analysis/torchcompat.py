@@ -25,7 +25,7 @@ from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of, wheel_torc
 from torchwheel.binary.facts import SliceFacts
 from torchwheel.errors import InputError
 from torchwheel.torchabi import releases
-from torchwheel.torchabi.cxxnames import unstable_name
+from torchwheel.torchabi.cxxnames import is_unstable
 from torchwheel.torchabi.need import Verdict, build_matches, show_build, verdict
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.torchlibs import TorchLibraries
@@ -33,7 +33,7 @@ from torchwheel.torchabi.usage import is_shim_name
 
 
 def is_torch_import(name: str, table: SymbolTable) -> bool:
-    return is_shim_name(name) or name in table.symbols or unstable_name(name) is not None
+    return is_shim_name(name) or name in table.symbols or is_unstable(name)
 
 
 def torch_imports(wheels: Iterable[WheelFacts], table: SymbolTable) -> frozenset[str]:
@@ -91,9 +91,9 @@ class InputCompat:
 def compare_slice(
     member: str, fmt: str, facts: SliceFacts, torch: TorchLibraries, table: SymbolTable
 ) -> SliceCompat:
-    imports = sorted({imp for imp in facts.imports if is_torch_import(imp.name, table)})
+    imports = [imp for imp in facts.imports if is_torch_import(imp.name, table)]  # distinct (slice_facts)
     names = tuple(sorted({imp.name for imp in imports}))
-    unstable = sum(1 for n in names if unstable_name(n) is not None)
+    unstable = sum(1 for n in names if is_unstable(n))
     if (fmt, facts.arch) not in torch.platforms:
         have = ", ".join(f"{f}/{a}" for f, a in sorted(torch.platforms))
         problem = f"built for {fmt}/{facts.arch}, but the torch libraries are {have}"

@@ -46,7 +46,8 @@ class WheelFacts:
     metadata: MetadataFacts
     binaries: list[MemberBinary] = field(default_factory=list)
     unreadable: list[UnreadableBinary] = field(default_factory=list)
-    record_problems: list[RecordProblem] = field(default_factory=list)
+    record_problems: list[RecordProblem] = field(default_factory=list)  # up to max-listed per kind
+    record_problems_omitted: dict[str, int] = field(default_factory=dict)  # kind -> problems not kept
     hashes: dict[str, tuple[str, int]] = field(default_factory=dict)  # member -> (RECORD hash, size)
     hashes_verified: bool = True
     kind: Literal["wheel", "directory", "binary"] = "wheel"

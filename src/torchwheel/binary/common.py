@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import pairwise
 
 from torchwheel.binary import marker_record
 from torchwheel.binary.facts import BinaryError, ExportedMarker, Import, SliceFacts
@@ -17,7 +18,7 @@ __all__ = ["Buffer", "companions_of", "exported_marker", "slice_facts", "within"
 
 # Companion symbols of stable_abi_marker_check.h: one per distinct TORCH_FEATURE_VERSION
 # among the translation units, the value carried by C++ name mangling.
-_FV_ITANIUM = re.compile(r"^_?_ZN21__torch_stable_abi_fvILy(\d+)EE3tag")
+_FV_ITANIUM = re.compile(r"^_?_ZN21__torch_stable_abi_fvILy(\d{1,20})EE3tag")  # 2**64 has 20 digits
 _FV_MSVC = re.compile(r"^\?tag@\?\$__torch_stable_abi_fv@\$0([A-P]+@|\d)@@")
 
 
@@ -63,6 +64,17 @@ def exported_marker(buf: Buffer | SparseBuffer, offset: int | None) -> ExportedM
         return ExportedMarker(None, offset, str(exc))
 
 
+def _distinct(imports: Iterable[Import]) -> tuple[Import, ...]:
+    """Each import once, in name order: sorted by name (a list of references, 8 bytes an
+    import) and compared with its neighbours, rather than a hash table over every import (for
+    a million imports that table was 60 MB of the reader's peak). Versioned pairs (two
+    ``memcpy`` of different versions) are the usual duplicates."""
+    ordered = sorted(imports, key=lambda imp: imp.name)
+    if not any(a.name == b.name for a, b in pairwise(ordered)):
+        return tuple(ordered)
+    return tuple(dict.fromkeys(ordered))  # equal names sit side by side: the order stays by name
+
+
 def slice_facts(
     buf: Buffer | SparseBuffer,
     *,
@@ -91,7 +103,7 @@ def slice_facts(
     return SliceFacts(
         arch=arch,
         exports=tuple(dict.fromkeys(exports)),
-        imports=tuple(dict.fromkeys(imports)),
+        imports=_distinct(imports),
         needed=tuple(needed),
         marker=exported,
         raw_markers=tuple(raw_hits),

@@ -15,20 +15,18 @@ from torchwheel.binary.sparse import SparseBuffer
 class Names:
     """Names out of a string table, decoded only when a kept symbol asks, straight from
     the buffer (no copy of the table, no index of every offset: 16 MB of NULs were once a
-    dict of 16 million entries, 1.5 GB).
+    dict of 16 million entries, 1.5 GB). No memo of the names decoded either: symbols that
+    share a name are rare (a versioned pair), while a memo of a million imports was 70 MB
+    of the reader's peak.
 
-    Linkers share suffixes, so names may overlap; the bytes decoded are still held to a
-    multiple of the table, which also bounds the time spent looking for NULs."""
+    Linkers share suffixes and symbols may share a name, so the bytes decoded may exceed the
+    table; they are held to twice it, which also bounds the time spent looking for NULs."""
 
     def __init__(self, buf: Buffer | SparseBuffer, offset: int, size: int, what: str = ".dynstr") -> None:
         self.buf, self.offset, self.size, self.what = buf, offset, size, what
         self.budget = 2 * size + (1 << 20)
-        self.memo: dict[int, str] = {}
 
     def __call__(self, at: int) -> str:
-        name = self.memo.get(at)
-        if name is not None:
-            return name
         if at >= self.size:
             raise BinaryError(f"string offset {at:#x} lies outside {self.what}")
         start = self.offset + at
@@ -38,5 +36,4 @@ class Names:
         self.budget -= end - start + 1
         if self.budget < 0:
             raise BinaryError(f"names overlapping in {self.what} decode to more than twice its size")
-        name = self.memo[at] = bytes(self.buf[start:end]).decode("utf-8", "backslashreplace")
-        return name
+        return bytes(self.buf[start:end]).decode("utf-8", "backslashreplace")

@@ -1,21 +1,27 @@
 """The installer side: ``select`` and ``install``: parse options, call the library, render.
 
-Exit codes: 0 chosen (installed), 1 nothing fits / install refused, 2 unreadable input (a
-source that cannot be read, a ``--python`` that does not run, no readable candidate at all).
+Exit codes, per project (``install.outcome``): 0 chosen (installed), 1 nothing fits (a
+``--name`` the sources do not hold, an install refused), 2 unreadable input (a source that
+cannot be read, a candidate that cannot be read or verified, a ``--python`` that is not a
+Python, an install that failed and was undone, a misuse).
 """
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from torchwheel.cli.options import format_option
 from torchwheel.errors import InputError
-from torchwheel.report.textsafe import safe_lines
+from torchwheel.report.textsafe import safe, safe_lines
+
+if TYPE_CHECKING:
+    from torchwheel.install.candidates import Candidate
+    from torchwheel.install.target import TorchTarget
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -27,18 +33,24 @@ def _sources(func: F) -> F:
         "index_urls",
         multiple=True,
         metavar="URL",
-        help="A local index (path or file:// URL; PEP 503 HTML or a PEP 691 index.json), e.g. a "
-        "per-target torch-2.12/simple.",
+        help="An index root (https://, a path or file://; PEP 503 HTML or PEP 691 JSON), e.g. a "
+        "per-target .../torch-2.12/simple; with --name only that project's page is read.",
     )(func)
     func = click.option(
         "-f",
         "--find-links",
         "find_links",
         multiple=True,
-        metavar="DIR",
-        help="A folder of wheels (or a page of links: HTML, or PEP 691 JSON named *.json).",
+        metavar="DIR|URL",
+        help="A folder of wheels, or a page of links (HTML, or PEP 691 JSON named *.json).",
     )(func)
-    func = click.option("--name", metavar="NAME", help="Only this project's wheels.")(func)
+    func = click.option(
+        "--name",
+        "names",
+        multiple=True,
+        metavar="NAME",
+        help="Only this project's wheels (repeatable).",
+    )(func)
     func = click.option(
         "--python",
         "python",
@@ -49,13 +61,11 @@ def _sources(func: F) -> F:
     return func
 
 
-def _all_sources(
+def _check_sources(
     sources: tuple[str, ...], find_links: tuple[str, ...], index_urls: tuple[str, ...]
-) -> list[str]:
-    found = [*sources, *find_links, *index_urls]
-    if not found:
+) -> None:
+    if not (sources or find_links or index_urls):
         raise click.UsageError("give candidate wheels, folders, -f DIR or -i INDEX")
-    return found
 
 
 @click.command()
@@ -79,7 +89,7 @@ def _all_sources(
 def select(
     sources: tuple[str, ...],
     python: str | None,
-    name: str | None,
+    names: tuple[str, ...],
     find_links: tuple[str, ...],
     index_urls: tuple[str, ...],
     torch_version: str | None,
@@ -90,11 +100,12 @@ def select(
     fmt: str,
 ) -> None:
     """Choose, among candidate wheels, the one that loads on the target's torch; explain
-    every other. Exit 0 chosen, 1 nothing fits, 2 unreadable input."""
+    every other. Exit 0 chosen, 1 nothing fits, 2 unreadable input (per project: the worst)."""
+    from torchwheel.install import outcome
     from torchwheel.install import target as targets
     from torchwheel.install.choose import choose
-    from torchwheel.install.discovery import gather
-    from torchwheel.install.explain import select_json, select_text, skipped_summary
+    from torchwheel.install.discovery import gathering
+    from torchwheel.install.explain import select_json, select_text
 
     planned = (
         torch_version is not None
@@ -104,7 +115,7 @@ def select(
     )
     if planned and python is not None:
         raise click.UsageError("--python and a plan (--torch/--python-version/--platform) exclude each other")
-    where = _all_sources(sources, find_links, index_urls)
+    _check_sources(sources, find_links, index_urls)
     target = (
         targets.plan(torch_version, python_version, platforms, torch_backend)
         if planned
@@ -112,87 +123,133 @@ def select(
     )
     if gpu is not None:
         target = targets.with_gpu(target, gpu)
-    gathered = gather(where, name)
-    choices = choose(gathered.candidates, target)
-    click.echo(  # candidate names come from the input: escaped like every text report
-        select_json(target, gathered, choices)
-        if fmt == "json"
-        else safe_lines(select_text(target, gathered, choices).splitlines())
-    )
-    code = _exit_code(gathered.candidates != [], gathered.skipped != [], choices)
-    if code == 2:  # the report above lists every reason; stderr gets the one line of an exit 2
-        raise InputError(f"no readable candidate: {skipped_summary(gathered.skipped)}")
+    with gathering([*sources, *find_links], names, indexes=index_urls, target=target) as gathered:
+        found = outcome.outcomes(choose(gathered.candidates, target), gathered, names)
+        click.echo(  # candidate names come from the input: escaped like every text report
+            select_json(target, gathered, found)
+            if fmt == "json"
+            else safe_lines(select_text(target, gathered, found).splitlines())
+        )
+        code = outcome.exit_code(found, gathered)
+        if code == 2:  # the report above lists every reason; stderr gets the one line of an exit 2
+            raise InputError(outcome.unreadable_line(found, gathered))
+        for o in found:
+            if o.kind == "absent":
+                click.echo(f"torchwheel: {safe(outcome.absent_text(o.name, gathered))}", err=True)
     sys.exit(code)
-
-
-def _exit_code(any_read: bool, any_skipped: bool, choices: list[Any]) -> int:
-    if not any_read:
-        return 2 if any_skipped else 1
-    return 0 if all(ch.chosen is not None for ch in choices) else 1
 
 
 @click.command()
 @_sources
 @click.option("--force", is_flag=True, help="Install even when the torch checks refuse (loudly).")
+@click.option(
+    "--upgrade",
+    "-U",
+    is_flag=True,
+    help="Replace an installed version of the project with the choice (rolled back if the install fails).",
+)
 def install(
     sources: tuple[str, ...],
     python: str | None,
-    name: str | None,
+    names: tuple[str, ...],
     find_links: tuple[str, ...],
     index_urls: tuple[str, ...],
     force: bool,
+    upgrade: bool,
 ) -> None:
-    """Select, then install the chosen wheel into the target interpreter's environment
-    with `installer`. Refuses (exit 1) without a torch that the wheel loads on; never
-    installs torch; leaves nothing behind on failure."""
+    """Select, then install the chosen wheel of each project into the target interpreter's
+    environment with `installer`. Sources that hold several projects need --name for each to
+    install. Refuses (exit 1) without a torch that the wheel loads on or when the project is
+    installed (--upgrade replaces it); installs no dependencies (it warns about missing ones)
+    and never torch; leaves the environment as it was on failure (exit 2)."""
+    from torchwheel.install import outcome
     from torchwheel.install.choose import choose
-    from torchwheel.install.discovery import gather
-    from torchwheel.install.explain import select_text, skipped_summary
-    from torchwheel.install.installing import InstallRefused, install_wheel
+    from torchwheel.install.discovery import gathering
+    from torchwheel.install.explain import select_text
     from torchwheel.install.target import probe
 
-    where = _all_sources(sources, find_links, index_urls)
+    _check_sources(sources, find_links, index_urls)
     target = probe(python)
-    gathered = gather(where, name)
-    choices = choose(gathered.candidates, target, force=force)
-    code = _exit_code(gathered.candidates != [], gathered.skipped != [], choices)
-    text = safe_lines(select_text(target, gathered, choices).splitlines())
-    if code == 2:  # every exit 2 is one line on stderr: the report goes to stdout
-        click.echo(text)
-        raise InputError(f"no readable candidate: {skipped_summary(gathered.skipped)}")
-    if code:
-        click.echo(text, err=True)
-        click.echo(
-            "torchwheel: install refused: no candidate loads on the target (--force overrides)", err=True
-        )
-        sys.exit(code)
+    with gathering([*sources, *find_links], names, indexes=index_urls, target=target) as gathered:
+        found = outcome.outcomes(choose(gathered.candidates, target, force=force), gathered, names)
+        code = outcome.exit_code(found, gathered)
+        text = safe_lines(select_text(target, gathered, found).splitlines())
+        if len(found) > 1 and not names:
+            click.echo(text)
+            listed = ", ".join(o.name for o in found)
+            raise InputError(
+                f"the sources hold {len(found)} projects ({listed}): name the ones to install with "
+                "--name (repeatable)"
+            )
+        if code == 2:  # every exit 2 is one line on stderr: the report goes to stdout
+            click.echo(text)
+            raise InputError(outcome.unreadable_line(found, gathered))
+        if code:
+            click.echo(text, err=True)
+            for o in found:
+                if o.kind == "absent":
+                    click.echo(
+                        f"torchwheel: install refused: {safe(outcome.absent_text(o.name, gathered))}",
+                        err=True,
+                    )
+            if any(o.kind == "nothing-fits" for o in found):
+                click.echo(
+                    "torchwheel: install refused: no candidate loads on the target (--force overrides)",
+                    err=True,
+                )
+            sys.exit(code)
+        _install_all([o.choice.chosen for o in found if o.choice.chosen is not None], target, text, upgrade)
+        for o in found:
+            reason = o.choice.verdicts[0].reason
+            if reason.startswith("FORCED") and o.choice.chosen is not None:
+                click.echo(
+                    f"torchwheel: WARNING: --force: installed {safe(o.choice.chosen.filename)} although: "
+                    f"{safe(reason.removeprefix('FORCED past: '))}; it will likely not load",
+                    err=True,
+                )
+
+
+def _install_all(chosen: list[Candidate], target: TorchTarget, text: str, upgrade: bool) -> None:
+    """Install each choice (each all or nothing); then name the requirements the target lacks."""
+    from torchwheel.install import dependencies
+    from torchwheel.install.installing import InstallRefused, install_wheel
+
     done: list[str] = []
     try:
-        for ch in choices:
-            assert ch.chosen is not None
-            if ch.chosen.name == "torch":
+        for c in chosen:
+            if c.name == "torch":
                 raise InputError("torchwheel never installs torch itself: use pip for torch")
-            installed = install_wheel(ch.chosen, target)
-            done.append(
-                f"installed {ch.chosen.filename} into {Path(installed.dist_info).parent} ({installed.files} files)"
-            )
+            result = install_wheel(c, target, upgrade)
+            where = result.dist_info.parent
+            if result.unchanged:
+                done.append(f"unchanged: {c.filename} is already installed in {where}")
+            elif result.replaced is not None:
+                done.append(
+                    f"replaced {c.name} {result.replaced} with {c.filename} in {where} ({result.files} files)"
+                )
+            else:
+                done.append(f"installed {c.filename} into {where} ({result.files} files)")
     except InputError:
-        click.echo("\n".join([text, *done]))  # stdout: the error is the one line on stderr
+        click.echo(
+            "\n".join([text, *safe_lines(done).splitlines()])
+        )  # stdout: stderr holds the one error line
         raise
     except InstallRefused as exc:
         for line in done:
-            click.echo(line)
+            click.echo(safe(line))
         click.echo(text, err=True)
-        click.echo(f"torchwheel: install refused: {exc}", err=True)
+        click.echo(f"torchwheel: install refused: {safe(str(exc))}", err=True)
         sys.exit(1)
     click.echo(text, err=True)
-    for ch in choices:
-        reason = ch.verdicts[0].reason
-        if reason.startswith("FORCED") and ch.chosen is not None:
+    for line in done:
+        click.echo(safe(line))
+    have = dependencies.installed(target)
+    for c in chosen:
+        missing = dependencies.unmet(dependencies.requirements(c.path), have, target.markers)
+        if missing:
+            fix = " ".join(shlex.quote(m.split(" (", 1)[0]) for m in missing)
             click.echo(
-                f"torchwheel: WARNING: --force: installed {ch.chosen.filename} although: "
-                f"{reason.removeprefix('FORCED past: ')}; it will likely not load",
+                f"torchwheel: warning: {safe(c.name)} {c.version} requires what {safe(target.description)} "
+                f"lacks: {safe(', '.join(missing))}; torchwheel installs no dependencies (pip install {safe(fix)})",
                 err=True,
             )
-    for line in done:
-        click.echo(line)

@@ -1,15 +1,25 @@
-"""Publishing: ``index`` (per-torch indexes) and ``matrix`` (which wheel loads on which torch)."""
+"""Publishing: ``index`` (per-torch indexes) and ``matrix`` (which wheel loads on which torch).
+
+Exit codes, per project (``install.outcome``): 0 written / shown; 1 a project has no wheel
+that loads on a ``--torch`` asked for (the index and grid are still written and shown);
+2 unreadable input (``index`` then writes nothing, ``matrix`` still shows the readable wheels).
+"""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from torchwheel.cli.options import format_option
 from torchwheel.errors import InputError
-from torchwheel.report.textsafe import safe_lines
+from torchwheel.report.textsafe import safe, safe_lines
+
+if TYPE_CHECKING:
+    from torchwheel.install.candidates import Gathered
 
 _TORCH = click.option(
     "--torch",
@@ -18,6 +28,15 @@ _TORCH = click.option(
     metavar="X.Y",
     help="Also this torch minor (repeatable); every minor the wheels load on or name is always in.",
 )
+
+
+_NAME = click.option(
+    "--name", "names", multiple=True, metavar="NAME", help="Only this project's wheels (repeatable)."
+)
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
@@ -39,28 +58,41 @@ def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
     help="The index directory (replaced atomically if torchwheel wrote it before).",
 )
 @_TORCH
-def index_command(sources: tuple[str, ...], output: Path, torches: tuple[str, ...]) -> None:
-    """Write a PEP 503 simple index of SOURCES (wheels, folders) with one sub-index per torch.
+@_NAME
+def index_command(
+    sources: tuple[str, ...], output: Path, torches: tuple[str, ...], names: tuple[str, ...]
+) -> None:
+    """Write a PEP 503 simple index of SOURCES (wheels, folders, or a hosted index) with one
+    sub-index per torch.
 
     OUT/simple/ lists every wheel; OUT/torch-X.Y/simple/ only the best wheel per release and
-    tag set that loads on torch X.Y, so `pip install --index-url file://OUT/torch-X.Y/simple`
-    gets the right build. Metadata only (WHEEL Torch-ABI); untagged wheels are read once.
+    tag set that loads on torch X.Y, so `pip install --index-url https://.../torch-X.Y/simple`
+    gets the right build, and OUT/torch-X.Y/constraints.txt keeps pip and uv to it beside
+    another index. Metadata only (WHEEL Torch-ABI); untagged wheels are read once. Exit 0
+    written, 1 a project has nothing for a --torch asked for, 2 unreadable input (nothing written).
     """
+    from torchwheel.install.outcome import uncovered
     from torchwheel.install.simple_index import build
     from torchwheel.torchabi.releases import show_minor
 
-    result = build(sources, output, _minors(torches))
+    asked = _minors(torches)
+    result = build(sources, output, asked, names)
     for note in result.notes:
-        click.echo(f"note: {note}", err=True)
+        click.echo(f"note: {safe(note)}", err=True)
     click.echo(
-        f"wrote {output}: {len(result.entries)} wheels, simple/ and {len(result.targets)} per-torch indexes"
+        f"wrote {output}: {_plural(len(result.entries), 'wheel', 'wheels')}, simple/ and "
+        f"{_plural(len(result.targets), 'per-torch index', 'per-torch indexes')}"
     )
     for (torch, name), entries in result.backend_targets.items():
         click.echo(f"  torch-{show_minor(torch)}-{name}/simple: {len(entries)} wheels")
     for torch, entries in result.targets.items():
-        click.echo(f"  torch-{show_minor(torch)}/simple: {len(entries)} wheels")
+        click.echo(f"  torch-{show_minor(torch)}/simple: {_plural(len(entries), 'wheel', 'wheels')}")
     for vfile in result.variants_files:
         click.echo(f"  files/{vfile} (wheel variants, draft standard)")
+    missing = uncovered([e.cand for e in result.entries], asked)
+    for line in missing:
+        click.echo(f"torchwheel: {safe(line)}", err=True)
+    sys.exit(1 if missing else 0)
 
 
 @click.command("matrix")
@@ -68,22 +100,37 @@ def index_command(sources: tuple[str, ...], output: Path, torches: tuple[str, ..
 @format_option("text", "markdown", "json")
 @click.option("--why", is_flag=True, help="The reason behind each row's cells.")
 @_TORCH
-def matrix_command(sources: tuple[str, ...], fmt: str, why: bool, torches: tuple[str, ...]) -> None:
-    """Which of these wheels (files or folders) loads on which torch release: a grid.
+@_NAME
+def matrix_command(
+    sources: tuple[str, ...], fmt: str, why: bool, torches: tuple[str, ...], names: tuple[str, ...]
+) -> None:
+    """Which of these wheels (files, folders or a hosted index) loads on which torch release:
+    a grid.
 
-    Exit 0; 2 when an input cannot be read (the readable wheels are still shown).
+    Exit 0; 1 when a project has no wheel that loads on a --torch asked for; 2 when an input
+    cannot be read (the readable wheels are still shown).
     """
+    from torchwheel.install.discovery import gathering
+
+    asked = _minors(torches)
+    with gathering(sources, names) as got:
+        _matrix(got, fmt, why, asked)
+
+
+def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) -> None:
     from torchwheel.install import matrix
-    from torchwheel.install.discovery import gather
-    from torchwheel.install.explain import skipped_summary
+    from torchwheel.install.outcome import uncovered
     from torchwheel.install.target import installed_torch, probe_here
 
-    got = gather(sources)
     if not got.candidates and got.skipped:
-        raise InputError(skipped_summary(got.skipped))
+        first = got.skipped[0]
+        more = f" (and {len(got.skipped) - 1} more)" if len(got.skipped) > 1 else ""
+        raise InputError(f"no readable wheel: {first.location}: {first.reason}{more}")
+    if not got.candidates:
+        raise InputError("no wheels in the sources")
     installed = installed_torch()
     axis = matrix.backends(got.candidates)
-    cols = matrix.columns(got.candidates, _minors(torches), installed, axis)
+    cols = matrix.columns(got.candidates, asked, installed, axis)
     here = probe_here().build  # the installed torch's column is marked in its own build's grid
     grids = [
         matrix.build(
@@ -105,4 +152,10 @@ def matrix_command(sources: tuple[str, ...], fmt: str, why: bool, torches: tuple
     if got.skipped:  # listed in the report (text: below the grid); stderr: the one line of an exit 2
         if fmt != "json":
             click.echo(safe_lines([f"skipped {s.location}: {s.reason}" for s in got.skipped]))
-        raise InputError(f"skipped an input that cannot be used: {skipped_summary(got.skipped)}")
+        first = got.skipped[0]
+        more = f" (and {len(got.skipped) - 1} more)" if len(got.skipped) > 1 else ""
+        raise InputError(f"skipped an input that cannot be used: {first.location}: {first.reason}{more}")
+    missing = uncovered(got.candidates, asked)
+    for line in missing:
+        click.echo(f"torchwheel: {safe(line)}", err=True)
+    sys.exit(1 if missing else 0)

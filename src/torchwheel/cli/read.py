@@ -101,7 +101,7 @@ def check(
     """Check wheels; exit 1 when any error is found, 2 when an input cannot be read."""
     from torchwheel import rules
     from torchwheel.cli.config import load_policy
-    from torchwheel.report.findings import check_json, check_text
+    from torchwheel.report.findings import check_json, check_text, summary_line
     from torchwheel.report.github import check_github
 
     policy = load_policy(Path.cwd(), select, ignore, use_config=not no_config)
@@ -116,10 +116,10 @@ def check(
         out = check_github(findings)
         if out:
             click.echo(out)
-        click.echo(check_text(wheels, findings).splitlines()[-1])  # the summary line for the log
+        click.echo(summary_line(wheels, findings))  # for the log
     else:
         click.echo(check_text(wheels, findings))
-    if any(f.severity == "error" for f in findings):
+    if findings.severities()["error"]:  # the findings counted, not listed, too
         sys.exit(1)
 
 

@@ -165,6 +165,7 @@ def tag(
 
     from torchwheel.analysis.load import opened
     from torchwheel.tagging import apply
+    from torchwheel.tagging.plan import plan
     from torchwheel.tagging.release import release_sets
 
     if in_place and wheel_dir is not None:
@@ -178,6 +179,8 @@ def tag(
         opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config)
         opts = dataclasses.replace(opts, build_tag=build_tag, local_label=local_label)
         shared = release_sets([w for w, _ in loaded], opts, release)
+        for w, _ in loaded:  # every refusal (a contradiction, a pin) before the first wheel is written
+            plan(w, dataclasses.replace(opts, release_requirements=shared.get(id(w))))
         for w, fd in loaded:
             opts = dataclasses.replace(opts, release_requirements=shared.get(id(w)))
             if variant:  # first, while the input is still where it was (--in-place replaces it)
@@ -187,6 +190,12 @@ def tag(
                     )
                 )
             _report_tag(apply.tag(w, opts, wheel_dir, in_place, dry_run, with_facts=verbose, archive=fd))
+    if local_label is not None:
+        click.echo(
+            f"torchwheel: note: a local version label (+{local_label}) is for your own index: PyPI refuses "
+            "local versions at upload (`torchwheel check` says TW413); docs/authors.md",
+            err=True,
+        )
 
 
 @click.command()
@@ -253,6 +262,13 @@ def _repair_loaded(
     from torchwheel.tagging.plan import plan, planned_facts
 
     findings = rules.run_all(facts, policy)
+    blocking = rules.run_all(facts, rules.rewrite_blockers())
+    blockers = [f for f in blocking if f.severity == "error"]
+    if blockers:  # as tag: facts that make any rewrite dishonest, whatever it would fix
+        click.echo(check_text(facts, findings or blocking))
+        codes = ", ".join(sorted({f.code for f in blockers}))
+        click.echo(f"torchwheel: repair refused: {codes} make the new metadata untrustworthy", err=True)
+        sys.exit(1)
     try:
         planned = plan(facts[0], opts)
     except InputError as exc:  # no honest rewrite exists (an unknown build torch, a pin conflict)

@@ -55,6 +55,7 @@ class Candidate:
     requires_python: SpecifierSet | None
     torch_requirements: tuple[Requirement, ...]
     sha256: str = field(default="", compare=False)
+    url: str | None = field(default=None, compare=False)  # where a hosted wheel was downloaded from
 
     @property
     def filename(self) -> str:
@@ -65,13 +66,18 @@ class Candidate:
 class Skipped:
     location: str
     reason: str
+    name: NormalizedName | None = None  # the project its file name names (None: not a wheel name)
 
 
 @dataclass
 class Gathered:
     candidates: list[Candidate] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)  # could not be read or verified
     duplicates: list[Skipped] = field(default_factory=list)  # same bytes seen again elsewhere
+    # files passed over on what an index page (and a hosted file's .metadata) says alone,
+    # never opened: yanked, tags or Python that do not fit, ranked after the choice (``remote``)
+    unopened: list[Skipped] = field(default_factory=list)
+    other_names: set[NormalizedName] = field(default_factory=set)  # projects left out by --name
 
 
 def _from_binaries(path: Path) -> TorchNeed:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from packaging.tags import Tag
 from packaging.version import Version
@@ -58,12 +58,19 @@ def torch_verdict(c: Candidate, target: TorchTarget) -> tuple[bool, str]:
     return single.loads, single.reason
 
 
-def tag_rank(c: Candidate, order: dict[Tag, int]) -> int | None:
+class Tagged(Protocol):
+    """A wheel as its file name alone describes it (a candidate, or a hosted file before download)."""
+
+    @property
+    def tags(self) -> frozenset[Tag]: ...
+
+
+def tag_rank(c: Tagged, order: dict[Tag, int]) -> int | None:
     ranks = [order[t] for t in c.tags if t in order]
     return min(ranks) if ranks else None
 
 
-def tag_reason(c: Candidate, target: TorchTarget) -> str:
+def tag_reason(c: Tagged, target: TorchTarget) -> str:
     """Which part of the tags the target lacks: the platform, else the Python/ABI."""
     plats = {t.platform for t in target.tags}
     theirs = sorted({t.platform for t in c.tags})

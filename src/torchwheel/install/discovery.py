@@ -1,206 +1,298 @@
-"""Where candidate wheels come from: files, folders, find-links pages and local indexes, in
-the HTML form of PEP 503 or the JSON form of PEP 691. A source that cannot be read at all
-raises ``InputError``; a wheel that cannot be read becomes a ``Skipped`` with its reason, so
-one corrupt download does not hide the others. The same file name found in two places is kept
-twice when the bytes differ and once (the first origin) when they are identical.
+"""Where candidate wheels come from: files, folders, find-links pages and indexes, local (a
+path, a ``file://`` URL) or hosted (``http(s)://``), in the HTML form of PEP 503 or the JSON
+form of PEP 691 (``pages``).
+
+A source that cannot be read at all raises ``InputError``; a wheel that cannot be read or
+verified (a corrupt download, a digest that differs from its page) becomes a ``Skipped`` with
+its reason and its project, so one bad file does not hide the others and the exit code can
+say which project it concerns (``outcome``). A yanked file (PEP 592) is passed over as pip
+does. The same file name found in two places is kept twice when the bytes differ and once
+(the first origin) when they are identical.
+
+Local wheels are read where they lie. Hosted wheels are downloaded only when needed
+(``remote``): for a target, only the ones that can still be chosen; for ``matrix`` and
+``index``, which show or republish every wheel, all of them. ``-i`` names an index root as
+pip means it: with ``--name`` only that project's page is fetched (``{root}/{name}/``), so a
+registry's root page is never read; without ``--name`` a hosted root page may list at most
+``max-index-projects`` projects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from html.parser import HTMLParser
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 from urllib.request import url2pathname
 
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion
 
-from torchwheel import safejson
 from torchwheel.errors import InputError
-from torchwheel.install.candidates import Candidate, Gathered, Skipped, read_candidate, sha256_of
-from torchwheel.safejson import ANY, Bool, Either, Int, List, Object, Str
-from torchwheel.wheel.contents import parse_wheel_name
+from torchwheel.install import fetch, pages, remote
+from torchwheel.install.candidates import Candidate, Gathered, Skipped, read_candidate
+from torchwheel.install.target import TorchTarget
+from torchwheel.limits import current
+from torchwheel.safeopen import open_regular
+from torchwheel.wheel.contents import parse_filename
 
-# PEP 691 pages (api-version 1.x; PEP 700 and 714 add keys). Clients must ignore keys they do
-# not know, so every object takes others; what torchwheel reads is checked.
-_HASHES = Object(other=Str())
-_META = Object({"api-version": Str(r"1\.\d+")}, required=("api-version",), other=ANY)
-PEP691_PROJECT = Object(
-    {
-        "meta": _META,
-        "name": Str(),
-        "files": List(
-            Object(
-                {
-                    "filename": Str(),
-                    "url": Str(),
-                    "hashes": _HASHES,
-                    "requires-python": Str(),
-                    "dist-info-metadata": Either((Bool(), _HASHES)),
-                    "core-metadata": Either((Bool(), _HASHES)),
-                    "gpg-sig": Bool(),
-                    "yanked": Either((Bool(), Str())),
-                    "size": Int(0),
-                    "upload-time": Str(),
-                },
-                required=("filename", "url", "hashes"),
-                other=ANY,
-            )
-        ),
-        "versions": List(Str()),
-    },
-    required=("meta", "name", "files"),
-    other=ANY,
-)
-PEP691_ROOT = Object(
-    {"meta": _META, "projects": List(Object({"name": Str()}, required=("name",), other=ANY))},
-    required=("meta", "projects"),
-    other=ANY,
-)
 _JSON = ".json"  # a PEP 691 page on disk: index.json, or any page named *.json
+_INDEX_PAGES = ("index.html", f"index{_JSON}")
 
 
-@dataclass(frozen=True)
-class _Link:
-    """One link of an index page: where it points, and what the page says about it."""
-
-    href: str
-    yanked: bool = False
-    sha256: str = ""  # from the page (a ``#sha256=`` fragment or PEP 691 ``hashes``)
-
-
-class _Links(HTMLParser):
-    """Anchors of a PEP 503 page (stdlib HTML parser: the page format is a list of <a>)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.links: list[_Link] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            found = dict(attrs)
-            href = found.get("href")
-            if href:
-                self.links.append(_Link(href, found.get("data-yanked") is not None))
-
-
-def _page_links(page: Path) -> list[_Link]:
-    """The links of a PEP 503 page (HTML) or a PEP 691 page (JSON, by its ``.json`` name)."""
-    if page.suffix == _JSON:
-        return _json_links(page)
+def _project_of(filename: str) -> NormalizedName | None:
     try:
-        text = page.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{page}: unreadable index page ({exc})") from exc
-    parser = _Links()
-    parser.feed(text)
-    return parser.links
+        return parse_filename(filename).name
+    except (InputError, InvalidVersion, ValueError):
+        return None
 
 
-def _json_links(page: Path) -> list[_Link]:
-    """A PEP 691 page, bounded and checked (``safejson``): a project page's files, or a root
-    page's projects as links to their pages (``NAME/index.json``, the normalized name)."""
-    doc = safejson.load_file(page, f"{page}", Either((PEP691_PROJECT, PEP691_ROOT)))
-    if "files" in doc:
-        return [
-            _Link(f["url"], bool(f.get("yanked")), f["hashes"].get("sha256", "").lower())
-            for f in doc["files"]
-        ]
-    return [_Link(f"{canonicalize_name(p['name'])}/index{_JSON}") for p in doc["projects"]]
+def _verify(path: Path, hashes: Mapping[str, str]) -> str:
+    """Which digest the page gives that the file does not match ("" when all match)."""
+    known = {a: v for a, v in hashes.items() if a in hashlib.algorithms_guaranteed}
+    if not known:
+        return ""
+    digests = {a: hashlib.new(a) for a in known}
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            for h in digests.values():
+                h.update(chunk)
+    return next((a for a, want in known.items() if digests[a].hexdigest() != want), "")
 
 
-def _url_path(base: Path, link: _Link) -> tuple[Path, str]:
-    """A link on a local page as a path, and the sha256 the page gives for it (if any)."""
-    url = urljoin(base.resolve().as_uri() + ("/" if base.is_dir() else ""), link.href)
-    parts = urlsplit(url)
-    if parts.scheme != "file":
-        raise InputError(f"{link.href}: only local (file://) links are read")
-    frag = parts.fragment
-    digest = link.sha256 or (frag.removeprefix("sha256=") if frag.startswith("sha256=") else "")
-    return Path(url2pathname(unquote(parts.path))), digest
+def _read_local_page(page: Path) -> pages.Page:
+    """A page on disk: a regular file, its size bounded before it is read."""
+    try:
+        fd = open_regular(page)
+        try:
+            size = os.fstat(fd).st_size
+            current().max_page_bytes.check(f"{page}: the index page's size", size)
+            with open(fd, "rb", closefd=False) as fh:
+                data = fh.read(size + 1)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise InputError(f"{page}: unreadable index page ({exc.strerror or exc})") from exc
+    return pages.parse(data, page.resolve().as_uri(), page.suffix == _JSON, str(page))
 
 
 def source_path(source: str) -> Path:
-    """A path or a ``file://`` URL as a path; any other URL is refused (offline tool)."""
+    """A path or a ``file://`` URL as a path (hosted URLs are told apart before)."""
     if "://" in source:
         parts = urlsplit(source)
         if parts.scheme != "file":
-            raise InputError(f"{source}: only paths and file:// URLs are read")
+            raise InputError(f"{source}: only paths, file:// and http(s):// URLs are read")
         return Path(url2pathname(unquote(parts.path)))
     return Path(source)
 
 
-def _index_page(
-    page: Path, name: NormalizedName | None, out: Gathered, depth: int = 0
-) -> Iterator[tuple[Path, str]]:
-    """Wheels linked from an index page: a project page lists files, the root page lists
-    projects (only ``name``'s is followed when a name is given)."""
-    base = page.parent
-    for link in _page_links(page):
-        target, digest = _url_path(base, link)
-        if target.name.endswith(".whl") or link.href.split("#")[0].endswith(".whl"):
+def _local_page_of(target: Path) -> Path | None:
+    """A project link on a local page: the page itself, or a folder's index page."""
+    if target.is_dir():
+        return next((target / p for p in _INDEX_PAGES if (target / p).is_file()), None)
+    return target if target.is_file() else None
+
+
+def _link_project(link: pages.Link) -> str:
+    """The project a root page's link is for: its last path segment (``name/``,
+    ``name/index.html``)."""
+    parts = [p for p in urlsplit(link.url).path.split("/") if p]
+    if parts and parts[-1] in _INDEX_PAGES:
+        parts.pop()
+    return unquote(parts[-1]) if parts else ""
+
+
+@dataclass
+class _Walk:
+    """Every wheel the sources name, local (read at once) or hosted (collected for ``remote``)."""
+
+    names: frozenset[NormalizedName]
+    out: Gathered
+    session: fetch.Session
+    local: list[tuple[Path, str, Mapping[str, str]]] = field(default_factory=list)
+    hosted: list[remote.HostedFile] = field(default_factory=list)
+
+    def wanted(self, filename: str) -> bool:
+        """Is this file one of the projects asked for? A name that is no wheel name is kept
+        to be reported, unless projects were named (it cannot be one of them; pip skips it)."""
+        name = _project_of(filename)
+        if self.names and name not in self.names:
+            if name is not None:
+                self.out.other_names.add(name)
+            return False
+        return True
+
+    def source(self, source: str, index: bool) -> None:
+        if fetch.is_remote(source):
+            self._hosted_source(source, index)
+            return
+        path = source_path(source)
+        if path.is_file() and path.suffix == ".whl":
+            if self.wanted(path.name):
+                self.local.append((path, str(path.parent), {}))
+        elif path.is_file() and path.suffix in (".html", ".htm", _JSON):
+            self._local_page(path, 0)
+        elif path.is_dir():
+            wheels = sorted(path.glob("*.whl"))
+            page = _local_page_of(path)
+            if page is not None and not wheels:
+                self._local_page(page, 0)
+            elif not wheels:
+                raise InputError(f"{source}: neither wheels nor an index page (index.html or index.json)")
+            for w in wheels:
+                if self.wanted(w.name):
+                    self.local.append((w, str(path), {}))
+        elif not path.exists():
+            raise InputError(f"{source}: no such file or directory")
+        else:
+            raise InputError(f"{source}: not a wheel, a folder of wheels or an index page")
+
+    def _files(self, page: pages.Page, origin: str, hosted_page: bool) -> None:
+        for link in page.files:
+            if not link.filename.endswith(".whl") or not self.wanted(link.filename):
+                continue  # sdists and other files: torchwheel chooses among wheels
+            name = _project_of(link.filename)
             if link.yanked:
-                out.skipped.append(Skipped(str(target), f"yanked on {page}"))
-                continue
-            if digest and target.is_file() and sha256_of(target) != digest:
-                out.skipped.append(Skipped(str(target), f"sha256 differs from the link on {page}"))
-                continue
-            yield target, str(page)
-        elif depth == 0:
-            sub = target / "index.html" if target.is_dir() or not target.suffix else target
-            project = sub.parent.name if sub.name in ("index.html", f"index{_JSON}") else sub.name
-            if name is not None and canonicalize_name(project) != name:
-                continue
-            if not sub.is_file():
-                out.skipped.append(Skipped(str(sub), f"linked from {page} but missing"))
-                continue
-            yield from _index_page(sub, name, out, depth + 1)
+                self.out.unopened.append(Skipped(link.url, f"yanked on {origin}", name))
+            elif fetch.is_remote(link.url):
+                self.hosted.append(remote.HostedFile(link, origin))
+            elif hosted_page:
+                self.out.skipped.append(
+                    Skipped(link.url, f"a hosted page ({origin}) links a local file", name)
+                )
+            else:
+                self.local.append((source_path(link.url), origin, link.hashes))
 
+    def _local_page(self, page: Path, depth: int) -> None:
+        found = _read_local_page(page)
+        self._files(found, str(page), hosted_page=False)
+        if depth:
+            return
+        for link in found.projects:
+            if self.names and canonicalize_name(_link_project(link)) not in self.names:
+                continue
+            if fetch.is_remote(link.url):
+                self._hosted_page(link.url, depth + 1)
+                continue
+            sub = _local_page_of(source_path(link.url))
+            if sub is None:
+                self.out.skipped.append(Skipped(link.url, f"linked from {page} but missing"))
+                continue
+            self._local_page(sub, depth + 1)
 
-def _wheel_paths(source: str, name: NormalizedName | None, out: Gathered) -> Iterator[tuple[Path, str]]:
-    path = source_path(source)
-    if path.is_file() and path.suffix == ".whl":
-        yield path, str(path.parent)
-    elif path.is_file() and path.suffix in (".html", ".htm", _JSON):
-        yield from _index_page(path, name, out)
-    elif path.is_dir():
-        wheels = sorted(path.glob("*.whl"))
-        pages = [p for p in (path / "index.html", path / f"index{_JSON}") if p.is_file()]
-        if pages and not wheels:
-            yield from _index_page(pages[0], name, out)
-        elif not wheels:
-            raise InputError(f"{source}: neither wheels nor an index page (index.html or index.json)")
-        for w in wheels:
-            yield w, str(path)
-    elif not path.exists():
-        raise InputError(f"{source}: no such file or directory")
-    else:
-        raise InputError(f"{source}: not a wheel, a folder of wheels or an index page")
+    def _hosted_source(self, url: str, index: bool) -> None:
+        path = urlsplit(url).path
+        if path.endswith(".whl"):
+            bare, fragment = urldefrag(url)
+            link = pages.Link(bare, pages.digests(fragment))
+            self._files(pages.Page([link], []), fetch.shown(url), hosted_page=True)
+            return
+        last = canonicalize_name(unquote(path.rstrip("/").rsplit("/", 1)[-1]))
+        if index and self.names and last not in self.names:  # a root: straight to the project pages
+            root = url if url.endswith("/") else url + "/"
+            for name in sorted(self.names):
+                try:
+                    self._hosted_page(urljoin(root, f"{name}/"), 1)
+                except fetch.NotFound:
+                    continue  # no such project on this index: an answer, not a broken index
+            return
+        self._hosted_page(url, 0)
 
-
-def gather(sources: Iterable[str], name: str | None = None, verify_hashes: bool = False) -> Gathered:
-    """Every candidate of ``sources`` (optionally of one project). A source that cannot be
-    read at all (missing, an unreadable index page) raises ``InputError``; a wheel that
-    cannot be read, or that ``check`` calls broken, becomes a ``Skipped`` with the reason
-    (``verify_hashes``: members hashed against RECORD too, see ``read_candidate``)."""
-    wanted = canonicalize_name(name) if name else None
-    out = Gathered()
-    seen: dict[tuple[str, str], Candidate] = {}
-    for source in sources:
-        for path, origin in _wheel_paths(source, wanted, out):
+    def _hosted_page(self, url: str, depth: int) -> None:
+        response = self.session.get(url, current().max_page_bytes, fetch.PAGE_ACCEPT)
+        where = fetch.shown(response.url)
+        found = pages.parse(response.body, response.url, response.content_type.endswith("json"), where)
+        self._files(found, where, hosted_page=True)
+        if depth:
+            return
+        projects = [
+            link
+            for link in found.projects
+            if not self.names or canonicalize_name(_link_project(link)) in self.names
+        ]
+        limit = current().max_index_projects
+        if len(projects) > limit.value:
+            raise InputError(
+                f"{where}: a root page of {len(projects):,} projects (more than max-index-projects = "
+                f"{limit.value:,}): name the projects to read with --name, or raise it with {limit.env}"
+            )
+        for link in projects:
+            if not fetch.is_remote(link.url):
+                self.out.skipped.append(Skipped(link.url, f"a hosted page ({where}) links a local page"))
+                continue
             try:
-                if wanted is not None and parse_wheel_name(path.name).name != wanted:
-                    continue
-                cand = read_candidate(path, origin, verify_hashes)
-            except (InputError, InvalidVersion, ValueError) as exc:
-                out.skipped.append(Skipped(str(path), str(exc)))
+                self._hosted_page(link.url, depth + 1)
+            except fetch.NotFound as exc:
+                self.out.skipped.append(Skipped(link.url, f"linked from {where} but missing ({exc})"))
+
+
+def gather(
+    sources: Iterable[str],
+    names: Iterable[str] = (),
+    *,
+    indexes: Iterable[str] = (),
+    verify_hashes: bool = False,
+    target: TorchTarget | None = None,
+    scratch: Path | None = None,
+) -> Gathered:
+    """Every candidate of ``sources`` and ``indexes`` (index roots: ``-i``), of the projects
+    ``names`` (all when empty). Hosted wheels are downloaded into ``scratch`` (``gathering``
+    makes one): for a ``target`` only those that can still be chosen, else all.
+    ``verify_hashes``: every member hashed against RECORD too (``read_candidate``)."""
+    out = Gathered()
+    walk = _Walk(frozenset(canonicalize_name(n) for n in names), out, fetch.Session())
+    for source in sources:
+        walk.source(source, index=False)
+    for source in indexes:
+        walk.source(source, index=True)
+    seen: dict[tuple[str, str], Candidate] = {}
+
+    def add(cand: Candidate) -> None:
+        key = (cand.filename, cand.sha256)
+        if key in seen:
+            out.duplicates.append(
+                Skipped(str(cand.url or cand.path), f"the same file as {seen[key].url or seen[key].path}")
+            )
+            return
+        seen[key] = cand
+        out.candidates.append(cand)
+
+    for path, origin, hashes in walk.local:
+        name = _project_of(path.name)
+        try:
+            if hashes and path.is_file() and (algo := _verify(path, hashes)):
+                out.skipped.append(Skipped(str(path), f"{algo} differs from the link on {origin}", name))
                 continue
-            key = (cand.filename, cand.sha256)
-            if key in seen:
-                out.duplicates.append(Skipped(str(path), f"the same file as {seen[key].path}"))
-                continue
-            seen[key] = cand
-            out.candidates.append(cand)
+            cand = read_candidate(path, origin, verify_hashes)
+        except (InputError, InvalidVersion, ValueError) as exc:
+            out.skipped.append(Skipped(str(path), str(exc), name))
+            continue
+        add(cand)
+    if walk.hosted:
+        if scratch is None:
+            raise InputError("hosted wheels need a download folder (discovery.gathering)")
+        local = list(out.candidates)
+        for cand in remote.fetch_all(walk.hosted, local, target, walk.session, scratch, verify_hashes, out):
+            add(cand)
     return out
+
+
+@contextmanager
+def gathering(
+    sources: Iterable[str],
+    names: Iterable[str] = (),
+    *,
+    indexes: Iterable[str] = (),
+    verify_hashes: bool = False,
+    target: TorchTarget | None = None,
+) -> Iterator[Gathered]:
+    """``gather`` with a download folder that lives as long as the block: an install or an
+    index needs the downloaded files after choosing; none is left behind."""
+    with tempfile.TemporaryDirectory(prefix="torchwheel-downloads-") as scratch:
+        yield gather(
+            sources, names, indexes=indexes, verify_hashes=verify_hashes, target=target, scratch=Path(scratch)
+        )

@@ -1,5 +1,6 @@
-"""How a choice reads: one line for the choice, one per other candidate with its reason
-(text), or the same as a schema-versioned JSON document."""
+"""How a choice reads: one line per project with its outcome (``outcome``), one per other
+candidate with its reason, each named with the preference behind it (text), or the same as a
+schema-versioned JSON document."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any
 
 from packaging.version import Version
 
-from torchwheel.install.candidates import Candidate, Gathered, Skipped
+from torchwheel.install.candidates import Candidate, Gathered
 from torchwheel.install.choose import Choice, Verdict
+from torchwheel.install.outcome import Outcome, absent_text, strays
 from torchwheel.install.target import TorchTarget
 from torchwheel.torchabi.backend import need_text
 from torchwheel.torchabi.need import show_build
@@ -21,17 +23,44 @@ def _label(c: Candidate) -> str:
     return f"{c.filename} (in {c.origin})"
 
 
+def _tags(c: Candidate) -> str:
+    return ".".join(sorted(map(str, c.tags)))
+
+
+def _torch_preference(c: Candidate, chosen: Candidate) -> str:
+    """Which torch-ABI preference of ``choose`` put the choice first, in its own words."""
+    mine, theirs = c.torch, chosen.torch
+    if mine.kind == theirs.kind == "stable":
+        return (
+            f"the choice's newer stable-ABI target ({theirs}) ranks first: among stable builds, the "
+            "newest target that loads (it may use newer shims)"
+        )
+    why = {
+        "stable": "a stable-ABI build keeps loading when torch is upgraded",
+        "unstable": "a build for this torch ranks before one without torch symbols",
+    }.get(theirs.kind, "")
+    return f"the choice ({theirs}) ranks first: stable ABI, then unstable, then no torch symbols" + (
+        f"; {why}" if why else ""
+    )
+
+
 def lower_reason(v: Verdict, chosen: Candidate) -> str:
-    """Why a candidate that fits lost to the choice: the first ranking step that differs."""
+    """Why a candidate that fits lost to the choice: the first ranking step that differs,
+    named with the preference behind it."""
     c = v.candidate
     if Version(c.version.public) != Version(chosen.version.public):
         return f"fits, but {chosen.version.public} is a newer release"
     if c.tags != chosen.tags:
-        return f"fits ({v.reason}), but {'.'.join(sorted(map(str, chosen.tags)))} ranks first among the target's tags"
+        return (
+            f"fits ({v.reason}), but the choice's tags {_tags(chosen)} come first in the target's "
+            "order of tags (as pip ranks files)"
+        )
     if c.torch != chosen.torch:
-        return f"fits ({v.reason}), but {chosen.torch} is preferred"
+        return f"fits ({v.reason}), but {_torch_preference(c, chosen)}"
     if c.build != chosen.build:
-        return "fits, but the choice has a higher build tag"
+        theirs = chosen.build[0] if chosen.build else 0
+        mine = c.build[0] if c.build else 0
+        return f"fits, but the choice has a higher build tag ({theirs} > {mine})"
     return "fits, but ranks after the choice (same release, tags and torch ABI)"
 
 
@@ -41,42 +70,46 @@ def _target_line(target: TorchTarget) -> str:
     return f"target: {target.description}, {torch}{built}"
 
 
-def select_text(target: TorchTarget, gathered: Gathered, choices: list[Choice]) -> str:
+def _head(o: Outcome, gathered: Gathered) -> str:
+    chosen = o.choice.chosen
+    chose = (
+        f"{_label(chosen)}: {o.choice.verdicts[0].reason} [from {chosen.torch.source}]"
+        if chosen is not None
+        else ""
+    )
+    if o.kind == "chosen":
+        return f"{o.name}: chose {chose}"
+    if o.kind == "absent":
+        return absent_text(o.name, gathered)
+    if o.kind == "unreadable":
+        among = f"the readable ones give {chose}" if chose else "none of the readable ones fits"
+        return f"{o.name}: cannot tell, a candidate could not be read (skipped below); {among}"
+    return f"{o.name}: nothing fits"
+
+
+def select_text(target: TorchTarget, gathered: Gathered, found: list[Outcome]) -> str:
     lines = [_target_line(target)]
-    for choice in choices:
-        if choice.chosen is None:
-            lines.append(f"{choice.name}: nothing fits")
-        else:
-            lines.append(
-                f"{choice.name}: chose {_label(choice.chosen)}: {choice.verdicts[0].reason} "
-                f"[from {choice.chosen.torch.source}]"
-            )
-        for v in choice.verdicts:
-            if v.candidate is choice.chosen:
+    for o in found:
+        lines.append(_head(o, gathered))
+        for v in o.choice.verdicts:
+            if v.candidate is o.choice.chosen:
                 continue
-            why = lower_reason(v, choice.chosen) if v.fits and choice.chosen else v.reason
+            why = lower_reason(v, o.choice.chosen) if v.fits and o.choice.chosen else v.reason
             lines.append(f"  rejected {_label(v.candidate)}: {why}")
-    for s in gathered.skipped:
-        lines.append(f"  skipped {s.location}: {s.reason}")
-    for s in gathered.duplicates:
-        lines.append(f"  duplicate {s.location}: {s.reason}")
-    if not choices:
-        lines.append("no readable candidates")
+        lines += [f"  not opened {s.location}: {s.reason}" for s in gathered.unopened if s.name == o.name]
+        lines += [f"  skipped {s.location}: {s.reason}" for s in o.unreadable]
+    lines += [f"  skipped {s.location}: {s.reason}" for s in strays(gathered)]
+    lines += [f"  duplicate {s.location}: {s.reason}" for s in gathered.duplicates]
+    if not found:
+        lines.append("no wheels in the sources")
     return "\n".join(lines)
-
-
-def skipped_summary(skipped: list[Skipped]) -> str:
-    """The one stderr line of an exit 2: the first input that could not be used and how many
-    more (a report on stdout lists each with its reason)."""
-    first = skipped[0]
-    more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
-    return f"{first.location}: {first.reason}{more}"
 
 
 def candidate_json(c: Candidate) -> dict[str, Any]:
     return {
         "file": c.filename,
-        "path": str(c.path),
+        "path": str(c.path) if c.url is None else None,  # a download is gone when the command ends
+        "url": c.url,
         "origin": c.origin,
         "name": c.name,
         "version": str(c.version),
@@ -95,7 +128,17 @@ def candidate_json(c: Candidate) -> dict[str, Any]:
     }
 
 
-def select_json(target: TorchTarget, gathered: Gathered, choices: list[Choice]) -> str:
+def _entry(v: Verdict, choice: Choice) -> dict[str, Any]:
+    lost = v.fits and choice.chosen is not None and v.candidate is not choice.chosen
+    return {
+        **candidate_json(v.candidate),
+        "chosen": v.candidate is choice.chosen,
+        "fits": v.fits,
+        "reason": lower_reason(v, choice.chosen) if lost and choice.chosen else v.reason,
+    }
+
+
+def select_json(target: TorchTarget, gathered: Gathered, found: list[Outcome]) -> str:
     doc = {
         "schema_version": SELECT_SCHEMA,
         "target": {
@@ -107,23 +150,21 @@ def select_json(target: TorchTarget, gathered: Gathered, choices: list[Choice]) 
         },
         "projects": [
             {
-                "name": ch.name,
-                "chosen": candidate_json(ch.chosen) if ch.chosen else None,
-                "candidates": [
-                    {
-                        **candidate_json(v.candidate),
-                        "chosen": v.candidate is ch.chosen,
-                        "fits": v.fits,
-                        "reason": lower_reason(v, ch.chosen)
-                        if v.fits and ch.chosen and v.candidate is not ch.chosen
-                        else v.reason,
-                    }
-                    for v in ch.verdicts
+                "name": o.name,
+                "outcome": o.kind,
+                "chosen": candidate_json(o.choice.chosen) if o.choice.chosen else None,
+                "candidates": [_entry(v, o.choice) for v in o.choice.verdicts],
+                "not_opened": [
+                    {"location": s.location, "reason": s.reason}
+                    for s in gathered.unopened
+                    if s.name == o.name
                 ],
             }
-            for ch in choices
+            for o in found
         ],
-        "skipped": [{"location": s.location, "reason": s.reason} for s in gathered.skipped],
+        "skipped": [
+            {"location": s.location, "reason": s.reason, "project": s.name} for s in gathered.skipped
+        ],
         "duplicates": [{"location": s.location, "reason": s.reason} for s in gathered.duplicates],
     }
     return json.dumps(doc, indent=2)

@@ -1,11 +1,16 @@
-"""Install one chosen wheel into a target interpreter's scheme with ``installer``.
+"""Install one chosen wheel into a target interpreter's scheme with ``installer``, or
+replace an installed version of the project (``--upgrade``).
 
 All or nothing: every file and directory the install creates is remembered as it is
 written, and removed again when anything fails (a write error, a RECORD that does not
-verify after writing, an interrupt). ``installer`` writes ``INSTALLER`` (``torchwheel``)
-and RECORD, so pip lists the result and ``pip uninstall`` removes it. No bytecode is
-compiled: ``installer`` would compile with *this* interpreter, which may not be the
-target's version (Python compiles on first import anyway).
+verify after writing, an interrupt). An upgrade first moves the installed version's files
+(those its RECORD lists, their ``__pycache__`` and its whole ``.dist-info``) aside into a
+folder beside them, installs, and only then deletes them; on any failure the new files are
+removed and the old ones moved back, so the environment holds exactly one of the two.
+``installer`` writes ``INSTALLER`` (``torchwheel``) and RECORD, so pip lists the result and
+``pip uninstall`` removes it. No bytecode is compiled: ``installer`` would compile with
+*this* interpreter, which may not be the target's version (Python compiles on first import
+anyway).
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ import contextlib
 import hashlib
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass, field
+from email.parser import HeaderParser
 from pathlib import Path
 from typing import BinaryIO
 
@@ -25,6 +32,7 @@ from installer.records import RecordEntry, parse_record_file
 from installer.sources import WheelFile
 from installer.utils import Scheme, get_launcher_kind
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from torchwheel import __version__
 from torchwheel.errors import InputError
@@ -34,7 +42,8 @@ from torchwheel.wheel.record import digest_text
 
 
 class InstallRefused(Exception):
-    """The environment is not one to install into (exit 1): already installed, no scheme."""
+    """The environment is not one to install into (exit 1): already installed (without
+    ``--upgrade``), no scheme, an installed version that cannot be replaced safely."""
 
 
 @dataclass
@@ -66,6 +75,65 @@ class Installed:
     candidate: Candidate
     dist_info: Path
     files: int
+    replaced: str | None = None  # the version an upgrade replaced
+    unchanged: bool = False  # --upgrade found this very version installed
+
+
+class _SetAside:
+    """An installed distribution's files moved out of the way (``--upgrade``), to be deleted
+    after the new install verifies or moved back when it fails."""
+
+    def __init__(self, dist_info: Path, root: Path) -> None:
+        record = dist_info / "RECORD"
+        if not record.is_file():
+            raise InstallRefused(
+                f"{dist_info.name} has no RECORD: it cannot be replaced safely; uninstall it first"
+            )
+        with record.open(newline="") as fh:
+            rows = list(parse_record_file(fh))
+        base, top = dist_info.parent, root.resolve()
+        self.files: list[Path] = []
+        for path, _, _ in rows:
+            full = Path(os.path.normpath(base / path))
+            if not full.resolve().is_relative_to(top):
+                raise InstallRefused(
+                    f"{dist_info.name}/RECORD lists {path}, outside the environment: not removing it; "
+                    "uninstall it first"
+                )
+            if full.is_relative_to(dist_info) or not (full.is_file() or full.is_symlink()):
+                continue
+            self.files.append(full)
+            if full.suffix == ".py":  # bytecode Python wrote on import, listed or not
+                self.files += sorted((full.parent / "__pycache__").glob(f"{full.stem}.*.pyc"))
+        self.files = list(dict.fromkeys(self.files))
+        self.base = base
+        self.backup = Path(tempfile.mkdtemp(prefix=".torchwheel-upgrade-", dir=base))
+        self.moved: list[tuple[Path, Path]] = []
+        try:
+            for i, f in enumerate([*self.files, dist_info]):
+                held = self.backup / str(i)
+                shutil.move(f, held)
+                self.moved.append((f, held))
+        except BaseException:
+            self.restore()
+            raise
+
+    def restore(self) -> None:
+        for original, held in reversed(self.moved):
+            original.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(held, original)
+        self.moved = []
+        shutil.rmtree(self.backup, ignore_errors=True)
+
+    def discard(self) -> None:
+        shutil.rmtree(self.backup, ignore_errors=True)
+        for original, _ in self.moved:  # folders only the old version used, now empty
+            for d in original.parents:
+                if d == self.base or not d.is_relative_to(self.base):
+                    break
+                for empty in (d / "__pycache__", d):
+                    with contextlib.suppress(OSError):  # not empty: the new version's too
+                        empty.rmdir()
 
 
 def scheme_of(target: TorchTarget, name: str) -> dict[str, str]:
@@ -86,11 +154,13 @@ def scheme_of(target: TorchTarget, name: str) -> dict[str, str]:
 
 
 def installed_dist(scheme: dict[str, str], name: str) -> Path | None:
-    """An installed distribution of this project (any version) in the target's site dirs."""
+    """An installed distribution of this project (any version) in the target's site dirs; a
+    ``.dist-info`` without METADATA holds no installed version (a leftover, not an install)."""
     want = canonicalize_name(name)
     for lib in dict.fromkeys((scheme["purelib"], scheme["platlib"])):
-        for d in Path(lib).glob("*.dist-info"):
-            if canonicalize_name(d.name.removesuffix(".dist-info").split("-", 1)[0]) == want:
+        for d in sorted(Path(lib).glob("*.dist-info")):
+            project = canonicalize_name(d.name.removesuffix(".dist-info").split("-", 1)[0])
+            if project == want and (d / "METADATA").is_file():
                 return d
     return None
 
@@ -113,15 +183,32 @@ def _verify_installed(record: Path) -> None:
             raise InputError(f"installed {path} does not match its RECORD entry")
 
 
-def install_wheel(candidate: Candidate, target: TorchTarget) -> Installed:
-    """Install, verify, or leave nothing behind. ``InstallRefused`` for an environment that
-    already holds the project; ``InputError`` for a wheel that does not verify."""
+def _installed_version(dist_info: Path) -> tuple[Version | None, str]:
+    """An installed distribution's version (METADATA) and build tag (WHEEL ``Build``)."""
+    try:
+        meta = HeaderParser().parsestr((dist_info / "METADATA").read_text("utf-8", "replace"))
+        wheel = HeaderParser().parsestr((dist_info / "WHEEL").read_text("utf-8", "replace"))
+        return Version(str(meta["Version"])), str(wheel.get("Build") or "")
+    except (OSError, InvalidVersion, TypeError):
+        return None, ""
+
+
+def install_wheel(candidate: Candidate, target: TorchTarget, upgrade: bool = False) -> Installed:
+    """Install, verify, or leave the environment as it was. ``InstallRefused`` for an
+    environment that already holds the project (without ``upgrade``); ``InputError`` for a
+    wheel that does not verify or a write that fails (after the rollback)."""
     scheme = scheme_of(target, candidate.name)
     existing = installed_dist(scheme, candidate.name)
+    aside: _SetAside | None = None
     if existing is not None:
-        raise InstallRefused(
-            f"{existing.name} is already installed in {target.description}: uninstall it first"
-        )
+        if not upgrade:
+            raise InstallRefused(
+                f"{existing.name} is already installed in {target.description}: --upgrade replaces it"
+            )
+        version, build = _installed_version(existing)
+        if version == candidate.version and build == "".join(map(str, candidate.build)):
+            return Installed(candidate, existing, 0, unchanged=True)
+        aside = _SetAside(existing, Path(scheme["data"]))
     assert target.python is not None
     dest = _TrackingDestination(scheme, interpreter=target.python, script_kind=get_launcher_kind())
     try:
@@ -137,11 +224,20 @@ def install_wheel(candidate: Candidate, target: TorchTarget) -> Installed:
         _verify_installed(record)
     except (InstallerError, ValueError, OSError, InputError) as exc:
         dest.undo()
-        raise InputError(f"{candidate.filename}: install failed, nothing left behind ({exc})") from exc
+        kept = ""
+        if aside is not None:
+            aside.restore()
+            kept = f"; {existing.name if existing else 'the installed version'} is back in place"
+        raise InputError(f"{candidate.filename}: install failed, nothing left behind{kept} ({exc})") from exc
     except BaseException:
         dest.undo()
+        if aside is not None:
+            aside.restore()
         raise
-    return Installed(candidate, record.parent, len(dest.created_files))
+    if aside is not None:
+        aside.discard()
+    replaced = existing.name.removesuffix(".dist-info").rpartition("-")[2] if existing else None
+    return Installed(candidate, record.parent, len(dest.created_files), replaced)
 
 
 def _find_record(scheme: dict[str, str], dist_info: str) -> Path:

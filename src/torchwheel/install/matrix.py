@@ -207,7 +207,8 @@ def to_json(m: Matrix) -> dict[str, Any]:
         "wheels": [
             {
                 "file": r.cand.filename,
-                "path": str(r.cand.path),
+                "path": str(r.cand.path) if r.cand.url is None else None,
+                "url": r.cand.url,  # a hosted wheel: downloaded for the grid, gone after it
                 "torch_need": str(r.cand.torch),
                 "source": r.cand.torch.source,
                 "cells": {

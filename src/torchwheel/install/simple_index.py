@@ -29,11 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from packaging.version import Version
+
 from torchwheel import __version__, safejson
 from torchwheel.errors import InputError
 from torchwheel.install.candidates import Candidate, Gathered
 from torchwheel.install.choose import fit, preference
-from torchwheel.install.discovery import gather
+from torchwheel.install.discovery import gathering
 from torchwheel.limits import current
 from torchwheel.torchabi.backend import TorchBuild, representative_backends
 from torchwheel.torchabi.releases import Minor, known_minors, show_minor
@@ -42,6 +44,7 @@ from torchwheel.wheel.archive import WheelArchive
 
 MARKER = ".torchwheel-index"  # identifies a directory this command wrote (and may replace)
 FILES = "files"
+CONSTRAINTS = "constraints.txt"  # beside each torch-X.Y[-backend]/simple/
 
 
 @dataclass(frozen=True)
@@ -77,12 +80,11 @@ def read_entry(c: Candidate) -> Entry:
     return Entry(c, meta, doc)
 
 
-def collect(sources: Iterable[str]) -> tuple[list[Entry], list[str]]:
-    """Every wheel of ``sources``; an unreadable or broken one stops the index (exit 2):
-    publishing a corrupt file or silently leaving one out are both worse than saying so.
-    Broken is what ``check`` calls broken in the archive: the TW4xx errors of
-    ``rules.integrity.integrity_errors``, every member hashed against RECORD."""
-    got: Gathered = gather(sources, verify_hashes=True)
+def collect(got: Gathered) -> tuple[list[Entry], list[str]]:
+    """Every wheel gathered (``discovery.gathering(..., verify_hashes=True)``); an unreadable
+    or broken one stops the index (exit 2): publishing a corrupt file or silently leaving one
+    out are both worse than saying so. Broken is what ``check`` calls broken in the archive:
+    the TW4xx errors of ``rules.integrity.integrity_errors``, every member hashed against RECORD."""
     if got.skipped:
         first = got.skipped[0]
         raise InputError(f"{first.location}: {first.reason}")
@@ -107,6 +109,7 @@ def collect(sources: Iterable[str]) -> tuple[list[Entry], list[str]]:
         for c in got.candidates
         if c.torch.kind == "unstable" and not c.torch.builds
     ]
+    notes += [f"{s.location}: {s.reason}: not indexed" for s in got.unopened]
     return [read_entry(c) for c in got.candidates], notes
 
 
@@ -185,6 +188,24 @@ def _write_simple(
         (root / name / "index.html").write_text(_page(f"Links for {name}", links), "utf-8")
 
 
+def constraints(entries: list[Entry], listed: list[Entry], torch: Minor) -> str:
+    """``torch-X.Y/constraints.txt``: for pip/uv beside a registry that also holds the
+    projects (docs/installers.md): each project pinned to the newest release this per-torch
+    index lists (its exact version, or its public version when it lists several local
+    labels of it), and a project it lists nothing of to no version at all (``<0``), so that
+    the registry's newer or other build can never be taken instead."""
+    lines = [f"# torchwheel index: what loads on torch {show_minor(torch)} (pip/uv -c; docs/installers.md)"]
+    for name in sorted({e.cand.name for e in entries}):
+        mine = [e.cand.version for e in listed if e.cand.name == name]
+        if not mine:
+            lines.append(f"{name}<0  # no build of {name} loads on torch {show_minor(torch)}")
+            continue
+        newest = max(Version(v.public) for v in mine)
+        exact = {v for v in mine if Version(v.public) == newest}
+        lines.append(f"{name}=={exact.pop() if len(exact) == 1 else newest}")
+    return "\n".join(lines) + "\n"
+
+
 def _copy(src: Path, dst: Path) -> None:
     try:
         os.link(src, dst)  # same filesystem: no copy; the index never writes into its files
@@ -222,8 +243,12 @@ def write(
         for (torch, name), chosen in (backend_targets or {}).items():
             page = tmp / f"torch-{show_minor(torch)}-{name}" / "simple"
             _write_simple(page, chosen, "../../../", variants_files)
+            (page.parent / CONSTRAINTS).write_text(constraints(entries, chosen, torch), "utf-8")
         for torch, chosen in targets.items():
             _write_simple(tmp / f"torch-{show_minor(torch)}" / "simple", chosen, "../../../", variants_files)
+            (tmp / f"torch-{show_minor(torch)}" / CONSTRAINTS).write_text(
+                constraints(entries, chosen, torch), "utf-8"
+            )
         (tmp / MARKER).write_text(f"torchwheel {__version__}\n", "utf-8")
         tmp.chmod(0o755)
         _swap(tmp, out)
@@ -256,16 +281,20 @@ def _swap(tmp: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def build(sources: Iterable[str], out: Path, extra: Iterable[Minor] = ()) -> IndexResult:
-    entries, notes = collect(sources)
-    if not entries:
-        raise InputError("no wheels to index")
-    extra = set(extra)
-    targets = plan_targets(entries, extra)
-    per_backend: dict[tuple[Minor, str], list[Entry]] = {}
-    for b in representative_backends(e.cand.torch.build_classes for e in entries):
-        for torch, chosen in plan_targets(entries, extra, b).items():
-            if chosen:
-                per_backend[(torch, b.backend)] = chosen
-    vfiles = write(entries, targets, out, per_backend)
+def build(
+    sources: Iterable[str], out: Path, extra: Iterable[Minor] = (), names: Iterable[str] = ()
+) -> IndexResult:
+    """Sources may be hosted (every wheel is downloaded, hash-checked, and republished)."""
+    with gathering(sources, names, verify_hashes=True) as got:
+        entries, notes = collect(got)
+        if not entries:
+            raise InputError("no wheels to index")
+        extra = set(extra)
+        targets = plan_targets(entries, extra)
+        per_backend: dict[tuple[Minor, str], list[Entry]] = {}
+        for b in representative_backends(e.cand.torch.build_classes for e in entries):
+            for torch, chosen in plan_targets(entries, extra, b).items():
+                if chosen:
+                    per_backend[(torch, b.backend)] = chosen
+        vfiles = write(entries, targets, out, per_backend)
     return IndexResult(out, entries, targets, per_backend, notes, vfiles)

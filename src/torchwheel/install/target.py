@@ -96,6 +96,10 @@ def _packaging_parent() -> str:
 def probe(python: str | None = None) -> TorchTarget:
     """Describe an interpreter; ``InputError`` (one line) when it does not run or answer."""
     exe = python or sys.executable
+    if Path(exe).is_dir():
+        raise InputError(
+            f"--python {exe}: a directory, not an interpreter (a venv's is {Path(exe) / 'bin' / 'python'})"
+        )
     try:
         proc = subprocess.run(
             [exe, "-I", "-c", _PROBE, _packaging_parent()],
@@ -111,9 +115,14 @@ def probe(python: str | None = None) -> TorchTarget:
         raise InputError(f"--python {exe}: the probe failed ({last})")
     try:
         doc = json.loads(proc.stdout)
+    except ValueError:
+        said = proc.stdout.strip().splitlines()[:1]
+        answer = f"it answered {said[0][:60]!r}" if said else "it printed nothing"
+        raise InputError(f"--python {exe}: not a Python interpreter ({answer} to a Python probe)") from None
+    try:
         torch = Version(doc["torch"]) if doc["torch"] else None
         build = torch_build_of(torch, doc.get("version_py"), doc.get("requires") or [])
-    except (ValueError, KeyError, TypeError, InvalidVersion, InputError) as exc:
+    except (TypeError, KeyError, InvalidVersion, InputError) as exc:
         raise InputError(f"--python {exe}: unexpected probe answer ({exc})") from exc
     gpu = detected_gpu()
     return TorchTarget(

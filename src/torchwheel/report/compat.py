@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from torchwheel.analysis.torchcompat import InputCompat, SliceCompat
+from torchwheel.limits import listed
 from torchwheel.report.facts import SCHEMA_VERSION
 from torchwheel.report.textsafe import safe_lines
 from torchwheel.torchabi.cxxnames import demangle
@@ -14,6 +15,19 @@ from torchwheel.torchabi.torchlibs import TorchLibraries
 def _symbol(name: str) -> str:
     text = demangle(name)
     return name if text is None else f"{text}  [{name}]"
+
+
+def _listed_json(names: tuple[str, ...]) -> tuple[list[dict[str, str | None]], int]:
+    """The first names within ``max-listed`` with their demangled text, and how many more:
+    a file can lack a million symbols, and demangling each costs microseconds."""
+    kept, more = listed(names)
+    return [{"name": m, "demangled": demangle(m)} for m in kept], more
+
+
+def _listed_lines(prefix: str, names: tuple[str, ...], suffix: str = "") -> list[str]:
+    kept, more = listed(names)
+    lines = [f"{prefix}{_symbol(m)}{suffix}" for m in kept]
+    return lines + ([f"{prefix}... and {more:,} more, not listed (max-listed)"] if more else [])
 
 
 def _where(s: SliceCompat, multi: bool) -> str:
@@ -44,7 +58,7 @@ def compat_text(torch: TorchLibraries, results: list[InputCompat]) -> str:
                 lines.append(f"  {where}: cannot load: {s.problem}")
             elif s.missing:
                 lines.append(f"  {where}: does not load: {len(s.missing)} of {n} torch symbols missing")
-                lines += [f"    missing {_symbol(m)}" for m in s.missing]
+                lines += _listed_lines("    missing ", s.missing)
             elif s.missing_weak:
                 absent = f"{len(s.missing_weak)} weak import{'s' if len(s.missing_weak) != 1 else ''} absent"
                 lines.append(f"  {where}: loads ({n} torch symbols, {absent})")
@@ -55,7 +69,7 @@ def compat_text(torch: TorchLibraries, results: list[InputCompat]) -> str:
                     else f"  {where}: loads (no torch symbols)"
                 )
             if s.problem is None:
-                lines += [f"    absent  {_symbol(m)} (weak: used when present)" for m in s.missing_weak]
+                lines += _listed_lines("    absent  ", s.missing_weak, " (weak: used when present)")
             if s.unstable and s.problem is None:
                 lines.append(
                     f"    note: {s.unstable} of them are unstable libtorch C++: that a name resolves does not "
@@ -68,6 +82,24 @@ def compat_text(torch: TorchLibraries, results: list[InputCompat]) -> str:
 
 
 def compat_json(torch: TorchLibraries, results: list[InputCompat]) -> dict[str, Any]:
+    def file_json(s: SliceCompat) -> dict[str, Any]:
+        missing, missing_more = _listed_json(s.missing)
+        weak, weak_more = _listed_json(s.missing_weak)
+        return {
+            "member": s.member,
+            "format": s.format,
+            "arch": s.arch,
+            "loads": s.loads,
+            "torch_symbols": len(s.torch_imports),
+            "unstable_symbols": s.unstable,
+            "missing": missing,
+            "missing_omitted": missing_more,
+            "missing_weak": weak,
+            "missing_weak_omitted": weak_more,
+            "problem": s.problem,
+            "build_for_other_minor": s.other_minor,
+        }
+
     return {
         "schema_version": SCHEMA_VERSION,
         "torch": {
@@ -86,21 +118,7 @@ def compat_json(torch: TorchLibraries, results: list[InputCompat]) -> dict[str, 
                 "verdict": None
                 if r.verdict is None
                 else {"loads": r.verdict.loads, "reason": r.verdict.reason},
-                "files": [
-                    {
-                        "member": s.member,
-                        "format": s.format,
-                        "arch": s.arch,
-                        "loads": s.loads,
-                        "torch_symbols": len(s.torch_imports),
-                        "unstable_symbols": s.unstable,
-                        "missing": [{"name": m, "demangled": demangle(m)} for m in s.missing],
-                        "missing_weak": [{"name": m, "demangled": demangle(m)} for m in s.missing_weak],
-                        "problem": s.problem,
-                        "build_for_other_minor": s.other_minor,
-                    }
-                    for s in r.slices
-                ],
+                "files": [file_json(s) for s in r.slices],
             }
             for r in results
         ],

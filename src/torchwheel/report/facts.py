@@ -6,6 +6,7 @@ field changes meaning or disappears, not when one is added.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from torchwheel.analysis.member import BinaryAnalysis, DeclaredMarker, SliceAnalysis
@@ -17,6 +18,7 @@ from torchwheel.analysis.wheelfacts import (
     wheel_torch_abi,
 )
 from torchwheel.binary.gpucode import GpuCode
+from torchwheel.limits import listed
 from torchwheel.report.textsafe import safe_lines
 from torchwheel.torchabi.accelerators import AcceleratorNeeds, cubin_archs, ptx_cuda, ptx_images
 from torchwheel.torchabi.backend import describe_need
@@ -24,7 +26,15 @@ from torchwheel.torchabi.need import show_build, show_builds
 from torchwheel.torchabi.usage import TorchUsage
 
 SCHEMA_VERSION = 1
-_SAMPLE = 8  # unstable symbols shown per slice in text; JSON carries them all
+_SAMPLE = 8  # unstable symbols shown per slice in text; JSON carries what analysis listed
+_NAMED = 32  # names on one text line (the most a published wheel has: 11 pinning shims)
+
+
+def _names(names: Sequence[str], omitted: int = 0) -> str:
+    """Names for one line of text: the first ``_NAMED``, then how many more."""
+    shown = list(names[:_NAMED])
+    more = len(names) - len(shown) + omitted
+    return ", ".join(shown + ([f"... {more:,} more"] if more else []))
 
 
 def marker_json(declared: DeclaredMarker | None) -> dict[str, Any] | None:
@@ -46,17 +56,22 @@ def torch_json(torch: TorchUsage) -> dict[str, Any]:
         "min_version": torch.min_version.release if torch.min_version else None,
         "min_is_lower_bound": torch.min_is_lower_bound,
         "stable_symbols": list(torch.stable_symbols),
+        "stable_symbols_omitted": torch.stable_omitted,
         "pinning_symbols": list(torch.pinning_symbols),
         "unknown_symbols": list(torch.unknown_symbols),
+        "unknown_symbols_omitted": torch.unknown_omitted,
         "unstable_symbols": list(torch.unstable_symbols),
+        "unstable_symbols_omitted": torch.unstable_omitted,
         "weak_symbols": [{"name": n, "introduced": v.release if v else None} for n, v in torch.weak_symbols],
+        "weak_symbols_omitted": torch.weak_omitted,
     }
 
 
 def _weak_text(torch: TorchUsage) -> str:
     """Weak shims do not raise the floor: the library calls them only when torch has them."""
-    return ", ".join(
-        f"{n} ({v.minor_release if v else 'unknown'}, used when present)" for n, v in torch.weak_symbols
+    return _names(
+        [f"{n} ({v.minor_release if v else 'unknown'}, used when present)" for n, v in torch.weak_symbols],
+        torch.weak_omitted,
     )
 
 
@@ -64,21 +79,24 @@ def _symbol_lines(t: TorchUsage, width: int) -> list[str]:
     """The torch symbols a reader needs named: what sets the floor, what the table does not
     know, what is imported weakly (``width``: the label column of the block they join)."""
     rows = [
-        ("pinned by", ", ".join(t.pinning_symbols)),
-        ("unknown", ", ".join(t.unknown_symbols)),
+        ("pinned by", _names(t.pinning_symbols)),
+        ("unknown", _names(t.unknown_symbols, t.unknown_omitted)),
         ("weak", _weak_text(t)),
     ]
     return [f"    {label.ljust(width)}{text}" for label, text in rows if text]
 
 
 def python_json(p: PythonFacts) -> dict[str, Any]:
+    hooks, more_hooks = listed(p.hooks)  # every hook is judged (TW304); a million are not printed
     return {
-        "hooks": list(p.hooks),
+        "hooks": hooks,
+        "hooks_omitted": more_hooks,
         "verdict": p.verdict,
         "limited_symbols": p.limited_symbols,
         "limited_api_floor": p.limited_floor,
         "floor_symbols": list(p.floor_symbols),
         "non_limited_symbols": list(p.non_limited_symbols),
+        "non_limited_symbols_omitted": p.non_limited_omitted,
         "python_dll": p.python_dll,
     }
 
@@ -196,13 +214,15 @@ def gpu_text(g: GpuCode, span: bool = False) -> str:
 
 def slice_json(s: SliceAnalysis) -> dict[str, Any]:
     f = s.facts
+    companions, more_companions = listed(str(v) for v in f.companions)
     return {
         "arch": f.arch,
         "marker": marker_json(s.declared),
         "marker_problem": s.marker_problem,
         "raw_markers": list(s.raw_versions),
         "raw_markers_omitted": s.facts.raw_markers_omitted,
-        "companion_versions": [str(v) for v in f.companions],
+        "companion_versions": companions,
+        "companion_versions_omitted": more_companions,
         "torch": torch_json(s.torch),
         "python": python_json(s.python),
         "needed": list(f.needed),
@@ -247,25 +267,26 @@ def slice_text(s: SliceAnalysis) -> list[str]:
         + (f" and {s.facts.raw_markers_omitted:,} more records" if s.facts.raw_markers_omitted else ""),
     ]
     if f.companions:
-        lines.append(f"    companions   {', '.join(str(v) for v in f.companions)}")
+        shown = [str(v) for v in f.companions[:_NAMED]]
+        lines.append(f"    companions   {_names(shown, len(f.companions) - len(shown))}")
     floor = "-" if t.min_version is None else str(t.min_version)
     if t.min_is_lower_bound:
         floor = f">= {floor} (lower bound: unknown shims)"
     lines += [
-        f"    torch usage  {t.usage}; stable shims {len(t.stable_symbols)}; needs torch {floor}",
+        f"    torch usage  {t.usage}; stable shims {t.stable_count}; needs torch {floor}",
     ]
     lines += _symbol_lines(t, 13)
-    if t.unstable_symbols:
-        more = len(t.unstable_symbols) - _SAMPLE
+    if t.unstable_count:
+        more = t.unstable_count - min(_SAMPLE, len(t.unstable_symbols))
         sample = list(t.unstable_symbols[:_SAMPLE]) + ([f"... {more} more"] if more > 0 else [])
-        lines.append(f"    unstable     {len(t.unstable_symbols)} symbols:")
+        lines.append(f"    unstable     {t.unstable_count} symbols:")
         lines += [f"                 {name}" for name in sample]
     p = s.python
-    lines.append(f"    python       {p.verdict}; hooks {', '.join(p.hooks) or 'none'}")
+    lines.append(f"    python       {p.verdict}; hooks {_names(p.hooks) or 'none'}")
     if p.limited_floor:
         lines.append(f"    limited API  >= {p.limited_floor} ({', '.join(p.floor_symbols[:3])})")
     if p.non_limited_symbols:
-        lines.append(f"    non-limited  {', '.join(p.non_limited_symbols[:_SAMPLE])}")
+        lines.append(f"    non-limited  {', '.join(p.non_limited_symbols[:_SAMPLE])}")  # a sample, as always
     if p.python_dll:
         lines.append(f"    python DLL   {p.python_dll}")
     need, gpu = need_text(s.accelerators), gpu_text(s.accelerators.gpu)
@@ -294,7 +315,7 @@ def _record_text(w: WheelFacts) -> str:
         return "n/a"
     if not w.record_problems:
         return "ok (every hash verified)" if w.hashes_verified else "ok (sizes only: hashes skipped)"
-    return f"{len(w.record_problems)} problem(s)"
+    return f"{len(w.record_problems) + sum(w.record_problems_omitted.values())} problem(s)"
 
 
 def wheel_json(w: WheelFacts) -> dict[str, Any]:
@@ -315,6 +336,7 @@ def wheel_json(w: WheelFacts) -> dict[str, Any]:
             "problems": [
                 {"path": p.path, "problem": p.problem, "detail": p.detail} for p in w.record_problems
             ],
+            "problems_omitted": sum(w.record_problems_omitted.values()),
         },
         "torch_abi": {
             "kind": abi.kind,
@@ -423,12 +445,13 @@ def wheel_text(w: WheelFacts) -> str:
     for b in w.binaries:
         for s in b.analysis.slices:
             t = s.torch
-            if t.pinning_symbols or t.unknown_symbols or t.unstable_symbols or t.weak_symbols:
+            if t.pinning_symbols or t.unknown_count or t.unstable_count or t.weak_symbols or t.weak_omitted:
                 if not detailed:
                     lines += ["", "  torch symbols that set the minimum:"]
                     detailed = True
                 lines.append(f"  {b.member} [{s.facts.arch}]")
                 lines += _symbol_lines(t, 12)
-                if t.unstable_symbols:
-                    lines.append(f"    unstable    {len(t.unstable_symbols)}, e.g. {t.unstable_symbols[0]}")
+                if t.unstable_count:
+                    example = f", e.g. {t.unstable_symbols[0]}" if t.unstable_symbols else ""
+                    lines.append(f"    unstable    {t.unstable_count}{example}")
     return safe_lines(lines)  # input-derived text escaped (textsafe)

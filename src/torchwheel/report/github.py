@@ -3,7 +3,9 @@ per finding, escaped so that no text from a wheel can end the command or start a
 
 from __future__ import annotations
 
-from torchwheel.rules.registry import Finding
+from torchwheel.report.findings import more_text
+from torchwheel.rules.codes import BY_CODE
+from torchwheel.rules.registry import Findings
 
 
 def _escape(text: str, prop: bool = False) -> str:
@@ -12,10 +14,20 @@ def _escape(text: str, prop: bool = False) -> str:
     return text.replace(":", "%3A").replace(",", "%2C") if prop else text
 
 
-def check_github(findings: list[Finding]) -> str:
-    level = {"error": "error", "warning": "warning", "info": "notice"}
-    return "\n".join(
-        f"::{level[f.severity]} file={_escape(f.wheel, True)},title={_escape(f.code + ' ' + (f.member or ''), True)}"
-        f"::{_escape(f.message)}"
-        for f in findings
+_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def _command(severity: str, wheel: str, title: str, message: str) -> str:
+    return (
+        f"::{_LEVEL[severity]} file={_escape(wheel, True)},title={_escape(title, True)}::{_escape(message)}"
     )
+
+
+def check_github(findings: Findings) -> str:
+    """One annotation per finding kept, and one per (input, code) for those only counted."""
+    lines = [_command(f.severity, f.wheel, f.code + " " + (f.member or ""), f.message) for f in findings]
+    lines += [
+        _command(BY_CODE[code].severity, wheel, code, more_text(code, count))
+        for (wheel, code), count in findings.omitted.items()
+    ]
+    return "\n".join(lines)

@@ -11,10 +11,11 @@ from collections.abc import Iterable
 from torchwheel.analysis.releases import ReleaseView, releases
 from torchwheel.analysis.wheelfacts import WheelFacts, provides_libtorch
 from torchwheel.rules import accelerator, cpython, integrity, marker, release, requirements, torch
-from torchwheel.rules.registry import REGISTRY, Finding, Policy, Rule, sort_findings
+from torchwheel.rules.registry import REGISTRY, Findings, Policy, Rule, sort_findings
 
 __all__ = [
     "REGISTRY",
+    "Findings",
     "accelerator",
     "cpython",
     "integrity",
@@ -35,17 +36,19 @@ def _judges(r: Rule, facts: WheelFacts, torch_itself: bool) -> bool:
     return scope.torch_itself or not torch_itself
 
 
-def run(facts: WheelFacts, policy: Policy) -> list[Finding]:
-    found: list[Finding] = []
+def run(facts: WheelFacts, policy: Policy) -> Findings:
+    found = Findings()
     torch_itself = provides_libtorch(facts)
+    path = facts.contents.path
     for code in sorted(REGISTRY):
         r = REGISTRY[code]
         if _judges(r, facts, torch_itself) and policy.enabled(code):
-            found.extend(r.run(facts, policy, facts.contents.path))
-    return sort_findings(found)
+            found.add(*r.run(facts, policy, path), path, code)
+    found.kept = sort_findings(found.kept)
+    return found
 
 
-def run_all(wheels: Iterable[WheelFacts], policy: Policy) -> list[Finding]:
+def run_all(wheels: Iterable[WheelFacts], policy: Policy) -> Findings:
     """Each wheel's rules, then the release pass (TW6xx) over wheels of one name and version;
     a release finding joins its wheel's findings, so the order stays wheel by wheel."""
     wheels = list(wheels)
@@ -55,10 +58,16 @@ def run_all(wheels: Iterable[WheelFacts], policy: Policy) -> list[Finding]:
     for group in releases(wheels):
         for w in group:
             view = ReleaseView(w, group)
-            extra = [f for code in codes for f in REGISTRY[code].run(view, policy, w.contents.path)]
-            if extra:
-                per_wheel[at[id(w)]] = sort_findings([*per_wheel[at[id(w)]], *extra])
-    return [f for found in per_wheel for f in found]
+            found = per_wheel[at[id(w)]]
+            for code in codes:
+                found.add(*REGISTRY[code].run(view, policy, w.contents.path), w.contents.path, code)
+            found.kept = sort_findings(found.kept)
+    every = Findings()
+    for found in per_wheel:
+        every.kept += found.kept
+        for (wheel, code), more in found.omitted.items():
+            every.add([], more, wheel, code)  # one path given twice: its counts add up
+    return every
 
 
 def rewrite_blockers() -> Policy:

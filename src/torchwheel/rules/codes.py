@@ -83,9 +83,10 @@ CODES: tuple[Code, ...] = (
     Code("TW407", "metadata-invalid", _E, "METADATA or WHEEL is malformed", WHEEL, True),
     Code("TW408", "dist-info-mismatch", _E, "the .dist-info directory names another project than the file", WHEEL),
     Code("TW409", "metadata-mismatch", _E, "METADATA's Name or Version differs from the file name's", WHEEL, True),
-    Code("TW410", "torch-abi-invalid", _E, "WHEEL Torch-ABI is not a value tag writes, or its lines disagree", WHEEL, True),
+    Code("TW410", "torch-abi-invalid", _E, "WHEEL Torch-ABI is not a value tag writes, or its lines disagree", WHEEL),
     Code("TW411", "member-name-uninstallable", _E, "a member's path cannot be installed as named", WHEEL, True),
     Code("TW412", "facts-file-invalid", _W, "the torchwheel.json facts file cannot be read or disagrees with WHEEL", WHEEL),
+    Code("TW413", "local-version", _W, "a local version label (1.0+torch2.12): public registries refuse the upload", WHEEL),
     # TW5xx: the torch requirement (rules/requirements.py)
     Code("TW501", "torch-requirement-missing", _W, "the wheel uses torch but does not require it", CONSUMER_WHEEL),
     Code("TW502", "torch-pinned-too-tight", _W, "a stable-ABI wheel pins torch tighter than its ABI needs", CONSUMER_WHEEL),

@@ -16,6 +16,8 @@ from torchwheel.analysis.pythonabi import parse_suffix
 from torchwheel.analysis.wheelfacts import MemberBinary, WheelFacts, iter_slices
 from torchwheel.rules.registry import Hit, Policy, rule
 
+_NAMED = 10  # hooks a message spells out; the rest are counted
+
 
 def _tags(w: WheelFacts) -> frozenset[Tag]:
     return w.contents.filename_tags or w.contents.wheel_tags
@@ -147,13 +149,16 @@ def hook_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             continue
         wanted = {f"PyInit_{suffix.module}", f"PyModExport_{suffix.module}"}
         for s in b.analysis.slices:
-            if not wanted & set(s.facts.hooks):
-                found = ", ".join(s.facts.hooks) or "none"
+            hooks = s.python.hooks
+            if not wanted & set(hooks):
+                found = ", ".join(hooks[:_NAMED]) + (
+                    f" and {len(hooks) - _NAMED:,} more" if len(hooks) > _NAMED else ""
+                )
                 yield (
                     b.member,
                     (
                         f"[{s.facts.arch}] named as module {suffix.module!r} but exports no PyInit_{suffix.module} "
-                        f"(hooks: {found}): import would fail; rename the file or the module"
+                        f"(hooks: {found or 'none'}): import would fail; rename the file or the module"
                     ),
                 )
 

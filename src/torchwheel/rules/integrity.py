@@ -14,7 +14,7 @@ from torchwheel import safejson
 from torchwheel.analysis.platforms import expected
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError
-from torchwheel.rules.registry import REGISTRY, Finding, Hit, Policy, rule
+from torchwheel.rules.registry import REGISTRY, Finding, Hit, Omitted, Policy, rule
 from torchwheel.wheel.contents import WheelContents
 from torchwheel.wheel.metadata import (
     SIDE_FILE,
@@ -38,6 +38,13 @@ _RECORD_KINDS = {
 }
 
 
+def _omitted(w: WheelFacts, code: str) -> Iterator[Omitted]:
+    """The problems of this code that were counted, not kept (``verify_record``)."""
+    more = sum(n for kind, n in w.record_problems_omitted.items() if _RECORD_KINDS.get(kind) == code)
+    if more:
+        yield Omitted(more)
+
+
 @rule("TW401")
 def record_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for p in w.record_problems:
@@ -49,7 +56,8 @@ def record_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW402")
-def record_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def record_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit | Omitted]:
+    yield from _omitted(w, "TW402")
     for p in w.record_problems:
         if _RECORD_KINDS.get(p.problem) == "TW402":
             yield (
@@ -60,7 +68,8 @@ def record_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW403")
-def record_incomplete(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def record_incomplete(w: WheelFacts, policy: Policy) -> Iterator[Hit | Omitted]:
+    yield from _omitted(w, "TW403")
     for p in w.record_problems:
         if _RECORD_KINDS.get(p.problem) == "TW403":
             fix = (
@@ -252,6 +261,26 @@ def facts_file_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         )
 
 
+@rule("TW413")
+def local_version(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """A warning, not an error: the wheel is valid and installs from any index but a public
+    registry's (PyPI refuses local versions at upload, and twine check does not say so), and
+    the per-target route puts local labels on purpose into a project's own index."""
+    c = w.contents
+    if c.installed:
+        return  # already installed: no upload in sight
+    version = _version(w.metadata.version or c.filename_version or "")
+    if isinstance(version, Version) and version.local:
+        yield (
+            "",
+            (
+                f"version {version} has a local label (+{version.local}): PyPI refuses local versions at "
+                "upload; serve it from your own index (`torchwheel index`), or publish one build per "
+                "platform without the label (`tag --build-tag N` tells rebuilds apart)"
+            ),
+        )
+
+
 def integrity_errors(
     contents: WheelContents,
     member_size: Callable[[str], int],
@@ -266,7 +295,7 @@ def integrity_errors(
     hash, size) of every member, for a caller that read them all (``index``)."""
     sizes = hashes or {m: (None, member_size(m)) for m in contents.members}
     facts = WheelFacts(contents, parse_metadata(contents.metadata_text), kind="wheel")
-    facts.record_problems = verify_record(
+    record = verify_record(
         contents.record,
         contents.dist_info,
         contents.members,
@@ -274,11 +303,12 @@ def integrity_errors(
         sizes,
         contents.installed,
     )
+    facts.record_problems, facts.record_problems_omitted = record.kept, dict(record.omitted)
     facts.hashes_verified = hashes is not None
     policy = Policy()
     return [
         f
         for code, r in sorted(REGISTRY.items())
         if code.startswith("TW4") and r.severity == "error"
-        for f in r.run(facts, policy, contents.path)
+        for f in r.run(facts, policy, contents.path)[0]
     ]

@@ -6,10 +6,13 @@ A rule is a pure function from facts to findings, registered under its code in
 
 from __future__ import annotations
 
+import heapq
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from torchwheel import limits
 from torchwheel.rules.codes import BY_CODE, Code, Severity
 
 SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
@@ -47,7 +50,53 @@ class Policy:
 
 
 Hit = tuple[str, str]  # (member, message): a rule says where and what; the runner adds the rest
-Check = Callable[[Any, Policy], Iterable[Hit]]
+
+
+@dataclass(frozen=True)
+class Omitted:
+    """What a check yields for hits its facts only counted (RECORD problems past
+    ``max-listed``): so many more findings than it names."""
+
+    count: int
+
+
+Check = Callable[[Any, Policy], Iterable[Hit | Omitted]]
+
+
+def _order(f: Finding) -> tuple[str, str, int, str, str]:
+    return (f.wheel, f.member, SEVERITY_ORDER[f.severity], f.code, f.message)
+
+
+@dataclass
+class Findings:
+    """The findings in report order, at most ``max-listed`` per (input, code), and how many
+    more each (input, code) had.
+
+    A rule may fire once per member of a 100,000-member wheel or per row of a 400,000-row
+    RECORD. Kept whole, that was 500 MB of findings and JSON for a 504 KB wheel; the reports
+    name what is kept and say how many more there were, and the summary counts them all.
+    """
+
+    kept: list[Finding] = field(default_factory=list)
+    omitted: dict[tuple[str, str], int] = field(default_factory=dict)  # (input, code) -> count
+
+    def __iter__(self) -> Iterator[Finding]:
+        return iter(self.kept)
+
+    def __bool__(self) -> bool:
+        return bool(self.kept or self.omitted)
+
+    def severities(self) -> Counter[str]:
+        """Every finding's severity, the omitted ones included."""
+        counts: Counter[str] = Counter(f.severity for f in self.kept)
+        for (_, code), n in self.omitted.items():
+            counts[BY_CODE[code].severity] += n
+        return counts
+
+    def add(self, kept: list[Finding], more: int, wheel: str, code: str) -> None:
+        self.kept.extend(kept)
+        if more:
+            self.omitted[(wheel, code)] = self.omitted.get((wheel, code), 0) + more
 
 
 @dataclass(frozen=True)
@@ -56,9 +105,23 @@ class Rule(Code):
 
     check: Check = field(compare=False, kw_only=True)
 
-    def run(self, facts: Any, policy: Policy, wheel: str) -> Iterator[Finding]:
-        for member, message in self.check(facts, policy):
-            yield Finding(self.code, self.severity, wheel, member, message)
+    def run(self, facts: Any, policy: Policy, wheel: str) -> tuple[list[Finding], int]:
+        """This rule's findings on one input: the first ``max-listed`` in report order (a heap
+        of that size, whatever the check yields), and how many more there were."""
+        more = 0
+
+        def found() -> Iterator[Finding]:
+            nonlocal more
+            for hit in self.check(facts, policy):
+                if isinstance(hit, Omitted):
+                    more += hit.count
+                    continue
+                more += 1
+                yield Finding(self.code, self.severity, wheel, *hit)
+
+        keep = max(1, limits.current().max_listed.value)  # each code present names one finding
+        kept = heapq.nsmallest(keep, found(), key=_order)
+        return kept, more - len(kept)
 
 
 REGISTRY: dict[str, Rule] = {}
@@ -78,4 +141,4 @@ def rule(code: str) -> Callable[[Check], Check]:
 
 
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
-    return sorted(findings, key=lambda f: (f.wheel, f.member, SEVERITY_ORDER[f.severity], f.code, f.message))
+    return sorted(findings, key=_order)

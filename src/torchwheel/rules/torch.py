@@ -8,6 +8,15 @@ from fnmatch import fnmatch
 from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices, wheel_torch_abi
 from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.torchabi.need import show_build
+from torchwheel.torchabi.usage import TorchUsage
+
+_NAMED = 10  # symbol names a message spells out; the rest are counted
+
+
+def _unknown_text(t: TorchUsage) -> str:
+    shown = t.unknown_symbols[:_NAMED]
+    more = t.unknown_count - len(shown)
+    return " and ".join(x for x in (", ".join(shown), f"{more:,} more" if more else "") if x)
 
 
 def _allowlisted(member: str, policy: Policy) -> bool:
@@ -28,7 +37,7 @@ def target_too_old(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             yield (
                 member,
                 (
-                    f"[{arch}] declares torch {d.record.version} but imports {newer or ', '.join(t.unknown_symbols)}: "
+                    f"[{arch}] declares torch {d.record.version} but imports {newer or _unknown_text(t)}: "
                     f"on torch {d.record.version.minor_release} the import fails with 'undefined symbol'; "
                     f"set TORCH_TARGET_VERSION to {t.min_version.minor_release} or stop using them"
                 ),
@@ -38,12 +47,12 @@ def target_too_old(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 @rule("TW202")
 def unstable_in_stable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
-        if s.declared is not None and s.torch.unstable_symbols:
+        if s.declared is not None and s.torch.unstable_count:
             sample = "; ".join(s.torch.unstable_symbols[:3])
             yield (
                 member,
                 (
-                    f"[{arch}] declares the stable ABI but imports {len(s.torch.unstable_symbols)} unstable "
+                    f"[{arch}] declares the stable ABI but imports {s.torch.unstable_count} unstable "
                     f"libtorch symbols ({sample}): port them to torch::stable or the C shim"
                 ),
             )
@@ -52,11 +61,11 @@ def unstable_in_stable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 @rule("TW203")
 def unknown_shims(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
-        if s.torch.unknown_symbols:
+        if s.torch.unknown_count:
             yield (
                 member,
                 (
-                    f"[{arch}] shim symbols unknown to torchwheel's table ({', '.join(s.torch.unknown_symbols)}); "
+                    f"[{arch}] shim symbols unknown to torchwheel's table ({_unknown_text(s.torch)}); "
                     "the minimum torch is a lower bound: run `torchwheel symbols update -o shims.json <newer torch wheel>` "
                     "and check with `--symbols shims.json`"
                 ),
@@ -77,7 +86,7 @@ def unstable_library(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             yield (
                 member,
                 (
-                    f"[{arch}] uses {len(s.torch.unstable_symbols)} unstable libtorch symbols, so {loads}: "
+                    f"[{arch}] uses {s.torch.unstable_count} unstable libtorch symbols, so {loads}: "
                     "port to the stable ABI, or allowlist it in [tool.torchwheel] unstable-allowlist"
                 ),
             )

@@ -53,7 +53,10 @@ def naming(
         if str(new_version) != version:
             version = str(new_version)
             metadata = _set_version(metadata, version)
-            notes.append(f"version {version} (local label; file name and METADATA)")
+            notes.append(
+                f"version {version} (local label; file name and METADATA): PyPI refuses local versions, "
+                "serve this wheel from your own index (docs/authors.md)"
+            )
     if opts.build_tag is not None:
         if not _BUILD_TAG.match(opts.build_tag):
             raise InputError(f"--build-tag {opts.build_tag!r}: must start with a digit and contain no '-'")

@@ -17,11 +17,12 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from torchwheel import __version__
+from torchwheel import __version__, limits
 from torchwheel.analysis.wheelfacts import (
     TorchABI,
     WheelFacts,
@@ -34,6 +35,7 @@ from torchwheel.analysis.wheelfacts import (
 from torchwheel.errors import InputError
 from torchwheel.report.facts import binary_json
 from torchwheel.tagging import naming
+from torchwheel.tagging.contradictions import check_build_torch, check_local_label
 from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.requirement import apply_requirements, metadata_text
 from torchwheel.torchabi.accelerators import code_names
@@ -151,14 +153,84 @@ def wheel_file_text(original: str, tags: list[Tag], fields: list[tuple[str, str]
 # -- the plan --------------------------------------------------------------------------------
 
 
-def side_file(w: WheelFacts, abi: TorchABI) -> bytes:
+# the name lists of a library entry (each a list, with its count of names not listed beside it)
+_NAME_LISTS = (
+    ("torch", "stable_symbols"),
+    ("torch", "unknown_symbols"),
+    ("torch", "unstable_symbols"),
+    ("torch", "weak_symbols"),
+    ("python", "hooks"),
+    ("python", "non_limited_symbols"),
+)
+
+
+def _estimate(value: Any) -> int:
+    """About the bytes ``value`` takes in the side file, without writing it (a hostile wheel's
+    entries may be gigabytes as text): the gate before the exact measure."""
+    if isinstance(value, dict):
+        return 4 + sum(_estimate(k) + _estimate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return 4 + sum(_estimate(v) for v in value)
+    return 24 + len(str(value))  # indentation, quotes, comma, newline
+
+
+def _item_size(entry: dict[str, Any]) -> int:
+    """The exact bytes ``entry`` takes as an item of ``libraries``: its own text, four more
+    spaces on each line (two levels deeper), and the comma and newline after it."""
+    text = json.dumps(entry, indent=2, sort_keys=True)
+    return len(text) + 4 * (text.count("\n") + 1) + 2
+
+
+def _names_counted(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry with its symbol name lists empty, each name counted in its ``*_omitted``."""
+    slices = []
+    for s in entry["slices"]:
+        s = {**s, "torch": dict(s["torch"]), "python": dict(s["python"])}
+        for part, key in _NAME_LISTS:
+            s[part][f"{key}_omitted"] += len(s[part][key])
+            s[part][key] = []
+        s["companion_versions_omitted"] += len(s["companion_versions"])
+        s["companion_versions"] = []
+        slices.append(s)
+    return {**entry, "slices": slices}
+
+
+def _side_text(libraries: list[dict[str, Any]], omitted: int, abi: TorchABI) -> bytes:
     doc = {
         "schema_version": SIDE_SCHEMA,
         "generator": f"torchwheel {__version__}",
         "torch_abi": str(abi),
-        "libraries": [{"member": b.member, **binary_json(b.analysis)} for b in w.binaries],
+        "libraries": libraries,
+        "libraries_omitted": omitted,
     }
     return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
+
+
+def side_file(w: WheelFacts, abi: TorchABI) -> bytes:
+    """The facts side file, within half of ``max-metadata-bytes`` whatever the wheel holds.
+
+    Every command reads it back through that limit (and the JSON reader bounds its values
+    too), so ``tag`` must never write more: 215,000 unknown shims once made it 19 MB and a
+    wheel ``check`` refused. The lists are already samples (``limits.Listing``); past the
+    budget their names are only counted, and past that the libraries themselves.
+    """
+    budget = limits.current().max_metadata_bytes.value // 2
+    entries = [{"member": b.member, **binary_json(b.analysis)} for b in w.binaries]
+    for shrink in (False, True):
+        if shrink:
+            entries = [_names_counted(e) for e in entries]
+        if _estimate(entries) <= budget:
+            data = _side_text(entries, 0, abi)
+            if len(data) <= budget:
+                return data
+    kept: list[dict[str, Any]] = []
+    used = len(_side_text([], len(entries), abi)) + 2  # "[]" opens to "[\n" ... "\n  ]"
+    for entry in entries:
+        used += _item_size(entry)
+        if used > budget:
+            break
+        kept.append(entry)
+    return _side_text(kept, len(entries) - len(kept), abi)
 
 
 def plan(w: WheelFacts, opts: TagOptions) -> Plan:
@@ -185,6 +257,7 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     ]
     wheel_name = f"{c.dist_info}/WHEEL"
     meta_name = f"{c.dist_info}/METADATA"
+    check_build_torch(abi, w.metadata.torch_requirements, opts)
     if provides_libtorch(w):  # torch itself: it cannot require torch
         new_meta, meta_notes = c.metadata_text, ["torch itself: Requires-Dist left as it is"]
     else:
@@ -194,6 +267,7 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     fields = torch_abi_fields(abi, wheel_build_classes(w), code_names(wheel_accelerators(w).gpu))
     new_wheel = wheel_file_text(c.wheel_text, ordered, fields)
     filename, new_meta, new_wheel, name_notes = naming.naming(filename, new_meta, new_wheel, opts)
+    check_local_label(abi, parse_metadata(new_meta).torch_requirements, filename.split("-")[1], opts)
     changes += name_notes
     members = {
         wheel_name: new_wheel.encode(),

@@ -62,13 +62,29 @@ _MSVC_PLAIN = re.compile(r"\?(?:\?(?:__?)?[0-9A-Z]|([A-Za-z_$][\w$]*)@)((?:[A-Za
 # ?name@?<n>?<encoding of the enclosing function>: a local static or its guard.
 _MSVC_LOCAL = re.compile(r"\?\$?[A-Za-z_][\w$]*@\?\d+\?(\?.+)")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+# Longer names are classified by their prefix only and shown mangled: no compiler writes one
+# (torch_python.dll's longest is 5,059 characters), and demangling three 16 MB names took
+# 670 MB. Names past _CACHED are demangled each time they are asked: the cache holds texts.
+_DEMANGLED_MAX = 64 << 10
+_CACHED = 1024
+
+
+def demangle(name: str) -> str | None:
+    """The demangled spelling, or None for a name that is not C++-mangled (or too long to be).
+
+    Asked only for names that are shown: pydemumble 0.1 never frees the buffer LLVM's
+    demangler returns (``pydemumble.cpp`` copies it into a string and drops the pointer), about
+    1 KB a name, so demangling each of 750,000 imports cost 900 MB. GNU's ``__cxa_demangle``
+    frees cleanly but spells a fifth of torch's names differently (return types of template
+    functions, guard variables), so the text would change under every user.
+    """
+    if not name.startswith(("_Z", "?", "__Z")) or len(name) > _DEMANGLED_MAX:
+        return None
+    return _demangle(name) if len(name) <= _CACHED else _demangle.__wrapped__(name)
 
 
 @lru_cache(maxsize=65536)
-def demangle(name: str) -> str | None:
-    """The demangled spelling, or None for a name that is not C++-mangled."""
-    if not name.startswith(("_Z", "?", "__Z")):
-        return None
+def _demangle(name: str) -> str | None:
     text = pydemumble.demangle(name)
     return text if text and text != name else None
 
@@ -84,12 +100,12 @@ def _key(outer: str, inner: str | None) -> str:
 
 def _source_name(s: str, i: int) -> tuple[str, int] | None:
     m = _DIGITS.match(s, i)
-    if m is None:
+    if m is None or m.end() - i > 9:  # no name that long fits (and int() refuses 4,301 digits)
         return None
     end = m.end() + int(m.group())
-    ident = s[m.end() : end]
-    if len(ident) != int(m.group()):
+    if end > len(s):
         return None
+    ident = s[m.end() : end]
     return ("(anonymous namespace)" if ident.startswith(_ANONYMOUS) else ident), end
 
 
@@ -233,7 +249,9 @@ def scope_key(symbol: str) -> str | None:
         key = _msvc_prefix(name)
     else:
         return None
-    return key if key is not None else _library_key(name)
+    if key is None and len(name) <= _DEMANGLED_MAX:
+        key = _library_key(name)  # pure Python, costs grow with the name: only for real lengths
+    return key
 
 
 def is_unstable_key(key: str) -> bool:
@@ -242,9 +260,29 @@ def is_unstable_key(key: str) -> bool:
     return key in UNSTABLE_SCOPES or key.lstrip(":").startswith(_TORCH_GLOBAL_PREFIXES)
 
 
+# The shape of nearly every libtorch import, matched in C: a nested Itanium name (CV-qualifiers
+# allowed) whose first component is one of libtorch's namespaces, torch:: outside its
+# header-only parts. The length prefix makes each alternative exact ("2at" is "at", never
+# "atx"); every other shape goes the general way. compat asks this of each import three times,
+# and the general way costs 3 us a name: 750,000 unstable imports took 47 s.
+_UNSTABLE_NESTED = re.compile(
+    r"_?_ZN[rVKRO]*(?:"
+    + "|".join(f"{len(s)}{re.escape(s)}" for s in sorted(UNSTABLE_SCOPES - {"torch"}))
+    + "|5torch(?!"
+    + "|".join(f"{len(s) - 7}{s[7:]}" for s in sorted(STABLE_SCOPES))
+    + "))"
+)
+
+
+def is_unstable(symbol: str) -> bool:
+    """Whether ``symbol`` is unstable libtorch C++, from its scope alone: no text is made, so
+    this is what a question about every import asks (see ``demangle`` on the text's cost)."""
+    if _UNSTABLE_NESTED.match(symbol):
+        return True
+    key = scope_key(symbol)
+    return key is not None and is_unstable_key(key)
+
+
 def unstable_name(symbol: str) -> str | None:
     """The demangled name when ``symbol`` is unstable libtorch C++, else None."""
-    key = scope_key(symbol)
-    if key is None or not is_unstable_key(key):
-        return None
-    return demangle(symbol) or symbol
+    return (demangle(symbol) or symbol) if is_unstable(symbol) else None

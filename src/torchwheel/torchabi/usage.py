@@ -11,12 +11,14 @@ torch the binary can load on. Everything else from libtorch's C++ namespaces
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from torchwheel import limits
 from torchwheel.binary.facts import SliceFacts
-from torchwheel.torchabi.cxxnames import unstable_name
+from torchwheel.limits import Listing, listed
+from torchwheel.torchabi.cxxnames import demangle, is_unstable
 from torchwheel.torchabi.symtable import BASELINE, SymbolTable
 from torchwheel.version import FeatureVersion
 
@@ -27,7 +29,12 @@ _SHIM_PREFIXES = ("aoti_torch_", "torch_")
 
 @dataclass(frozen=True)
 class TorchUsage:
-    """The torch facts of one slice, ready for the rules and for JSON."""
+    """The torch facts of one slice, ready for the rules and for JSON.
+
+    The verdict (``usage``, ``min_version``, ``min_is_lower_bound``) is decided over every
+    import; the name lists are only shown, so each keeps what ``limits.Listing`` allows and
+    counts the rest (``*_omitted``): an ELF can import a million distinct shim names.
+    """
 
     usage: Usage
     stable_symbols: tuple[str, ...]
@@ -40,6 +47,23 @@ class TorchUsage:
     # Weak shim imports -> release (None: unknown to the table). The library calls them only
     # when present, so they are in none of the fields above and set no floor.
     weak_symbols: tuple[tuple[str, FeatureVersion | None], ...] = ()
+    # names past max-listed / max-listed-bytes, counted and not listed above
+    stable_omitted: int = 0
+    unknown_omitted: int = 0
+    unstable_omitted: int = 0
+    weak_omitted: int = 0
+
+    @property
+    def stable_count(self) -> int:
+        return len(self.stable_symbols) + self.stable_omitted
+
+    @property
+    def unknown_count(self) -> int:
+        return len(self.unknown_symbols) + self.unknown_omitted
+
+    @property
+    def unstable_count(self) -> int:
+        return len(self.unstable_symbols) + self.unstable_omitted
 
     def newer_than(self, version: FeatureVersion) -> list[tuple[str, FeatureVersion]]:
         """The imported shims a torch of ``version`` does not have yet."""
@@ -55,51 +79,79 @@ def analyze(slice_: SliceFacts, table: SymbolTable) -> TorchUsage:
     return analyze_imports((imp.name for imp in slice_.imports), table, weak)
 
 
+def _distinct(names: Iterable[str]) -> Iterator[str]:
+    """Sorted, each once: a sorted list of references costs 8 bytes a name, a set about 40."""
+    previous = None
+    for name in sorted(names):
+        if name != previous:
+            yield name
+        previous = name
+
+
+def _unstable_listing(mangled: list[str]) -> tuple[list[str], int]:
+    """The unstable names shown: each demangled once, sorted by that text, within
+    ``limits.Listing``; and how many more there were.
+
+    Only the first ``max-listed`` names (in mangled order) are demangled: the text costs memory
+    that is never given back (``cxxnames.demangle``). Up to that many, which is every library
+    published (torch_python.dll has 6,047), the list and its count are those of every import.
+    """
+    keep = limits.current().max_listed.value
+    texts = _distinct(demangle(name) or name for name in mangled[:keep])
+    kept, more = listed(texts)
+    return kept, more + max(0, len(mangled) - keep)
+
+
 def analyze_imports(names: Iterable[str], table: SymbolTable, weak: Iterable[str] = ()) -> TorchUsage:
     """``weak``: the names of ``names`` imported weakly only (a strong import of the same name wins).
 
     A weak unstable C++ import still counts as unstable: weakness only lets the library load
     without it; where torch has it, the library calls it with the layouts of its build torch.
     """
-    names = set(names)
-    strong = names - set(weak)
-    stable: list[str] = []
-    unknown: list[str] = []
-    unstable: list[str] = []
-    introduced: dict[str, FeatureVersion] = {}
-    weak_shims: dict[str, FeatureVersion | None] = {}
-    for name in sorted(names):
+    weak_names = set(weak)
+    stable: Listing[str] = Listing()
+    unknown: Listing[str] = Listing()
+    weak_shims: Listing[tuple[str, FeatureVersion | None]] = Listing(lambda item: item[0])
+    introduced: dict[str, FeatureVersion] = {}  # names of the table: bounded by it
+    unstable: list[str] = []  # mangled, in name order: references, demangled only when listed
+    any_unknown = False
+    for name in _distinct(names):
         if is_shim_name(name) or name in table.symbols:
             try:
                 gated = table.introduced(name)
                 version: FeatureVersion | None = gated if gated is not None else BASELINE
             except KeyError:
                 version = None  # unknown to the table
-            if name not in strong:
-                weak_shims[name] = version
+            if name in weak_names:
+                weak_shims.add((name, version))
                 continue
-            stable.append(name)
+            stable.add(name)
             if version is None:
-                unknown.append(name)
+                unknown.add(name)
+                any_unknown = True
             else:
                 introduced[name] = version
-        else:
-            text = unstable_name(name)
-            if text is not None:
-                unstable.append(text)
+        elif is_unstable(name):
+            unstable.append(name)
     min_version = max(introduced.values(), default=None)
-    if min_version is None and unknown:
+    if min_version is None and any_unknown:
         min_version = BASELINE
     pinning = tuple(n for n, v in introduced.items() if v == min_version and min_version != BASELINE)
-    usage: Usage = "unstable" if unstable else "stable" if stable or weak_shims else "none"
+    has_stable = bool(stable.kept or stable.more or weak_shims.kept or weak_shims.more)
+    usage: Usage = "unstable" if unstable else "stable" if has_stable else "none"
+    unstable_kept, unstable_more = _unstable_listing(unstable)
     return TorchUsage(
         usage=usage,
-        stable_symbols=tuple(stable),
+        stable_symbols=tuple(stable.kept),
         min_version=min_version,
-        min_is_lower_bound=bool(unknown),
+        min_is_lower_bound=any_unknown,
         pinning_symbols=pinning,
-        unknown_symbols=tuple(unknown),
-        unstable_symbols=tuple(sorted(set(unstable))),
+        unknown_symbols=tuple(unknown.kept),
+        unstable_symbols=tuple(unstable_kept),
         introduced=tuple(sorted(introduced.items())),
-        weak_symbols=tuple(sorted(weak_shims.items())),
+        weak_symbols=tuple(weak_shims.kept),
+        stable_omitted=stable.more,
+        unknown_omitted=unknown.more,
+        unstable_omitted=unstable_more,
+        weak_omitted=weak_shims.more,
     )

@@ -55,9 +55,11 @@ class WheelArchive:
 
     is_wheel_file = True
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, filename: str | None = None) -> None:
+        """``filename``: the wheel's name when ``path`` is not named for it (the temporary
+        file ``tag`` reads back before renaming it)."""
         self.path = path
-        parsed = parse_filename(path.name)  # wheel-variant names (draft standards) included
+        parsed = parse_filename(filename or path.name)  # wheel-variant names (draft standards) included
         # one descriptor for everything: the zip index, every member read, and later the
         # copy `tag` makes (writer): a file replaced meanwhile is never half read
         try:

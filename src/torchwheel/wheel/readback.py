@@ -1,12 +1,14 @@
 """Proof that a wheel ``tag`` wrote is the one it meant to write, before it replaces anything.
 
-Three independent views of the finished temp file: our own (RECORD complete and right,
+Four independent views of the finished temp file: our own (RECORD complete and right,
 the rewritten members byte-identical to the plan), the bytes themselves (every copied
 member inflates to the CRC and size the *analysed* central directory recorded: a file
-changed under us since the analysis cannot slip through as a raw copy), and an
-installer's (``installer.sources.WheelFile``: the ``.dist-info`` matches the file name,
-RECORD names every member). Installer's own content validation would hash every byte a
-second time; the CRC pass gives the same guarantee for copied members at inflate cost.
+changed under us since the analysis cannot slip through as a raw copy), an installer's
+(``installer.sources.WheelFile``: the ``.dist-info`` matches the file name, RECORD names
+every member), and torchwheel's own reader (``WheelArchive``, with every limit in force:
+what ``tag`` writes, every command must read back). Installer's own content validation
+would hash every byte a second time; the CRC pass gives the same guarantee for copied
+members at inflate cost.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from installer.exceptions import InstallerError
 from installer.sources import WheelFile
 
 from torchwheel.errors import InputError
+from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.inflate import INFLATE_ERROR
 from torchwheel.wheel.inflate import inflate_lib as _zlib
 from torchwheel.wheel.record import parse_record, record_hash
@@ -59,6 +62,21 @@ def verify_written(
     except (zipfile.BadZipFile, StopIteration, KeyError, ValueError, InstallerError, INFLATE_ERROR) as exc:
         raise InputError(
             f"{target_name}: the written wheel does not verify ({exc}): nothing replaced"
+        ) from exc
+    _reads_back(path, target_name)
+
+
+def _reads_back(path: Path, target: str) -> None:
+    """Every command opens a wheel through ``WheelArchive``: its limits (metadata and side
+    file within ``max-metadata-bytes``, RECORD within its own) must hold for our output too.
+    A 39 MB side file once made a wheel that ``check`` refused; ``side_file`` now stays far
+    inside, and this is the proof rather than the hope."""
+    try:
+        with WheelArchive(path, filename=target):
+            pass
+    except InputError as exc:
+        raise InputError(
+            f"{target}: torchwheel would not read the written wheel back ({exc}): nothing replaced"
         ) from exc
 
 

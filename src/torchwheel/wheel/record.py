@@ -11,8 +11,9 @@ from __future__ import annotations
 import base64
 import csv
 import hashlib
+from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from installer.records import InvalidRecordEntry, parse_record_file
 
@@ -53,6 +54,24 @@ class RecordProblem:
     detail: str
 
 
+@dataclass
+class RecordProblems:
+    """The problems found, up to ``max-listed`` of each kind in full, and how many more of each
+    kind there were: 200,000 RECORD rows naming absent files (a 504 KB wheel) are counted, not
+    held as 200,000 objects and findings."""
+
+    kept: list[RecordProblem] = field(default_factory=list)
+    omitted: Counter[str] = field(default_factory=Counter)
+    _per_kind: Counter[str] = field(default_factory=Counter, repr=False)
+
+    def add(self, problem: RecordProblem) -> None:
+        if self._per_kind[problem.problem] < max(1, limits.current().max_listed.value):  # one of each named
+            self._per_kind[problem.problem] += 1
+            self.kept.append(problem)
+        else:
+            self.omitted[problem.problem] += 1
+
+
 def parse_record(text: str) -> dict[str, RecordEntry]:
     """installer's CSV reading (three fields, Windows separators made ``/``); the hash stays
     a string because an unknown algorithm is a finding (TW403), not unreadable input."""
@@ -85,7 +104,7 @@ def verify_record(
     listing_problems: list[RecordProblem],
     hashes: dict[str, tuple[str | None, int]],
     installed: bool,
-) -> list[RecordProblem]:
+) -> RecordProblems:
     """Compare RECORD with the members' real hashes and sizes.
 
     ``hashes``: member -> (sha256 RECORD hash, or None when the caller chose not to hash
@@ -97,9 +116,12 @@ def verify_record(
     for RECORD), any hashlib algorithm is allowed, and a cached ``.pyc`` that is gone is
     no loss. A hash that is given must still match.
     """
+    found = RecordProblems()
     if record is None:
-        return [RecordProblem(f"{dist_info}/RECORD", "missing-record", "the wheel has no RECORD")]
-    problems = list(listing_problems)
+        found.add(RecordProblem(f"{dist_info}/RECORD", "missing-record", "the wheel has no RECORD"))
+        return found
+    for p in listing_problems:
+        found.add(p)
     record_name = f"{dist_info}/RECORD"
     unsigned = {record_name, f"{record_name}.jws", f"{record_name}.p7s"}
     for member in members:
@@ -107,27 +129,23 @@ def verify_record(
             continue
         entry = record.get(member)
         if entry is None:
-            problems.append(RecordProblem(member, "missing-from-record", "not listed in RECORD"))
+            found.add(RecordProblem(member, "missing-from-record", "not listed in RECORD"))
             continue
         actual_hash, actual_size = hashes[member]
         algorithm = entry.hash.split("=", 1)[0] if entry.hash else None
         if entry.hash is None:
             if not installed:
-                problems.append(RecordProblem(member, "no-hash", "RECORD lists it without a hash"))
+                found.add(RecordProblem(member, "no-hash", "RECORD lists it without a hash"))
         elif algorithm not in ("sha256", "sha384", "sha512") and not installed:
-            problems.append(RecordProblem(member, "weak-hash", f"RECORD uses {algorithm}"))
+            found.add(RecordProblem(member, "weak-hash", f"RECORD uses {algorithm}"))
         elif algorithm == "sha256" and actual_hash is not None and entry.hash != actual_hash:
-            problems.append(
-                RecordProblem(member, "hash-mismatch", f"RECORD {entry.hash}, actual {actual_hash}")
-            )
+            found.add(RecordProblem(member, "hash-mismatch", f"RECORD {entry.hash}, actual {actual_hash}"))
         if entry.size is not None and entry.size != actual_size:
-            problems.append(
-                RecordProblem(member, "size-mismatch", f"RECORD {entry.size}, actual {actual_size}")
-            )
+            found.add(RecordProblem(member, "size-mismatch", f"RECORD {entry.size}, actual {actual_size}"))
     present = set(members) | {p.path for p in listing_problems}
     where = "on disk" if installed else "in the wheel"
     for path in record:
         if path in present or path in unsigned or (installed and path.endswith(".pyc")):
             continue
-        problems.append(RecordProblem(path, "missing-file", f"listed in RECORD but not {where}"))
-    return problems
+        found.add(RecordProblem(path, "missing-file", f"listed in RECORD but not {where}"))
+    return found

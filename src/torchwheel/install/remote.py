@@ -1,0 +1,217 @@
+"""Hosted wheels: which ones to download, and downloading them (hash-checked).
+
+A candidate's torch need is in ``WHEEL`` (``Torch-ABI``, ``Torch-ABI-Builds``), and no index
+serves ``WHEEL`` on its own: PEP 658/714 serve ``METADATA`` only (``{file}.metadata``), and a
+``Torch-ABI`` field in METADATA is refused by PyPI and twine. So a hosted wheel is judged in
+three steps, each only as far as the answer needs:
+
+1. the index page alone: yanked, the file name's tags, ``data-requires-python``;
+2. its ``.metadata`` file, when the page offers one: ``Requires-Python`` and the wheel's own
+   ``Requires-Dist: torch`` (``need.requirement_excludes``, the half of the one verdict
+   that METADATA holds). A tagged wheel's requirement already says its floor or its one minor
+   (``tag`` writes ``torch>=2.12`` or ``torch==2.13.*``), so most builds for another torch
+   stop here without a download;
+3. the wheel itself, downloaded and checked against the page's digests, for the rest.
+
+For a target (``select``, ``install``) the files are walked in the order ``choose`` ranks
+them (the newest release, then the tags in the target's order): once a rank group holds a
+wheel that fits, every file ranked after it cannot be the choice and is not downloaded. The
+choice is then the one a full download would give. ``matrix`` and ``index`` show or
+republish every wheel, so they download all of them (each once).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from email.parser import HeaderParser
+from pathlib import Path
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import NormalizedName
+from packaging.version import InvalidVersion, Version
+
+from torchwheel.errors import InputError
+from torchwheel.install import fetch, pages
+from torchwheel.install.candidates import Candidate, Gathered, Skipped, read_candidate
+from torchwheel.install.choose import judge, tag_rank, tag_reason
+from torchwheel.install.target import TorchTarget
+from torchwheel.limits import current
+from torchwheel.torchabi import releases
+from torchwheel.torchabi.need import requirement_excludes
+from torchwheel.wheel.contents import WheelName, parse_filename
+from torchwheel.wheel.metadata import parse_metadata
+
+
+@dataclass(frozen=True)
+class HostedFile:
+    link: pages.Link
+    origin: str  # the page that lists it, as messages show it
+
+    @property
+    def where(self) -> str:
+        return fetch.shown(self.link.url)
+
+
+@dataclass(frozen=True)
+class _Listed:
+    file: HostedFile
+    wheel: WheelName
+    rank: int
+
+    @property
+    def key(self) -> tuple[Version, int]:
+        return Version(self.wheel.version.public), self.rank
+
+
+def _python_excludes(spec: str | None, target: TorchTarget, source: str) -> str:
+    if not spec:
+        return ""
+    try:
+        found = SpecifierSet(spec)
+    except InvalidSpecifier:
+        return ""  # judged again from the wheel's own METADATA, where it is a finding
+    if found.contains(target.python_version, prereleases=True):
+        return ""
+    return f"Requires-Python {found} excludes Python {target.python_version} ({source})"
+
+
+def _torch_excludes(text: str, target: TorchTarget) -> str:
+    """What the wheel's ``Requires-Dist: torch`` says about the target's torch, from its
+    METADATA alone: the reason it is excluded, or "" when only the wheel can tell."""
+    reqs = parse_metadata(text).torch_requirements
+    if target.torch is None or not reqs:
+        return ""
+    torches = (
+        releases.releases_of(releases.minor_of(target.torch)) if target.torch_minor_only else (target.torch,)
+    )
+    reasons = [requirement_excludes(reqs, target.markers, t) for t in torches]
+    return reasons[-1] if all(reasons) else ""
+
+
+class _Fetcher:
+    def __init__(self, session: fetch.Session, scratch: Path, verify_hashes: bool, out: Gathered) -> None:
+        self.session, self.scratch, self.verify_hashes, self.out = session, scratch, verify_hashes, out
+        self.count = 0
+
+    def skip(self, f: HostedFile, reason: str, name: NormalizedName | None) -> None:
+        self.out.skipped.append(Skipped(f.where, reason, name))
+
+    def metadata(self, listed: _Listed, target: TorchTarget) -> str | None:
+        """Why the ``.metadata`` file rules the wheel out ("" when it does not, or the page
+        offers none); None when that file is broken (reported as skipped)."""
+        f, link = listed.file, listed.file.link
+        if link.metadata is None:
+            return ""
+        url = link.url + ".metadata"
+        try:
+            body = self.session.get(url, current().max_metadata_bytes).body
+        except fetch.NotFound:
+            return ""  # offered but absent: the wheel itself tells (pip does the same)
+        except InputError as exc:
+            self.skip(f, f"its .metadata file: {exc}", listed.wheel.name)
+            return None
+        for algo, want in link.metadata.items():
+            if algo in hashlib.algorithms_guaranteed and hashlib.new(algo, body).hexdigest() != want:
+                self.skip(f, f"its .metadata file's {algo} differs from the page's", listed.wheel.name)
+                return None
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return ""  # the wheel's own METADATA is judged after download
+        found = _python_excludes(
+            HeaderParser().parsestr(text).get("Requires-Python"), target, "its .metadata"
+        )
+        return found or _torch_excludes(text, target)
+
+    def download(self, f: HostedFile, name: NormalizedName | None) -> Candidate | None:
+        self.count += 1
+        folder = self.scratch / str(self.count)
+        folder.mkdir()
+        dest = folder / f.link.filename
+        try:
+            self.session.download(f.link.url, dest, f.link.hashes, f.link.size)
+            cand = read_candidate(dest, f.origin, self.verify_hashes)
+        except (InputError, InvalidVersion, ValueError) as exc:
+            self.skip(f, str(exc), name)
+            return None
+        return dataclasses.replace(cand, url=f.where)
+
+
+def _listed(files: list[HostedFile], out: Gathered) -> Iterator[tuple[HostedFile, WheelName]]:
+    seen: set[str] = set()
+    for f in files:
+        if f.link.url in seen:  # the same file on two pages (per-torch indexes share files/)
+            continue
+        seen.add(f.link.url)
+        try:
+            yield f, parse_filename(f.link.filename)
+        except (InputError, InvalidVersion, ValueError) as exc:
+            out.skipped.append(Skipped(f.where, str(exc)))
+
+
+def _after(key: tuple[Version, int], best: tuple[Version, int]) -> str:
+    """Why a file ranked at ``key`` cannot beat a fitting one at ``best`` ("" if it can)."""
+    if key[0] < best[0]:
+        return f"not downloaded: {best[0]} is a newer release that fits"
+    if key[0] == best[0] and key[1] > best[1]:
+        return "not downloaded: a fitting file of this release has tags the target ranks first"
+    return ""
+
+
+def fetch_all(
+    files: list[HostedFile],
+    local: list[Candidate],
+    target: TorchTarget | None,
+    session: fetch.Session,
+    scratch: Path,
+    verify_hashes: bool,
+    out: Gathered,
+) -> list[Candidate]:
+    """The hosted wheels as candidates: every one without a target, else only those that can
+    still be chosen beside ``local`` (read already); the rest go to ``out.unopened``."""
+    fetcher = _Fetcher(session, scratch, verify_hashes, out)
+    listed = list(_listed(files, out))
+    if target is None:
+        return [c for f, w in listed if (c := fetcher.download(f, w.name)) is not None]
+    order = {t: i for i, t in enumerate(target.tags)}
+    by_name: dict[NormalizedName, list[_Listed]] = {}
+    for f, w in listed:
+        rank = tag_rank(w, order)
+        why = tag_reason(w, target) if rank is None else ""
+        why = why or _python_excludes(f.link.requires_python, target, "the index page")
+        if why:
+            out.unopened.append(Skipped(f.where, why, w.name))
+        else:
+            by_name.setdefault(w.name, []).append(_Listed(f, w, rank or 0))
+    got: list[Candidate] = []
+    for name, items in by_name.items():
+        fits = [c for c in local if c.name == name and judge(c, target, order).fits]
+        keys = [(Version(c.version.public), tag_rank(c, order) or 0) for c in fits]
+        best = max(keys, key=lambda k: (k[0], -k[1])) if keys else None
+        got += _walk(items, best, target, fetcher)
+    return got
+
+
+def _walk(
+    items: list[_Listed], best: tuple[Version, int] | None, target: TorchTarget, fetcher: _Fetcher
+) -> Iterator[Candidate]:
+    """One project's hosted files in ``choose``'s order, downloaded until a rank group holds
+    a fit (``best``: the best-ranked fit so far, local ones included)."""
+    order = {t: i for i, t in enumerate(target.tags)}
+    items.sort(key=lambda i: (i.key[0], -i.key[1]), reverse=True)
+    for item in items:
+        passed = _after(item.key, best) if best is not None else ""
+        found = passed or fetcher.metadata(item, target)
+        if found:
+            fetcher.out.unopened.append(Skipped(item.file.where, found, item.wheel.name))
+        if found is None or found:
+            continue
+        cand = fetcher.download(item.file, item.wheel.name)
+        if cand is None:
+            continue
+        yield cand
+        if judge(cand, target, order).fits and (best is None or _after(best, item.key)):
+            best = item.key

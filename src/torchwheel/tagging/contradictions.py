@@ -1,0 +1,71 @@
+"""What ``tag`` refuses to write because the wheel would contradict itself: the options a
+user gives (``--local-label torch2.13``, ``--build-torch 2.13``) against what the binaries
+need and what the torch requirement admits. Each refusal is one line (exit 2; ``repair``
+refuses with exit 1), because every reader downstream believes the label or the pin: ``index``
+would list the wheel under ``torch-2.13``, ``install`` would put it there, and it would not
+load.
+
+"Which torch releases does the requirement admit" has one answer, ``torchabi.releases``; "does
+the wheel load on that torch" has one too, ``torchabi.need.minor_verdict``: both are asked
+here, never reimplemented.
+"""
+
+from __future__ import annotations
+
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from torchwheel.analysis.wheelfacts import TorchABI
+from torchwheel.errors import InputError
+from torchwheel.tagging.options import TagOptions
+from torchwheel.torchabi import releases
+from torchwheel.torchabi.need import local_minor, minor_verdict, show_build, show_builds, torch_need
+from torchwheel.torchabi.releases import show_minor
+from torchwheel.version import FeatureVersion
+
+
+def check_build_torch(abi: TorchABI, reqs: tuple[Requirement, ...], opts: TagOptions) -> None:
+    """``--build-torch X.Y`` names the one torch of a version-locked build: pointless on any
+    other wheel, and a lie against a requirement that admits no release of X.Y."""
+    if opts.build_torch is None:
+        return
+    build = releases.minor_of(FeatureVersion.parse(opts.build_torch))
+    said = f"--build-torch {show_minor(build)}"
+    if abi.kind == "stable":
+        raise InputError(
+            f"{said}: the wheel is stable-ABI (target {abi}): it loads on every torch from its target on, "
+            "and --build-torch only names the torch of a version-locked (unstable) build; drop it"
+        )
+    if abi.kind == "none":
+        raise InputError(f"{said}: the wheel uses no torch symbols, so no build torch to name; drop it")
+    if abi.builds:
+        raise InputError(
+            f"{said}: the wheel ships builds for torch {show_builds(abi.builds)} and names them itself "
+            "(Torch-ABI-Builds); drop it"
+        )
+    if build > releases.minor_of(releases.future()):
+        return  # no such torch yet: ``requirement`` refuses it in its own words
+    for req in reqs:
+        if req.marker is None and build not in releases.admitted_minors(req.specifier):
+            raise InputError(
+                f"{said} contradicts the wheel's Requires-Dist {req} (it admits torch "
+                f"{releases.spec_span(req.specifier)}): fix the requirement in the project (or the option)"
+            )
+
+
+def check_local_label(abi: TorchABI, reqs: tuple[Requirement, ...], version: str, opts: TagOptions) -> None:
+    """A ``--local-label`` that names a torch (``torch2.13``) must name one the wheel, as
+    written (``reqs``: its new torch requirement), loads on; else ``index`` lists it there."""
+    if opts.local_label is None:
+        return
+    minor = local_minor(Version(version))
+    if minor is None:
+        return
+    builds = ", ".join(show_build(b) for b in sorted(abi.builds))
+    need = torch_need(str(abi), reqs, Version(version), "tag", builds or None)
+    found = minor_verdict(need, reqs, None, minor)
+    if not found.loads:
+        raise InputError(
+            f"--local-label {opts.local_label} names torch {show_minor(minor)}, but the wheel does not load "
+            f"there ({found.reason}); label it with a torch it loads on, or fix the requirement"
+        )

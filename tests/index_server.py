@@ -1,0 +1,126 @@
+"""A real HTTP(S) server on 127.0.0.1 for hosted-index tests: the standard library's
+``http.server`` serving a folder in a thread, as a static file host serves an index, with
+PEP 691 content negotiation (``index.json`` for a client that asks for JSON), an optional
+Basic-auth token, a log of every path requested, and a few misbehaviours a real network
+has (a slow answer, a body shorter than its Content-Length, a redirect elsewhere)."""
+
+from __future__ import annotations
+
+import base64
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+
+
+@dataclass
+class Behaviour:
+    """What the server does besides serving files (tests change it between requests)."""
+
+    token: str | None = None  # Basic auth: user "user", password this
+    slow: dict[str, float] = field(default_factory=dict)  # path suffix -> seconds before answering
+    short: set[str] = field(default_factory=set)  # path suffixes whose body is cut in half
+    redirects: dict[str, str] = field(default_factory=dict)  # path -> Location
+    requests: list[str] = field(default_factory=list)  # every path asked for, unquoted
+
+    def downloads(self) -> list[str]:
+        return [Path(p).name for p in self.requests if p.endswith(".whl")]
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    behaviour: Behaviour
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet: the test reads .requests
+        pass
+
+    def do_GET(self) -> None:
+        b = self.behaviour
+        path = unquote(urlsplit(self.path).path)
+        b.requests.append(path)
+        if b.token is not None:
+            want = "Basic " + base64.b64encode(f"user:{b.token}".encode()).decode()
+            if self.headers.get("Authorization") != want:
+                self.send_error(401, "Unauthorized")
+                return
+        if path in b.redirects:
+            self.send_response(302)
+            self.send_header("Location", b.redirects[path])
+            self.end_headers()
+            return
+        for suffix, seconds in b.slow.items():
+            if path.endswith(suffix):
+                time.sleep(seconds)
+        folder = Path(self.translate_path(self.path))
+        if (
+            folder.is_dir()
+            and JSON_TYPE in self.headers.get("Accept", "")
+            and (folder / "index.json").is_file()
+        ):
+            self._send(folder / "index.json", JSON_TYPE)
+            return
+        if any(path.endswith(s) for s in b.short) and folder.is_file():
+            data = folder.read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            return
+        super().do_GET()
+
+    def _send(self, file: Path, content_type: str) -> None:
+        data = file.read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@contextmanager
+def serve(
+    root: Path, behaviour: Behaviour | None = None, tls: Path | None = None
+) -> Iterator[tuple[str, Behaviour]]:
+    """Serve ``root``; yields the base URL and the behaviour (with its request log).
+    ``tls``: a folder holding ``cert.pem`` and ``key.pem`` (``self_signed``): https."""
+    b = behaviour or Behaviour()
+    handler = partial(type("Handler", (_Handler,), {"behaviour": b}), directory=str(root))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    scheme = "http"
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(tls / "cert.pem", tls / "key.pem")
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"{scheme}://127.0.0.1:{server.server_address[1]}", b
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def self_signed(folder: Path) -> Path:
+    """A certificate for 127.0.0.1 made by the openssl command line (clients trust it through
+    ``SSL_CERT_FILE``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            "-keyout", str(folder / "key.pem"), "-out", str(folder / "cert.pem"),
+            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return folder
