@@ -338,3 +338,35 @@ def test_pin_that_excludes_every_usable_torch(fixture_wheels: dict[str, Path], t
         assert relaxed.returncode == 0, (command, relaxed.stdout, relaxed.stderr)
         (out,) = (tmp_path / f"{command}-relaxed").glob("*.whl")
         assert _requires(out) == ["torch>=2.13"]
+
+
+def _with_requirement(src: Path, dest: Path, requirement: str) -> Path:
+    """``src`` with its torch requirement replaced, RECORD made true again."""
+    with zipfile.ZipFile(src) as zin:
+        items = {i.filename: zin.read(i) for i in zin.infolist()}
+    (meta,) = (k for k in items if k.endswith(".dist-info/METADATA"))
+    lines = [x for x in items[meta].decode().splitlines() if not x.startswith("Requires-Dist: torch")]
+    items[meta] = "\n".join([*lines[:3], f"Requires-Dist: {requirement}", *lines[3:]]).encode() + b"\n"
+    (rec,) = (k for k in items if k.endswith(".dist-info/RECORD"))
+    items[rec] = "".join(
+        f"{k},,\n" if k == rec else f"{k},{record_hash(v)},{len(v)}\n" for k, v in items.items()
+    ).encode()
+    out = dest / src.name
+    dest.mkdir()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
+        for k, v in items.items():
+            zout.writestr(k, v)
+    return out
+
+
+def test_a_long_requirement_is_clipped_in_messages(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    """10,000 ``!=`` clauses that exclude every torch the binaries load on: the refusal
+    stays one line a user reads (it once quoted all 150 KB of the requirement)."""
+    clauses = ",".join(f"!=2.{10 + i // 100}.{i % 100}" for i in range(10_000))
+    src = _with_requirement(fixture_wheels["tw503_pin_conflict"], tmp_path / "in", f"torch>=2.10,{clauses}")
+    refused = torchwheel("tag", "-w", str(tmp_path / "out"), str(src), cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr[-500:]
+    assert refused.stderr.count("\n") == 1 and len(refused.stderr) < 600, refused.stderr[:600]
+    assert "admits no torch the binaries load on" in refused.stderr and "characters)" in refused.stderr
+    checked = torchwheel("check", str(src), cwd=tmp_path)
+    assert checked.returncode == 1 and max(map(len, checked.stdout.splitlines())) < 600

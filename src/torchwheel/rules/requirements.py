@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from packaging.version import Version
 
 from torchwheel.analysis.wheelfacts import TorchABI, WheelFacts, wheel_torch_abi
+from torchwheel.errors import quoted
 from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.torchabi import releases
 from torchwheel.torchabi.need import build_matches, show_builds
@@ -42,7 +43,7 @@ def too_tight(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             yield (
                 "",
                 (
-                    f"Requires-Dist {str(req)!r} pins one torch release although the stable ABI loads on "
+                    f"Requires-Dist {quoted(req)} pins one torch release although the stable ABI loads on "
                     f"torch>={abi}: require 'torch>={abi}' so installers do not swap the user's torch"
                 ),
             )
@@ -63,7 +64,7 @@ def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             yield (
                 "",
                 (
-                    f"Requires-Dist {str(req)!r} admits torch {older}, but the binaries need torch {abi.target}: "
+                    f"Requires-Dist {quoted(req)} admits torch {older}, but the binaries need torch {abi.target}: "
                     f"require 'torch>={abi}'"
                 ),
             )
@@ -71,7 +72,7 @@ def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             yield (
                 "",
                 (
-                    f"Requires-Dist {str(req)!r} admits no torch release the binaries load on "
+                    f"Requires-Dist {quoted(req)} admits no torch release the binaries load on "
                     f"(they need torch {abi.target} or newer): require 'torch>={abi}'"
                 ),
             )
@@ -96,7 +97,7 @@ def unstable_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             yield (
                 "",
                 (
-                    f"Requires-Dist {str(req)!r} admits torch {releases.spec_span(req.specifier)}, "
+                    f"Requires-Dist {quoted(req)} admits torch {releases.spec_span(req.specifier)}, "
                     f"but the binaries use unstable libtorch symbols: {fix}"
                 ),
             )

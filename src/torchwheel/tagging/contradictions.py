@@ -16,7 +16,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from torchwheel.analysis.wheelfacts import TorchABI
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, clipped
 from torchwheel.tagging.options import TagOptions
 from torchwheel.torchabi import releases
 from torchwheel.torchabi.need import local_minor, minor_verdict, show_build, show_builds, torch_need
@@ -48,7 +48,7 @@ def check_build_torch(abi: TorchABI, reqs: tuple[Requirement, ...], opts: TagOpt
     for req in reqs:
         if req.marker is None and build not in releases.admitted_minors(req.specifier):
             raise InputError(
-                f"{said} contradicts the wheel's Requires-Dist {req} (it admits torch "
+                f"{said} contradicts the wheel's Requires-Dist {clipped(req)} (it admits torch "
                 f"{releases.spec_span(req.specifier)}): fix the requirement in the project (or the option)"
             )
 

@@ -13,7 +13,7 @@ from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import Version
 
 from torchwheel.analysis.wheelfacts import TorchABI
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, clipped, quoted
 from torchwheel.tagging.options import TagOptions
 from torchwheel.torchabi import releases
 from torchwheel.torchabi.releases import show_minor
@@ -127,13 +127,15 @@ def merged_requirement(req: Requirement, spec: str, abi: TorchABI, opts: TagOpti
     new = narrowed(req, SpecifierSet(spec))
     pinned = abi.kind == "stable" and (new is None or len(releases.admitted_minors(SpecifierSet(new))) <= 1)
     if (pinned or new is None) and opts.relax_pin:
-        return spec, [f"Requires-Dist: {req} -> {_render(req, spec)} (relax-pin)"]
+        return spec, [f"Requires-Dist: {clipped(req)} -> {clipped(_render(req, spec))} (relax-pin)"]
     if new is None:
         raise InputError(
-            f"Requires-Dist {str(req)!r} admits no torch the binaries load on (torch{spec}): "
+            f"Requires-Dist {quoted(req)} admits no torch the binaries load on (torch{spec}): "
             "fix it in the project, or pass --relax-pin to replace it"
         )
-    notes = [] if new == str(req.specifier) else [f"Requires-Dist: {req} -> {_render(req, new)}"]
+    notes = (
+        [] if new == str(req.specifier) else [f"Requires-Dist: {clipped(req)} -> {clipped(_render(req, new))}"]
+    )
     if pinned:
         notes.append(
             f"kept the pin {_render(req, new)} although the stable ABI loads on torch{spec}: "
