@@ -109,7 +109,7 @@ def _tw405(platform: str, scenario: str, built: dict[str, Path], tmp: Path) -> l
     spec = wheels.WheelSpec(scenario, dist, f"cp39-abi3-{platform}", ((member, scenario),))
     path = wheels.write_wheel(tmp / spec.filename, spec, built)
     (facts,) = load((path,), (), load_shipped())
-    return [f.message for f in REGISTRY["TW405"].run(facts, Policy(), str(path))]
+    return [f.message for f in REGISTRY["TW405"].run(facts, Policy(), str(path))[0]]
 
 
 @pytest.mark.parametrize("platform", sorted(CASES))

@@ -7,7 +7,6 @@ class InputError(Exception):
     """The input could not be read or used; the message names the file and the problem."""
 
 
-
 def clipped(text: object, keep: int = 200) -> str:
     """``text`` for a one-line message, cut after ``keep`` characters: a requirement from
     METADATA may hold 10,000 clauses, and the message must stay a line a user reads."""

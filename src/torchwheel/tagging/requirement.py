@@ -134,7 +134,9 @@ def merged_requirement(req: Requirement, spec: str, abi: TorchABI, opts: TagOpti
             "fix it in the project, or pass --relax-pin to replace it"
         )
     notes = (
-        [] if new == str(req.specifier) else [f"Requires-Dist: {clipped(req)} -> {clipped(_render(req, new))}"]
+        []
+        if new == str(req.specifier)
+        else [f"Requires-Dist: {clipped(req)} -> {clipped(_render(req, new))}"]
     )
     if pinned:
         notes.append(

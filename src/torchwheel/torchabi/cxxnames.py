@@ -281,8 +281,3 @@ def is_unstable(symbol: str) -> bool:
         return True
     key = scope_key(symbol)
     return key is not None and is_unstable_key(key)
-
-
-def unstable_name(symbol: str) -> str | None:
-    """The demangled name when ``symbol`` is unstable libtorch C++, else None."""
-    return (demangle(symbol) or symbol) if is_unstable(symbol) else None
