@@ -14,7 +14,7 @@ import pytest
 
 from torchwheel.analysis.member import analyze_binary
 from torchwheel.binary import BinaryError, read_path
-from torchwheel.torchabi.cxxnames import unstable_name
+from torchwheel.torchabi.cxxnames import is_unstable
 from torchwheel.torchabi.symtable import load_shipped
 from torchwheel.version import FeatureVersion
 
@@ -41,7 +41,7 @@ def test_scenario_facts(name: str, built_fixtures: dict[str, Path]) -> None:
         assert set(got.hooks) == set(want.hooks)
         imports = {i.name for i in got.imports}
         assert {n for n in imports if n.startswith(("aoti_torch_", "torch_"))} == set(want.shims)
-        assert {n for n in imports if unstable_name(n)} == set(want.unstable)
+        assert {n for n in imports if is_unstable(n)} == set(want.unstable)
         assert set(want.stable_cpp) <= imports  # present, and (above) not counted unstable
         assert tuple(v.to_int() for v in got.companions) == want.companions
         weak = {i.name for i in got.imports if i.weak}
