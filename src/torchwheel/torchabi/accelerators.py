@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import Literal
 
 from torchwheel.binary.facts import Import
@@ -127,7 +126,7 @@ def _windows_major(digits: str) -> int:
 
 def classify_library(name: str) -> LinkedLibrary | None:
     """What one needed name means, or None for a library of no concern here (libc, ...)."""
-    base = PurePosixPath(name.replace("\\", "/")).name
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
     torch = _TORCH.fullmatch(base.lower())
     if torch is not None:
         component = torch.group(1)

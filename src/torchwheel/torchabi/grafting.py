@@ -20,7 +20,6 @@ the path; delvewheel: ``fnmatch`` on the lower-cased DLL name), and
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
 from typing import Literal
 
 from torchwheel.torchabi.accelerators import LinkedLibrary, classify_library
@@ -71,7 +70,10 @@ _MANGLED = re.compile(r"^(?P<stem>[^.]+?)[-.][0-9a-f]{8}(?:[0-9a-f]{24})?(?P<res
 
 def bundled(member: str) -> LinkedLibrary | None:
     """The torch library or accelerator runtime a member of a wheel is a copy of, or None."""
-    base = PurePosixPath(member.replace("\\", "/")).name
+    base = member.replace("\\", "/").rsplit("/", 1)[-1]
+    lower = base.lower()
+    if ".so" not in lower and ".dll" not in lower and ".dylib" not in lower:
+        return None  # the .py, data and metadata members, most of any wheel: no regex for them
     m = _MANGLED.match(base)
     found = classify_library(m.group("stem") + m.group("rest")) if m else None
     return found or classify_library(base)  # every name it knows is torch's or a runtime's
