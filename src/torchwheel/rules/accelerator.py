@@ -129,7 +129,7 @@ def claim_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         )
 
 
-# -- TW703, TW704: copies of what torch brings ------------------------------------------------
+# -- TW703, TW704, TW707: copies of what torch or the machine brings ------------------------------------------------
 
 _TOOL_OF_SUFFIX: dict[str, Tool] = {".dylib": "delocate", ".dll": "delvewheel"}
 
@@ -171,16 +171,24 @@ def bundles_torch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 @rule("TW704")
 def bundles_runtime(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, lib in _copies(w, of_torch=False):
-        what = (
-            "the NVIDIA driver's library, which must come from the machine's driver"
-            if lib.role == "driver"
-            else f"a {_ACCELERATOR[lib.accelerator or 'cuda']} library that torch's build brings itself"
-        )
-        yield (
-            member,
-            f"is a copy of {lib.name} ({what}): a second runtime beside torch's is a second "
-            f"toolkit version and set of handles in one process; {_exclude_hint(lib)}",
-        )
+        if lib.role != "driver":
+            yield (
+                member,
+                f"is a copy of {lib.name} (a {_ACCELERATOR[lib.accelerator or 'cuda']} library that torch's "
+                "build brings itself): a second runtime beside torch's, of whatever toolkit release the "
+                f"build machine had, in one process; {_exclude_hint(lib)}",
+            )
+
+
+@rule("TW707")
+def bundles_driver(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    for member, lib in _copies(w, of_torch=False):
+        if lib.role == "driver":
+            yield (
+                member,
+                f"is a copy of {lib.name}, the GPU driver's own library: it must be the one installed "
+                f"with the machine's kernel driver, and a copy fails to initialise the GPU; {_exclude_hint(lib)}",
+            )
 
 
 # -- TW705, TW706: GPU code ---------------------------------------------------------------------

@@ -101,9 +101,10 @@ CODES: tuple[Code, ...] = (
     Code("TW701", "accelerators-mixed", _E, "libraries of one wheel need different accelerators or CUDA majors and are not alternatives", CONSUMER_BINARY),
     Code("TW702", "accelerator-claim-mismatch", _E, "the name, local label or a requirement claims another accelerator than the binaries need", CONSUMER_WHEEL),
     Code("TW703", "bundles-torch", _E, "the wheel ships a copy of torch's own libraries", CONSUMER_WHEEL),
-    Code("TW704", "bundles-accelerator-runtime", _E, "the wheel ships a copy of an accelerator runtime that torch's build brings", CONSUMER_WHEEL),
+    Code("TW704", "bundles-accelerator-runtime", _W, "the wheel ships a copy of an accelerator runtime that torch's build brings", CONSUMER_WHEEL),
     Code("TW705", "gpu-code-without-ptx", _I, "a library has kernels for fixed GPU architectures and no PTX for newer ones", CONSUMER_BINARY),
     Code("TW706", "gpu-arch-missing", _W, "a library has no code for a GPU architecture the project declares in gpu-archs", CONSUMER_BINARY),
+    Code("TW707", "bundles-gpu-driver", _E, "the wheel ships a copy of the GPU driver's library, which must come from the machine", CONSUMER_WHEEL),
 )  # fmt: skip
 
 BY_CODE = {c.code: c for c in CODES}

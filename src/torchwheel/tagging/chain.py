@@ -15,7 +15,8 @@ Repair never grafts torch: when the command runs ``auditwheel repair``, ``deloca
 ``delvewheel repair``, torchwheel adds that tool's exclude flag for every library of torch and
 of the accelerator runtimes (``torchabi.grafting``) right after the subcommand, so a project
 need not know the list (and cannot forget ``libc10_cuda.so``). A command it does not
-recognise runs as written; TW703/TW704 then refuse a wheel that came back with a copy.
+recognise runs as written; TW703 and TW707 then refuse a wheel that came back with a copy of
+torch or of the driver, and TW704 warns of a copied runtime.
 """
 
 from __future__ import annotations
