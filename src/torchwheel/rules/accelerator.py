@@ -19,7 +19,7 @@ from torchwheel.analysis.wheelfacts import BuildUnit, WheelFacts, build_units, w
 from torchwheel.binary.gpucode import CudaImage
 from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.torchabi import accelerators
-from torchwheel.torchabi.accelerators import AcceleratorNeeds, LinkedLibrary, runs_on
+from torchwheel.torchabi.accelerators import AcceleratorNeeds, LinkedLibrary, Role, runs_on
 from torchwheel.torchabi.backend import TorchBuild, build_fits, describe_need, from_local_label
 from torchwheel.torchabi.grafting import EXCLUDE_FLAG, Tool, bundled
 
@@ -150,16 +150,22 @@ def _exclude_hint(lib: LinkedLibrary) -> str:
     )
 
 
-def _copies(w: WheelFacts, of_torch: bool) -> Iterator[tuple[str, LinkedLibrary]]:
+# what each rule judges a copy of: torch's own libraries, a runtime its build brings, the driver's
+_OF_TORCH: frozenset[Role] = frozenset({"torch", "torch-python"})
+_OF_RUNTIME: frozenset[Role] = frozenset({"runtime", "library"})
+_OF_DRIVER: frozenset[Role] = frozenset({"driver"})
+
+
+def _copies(w: WheelFacts, roles: frozenset[Role]) -> Iterator[tuple[str, LinkedLibrary]]:
     for member in w.contents.members:
         lib = bundled(member)
-        if lib is not None and (lib.role in ("torch", "torch-python")) == of_torch:
+        if lib is not None and lib.role in roles:
             yield member, lib
 
 
 @rule("TW703")
 def bundles_torch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    for member, lib in _copies(w, of_torch=True):
+    for member, lib in _copies(w, _OF_TORCH):
         yield (
             member,
             f"is a copy of torch's own {lib.name.rsplit('/', 1)[-1]}: the torch the user installs loads "
@@ -170,25 +176,23 @@ def bundles_torch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 @rule("TW704")
 def bundles_runtime(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    for member, lib in _copies(w, of_torch=False):
-        if lib.role != "driver":
-            yield (
-                member,
-                f"is a copy of {lib.name} (a {_ACCELERATOR[lib.accelerator or 'cuda']} library that torch's "
-                "build brings itself): a second runtime beside torch's, of whatever toolkit release the "
-                f"build machine had, in one process; {_exclude_hint(lib)}",
-            )
+    for member, lib in _copies(w, _OF_RUNTIME):
+        yield (
+            member,
+            f"is a copy of {lib.name} (a {_ACCELERATOR[lib.accelerator or 'cuda']} library that torch's "
+            "build brings itself): a second runtime beside torch's, of whatever toolkit release the "
+            f"build machine had, in one process; {_exclude_hint(lib)}",
+        )
 
 
 @rule("TW707")
 def bundles_driver(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    for member, lib in _copies(w, of_torch=False):
-        if lib.role == "driver":
-            yield (
-                member,
-                f"is a copy of {lib.name}, the GPU driver's own library: it must be the one installed "
-                f"with the machine's kernel driver, and a copy fails to initialise the GPU; {_exclude_hint(lib)}",
-            )
+    for member, lib in _copies(w, _OF_DRIVER):
+        yield (
+            member,
+            f"is a copy of {lib.name}, the GPU driver's own library: it must be the one installed "
+            f"with the machine's kernel driver, and a copy fails to initialise the GPU; {_exclude_hint(lib)}",
+        )
 
 
 # -- TW705, TW706: GPU code ---------------------------------------------------------------------
