@@ -149,7 +149,11 @@ def test_untagged_wheels_fall_back_to_their_binaries(tmp_path: Path) -> None:
         "floor": "2.10.0",
         "minor": None,
         "builds": [],
+        "releases_from": None,
         "torch_build": "any",
+        "gpu_code": [],
+        "unknown": [],
+        "summary": "stable >= 2.10",
         "source": "binaries (untagged wheel)",
     }
 

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from torchwheel.torchabi.need import Build
+from torchwheel.torchabi.need import Release
 
 # torch24, torch29, torch210, torch2_10, torch-2.9, torch_2_4, pytorch_2.2.1: a word of its own
 _TOKEN = re.compile(
@@ -25,7 +25,7 @@ _TOKEN = re.compile(
 )
 
 
-def build_of(member: str) -> tuple[str, Build] | None:
+def build_of(member: str) -> tuple[str, Release] | None:
     """(the path with its torch release as ``*``, the release it names) when exactly one
     component of the path names one (a file ``_torch24``, a directory ``torch-2.6``)."""
     found = list(_TOKEN.finditer(member))
@@ -41,16 +41,16 @@ class Alternatives:
     """One library built for several torch releases: ``key`` is its path with the release as ``*``."""
 
     key: str
-    members: tuple[tuple[Build, str], ...]  # (build, member), by build
+    members: tuple[tuple[Release, str], ...]  # (build, member), by build
 
     @property
-    def builds(self) -> frozenset[Build]:
+    def builds(self) -> frozenset[Release]:
         return frozenset(build for build, _ in self.members)
 
 
 def find_alternatives(members: Iterable[str]) -> list[Alternatives]:
     """The per-release sets among ``members``: at least two different releases for one path."""
-    groups: dict[str, list[tuple[Build, str]]] = {}
+    groups: dict[str, list[tuple[Release, str]]] = {}
     for member in members:
         found = build_of(member)
         if found is not None:

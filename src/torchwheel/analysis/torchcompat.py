@@ -21,12 +21,12 @@ from dataclasses import dataclass, replace
 
 from packaging.markers import default_environment
 
-from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of, wheel_torch_abi
+from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of, wheel_alternatives
 from torchwheel.binary.facts import SliceFacts
 from torchwheel.errors import InputError
 from torchwheel.torchabi import releases
 from torchwheel.torchabi.cxxnames import is_unstable
-from torchwheel.torchabi.need import Verdict, build_matches, show_build, verdict
+from torchwheel.torchabi.need import Verdict, release_matches, show_release, verdict
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.torchlibs import TorchLibraries
 from torchwheel.torchabi.usage import is_shim_name
@@ -129,10 +129,10 @@ def compare(wheel: WheelFacts, torch: TorchLibraries, table: SymbolTable) -> Inp
     release = releases.release_of(torch.version) if torch.version else None
     others: dict[str, str] = {}
     if release is not None:
-        for group in wheel_torch_abi(wheel).alternatives:
+        for group in wheel_alternatives(wheel):
             for build, member in group.members:
-                if not build_matches(build, release):
-                    others[member] = show_build(build)
+                if not release_matches(build, release):
+                    others[member] = show_release(build)
     slices = tuple(
         replace(
             compare_slice(b.member, b.analysis.facts.format, s.facts, torch, table),
@@ -144,5 +144,5 @@ def compare(wheel: WheelFacts, torch: TorchLibraries, table: SymbolTable) -> Inp
     found = None
     if release is not None and wheel.kind != "binary":  # a lone binary has no metadata to judge
         need = torch_need_of(wheel, "binaries")
-        found = verdict(need, wheel.metadata.torch_requirements, _markers(torch), release, torch.build)
+        found = verdict(need, _markers(torch), release, torch.build)
     return InputCompat(wheel.contents.path, slices, found)

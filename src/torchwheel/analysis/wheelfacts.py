@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal
 
 from packaging.utils import canonicalize_name
@@ -18,10 +18,13 @@ from packaging.version import InvalidVersion, Version
 from torchwheel.analysis.alternatives import Alternatives, find_alternatives, flavoured, unit_key
 from torchwheel.analysis.member import BinaryAnalysis, SliceAnalysis
 from torchwheel.analysis.pythonabi import parse_suffix
+from torchwheel.errors import clipped
 from torchwheel.torchabi import accelerators
 from torchwheel.torchabi.accelerators import AcceleratorNeeds
-from torchwheel.torchabi.backend import TorchBuild, build_fits
-from torchwheel.torchabi.need import Build, TorchNeed, show_build, torch_need
+from torchwheel.torchabi.backend import ANY_BUILD, NO_BUILD, BuildSet, TorchBuild, normalized
+from torchwheel.torchabi.cxxnames import is_unstable
+from torchwheel.torchabi.exports import exports_index, platform_of
+from torchwheel.torchabi.need import Kind, Release, TorchNeed, claimed_releases
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.contents import WheelContents
 from torchwheel.wheel.metadata import MetadataFacts
@@ -87,78 +90,102 @@ def declared_targets(w: WheelFacts) -> dict[str, FeatureVersion]:
     return out
 
 
-@dataclass(frozen=True)
-class TorchABI:
-    """What the wheel can honestly declare: ``unstable``, a stable floor, or no torch at all.
-
-    ``builds``: for an unstable wheel whose every unstable library belongs to a set of
-    per-minor builds (``alternatives``), the torch releases it has builds for; empty otherwise
-    (then the build torch must come from a pin)."""
-
-    kind: Literal["none", "stable", "unstable"]
-    target: FeatureVersion | None  # stable: max of declared targets and symbol minimums
-    declared: FeatureVersion | None  # the newest declared target, if any library declares one
-    builds: frozenset[Build] = frozenset()
-    alternatives: tuple[Alternatives, ...] = ()
-
-    def __str__(self) -> str:
-        if self.kind == "stable" and self.target is not None:
-            return self.target.minor_release if self.target.patch == 0 else self.target.release
-        return self.kind
+def declared_target(w: WheelFacts) -> FeatureVersion | None:
+    """The newest target a library declares with the marker, if any does."""
+    return max(declared_targets(w).values(), default=None)
 
 
-def wheel_torch_abi(w: WheelFacts) -> TorchABI:
-    slices = [(member, s) for member, _, s in iter_slices(w)]
-    declared = max(declared_targets(w).values(), default=None)
-    unstable = {member for member, s in slices if s.torch.usage == "unstable"}
-    if unstable:
-        alternatives = tuple(find_alternatives(sorted(unstable)))
-        per_minor = {member for a in alternatives for _, member in a.members}
-        if alternatives and unstable <= per_minor:
-            builds = frozenset(b for a in alternatives for b in a.builds)
-            return TorchABI("unstable", None, declared, builds, alternatives)
-        return TorchABI("unstable", None, declared)
-    floors = [s.torch.min_version for _, s in slices if s.torch.min_version is not None]
-    if declared is None and not floors:
-        return TorchABI("none", None, None)
-    return TorchABI("stable", max([*floors, *([declared] if declared else [])]), declared)
+def _unstable_members(w: WheelFacts) -> set[str]:
+    return {member for member, _, s in iter_slices(w) if s.torch.usage == "unstable"}
+
+
+def wheel_alternatives(w: WheelFacts) -> tuple[Alternatives, ...]:
+    """The per-release sets among the unstable libraries (``analysis.alternatives``)."""
+    unstable = _unstable_members(w)
+    return tuple(find_alternatives(sorted(unstable))) if unstable else ()
+
+
+def _per_release(w: WheelFacts, unstable: set[str]) -> frozenset[Release]:
+    """The releases an unstable wheel has builds for, when every unstable library belongs
+    to a per-release set; empty otherwise (then something else must date it)."""
+    alternatives = wheel_alternatives(w)
+    per_release = {member for a in alternatives for _, member in a.members}
+    if alternatives and unstable <= per_release:
+        return frozenset(b for a in alternatives for b in a.builds)
+    return frozenset()
 
 
 def torch_need_of(w: WheelFacts, source: str = "binaries (untagged wheel)") -> TorchNeed:
-    """The wheel's need as selection reads it, from its binaries (and, for an unstable
-    build, its own pin or local label): what a ``tag``-ged wheel's WHEEL would say."""
-    abi = wheel_torch_abi(w)
-    if abi.kind == "stable" and abi.target is not None:
-        return TorchNeed("stable", abi.target, frozenset(), source)
-    try:
-        version = Version(w.contents.filename_version)
-    except InvalidVersion:
-        version = Version("0")
-    builds = ", ".join(show_build(b) for b in sorted(abi.builds)) or None
-    need = torch_need(abi.kind, w.metadata.torch_requirements, version, source, builds)
-    gpu = frozenset(accelerators.code_names(wheel_accelerators(w).gpu))
-    return replace(need, build_classes=wheel_build_classes(w), gpu_code=gpu)
+    """The one reading of a wheel's need from its binaries, every axis (``torchabi.need``):
+    what ``tag`` writes into WHEEL, and what ``select`` reads of an untagged wheel.
+
+    An unstable build's releases come from its per-release file names, else from the torch
+    releases that export its imports (``torchabi.exports``: the binary dates itself), else
+    from its own words (a ``+torchX.Y`` label, a one-minor pin), which the need then names."""
+    declared = declared_target(w)
+    builds, gpu, why = wheel_builds(w), wheel_gpu_code(w), build_evidence(w)
+    reqs = w.metadata.torch_requirements
+    unstable = _unstable_members(w)
+    if unstable:
+        found, how = _per_release(w, unstable), "names"
+        if not found:
+            found, how = dated_by_exports(w), "exports"
+        if not found:
+            try:
+                version = Version(w.contents.filename_version)
+            except InvalidVersion:
+                version = Version("0")
+            found, how = claimed_releases(reqs, version)
+        return TorchNeed("unstable", None, found, how, builds, gpu, reqs, source, declared, why)  # type: ignore[arg-type]
+    floors = [s.torch.min_version for _, _, s in iter_slices(w) if s.torch.min_version is not None]
+    if declared is not None or floors:
+        floor = max([*floors, *([declared] if declared else [])])
+        return TorchNeed("stable", floor, frozenset(), "", builds, gpu, reqs, source, declared, why)
+    kind: Kind = "any" if any(s.accelerators.links_torch for _, _, s in iter_slices(w)) else "none"
+    return TorchNeed(kind, None, frozenset(), "", builds, gpu, reqs, source, declared, why)
 
 
-def _library_classes(needs: AcceleratorNeeds, flavour: bool) -> frozenset[str]:
-    """The torch build classes one library loads on (``torchabi.backend``): none needed is
-    ``any``, or ``cpu`` for the CPU flavour of a set the package picks from; two accelerators
-    or two CUDA majors at once load nowhere (an empty set)."""
+def dated_by_exports(w: WheelFacts) -> frozenset[Release]:
+    """The torch minors whose shipped exports hold every strong unstable torch import of
+    the wheel (``torchabi.exports``: the loader's sense of "loads"), per platform; empty
+    when the index cannot decide (no index for a platform, an import no indexed torch
+    exports) or no indexed torch exports them all: then the version is unknown."""
+    wanted: dict[str, set[str]] = {}
+    for b in w.binaries:
+        for s in b.analysis.slices:
+            if s.torch.usage == "unstable":
+                names = wanted.setdefault(platform_of(b.analysis.facts.format, s.facts.arch), set())
+                names.update(imp.name for imp in s.facts.imports if not imp.weak and is_unstable(imp.name))
+    found: frozenset[Release] | None = None
+    for platform, names in sorted(wanted.items()):
+        index = exports_index(platform)
+        dating = index.dating(names) if index is not None else None
+        if dating is None or not dating.decides:
+            return frozenset()
+        minors = frozenset(dating.minors)
+        found = minors if found is None else found & minors
+    return found or frozenset()
+
+
+def _library_builds(needs: AcceleratorNeeds, flavour: bool) -> BuildSet:
+    """The torch builds one library loads on: every build when it needs no accelerator (the
+    CPU build alone for the CPU flavour of a set the package picks from); none when it needs
+    two accelerators or two CUDA majors at once."""
     if not needs.accelerators:
-        return frozenset({"cpu"} if flavour else {"any"})
+        return frozenset({TorchBuild("cpu")}) if flavour else ANY_BUILD
     if len(needs.accelerators) > 1:
-        return frozenset()
+        return NO_BUILD
     acc = needs.accelerators[0]
     majors = needs.cuda_majors if acc == "cuda" else needs.rocm_majors if acc == "rocm" else ()
     if len(majors) > 1:
-        return frozenset()
-    return frozenset({f"{acc}-{majors[0]}" if majors else acc})
+        return NO_BUILD
+    return frozenset({TorchBuild(acc, majors[0] if majors else None)})
 
 
 _PROBE_BUILDS = (
     TorchBuild("cpu"),
-    *(TorchBuild("cuda", (m, 0)) for m in (11, 12, 13)),
-    *(TorchBuild("rocm", (m, 0)) for m in (6, 7)),
+    *(TorchBuild("cuda", m, 0) for m in (11, 12, 13)),
+    *(TorchBuild("rocm", m, 0) for m in (6, 7)),
     TorchBuild("xpu"),
 )
 
@@ -167,16 +194,16 @@ _PROBE_BUILDS = (
 class BuildUnit:
     """One library of the wheel and its builds (per torch release, per flavour: the
     package loads one of them), with what each build needs and the torch builds at least
-    one of them loads on (``classes``; empty: no build of torch loads any of them)."""
+    one of them loads on (``builds``; empty: no build of torch loads any of them)."""
 
     key: str  # ``analysis.alternatives.unit_key``
-    builds: tuple[tuple[str, AcceleratorNeeds], ...]  # (member, needs)
-    classes: frozenset[str]
+    members: tuple[tuple[str, AcceleratorNeeds], ...]  # (member, needs)
+    builds: BuildSet
 
 
 def build_units(w: WheelFacts) -> list[BuildUnit]:
-    """The wheel's compiled members grouped into libraries, as ``wheel_build_classes``
-    and the accelerator rules (TW701) judge them."""
+    """The wheel's compiled members grouped into libraries, as ``wheel_builds`` and the
+    accelerator rules (TW701) judge them."""
     units: dict[str, list[tuple[str, AcceleratorNeeds]]] = {}
     for b in w.binaries:
         needs = accelerators.combine(s.accelerators for s in b.analysis.slices)
@@ -184,29 +211,50 @@ def build_units(w: WheelFacts) -> list[BuildUnit]:
     out = []
     for key, members in units.items():
         flavour = flavoured(m for m, _ in members)
-        classes = frozenset().union(*(_library_classes(n, flavour) for _, n in members))
-        out.append(BuildUnit(key, tuple(members), classes))
+        found = normalized(x for _, n in members for x in _library_builds(n, flavour))
+        out.append(BuildUnit(key, tuple(members), found))
     return out
 
 
-def wheel_build_classes(w: WheelFacts) -> frozenset[str]:
-    """The torch builds the wheel loads on, as build classes (``any``; ``cpu, cuda-13``).
+def wheel_builds(w: WheelFacts) -> BuildSet | None:
+    """The torch builds the wheel loads on (``ANY_BUILD``; ``{cpu, cuda-13}``); None when a
+    compiled member could not be read (its needs are unknown, so the wheel's are).
 
     Every library must load, but of the builds of one library (per torch release, per
     flavour: ``_torch24-cpu.so``, ``_torch24-cuda.so``) one will do: the package picks it.
-    Judged by trying each kind of build rather than by algebra on the classes."""
-    options = [u.classes for u in build_units(w)]
-    fits = [t for t in _PROBE_BUILDS if all(build_fits(o, t)[0] and o for o in options)]
+    Judged by trying each kind of build rather than by algebra on the sets."""
+    if w.unreadable:
+        return None
+    options = [u.builds for u in build_units(w)]
+    fits = [t for t in _PROBE_BUILDS if all(any(b.admits(t) for b in o) for o in options)]
     if len(fits) == len(_PROBE_BUILDS):
-        return frozenset({"any"})
+        return ANY_BUILD
     out = set()
     for t in fits:
-        major = t.major if any(f"{t.kind}-{t.major}" in o for o in options) else None
-        out.add(t.kind if t.kind in ("cpu", "xpu") or major is None else f"{t.kind}-{major}")
-    cuda = {c for c in out if c.startswith("cuda")}
-    if len([t for t in fits if t.kind == "cuda"]) == 3 and len(cuda) > 1:
-        out = (out - cuda) | {"cuda"}
-    return frozenset(out)
+        every_major = all(p in fits for p in _PROBE_BUILDS if p.kind == t.kind)
+        pinned = not every_major and any(TorchBuild(t.kind, t.major) in o for o in options)
+        out.add(TorchBuild(t.kind, t.major if pinned else None))
+    return normalized(out)
+
+
+def build_evidence(w: WheelFacts) -> str:
+    """The libraries that tie the wheel to a build, with the names that say so, for the
+    reason a verdict gives (``xformers/_C.so: libc10_cuda.so, libcudart.so.12``)."""
+    shown = []
+    for unit in build_units(w):
+        if unit.builds == ANY_BUILD:
+            continue
+        member, needs = next(((m, n) for m, n in unit.members if n.accelerators), unit.members[0])
+        names = [lib.name for lib in needs.libraries if lib.accelerator is not None and lib.role != "driver"]
+        more = f" (one of {len(unit.members)} builds)" if len(unit.members) > 1 else ""
+        shown.append(f"{member}{more}: {', '.join(names[:4]) or needs.label}")
+    text = "; ".join(shown[:2]) + (f"; and {len(shown) - 2} more" if len(shown) > 2 else "")
+    return clipped(text, 300)
+
+
+def wheel_gpu_code(w: WheelFacts) -> frozenset[str] | None:
+    """The CUDA images of every library (``Torch-GPU``); None when a member could not be read."""
+    return None if w.unreadable else frozenset(accelerators.code_names(wheel_accelerators(w).gpu))
 
 
 def wheel_accelerators(w: WheelFacts) -> AcceleratorNeeds:

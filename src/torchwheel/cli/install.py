@@ -11,11 +11,12 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from torchwheel.cli.options import format_option
+from torchwheel.cli.options import chosen_table, format_option, no_config_option, symbols_option
 from torchwheel.errors import InputError
 from torchwheel.report.textsafe import safe, safe_lines
 
@@ -57,6 +58,8 @@ def _sources(func: F) -> F:
         metavar="PATH",
         help="The interpreter to choose for (default: the one running torchwheel).",
     )(func)
+    func = symbols_option(func)
+    func = no_config_option(func)
     func = click.argument("sources", nargs=-1)(func)
     return func
 
@@ -98,6 +101,8 @@ def select(
     torch_backend: str | None,
     gpu: str | None,
     fmt: str,
+    symbols_file: Path | None,
+    no_config: bool,
 ) -> None:
     """Choose, among candidate wheels, the one that loads on the target's torch; explain
     every other. Exit 0 chosen, 1 nothing fits, 2 unreadable input (per project: the worst)."""
@@ -123,7 +128,10 @@ def select(
     )
     if gpu is not None:
         target = targets.with_gpu(target, gpu)
-    with gathering([*sources, *find_links], names, indexes=index_urls, target=target) as gathered:
+    table = chosen_table(symbols_file, no_config).table
+    with gathering(
+        [*sources, *find_links], names, indexes=index_urls, target=target, table=table
+    ) as gathered:
         found = outcome.outcomes(choose(gathered.candidates, target), gathered, names)
         click.echo(  # candidate names come from the input: escaped like every text report
             select_json(target, gathered, found)
@@ -156,6 +164,8 @@ def install(
     index_urls: tuple[str, ...],
     force: bool,
     upgrade: bool,
+    symbols_file: Path | None,
+    no_config: bool,
 ) -> None:
     """Select, then install the chosen wheel of each project into the target interpreter's
     environment with `installer`. Sources that hold several projects need --name for each to
@@ -170,7 +180,10 @@ def install(
 
     _check_sources(sources, find_links, index_urls)
     target = probe(python)
-    with gathering([*sources, *find_links], names, indexes=index_urls, target=target) as gathered:
+    table = chosen_table(symbols_file, no_config).table
+    with gathering(
+        [*sources, *find_links], names, indexes=index_urls, target=target, table=table
+    ) as gathered:
         found = outcome.outcomes(choose(gathered.candidates, target, force=force), gathered, names)
         code = outcome.exit_code(found, gathered)
         text = safe_lines(select_text(target, gathered, found).splitlines())
@@ -200,7 +213,7 @@ def install(
             sys.exit(code)
         _install_all([o.choice.chosen for o in found if o.choice.chosen is not None], target, text, upgrade)
         for o in found:
-            reason = o.choice.verdicts[0].reason
+            reason = o.choice.verdicts[0].verdict.reason
             if reason.startswith("FORCED") and o.choice.chosen is not None:
                 click.echo(
                     f"torchwheel: WARNING: --force: installed {safe(o.choice.chosen.filename)} although: "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from torchwheel.cli.options import format_option
+from torchwheel.cli.options import chosen_table, format_option, no_config_option, symbols_option
 from torchwheel.errors import InputError
 from torchwheel.report.textsafe import safe, safe_lines
 
@@ -59,8 +59,15 @@ def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
 )
 @_TORCH
 @_NAME
+@symbols_option
+@no_config_option
 def index_command(
-    sources: tuple[str, ...], output: Path, torches: tuple[str, ...], names: tuple[str, ...]
+    sources: tuple[str, ...],
+    output: Path,
+    torches: tuple[str, ...],
+    names: tuple[str, ...],
+    symbols_file: Path | None,
+    no_config: bool,
 ) -> None:
     """Write a PEP 503 simple index of SOURCES (wheels, folders, or a hosted index) with one
     sub-index per torch.
@@ -76,7 +83,7 @@ def index_command(
     from torchwheel.torchabi.releases import show_minor
 
     asked = _minors(torches)
-    result = build(sources, output, asked, names)
+    result = build(sources, output, asked, names, chosen_table(symbols_file, no_config).table)
     for note in result.notes:
         click.echo(f"note: {safe(note)}", err=True)
     click.echo(
@@ -101,8 +108,16 @@ def index_command(
 @click.option("--why", is_flag=True, help="The reason behind each row's cells.")
 @_TORCH
 @_NAME
+@symbols_option
+@no_config_option
 def matrix_command(
-    sources: tuple[str, ...], fmt: str, why: bool, torches: tuple[str, ...], names: tuple[str, ...]
+    sources: tuple[str, ...],
+    fmt: str,
+    why: bool,
+    torches: tuple[str, ...],
+    names: tuple[str, ...],
+    symbols_file: Path | None,
+    no_config: bool,
 ) -> None:
     """Which of these wheels (files, folders or a hosted index) loads on which torch release:
     a grid.
@@ -113,7 +128,7 @@ def matrix_command(
     from torchwheel.install.discovery import gathering
 
     asked = _minors(torches)
-    with gathering(sources, names) as got:
+    with gathering(sources, names, table=chosen_table(symbols_file, no_config).table) as got:
         _matrix(got, fmt, why, asked)
 
 

@@ -21,7 +21,6 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import (
@@ -30,16 +29,11 @@ from packaging.utils import (
 from packaging.version import Version
 
 from torchwheel.errors import InputError
-from torchwheel.torchabi.need import TorchNeed, torch_need
+from torchwheel.torchabi.need import TorchNeed, need_from_fields
+from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.contents import parse_wheel_name
-from torchwheel.wheel.metadata import (
-    TORCH_ABI_BUILDS_FIELD,
-    TORCH_ABI_FIELD,
-    TORCH_BUILD_FIELD,
-    TORCH_GPU_FIELD,
-    parse_metadata,
-)
+from torchwheel.wheel.metadata import parse_metadata
 
 
 @dataclass(frozen=True)
@@ -51,9 +45,8 @@ class Candidate:
     build: tuple[int, str] | tuple[()]
     tags: frozenset[Tag]
     variant: str | None
-    torch: TorchNeed
+    torch: TorchNeed  # every axis, its own Requires-Dist: torch included
     requires_python: SpecifierSet | None
-    torch_requirements: tuple[Requirement, ...]
     sha256: str = field(default="", compare=False)
     url: str | None = field(default=None, compare=False)  # where a hosted wheel was downloaded from
 
@@ -80,17 +73,20 @@ class Gathered:
     other_names: set[NormalizedName] = field(default_factory=set)  # projects left out by --name
 
 
-def _from_binaries(path: Path) -> TorchNeed:
-    """The untagged fallback: the same facts ``check`` reads (every compiled member)."""
+def _from_binaries(path: Path, table: SymbolTable | None) -> TorchNeed:
+    """The untagged fallback: the same facts ``check`` reads (every compiled member), with
+    the symbol table ``check`` would use (``--symbols``), so the two cannot disagree."""
     from torchwheel.analysis.load import load
     from torchwheel.analysis.wheelfacts import torch_need_of
     from torchwheel.torchabi.symtable import load_shipped
 
-    (facts,) = list(load((path,), (), load_shipped(), verify_hashes=False))
+    (facts,) = list(load((path,), (), table or load_shipped(), verify_hashes=False))
     return torch_need_of(facts)
 
 
-def read_candidate(path: Path, origin: str, verify_hashes: bool = False) -> Candidate:
+def read_candidate(
+    path: Path, origin: str, verify_hashes: bool = False, table: SymbolTable | None = None
+) -> Candidate:
     """One wheel's selection facts; ``InputError`` (with the reason) when it is unreadable or
     broken: the TW4xx errors ``check`` reports from the archive and its metadata files
     (``rules.integrity.integrity_errors``), with every member hashed against RECORD too when
@@ -114,24 +110,9 @@ def read_candidate(path: Path, origin: str, verify_hashes: bool = False) -> Cand
         where = f" {first.member}" if first.member else ""
         raise InputError(f"{path.name}: {first.code}{where}: {first.message}{more}")
     meta = parse_metadata(c.metadata_text)
-    fields = c.wheel_fields
-    declared = fields.get(TORCH_ABI_FIELD)
-    if declared:
-        found = fields.get(TORCH_ABI_BUILDS_FIELD)
-        builds = found[-1] if found else None
-        built_for = fields.get(TORCH_BUILD_FIELD)  # absent (tagged before it existed): any build
-        gpu = fields.get(TORCH_GPU_FIELD)  # absent: no CUDA code (or tagged before it existed)
-        need = torch_need(
-            declared[-1],
-            meta.torch_requirements,
-            parsed.version,
-            f"WHEEL {TORCH_ABI_FIELD}",
-            builds,
-            built_for[-1] if built_for else None,
-            gpu[-1] if gpu else None,
-        )
-    else:
-        need = _from_binaries(path)
+    need = need_from_fields(c.wheel_fields, meta.torch_requirements, parsed.version)
+    if need is None:  # untagged (or tagged before every axis was written): the binaries say it
+        need = _from_binaries(path, table)
     return Candidate(
         path=path,
         origin=origin,
@@ -142,7 +123,6 @@ def read_candidate(path: Path, origin: str, verify_hashes: bool = False) -> Cand
         variant=parsed.variant,
         torch=need,
         requires_python=meta.requires_python,
-        torch_requirements=meta.torch_requirements,
         sha256=sha256_of(path),
     )
 

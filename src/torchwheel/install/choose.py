@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 from packaging.tags import Tag
 from packaging.version import Version
@@ -26,36 +26,35 @@ from packaging.version import Version
 from torchwheel.install.candidates import Candidate
 from torchwheel.install.target import TorchTarget, markers_for_tags
 from torchwheel.torchabi.backend import TorchBuild
-from torchwheel.torchabi.need import MinorVerdict, TorchNeed, minor_verdict, verdict
+from torchwheel.torchabi.need import TorchNeed, Verdict, minor_verdict, verdict
 from torchwheel.torchabi.releases import Minor, minor_of
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Judged:
+    """One candidate and the one verdict on it (``torchabi.need.Verdict``; the tags and
+    Requires-Python are judged first, with their own axis)."""
+
     candidate: Candidate
-    fits: bool
-    reason: str  # why it does not fit (or, for a fit, what it loads on)
+    verdict: Verdict
+    forced: bool = False  # loads only because ``--force`` waived the torch verdict
 
 
 @dataclass(frozen=True)
 class Choice:
-    """One project's outcome: the chosen candidate (or None) and every verdict, best first."""
+    """One project's outcome: the chosen candidate (or None) and every judgement, best first."""
 
     name: str
     chosen: Candidate | None
-    verdicts: list[Verdict]
+    verdicts: list[Judged]
 
 
-def torch_verdict(c: Candidate, target: TorchTarget) -> tuple[bool, str]:
+def torch_verdict(c: Candidate, target: TorchTarget) -> Verdict:
     """``need.verdict`` for the target's torch; for a plan that named only a minor, over
     every release of it (``need.minor_verdict``): the rule ``index`` and ``matrix`` apply."""
     if target.torch is not None and target.torch_minor_only:
-        found = minor_verdict(
-            c.torch, c.torch_requirements, target.markers, minor_of(target.torch), target.build, target.gpu
-        )
-        return found.loads, found.reason
-    single = verdict(c.torch, c.torch_requirements, target.markers, target.torch, target.build, target.gpu)
-    return single.loads, single.reason
+        return minor_verdict(c.torch, target.markers, minor_of(target.torch), target.build, target.gpu)
+    return verdict(c.torch, target.markers, target.torch, target.build, target.gpu)
 
 
 class Tagged(Protocol):
@@ -80,30 +79,23 @@ def tag_reason(c: Tagged, target: TorchTarget) -> str:
     return f"Python tag {', '.join(pys)} does not fit Python {target.python_version}"
 
 
-def _abi_rank(need: TorchNeed) -> tuple[int, int]:
-    order: dict[Literal["stable", "unstable", "none"], int] = {"stable": 0, "unstable": 1, "none": 2}
-    floor = need.floor.to_int() if need.floor is not None else 0
-    return order[need.kind], -floor
-
-
 def _build_rank(c: Candidate) -> tuple[int, str]:
     return (-c.build[0], c.build[1]) if c.build else (0, "")
 
 
-def judge(c: Candidate, target: TorchTarget, order: dict[Tag, int], force: bool = False) -> Verdict:
+def judge(c: Candidate, target: TorchTarget, order: dict[Tag, int], force: bool = False) -> Judged:
     """One candidate against the target; ``force`` waives only the torch checks."""
     if tag_rank(c, order) is None:
-        return Verdict(c, False, tag_reason(c, target))
+        return Judged(c, Verdict("no", tag_reason(c, target), "tags"))
     if c.requires_python is not None and not c.requires_python.contains(
         target.python_version, prereleases=True
     ):
-        return Verdict(
-            c, False, f"Requires-Python {c.requires_python} excludes Python {target.python_version}"
-        )
-    ok, why = torch_verdict(c, target)
-    if not ok and force:
-        return Verdict(c, True, f"FORCED past: {why}")
-    return Verdict(c, ok, why)
+        why = f"Requires-Python {c.requires_python} excludes Python {target.python_version}"
+        return Judged(c, Verdict("no", why, "python"))
+    found = torch_verdict(c, target)
+    if not found.loads and force:
+        return Judged(c, Verdict("loads", f"FORCED past: {found.reason}", found.axis), forced=True)
+    return Judged(c, found)
 
 
 def choose(candidates: list[Candidate], target: TorchTarget, force: bool = False) -> list[Choice]:
@@ -116,22 +108,23 @@ def choose(candidates: list[Candidate], target: TorchTarget, force: bool = False
     for name in sorted(by_name):
         verdicts = [judge(c, target, order, force) for c in by_name[name]]
 
-        def key(v: Verdict) -> tuple[object, ...]:
+        def key(v: Judged) -> tuple[object, ...]:
             c = v.candidate
             rank = tag_rank(c, order)
+            kind, floor = preference(c.torch)
             return (
-                not v.fits,
-                v.reason.startswith("FORCED"),
+                not v.verdict.loads,
+                v.forced,
                 [-x for x in Version(c.version.public).release] + [0] * 4,
                 rank if rank is not None else len(order),
-                _abi_rank(c.torch),
+                (-kind, -floor),
                 _build_rank(c),
                 c.variant or "",
                 str(c.path),
             )
 
         verdicts.sort(key=key)
-        chosen = verdicts[0].candidate if verdicts and verdicts[0].fits else None
+        chosen = verdicts[0].candidate if verdicts and verdicts[0].verdict.loads else None
         out.append(Choice(name, chosen, verdicts))
     return out
 
@@ -139,10 +132,10 @@ def choose(candidates: list[Candidate], target: TorchTarget, force: bool = False
 # -- per torch minor: the cells of ``index`` and ``matrix``
 
 
-def fit(c: Candidate, torch: Minor, build: TorchBuild | None = None) -> MinorVerdict:
+def fit(c: Candidate, torch: Minor, build: TorchBuild | None = None) -> Verdict:
     """One wheel on every release of one torch minor (of one build, when given): the verdict
     ``select`` gives, with the wheel's own platform for its requirements' markers."""
-    return minor_verdict(c.torch, c.torch_requirements, markers_for_tags(c.tags), torch, build)
+    return minor_verdict(c.torch, markers_for_tags(c.tags), torch, build)
 
 
 def needed_minors(needs: Iterable[TorchNeed]) -> set[Minor]:
@@ -151,8 +144,8 @@ def needed_minors(needs: Iterable[TorchNeed]) -> set[Minor]:
 
 
 def preference(need: TorchNeed) -> tuple[int, int]:
-    """Among candidates that load on one torch, higher is better, as ``select`` ranks them
-    (``choose``): stable before unstable before none (a stable wheel keeps loading when
-    torch is upgraded), and among stable wheels the newest floor."""
-    order = {"none": 0, "unstable": 1, "stable": 2}
+    """Among candidates that load on one torch, higher is better, the one ranking ``select``
+    (``choose``) and ``index`` use: stable before unstable before any or no torch (a stable
+    wheel keeps loading when torch is upgraded), and among stable wheels the newest floor."""
+    order = {"none": 0, "any": 0, "unstable": 1, "stable": 2}
     return order[need.kind], need.floor.to_int() if need.floor is not None else 0

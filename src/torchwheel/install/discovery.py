@@ -38,6 +38,7 @@ from torchwheel.install.candidates import Candidate, Gathered, Skipped, read_can
 from torchwheel.install.target import TorchTarget
 from torchwheel.limits import current
 from torchwheel.safeopen import open_regular
+from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.wheel.contents import parse_filename
 
 _JSON = ".json"  # a PEP 691 page on disk: index.json, or any page named *.json
@@ -238,11 +239,13 @@ def gather(
     verify_hashes: bool = False,
     target: TorchTarget | None = None,
     scratch: Path | None = None,
+    table: SymbolTable | None = None,
 ) -> Gathered:
     """Every candidate of ``sources`` and ``indexes`` (index roots: ``-i``), of the projects
     ``names`` (all when empty). Hosted wheels are downloaded into ``scratch`` (``gathering``
     makes one): for a ``target`` only those that can still be chosen, else all.
-    ``verify_hashes``: every member hashed against RECORD too (``read_candidate``)."""
+    ``verify_hashes``: every member hashed against RECORD too (``read_candidate``); ``table``:
+    the shim table an untagged wheel's binaries are judged with (``--symbols``)."""
     out = Gathered()
     walk = _Walk(frozenset(canonicalize_name(n) for n in names), out, fetch.Session())
     for source in sources:
@@ -267,7 +270,7 @@ def gather(
             if hashes and path.is_file() and (algo := _verify(path, hashes)):
                 out.skipped.append(Skipped(str(path), f"{algo} differs from the link on {origin}", name))
                 continue
-            cand = read_candidate(path, origin, verify_hashes)
+            cand = read_candidate(path, origin, verify_hashes, table)
         except (InputError, InvalidVersion, ValueError) as exc:
             out.skipped.append(Skipped(str(path), str(exc), name))
             continue
@@ -276,7 +279,9 @@ def gather(
         if scratch is None:
             raise InputError("hosted wheels need a download folder (discovery.gathering)")
         local = list(out.candidates)
-        for cand in remote.fetch_all(walk.hosted, local, target, walk.session, scratch, verify_hashes, out):
+        for cand in remote.fetch_all(
+            walk.hosted, local, target, walk.session, scratch, verify_hashes, out, table
+        ):
             add(cand)
     return out
 
@@ -289,10 +294,17 @@ def gathering(
     indexes: Iterable[str] = (),
     verify_hashes: bool = False,
     target: TorchTarget | None = None,
+    table: SymbolTable | None = None,
 ) -> Iterator[Gathered]:
     """``gather`` with a download folder that lives as long as the block: an install or an
     index needs the downloaded files after choosing; none is left behind."""
     with tempfile.TemporaryDirectory(prefix="torchwheel-downloads-") as scratch:
         yield gather(
-            sources, names, indexes=indexes, verify_hashes=verify_hashes, target=target, scratch=Path(scratch)
+            sources,
+            names,
+            indexes=indexes,
+            verify_hashes=verify_hashes,
+            target=target,
+            scratch=Path(scratch),
+            table=table,
         )

@@ -10,11 +10,11 @@ from typing import Any
 from packaging.version import Version
 
 from torchwheel.install.candidates import Candidate, Gathered
-from torchwheel.install.choose import Choice, Verdict
+from torchwheel.install.choose import Choice, Judged
 from torchwheel.install.outcome import Outcome, absent_text, strays
 from torchwheel.install.target import TorchTarget
-from torchwheel.torchabi.backend import need_text
-from torchwheel.torchabi.need import show_build
+from torchwheel.torchabi.backend import builds_text
+from torchwheel.torchabi.need import show_release
 
 SELECT_SCHEMA = 1
 
@@ -44,7 +44,7 @@ def _torch_preference(c: Candidate, chosen: Candidate) -> str:
     )
 
 
-def lower_reason(v: Verdict, chosen: Candidate) -> str:
+def lower_reason(v: Judged, chosen: Candidate) -> str:
     """Why a candidate that fits lost to the choice: the first ranking step that differs,
     named with the preference behind it."""
     c = v.candidate
@@ -52,11 +52,11 @@ def lower_reason(v: Verdict, chosen: Candidate) -> str:
         return f"fits, but {chosen.version.public} is a newer release"
     if c.tags != chosen.tags:
         return (
-            f"fits ({v.reason}), but the choice's tags {_tags(chosen)} come first in the target's "
+            f"fits ({v.verdict.reason}), but the choice's tags {_tags(chosen)} come first in the target's "
             "order of tags (as pip ranks files)"
         )
     if c.torch != chosen.torch:
-        return f"fits ({v.reason}), but {_torch_preference(c, chosen)}"
+        return f"fits ({v.verdict.reason}), but {_torch_preference(c, chosen)}"
     if c.build != chosen.build:
         theirs = chosen.build[0] if chosen.build else 0
         mine = c.build[0] if c.build else 0
@@ -73,7 +73,7 @@ def _target_line(target: TorchTarget) -> str:
 def _head(o: Outcome, gathered: Gathered) -> str:
     chosen = o.choice.chosen
     chose = (
-        f"{_label(chosen)}: {o.choice.verdicts[0].reason} [from {chosen.torch.source}]"
+        f"{_label(chosen)}: {o.choice.verdicts[0].verdict.reason} [from {chosen.torch.source}]"
         if chosen is not None
         else ""
     )
@@ -94,7 +94,9 @@ def select_text(target: TorchTarget, gathered: Gathered, found: list[Outcome]) -
         for v in o.choice.verdicts:
             if v.candidate is o.choice.chosen:
                 continue
-            why = lower_reason(v, o.choice.chosen) if v.fits and o.choice.chosen else v.reason
+            why = (
+                lower_reason(v, o.choice.chosen) if v.verdict.loads and o.choice.chosen else v.verdict.reason
+            )
             lines.append(f"  rejected {_label(v.candidate)}: {why}")
         lines += [f"  not opened {s.location}: {s.reason}" for s in gathered.unopened if s.name == o.name]
         lines += [f"  skipped {s.location}: {s.reason}" for s in o.unreadable]
@@ -119,22 +121,28 @@ def candidate_json(c: Candidate) -> dict[str, Any]:
         "torch_abi": {
             "kind": c.torch.kind,
             "floor": c.torch.floor.release if c.torch.floor is not None else None,
-            "minor": show_build(next(iter(c.torch.builds))) if len(c.torch.builds) == 1 else None,
-            "builds": [show_build(b) for b in sorted(c.torch.builds)],
-            "torch_build": need_text(c.torch.build_classes),
+            "minor": show_release(next(iter(c.torch.releases))) if len(c.torch.releases) == 1 else None,
+            "builds": [show_release(b) for b in sorted(c.torch.releases)],
+            "releases_from": c.torch.releases_from or None,
+            "torch_build": builds_text(c.torch.builds),
+            "gpu_code": sorted(c.torch.gpu_code) if c.torch.gpu_code is not None else "unknown",
+            "unknown": list(c.torch.unknown_axes),
+            "summary": str(c.torch),
             "source": c.torch.source,
         },
         "sha256": c.sha256,
     }
 
 
-def _entry(v: Verdict, choice: Choice) -> dict[str, Any]:
-    lost = v.fits and choice.chosen is not None and v.candidate is not choice.chosen
+def _entry(v: Judged, choice: Choice) -> dict[str, Any]:
+    lost = v.verdict.loads and choice.chosen is not None and v.candidate is not choice.chosen
     return {
         **candidate_json(v.candidate),
         "chosen": v.candidate is choice.chosen,
-        "fits": v.fits,
-        "reason": lower_reason(v, choice.chosen) if lost and choice.chosen else v.reason,
+        "fits": v.verdict.loads,
+        "verdict": v.verdict.cell,
+        "axis": v.verdict.axis,
+        "reason": lower_reason(v, choice.chosen) if lost and choice.chosen else v.verdict.reason,
     }
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from torchwheel.install.candidates import Candidate
 from torchwheel.install.choose import fit, needed_minors
-from torchwheel.torchabi.backend import TorchBuild, need_text, representative_backends
-from torchwheel.torchabi.need import MinorVerdict
+from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, builds_text, representative_backends
+from torchwheel.torchabi.need import Verdict
 from torchwheel.torchabi.releases import Minor, known_minors, show_minor
 
 SCHEMA_VERSION = 1
@@ -25,14 +25,14 @@ SYMBOL = {"loads": "yes", "only": "only", "some": "some", "no": "-", "unknown": 
 LEGEND = (
     "yes = loads (stable ABI target <= this torch, or no torch symbols); "
     "only = loads on this minor only (unstable build); some = on some patch releases of it; "
-    "- = does not load; ? = an unstable build for a torch nothing names"
+    "- = does not load; ? = unknown: an axis of the wheel could not be read (the reason says which)"
 )
 
 
 @dataclass(frozen=True)
 class Row:
     cand: Candidate
-    cells: list[MinorVerdict]
+    cells: list[Verdict]
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,8 @@ class Matrix:
 def backends(cands: Iterable[Candidate]) -> list[TorchBuild]:
     """The torch builds that tell these wheels apart (the backend axis): none when every wheel
     loads on every build; else the CPU build and one backend per CUDA/ROCm major they name."""
-    needs = [c.torch.build_classes for c in cands]
-    if all(n == frozenset({"any"}) for n in needs):
+    needs = [c.torch.builds for c in cands]
+    if all(n == ANY_BUILD for n in needs):
         return []
     return representative_backends(needs)
 
@@ -195,7 +195,7 @@ def to_json_all(grids: list[Matrix]) -> dict[str, Any]:
             for g in grids
             if g.torch_build is not None
         }
-        wheel["torch_build"] = need_text(grids[0].rows[i].cand.torch.build_classes)
+        wheel["torch_build"] = builds_text(grids[0].rows[i].cand.torch.builds)
     return doc
 
 
@@ -215,6 +215,7 @@ def to_json(m: Matrix) -> dict[str, Any]:
                     show_minor(t): {
                         "fit": cell.cell,
                         "reason": cell.reason,
+                        "axis": cell.axis,
                         "releases": [str(v) for v in cell.loads_on],
                     }
                     for t, cell in zip(m.torches, r.cells, strict=True)

@@ -41,6 +41,7 @@ from torchwheel.install.target import TorchTarget
 from torchwheel.limits import current
 from torchwheel.torchabi import releases
 from torchwheel.torchabi.need import requirement_excludes
+from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.wheel.contents import WheelName, parse_filename
 from torchwheel.wheel.metadata import parse_metadata
 
@@ -92,8 +93,16 @@ def _torch_excludes(text: str, target: TorchTarget) -> str:
 
 
 class _Fetcher:
-    def __init__(self, session: fetch.Session, scratch: Path, verify_hashes: bool, out: Gathered) -> None:
+    def __init__(
+        self,
+        session: fetch.Session,
+        scratch: Path,
+        verify_hashes: bool,
+        out: Gathered,
+        table: SymbolTable | None = None,
+    ) -> None:
         self.session, self.scratch, self.verify_hashes, self.out = session, scratch, verify_hashes, out
+        self.table = table
         self.count = 0
 
     def skip(self, f: HostedFile, reason: str, name: NormalizedName | None) -> None:
@@ -133,7 +142,7 @@ class _Fetcher:
         dest = folder / f.link.filename
         try:
             self.session.download(f.link.url, dest, f.link.hashes, f.link.size)
-            cand = read_candidate(dest, f.origin, self.verify_hashes)
+            cand = read_candidate(dest, f.origin, self.verify_hashes, self.table)
         except (InputError, InvalidVersion, ValueError) as exc:
             self.skip(f, str(exc), name)
             return None
@@ -169,10 +178,11 @@ def fetch_all(
     scratch: Path,
     verify_hashes: bool,
     out: Gathered,
+    table: SymbolTable | None = None,
 ) -> list[Candidate]:
     """The hosted wheels as candidates: every one without a target, else only those that can
     still be chosen beside ``local`` (read already); the rest go to ``out.unopened``."""
-    fetcher = _Fetcher(session, scratch, verify_hashes, out)
+    fetcher = _Fetcher(session, scratch, verify_hashes, out, table)
     listed = list(_listed(files, out))
     if target is None:
         return [c for f, w in listed if (c := fetcher.download(f, w.name)) is not None]
@@ -188,7 +198,7 @@ def fetch_all(
             by_name.setdefault(w.name, []).append(_Listed(f, w, rank or 0))
     got: list[Candidate] = []
     for name, items in by_name.items():
-        fits = [c for c in local if c.name == name and judge(c, target, order).fits]
+        fits = [c for c in local if c.name == name and judge(c, target, order).verdict.loads]
         keys = [(Version(c.version.public), tag_rank(c, order) or 0) for c in fits]
         best = max(keys, key=lambda k: (k[0], -k[1])) if keys else None
         got += _walk(items, best, target, fetcher)
@@ -213,5 +223,5 @@ def _walk(
         if cand is None:
             continue
         yield cand
-        if judge(cand, target, order).fits and (best is None or _after(best, item.key)):
+        if judge(cand, target, order).verdict.loads and (best is None or _after(best, item.key)):
             best = item.key

@@ -37,8 +37,9 @@ from torchwheel.install.candidates import Candidate, Gathered
 from torchwheel.install.choose import fit, preference
 from torchwheel.install.discovery import gathering
 from torchwheel.limits import current
-from torchwheel.torchabi.backend import TorchBuild, representative_backends
+from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, representative_backends
 from torchwheel.torchabi.releases import Minor, known_minors, show_minor
+from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.wheel import variant
 from torchwheel.wheel.archive import WheelArchive
 
@@ -107,7 +108,7 @@ def collect(got: Gathered) -> tuple[list[Entry], list[str]]:
         f"{c.filename}: unstable build whose torch minor is unknown: in no per-torch index "
         "(tag it with --build-torch X.Y)"
         for c in got.candidates
-        if c.torch.kind == "unstable" and not c.torch.builds
+        if c.torch.kind == "unstable" and not c.torch.releases
     ]
     notes += [f"{s.location}: {s.reason}: not indexed" for s in got.unopened]
     return [read_entry(c) for c in got.candidates], notes
@@ -126,7 +127,7 @@ def plan_targets(
     for torch in sorted(set(known_minors()) | extra):
         best: dict[tuple[object, ...], Entry] = {}
         for e in entries:
-            if build is None and e.cand.torch.build_classes != frozenset({"any"}):
+            if build is None and e.cand.torch.builds != ANY_BUILD:
                 continue
             if not fit(e.cand, torch, build).loads:
                 continue
@@ -282,17 +283,22 @@ def _swap(tmp: Path, out: Path) -> None:
 
 
 def build(
-    sources: Iterable[str], out: Path, extra: Iterable[Minor] = (), names: Iterable[str] = ()
+    sources: Iterable[str],
+    out: Path,
+    extra: Iterable[Minor] = (),
+    names: Iterable[str] = (),
+    table: SymbolTable | None = None,
 ) -> IndexResult:
-    """Sources may be hosted (every wheel is downloaded, hash-checked, and republished)."""
-    with gathering(sources, names, verify_hashes=True) as got:
+    """Sources may be hosted (every wheel is downloaded, hash-checked, and republished);
+    ``table``: the shim table untagged wheels are judged with (``--symbols``)."""
+    with gathering(sources, names, verify_hashes=True, table=table) as got:
         entries, notes = collect(got)
         if not entries:
             raise InputError("no wheels to index")
         extra = set(extra)
         targets = plan_targets(entries, extra)
         per_backend: dict[tuple[Minor, str], list[Entry]] = {}
-        for b in representative_backends(e.cand.torch.build_classes for e in entries):
+        for b in representative_backends(e.cand.torch.builds for e in entries):
             for torch, chosen in plan_targets(entries, extra, b).items():
                 if chosen:
                     per_backend[(torch, b.backend)] = chosen

@@ -13,16 +13,16 @@ from torchwheel.analysis.member import BinaryAnalysis, DeclaredMarker, SliceAnal
 from torchwheel.analysis.pythonabi import PythonFacts
 from torchwheel.analysis.wheelfacts import (
     WheelFacts,
+    torch_need_of,
     wheel_accelerators,
-    wheel_build_classes,
-    wheel_torch_abi,
+    wheel_alternatives,
 )
 from torchwheel.binary.gpucode import GpuCode
 from torchwheel.limits import listed
 from torchwheel.report.textsafe import safe_lines
 from torchwheel.torchabi.accelerators import AcceleratorNeeds, cubin_archs, ptx_cuda, ptx_images
-from torchwheel.torchabi.backend import describe_need
-from torchwheel.torchabi.need import show_build, show_builds
+from torchwheel.torchabi.backend import ANY_BUILD, BuildSet, builds_text, describe_builds
+from torchwheel.torchabi.need import TorchNeed, show_release, show_releases
 from torchwheel.torchabi.usage import TorchUsage
 
 SCHEMA_VERSION = 1
@@ -137,7 +137,8 @@ def gpu_json(g: GpuCode) -> dict[str, Any]:
 def accelerator_json(a: AcceleratorNeeds) -> dict[str, Any]:
     return {
         "label": a.label,
-        "torch_build": a.torch_build,
+        # the torch libraries it links: their accelerator, "any" (libtorch alone), None (none)
+        "torch_build": a.torch_accelerator or ("any" if a.links_torch else None),
         "accelerators": list(a.accelerators),
         "cuda_majors": list(a.cuda_majors),
         "rocm_majors": list(a.rocm_majors),
@@ -162,9 +163,9 @@ def need_text(a: AcceleratorNeeds) -> str:
     names = [lib.name for lib in a.libraries if lib.role != "library"] or [lib.name for lib in a.libraries]
     shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
     label = a.label
-    if a.torch_build in ("cuda", "rocm", "xpu"):
+    if a.torch_accelerator is not None:
         text = f"needs a {label} build of torch"
-    elif a.torch_build == "any":
+    elif a.links_torch:
         text = "needs torch (any build)" + (f" and {label}" if a.accelerators else "")
     elif a.accelerators:
         text = f"needs {label}"
@@ -318,8 +319,31 @@ def _record_text(w: WheelFacts) -> str:
     return f"{len(w.record_problems) + sum(w.record_problems_omitted.values())} problem(s)"
 
 
+def builds_json(builds: BuildSet | None) -> list[str]:
+    """``["any"]``, ``["cpu", "cuda-13"]``, ``[]`` (no build loads it), ``["unknown"]``."""
+    text = builds_text(builds)
+    return [] if text == "none" else text.split(", ")
+
+
+def need_json(need: TorchNeed) -> dict[str, Any]:
+    """Every axis of the need (``torchabi.need``), "unknown" where it could not be read."""
+    return {
+        "kind": need.kind,
+        "floor": need.floor.release if need.floor else None,
+        "releases": [show_release(b) for b in sorted(need.releases)],
+        "releases_from": need.releases_from or None,
+        "torch_build": builds_json(need.builds),
+        "gpu_code": sorted(need.gpu_code) if need.gpu_code is not None else "unknown",
+        "requirements": [str(r) for r in need.requirements],
+        "unknown": list(need.unknown_axes),
+        "summary": str(need),
+        "source": need.source,
+    }
+
+
 def wheel_json(w: WheelFacts) -> dict[str, Any]:
-    abi = wheel_torch_abi(w)
+    need = torch_need_of(w)
+    alternatives = wheel_alternatives(w) if need.per_release else ()
     c = w.contents
     return {
         "path": c.path,
@@ -339,18 +363,19 @@ def wheel_json(w: WheelFacts) -> dict[str, Any]:
             "problems_omitted": sum(w.record_problems_omitted.values()),
         },
         "torch_abi": {
-            "kind": abi.kind,
-            "target": abi.target.release if abi.target else None,
-            "declared": abi.declared.release if abi.declared else None,
-            "label": str(abi),
-            "builds": [show_build(b) for b in sorted(abi.builds)],
+            "kind": need.kind,
+            "target": need.floor.release if need.floor else None,
+            "declared": need.declared.release if need.declared else None,
+            "label": need.label,
+            "builds": [show_release(b) for b in sorted(need.releases)] if need.per_release else [],
             "alternatives": [
-                {"name": a.key, "builds": {show_build(b): member for b, member in a.members}}
-                for a in abi.alternatives
+                {"name": a.key, "builds": {show_release(b): member for b, member in a.members}}
+                for a in alternatives
             ],
         },
+        "need": need_json(need),
         "accelerator": accelerator_json(wheel_accelerators(w)),
-        "torch_build": sorted(wheel_build_classes(w)),
+        "torch_build": builds_json(need.builds),
         "files": [{"member": b.member, **binary_json(b.analysis)} for b in w.binaries],
         "unreadable": [{"member": u.member, "error": u.error} for u in w.unreadable],
     }
@@ -400,7 +425,7 @@ def _row(member: str, b: BinaryAnalysis) -> list[list[str]]:
 
 def wheel_text(w: WheelFacts) -> str:
     c = w.contents
-    abi = wheel_torch_abi(w)
+    need = torch_need_of(w)
     lines = [c.path]
     if w.kind != "binary":
         tags = sorted(str(t) for t in (c.filename_tags or c.wheel_tags))
@@ -411,18 +436,21 @@ def wheel_text(w: WheelFacts) -> str:
             f"  RECORD           {_record_text(w)}",
         ]
     lines.append(
-        f"  torch ABI        {abi}"
-        + (f" (declared {abi.declared})" if abi.declared and abi.kind != "none" else "")
-        + (f": per-minor builds, loads on torch {show_builds(abi.builds)}" if abi.builds else "")
+        f"  torch ABI        {need.label}"
+        + (f" (declared {need.declared})" if need.declared and need.kind != "none" else "")
+        + (f": per-minor builds, loads on torch {show_releases(need.releases)}" if need.per_release else "")
     )
     lines += [
         f"  per-minor        {a.key}: "
-        + ", ".join(f"{show_build(b)}={member.rsplit('/', 1)[-1]}" for b, member in a.members)
-        for a in abi.alternatives
+        + ", ".join(f"{show_release(b)}={member.rsplit('/', 1)[-1]}" for b, member in a.members)
+        for a in (wheel_alternatives(w) if need.per_release else ())
     ]
-    classes = wheel_build_classes(w)
-    if classes != frozenset({"any"}):
-        lines.append(f"  torch build      loads on {describe_need(classes)} ({', '.join(sorted(classes))})")
+    if need.kind == "unstable" and not need.per_release:
+        lines.append(f"  torch version    {need}")
+    if need.builds != ANY_BUILD:
+        lines.append(
+            f"  torch build      loads on {describe_builds(need.builds)} ({builds_text(need.builds)})"
+        )
     acc = wheel_accelerators(w)
     summary = "; ".join(t for t in (need_text(acc), gpu_text(acc.gpu, span=True)) if t)
     if summary:

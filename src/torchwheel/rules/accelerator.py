@@ -15,12 +15,19 @@ from collections.abc import Iterator
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from torchwheel.analysis.wheelfacts import BuildUnit, WheelFacts, build_units, wheel_build_classes
+from torchwheel.analysis.wheelfacts import BuildUnit, WheelFacts, build_units, wheel_builds
 from torchwheel.binary.gpucode import CudaImage
 from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.torchabi import accelerators
 from torchwheel.torchabi.accelerators import AcceleratorNeeds, LinkedLibrary, Role, runs_on
-from torchwheel.torchabi.backend import TorchBuild, build_fits, describe_need, from_local_label
+from torchwheel.torchabi.backend import (
+    ANY_BUILD,
+    TorchBuild,
+    builds_fit,
+    describe_builds,
+    from_cuda_digits,
+    from_local_label,
+)
 from torchwheel.torchabi.grafting import EXCLUDE_FLAG, Tool, bundled
 
 # -- TW701, TW702: which build of torch -----------------------------------------------------
@@ -34,32 +41,32 @@ def _names(needs: AcceleratorNeeds) -> str:
 
 def _evidence(unit: BuildUnit) -> str:
     """``w/_ops.so (and 3 other builds): libcudart.so.13, libtorch_cuda.so``."""
-    member, needs = next(((m, n) for m, n in unit.builds if n.accelerators), unit.builds[0])
-    more = f" (and {len(unit.builds) - 1} other builds)" if len(unit.builds) > 1 else ""
+    member, needs = next(((m, n) for m, n in unit.members if n.accelerators), unit.members[0])
+    more = f" (and {len(unit.members) - 1} other builds)" if len(unit.members) > 1 else ""
     return f"{member}{more}: {_names(needs)}"
 
 
 @rule("TW701")
 def accelerators_mixed(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    if wheel_build_classes(w):
+    if wheel_builds(w) != frozenset():  # some build loads it, or it could not be read
         return
     units = build_units(w)
     for unit in units:
-        if not unit.classes:  # one library that needs two accelerators or CUDA majors at once
-            for member, needs in unit.builds:
+        if not unit.builds:  # one library that needs two accelerators or CUDA majors at once
+            for member, needs in unit.members:
                 if not _library_loads(needs):
                     yield (
                         member,
                         f"needs {needs.label} at once ({_names(needs)}): no build of torch has both; "
                         "build it against one toolkit",
                     )
-    if any(not u.classes for u in units):
+    if any(not u.builds for u in units):
         return
-    named = [u for u in units if "any" not in u.classes]
+    named = [u for u in units if u.builds != ANY_BUILD]
     yield (
         "",
         "no build of torch loads every library: "
-        + "; ".join(f"{describe_need(u.classes)} for {_evidence(u)}" for u in named[:4])
+        + "; ".join(f"{describe_builds(u.builds)} for {_evidence(u)}" for u in named[:4])
         + ("; ..." if len(named) > 4 else "")
         + ". Build them against one toolkit, or ship flavours the package picks from at run "
         "time (`_C_cpu.so`/`_C_cuda.so`, `_C_cu12.so`/`_C_cu13.so`)",
@@ -71,14 +78,8 @@ def _library_loads(needs: AcceleratorNeeds) -> bool:
     return len(needs.accelerators) <= 1 and len(majors) <= 1
 
 
-_ACCELERATOR = {"cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU", "cpu": "CPU"}
 _NAME_CLAIM = re.compile(r"^(?:cu(\d{2,3})|cuda(\d{2})x?|(cpu)|(rocm)\d*|(xpu))$")
 _NVIDIA_REQ = re.compile(r"^nvidia-.+-cu(\d{2,3})$")
-
-
-def _cuda(digits: str) -> TorchBuild:
-    """``12`` and ``121``/``128`` (PyTorch's backend names) and ``130``: the major they name."""
-    return TorchBuild("cuda", (int(digits[:2]) if len(digits) == 3 else int(digits), 0))
 
 
 def claims(w: WheelFacts) -> Iterator[tuple[str, TorchBuild]]:
@@ -86,7 +87,11 @@ def claims(w: WheelFacts) -> Iterator[tuple[str, TorchBuild]]:
     last = canonicalize_name(w.contents.filename_name).rsplit("-", 1)
     if len(last) == 2 and (m := _NAME_CLAIM.match(last[1])):
         cu, cuda, cpu, rocm, _ = m.groups()
-        build = _cuda(cu or cuda) if cu or cuda else TorchBuild("cpu" if cpu else "rocm" if rocm else "xpu")
+        build = (
+            from_cuda_digits(cu or cuda)
+            if cu or cuda
+            else TorchBuild("cpu" if cpu else "rocm" if rocm else "xpu")
+        )
         yield f"the project name's suffix -{last[1]}", build
     try:
         local = Version(w.contents.filename_version).local
@@ -97,33 +102,28 @@ def claims(w: WheelFacts) -> Iterator[tuple[str, TorchBuild]]:
     for req in w.metadata.requirements:
         name = canonicalize_name(req.name)
         if m := _NVIDIA_REQ.match(name):
-            yield f"the requirement {req.name}", _cuda(m.group(1))
+            yield f"the requirement {req.name}", from_cuda_digits(m.group(1))
         elif name.startswith("nvidia-"):
             for extra in sorted(req.extras):
                 if m := re.fullmatch(r"cu(\d{2,3})", extra.lower()):
-                    yield f"the requirement {req.name}[{extra}]", _cuda(m.group(1))
-
-
-def _claimed(build: TorchBuild) -> str:
-    name = _ACCELERATOR.get(build.kind, build.kind.upper())
-    return f"{name} {build.major}" if build.major is not None else name
+                    yield f"the requirement {req.name}[{extra}]", from_cuda_digits(m.group(1))
 
 
 @rule("TW702")
 def claim_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    classes = wheel_build_classes(w)
-    if not classes or "any" in classes:
-        return  # needs no accelerator, or needs a contradiction (TW701 says so)
+    builds = wheel_builds(w)
+    if not builds or builds == ANY_BUILD:
+        return  # needs no accelerator, a contradiction (TW701 says so), or could not be read
     seen = set()
     for said, build in claims(w):
-        if build_fits(classes, build)[0] or said in seen:
+        if builds_fit(builds, build)[0] or said in seen:
             continue
         seen.add(said)
-        unit = next((u for u in build_units(w) if not build_fits(u.classes, build)[0]), None)
+        unit = next((u for u in build_units(w) if not builds_fit(u.builds, build)[0]), None)
         which = f" ({_evidence(unit)})" if unit is not None else ""
         yield (
             "",
-            f"{said} says {_claimed(build)}, but the binaries need {describe_need(classes)}{which}: "
+            f"{said} says {build.words}, but the binaries need {describe_builds(builds)}{which}: "
             "an installer that trusts the name puts it where it cannot load; build it for what the "
             "name says, or rename it",
         )
@@ -179,7 +179,7 @@ def bundles_runtime(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, lib in _copies(w, _OF_RUNTIME):
         yield (
             member,
-            f"is a copy of {lib.name} (a {_ACCELERATOR[lib.accelerator or 'cuda']} library that torch's "
+            f"is a copy of {lib.name} (a {TorchBuild(lib.accelerator or 'cuda').words} library that torch's "
             "build brings itself): a second runtime beside torch's, of whatever toolkit release the "
             f"build machine had, in one process; {_exclude_hint(lib)}",
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from torchwheel.analysis.releases import ReleaseView
-from torchwheel.analysis.wheelfacts import WheelFacts, wheel_torch_abi
+from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
 from torchwheel.rules.registry import Hit, Policy, rule
 
 
@@ -49,19 +49,15 @@ def requirements_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
 
 @rule("TW602")
 def targets_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
-    mine = wheel_torch_abi(view.wheel)
+    mine = torch_need_of(view.wheel)
     if mine.kind != "stable" or any(r.marker is not None for r in view.wheel.metadata.torch_requirements):
         return
     for o in view.others:
-        theirs = wheel_torch_abi(o)
-        if (
-            theirs.kind == "stable"
-            and theirs.target != mine.target
-            and _platforms(o) != _platforms(view.wheel)
-        ):
+        theirs = torch_need_of(o)
+        if theirs.kind == "stable" and theirs.floor != mine.floor and _platforms(o) != _platforms(view.wheel):
             yield (
                 "",
-                f"targets torch {mine} on {_platforms(view.wheel)} but {_name(o)} targets {theirs} on "
+                f"targets torch {mine.label} on {_platforms(view.wheel)} but {_name(o)} targets {theirs.label} on "
                 f"{_platforms(o)}: one requirement set must carry both floors with sys_platform markers "
                 "(`torchwheel tag --release`)",
             )
@@ -70,11 +66,11 @@ def targets_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
 
 @rule("TW603")
 def stable_and_unstable(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
-    mine = wheel_torch_abi(view.wheel).kind
+    mine = torch_need_of(view.wheel).kind
     if mine not in ("stable", "unstable"):
         return
     want = "unstable" if mine == "stable" else "stable"
-    other = next((o for o in view.others if wheel_torch_abi(o).kind == want), None)
+    other = next((o for o in view.others if torch_need_of(o).kind == want), None)
     if other is not None:
         yield (
             "",

@@ -10,33 +10,33 @@ from collections.abc import Iterator
 
 from packaging.version import Version
 
-from torchwheel.analysis.wheelfacts import TorchABI, WheelFacts, wheel_torch_abi
+from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
 from torchwheel.errors import quoted
 from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.torchabi import releases
-from torchwheel.torchabi.need import build_matches, show_builds
+from torchwheel.torchabi.need import TorchNeed, release_matches, show_releases
 
 
-def _pins_one_build(abi: TorchABI) -> bool:
+def _pins_one_build(abi: TorchNeed) -> bool:
     """An unstable wheel that loads on one (unnamed) minor: per-minor builds do not."""
-    return abi.kind == "unstable" and not abi.builds
+    return abi.kind == "unstable" and not abi.per_release
 
 
 @rule("TW501")
 def missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    abi = wheel_torch_abi(w)
-    if not policy.require_torch or abi.kind == "none" or w.metadata.torch_requirements:
+    abi = torch_need_of(w)
+    if not policy.require_torch or abi.kind in ("none", "any") or w.metadata.torch_requirements:
         return
     if _pins_one_build(abi):
         return  # it admits every torch and loads on one: TW504, an error, says so
-    want = f"torch>={abi}" if abi.kind == "stable" else "torch"
-    yield "", f"binaries link libtorch ({abi}) but METADATA has no Requires-Dist: torch: add {want!r}"
+    want = f"torch>={abi.label}" if abi.kind == "stable" else "torch"
+    yield "", f"binaries link libtorch ({abi.label}) but METADATA has no Requires-Dist: torch: add {want!r}"
 
 
 @rule("TW502")
 def too_tight(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    abi = wheel_torch_abi(w)
-    if abi.kind != "stable" or abi.target is None:
+    abi = torch_need_of(w)
+    if abi.kind != "stable" or abi.floor is None:
         return
     for req in w.metadata.torch_requirements:
         if len(releases.admitted_minors(req.specifier)) <= 1:
@@ -44,19 +44,19 @@ def too_tight(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 "",
                 (
                     f"Requires-Dist {quoted(req)} pins one torch release although the stable ABI loads on "
-                    f"torch>={abi}: require 'torch>={abi}' so installers do not swap the user's torch"
+                    f"torch>={abi.label}: require 'torch>={abi.label}' so installers do not swap the user's torch"
                 ),
             )
 
 
 @rule("TW503")
 def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    abi = wheel_torch_abi(w)
-    if abi.kind != "stable" or abi.target is None:
+    abi = torch_need_of(w)
+    if abi.kind != "stable" or abi.floor is None:
         return
-    floor = Version(abi.target.release)
+    floor = Version(abi.floor.release)
     for req in w.metadata.torch_requirements:
-        older = releases.older_admitted(req.specifier, abi.target)
+        older = releases.older_admitted(req.specifier, abi.floor)
         loads = [v for v in releases.admitted(req.specifier) if v >= floor] or releases.admits_future(
             req.specifier
         )
@@ -64,8 +64,8 @@ def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             yield (
                 "",
                 (
-                    f"Requires-Dist {quoted(req)} admits torch {older}, but the binaries need torch {abi.target}: "
-                    f"require 'torch>={abi}'"
+                    f"Requires-Dist {quoted(req)} admits torch {older}, but the binaries need torch {abi.floor}: "
+                    f"require 'torch>={abi.label}'"
                 ),
             )
         elif not loads:
@@ -73,14 +73,14 @@ def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 "",
                 (
                     f"Requires-Dist {quoted(req)} admits no torch release the binaries load on "
-                    f"(they need torch {abi.target} or newer): require 'torch>={abi}'"
+                    f"(they need torch {abi.floor} or newer): require 'torch>={abi.label}'"
                 ),
             )
 
 
 @rule("TW504")
 def unstable_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    abi = wheel_torch_abi(w)
+    abi = torch_need_of(w)
     if not _pins_one_build(abi):
         return
     fix = (
@@ -108,20 +108,20 @@ def builds_gap(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     """A warning, not an error: per-minor builds with a bare requirement are right when the
     package's Python code does without its library where it has none (a newer torch
     provides the feature itself), and broken when it does not; the binaries cannot tell."""
-    abi = wheel_torch_abi(w)
-    if abi.kind != "unstable" or not abi.builds:
+    abi = torch_need_of(w)
+    if not abi.per_release:
         return
     reqs = [r for r in w.metadata.torch_requirements if r.marker is None]
     admitted = [
         v for v in releases.releases() if all(r.specifier.contains(v, prereleases=True) for r in reqs)
     ]
     future = all(releases.admits_future(r.specifier) for r in reqs)
-    gap = [v for v in admitted if not any(build_matches(b, v) for b in abi.builds)]
+    gap = [v for v in admitted if not any(release_matches(b, v) for b in abi.releases)]
     if gap or future:
         said = "; ".join(str(r) for r in reqs) or "no torch requirement"
         yield (
             "",
             f"{said!r} admits torch {releases.runs(gap, future)}, for which the wheel has no build (it has "
-            f"{show_builds(abi.builds)}): unless its Python code works there without them, require only "
+            f"{show_releases(abi.releases)}): unless its Python code works there without them, require only "
             "the releases it has builds for",
         )

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from fnmatch import fnmatch
 
-from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices, wheel_torch_abi
+from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices, wheel_alternatives
 from torchwheel.rules.registry import Hit, Policy, rule
-from torchwheel.torchabi.need import show_build
+from torchwheel.torchabi.need import show_release
 from torchwheel.torchabi.usage import TorchUsage
 
 _NAMED = 10  # symbol names a message spells out; the rest are counted
@@ -74,12 +74,12 @@ def unknown_shims(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 @rule("TW204")
 def unstable_library(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    per_build = {member: build for a in wheel_torch_abi(w).alternatives for build, member in a.members}
+    per_build = {member: build for a in wheel_alternatives(w) for build, member in a.members}
     for member, arch, s in iter_slices(w):
         if s.torch.usage == "unstable" and s.declared is None and not _allowlisted(member, policy):
             build = per_build.get(member)
             loads = (
-                f"this build loads only on torch {show_build(build)} (one of the wheel's per-minor builds)"
+                f"this build loads only on torch {show_release(build)} (one of the wheel's per-minor builds)"
                 if build is not None
                 else "the wheel loads only on the torch it was built with"
             )

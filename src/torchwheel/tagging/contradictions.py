@@ -15,37 +15,36 @@ from __future__ import annotations
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from torchwheel.analysis.wheelfacts import TorchABI
 from torchwheel.errors import InputError, clipped
 from torchwheel.tagging.options import TagOptions
 from torchwheel.torchabi import releases
-from torchwheel.torchabi.need import local_minor, minor_verdict, show_build, show_builds, torch_need
+from torchwheel.torchabi.need import TorchNeed, local_minor, minor_verdict, need_from_fields, show_releases
 from torchwheel.torchabi.releases import show_minor
 from torchwheel.version import FeatureVersion
 
 
-def check_build_torch(abi: TorchABI, reqs: tuple[Requirement, ...], opts: TagOptions) -> None:
+def check_build_torch(need: TorchNeed, opts: TagOptions) -> None:
     """``--build-torch X.Y`` names the one torch of a version-locked build: pointless on any
     other wheel, and a lie against a requirement that admits no release of X.Y."""
     if opts.build_torch is None:
         return
     build = releases.minor_of(FeatureVersion.parse(opts.build_torch))
     said = f"--build-torch {show_minor(build)}"
-    if abi.kind == "stable":
+    if need.kind == "stable":
         raise InputError(
-            f"{said}: the wheel is stable-ABI (target {abi}): it loads on every torch from its target on, "
+            f"{said}: the wheel is stable-ABI (target {need.label}): it loads on every torch from its target on, "
             "and --build-torch only names the torch of a version-locked (unstable) build; drop it"
         )
-    if abi.kind == "none":
+    if need.kind in ("none", "any"):
         raise InputError(f"{said}: the wheel uses no torch symbols, so no build torch to name; drop it")
-    if abi.builds:
+    if need.per_release:
         raise InputError(
-            f"{said}: the wheel ships builds for torch {show_builds(abi.builds)} and names them itself "
+            f"{said}: the wheel ships builds for torch {show_releases(need.releases)} and names them itself "
             "(Torch-ABI-Builds); drop it"
         )
     if build > releases.minor_of(releases.future()):
         return  # no such torch yet: ``requirement`` refuses it in its own words
-    for req in reqs:
+    for req in need.requirements:
         if req.marker is None and build not in releases.admitted_minors(req.specifier):
             raise InputError(
                 f"{said} contradicts the wheel's Requires-Dist {clipped(req)} (it admits torch "
@@ -53,18 +52,23 @@ def check_build_torch(abi: TorchABI, reqs: tuple[Requirement, ...], opts: TagOpt
             )
 
 
-def check_local_label(abi: TorchABI, reqs: tuple[Requirement, ...], version: str, opts: TagOptions) -> None:
+def check_local_label(
+    fields: list[tuple[str, str]], reqs: tuple[Requirement, ...], version: str, opts: TagOptions
+) -> None:
     """A ``--local-label`` that names a torch (``torch2.13``) must name one the wheel, as
-    written (``reqs``: its new torch requirement), loads on; else ``index`` lists it there."""
+    written (its WHEEL ``fields``, ``reqs``: its new torch requirement), loads on; else
+    ``index`` lists it there."""
     if opts.local_label is None:
         return
     minor = local_minor(Version(version))
     if minor is None:
         return
-    builds = ", ".join(show_build(b) for b in sorted(abi.builds))
-    need = torch_need(str(abi), reqs, Version(version), "tag", builds or None)
-    found = minor_verdict(need, reqs, None, minor)
-    if not found.loads:
+    stated: dict[str, list[str]] = {}
+    for name, value in fields:
+        stated.setdefault(name, []).append(value)
+    need = need_from_fields(stated, reqs, Version(version))
+    found = minor_verdict(need, None, minor) if need is not None else None
+    if found is not None and not found.loads and found.axis in ("version", "requirement"):
         raise InputError(
             f"--local-label {opts.local_label} names torch {show_minor(minor)}, but the wheel does not load "
             f"there ({found.reason}); label it with a torch it loads on, or fix the requirement"

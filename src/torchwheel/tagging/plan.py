@@ -24,13 +24,10 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from torchwheel import __version__, limits
 from torchwheel.analysis.wheelfacts import (
-    TorchABI,
     WheelFacts,
     iter_slices,
     provides_libtorch,
-    wheel_accelerators,
-    wheel_build_classes,
-    wheel_torch_abi,
+    torch_need_of,
 )
 from torchwheel.errors import InputError
 from torchwheel.report.facts import binary_json
@@ -38,9 +35,8 @@ from torchwheel.tagging import naming
 from torchwheel.tagging.contradictions import check_build_torch, check_local_label
 from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.requirement import apply_requirements, metadata_text
-from torchwheel.torchabi.accelerators import code_names
-from torchwheel.torchabi.backend import need_text
-from torchwheel.torchabi.need import show_build
+from torchwheel.torchabi.backend import builds_text
+from torchwheel.torchabi.need import TorchNeed, show_release
 from torchwheel.wheel.metadata import (
     SIDE_FILE,
     TORCH_ABI_BUILDS_FIELD,
@@ -55,7 +51,7 @@ SIDE_SCHEMA = 1
 
 @dataclass
 class Plan:
-    torch_abi: TorchABI
+    need: TorchNeed  # read from the binaries: what the WHEEL fields state
     filename: str
     members: dict[str, bytes]  # dist-info files to (re)write
     drop: set[str]
@@ -120,20 +116,28 @@ def compress_tags(tags: frozenset[Tag], original: str) -> str:
     return f"{'.'.join(interps)}-{'.'.join(abis)}-{'.'.join(plats)}"
 
 
-def torch_abi_fields(
-    abi: TorchABI, build_classes: frozenset[str], gpu_code: tuple[str, ...] = ()
-) -> list[tuple[str, str]]:
-    """The WHEEL lines that say which torch the wheel loads on. ``Torch-ABI`` alone stays
-    true for every reader (``unstable`` for per-minor builds too); the releases they cover,
-    the torch builds it loads on (``any``; ``cuda-13``) and the GPU code of its libraries
-    (``Torch-GPU: sm_80, sm_90a, compute_90``, when it has any) go beside it, in fields of
-    their own."""
-    fields = [(TORCH_ABI_FIELD, str(abi))]
-    if abi.builds:
-        fields.append((TORCH_ABI_BUILDS_FIELD, ", ".join(show_build(b) for b in sorted(abi.builds))))
-    fields.append((TORCH_BUILD_FIELD, need_text(build_classes)))
-    if gpu_code:
-        fields.append((TORCH_GPU_FIELD, ", ".join(gpu_code)))
+def _gpu_order(code: str) -> tuple[int, bool, str]:
+    """Oldest architecture first, its cubins before its PTX (``accelerators.code_names``)."""
+    digits = "".join(ch for ch in code if ch.isdigit())
+    return (int(digits or 0), code.startswith("compute"), code)
+
+
+def torch_abi_fields(need: TorchNeed) -> list[tuple[str, str]]:
+    """The WHEEL lines that state the need, every axis it has, so that reading them back
+    (``torchabi.need.need_from_fields``) gives the need of the binaries again. ``Torch-ABI``
+    alone stays true for every reader (``unstable`` for per-minor builds too); the releases
+    an unstable wheel loads on when its binaries say them (per-release names, the torch
+    exports its imports exist in), the torch builds it loads on (``any``; ``cuda-13``) and
+    the GPU code of its libraries (``Torch-GPU: sm_80, sm_90a, compute_90``, when it has any)
+    go beside it, in fields of their own. An axis that could not be read is not written:
+    the binaries are read again."""
+    fields = [(TORCH_ABI_FIELD, need.label)]
+    if need.kind == "unstable" and need.releases_from in ("names", "exports") and need.releases:
+        fields.append((TORCH_ABI_BUILDS_FIELD, ", ".join(show_release(b) for b in sorted(need.releases))))
+    if need.builds is not None:
+        fields.append((TORCH_BUILD_FIELD, builds_text(need.builds)))
+    if need.gpu_code:
+        fields.append((TORCH_GPU_FIELD, ", ".join(sorted(need.gpu_code, key=_gpu_order))))
     return fields
 
 
@@ -195,18 +199,18 @@ def _names_counted(entry: dict[str, Any]) -> dict[str, Any]:
     return {**entry, "slices": slices}
 
 
-def _side_text(libraries: list[dict[str, Any]], omitted: int, abi: TorchABI) -> bytes:
+def _side_text(libraries: list[dict[str, Any]], omitted: int, need: TorchNeed) -> bytes:
     doc = {
         "schema_version": SIDE_SCHEMA,
         "generator": f"torchwheel {__version__}",
-        "torch_abi": str(abi),
+        "torch_abi": need.label,
         "libraries": libraries,
         "libraries_omitted": omitted,
     }
     return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
 
 
-def side_file(w: WheelFacts, abi: TorchABI) -> bytes:
+def side_file(w: WheelFacts, need: TorchNeed) -> bytes:
     """The facts side file, within half of ``max-metadata-bytes`` whatever the wheel holds.
 
     Every command reads it back through that limit (and the JSON reader bounds its values
@@ -220,17 +224,17 @@ def side_file(w: WheelFacts, abi: TorchABI) -> bytes:
         if shrink:
             entries = [_names_counted(e) for e in entries]
         if _estimate(entries) <= budget:
-            data = _side_text(entries, 0, abi)
+            data = _side_text(entries, 0, need)
             if len(data) <= budget:
                 return data
     kept: list[dict[str, Any]] = []
-    used = len(_side_text([], len(entries), abi)) + 2  # "[]" opens to "[\n" ... "\n  ]"
+    used = len(_side_text([], len(entries), need)) + 2  # "[]" opens to "[\n" ... "\n  ]"
     for entry in entries:
         used += _item_size(entry)
         if used > budget:
             break
         kept.append(entry)
-    return _side_text(kept, len(entries) - len(kept), abi)
+    return _side_text(kept, len(entries) - len(kept), need)
 
 
 def plan(w: WheelFacts, opts: TagOptions) -> Plan:
@@ -242,7 +246,7 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
             f"{c.path}: a wheel-variant file (label {c.variant!r}): tag the plain wheel; "
             "`tag --variant` writes the variant copy beside it"
         )
-    abi = wheel_torch_abi(w)
+    need = torch_need_of(w, "tag")
     name = c.path.replace("\\", "/").rsplit("/", 1)[-1]
     stem_parts = name[: -len(".whl")].split("-")
     original_tags = "-".join(stem_parts[-3:])
@@ -257,22 +261,22 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     ]
     wheel_name = f"{c.dist_info}/WHEEL"
     meta_name = f"{c.dist_info}/METADATA"
-    check_build_torch(abi, w.metadata.torch_requirements, opts)
+    check_build_torch(need, opts)
     if provides_libtorch(w):  # torch itself: it cannot require torch
         new_meta, meta_notes = c.metadata_text, ["torch itself: Requires-Dist left as it is"]
     else:
-        new_meta, meta_notes = metadata_text(c.metadata_text, abi, opts)
+        new_meta, meta_notes = metadata_text(c.metadata_text, need, opts)
         if opts.release_requirements is not None:  # tag --release: the set shared by all wheels
             new_meta, meta_notes = apply_requirements(c.metadata_text, opts.release_requirements, name)
-    fields = torch_abi_fields(abi, wheel_build_classes(w), code_names(wheel_accelerators(w).gpu))
+    fields = torch_abi_fields(need)
     new_wheel = wheel_file_text(c.wheel_text, ordered, fields)
     filename, new_meta, new_wheel, name_notes = naming.naming(filename, new_meta, new_wheel, opts)
-    check_local_label(abi, parse_metadata(new_meta).torch_requirements, filename.split("-")[1], opts)
+    check_local_label(fields, parse_metadata(new_meta).torch_requirements, filename.split("-")[1], opts)
     changes += name_notes
     members = {
         wheel_name: new_wheel.encode(),
         meta_name: new_meta.encode(),
-        f"{c.dist_info}/{SIDE_FILE}": side_file(w, abi),
+        f"{c.dist_info}/{SIDE_FILE}": side_file(w, need),
     }
     if c.wheel_tags != tags:
         changes.append("WHEEL Tag lines now equal the file name's tags")
@@ -286,7 +290,7 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     new_dist_info, renames = naming.renamed_dist_info(c.dist_info, [*c.members, *members], filename)
     if renames:
         members = {renames.get(n, n): data for n, data in members.items()}
-    return Plan(abi, filename, members, drop, changes, new_dist_info, renames)
+    return Plan(need, filename, members, drop, changes, new_dist_info, renames)
 
 
 def planned_facts(w: WheelFacts, p: Plan) -> WheelFacts:

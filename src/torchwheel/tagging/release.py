@@ -17,7 +17,7 @@ from packaging.markers import Marker
 from packaging.requirements import Requirement
 
 from torchwheel.analysis.releases import release_key, releases
-from torchwheel.analysis.wheelfacts import WheelFacts, wheel_torch_abi
+from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
 from torchwheel.errors import InputError
 from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.plan import plan
@@ -44,7 +44,7 @@ def _with_marker(req: str, family_marker: str) -> str:
 
 def shared_requirements(group: list[WheelFacts], opts: TagOptions) -> tuple[str, ...]:
     """The one torch requirement set for every wheel of ``group`` (one release)."""
-    kinds = {wheel_torch_abi(w).kind for w in group} - {"none"}
+    kinds = {torch_need_of(w).kind for w in group} - {"none", "any"}
     if kinds == {"stable", "unstable"}:
         raise InputError(
             f"{group[0].contents.filename_name} {group[0].contents.filename_version}: stable and unstable "

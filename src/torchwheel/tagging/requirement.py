@@ -12,10 +12,10 @@ from packaging.requirements import Requirement
 from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import Version
 
-from torchwheel.analysis.wheelfacts import TorchABI
 from torchwheel.errors import InputError, clipped, quoted
 from torchwheel.tagging.options import TagOptions
 from torchwheel.torchabi import releases
+from torchwheel.torchabi.need import TorchNeed, show_releases
 from torchwheel.torchabi.releases import show_minor
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.metadata_edit import rewrite_requirements, verify_requirements
@@ -27,17 +27,17 @@ def _render(req: Requirement, spec: str) -> str:
     return f"{req.name}{extras}{spec}{marker}"
 
 
-def _is_correct(req: Requirement, abi: TorchABI) -> bool:
+def _is_correct(req: Requirement, abi: TorchNeed) -> bool:
     """Is the author's requirement already what the binaries need (so ``tag`` keeps it)?"""
     spec = req.specifier
-    if abi.kind == "stable" and abi.target is not None:
-        loads = [v for v in releases.admitted(spec) if v >= Version(abi.target.release)]
+    if abi.kind == "stable" and abi.floor is not None:
+        loads = [v for v in releases.admitted(spec) if v >= Version(abi.floor.release)]
         return (
-            releases.older_admitted(spec, abi.target) is None
+            releases.older_admitted(spec, abi.floor) is None
             and bool(loads or releases.admits_future(spec))
             and len(releases.admitted_minors(spec)) > 1
         )
-    if abi.builds:  # per-minor builds: the wheel picks its library, any requirement is the author's
+    if abi.per_release:  # per-minor builds: the wheel picks its library, any requirement is the author's
         return True
     return releases.pinned_minor(spec) is not None
 
@@ -52,13 +52,13 @@ def _known(minor: str, what: str) -> None:
         )
 
 
-def desired_spec(abi: TorchABI, reqs: tuple[Requirement, ...], opts: TagOptions) -> str | None:
-    if abi.kind == "stable" and abi.target is not None:
-        t: FeatureVersion = abi.target
+def desired_spec(abi: TorchNeed, reqs: tuple[Requirement, ...], opts: TagOptions) -> str | None:
+    if abi.kind == "stable" and abi.floor is not None:
+        t: FeatureVersion = abi.floor
         _known(t.minor_release, "the binaries need")
         spec = f">={t.minor_release if t.patch == 0 else t.release}"
         return spec + (f",<{opts.upper_bound}" if opts.upper_bound else "")
-    if abi.kind == "unstable" and abi.builds:
+    if abi.per_release:
         return None  # per-minor builds: no pin (it would break every other minor)
     if abi.kind == "unstable":
         if opts.build_torch:
@@ -68,9 +68,14 @@ def desired_spec(abi: TorchABI, reqs: tuple[Requirement, ...], opts: TagOptions)
         minor = next((m for r in reqs if (m := releases.pinned_minor(r.specifier)) is not None), None)
         if minor is not None:
             return f"=={show_minor(minor)}.*"
+        hint = (
+            f" (its imports exist in the exports of torch {show_releases(abi.releases)})"
+            if abi.releases_from == "exports"
+            else " (`torchwheel compat --against TORCH WHEEL` tells which torch it loads on)"
+        )
         raise InputError(
             "the wheel uses unstable libtorch symbols and its torch requirement does not name the build "
-            "torch: pass --build-torch X.Y"
+            f"torch: pass --build-torch X.Y{hint}"
         )
     return None
 
@@ -120,7 +125,9 @@ def narrowed(req: Requirement, desired: SpecifierSet) -> str | None:
     return ",".join(dict.fromkeys(str(c) for c in order))
 
 
-def merged_requirement(req: Requirement, spec: str, abi: TorchABI, opts: TagOptions) -> tuple[str, list[str]]:
+def merged_requirement(
+    req: Requirement, spec: str, abi: TorchNeed, opts: TagOptions
+) -> tuple[str, list[str]]:
     """The new specifier of one author's torch requirement, and notes. Only narrows by
     default: an author's pin may have reasons the binaries do not show, so widening it
     (TW502) is ``--relax-pin``'s, as is replacing one that excludes every usable torch."""
@@ -146,7 +153,7 @@ def merged_requirement(req: Requirement, spec: str, abi: TorchABI, opts: TagOpti
     return new, notes
 
 
-def metadata_text(original: str, abi: TorchABI, opts: TagOptions) -> tuple[str, list[str]]:
+def metadata_text(original: str, abi: TorchNeed, opts: TagOptions) -> tuple[str, list[str]]:
     """Rewrite only the ``Requires-Dist: torch`` header lines; everything else byte for byte
     (CRLF or LF, a body or a ``Description`` header: ``metadataedit``)."""
     notes: list[str] = []

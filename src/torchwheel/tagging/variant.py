@@ -12,12 +12,13 @@ from typing import Any
 
 from packaging.version import Version
 
-from torchwheel.analysis.wheelfacts import WheelFacts, wheel_accelerators, wheel_build_classes
+from torchwheel.analysis.wheelfacts import WheelFacts, wheel_accelerators
 from torchwheel.errors import InputError
 from torchwheel.tagging.plan import Plan
 from torchwheel.torchabi.accelerators import ptx_cuda
-from torchwheel.torchabi.need import show_build, torch_need
-from torchwheel.wheel.metadata import parse_metadata
+from torchwheel.torchabi.backend import BuildSet
+from torchwheel.torchabi.need import need_from_fields, show_release
+from torchwheel.wheel.metadata import parse_metadata, parse_wheel_fields
 from torchwheel.wheel.variant import DIST_INFO_FILE, document, encode, label, nvidia_document, property_of
 
 
@@ -27,23 +28,26 @@ def variant_plan(p: Plan, dist_info: str, w: WheelFacts) -> Plan:
     An unstable wheel's minor is the one its (planned) ``Requires-Dist: torch==X.Y.*`` pins,
     read through the same model ``select`` uses.
     """
-    classes = wheel_build_classes(w)
-    if classes and all(c == "cuda" or c.startswith("cuda-") for c in classes):
-        name, doc = _nvidia(w, classes)
+    builds = p.need.builds
+    if builds and all(b.kind == "cuda" for b in builds):
+        name, doc = _nvidia(w, builds)
         return _labelled(p, dist_info, name, doc)
     meta = parse_metadata(p.members[f"{dist_info}/METADATA"].decode())
     version = Version(dist_info.removesuffix(".dist-info").rpartition("-")[2])
-    builds = ", ".join(show_build(b) for b in sorted(p.torch_abi.builds)) or None
-    need = torch_need(str(p.torch_abi), meta.torch_requirements, version, "tag", builds)
+    need = need_from_fields(
+        parse_wheel_fields(p.members[f"{dist_info}/WHEEL"].decode()), meta.torch_requirements, version
+    )
+    if need is None:
+        raise InputError("--variant: the wheel's torch build could not be read from its binaries")
     if need.kind == "stable" and need.floor is not None:
-        value = need.floor.minor_release if need.floor.patch == 0 else need.floor.release
-    elif need.kind == "unstable" and len(need.builds) > 1:
+        value = need.label
+    elif need.kind == "unstable" and len(need.releases) > 1:
         raise InputError(
             "--variant: per-minor builds would need one build_torch value per minor; "
             "publish them as the plain wheel (it loads the matching library itself)"
         )
-    elif need.kind == "unstable" and need.builds:
-        value = show_build(next(iter(need.builds)))
+    elif need.kind == "unstable" and need.releases:
+        value = show_release(next(iter(need.releases)))
     elif need.kind == "unstable":
         raise InputError("--variant: the unstable build's torch minor is unknown: pass --build-torch X.Y")
     else:
@@ -58,12 +62,12 @@ def _labelled(p: Plan, dist_info: str, name: str, doc: dict[str, Any]) -> Plan:
     return replace(p, filename=filename, members=members, changes=[*p.changes, f"variant {name}"])
 
 
-def _nvidia(w: WheelFacts, classes: frozenset[str]) -> tuple[str, dict[str, Any]]:
+def _nvidia(w: WheelFacts, builds: BuildSet) -> tuple[str, dict[str, Any]]:
     """NVIDIA's properties of a wheel that needs a CUDA build: the oldest CUDA major one of
     its builds loads on (a runtime's name, else the PTX ISA's toolkit), and the GPU code of
     all its libraries (the build's architecture list, as the provider's values name it)."""
     needs = wheel_accelerators(w)
-    majors = [int(c.split("-")[1]) for c in classes if "-" in c]
+    majors = [b.major for b in builds if b.major is not None]
     isas = [cuda[0] for i, _ in needs.gpu.cuda if i.ptx_isa and (cuda := ptx_cuda(i.ptx_isa))]
     major = min(majors) if majors else min(isas) if isas else None
     values = [f"{i.arch}_{'virtual' if i.kind == 'ptx' else 'real'}" for i, _ in needs.gpu.cuda]

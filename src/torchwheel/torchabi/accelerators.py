@@ -29,7 +29,6 @@ from torchwheel.errors import InputError
 
 Accelerator = Literal["cuda", "rocm", "xpu"]
 Role = Literal["torch", "torch-python", "runtime", "library", "driver"]
-TorchBuild = Literal["any", "cuda", "rocm", "xpu"]
 
 _ORDER: tuple[Accelerator, ...] = ("cuda", "rocm", "xpu")
 _NAMES = {"cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU"}
@@ -156,9 +155,9 @@ def classify_library(name: str) -> LinkedLibrary | None:
 class AcceleratorNeeds:
     """One library's needs beyond the torch version, and its GPU code.
 
-    ``torch_build``: the build of torch its torch libraries imply (``any`` for
-    ``libtorch.so``/``libc10.so`` alone; None when it links no torch library, which is not
-    the same as needing no torch: ``TorchUsage`` judges the imports).
+    ``links_torch``: it links a torch library (which is not the same as importing from
+    torch: ``TorchUsage`` judges the imports); ``torch_accelerator``: the accelerator of the
+    torch libraries it links (``libtorch_cuda.so``: CUDA; None for ``libtorch.so`` alone).
     ``accelerators``: every accelerator it needs, from torch's libraries, the runtimes and
     the GPU code; more than one is a contradiction the rules can name.
     ``cuda_majors`` / ``rocm_majors``: the toolkit majors the runtime names pin (more than
@@ -167,17 +166,13 @@ class AcceleratorNeeds:
     need is the driver's CUDA version, which the PTX ISA names."""
 
     libraries: tuple[LinkedLibrary, ...] = ()
-    torch_build: TorchBuild | None = None
+    links_torch: bool = False
+    torch_accelerator: Accelerator | None = None
     accelerators: tuple[Accelerator, ...] = ()
     cuda_majors: tuple[int, ...] = ()
     rocm_majors: tuple[int, ...] = ()
     static_cudart: bool = False
     gpu: GpuCode = NO_GPU_CODE
-
-    @property
-    def links_torch(self) -> bool:
-        """It cannot load without some torch, whatever it imports from it."""
-        return self.torch_build is not None
 
     @property
     def accelerator(self) -> Accelerator | None:
@@ -206,10 +201,7 @@ def classify(
     """A library's needs from its needed names, its imports and its GPU code."""
     libraries = tuple(lib for lib in (classify_library(n) for n in needed) if lib is not None)
     torch = [lib for lib in libraries if lib.role in ("torch", "torch-python")]
-    build: TorchBuild | None = None
-    if torch:
-        built = {lib.accelerator for lib in torch if lib.accelerator is not None}
-        build = next((a for a in _ORDER if a in built), "any")
+    built = {lib.accelerator for lib in torch if lib.accelerator is not None}
     found: set[Accelerator] = {lib.accelerator for lib in libraries if lib.accelerator is not None}
     if gpu.cuda or gpu.containers:
         found.add("cuda")
@@ -224,7 +216,8 @@ def classify(
     )
     return AcceleratorNeeds(
         libraries=libraries,
-        torch_build=build,
+        links_torch=bool(torch),
+        torch_accelerator=next((a for a in _ORDER if a in built), None),
         accelerators=tuple(a for a in _ORDER if a in found),
         cuda_majors=tuple(cuda),
         rocm_majors=tuple(rocm),
@@ -278,8 +271,7 @@ def _arch_key(item: tuple[CudaImage, int]) -> tuple[int, str, str]:
 def combine(needs: Iterable[AcceleratorNeeds]) -> AcceleratorNeeds:
     """A wheel's needs: every library's, joined (its GPU code summed image by image)."""
     needs = list(needs)
-    builds = {n.torch_build for n in needs if n.torch_build is not None}
-    build: TorchBuild | None = next((a for a in _ORDER if a in builds), "any" if builds else None)
+    built = {n.torch_accelerator for n in needs if n.torch_accelerator is not None}
     images: dict[CudaImage, int] = {}
     for n in needs:
         for image, count in n.gpu.cuda:
@@ -295,7 +287,8 @@ def combine(needs: Iterable[AcceleratorNeeds]) -> AcceleratorNeeds:
     accs = {a for n in needs for a in n.accelerators}
     return AcceleratorNeeds(
         libraries=tuple(sorted({lib for n in needs for lib in n.libraries})),
-        torch_build=build,
+        links_torch=any(n.links_torch for n in needs),
+        torch_accelerator=next((a for a in _ORDER if a in built), None),
         accelerators=tuple(a for a in _ORDER if a in accs),
         cuda_majors=tuple(sorted({m for n in needs for m in n.cuda_majors})),
         rocm_majors=tuple(sorted({m for n in needs for m in n.rocm_majors})),

@@ -4,19 +4,15 @@ ROCm (by major) or XPU.
 The stable ABI frees an extension from the torch *version*, not from the *build*: a library
 that links ``libtorch_cuda.so`` and ``libcudart.so.13`` loads only where torch was built for
 CUDA 13. PyTorch publishes torch per backend and names them (``cpu``, ``cu126``, ``cu128``,
-``cu130``, ``rocm7.0``, ``xpu``; uv's ``--torch-backend`` uses the same names), so a target is
-one backend, and a wheel needs one of a set of build classes:
+``cu130``, ``rocm7.0``, ``xpu``; uv's ``--torch-backend`` uses the same names).
 
-- ``any``: no accelerator (a CPU library loads on every build of torch);
-- ``cpu``: a CPU build only (the CPU flavour of a set whose other flavour takes CUDA builds);
-- ``cuda`` / ``cuda-13``: a CUDA build (of that major: the runtime libraries a library links,
-  ``libcudart.so.13``, carry it);
-- ``rocm`` / ``rocm-7``, ``xpu`` likewise.
-
-``tag`` writes the set into WHEEL as ``Torch-Build: cpu, cuda-13`` beside ``Torch-ABI`` (which
-stays true alone); ``build_fits`` is the part of the one verdict (``need.verdict``) that judges
-it. Pure functions: where the facts come from is the callers' (the binaries' needed libraries,
-torch's ``version.py``, a ``+cu130`` label).
+One type, ``TorchBuild``, spells every build: a target's (``cu130``: CUDA 13.0), and each
+build a wheel loads on (CUDA 13, any minor; CUDA, any major; CPU). A wheel's build axis is a
+set of them, the builds it loads on: ``ANY_BUILD`` (one of each kind, no major) is every
+build, the empty set is none, and an axis that could not be read is ``None`` (unknown) in the
+need, never a permissive default. ``tag`` writes the set into WHEEL as ``Torch-Build: cpu,
+cuda-13`` (``token``/``parse_builds``). Pure functions: where the facts come from is the
+callers' (the binaries' needed libraries, torch's ``version.py``, a ``+cu130`` label).
 """
 
 from __future__ import annotations
@@ -26,11 +22,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, clipped
 
 Kind = Literal["cpu", "cuda", "rocm", "xpu"]
+KINDS: tuple[Kind, ...] = ("cpu", "cuda", "rocm", "xpu")
 _NAMES = {"cpu": "CPU", "cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU"}
-_CLASS = re.compile(r"^(any|cpu|xpu|cuda|rocm)(?:-(\d{1,3}))?$")
+_TOKEN = re.compile(r"^(cpu|xpu|cuda|rocm)(?:-(\d{1,3}))?$")
 _BACKEND = re.compile(r"^(?:(cpu)|cu(\d{2})(\d)|rocm(\d{1,2})\.(\d{1,2})|(xpu))$")
 # the newest backend PyTorch publishes per CUDA major: what a column or an index stands for
 CUDA_BACKENDS = {11: "cu118", 12: "cu128", 13: "cu130"}
@@ -40,29 +37,57 @@ BACKENDS = ("cpu", "cu126", "cu128", "cu129", "cu130", "rocm6.4", "rocm7.0", "ro
 
 @dataclass(frozen=True, order=True)
 class TorchBuild:
-    """The build of one torch: ``kind``, and for CUDA/ROCm the toolkit ``version``
-    (``(13, 0)``), whose major is what a linked runtime pins."""
+    """One build of torch: ``kind``, and for CUDA/ROCm the toolkit ``major`` (what a linked
+    runtime pins) and ``minor`` (a target's backend: ``cu130``). A build a wheel needs leaves
+    what does not matter as None: ``TorchBuild("cuda", 13)`` is any CUDA 13.x build,
+    ``TorchBuild("cuda")`` any CUDA build."""
 
     kind: Kind
-    version: tuple[int, int] | None = None
-
-    @property
-    def major(self) -> int | None:
-        return self.version[0] if self.version else None
+    major: int | None = None
+    minor: int | None = None
 
     @property
     def backend(self) -> str:
-        """PyTorch's name for it: ``cpu``, ``cu130``, ``rocm7.0``, ``xpu``."""
-        if self.kind == "cuda" and self.version:
-            return f"cu{self.version[0]}{self.version[1]}"
-        if self.kind == "rocm" and self.version:
-            return f"rocm{self.version[0]}.{self.version[1]}"
-        return self.kind
+        """PyTorch's name for it: ``cpu``, ``cu130``, ``rocm7.0``, ``xpu``; a build without a
+        minor by its ``token``."""
+        if self.kind == "cuda" and self.major is not None and self.minor is not None:
+            return f"cu{self.major}{self.minor}"
+        if self.kind == "rocm" and self.major is not None and self.minor is not None:
+            return f"rocm{self.major}.{self.minor}"
+        return self.token
+
+    @property
+    def token(self) -> str:
+        """The WHEEL ``Torch-Build`` word: ``cpu``, ``cuda``, ``cuda-13``, ``rocm-7``, ``xpu``."""
+        return f"{self.kind}-{self.major}" if self.major is not None else self.kind
+
+    @property
+    def words(self) -> str:
+        """``CPU``, ``CUDA 13``, ``ROCm``: for sentences."""
+        return _NAMES[self.kind] + (f" {self.major}" if self.major is not None else "")
+
+    def admits(self, target: TorchBuild) -> bool:
+        """Does a wheel that loads on this build load on the target's build? A target whose
+        major is not known (``libtorch_cuda`` found, no ``version.py``) is admitted by the kind."""
+        if self.kind != target.kind:
+            return False
+        return self.major is None or target.major is None or self.major == target.major
 
     def __str__(self) -> str:
-        if self.version:
-            return f"{_NAMES[self.kind]} {self.version[0]}.{self.version[1]} build ({self.backend})"
-        return f"{_NAMES[self.kind]} build"
+        if self.major is not None and self.minor is not None:
+            return f"{_NAMES[self.kind]} {self.major}.{self.minor} build ({self.backend})"
+        return f"{self.words} build"
+
+
+BuildSet = frozenset[TorchBuild]
+ANY_BUILD: BuildSet = frozenset(TorchBuild(k) for k in KINDS)  # no accelerator: every build
+NO_BUILD: BuildSet = frozenset()  # two runtimes at once: no build of torch loads it
+
+
+def normalized(builds: Iterable[TorchBuild]) -> BuildSet:
+    """The set without builds another member already covers (``cuda`` covers ``cuda-13``)."""
+    found = set(builds)
+    return frozenset(b for b in found if not any(o != b and o.admits(b) and o.major is None for o in found))
 
 
 def parse_backend(name: str) -> TorchBuild:
@@ -73,9 +98,9 @@ def parse_backend(name: str) -> TorchBuild:
     if m.group(1):
         return TorchBuild("cpu")
     if m.group(2):
-        return TorchBuild("cuda", (int(m.group(2)), int(m.group(3))))
+        return TorchBuild("cuda", int(m.group(2)), int(m.group(3)))
     if m.group(4):
-        return TorchBuild("rocm", (int(m.group(4)), int(m.group(5))))
+        return TorchBuild("rocm", int(m.group(4)), int(m.group(5)))
     return TorchBuild("xpu")
 
 
@@ -94,7 +119,7 @@ def from_version_py(cuda: str | None, hip: str | None, xpu: bool = False) -> Tor
         if text:
             parts = text.split(".")
             if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
-                return TorchBuild(kind, (int(parts[0]), int(parts[1])))  # type: ignore[arg-type]
+                return TorchBuild(kind, int(parts[0]), int(parts[1]))  # type: ignore[arg-type]
             return TorchBuild(kind)  # type: ignore[arg-type]
     return TorchBuild("xpu") if xpu else TorchBuild("cpu")
 
@@ -116,79 +141,84 @@ def from_requirements(names: Iterable[str]) -> TorchBuild | None:
     for name in names:
         m = re.match(r"nvidia-cuda-runtime(?:-cu(\d+))?$", name.lower())
         if m:
-            return TorchBuild("cuda", (int(m.group(1)), 0) if m.group(1) else None)
+            return TorchBuild("cuda", int(m.group(1)), 0) if m.group(1) else TorchBuild("cuda")
     return None
 
 
-# -- what a wheel needs -----------------------------------------------------------------------
+def from_cuda_digits(digits: str) -> TorchBuild:
+    """``12``, ``121``/``128`` (PyTorch's backend names), ``130``: the CUDA major they name."""
+    return TorchBuild("cuda", int(digits[:2]) if len(digits) == 3 else int(digits))
 
 
-def parse_need(value: str) -> frozenset[str]:
-    """A ``Torch-Build`` value: ``any``, or the build classes it loads on (``cpu, cuda-13``)."""
-    found = frozenset(part.strip().lower() for part in value.split(",") if part.strip())
-    if not found or not all(_CLASS.match(c) for c in found) or ("any" in found and len(found) > 1):
-        raise InputError(f"WHEEL Torch-Build: {value[:80]!r} is not 'any' or a list like 'cpu, cuda-13'")
-    return found
+# -- a wheel's build axis ---------------------------------------------------------------------
 
 
-def need_text(classes: Iterable[str]) -> str:
-    return ", ".join(sorted(set(classes))) or "any"
+def parse_builds(value: str) -> BuildSet:
+    """A ``Torch-Build`` value: ``any``, ``none`` or the builds it loads on (``cpu, cuda-13``)."""
+    words = [part.strip().lower() for part in value.split(",") if part.strip()]
+    if words == ["any"]:
+        return ANY_BUILD
+    if words == ["none"]:
+        return NO_BUILD
+    found = [_TOKEN.match(w) for w in words]
+    if not found or not all(found):
+        raise InputError(f"WHEEL Torch-Build: {clipped(value)!r} is not 'any' or a list like 'cpu, cuda-13'")
+    return normalized(
+        TorchBuild(m.group(1), int(m.group(2)) if m.group(2) else None)  # type: ignore[arg-type]
+        for m in found
+        if m is not None
+    )
 
 
-def _matches(cls: str, build: TorchBuild) -> bool:
-    m = _CLASS.match(cls)
-    if m is None:
-        return False
-    kind, major = m.group(1), m.group(2)
-    if kind == "any":
-        return True
-    if kind != build.kind:
-        return False
-    return major is None or build.major is None or int(major) == build.major
+def builds_text(builds: BuildSet | None) -> str:
+    """The ``Torch-Build`` value (and the JSON word): ``any``, ``none``, ``cpu, cuda-13``;
+    ``unknown`` for an axis that could not be read."""
+    if builds is None:
+        return "unknown"
+    if builds == ANY_BUILD:
+        return "any"
+    return ", ".join(sorted(b.token for b in builds)) or "none"
 
 
-def describe_need(classes: Iterable[str]) -> str:
-    """``a CUDA 13 build of torch``, ``a CPU or CUDA 13 build``, ``any build``."""
-    words = []
-    for cls in sorted(set(classes)):
-        m = _CLASS.match(cls)
-        if m is None:
-            continue
-        if m.group(1) == "any":
-            return "any build of torch"
-        words.append(_NAMES[m.group(1)] + (f" {m.group(2)}" if m.group(2) else ""))
-    return f"a {' or '.join(words)} build of torch" if words else "any build of torch"
+def describe_builds(builds: BuildSet | None) -> str:
+    """``a CUDA 13 build of torch``, ``a CPU or CUDA 13 build of torch``, ``any build of torch``."""
+    if builds is None:
+        return "an unknown build of torch"
+    if builds == ANY_BUILD:
+        return "any build of torch"
+    if not builds:
+        return "no build of torch"
+    return f"a {' or '.join(b.words for b in sorted(builds))} build of torch"
 
 
-def build_fits(classes: frozenset[str], build: TorchBuild | None) -> tuple[bool, str]:
-    """Does a wheel that loads on these build classes load on this build? ``build`` None: the
-    target's build is not known (a plan without ``--torch-backend``): not judged, said so."""
-    if not classes or "any" in classes:
+def builds_fit(builds: BuildSet | None, target: TorchBuild | None) -> tuple[bool | None, str]:
+    """Does a wheel that loads on ``builds`` load on the target's build? None (with the
+    reason) when either side is not known: a plan without ``--torch-backend``, or a wheel whose
+    build could not be read. Never a yes by default."""
+    if builds == ANY_BUILD:
         return True, ""
-    if build is None:
-        return True, f"needs {describe_need(classes)}; the target's build is not known (--torch-backend)"
-    if any(_matches(c, build) for c in classes):
-        return True, f"needs {describe_need(classes)}: the target's torch is a {build!s}"
-    return False, f"needs {describe_need(classes)}, the target's torch is a {build!s}"
+    if builds is None:
+        return None, "its torch build could not be read from its binaries"
+    if target is None:
+        return None, f"needs {describe_builds(builds)}; the target's build is not known (--torch-backend)"
+    if any(b.admits(target) for b in builds):
+        return True, f"needs {describe_builds(builds)}: the target's torch is a {target!s}"
+    return False, f"needs {describe_builds(builds)}, the target's torch is a {target!s}"
 
 
-def representative_backends(needs: Iterable[frozenset[str]]) -> list[TorchBuild]:
-    """The backends that tell wheels with these needs apart (one per CUDA/ROCm major named;
-    the CPU build whenever some wheel loads there): the columns of ``matrix``, the per-backend
-    indexes of ``index``."""
+def representative_backends(axes: Iterable[BuildSet | None]) -> list[TorchBuild]:
+    """The backends that tell wheels with these build axes apart (one per CUDA/ROCm major
+    named; the CPU build whenever some wheel loads there): the columns of ``matrix``, the
+    per-backend indexes of ``index``."""
     out: set[str] = set()
-    for classes in needs:
-        for cls in classes:
-            m = _CLASS.match(cls)
-            if m is None:
-                continue
-            kind, major = m.group(1), m.group(2)
-            if kind in ("any", "cpu"):
+    for builds in axes:
+        for b in builds or ():
+            if b.kind == "cpu" or builds == ANY_BUILD:
                 out.add("cpu")
-            elif kind == "cuda":
-                out.add(CUDA_BACKENDS.get(int(major), f"cu{major}0") if major else CUDA_BACKENDS[13])
-            elif kind == "rocm":
-                out.add(ROCM_BACKENDS.get(int(major), f"rocm{major}.0") if major else ROCM_BACKENDS[7])
+            elif b.kind == "cuda":
+                out.add(CUDA_BACKENDS.get(b.major, f"cu{b.major}0") if b.major else CUDA_BACKENDS[13])
+            elif b.kind == "rocm":
+                out.add(ROCM_BACKENDS.get(b.major, f"rocm{b.major}.0") if b.major else ROCM_BACKENDS[7])
             else:
                 out.add("xpu")
     return sorted(

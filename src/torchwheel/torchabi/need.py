@@ -1,99 +1,153 @@
-"""Which torch a wheel loads on, and the one verdict every command gives on it.
+"""What a wheel needs from torch, and the one verdict every command gives on it.
 
-A wheel's need is a stable floor, the torch minor(s) an unstable build was made for, or no
-torch at all; it is read from what ``tag`` wrote (``WHEEL Torch-ABI``, and for per-minor
-builds ``Torch-ABI-Builds``), from the wheel's own torch requirement or local version label,
-or, for an untagged wheel, from its binaries (``analysis.wheelfacts.torch_need_of``).
+"Loads on this torch" has four axes, and a ``TorchNeed`` carries each of them:
+
+- the torch **version**: a stable floor, the torch releases an unstable build loads on (one
+  minor, or per-minor or per-patch builds the package picks from), or no torch at all;
+- the torch **build** (CPU, a CUDA major, a ROCm major, XPU: ``torchabi.backend``), because
+  the stable ABI frees a library from the version, not from the build;
+- the **GPU code** its CUDA libraries carry (``sm_80``, ``compute_90``);
+- the wheel's own ``Requires-Dist: torch``, because an installer that honours it swaps
+  torch rather than load the wheel beside a torch it excludes.
+
+An axis that could not be read is ``None`` (unknown), never a permissive default: a verdict
+on an unknown axis is ``unknown``, never ``loads``. The need is built in one place per
+source (``declared_need`` from the WHEEL fields ``tag`` writes; ``analysis.wheelfacts.
+torch_need_of`` from the binaries of an untagged wheel), and the two agree axis by axis
+(``tests/test_need_model.py``).
 
 ``verdict`` is the single answer to "does this wheel load on this torch?": ``select`` and
 ``install`` ask it for the target's torch, ``index`` and ``matrix`` for every release of a
-minor (``minor_verdict``), ``compat`` for the torch it compared symbols with. A wheel loads
-when its binaries load (the need) *and* its own ``Requires-Dist: torch`` admits that torch
-(else an installer would try to swap torch), so the five cannot disagree.
+minor (``minor_verdict``), ``compat`` for the torch it compared symbols with; each answer
+names the axis that decided it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Literal
 
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, clipped
 from torchwheel.torchabi import backend, releases
 from torchwheel.torchabi.accelerators import runs_on
-from torchwheel.torchabi.backend import TorchBuild
+from torchwheel.torchabi.backend import BuildSet, TorchBuild
 from torchwheel.torchabi.releases import Minor, minor_of, show_minor
 from torchwheel.version import FeatureVersion
-from torchwheel.wheel.metadata import TORCH_ABI_BUILDS_FIELD, TORCH_ABI_FIELD, torch_abi_floor
+from torchwheel.wheel.metadata import (
+    TORCH_ABI_BUILDS_FIELD,
+    TORCH_ABI_FIELD,
+    TORCH_BUILD_FIELD,
+    TORCH_GPU_FIELD,
+    torch_abi_floor,
+)
 
 _LOCAL_TORCH = re.compile(r"(?:^|[._])torch(\d+)[._]?(\d+)(?:$|[._])")  # +torch2.12, +cu128.torch2_12
 
 
-Build = tuple[int, ...]  # the torch release a build was made for: a minor (2, 4) or a patch (2, 2, 1)
+Release = tuple[int, ...]  # the torch release a build was made for: a minor (2, 4) or a patch (2, 2, 1)
+Kind = Literal["stable", "unstable", "any", "none"]
+# where an unstable build's torch releases were read: per-release file names, the torch
+# exports its imports exist in, a +torchX.Y label, a one-minor pin, WHEEL Torch-ABI(-Builds)
+ReleasesFrom = Literal["names", "exports", "label", "pin", "wheel", ""]
 
 
-def show_build(build: Build) -> str:
-    return ".".join(map(str, build))
+def show_release(release: Release) -> str:
+    return ".".join(map(str, release))
 
 
-def show_builds(builds: Iterable[Build]) -> str:
+def show_releases(found: Iterable[Release]) -> str:
     """``2.4``, ``2.4, 2.6``, a run of minors ``2.4-2.9``, or patches ``2.0.0, 2.0.1``."""
-    found = sorted(set(builds))
+    found = sorted(set(found))
     minors = all(len(b) == 2 for b in found)
     if minors and len(found) > 2 and all(b == (a[0], a[1] + 1) for a, b in pairwise(found)):
-        return f"{show_build(found[0])}-{show_build(found[-1])}"
-    return ", ".join(show_build(b) for b in found)
+        return f"{show_release(found[0])}-{show_release(found[-1])}"
+    return ", ".join(show_release(b) for b in found)
 
 
-def build_matches(build: Build, torch: Version) -> bool:
-    """Does a build for ``build`` (a minor, or one patch release) serve this torch release?"""
-    return tuple(Version(torch.base_version).release[: len(build)]) == build
+def release_matches(release: Release, torch: Version) -> bool:
+    """Does a build for ``release`` (a minor, or one patch release) serve this torch release?"""
+    return tuple(Version(torch.base_version).release[: len(release)]) == release
 
 
 @dataclass(frozen=True)
 class TorchNeed:
-    """Which torch a wheel's binaries load on.
+    """Which torch a wheel loads on, axis by axis (module docstring).
 
-    ``stable``: every torch >= ``floor``. ``unstable``: only the torch releases in
-    ``builds`` (minors, or patch releases where the names say so): one minor for an ordinary
-    build, several for a wheel that ships one library per torch release and loads the
-    matching one (``analysis.alternatives``); empty when nothing names the build torch.
-    ``none``: no torch symbols at all (loads anywhere). ``source`` says where the fact came
-    from: ``"WHEEL Torch-ABI"`` or ``"binaries (untagged wheel)"``.
+    ``kind``: ``stable`` (every torch >= ``floor``), ``unstable`` (only the torch
+    ``releases``; empty when nothing dates the build: unknown), ``any`` (links libtorch but
+    imports no versioned symbol: any torch, but some torch), ``none`` (no torch at all).
+    ``builds``: the torch builds it loads on (``backend.ANY_BUILD``: every one; None:
+    unknown). ``gpu_code``: its CUDA images (empty: none; None: unknown). ``requirements``:
+    its own ``Requires-Dist: torch``. ``source`` and ``declared`` explain, they do not decide.
     """
 
-    kind: Literal["stable", "unstable", "none"]
+    kind: Kind
     floor: FeatureVersion | None
-    builds: frozenset[Build]
-    source: str
-    # the torch builds it loads on (``torchabi.backend``): ``any``, or ``cpu``, ``cuda-13``, ...
-    build_classes: frozenset[str] = frozenset({"any"})
-    # its CUDA images (``sm_80``, ``sm_90a``, ``compute_90``; WHEEL ``Torch-GPU``): judged
-    # against a target GPU when one is known (``verdict``'s ``gpu``); empty: no CUDA code
-    gpu_code: frozenset[str] = frozenset()
+    releases: frozenset[Release]
+    releases_from: ReleasesFrom = field(compare=False)  # how it was read, not what it says
+    builds: BuildSet | None
+    gpu_code: frozenset[str] | None
+    requirements: tuple[Requirement, ...]
+    source: str = field(default="", compare=False)
+    declared: FeatureVersion | None = field(default=None, compare=False)  # the newest marker, if any
+    # the libraries that set the build axis: ``xformers/_C.so: libcudart.so.12, libtorch_cuda.so``
+    evidence: str = field(default="", compare=False)
 
     def __str__(self) -> str:
         if self.kind == "stable" and self.floor is not None:
             return f"stable >= {self.floor.minor_release if self.floor.patch == 0 else self.floor.release}"
-        if self.kind == "unstable" and len(self.builds) > 1:
-            return f"unstable, per-minor builds for torch {show_builds(self.builds)}"
-        if self.kind == "unstable" and self.builds:
-            return f"unstable, torch {show_builds(self.builds)} only"
+        if self.kind == "unstable" and len(self.releases) > 1 and self.releases_from != "exports":
+            return f"unstable, per-minor builds for torch {show_releases(self.releases)}"
+        if self.kind == "unstable" and self.releases:
+            shown = show_releases(self.releases)
+            if self.releases_from == "exports":
+                return f"unstable, torch {shown} (dated by its imports)"
+            if self.releases_from == "pin":
+                return f"unstable, pinned to torch {shown} (its Requires-Dist; the binaries do not date it)"
+            return f"unstable, torch {shown} only"
         if self.kind == "unstable":
             return "unstable, torch unknown"
+        if self.kind == "any":
+            return "any torch (links libtorch, imports no versioned symbol)"
         return "no torch"
+
+    @property
+    def label(self) -> str:
+        """The ``Torch-ABI`` value: ``2.10``, ``2.10.1``, ``unstable``, ``any``, ``none``."""
+        if self.kind == "stable" and self.floor is not None:
+            return self.floor.minor_release if self.floor.patch == 0 else self.floor.release
+        return self.kind
+
+    @property
+    def per_release(self) -> bool:
+        """An unstable wheel with one library per torch release (it picks the matching one):
+        no pin is right for it, any one pin breaks it everywhere else."""
+        return self.kind == "unstable" and self.releases_from in ("names", "wheel")
 
     @property
     def named_minors(self) -> set[Minor]:
         """The minors the need itself names (a stable floor's, an unstable build's)."""
         if self.kind == "stable" and self.floor is not None:
             return {minor_of(self.floor)}
-        return {(b[0], b[1]) for b in self.builds}
+        return {(b[0], b[1]) for b in self.releases}
+
+    @property
+    def unknown_axes(self) -> tuple[str, ...]:
+        """The axes nothing could read: said wherever the need is shown."""
+        axes = []
+        if self.kind == "unstable" and not self.releases:
+            axes.append("version")
+        if self.builds is None:
+            axes.append("build")
+        if self.gpu_code is None:
+            axes.append("gpu")
+        return tuple(axes)
 
 
 def pinned_minor(reqs: Iterable[Requirement]) -> Minor | None:
@@ -109,34 +163,29 @@ def local_minor(version: Version) -> Minor | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def parse_builds(value: str) -> frozenset[Build]:
+def claimed_releases(
+    reqs: Iterable[Requirement], version: Version
+) -> tuple[frozenset[Release], ReleasesFrom]:
+    """The torch minor an unstable build's own words name, when its binaries do not: its
+    ``+torchX.Y`` label, else its one-minor pin."""
+    if (minor := local_minor(version)) is not None:
+        return frozenset({minor}), "label"
+    if (minor := pinned_minor(reqs)) is not None:
+        return frozenset({minor}), "pin"
+    return frozenset(), ""
+
+
+def parse_releases(value: str) -> frozenset[Release]:
     """A ``Torch-ABI-Builds`` value: ``2.4, 2.5, 2.9`` (minors) or ``2.2.0, 2.2.1`` (patches)."""
-    found: set[Build] = set()
+    found: set[Release] = set()
     for part in value.split(","):
         numbers = part.strip().split(".")
         if not 2 <= len(numbers) <= 3 or not all(n.isdigit() and len(n) <= 3 for n in numbers):
             raise InputError(
-                f"WHEEL {TORCH_ABI_BUILDS_FIELD}: {value[:80]!r} is not a list of torch releases"
+                f"WHEEL {TORCH_ABI_BUILDS_FIELD}: {clipped(value, 80)!r} is not a list of torch releases"
             )
         found.add(tuple(int(n) for n in numbers))
     return frozenset(found)
-
-
-def torch_need(
-    declared: str,
-    reqs: tuple[Requirement, ...],
-    version: Version,
-    source: str,
-    builds: str | None = None,
-    torch_build: str | None = None,
-    torch_gpu: str | None = None,
-) -> TorchNeed:
-    """From a ``Torch-ABI`` value (``2.10``, ``2.10.1``, ``unstable``, ``none``), for
-    per-minor builds the ``Torch-ABI-Builds`` value, the ``Torch-Build`` value and the
-    ``Torch-GPU`` value (``sm_80, sm_90a, compute_90``)."""
-    need = _torch_need(declared.strip(), reqs, version, source, builds)
-    need = replace(need, build_classes=backend.parse_need(torch_build)) if torch_build else need
-    return replace(need, gpu_code=parse_gpu_code(torch_gpu)) if torch_gpu else need
 
 
 _GPU_CODE = re.compile(r"(?:sm|compute)_\d{2,3}[af]?")
@@ -146,57 +195,125 @@ def parse_gpu_code(value: str) -> frozenset[str]:
     """A ``Torch-GPU`` value: the CUDA images a wheel carries, ``sm_80, sm_90a, compute_90``."""
     found = frozenset(part.strip() for part in value.split(",") if part.strip())
     if not found or len(found) > 256 or not all(_GPU_CODE.fullmatch(c) for c in found):
-        raise InputError(f"WHEEL Torch-GPU: {value[:80]!r} is not a list like 'sm_80, sm_90a, compute_90'")
+        raise InputError(
+            f"WHEEL Torch-GPU: {clipped(value, 80)!r} is not a list like 'sm_80, sm_90a, compute_90'"
+        )
     return found
 
 
-def _torch_need(
-    value: str, reqs: tuple[Requirement, ...], version: Version, source: str, builds: str | None
+def need_from_fields(
+    fields: Mapping[str, list[str]], reqs: tuple[Requirement, ...], version: Version
+) -> TorchNeed | None:
+    """The need WHEEL states (``declared_need``), or None when it does not state every axis
+    (untagged, or tagged before ``Torch-Build`` existed): then the binaries say it."""
+    abi, built_for = fields.get(TORCH_ABI_FIELD), fields.get(TORCH_BUILD_FIELD)
+    if not abi or not built_for:
+        return None
+    per_release, gpu = fields.get(TORCH_ABI_BUILDS_FIELD), fields.get(TORCH_GPU_FIELD)
+    return declared_need(
+        abi[-1],
+        reqs,
+        version,
+        built_for[-1],
+        per_release[-1] if per_release else None,
+        gpu[-1] if gpu else None,
+    )
+
+
+def declared_need(
+    torch_abi: str,
+    reqs: tuple[Requirement, ...],
+    version: Version,
+    torch_build: str,
+    abi_builds: str | None = None,
+    torch_gpu: str | None = None,
+    source: str = f"WHEEL {TORCH_ABI_FIELD}",
 ) -> TorchNeed:
+    """The need a tagged wheel's WHEEL states: ``Torch-ABI`` (``2.10``, ``2.10.1``,
+    ``unstable``, ``any``, ``none``), for per-release builds ``Torch-ABI-Builds``,
+    ``Torch-Build`` (required: a wheel tagged before it existed is read from its binaries)
+    and ``Torch-GPU`` (absent: no CUDA code)."""
+    value = torch_abi.strip()
+    builds = backend.parse_builds(torch_build)
+    gpu = parse_gpu_code(torch_gpu) if torch_gpu else frozenset()
     if value == "unstable":
-        if builds:
-            return TorchNeed("unstable", None, parse_builds(builds), source)
-        minor = local_minor(version) or pinned_minor(reqs)
-        return TorchNeed("unstable", None, frozenset({minor} if minor else ()), source)
-    if value == "none":
-        return TorchNeed("none", None, frozenset(), source)
+        how: ReleasesFrom = "wheel"
+        found = parse_releases(abi_builds) if abi_builds else frozenset()
+        if not abi_builds:
+            found, how = claimed_releases(reqs, version)
+        return TorchNeed("unstable", None, found, how, builds, gpu, reqs, source)
+    if value in ("none", "any"):
+        return TorchNeed(value, None, frozenset(), "", builds, gpu, reqs, source)  # type: ignore[arg-type]
     try:
-        return TorchNeed(
-            "stable", torch_abi_floor(value), frozenset(), source
-        )  # wheel.metadata: the one reading
+        floor = torch_abi_floor(value)  # wheel.metadata: the one reading
     except (ValueError, InputError) as exc:
-        raise InputError(f"WHEEL {TORCH_ABI_FIELD}: {value!r} is neither a version nor 'unstable'") from exc
+        raise InputError(
+            f"WHEEL {TORCH_ABI_FIELD}: {clipped(value, 80)!r} is neither a version nor 'unstable'"
+        ) from exc
+    return TorchNeed("stable", floor, frozenset(), "", builds, gpu, reqs, source)
 
 
 # -- the verdict -------------------------------------------------------------------------------
 
+Cell = Literal["loads", "only", "some", "no", "unknown"]
+# which axis decided a verdict; a verdict that loads names the version axis
+Axis = Literal["version", "build", "gpu", "requirement", "tags", "python"]
+
 
 @dataclass(frozen=True)
 class Verdict:
-    """Does a wheel load on one torch: ``loads`` (``only``: on this minor only, an unstable
-    build), and why, either way."""
+    """Does a wheel load on one torch (or on the releases of one minor)?
 
-    loads: bool
+    ``cell``: ``loads``; ``only`` (this minor only: an unstable build); ``some`` (some patch
+    releases of the minor, ``loads_on``); ``no``; ``unknown`` (an axis of the wheel or the
+    target could not be read: never chosen, never listed). ``reason`` says why, either way,
+    and ``axis`` which axis decided."""
+
+    cell: Cell
     reason: str
-    only: bool = False
+    axis: Axis = "version"
+    loads_on: tuple[Version, ...] = ()
+
+    @property
+    def loads(self) -> bool:
+        return self.cell in ("loads", "only", "some")
 
 
-def _binaries_verdict(need: TorchNeed, torch: Version) -> Verdict:
+_UNDATED = (
+    "unstable build for an unknown torch: no torch==X.Y.* pin, no +torchX.Y label, and the "
+    "shipped torch exports do not date its imports (`torchwheel compat --against TORCH` decides)"
+)
+
+
+# how a verdict says where an unstable build's releases came from
+_RELEASES_VERB = {
+    "names": "has builds for",
+    "exports": "its imports are exported by",
+    "label": "built for",
+    "pin": "pinned to",
+}
+
+
+def _version_verdict(need: TorchNeed, torch: Version) -> Verdict:
     if need.kind == "none":
-        return Verdict(True, "uses no torch symbols")
+        return Verdict("loads", "uses no torch symbols")
+    if need.kind == "any":
+        return Verdict("loads", f"{need}: loads on torch {torch.public}")
     if need.kind == "stable" and need.floor is not None:
         if Version(torch.base_version) >= Version(need.floor.release):  # a 2.12 pre-release has 2.12's shims
-            return Verdict(True, f"{need} loads on torch {torch.public}")
-        return Verdict(False, f"{need}: torch {torch.public} is older than its target")
-    if not need.builds:
-        return Verdict(False, "unstable build for an unknown torch (no torch==X.Y.* pin or +torchX.Y label)")
-    match = next((b for b in sorted(need.builds) if build_matches(b, torch)), None)
+            return Verdict("loads", f"{need} loads on torch {torch.public}")
+        return Verdict("no", f"{need}: torch {torch.public} is older than its target")
+    if not need.releases:
+        return Verdict("unknown", _UNDATED)
+    match = next((b for b in sorted(need.releases) if release_matches(b, torch)), None)
+    verb = _RELEASES_VERB.get(need.releases_from, "built for")
+    if need.releases_from == "wheel":
+        verb = "has builds for" if len(need.releases) > 1 else "built for"
     if match is not None:
-        what = "has a build for" if len(need.builds) > 1 else "built for"
-        return Verdict(True, f"{need}: {what} torch {show_build(match)}", only=True)
-    built = "has builds for" if len(need.builds) > 1 else "built for"
-    here = show_minor(minor_of(torch)) if all(len(b) == 2 for b in need.builds) else torch.public
-    return Verdict(False, f"{need}: {built} torch {show_builds(need.builds)}, the target has {here}")
+        verb = "has a build for" if verb == "has builds for" else verb
+        return Verdict("only", f"{need}: {verb} torch {show_release(match)}")
+    here = show_minor(minor_of(torch)) if all(len(b) == 2 for b in need.releases) else torch.public
+    return Verdict("no", f"{need}: {verb} torch {show_releases(need.releases)}, the target has {here}")
 
 
 def requirement_excludes(
@@ -209,13 +326,25 @@ def requirement_excludes(
         if not req.specifier.contains(torch, prereleases=True) and not req.specifier.contains(
             Version(torch.public), prereleases=True
         ):
-            return f"Requires-Dist {req} excludes torch {torch.public}"
+            return f"Requires-Dist {clipped(req)} excludes torch {torch.public}"
     return ""
+
+
+def _gpu_verdict(need: TorchNeed, gpu: int | None) -> Verdict | None:
+    if gpu is None or need.gpu_code == frozenset():
+        return None
+    if need.gpu_code is None:
+        return Verdict("unknown", "its GPU code could not be read from its binaries", "gpu")
+    if runs_on(need.gpu_code, gpu):
+        return None
+    have = ", ".join(sorted(need.gpu_code, key=lambda c: (int(re.sub(r"\D", "", c)), c)))
+    return Verdict(
+        "no", f"has no GPU code that runs on sm_{gpu} (it has {have}): 'no kernel image is available'", "gpu"
+    )
 
 
 def verdict(
     need: TorchNeed,
-    reqs: Iterable[Requirement],
     markers: Mapping[str, str] | None,
     torch: Version | None,
     build: TorchBuild | None = None,
@@ -223,71 +352,50 @@ def verdict(
 ) -> Verdict:
     """The one answer to "does this wheel load on this torch?" (module docstring): the
     torch version, the torch build (``build``: CPU, CUDA 13, ...; None when the target's is
-    not known, which is said, not judged), the GPU (``gpu``: compute capability, 90 for
-    ``sm_90``; None: not known, not judged) and the wheel's own requirement.
+    not known: then a wheel that needs a particular build is ``unknown``), the GPU (``gpu``:
+    compute capability, 90 for ``sm_90``; None: not known, not judged) and the wheel's own
+    requirement.
 
     ``markers``: the target's environment for requirements with markers; None evaluates only
     the unconditional ones."""
     if torch is None:
-        if need.kind == "none" and "any" in need.build_classes:
-            return Verdict(True, "uses no torch symbols")
-        return Verdict(False, f"{need}: the target has no torch (torchwheel never installs torch)")
-    found = _binaries_verdict(need, torch)
+        if need.kind == "none":
+            return Verdict("loads", "uses no torch symbols")
+        return Verdict("no", f"{need}: the target has no torch (torchwheel never installs torch)")
+    found = _version_verdict(need, torch)
     if not found.loads:
         return found
-    fits, why = backend.build_fits(need.build_classes, build)
+    fits, why = backend.builds_fit(need.builds, build)
+    if fits is None:
+        return Verdict("unknown", why, "build")
     if not fits:
-        return Verdict(False, why)
-    if gpu is not None and need.gpu_code and not runs_on(need.gpu_code, gpu):
-        have = ", ".join(sorted(need.gpu_code, key=lambda c: (int(re.sub(r"\D", "", c)), c)))
-        return Verdict(
-            False, f"has no GPU code that runs on sm_{gpu} (it has {have}): 'no kernel image is available'"
-        )
-    excluded = requirement_excludes(reqs, markers, torch)
+        return Verdict("no", f"{why} ({need.evidence})" if need.evidence else why, "build")
+    if (on_gpu := _gpu_verdict(need, gpu)) is not None:
+        return on_gpu
+    excluded = requirement_excludes(need.requirements, markers, torch)
     if excluded:
-        return Verdict(False, excluded)
+        return Verdict("no", excluded, "requirement")
     return replace(found, reason=f"{found.reason}; {why}") if why else found
-
-
-Cell = Literal["loads", "only", "some", "no", "unknown"]
-
-
-@dataclass(frozen=True)
-class MinorVerdict:
-    """The verdict over every known release of one torch minor (a ``matrix`` cell, an
-    ``index`` listing, a ``select --torch X.Y`` plan): ``some`` when it loads on some patch
-    releases only (``torch==2.9.1`` on 2.9); ``unknown`` for an unstable build whose torch
-    nothing names (it loads on some minor, nobody can say which: no choice picks it)."""
-
-    cell: Cell
-    reason: str
-    loads_on: tuple[Version, ...]
-
-    @property
-    def loads(self) -> bool:
-        return self.cell in ("loads", "only", "some")
 
 
 def minor_verdict(
     need: TorchNeed,
-    reqs: Iterable[Requirement],
     markers: Mapping[str, str] | None,
     minor: Minor,
     build: TorchBuild | None = None,
     gpu: int | None = None,
-) -> MinorVerdict:
-    reqs = tuple(reqs)
-    if need.kind == "unstable" and not need.builds:
-        return MinorVerdict(
-            "unknown", verdict(need, reqs, markers, releases.releases_of(minor)[-1], build, gpu).reason, ()
-        )
+) -> Verdict:
+    """The verdict over every known release of one torch minor (a ``matrix`` cell, an
+    ``index`` listing, a ``select --torch X.Y`` plan): ``some`` when it loads on some patch
+    releases only (``torch==2.9.1`` on 2.9), with them in ``loads_on``."""
     candidates = releases.releases_of(minor)
-    each = [(v, verdict(need, reqs, markers, v, build, gpu)) for v in candidates]
+    each = [(v, verdict(need, markers, v, build, gpu)) for v in candidates]
     good = tuple(v for v, found in each if found.loads)
     if not good:
-        return MinorVerdict("no", each[-1][1].reason, ())
+        unknown = next((found for _, found in each if found.cell == "unknown"), None)
+        return unknown or each[-1][1]
     if len(good) < len(candidates):
         bad = next(found for _, found in each if not found.loads)
-        return MinorVerdict("some", f"loads on torch {releases.span(good)} only ({bad.reason})", good)
+        return Verdict("some", f"loads on torch {releases.span(good)} only ({bad.reason})", bad.axis, good)
     first = next(found for _, found in each if found.loads)
-    return MinorVerdict("only" if first.only else "loads", first.reason, good)
+    return replace(first, loads_on=good)

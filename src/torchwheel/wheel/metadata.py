@@ -87,9 +87,10 @@ def wheel_problems(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class DeclaredTorchABI:
-    """A ``Torch-ABI`` value: a stable floor, ``unstable`` or ``none``."""
+    """A ``Torch-ABI`` value: a stable floor, ``unstable``, ``any`` (links libtorch, imports
+    no versioned symbol: some torch, any release) or ``none``."""
 
-    kind: Literal["stable", "unstable", "none"]
+    kind: Literal["stable", "unstable", "any", "none"]
     floor: FeatureVersion | None = None
 
 
@@ -98,7 +99,9 @@ def torch_abi_floor(value: str) -> FeatureVersion:
     ``tag`` writes; ``ValueError`` for anything else (``-1``, ``99999999999.0``, ``2.10+x``)."""
     match = _FLOOR.fullmatch(value.strip())
     if match is None:
-        raise ValueError(f"{value.strip()[:40]!r} is neither a version (X.Y or X.Y.Z), 'unstable' nor 'none'")
+        raise ValueError(
+            f"{value.strip()[:40]!r} is neither a version (X.Y or X.Y.Z), 'unstable', 'any' nor 'none'"
+        )
     major, minor, patch = (int(g or 0) for g in match.groups())
     return FeatureVersion(major, minor, patch)  # ValueError past 255: no torch has such a release
 
@@ -113,7 +116,7 @@ def declared_torch_abi(values: list[str]) -> DeclaredTorchABI | None:
         shown = ", ".join(repr(v[:40]) for v in distinct[:3])
         raise ValueError(f"WHEEL has {len(values)} {TORCH_ABI_FIELD} lines that disagree ({shown})")
     value = distinct[0]
-    if value in ("unstable", "none"):
+    if value in ("unstable", "any", "none"):
         return DeclaredTorchABI(value)  # type: ignore[arg-type]
     return DeclaredTorchABI("stable", torch_abi_floor(value))
 
