@@ -96,6 +96,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--torchwheel", default=str(REPO / ".venv" / "bin" / "torchwheel"))
     ap.add_argument("--baseline", help="a git revision to time beside the working tree")
     ap.add_argument("--scan-cost", action="store_true", help="CPU seconds of the GPU scan alone, per member")
+    ap.add_argument(
+        "--select",
+        action="store_true",
+        help="also time `select` (a plan for torch 2.14, cu130) on the wheel, beside the baseline's",
+    )
     args = ap.parse_args(argv)
     if args.scan_cost:
         return scan_cost(args.wheel)
@@ -117,6 +122,16 @@ def main(argv: list[str]) -> int:
 
         cmd, sha = run.torchwheel_at(args.baseline)
         commands[f"check at {sha[:10]}"] = [*cmd, "check", "--format", "json", str(args.wheel)]
+    if args.select:
+        plan = ["select", "--torch", "2.14", "--torch-backend", "cu130", "--python-version", "3.11",
+                "--platform", "manylinux_2_28_x86_64", str(args.wheel)]  # fmt: skip
+        commands["torchwheel select"] = [*shlex.split(args.torchwheel), *plan]
+        if args.baseline:
+            # the baseline may predate --torch-backend: the plan without it reads the same binaries
+            commands[f"select at {sha[:10]}"] = [
+                *cmd,
+                *[a for a in plan if a not in ("--torch-backend", "cu130")],
+            ]
     runs: dict[str, list[tuple[float, float, int]]] = {k: [] for k in commands}
     for _ in range(args.reps):
         for name, cmd in commands.items():

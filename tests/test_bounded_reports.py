@@ -31,6 +31,8 @@ from torchwheel.report.compat import compat_json
 from torchwheel.rules.registry import Finding
 from torchwheel.tagging import plan as tag_plan
 from torchwheel.torchabi import cxxnames
+from torchwheel.torchabi.backend import ANY_BUILD
+from torchwheel.torchabi.need import TorchNeed
 from torchwheel.torchabi.symtable import BASELINE
 from torchwheel.torchabi.tablechoice import choose
 from torchwheel.torchabi.torchlibs import TorchLibraries
@@ -246,7 +248,8 @@ def test_side_file_counts_libraries_past_the_budget(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(tag_plan, "binary_json", lambda analysis: dict(entry))
 
     facts = SimpleNamespace(binaries=[SimpleNamespace(member=f"m{i}.so", analysis=None) for i in range(10)])
-    data = tag_plan.side_file(facts, tag_plan.TorchABI("none", None, None))  # type: ignore[arg-type]
+    none = TorchNeed("none", None, frozenset(), "", ANY_BUILD, frozenset(), ())
+    data = tag_plan.side_file(facts, none)  # type: ignore[arg-type]
     doc = json.loads(data)
     assert len(data) <= 2000 and len(doc["libraries"]) + doc["libraries_omitted"] == 10
     assert doc["libraries_omitted"] > 0

@@ -65,7 +65,7 @@ def test_fixture_facts(fx: object) -> None:
     assert needs.accelerators == ("cuda",)
     assert needs.static_cudart == (fx.name == "cu13_static.so")  # type: ignore[attr-defined]
     assert needs.cuda_majors == (() if needs.static_cudart else (13,))
-    assert needs.torch_build == ("cuda" if fx.torch_cuda else None)  # type: ignore[attr-defined]
+    assert needs.torch_accelerator == ("cuda" if fx.torch_cuda else None)  # type: ignore[attr-defined]
     assert [lib.name for lib in needs.libraries] == list(fx.needed_cuda)  # type: ignore[attr-defined]
 
 
@@ -92,7 +92,7 @@ def test_pe_carries_the_elf_fatbin() -> None:
     pe = read_path(BIN / build.PE_FIXTURE).slices[0]
     assert pe.gpu.cuda == gpu(BIN / "cu13_torch_cuda.so").cuda
     needs = classify(pe.needed, pe.imports, pe.gpu)
-    assert needs.torch_build == "cuda" and needs.cuda_majors == (13,) and not needs.static_cudart
+    assert needs.torch_accelerator == "cuda" and needs.cuda_majors == (13,) and not needs.static_cudart
     assert needs.label == "CUDA 13"
 
 
@@ -187,7 +187,10 @@ def test_unrelated_libraries(name: str) -> None:
 def test_links_torch_without_accelerator_needs_some_torch() -> None:
     needs = classify(["libtorch.so", "libc10.so", "libc.so.6"])
     assert (
-        needs.links_torch and needs.torch_build == "any" and needs.accelerators == () and needs.label == "-"
+        needs.links_torch
+        and needs.torch_accelerator is None
+        and needs.accelerators == ()
+        and needs.label == "-"
     )
     assert not classify(["libc.so.6"]).links_torch
 

@@ -67,7 +67,9 @@ def _folders(cands: dict[str, Path], *names: str) -> list[str]:
         (
             "2.9.0",
             None,
-            {"s210": "older than its target", "s212": "older", "unstable": "built for torch 2.13"},
+            # the unstable build's imports are exported by torch 2.12-2.15 (the version axis);
+            # its own pin, torch==2.13.*, is what keeps it off 2.14 (the requirement axis)
+            {"s210": "older than its target", "s212": "older", "unstable": "the target has 2.9"},
         ),
         (
             "2.11.0",
@@ -79,7 +81,7 @@ def _folders(cands: dict[str, Path], *names: str) -> list[str]:
             "s212",
             {
                 "s210": "but the choice's newer stable-ABI target (stable >= 2.12) ranks first",
-                "unstable": "the target has 2.14",
+                "unstable": "Requires-Dist torch==2.13.* excludes torch 2.14.0",
             },
         ),
     ],

@@ -16,7 +16,7 @@ from typing import Literal
 from torchwheel.binary.facts import SliceFacts
 from torchwheel.limits import listed
 
-Verdict = Literal["not-python", "abi3", "abi3t", "version-specific", "version-specific-ft"]
+PythonABI = Literal["not-python", "abi3", "abi3t", "version-specific", "version-specific-ft"]
 SuffixKind = Literal["cpython", "abi3", "abi3t", "bare", "library"]
 
 # Inline Py_DECREF of a free-threaded, version-specific build calls these (refcount.h).
@@ -74,7 +74,7 @@ class PythonFacts:
     floor_symbols: tuple[str, ...]
     non_limited_symbols: tuple[str, ...]  # the first max-listed; the verdict counts them all
     python_dll: str | None
-    verdict: Verdict
+    verdict: PythonABI
     non_limited_omitted: int = 0
 
 
@@ -95,7 +95,7 @@ def analyze(facts: SliceFacts) -> PythonFacts:
     dll = next((lib for lib in facts.needed if _PY_DLL.match(lib.rsplit("\\", 1)[-1])), None)
     dll_match = _PY_DLL.match(dll) if dll else None
 
-    verdict: Verdict
+    verdict: PythonABI
     if not hooks and not py_imports:
         verdict = "not-python"
     elif _FT_ONLY & set(py_imports) or (dll_match and dll_match.group(1) and dll_match.group(2)):

@@ -20,7 +20,7 @@ from torchwheel.wheel.metadata import (
     SIDE_FILE,
     SIDE_SHAPE,
     TORCH_ABI_FIELD,
-    declared_torch_abi,
+    check_torch_abi_lines,
     parse_metadata,
     wheel_problems,
 )
@@ -193,7 +193,7 @@ def _version(text: str) -> Version | str:
 def torch_abi_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     c = w.contents
     try:
-        declared_torch_abi(c.wheel_fields.get(TORCH_ABI_FIELD, []))
+        check_torch_abi_lines(c.wheel_fields.get(TORCH_ABI_FIELD, []))
     except ValueError as exc:
         yield (
             f"{c.dist_info}/WHEEL",

@@ -40,6 +40,7 @@ from torchwheel.torchabi.need import TorchNeed, show_release
 from torchwheel.wheel.metadata import (
     SIDE_FILE,
     TORCH_ABI_BUILDS_FIELD,
+    TORCH_ABI_EXPORTS_FIELD,
     TORCH_ABI_FIELD,
     TORCH_BUILD_FIELD,
     TORCH_GPU_FIELD,
@@ -132,8 +133,9 @@ def torch_abi_fields(need: TorchNeed) -> list[tuple[str, str]]:
     go beside it, in fields of their own. An axis that could not be read is not written:
     the binaries are read again."""
     fields = [(TORCH_ABI_FIELD, need.label)]
-    if need.kind == "unstable" and need.releases_from in ("names", "exports") and need.releases:
-        fields.append((TORCH_ABI_BUILDS_FIELD, ", ".join(show_release(b) for b in sorted(need.releases))))
+    dated = {"names": TORCH_ABI_BUILDS_FIELD, "exports": TORCH_ABI_EXPORTS_FIELD}.get(need.releases_from)
+    if need.kind == "unstable" and dated and need.releases:
+        fields.append((dated, ", ".join(show_release(b) for b in sorted(need.releases))))
     if need.builds is not None:
         fields.append((TORCH_BUILD_FIELD, builds_text(need.builds)))
     if need.gpu_code:
@@ -144,7 +146,16 @@ def torch_abi_fields(need: TorchNeed) -> list[tuple[str, str]]:
 def wheel_file_text(original: str, tags: list[Tag], fields: list[tuple[str, str]]) -> str:
     ours = (
         "Tag:",
-        *(f"{f}:" for f in (TORCH_ABI_FIELD, TORCH_ABI_BUILDS_FIELD, TORCH_BUILD_FIELD, TORCH_GPU_FIELD)),
+        *(
+            f"{f}:"
+            for f in (
+                TORCH_ABI_FIELD,
+                TORCH_ABI_BUILDS_FIELD,
+                TORCH_ABI_EXPORTS_FIELD,
+                TORCH_BUILD_FIELD,
+                TORCH_GPU_FIELD,
+            )
+        ),
     )
     ours_lower = tuple(o.lower() for o in ours)  # field names ignore case, as installers read them
     kept = [

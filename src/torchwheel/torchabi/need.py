@@ -41,6 +41,7 @@ from torchwheel.torchabi.releases import Minor, minor_of, show_minor
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.metadata import (
     TORCH_ABI_BUILDS_FIELD,
+    TORCH_ABI_EXPORTS_FIELD,
     TORCH_ABI_FIELD,
     TORCH_BUILD_FIELD,
     TORCH_GPU_FIELD,
@@ -210,6 +211,7 @@ def need_from_fields(
     if not abi or not built_for:
         return None
     per_release, gpu = fields.get(TORCH_ABI_BUILDS_FIELD), fields.get(TORCH_GPU_FIELD)
+    dated = fields.get(TORCH_ABI_EXPORTS_FIELD)
     return declared_need(
         abi[-1],
         reqs,
@@ -217,6 +219,7 @@ def need_from_fields(
         built_for[-1],
         per_release[-1] if per_release else None,
         gpu[-1] if gpu else None,
+        dated[-1] if dated else None,
     )
 
 
@@ -227,19 +230,21 @@ def declared_need(
     torch_build: str,
     abi_builds: str | None = None,
     torch_gpu: str | None = None,
+    abi_exports: str | None = None,
     source: str = f"WHEEL {TORCH_ABI_FIELD}",
 ) -> TorchNeed:
     """The need a tagged wheel's WHEEL states: ``Torch-ABI`` (``2.10``, ``2.10.1``,
-    ``unstable``, ``any``, ``none``), for per-release builds ``Torch-ABI-Builds``,
-    ``Torch-Build`` (required: a wheel tagged before it existed is read from its binaries)
-    and ``Torch-GPU`` (absent: no CUDA code)."""
+    ``unstable``, ``any``, ``none``), for per-release builds ``Torch-ABI-Builds``, for one
+    unstable build its imports date ``Torch-ABI-Exports``, ``Torch-Build`` (required: a
+    wheel tagged before it existed is read from its binaries) and ``Torch-GPU`` (absent: no
+    CUDA code)."""
     value = torch_abi.strip()
     builds = backend.parse_builds(torch_build)
     gpu = parse_gpu_code(torch_gpu) if torch_gpu else frozenset()
     if value == "unstable":
-        how: ReleasesFrom = "wheel"
-        found = parse_releases(abi_builds) if abi_builds else frozenset()
-        if not abi_builds:
+        how: ReleasesFrom = "wheel" if abi_builds else "exports"
+        found = parse_releases(abi_builds or abi_exports or "") if abi_builds or abi_exports else frozenset()
+        if not found:
             found, how = claimed_releases(reqs, version)
         return TorchNeed("unstable", None, found, how, builds, gpu, reqs, source)
     if value in ("none", "any"):

@@ -14,7 +14,6 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from email.parser import HeaderParser
-from typing import Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -25,6 +24,8 @@ from torchwheel.version import FeatureVersion
 SIDE_FILE = "torchwheel.json"  # the facts `tag` records in .dist-info (tagging/plan.py)
 TORCH_ABI_FIELD = "Torch-ABI"  # the WHEEL field `tag` writes
 TORCH_ABI_BUILDS_FIELD = "Torch-ABI-Builds"  # beside it, for per-release builds: 2.4, 2.5, ...
+# beside it, for one unstable build: the torch minors whose exports hold all its imports
+TORCH_ABI_EXPORTS_FIELD = "Torch-ABI-Exports"
 TORCH_BUILD_FIELD = "Torch-Build"  # the torch builds it loads on: any, or cpu, cuda-13, rocm-7, xpu
 TORCH_GPU_FIELD = "Torch-GPU"  # its CUDA images, when it has any: sm_80, sm_90a, compute_90
 # The side file's shape, as far as any reader relies on it (tagging/plan.py writes it; what
@@ -45,6 +46,7 @@ SIDE_SHAPE = Object(
 _WHEEL_NAMES = {n.lower(): n for n in ("Wheel-Version", "Generator", "Root-Is-Purelib", "Tag", "Build")}
 _WHEEL_NAMES[TORCH_ABI_FIELD.lower()] = TORCH_ABI_FIELD
 _WHEEL_NAMES[TORCH_ABI_BUILDS_FIELD.lower()] = TORCH_ABI_BUILDS_FIELD
+_WHEEL_NAMES[TORCH_ABI_EXPORTS_FIELD.lower()] = TORCH_ABI_EXPORTS_FIELD
 _WHEEL_NAMES[TORCH_BUILD_FIELD.lower()] = TORCH_BUILD_FIELD
 _WHEEL_NAMES[TORCH_GPU_FIELD.lower()] = TORCH_GPU_FIELD
 _FLOOR = re.compile(r"(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?", re.ASCII)  # what `tag` writes: 2.10, 2.10.1
@@ -85,15 +87,6 @@ def wheel_problems(text: str) -> list[str]:
     return problems
 
 
-@dataclass(frozen=True)
-class DeclaredTorchABI:
-    """A ``Torch-ABI`` value: a stable floor, ``unstable``, ``any`` (links libtorch, imports
-    no versioned symbol: some torch, any release) or ``none``."""
-
-    kind: Literal["stable", "unstable", "any", "none"]
-    floor: FeatureVersion | None = None
-
-
 def torch_abi_floor(value: str) -> FeatureVersion:
     """The stable floor a ``Torch-ABI`` value names (``2.10``, ``2.10.1``): exactly what
     ``tag`` writes; ``ValueError`` for anything else (``-1``, ``99999999999.0``, ``2.10+x``)."""
@@ -106,19 +99,15 @@ def torch_abi_floor(value: str) -> FeatureVersion:
     return FeatureVersion(major, minor, patch)  # ValueError past 255: no torch has such a release
 
 
-def declared_torch_abi(values: list[str]) -> DeclaredTorchABI | None:
-    """The one reading of WHEEL's ``Torch-ABI`` lines (None without one); ``ValueError``
-    when a value is not one ``tag`` writes, or two lines say different things."""
+def check_torch_abi_lines(values: list[str]) -> None:
+    """WHEEL's ``Torch-ABI`` lines say one thing ``tag`` writes (a stable floor, ``unstable``,
+    ``any`` or ``none``: ``torchabi.need.declared_need`` reads it), or ``ValueError``."""
     distinct = sorted({v.strip() for v in values})
-    if not distinct:
-        return None
     if len(distinct) > 1:
         shown = ", ".join(repr(v[:40]) for v in distinct[:3])
         raise ValueError(f"WHEEL has {len(values)} {TORCH_ABI_FIELD} lines that disagree ({shown})")
-    value = distinct[0]
-    if value in ("unstable", "any", "none"):
-        return DeclaredTorchABI(value)  # type: ignore[arg-type]
-    return DeclaredTorchABI("stable", torch_abi_floor(value))
+    if distinct and distinct[0] not in ("unstable", "any", "none"):
+        torch_abi_floor(distinct[0])
 
 
 @dataclass(frozen=True)
