@@ -285,8 +285,10 @@ class Verdict:
 
 
 _UNDATED = (
-    "unstable build for an unknown torch: no torch==X.Y.* pin, no +torchX.Y label, and the "
-    "shipped torch exports do not date its imports (`torchwheel compat --against TORCH` decides)"
+    "unstable build for an unknown torch: no torch==X.Y.* pin, no +torchX.Y label, and no torch "
+    "release in the shipped exports index (torch 2.4 and newer, per platform) exports all of its "
+    "imports: built for an older torch, or a platform or build the index lacks; "
+    "`torchwheel compat --against TORCH` decides for one torch"
 )
 
 
