@@ -86,6 +86,8 @@ def unstable_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     fix = (
         "pin the torch minor it was built with, 'torch==X.Y.*' (`torchwheel tag --build-torch X.Y` writes it)"
     )
+    if abi.releases_from == "exports":  # the binaries date themselves: say where
+        fix += f"; its imports are exported by torch {show_releases(abi.releases)} only"
     if not w.metadata.torch_requirements and policy.require_torch:
         yield (
             "",

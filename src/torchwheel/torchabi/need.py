@@ -372,14 +372,21 @@ def verdict(
     found = _version_verdict(need, torch)
     if not found.loads:
         return found
-    fits, why = backend.builds_fit(need.builds, build)
-    if fits is None:
-        return Verdict("unknown", why, "build")
-    if not fits:
-        return Verdict("no", f"{why} ({need.evidence})" if need.evidence else why, "build")
-    if (on_gpu := _gpu_verdict(need, gpu)) is not None:
-        return on_gpu
     excluded = requirement_excludes(need.requirements, markers, torch)
+    also = f"; and {excluded}" if excluded else ""  # a refusal names every axis that refuses
+    fits, why = backend.builds_fit(need.builds, build)
+    if fits is None:  # the requirement alone decides where the build cannot be read
+        return (
+            Verdict("no", f"{excluded} (and {why})", "requirement")
+            if excluded
+            else Verdict("unknown", why, "build")
+        )
+    if not fits:
+        return Verdict("no", (f"{why} ({need.evidence})" if need.evidence else why) + also, "build")
+    if (on_gpu := _gpu_verdict(need, gpu)) is not None:
+        if on_gpu.cell == "unknown" and excluded:
+            return Verdict("no", excluded, "requirement")
+        return replace(on_gpu, reason=on_gpu.reason + also)
     if excluded:
         return Verdict("no", excluded, "requirement")
     return replace(found, reason=f"{found.reason}; {why}") if why else found
