@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from collections.abc import Callable, Iterable
 
 MAX_FILE_BYTES = 1 << 20  # a bigger .py is a generated table, not where imports live
@@ -81,7 +82,9 @@ def imports_of(source: bytes, member: str) -> frozenset[str]:
     """Every module name the file ``member`` imports, absolute. ``from a import b`` yields
     ``a`` and ``a.b``: whether ``b`` is a submodule is not knowable from the text."""
     try:
-        tree = ast.parse(source, filename=member)
+        with warnings.catch_warnings():  # a wheel's invalid escapes are its own, not ours to print
+            warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+            tree = ast.parse(source, filename=member)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return frozenset()
     module, package = _names(member)
