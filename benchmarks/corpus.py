@@ -136,22 +136,32 @@ def ensure(entry: Entry, *, download: bool) -> Path | None:
         return entry.path
     if not download:
         return None
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+    return download_pinned(
+        entry.project, entry.version, entry.filename, entry.sha256, entry.platforms, entry.python, entry.path
+    )
+
+
+def download_pinned(
+    project: str, version: str, filename: str, sha256: str, platforms: list[str], python: str, dest: Path
+) -> Path:
+    """``pip download`` of one pinned wheel into ``dest``, verified by sha256 before it is
+    moved there (``benchmarks/loadtruth.py`` fetches its own wheels through this too)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
-        for plat in entry.platforms:
+        for plat in platforms:
             cmd += ["--platform", plat]
-        cmd += ["--python-version", entry.python, "-d", tmp, f"{entry.project}=={entry.version}"]
+        cmd += ["--python-version", python, "-d", tmp, f"{project}=={version}"]
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=False)
-        got = Path(tmp) / entry.filename
+        got = Path(tmp) / filename
         if not got.is_file():
             tail = (run.stderr.strip().splitlines() or ["no output"])[-1]
-            raise CorpusError(f"{entry.filename}: pip download did not produce it: {tail}")
+            raise CorpusError(f"{filename}: pip download did not produce it: {tail}")
         digest = file_sha256(got)
-        if digest != entry.sha256:
-            raise CorpusError(f"{entry.filename}: sha256 {digest} differs from the pinned {entry.sha256}")
-        shutil.move(str(got), entry.path)
-    return entry.path
+        if digest != sha256:
+            raise CorpusError(f"{filename}: sha256 {digest} differs from the pinned {sha256}")
+        shutil.move(str(got), dest)
+    return dest
 
 
 def torchwheel_cmd() -> list[str]:

@@ -295,19 +295,17 @@ def ensure_wheel(w: Wheel, download: bool) -> Path:
         return w.path
     if not download:
         raise HarnessError(f"{w.filename}: not in {WHEELS} (run without --no-download)")
-    WHEELS.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=WHEELS) as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
-        cmd += ["--platform", "manylinux_2_28_x86_64", "--python-version", "3.11", "-d", tmp]
-        proc = run([*cmd, f"{w.project}=={w.version}"])
-        got = Path(tmp) / w.filename
-        if not got.is_file():
-            raise HarnessError(f"{w.filename}: pip download did not produce it: {_tail(proc)}")
-        digest = file_sha256(got)
-        if digest != w.sha256:
-            raise HarnessError(f"{w.filename}: sha256 {digest} differs from the pinned {w.sha256}")
-        shutil.move(str(got), w.path)
-    return w.path
+    sys.path.insert(0, str(HERE))
+    import corpus  # benchmarks/corpus.py: the one pinned, hash-checked download
+
+    try:
+        return Path(
+            corpus.download_pinned(
+                w.project, w.version, w.filename, w.sha256, ["manylinux_2_28_x86_64"], "3.11", w.path
+            )
+        )
+    except corpus.CorpusError as exc:
+        raise HarnessError(str(exc)) from exc
 
 
 def ensure_installed(w: Wheel) -> Path:
