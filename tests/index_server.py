@@ -2,7 +2,8 @@
 ``http.server`` serving a folder in a thread, as a static file host serves an index, with
 PEP 691 content negotiation (``index.json`` for a client that asks for JSON), an optional
 Basic-auth token, a log of every path requested, and a few misbehaviours a real network
-has (a slow answer, a body shorter than its Content-Length, a redirect elsewhere)."""
+has (a slow answer, a body shorter than its Content-Length, a redirect elsewhere, a server
+that drips its answer a byte at a time, a page in a charset it declares or does not)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,11 @@ class Behaviour:
     slow: dict[str, float] = field(default_factory=dict)  # path suffix -> seconds before answering
     short: set[str] = field(default_factory=set)  # path suffixes whose body is cut in half
     redirects: dict[str, str] = field(default_factory=dict)  # path -> Location
+    # path suffix -> what is dripped, one byte every ``drip_every`` s: "headers" (the status
+    # line and headers), "length" (a body with Content-Length), "chunked" (a chunked body)
+    drip: dict[str, str] = field(default_factory=dict)
+    drip_every: float = 0.5
+    content_types: dict[str, str] = field(default_factory=dict)  # path suffix -> Content-Type
     requests: list[str] = field(default_factory=list)  # every path asked for, unquoted
 
     def downloads(self) -> list[str]:
@@ -60,6 +66,15 @@ class _Handler(SimpleHTTPRequestHandler):
             if path.endswith(suffix):
                 time.sleep(seconds)
         folder = Path(self.translate_path(self.path))
+        page = folder / "index.html" if folder.is_dir() else folder
+        for suffix, mode in b.drip.items():
+            if path.endswith(suffix) and page.is_file():
+                self._drip(page.read_bytes(), mode)
+                return
+        for suffix, content_type in b.content_types.items():
+            if path.endswith(suffix) and page.is_file():
+                self._send(page, content_type)
+                return
         if (
             folder.is_dir()
             and JSON_TYPE in self.headers.get("Accept", "")
@@ -75,6 +90,26 @@ class _Handler(SimpleHTTPRequestHandler):
             self.wfile.write(data[: len(data) // 2])
             return
         super().do_GET()
+
+    def _drip(self, data: bytes, mode: str) -> None:
+        """The answer to a GET, sent a byte at a time (until the client hangs up)."""
+        if mode == "chunked":
+            head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            body = b"".join(b"1\r\n" + data[i : i + 1] + b"\r\n" for i in range(len(data))) + b"0\r\n\r\n"
+        else:
+            head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(data)}\r\n\r\n".encode()
+            body = data
+        slow, fast = (head + body, b"") if mode == "headers" else (body, head)
+        try:
+            self.wfile.write(fast)
+            self.wfile.flush()
+            for i in range(len(slow)):
+                self.wfile.write(slow[i : i + 1])
+                self.wfile.flush()
+                time.sleep(self.behaviour.drip_every)
+        except OSError:  # the client gave up: what the test wants
+            pass
+        self.close_connection = True
 
     def _send(self, file: Path, content_type: str) -> None:
         data = file.read_bytes()
@@ -94,6 +129,8 @@ def serve(
     b = behaviour or Behaviour()
     handler = partial(type("Handler", (_Handler,), {"behaviour": b}), directory=str(root))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True  # a dripping answer ends when its client hangs up, not before
+    server.block_on_close = False
     scheme = "http"
     if tls is not None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -18,6 +18,8 @@ from torchwheel.torchabi.grafting import bundled, repair_excludes
 
 from .helpers import torchwheel
 
+PLAN_13 = ("--torch", "2.13", "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64")
+
 # names the tools meet: one of each family torchabi.accelerators classifies
 LINUX = (
     "libtorch.so", "libtorch_cpu.so", "libtorch_cuda.so", "libtorch_python.so", "libc10.so", "libc10_cuda.so",
@@ -139,4 +141,38 @@ def test_numbered_flavours_load_on_each_build(fixture_wheels: dict[str, Path], t
     result = torchwheel("tag", "-w", str(tmp_path), str(fixture_wheels["cuda_numbered_flavours"]))
     assert result.returncode == 0, result.stderr
     doc = json.loads(torchwheel("matrix", "--format", "json", str(tmp_path)).stdout)
-    assert doc["wheels"][0]["torch_build"] == "cpu, cuda-12, cuda-13"
+    # the `_cpu` build needs no accelerator: the package falls back to it on a ROCm or XPU torch
+    # (it has no build for those), never on CUDA 11, where it picks one of its CUDA builds
+    assert doc["wheels"][0]["torch_build"] == "cpu, cuda-12, cuda-13, rocm, xpu"
+
+
+@pytest.mark.parametrize(
+    ("name", "builds"),
+    [
+        ("runtime_picked", "cuda-12, cuda-13"),  # `_cu12`/`_cu13` and an unsuffixed default build
+        ("pyg_loader", "cuda-13"),  # the loader takes `_cuda` whenever it exists
+        ("cuda_flavours", "cpu, cuda-13, rocm, xpu"),  # the same pair without that loader
+        ("tw708", "any"),  # brings its own CUDA 13 runtime: no build of torch is needed
+        ("cuda13", "cuda-13"),  # relies on torch's runtime: ties the build
+    ],
+)
+def test_how_a_package_picks_its_libraries_decides_the_build(
+    fixture_wheels: dict[str, Path], name: str, builds: str
+) -> None:
+    """Issue 22 items 1 and 3: flavour sets are alternatives the package picks from, a
+    flavour that needs nothing is any build, the PyG loader is read, and a runtime the wheel
+    brings itself does not constrain torch's build."""
+    result = torchwheel("select", "--format", "json", *PLAN_13, str(fixture_wheels[name]))
+    doc = json.loads(result.stdout)
+    assert doc["projects"][0]["candidates"][0]["torch_abi"]["torch_build"] == builds
+
+
+def test_show_says_who_picks_the_flavour_and_never_contradicts_itself(
+    fixture_wheels: dict[str, Path],
+) -> None:
+    text = torchwheel("show", "--no-config", str(fixture_wheels["pyg_loader"])).stdout
+    assert "takes `_cuda` whenever the file exists, so these load on a CUDA 13 build of torch only" in text
+    assert "loads on a CUDA 13 build of torch (cuda-13)" in text and "CPU build" not in text
+    picked = torchwheel("show", "--no-config", str(fixture_wheels["runtime_picked"])).stdout
+    assert "the package picks one by the torch it finds" in picked
+    assert "builds for CUDA 12 or CUDA 13" in picked and "CUDA 12 + CUDA 13" not in picked

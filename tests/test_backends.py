@@ -71,7 +71,7 @@ def test_a_stub_torch_is_judged_by_its_version_py(
 
 
 def test_tag_writes_the_build_and_select_reads_it(folder: Path, tmp_path: Path) -> None:
-    expected = {"wcuda13": "cuda-13", "wcuda12": "cuda-12", "wflavours": "cpu, cuda-13"}
+    expected = {"wcuda13": "cuda-13", "wcuda12": "cuda-12", "wflavours": "cpu, cuda-13, rocm, xpu"}
     result = torchwheel("tag", "-w", str(tmp_path), *map(str, sorted(folder.glob("*.whl"))))
     assert result.returncode == 0, result.stderr
     for wheel in tmp_path.glob("*.whl"):
@@ -86,13 +86,14 @@ def test_tag_writes_the_build_and_select_reads_it(folder: Path, tmp_path: Path) 
 
 def test_matrix_has_a_backend_axis(folder: Path) -> None:
     doc = json.loads(torchwheel("matrix", "--format", "json", str(folder)).stdout)
-    assert doc["backends"] == ["cpu", "cu128", "cu130"]
+    assert doc["backends"] == ["cpu", "cu128", "cu130", "rocm7.1", "xpu"]  # wflavours' `_cpu` on ROCm, XPU
     rows = {w["file"].split("-")[0]: w for w in doc["wheels"]}
     assert rows["wcuda13"]["by_backend"]["cu130"]["2.13"]["fit"] == "loads"
     assert rows["wcuda13"]["by_backend"]["cpu"]["2.13"]["fit"] == "no"
-    assert rows["wflavours"]["torch_build"] == "cpu, cuda-13"
+    # the `_cpu` flavour needs no accelerator: the fallback on a torch it has no build for (ROCm, XPU)
+    assert rows["wflavours"]["torch_build"] == "cpu, cuda-13, rocm, xpu"
     markdown = torchwheel("matrix", "--format", "markdown", str(folder)).stdout
-    assert markdown.count("| wheel |") == 3 and "**torch build cu130: CUDA 13.0 build (cu130)**" in markdown
+    assert markdown.count("| wheel |") == 5 and "**torch build cu130: CUDA 13.0 build (cu130)**" in markdown
 
 
 def test_index_has_per_backend_indexes_pip_and_uv_take_the_right_file(folder: Path, tmp_path: Path) -> None:

@@ -224,7 +224,7 @@ def test_credentials_in_the_url_are_sent_and_never_shown(site: Path) -> None:
             "select", "--torch", "2.12", *PLAN, "-i", url.replace("://", "://user:wrong@") + "/simple/"
         )
     assert bad.returncode == 2 and "HTTP 401" in bad.stderr
-    assert "wrong" not in bad.stderr + bad.stdout and "user:***@" in bad.stderr
+    assert "wrong" not in bad.stderr + bad.stdout and "://***@127.0.0.1" in bad.stderr
 
 
 def test_only_http_redirects_and_links_are_followed(site: Path, tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ BROKEN = [
     "tw410_conflict",
     "tw411",
 ]
-BROKEN += ["tw411_long", "tw401", "tw403", "tw407", "tw408"]
+BROKEN += ["tw411_long", "tw401", "tw403", "tw407", "tw408", "tw414"]
 BINARY_CODES = {"TW405", "TW406"}  # the compiled members' facts: check's and tag's alone
 
 
@@ -49,7 +49,7 @@ def test_the_shared_judgement_is_checks_own(name: str, fixture_wheels: dict[str,
         for f in rules.run(facts, Policy())
         if f.code.startswith("TW4") and f.severity == "error" and f.code not in BINARY_CODES
     }
-    with WheelArchive(fixture_wheels[name]) as archive:
+    with WheelArchive(fixture_wheels[name], lenient_name=True) as archive:  # tw414: read as check reads it
         hashes = {m: archive.hash_member(m) for m in archive.contents.members}
         shared = {f.code for f in integrity_errors(archive.contents, archive.member_size, dict(hashes))}
     assert shared == from_check

@@ -89,12 +89,30 @@ class Limits:
     # PyPI's largest project pages are a few MB), a downloaded file (written to disk as it
     # streams, never held in memory: torch's CUDA wheels are ~1 GB), the projects a root page
     # may list when no --name says which to read (a registry's root lists 600,000), and time:
-    # seconds without a byte, and seconds for one whole response
+    # seconds without a byte, and seconds for all the network work of one command (connects,
+    # headers, bodies, redirects: a server that drips a byte every 0.5 s holds it no longer)
     max_page_bytes: Limit = Limit("max-page-bytes", 16 << 20)
     max_download_bytes: Limit = Limit("max-download-bytes", 8 << 30)
     max_index_projects: Limit = Limit("max-index-projects", 1000)
     http_timeout: Limit = Limit("http-timeout", 60)
     max_http_seconds: Limit = Limit("max-http-seconds", 3600)
+    # requests one command may make (pages, .metadata files, downloads, each redirect hop).
+    # `select` reads a page per project, then a .metadata file and a download per wheel it
+    # still has to judge; `matrix` and `index` download every wheel of the projects named
+    # (a project's builds on one index are tens of wheels). 2,000 covers forty such
+    # projects; a page of 3,000 links that all answer 404 ends at 2,000 round trips (5 s on
+    # 127.0.0.1) instead of going through all of them. A bigger mirror raises it.
+    max_http_requests: Limit = Limit("max-http-requests", 2000)
+    # items, not bytes: a page costs what its links cost once parsed and judged (about 1 KB
+    # each), not its bytes; 100,000 links fit the budget with room. The files one project
+    # gathers over all its pages, the same. A Requires-Python becomes one packaging object per
+    # clause (a million clauses in a 6 MB page took 524 MB and 15 s), so its length and its
+    # clauses are counted before packaging sees it; real ones are short (">=3.8, !=3.9.0, <4":
+    # 3 clauses, 18 characters).
+    max_page_links: Limit = Limit("max-page-links", 100_000)
+    max_project_files: Limit = Limit("max-project-files", 100_000)
+    max_requires_python_length: Limit = Limit("max-requires-python-length", 1024)
+    max_requires_python_clauses: Limit = Limit("max-requires-python-clauses", 64)
     # What is only shown (findings per input and code, RECORD problems per kind, each list of
     # symbol names) keeps this many entries and this much text; the rest is counted, never
     # dropped silently. Real wheels stay well inside (torch_python.dll: 6,047 unstable C++

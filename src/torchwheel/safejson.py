@@ -115,7 +115,7 @@ def load(data: bytes, where: str, schema: Schema) -> Any:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{where}: not UTF-8 JSON ({exc.reason} at byte {exc.start})") from exc
+        raise InputError(f"{where}: not UTF-8 JSON (byte {exc.start:,} is not valid UTF-8)") from exc
     _scan(text, where)
     try:
         doc = json.loads(

@@ -84,3 +84,18 @@ def flavoured(members: Iterable[str]) -> bool:
     """Do these builds of one library differ by accelerator flavour (``-cpu`` / ``-cuda``)?
     Then the package picks one at run time, by the torch it finds."""
     return len({m2.group(0).lower() for m in members for m2 in _FLAVOUR.finditer(m)}) > 1
+
+
+def flavour_words(member: str) -> tuple[str, ...]:
+    """The flavour words of a path, lower-cased (``_fps_cuda.so``: ``cuda``; ``_cu13``: ``cu13``)."""
+    return tuple(m.group(0).lower() for m in _FLAVOUR.finditer(member))
+
+
+# a flavour word with the separator before it: ``hook_cu12.abi3.so`` -> ``hook.abi3.so``
+_FLAVOUR_WITH_SEPARATOR = re.compile(r"[_.-]?~")
+
+
+def unflavoured_key(key: str) -> str:
+    """A ``unit_key`` with its flavour blanks and their separators dropped: the name the
+    set's default build has when a package ships one without a flavour word."""
+    return _FLAVOUR_WITH_SEPARATOR.sub("", key)

@@ -11,9 +11,15 @@ import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-from torchwheel.analysis import pyimports
+from torchwheel.analysis import loaders, pyimports
 from torchwheel.analysis.member import BinaryAnalysis, analyze_binary
-from torchwheel.analysis.wheelfacts import MemberBinary, UnreadableBinary, WheelFacts, hookless_modules
+from torchwheel.analysis.wheelfacts import (
+    MemberBinary,
+    UnreadableBinary,
+    WheelFacts,
+    flavour_pair_dirs,
+    hookless_modules,
+)
 from torchwheel.binary import BinaryError
 from torchwheel.binary.memberscan import scan_member
 from torchwheel.torchabi.symtable import SymbolTable
@@ -93,6 +99,9 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
             facts.binaries.append(MemberBinary(member, result))
     stems = [stem for _, stem in hookless_modules(facts)]
     facts.py_imports = pyimports.wheel_imports(contents.members, source.member_size, source.read, stems)
+    facts.loader_prefers = loaders.preferred_flavours(
+        contents.members, source.member_size, source.read, flavour_pair_dirs(facts)
+    )
     record = verify_record(
         contents.record,
         contents.dist_info,

@@ -10,6 +10,8 @@ errors, so the rules first ask what the bytes say it is:
 * ``torch-op-library``: no hook, no CPython symbol, and linked to torch: it imports torch
   symbols (the stable shim or libtorch C++) or names a torch library in DT_NEEDED / its
   dylibs / its DLL imports (``libtorch*``, ``libc10*``, ``torch_cpu.dll``, ``c10.dll``...);
+* ``managed-assembly``: a .NET IL-only PE (CLR header with ILONLY): no native code, loaded
+  by a CLR (pythonnet and the like), never by Python's import system or ``torch.ops``;
 * ``shared-library``: anything else (a helper library, a vendored dependency).
 
 A pure function over the facts: the file name plays no part, so ``inspect`` of a lone binary
@@ -26,7 +28,7 @@ from torchwheel.analysis.pythonabi import PythonFacts
 from torchwheel.binary.facts import SliceFacts
 from torchwheel.torchabi.usage import TorchUsage
 
-LibraryKind = Literal["extension-module", "torch-op-library", "shared-library"]
+LibraryKind = Literal["extension-module", "torch-op-library", "managed-assembly", "shared-library"]
 
 # libtorch.so, libtorch_cpu.so, libc10.so, @rpath/libtorch_cuda.dylib, torch_cpu.dll, c10.dll
 _TORCH_LIBRARY = re.compile(r"^(?:lib)?(?:torch|c10)(?:[_.-]|$)", re.IGNORECASE)
@@ -41,6 +43,8 @@ def classify(slices: Iterable[tuple[SliceFacts, PythonFacts, TorchUsage]]) -> Li
     """The kind of one binary from its slices (a universal Mach-O is one kind as a whole:
     one file is either imported or loaded by torch, never per architecture)."""
     parts = list(slices)
+    if parts and all(f.managed for f, _, _ in parts):
+        return "managed-assembly"
     if any(p.hooks for _, p, _ in parts):
         return "extension-module"
     python = any(p.verdict != "not-python" for _, p, _ in parts)

@@ -86,10 +86,12 @@ def _binary_facts(path: Path, table: SymbolTable) -> WheelFacts:
     return facts
 
 
-def _open(path: Path) -> Source:
+def _open(path: Path, lenient_name: bool = False) -> Source:
+    """``lenient_name``: a wheel whose file name packaging refuses is read (``check``, ``show``
+    judge it, TW414); ``tag`` keeps the file name's tags, so for it such a name is an error."""
     if path.is_dir():
         return directory_source(path)
-    return WheelArchive(path)
+    return WheelArchive(path, lenient_name=lenient_name)
 
 
 def load(
@@ -99,7 +101,7 @@ def load(
         if path.is_file() and path.suffix != ".whl":
             yield _binary_facts(path, table)
             continue
-        source = _open(path)
+        source = _open(path, lenient_name=True)
         try:
             yield collect(source, table, verify_hashes)
         finally:

@@ -8,6 +8,9 @@ macOS, Windows, PEP 738 Android, PEP 730 iOS), and the architecture names of tho
 spelled the way torchwheel's readers spell machine types (ELF: ``_MACHINES`` in
 ``binary/elf.py``; Mach-O and PE: ``binary/macho.py``, ``binary/pe.py``), so that a rule compares the two
 directly. A platform this table does not know yields None: no promise, nothing to check.
+
+A .NET IL-only assembly promises no machine at all (``SliceFacts.runs_in``): ``managed_mismatch``
+says whether the process a platform tag implies can load it.
 """
 
 from __future__ import annotations
@@ -88,3 +91,27 @@ def expected(platform: str) -> Expected | None:
     if platform in _WINDOWS:
         return Expected("pe", frozenset({_WINDOWS[platform]}))
     return None
+
+
+# Process architectures of 32 bits, in every reader's spelling: where a 32BITREQUIRED assembly loads.
+_BITS32 = frozenset({"x86", "i686", "i386", "armv7l", "arm", "ppc"})
+# PE's machine names beside the ELF and Mach-O names of the same processor.
+_SAME_CPU = {"x86": "i686", "arm64": "aarch64", "arm": "armv7l"}
+
+
+def _cpu(arch: str) -> str:
+    return _SAME_CPU.get(arch, arch)
+
+
+def managed_mismatch(runs_in: str, promise: Expected) -> str | None:
+    """Why a managed assembly that loads in ``runs_in`` processes fails the platform's promise,
+    or None. The format never matters: a CLR (.NET, Mono) reads PE assemblies on every OS."""
+    if runs_in == "any":
+        return None
+    if runs_in == "32-bit":
+        wide = sorted(promise.archs - _BITS32)
+        return (
+            f"runs only in a 32-bit process (CLR flag 32BITREQUIRED), not {', '.join(wide)}" if wide else None
+        )
+    others = sorted(a for a in promise.archs if _cpu(a) != _cpu(runs_in))
+    return f"runs only in a {runs_in} process, not {', '.join(others)}" if others else None

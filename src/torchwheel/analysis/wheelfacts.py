@@ -8,22 +8,30 @@ Plain data that the rules, the reports and ``tag``'s plan judge without touching
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from torchwheel.analysis.alternatives import Alternatives, find_alternatives, flavoured, unit_key
+from torchwheel.analysis.alternatives import (
+    Alternatives,
+    find_alternatives,
+    flavour_words,
+    flavoured,
+    unflavoured_key,
+    unit_key,
+)
 from torchwheel.analysis.member import BinaryAnalysis, SliceAnalysis
 from torchwheel.analysis.pythonabi import parse_suffix
 from torchwheel.errors import clipped
 from torchwheel.torchabi import accelerators
-from torchwheel.torchabi.accelerators import AcceleratorNeeds
-from torchwheel.torchabi.backend import ANY_BUILD, NO_BUILD, BuildSet, TorchBuild, normalized
+from torchwheel.torchabi.accelerators import AcceleratorNeeds, LinkedLibrary
+from torchwheel.torchabi.backend import ANY_BUILD, NO_BUILD, BuildSet, TorchBuild, describe_builds, normalized
 from torchwheel.torchabi.cxxnames import is_unstable
 from torchwheel.torchabi.exports import exports_index, platform_of
+from torchwheel.torchabi.grafting import bundled
 from torchwheel.torchabi.need import Kind, Release, TorchNeed, claimed_releases
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.contents import WheelContents
@@ -57,6 +65,9 @@ class WheelFacts:
     # module names the wheel's .py files import (ast, never run; only files mentioning a
     # hook-less module-named library are parsed: see pyimports and hookless_modules)
     py_imports: frozenset[str] = frozenset()
+    # package directory -> the flavour its loader takes whenever that file exists (``cuda``):
+    # ``analysis.loaders``, read only where a CPU and an accelerated flavour sit side by side
+    loader_prefers: dict[str, str] = field(default_factory=dict)
 
     @property
     def is_wheel_file(self) -> bool:
@@ -167,12 +178,13 @@ def dated_by_exports(w: WheelFacts) -> frozenset[Release]:
     return found or frozenset()
 
 
-def _library_builds(needs: AcceleratorNeeds, flavour: bool) -> BuildSet:
-    """The torch builds one library loads on: every build when it needs no accelerator (the
-    CPU build alone for the CPU flavour of a set the package picks from); none when it needs
-    two accelerators or two CUDA majors at once."""
-    if not needs.accelerators:
-        return frozenset({TorchBuild("cpu")}) if flavour else ANY_BUILD
+def _library_builds(needs: AcceleratorNeeds, brought: Brought) -> BuildSet:
+    """The torch builds one library loads on: every build when it needs no accelerator, or
+    when it links no torch and the wheel brings every toolkit runtime it needs (its own
+    requirements or bundled copies: ``brings_own_runtime``); none when it needs two
+    accelerators or two CUDA majors at once."""
+    if not needs.accelerators or brings_own_runtime(needs, brought):
+        return ANY_BUILD
     if len(needs.accelerators) > 1:
         return NO_BUILD
     acc = needs.accelerators[0]
@@ -180,6 +192,57 @@ def _library_builds(needs: AcceleratorNeeds, flavour: bool) -> BuildSet:
     if len(majors) > 1:
         return NO_BUILD
     return frozenset({TorchBuild(acc, majors[0] if majors else None)})
+
+
+# component -> toolkit major (None: a major it does not name) -> what brings it
+Brought = dict[str, dict[int | None, str]]
+
+
+def brought_runtimes(w: WheelFacts) -> Brought:
+    """The accelerator runtimes the wheel brings itself: the ``nvidia-*`` distributions its
+    requirements install (``accelerators.required_runtimes``) and the copies it bundles."""
+    found: Brought = {}
+    for component, major, req in accelerators.required_runtimes(w.metadata.requirements, _platform(w)):
+        found.setdefault(component, {}).setdefault(major, f"the requirement {req}")
+    for member in w.contents.members:
+        lib = bundled(member)
+        if lib is not None and lib.role == "runtime":
+            found.setdefault(lib.component, {}).setdefault(lib.toolkit_major, f"the bundled {member}")
+    return found
+
+
+def _platform(w: WheelFacts) -> str | None:
+    """``linux``, ``win32`` or ``darwin`` from the wheel's platform tags, for requirement markers."""
+    platforms = {t.platform for t in w.contents.wheel_tags}
+    for word, value in (("win", "win32"), ("macosx", "darwin"), ("linux", "linux")):
+        if platforms and all(word in p for p in platforms):
+            return value
+    return None
+
+
+def own_runtimes(needs: AcceleratorNeeds, brought: Brought) -> tuple[tuple[LinkedLibrary, str], ...]:
+    """(runtime, what brings it) for the toolkit runtimes (``libcudart.so.12``,
+    ``cublas64_12.dll``) a library needs that the wheel brings itself."""
+    out = []
+    for lib in needs.libraries:
+        by = brought.get(lib.component, {}) if lib.role == "runtime" else {}
+        source = by.get(lib.toolkit_major) or by.get(None)
+        if source:
+            out.append((lib, source))
+    return tuple(out)
+
+
+def brings_own_runtime(needs: AcceleratorNeeds, brought: Brought) -> bool:
+    """Does this library load whatever build torch is, because it links no torch and the
+    wheel brings every toolkit runtime it needs? A library that links torch, or needs a
+    runtime the wheel does not bring, relies on the one torch's build loads: that ties it
+    to the build (docs/accelerators.md, "Who brings the runtime")."""
+    if needs.links_torch:
+        return False
+    runtimes = [
+        lib for lib in needs.libraries if lib.role == "runtime" and lib.accelerator in ("cuda", "rocm")
+    ]
+    return bool(runtimes) and len(own_runtimes(needs, brought)) == len(runtimes)
 
 
 _PROBE_BUILDS = (
@@ -193,48 +256,150 @@ _PROBE_BUILDS = (
 @dataclass(frozen=True)
 class BuildUnit:
     """One library of the wheel and its builds (per torch release, per flavour: the
-    package loads one of them), with what each build needs and the torch builds at least
-    one of them loads on (``builds``; empty: no build of torch loads any of them)."""
+    package loads one of them), with what each build needs and the torch builds the
+    package then loads on (``builds``; empty: no build of torch loads it).
+
+    ``preferred``: the flavour the package's loader takes whenever its file exists (the PyG
+    pattern, ``analysis.loaders``), which then alone decides; "" when the package picks by
+    the torch it finds (``_fits``), or there is one build."""
 
     key: str  # ``analysis.alternatives.unit_key``
     members: tuple[tuple[str, AcceleratorNeeds], ...]  # (member, needs)
     builds: BuildSet
+    preferred: str = ""
+
+    @property
+    def flavours(self) -> tuple[str, ...]:
+        """The flavour words of the builds, as the names spell them (``cpu``, ``cuda``)."""
+        return tuple(dict.fromkeys(f for m, _ in self.members for f in flavour_words(m.rpartition("/")[2])))
+
+
+def _fits(options: list[BuildSet], target: TorchBuild) -> bool:
+    """Does a package that picks among these builds of one library by the torch it finds
+    load one on ``target``? It takes a build for the target's accelerator where it has one
+    (on a CUDA 12 torch, its CUDA flavour, whichever major that is built for), and falls back
+    to a build that needs no accelerator only where it has none for that accelerator."""
+    own = [o for o in options if o != ANY_BUILD and any(b.kind == target.kind for b in o)]
+    if own:
+        return any(b.admits(target) for o in own for b in o)
+    return any(b.admits(target) for o in options for b in o)
+
+
+def _summary(fits: Iterable[TorchBuild]) -> BuildSet:
+    """The probe builds that fit, as a build set: a kind whose every probed major fits is the
+    kind (``cuda``), else its majors (``cuda-12``, ``cuda-13``); every probe: ``ANY_BUILD``."""
+    found = set(fits)
+    if found == set(_PROBE_BUILDS):
+        return ANY_BUILD
+    out = set()
+    for t in found:
+        every_major = all(p in found for p in _PROBE_BUILDS if p.kind == t.kind)
+        out.add(TorchBuild(t.kind, None if every_major else t.major))
+    return normalized(out)
+
+
+def _grouped(w: WheelFacts) -> dict[str, list[tuple[str, AcceleratorNeeds]]]:
+    """Members by library (``unit_key``). A member without a flavour word whose name is a
+    flavoured set's name with the flavour dropped (``hook.abi3.so`` beside ``hook_cu12.abi3.so``
+    and ``hook_cu13.abi3.so``) is that set's default build and joins it."""
+    units: dict[str, list[tuple[str, AcceleratorNeeds]]] = {}
+    for b in w.binaries:
+        needs = accelerators.combine(s.accelerators for s in b.analysis.slices)
+        units.setdefault(unit_key(b.member), []).append((b.member, needs))
+    defaults = {unflavoured_key(k): k for k, ms in units.items() if flavoured(m for m, _ in ms)}
+    for key in list(units):
+        target = defaults.get(key)
+        if target is not None and target != key:
+            units[target].extend(units.pop(key))
+    return units
 
 
 def build_units(w: WheelFacts) -> list[BuildUnit]:
     """The wheel's compiled members grouped into libraries, as ``wheel_builds`` and the
     accelerator rules (TW701) judge them."""
-    units: dict[str, list[tuple[str, AcceleratorNeeds]]] = {}
+    brought = brought_runtimes(w)
+    out = []
+    for key, members in _grouped(w).items():
+        preferred = ""
+        chosen = members
+        if flavoured(m for m, _ in members):
+            wanted = w.loader_prefers.get(members[0][0].rpartition("/")[0], "")
+            picked = [(m, n) for m, n in members if wanted and wanted in flavour_words(m)]
+            if picked:
+                preferred, chosen = wanted, picked
+        options = [_library_builds(n, brought) for _, n in chosen]
+        if flavoured(m for m, _ in chosen):
+            builds = _summary(t for t in _PROBE_BUILDS if _fits(options, t))
+        else:  # one build, per-release builds of one flavour, or the flavour the loader prefers
+            builds = normalized(b for o in options for b in o)
+        out.append(BuildUnit(key, tuple(members), builds, preferred))
+    return out
+
+
+def flavour_pair_dirs(w: WheelFacts) -> set[str]:
+    """The directories where a CPU and an accelerated flavour of one library sit side by
+    side: where a package's loader decides which one loads (``analysis.loaders``)."""
+    out = set()
+    for members in _grouped(w).values():
+        words = {f.lower() for m, _ in members for f in flavour_words(m)}
+        if "cpu" in words and len(words) > 1:
+            out.add(members[0][0].rpartition("/")[0])
+    return out
+
+
+def build_choices(w: WheelFacts) -> list[str]:
+    """One sentence per way the package picks among flavours of its libraries, for ``show``:
+    which build each flavour is for, and who decides (its loader, read by
+    ``analysis.loaders``, or the torch it finds)."""
+    out: dict[str, list[str]] = {}
+    for unit in build_units(w):
+        if len(unit.flavours) < 2 or all(not n.accelerators for _, n in unit.members):
+            continue  # one build, or flavours that need no accelerator either way
+        if unit.preferred:
+            where = unit.members[0][0].rpartition("/")[0] or "the top level"
+            how = (
+                f"its loader ({where}/*.py) takes `_{unit.preferred}` whenever the file exists, so these "
+                f"load on {describe_builds(unit.builds)} only"
+            )
+        else:
+            how = "the package picks one by the torch it finds; which build loads depends on its loader"
+        out.setdefault(how, []).append(
+            unit.key.rsplit("/", 1)[-1].replace("~", "{" + ",".join(unit.flavours) + "}")
+        )
+    return [
+        f"{', '.join(keys[:2])}{f' and {len(keys) - 2} more' if len(keys) > 2 else ''}: {how}"
+        for how, keys in out.items()
+    ]
+
+
+def own_runtime_notes(w: WheelFacts) -> list[str]:
+    """For each library that links no torch and brings its own toolkit runtime: what it
+    brings, for ``show`` and TW708."""
+    brought = brought_runtimes(w)
+    notes = []
     for b in w.binaries:
         needs = accelerators.combine(s.accelerators for s in b.analysis.slices)
-        units.setdefault(unit_key(b.member), []).append((b.member, needs))
-    out = []
-    for key, members in units.items():
-        flavour = flavoured(m for m, _ in members)
-        found = normalized(x for _, n in members for x in _library_builds(n, flavour))
-        out.append(BuildUnit(key, tuple(members), found))
-    return out
+        if brings_own_runtime(needs, brought):
+            libs = own_runtimes(needs, brought)
+            sources = ", ".join(dict.fromkeys(source for _, source in libs))
+            notes.append(
+                f"{b.member} links no torch and brings its own {needs.label} runtime "
+                f"({', '.join(lib.name for lib, _ in libs)}: {sources})"
+            )
+    return notes
 
 
 def wheel_builds(w: WheelFacts) -> BuildSet | None:
     """The torch builds the wheel loads on (``ANY_BUILD``; ``{cpu, cuda-13}``); None when a
     compiled member could not be read (its needs are unknown, so the wheel's are).
 
-    Every library must load, but of the builds of one library (per torch release, per
-    flavour: ``_torch24-cpu.so``, ``_torch24-cuda.so``) one will do: the package picks it.
-    Judged by trying each kind of build rather than by algebra on the sets."""
+    Every library must load, and of the builds of one library (per torch release, per
+    flavour: ``_torch24-cpu.so``, ``_torch24-cuda.so``) the one the package picks must
+    (``BuildUnit``). Judged by trying each kind of build rather than by algebra on the sets."""
     if w.unreadable:
         return None
-    options = [u.builds for u in build_units(w)]
-    fits = [t for t in _PROBE_BUILDS if all(any(b.admits(t) for b in o) for o in options)]
-    if len(fits) == len(_PROBE_BUILDS):
-        return ANY_BUILD
-    out = set()
-    for t in fits:
-        every_major = all(p in fits for p in _PROBE_BUILDS if p.kind == t.kind)
-        pinned = not every_major and any(TorchBuild(t.kind, t.major) in o for o in options)
-        out.add(TorchBuild(t.kind, t.major if pinned else None))
-    return normalized(out)
+    units = build_units(w)
+    return _summary(t for t in _PROBE_BUILDS if all(any(b.admits(t) for b in u.builds) for u in units))
 
 
 def build_evidence(w: WheelFacts) -> str:

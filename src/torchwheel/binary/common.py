@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from itertools import pairwise
 
 from torchwheel.binary import marker_record
-from torchwheel.binary.facts import BinaryError, ExportedMarker, Import, SliceFacts
+from torchwheel.binary.facts import BinaryError, ClrHeader, ExportedMarker, Import, SliceFacts
 from torchwheel.binary.gpucode import NO_GPU_CODE, GpuCode
 from torchwheel.binary.marker_record import Buffer, MarkerError
 from torchwheel.binary.sparse import SparseBuffer
@@ -87,6 +87,7 @@ def slice_facts(
     file_range: tuple[int, int],
     raw_hits: list[marker_record.RawHit] | None = None,
     gpu: GpuCode = NO_GPU_CODE,
+    clr: ClrHeader | None = None,
 ) -> SliceFacts:
     """Assemble a slice, scanning its own byte range so universal slices stay apart.
 
@@ -111,4 +112,5 @@ def slice_facts(
         file_range=file_range,
         raw_markers_omitted=omitted,  # a stream's count is set by memberscan
         gpu=gpu,
+        clr=clr,
     )

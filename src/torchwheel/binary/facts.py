@@ -49,6 +49,38 @@ class ExportedMarker:
     problem: str | None = None
 
 
+# IMAGE_COR20_HEADER.Flags (ECMA-335 II.25.3.3.1)
+CLR_ILONLY = 0x1
+CLR_32BITREQUIRED = 0x2
+CLR_NATIVE_ENTRYPOINT = 0x10
+CLR_32BITPREFERRED = 0x20000
+
+
+@dataclass(frozen=True)
+class ClrHeader:
+    """The CLR runtime header of a PE (data directory 14): the file is a .NET assembly.
+
+    Its flags decide which processes can load it, and the PE machine field alone does not:
+    an IL-only PE32 marked i386 without 32BITREQUIRED is AnyCPU, JIT-compiled in a process
+    of any architecture (and by a CLR on any OS), so the architecture rules must not read
+    its machine field as x86. 32BITREQUIRED (with or without 32BITPREFERRED, which corflags
+    documents as a load failure for a DLL in a 64-bit process) restricts it to 32-bit
+    processes; without ILONLY (C++/CLI mixed mode) the file holds native code for its machine.
+    """
+
+    flags: int
+    runtime: tuple[int, int]  # MajorRuntimeVersion, MinorRuntimeVersion (2.5 for every CLR 2+)
+    pe32plus: bool
+
+    @property
+    def il_only(self) -> bool:
+        return bool(self.flags & CLR_ILONLY)
+
+    @property
+    def requires_32bit(self) -> bool:
+        return bool(self.flags & CLR_32BITREQUIRED)
+
+
 @dataclass(frozen=True)
 class SliceFacts:
     """One architecture's view: a thin binary has one slice, a universal Mach-O several."""
@@ -64,6 +96,36 @@ class SliceFacts:
     # raw records beyond ``limits.max_marker_hits`` that were counted, not kept (marker.Hits)
     raw_markers_omitted: int = 0
     gpu: GpuCode = NO_GPU_CODE  # fatbins and offload bundles (``gpucode``)
+    clr: ClrHeader | None = None  # a .NET assembly (PE only)
+
+    @property
+    def runs_in(self) -> str:
+        """The process architecture that can load this slice: ``arch`` for native code,
+        ``"any"`` for an AnyCPU IL-only assembly, ``"32-bit"`` for an IL-only assembly
+        marked 32BITREQUIRED. An IL-only PE32+ (or a PE32 for a machine other than i386) is
+        compiled for that one machine's processes, so it keeps ``arch``."""
+        clr = self.clr
+        if clr is None or not clr.il_only:
+            return self.arch
+        if clr.requires_32bit:
+            return "32-bit"
+        return "any" if not clr.pe32plus and self.arch == "x86" else self.arch
+
+    @property
+    def managed(self) -> bool:
+        """IL-only .NET code: no native code, so the CPU-facing rules have nothing to judge."""
+        return self.clr is not None and self.clr.il_only
+
+    @property
+    def arch_label(self) -> str:
+        """What ``show`` and ``inspect`` print for the architecture: the machine field of a
+        managed assembly would say x86 for code that runs in every process."""
+        if self.clr is None:
+            return self.arch
+        if not self.clr.il_only:
+            return f"{self.arch} (mixed-mode .NET)"
+        where = self.runs_in
+        return f"managed (.NET, {'AnyCPU' if where == 'any' else where + ' only'})"
 
     @property
     def hooks(self) -> tuple[str, ...]:

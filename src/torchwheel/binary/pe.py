@@ -3,7 +3,8 @@
 Why not LIEF: LIEF parses whole files, and a Windows CUDA ``.pyd`` or ``torch_cpu.dll`` is
 300 MB to 1 GB; holding it to read its export directory broke the memory budget. This reader
 slices only the headers, the section table, the export directory with its tables and names,
-and the import descriptors with their thunks and hint/name entries, out of ``bytes``, an
+the import descriptors with their thunks and hint/name entries, and the CLR runtime header
+of a .NET assembly (with its metadata signature), out of ``bytes``, an
 ``mmap`` or a ``SparseBuffer`` (an uncaptured range raises ``MissingRange``, which the
 streaming scan answers). ``tests/test_macho_pe_differential.py`` holds it to LIEF's answers.
 
@@ -21,13 +22,15 @@ from typing import NamedTuple
 from torchwheel import limits
 from torchwheel.binary import gpucode, marker_record
 from torchwheel.binary.common import Buffer, companions_of, exported_marker, slice_facts
-from torchwheel.binary.facts import BinaryError, ExportedMarker, Import, SliceFacts
+from torchwheel.binary.facts import BinaryError, ClrHeader, ExportedMarker, Import, SliceFacts
 from torchwheel.binary.marker_record import RawHit
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
 
 Buf = Buffer | SparseBuffer
 
-_DIR_EXPORT, _DIR_IMPORT, _DIR_DELAY = 0, 1, 13
+_DIR_EXPORT, _DIR_IMPORT, _DIR_DELAY, _DIR_CLR = 0, 1, 13, 14
+_CLR_HEADER = 72  # sizeof(IMAGE_COR20_HEADER)
+_CLR_METADATA_SIGNATURE = b"BSJB"  # ECMA-335 II.24.2.1, the metadata root's first four bytes
 _NAME_WINDOWS = (256, 4096, 32768)  # a name is looked for in growing windows, never past 32 KiB
 _THUNK_BLOCK = 512
 
@@ -255,6 +258,33 @@ def _imports(
     return out
 
 
+def _clr(buf: Buf, h: _Headers) -> ClrHeader | None:
+    """The CLR runtime header (IMAGE_COR20_HEADER), when data directory 14 names one.
+
+    A directory that is present but too small, a header whose ``cb`` is short, or metadata
+    that is not where the header points (no ``BSJB`` root) is a file no CLR loads and whose
+    code is neither native nor managed as far as anyone can tell: an error, not a guess."""
+    if len(h.dirs) <= _DIR_CLR or h.dirs[_DIR_CLR][0] == 0:
+        return None
+    rva, size = h.dirs[_DIR_CLR]
+    if size < _CLR_HEADER:
+        raise BinaryError(
+            f"CLR runtime header is {size} bytes, fewer than the {_CLR_HEADER} of IMAGE_COR20_HEADER"
+        )
+    raw = _get(buf, _at(h, rva, "CLR runtime header"), _CLR_HEADER, "CLR runtime header")
+    cb, major, minor, md_rva, md_size, flags = struct.unpack_from("<IHHIII", raw)
+    if cb < _CLR_HEADER:
+        raise BinaryError(
+            f"CLR runtime header says it is {cb} bytes, fewer than the {_CLR_HEADER} it must be"
+        )
+    if md_rva == 0 or md_size < 16:  # the smallest root: signature, versions, reserved, length
+        raise BinaryError("CLR runtime header points at no metadata")
+    signature = _get(buf, _at(h, md_rva, "CLR metadata"), 4, "CLR metadata")
+    if signature != _CLR_METADATA_SIGNATURE:
+        raise BinaryError(f"CLR metadata at RVA {md_rva:#x} lacks the BSJB signature")
+    return ClrHeader(flags, (major, minor), h.pe32plus)
+
+
 def _section_names(buf: Buf, h: _Headers) -> list[str]:
     """The 8-byte names of the section table (``_headers`` keeps only the numbers)."""
     pe_at = struct.unpack("<I", _get(buf, 0x3C, 4, "DOS header"))[0]
@@ -285,6 +315,7 @@ def read_pe(
     """``raw_hits``, ``gpu``: what a streaming scan already found (then ``buf`` may be sparse);
     without ``raw_hits`` the buffer is scanned here, with them and no ``gpu`` scan for no GPU code."""
     h = _headers(buf)
+    clr = _clr(buf, h)
     exports, marker_rva, has_marker = _exports(buf, h)
     found: ExportedMarker | None = None
     if has_marker and marker_rva is not None:
@@ -314,14 +345,15 @@ def read_pe(
         file_range=(0, len(buf)),
         raw_hits=raw_hits,
         gpu=code,
+        clr=clr,
     )
 
 
 def needed_ranges(buf: SparseBuffer) -> list[tuple[int, int]]:
     """The ranges ``read_pe`` will read, as far as the bytes captured so far tell: headers
     and section table, the export directory's whole extent (its tables and names live in
-    it), the import descriptors; then, once those went by, the thunk tables and the names
-    they point at. ``MissingRange`` on the final read catches anything missed."""
+    it), the import descriptors, the CLR runtime header; then, once those went by, the thunk
+    tables and the names they point at, and the CLR metadata's signature. ``MissingRange`` on the final read catches anything missed."""
     out: list[tuple[int, int]] = []
     try:
         h = _headers(buf)
@@ -329,15 +361,15 @@ def needed_ranges(buf: SparseBuffer) -> list[tuple[int, int]]:
         return [(missing.start, missing.stop)]
     except BinaryError:
         return []
-    for index, extra in ((_DIR_EXPORT, 0), (_DIR_IMPORT, 0), (_DIR_DELAY, 0)):
+    for index in (_DIR_EXPORT, _DIR_IMPORT, _DIR_DELAY, _DIR_CLR):
         if len(h.dirs) > index and h.dirs[index][0]:
             rva, size = h.dirs[index]
             off = _offset(h, rva)
-            if off is not None:
-                out.append((off, off + max(size, 40) + extra))
+            if off is not None:  # the CLR header is read at its fixed size, whatever the directory says
+                out.append((off, off + (_CLR_HEADER if index == _DIR_CLR else max(size, 40))))
     gaps: list[tuple[int, int]] = []
     for attempt in (lambda: _exports(buf, h, gaps), lambda: _imports(buf, h, _DIR_IMPORT, False, gaps),
-                    lambda: _imports(buf, h, _DIR_DELAY, True, gaps)):  # fmt: skip
+                    lambda: _imports(buf, h, _DIR_DELAY, True, gaps), lambda: _clr(buf, h)):  # fmt: skip
         try:
             attempt()
         except MissingRange as missing:  # a table itself: its pointers are read next time

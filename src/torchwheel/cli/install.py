@@ -156,6 +156,12 @@ def select(
     is_flag=True,
     help="Replace an installed version of the project with the choice (rolled back if the install fails).",
 )
+@click.option(
+    "--repair-env",
+    is_flag=True,
+    help="Only finish or roll back what a killed install left in the target environment (its journal); "
+    "every install does this first.",
+)
 def install(
     sources: tuple[str, ...],
     python: str | None,
@@ -164,6 +170,7 @@ def install(
     index_urls: tuple[str, ...],
     force: bool,
     upgrade: bool,
+    repair_env: bool,
     symbols_file: Path | None,
     no_config: bool,
 ) -> None:
@@ -171,15 +178,28 @@ def install(
     environment with `installer`. Sources that hold several projects need --name for each to
     install. Refuses (exit 1) without a torch that the wheel loads on or when the project is
     installed (--upgrade replaces it); installs no dependencies (it warns about missing ones)
-    and never torch; leaves the environment as it was on failure (exit 2)."""
+    and never torch; leaves the environment as it was on failure (exit 2), even when killed:
+    the next install (or --repair-env) finishes or rolls back what a killed one left."""
     from torchwheel.install import outcome
     from torchwheel.install.choose import choose
     from torchwheel.install.discovery import gathering
     from torchwheel.install.explain import select_text
+    from torchwheel.install.installing import repair_environment
     from torchwheel.install.target import probe
 
+    if repair_env:
+        if sources or find_links or index_urls or names or force or upgrade:
+            raise click.UsageError("--repair-env takes no sources and no other option than --python")
+        target = probe(python)
+        lines = repair_environment(target)
+        _say_repaired(lines)
+        if not lines:
+            click.echo(f"nothing to repair in {safe(target.description)}")
+        return
     _check_sources(sources, find_links, index_urls)
     target = probe(python)
+    if target.paths:  # before choosing: a killed install may have left the environment half-changed
+        _say_repaired(repair_environment(target))
     table = chosen_table(symbols_file, no_config).table
     with gathering(
         [*sources, *find_links], names, indexes=index_urls, target=target, table=table
@@ -222,6 +242,12 @@ def install(
                 )
 
 
+def _say_repaired(lines: list[str]) -> None:
+    """One stderr line per journal replayed: what a killed run left, and which way it went."""
+    for line in lines:
+        click.echo(f"torchwheel: repaired {safe(line)}", err=True)
+
+
 def _install_all(chosen: list[Candidate], target: TorchTarget, text: str, upgrade: bool) -> None:
     """Install each choice (each all or nothing); then name the requirements the target lacks."""
     from torchwheel.install import dependencies
@@ -233,6 +259,7 @@ def _install_all(chosen: list[Candidate], target: TorchTarget, text: str, upgrad
             if c.name == "torch":
                 raise InputError("torchwheel never installs torch itself: use pip for torch")
             result = install_wheel(c, target, upgrade)
+            _say_repaired(list(result.repaired))
             where = result.dist_info.parent
             if result.unchanged:
                 done.append(f"unchanged: {c.filename} is already installed in {where}")

@@ -93,9 +93,8 @@ def read_candidate(
     ``verify_hashes`` (``index``: what it publishes, it vouches for)."""
     from torchwheel.rules.integrity import integrity_errors  # here: the rules load on first use
 
-    parsed = parse_wheel_name(path.name)
-    try:
-        archive = WheelArchive(path)
+    try:  # an invalid name is read, to be refused by TW414 beside what else is wrong with it
+        archive = WheelArchive(path, lenient_name=True)
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from exc
     with archive:
@@ -109,6 +108,7 @@ def read_candidate(
         more = f" (and {len(broken) - 1} more: `torchwheel check` lists them)" if len(broken) > 1 else ""
         where = f" {first.member}" if first.member else ""
         raise InputError(f"{path.name}: {first.code}{where}: {first.message}{more}")
+    parsed = parse_wheel_name(path.name)
     meta = parse_metadata(c.metadata_text)
     need = need_from_fields(c.wheel_fields, meta.torch_requirements, parsed.version)
     if need is None:  # untagged (or tagged before every axis was written): the binaries say it

@@ -39,17 +39,17 @@ from torchwheel.install.target import TorchTarget
 from torchwheel.limits import current
 from torchwheel.safeopen import open_regular
 from torchwheel.torchabi.symtable import SymbolTable
-from torchwheel.wheel.contents import parse_filename
+from torchwheel.wheel.contents import project_of
 
 _JSON = ".json"  # a PEP 691 page on disk: index.json, or any page named *.json
 _INDEX_PAGES = ("index.html", f"index{_JSON}")
 
 
 def _project_of(filename: str) -> NormalizedName | None:
-    try:
-        return parse_filename(filename).name
-    except (InputError, InvalidVersion, ValueError):
-        return None
+    """The project a file is reported under: an invalid wheel name whose project part parses
+    (pip downloads such files) is that project's unreadable wheel, not a stray that makes
+    the whole run unreadable."""
+    return project_of(filename)
 
 
 def _verify(path: Path, hashes: Mapping[str, str]) -> str:
@@ -116,11 +116,14 @@ class _Walk:
     session: fetch.Session
     local: list[tuple[Path, str, Mapping[str, str]]] = field(default_factory=list)
     hosted: list[remote.HostedFile] = field(default_factory=list)
+    per_project: dict[NormalizedName | None, int] = field(default_factory=dict)  # max-project-files
 
     def wanted(self, filename: str) -> bool:
         """Is this file one of the projects asked for? A name that is no wheel name is kept
         to be reported, unless projects were named (it cannot be one of them; pip skips it)."""
-        name = _project_of(filename)
+        return self._keeps(_project_of(filename))
+
+    def _keeps(self, name: NormalizedName | None) -> bool:
         if self.names and name not in self.names:
             if name is not None:
                 self.out.other_names.add(name)
@@ -153,17 +156,22 @@ class _Walk:
             raise InputError(f"{source}: not a wheel, a folder of wheels or an index page")
 
     def _files(self, page: pages.Page, origin: str, hosted_page: bool) -> None:
+        limit = current().max_project_files
         for link in page.files:
-            if not link.filename.endswith(".whl") or not self.wanted(link.filename):
+            if not link.filename.endswith(".whl"):
                 continue  # sdists and other files: torchwheel chooses among wheels
-            name = _project_of(link.filename)
+            name = _project_of(link.filename)  # once: a page may hold 100,000 links
+            if not self._keeps(name):
+                continue
+            count = self.per_project[name] = self.per_project.get(name, 0) + 1
+            limit.check(f"{origin}: the number of wheels of the project {name or '(not a wheel name)'}", count)
             if link.yanked:
-                self.out.unopened.append(Skipped(link.url, f"yanked on {origin}", name))
+                self.out.unopened.append(Skipped(fetch.shown(link.url), f"yanked on {origin}", name))
             elif fetch.is_remote(link.url):
                 self.hosted.append(remote.HostedFile(link, origin))
             elif hosted_page:
                 self.out.skipped.append(
-                    Skipped(link.url, f"a hosted page ({origin}) links a local file", name)
+                    Skipped(fetch.shown(link.url), f"a hosted page ({origin}) links a local file", name)
                 )
             else:
                 self.local.append((source_path(link.url), origin, link.hashes))
@@ -181,7 +189,7 @@ class _Walk:
                 continue
             sub = _local_page_of(source_path(link.url))
             if sub is None:
-                self.out.skipped.append(Skipped(link.url, f"linked from {page} but missing"))
+                self.out.skipped.append(Skipped(fetch.shown(link.url), f"linked from {page} but missing"))
                 continue
             self._local_page(sub, depth + 1)
 
@@ -206,7 +214,8 @@ class _Walk:
     def _hosted_page(self, url: str, depth: int) -> None:
         response = self.session.get(url, current().max_page_bytes, fetch.PAGE_ACCEPT)
         where = fetch.shown(response.url)
-        found = pages.parse(response.body, response.url, response.content_type.endswith("json"), where)
+        is_json = response.content_type.endswith("json")
+        found = pages.parse(response.body, response.url, is_json, where, response.charset)
         self._files(found, where, hosted_page=True)
         if depth:
             return
@@ -222,13 +231,14 @@ class _Walk:
                 f"{limit.value:,}): name the projects to read with --name, or raise it with {limit.env}"
             )
         for link in projects:
+            shown = fetch.shown(link.url)
             if not fetch.is_remote(link.url):
-                self.out.skipped.append(Skipped(link.url, f"a hosted page ({where}) links a local page"))
+                self.out.skipped.append(Skipped(shown, f"a hosted page ({where}) links a local page"))
                 continue
             try:
                 self._hosted_page(link.url, depth + 1)
             except fetch.NotFound as exc:
-                self.out.skipped.append(Skipped(link.url, f"linked from {where} but missing ({exc})"))
+                self.out.skipped.append(Skipped(shown, f"linked from {where} but missing ({exc})"))
 
 
 def gather(

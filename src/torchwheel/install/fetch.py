@@ -1,15 +1,23 @@
 """GETs from a hosted index: pages, PEP 658 metadata files and wheels, bounded like every
 input (``limits``: ``max-page-bytes``, ``max-metadata-bytes``, ``max-download-bytes``,
-``http-timeout`` seconds without a byte, ``max-http-seconds`` for one whole response).
+``http-timeout`` seconds without a byte, and for the whole command ``max-http-seconds`` and
+``max-http-requests``).
 
 Standard library (``urllib``) on purpose: reading an index is a handful of GETs of static
 files, and pip's stack (requests, cachecontrol, truststore, keyring) would be four
 dependencies for nothing torchwheel does (no cache, no keyring). What ``urllib`` leaves to
-its caller is done here: a body is read in chunks against its limit and deadline (never
-trusting ``Content-Length``), a download streams to disk and is hashed as it comes and
-checked against the page's digests before anyone reads it, a redirect may only lead to
-http(s) (``urllib`` also follows one to ``ftp``), and credentials in an index URL
+its caller is done here: a body is read in chunks against its limit (never trusting
+``Content-Length``), a download streams to disk and is hashed as it comes and checked against
+the page's digests before anyone reads it, a redirect may only lead to http(s) (``urllib``
+also follows one to ``ftp``), and credentials in an index URL
 (``https://user:token@host/simple``) are sent to that host only and never printed.
+
+Time is one budget per command (``Session``), not a timeout per socket call: a socket
+timeout restarts with every byte, so a server that drips one byte every half second would
+hold a command for ever. Every read from the socket (status line, headers, body, chunk
+sizes) first checks the command's deadline and sets the socket's timeout to what is left of
+it (``http-timeout`` at most); a connect gets the same timeout, and a TLS handshake, which
+reads inside ``ssl``, is cut by a timer that shuts the socket down at the deadline.
 """
 
 from __future__ import annotations
@@ -17,16 +25,21 @@ from __future__ import annotations
 import base64
 import hashlib
 import http.client
+import io
 import os
+import re
+import socket
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import IO
-from urllib.parse import unquote, urlsplit, urlunsplit
+from typing import IO, Any
+from urllib.parse import unquote, urlsplit
 
 from torchwheel import __version__
 from torchwheel.errors import InputError
@@ -39,23 +52,69 @@ PAGE_ACCEPT = (
 )
 _CHUNK = 1 << 16
 
+# The user part of a URL, found the way that hides the most: RFC 3986 ends the authority at
+# the first "/", "?" or "#", but a password typed raw ("p#a/s?s") holds those too, and
+# ``urlsplit`` then takes the password for a port or a path and prints it. So the user part
+# runs to the last "@" that a host (and port) follows; a URL whose path holds "@" is shown
+# with more hidden than needed, never with a secret.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_HOST = r"(?:\[[0-9A-Fa-f:.]+\]|[^\s/?#@\[\]:]+)"
+_HOST_AFTER = re.compile(_HOST + r"(?::[0-9]*)?(?=[/?#]|\Z)")
+_HOST_PORT = re.compile(_HOST + r"(?::[0-9]{1,5})?")
+HIDDEN = "***"
+
 
 class NotFound(InputError):
     """The server answered 404 or 410: an answer (no such project), not a broken index."""
 
 
-def is_remote(url: str) -> bool:
-    return urlsplit(url).scheme.lower() in REMOTE_SCHEMES
+class Exhausted(InputError):
+    """The command's network budget (``max-http-seconds``, ``max-http-requests``) is spent: it
+    ends the command, where a failed request would only skip one file."""
+
+
+def _user_span(url: str) -> tuple[int, int] | None:
+    """Where the user part of ``url`` is (without its "@"), as ``shown`` must hide it."""
+    head = _SCHEME.match(url)
+    if head is None:
+        return None
+    at = len(url)
+    while (at := url.rfind("@", head.end(), at)) != -1:
+        if _HOST_AFTER.match(url, at + 1):
+            return head.end(), at
+    return None
 
 
 def shown(url: str) -> str:
-    """A URL as messages show it: without the password or token of its user part."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    user, _, host = parts.netloc.rpartition("@")
-    name = user.split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{name}:***@{host}" if ":" in user else f"***@{host}"))
+    """A URL as messages, JSON, pages and logs show it: its user part, whatever characters
+    it holds, replaced by ``***``."""
+    span = _user_span(url)
+    return url if span is None else url[: span[0]] + HIDDEN + url[span[1] :]
+
+
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """``url`` without its user part, and that part (None without one), for a request.
+
+    The RFC's reading wins when it gives a valid host and port, so an "@" in a path stays in
+    the path; a user part holding a raw "/", "?" or "#" makes the RFC's host invalid
+    (``user:p#a@host`` would be host "user", port "p"), and then the last "@" that a host
+    follows ends it, as ``shown`` reads it."""
+    head = _SCHEME.match(url)
+    if head is None:
+        return url, None
+    start = head.end()
+    end = next((i for i in range(start, len(url)) if url[i] in "/?#"), len(url))
+    user, at, host = url[start:end].rpartition("@")
+    if _HOST_PORT.fullmatch(host):
+        return (url[:start] + url[start + len(user) + 1 :], user) if at else (url, None)
+    span = _user_span(url)
+    if span is None:
+        return url, None
+    return url[: span[0]] + url[span[1] + 1 :], url[span[0] : span[1]]
+
+
+def is_remote(url: str) -> bool:
+    return urlsplit(split_credentials(url)[0]).scheme.lower() in REMOTE_SCHEMES
 
 
 @dataclass(frozen=True)
@@ -63,10 +122,149 @@ class Response:
     url: str  # after redirects: what relative links on a page resolve against
     content_type: str
     body: bytes
+    charset: str | None = None  # the Content-Type's charset, when it names one
+
+
+class _Budget:
+    """One command's network budget: its deadline (from its first request on) and its
+    request count. ``left`` is what every socket read and connect may still wait."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+        self.requests = 0
+
+    def left(self) -> float:
+        if self.started is None:
+            return float(current().max_http_seconds.value)
+        return self.started + current().max_http_seconds.value - time.monotonic()
+
+    def spent(self) -> bool:
+        return self.left() <= 0
+
+    def timeout(self) -> float:
+        """The socket timeout for the next wait: ``http-timeout``, or less near the deadline."""
+        return max(0.001, min(float(current().http_timeout.value), self.left()))
+
+    def out_of_time(self, url: str) -> Exhausted:
+        lim = current().max_http_seconds
+        many = f"{self.requests:,} request" + ("s" if self.requests != 1 else "")
+        return Exhausted(
+            f"{shown(url)}: unfinished when the command's network time ran out, after {many} (the "
+            f"limit max-http-seconds = {lim.value:,} s for all of them: raise it with {lim.env})"
+        )
+
+    def check(self, url: str) -> None:
+        if self.spent():
+            raise self.out_of_time(url)
+
+    def request(self, url: str) -> None:
+        """Count one request (a redirect is one more) and start the clock at the first."""
+        lim = current().max_http_requests
+        if self.requests >= lim.value:
+            raise Exhausted(
+                f"{shown(url)}: one request more than the command may make (the limit "
+                f"max-http-requests = {lim.value:,}: raise it with {lim.env})"
+            )
+        self.requests += 1
+        if self.started is None:
+            self.started = time.monotonic()
+        self.check(url)
+
+
+class _TimedReader(io.RawIOBase):
+    """The socket as ``http.client`` reads it, each read within the command's deadline."""
+
+    def __init__(self, raw: io.RawIOBase, sock: socket.socket, budget: _Budget, url: str) -> None:
+        super().__init__()
+        self.raw, self.sock, self.budget, self.url = raw, sock, budget, url
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        self.budget.check(self.url)
+        self.sock.settimeout(self.budget.timeout())
+        return self.raw.readinto(buffer)
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+class _TimedResponse(http.client.HTTPResponse):
+    def __init__(self, sock: socket.socket, *args: Any, budget: _Budget, where: str, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        raw = self.fp.detach()
+        assert isinstance(raw, io.RawIOBase)
+        self.fp = io.BufferedReader(_TimedReader(raw, sock, budget, where))
+
+
+class _TimedConnection(http.client.HTTPConnection):
+    """A connection whose connect and every read keep to the command's deadline."""
+
+    def __init__(self, *args: Any, budget: _Budget, where: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.budget, self.url = budget, where
+        self.response_class = partial(_TimedResponse, budget=budget, where=where)  # type: ignore[assignment]
+
+    def connect(self) -> None:
+        self.timeout = self.budget.timeout()
+        try:
+            super().connect()
+        except OSError as exc:
+            if self.budget.spent():
+                raise self.budget.out_of_time(self.url) from exc
+            raise
+        self.budget.check(self.url)
+
+
+class _TimedHTTPSConnection(_TimedConnection, http.client.HTTPSConnection):
+    """``ssl`` reads the handshake itself, each read with the socket's timeout: only shutting
+    the socket down at the deadline cuts a handshake that drips (a timer: 1 ms a request)."""
+
+    def connect(self) -> None:
+        timer = threading.Timer(max(0.0, self.budget.left()), self._cut)
+        timer.daemon = True
+        timer.start()
+        try:
+            super().connect()
+        finally:
+            timer.cancel()
+
+    def _cut(self) -> None:
+        sock = self.sock
+        if sock is not None:
+            with suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+class _HTTP(urllib.request.HTTPHandler):
+    def __init__(self, session: Session) -> None:
+        super().__init__()
+        self.session = session
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        self.session.budget.request(req.full_url)
+        return self.do_open(self.session.connection(_TimedConnection, req), req)
+
+
+class _HTTPS(urllib.request.HTTPSHandler):
+    def __init__(self, session: Session) -> None:
+        super().__init__()
+        self.session = session
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        self.session.budget.request(req.full_url)
+        return self.do_open(
+            self.session.connection(_TimedHTTPSConnection, req),
+            req,
+            context=self._context,  # type: ignore[attr-defined]
+        )
 
 
 class _Redirects(urllib.request.HTTPRedirectHandler):
-    """http(s) only; the index's credentials follow a redirect only to the same host."""
+    """http(s) only; the index's credentials follow a redirect only to the same host, and a
+    user part in the new location is dropped (a server hands out no credentials)."""
 
     def __init__(self, session: Session) -> None:
         super().__init__()
@@ -83,7 +281,7 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
     ) -> urllib.request.Request | None:
         if not is_remote(newurl):
             raise InputError(f"{shown(req.full_url)}: redirected to {shown(newurl)}, which is not http(s)")
-        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        new = super().redirect_request(req, fp, code, msg, headers, split_credentials(newurl)[0])
         if new is not None:
             self.session.authorize(new)
         return new
@@ -91,74 +289,91 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
 
 @dataclass
 class Session:
-    """One command's requests: the credentials given in index URLs, by host."""
+    """One command's requests: the credentials given in index URLs, by host, and the
+    command's network budget (``_Budget``)."""
 
     _auth: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._opener = urllib.request.build_opener(_Redirects(self))
+        self.budget = _Budget()
+        self._opener = urllib.request.build_opener(_Redirects(self), _HTTP(self), _HTTPS(self))
 
     def _request(self, url: str, accept: str) -> urllib.request.Request:
-        parts = urlsplit(url)
+        bare, user = split_credentials(url)
+        parts = urlsplit(bare)
         if parts.scheme.lower() not in REMOTE_SCHEMES:
             raise InputError(f"{shown(url)}: only http(s) links are followed from a hosted page")
-        host = parts.netloc.rpartition("@")[2].lower()
-        if "@" in parts.netloc:  # pip's convention: user:password@host, or a token as the user
-            user, _, password = parts.netloc.rpartition("@")[0].partition(":")
-            token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
-            self._auth[host] = f"Basic {token}"
-            url = urlunsplit(parts._replace(netloc=host))
+        if not _HOST_PORT.fullmatch(parts.netloc):
+            raise InputError(f"{shown(url)}: not a URL torchwheel can request (its host or port)")
+        if user is not None:  # pip's convention: user:password@host, or a token as the user
+            name, _, password = user.partition(":")
+            token = base64.b64encode(f"{unquote(name)}:{unquote(password)}".encode()).decode()
+            self._auth[parts.netloc.lower()] = f"Basic {token}"
         req = urllib.request.Request(
-            url, headers={"Accept": accept, "User-Agent": f"torchwheel/{__version__}"}
+            bare, headers={"Accept": accept, "User-Agent": f"torchwheel/{__version__}"}
         )
         self.authorize(req)
         return req
+
+    def connection(self, kind: type[_TimedConnection], req: urllib.request.Request) -> Any:
+        """``kind`` bound to this command's budget, as ``urllib`` builds a connection
+        (``Any``: typeshed's protocol for it knows no budget)."""
+        return partial(kind, budget=self.budget, where=req.full_url)
 
     def authorize(self, req: urllib.request.Request) -> None:
         auth = self._auth.get(urlsplit(req.full_url).netloc.lower())
         if auth is not None:
             req.add_unredirected_header("Authorization", auth)
 
+    def _timed_out(self, url: str, what: str, exc: BaseException) -> InputError:
+        if self.budget.spent():
+            return self.budget.out_of_time(url)
+        lim = current().http_timeout
+        return InputError(f"{shown(url)}: {what} for {lim.value:,} s (the limit http-timeout: raise it with {lim.env})")
+
     @contextmanager
     def _open(self, url: str, accept: str) -> Iterator[http.client.HTTPResponse]:
-        timeout = current().http_timeout.value
+        request = self._request(url, accept)
         try:
-            with self._opener.open(self._request(url, accept), timeout=timeout) as response:
+            with self._opener.open(request, timeout=self.budget.timeout()) as response:
                 yield response
+        except Exhausted:
+            raise
         except urllib.error.HTTPError as exc:
             kind = NotFound if exc.code in (404, 410) else InputError
             raise kind(f"{shown(url)}: HTTP {exc.code} {exc.reason}") from exc
         except urllib.error.URLError as exc:
+            if isinstance(exc.reason, TimeoutError) or self.budget.spent():
+                raise self._timed_out(url, "no connection", exc) from exc
             raise InputError(f"{shown(url)}: cannot connect ({exc.reason})") from exc
         except TimeoutError as exc:
-            raise InputError(
-                f"{shown(url)}: no answer for {timeout} s (the limit http-timeout: raise it with "
-                f"{current().http_timeout.env})"
-            ) from exc
+            raise self._timed_out(url, "no answer", exc) from exc
         except (http.client.HTTPException, ConnectionError) as exc:
+            if self.budget.spent():
+                raise self.budget.out_of_time(url) from exc
             raise InputError(f"{shown(url)}: a broken response ({type(exc).__name__}: {exc})") from exc
+        except ValueError as exc:  # urllib's own refusals of a URL it cannot request
+            raise InputError(f"{shown(url)}: not a URL torchwheel can request") from exc
 
     def _chunks(self, response: http.client.HTTPResponse, url: str, limit: Limit) -> Iterator[bytes]:
-        """The body in chunks, within ``limit`` bytes and ``max-http-seconds``; a body shorter
-        than its ``Content-Length`` is an error, not a short file."""
+        """The body in chunks, within ``limit`` bytes and the command's deadline; a body
+        shorter than its ``Content-Length`` is an error, not a short file."""
         declared = response.headers.get("Content-Length")
         expected = int(declared) if declared and declared.isdigit() else None
         if expected is not None:
             limit.check(f"{shown(url)}: the response's Content-Length", expected)
-        deadline = current().max_http_seconds
-        start, got = time.monotonic(), 0
+        got = 0
         try:
             while chunk := response.read(_CHUNK):
                 got += len(chunk)
                 limit.check(f"{shown(url)}: the response's bytes", got)
-                deadline.check(f"{shown(url)}: seconds for one response", int(time.monotonic() - start))
+                self.budget.check(url)
                 yield chunk
         except TimeoutError as exc:
-            raise InputError(
-                f"{shown(url)}: no data for {current().http_timeout.value} s after {got:,} bytes "
-                f"(the limit http-timeout: raise it with {current().http_timeout.env})"
-            ) from exc
+            raise self._timed_out(url, f"no data after {got:,} bytes", exc) from exc
         except (http.client.HTTPException, ConnectionError) as exc:
+            if self.budget.spent():
+                raise self.budget.out_of_time(url) from exc
             raise InputError(f"{shown(url)}: the response broke off after {got:,} bytes ({exc})") from exc
         if expected is not None and got != expected:
             raise InputError(f"{shown(url)}: the response ended after {got:,} of {expected:,} bytes")
@@ -167,16 +382,17 @@ class Session:
         """A small document (a page, a metadata file), whole, in memory."""
         with self._open(url, accept) as response:
             body = b"".join(self._chunks(response, url, limit))
-            return Response(response.geturl(), response.headers.get_content_type(), body)
+            headers = response.headers
+            return Response(response.geturl(), headers.get_content_type(), body, headers.get_content_charset())
 
     def download(self, url: str, dest: Path, hashes: Mapping[str, str], size: int | None) -> None:
         """Stream a file to ``dest``, hashing as it comes; it is renamed into place only when
         every digest the page gave (that ``hashlib`` knows) and the size agree."""
         algos = {a: v for a, v in hashes.items() if a in hashlib.algorithms_guaranteed}
         digests = {a: hashlib.new(a) for a in algos}
-        partial = dest.with_name(dest.name + ".part")
+        partial_file = dest.with_name(dest.name + ".part")
         try:
-            with self._open(url, "*/*") as response, partial.open("wb") as out:
+            with self._open(url, "*/*") as response, partial_file.open("wb") as out:
                 for chunk in self._chunks(response, url, current().max_download_bytes):
                     out.write(chunk)
                     for h in digests.values():
@@ -186,10 +402,10 @@ class Session:
                     raise InputError(
                         f"{shown(url)}: {algo} differs from the index page's (a changed or corrupt file)"
                     )
-            if size is not None and partial.stat().st_size != size:
+            if size is not None and partial_file.stat().st_size != size:
                 raise InputError(
-                    f"{shown(url)}: {partial.stat().st_size:,} bytes, the index page says {size:,}"
+                    f"{shown(url)}: {partial_file.stat().st_size:,} bytes, the index page says {size:,}"
                 )
-            os.replace(partial, dest)
+            os.replace(partial_file, dest)
         finally:
-            partial.unlink(missing_ok=True)
+            partial_file.unlink(missing_ok=True)

@@ -1,12 +1,14 @@
 """Install one chosen wheel into a target interpreter's scheme with ``installer``, or
 replace an installed version of the project (``--upgrade``).
 
-All or nothing: every file and directory the install creates is remembered as it is
-written, and removed again when anything fails (a write error, a RECORD that does not
-verify after writing, an interrupt). An upgrade first moves the installed version's files
-(those its RECORD lists, their ``__pycache__`` and its whole ``.dist-info``) aside into a
-folder beside them, installs, and only then deletes them; on any failure the new files are
-removed and the old ones moved back, so the environment holds exactly one of the two.
+All or nothing, even when the process is killed: every step is in a journal on disk
+(``install.journal``) before it happens. An upgrade first moves the installed version's files
+(those its RECORD lists, their ``__pycache__`` and its whole ``.dist-info``) aside, installs,
+verifies, commits, and only then deletes them; on any failure before the commit (a write
+error, a RECORD that does not verify, Ctrl-C, SIGTERM) the new files are removed and the old
+ones moved back, so the environment holds exactly one of the two. After SIGKILL the journal
+says where it stopped, and the next ``install`` (or ``install --repair-env``) finishes a
+committed install or rolls back one that was not (``repair_environment``).
 ``installer`` writes ``INSTALLER`` (``torchwheel``) and RECORD, so pip lists the result and
 ``pip uninstall`` removes it. No bytecode is compiled: ``installer`` would compile with
 *this* interpreter, which may not be the target's version (Python compiles on first import
@@ -15,15 +17,13 @@ anyway).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import shutil
-import tempfile
+import signal
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NoReturn
 
 from installer import install
 from installer.destinations import SchemeDictionaryDestination
@@ -36,6 +36,7 @@ from packaging.version import InvalidVersion, Version
 
 from torchwheel import __version__
 from torchwheel.errors import InputError
+from torchwheel.install import journal
 from torchwheel.install.candidates import Candidate
 from torchwheel.install.target import TorchTarget
 from torchwheel.wheel.record import digest_text
@@ -47,27 +48,20 @@ class InstallRefused(Exception):
 
 
 @dataclass
-class _TrackingDestination(SchemeDictionaryDestination):
-    """``installer``'s own destination, remembering what it creates so a failure can undo it."""
+class _JournaledDestination(SchemeDictionaryDestination):
+    """``installer``'s own destination, recording each file it is about to create (and the
+    folders it will create for it) in the journal first, so a rollback, now or after a kill,
+    removes exactly what this install made. A file that is already there is not recorded:
+    ``installer`` refuses to overwrite it, and it is not ours to remove."""
 
-    created_files: list[Path] = field(default_factory=list)
-    created_dirs: list[Path] = field(default_factory=list)
+    txn: journal.Journal = field(kw_only=True)
 
     def write_to_fs(self, scheme: Scheme, path: str, stream: BinaryIO, is_executable: bool) -> RecordEntry:
         target = self._path_with_destdir(scheme, path)
         if not target.exists():
             missing = [p for p in [target.parent, *target.parent.parents] if not p.exists()]
-            self.created_dirs.extend(reversed(missing))
-            self.created_files.append(target)
+            self.txn.will_write(target, list(reversed(missing)))
         return super().write_to_fs(scheme, path, stream, is_executable)
-
-    def undo(self) -> None:
-        for f in reversed(self.created_files):
-            f.unlink(missing_ok=True)
-        for d in reversed(self.created_dirs):
-            shutil.rmtree(d / "__pycache__", ignore_errors=True)
-            with contextlib.suppress(OSError):  # not empty: someone else's files too
-                d.rmdir()
 
 
 @dataclass(frozen=True)
@@ -77,63 +71,35 @@ class Installed:
     files: int
     replaced: str | None = None  # the version an upgrade replaced
     unchanged: bool = False  # --upgrade found this very version installed
+    repaired: tuple[str, ...] = ()  # what a killed earlier run left, finished or rolled back first
 
 
-class _SetAside:
-    """An installed distribution's files moved out of the way (``--upgrade``), to be deleted
-    after the new install verifies or moved back when it fails."""
-
-    def __init__(self, dist_info: Path, root: Path) -> None:
-        record = dist_info / "RECORD"
-        if not record.is_file():
+def _aside_plan(dist_info: Path, root: Path) -> list[Path]:
+    """What an upgrade moves aside: the files the installed RECORD lists (and the bytecode
+    Python wrote for them), then the whole ``.dist-info`` last, so the old version stays
+    listed until everything else of it is out of the way."""
+    record = dist_info / "RECORD"
+    if not record.is_file():
+        raise InstallRefused(
+            f"{dist_info.name} has no RECORD: it cannot be replaced safely; uninstall it first"
+        )
+    with record.open(newline="") as fh:
+        rows = list(parse_record_file(fh))
+    base, top = dist_info.parent, root.resolve()
+    files: list[Path] = []
+    for path, _, _ in rows:
+        full = Path(os.path.normpath(base / path))
+        if not full.resolve().is_relative_to(top):
             raise InstallRefused(
-                f"{dist_info.name} has no RECORD: it cannot be replaced safely; uninstall it first"
+                f"{dist_info.name}/RECORD lists {path}, outside the environment: not removing it; "
+                "uninstall it first"
             )
-        with record.open(newline="") as fh:
-            rows = list(parse_record_file(fh))
-        base, top = dist_info.parent, root.resolve()
-        self.files: list[Path] = []
-        for path, _, _ in rows:
-            full = Path(os.path.normpath(base / path))
-            if not full.resolve().is_relative_to(top):
-                raise InstallRefused(
-                    f"{dist_info.name}/RECORD lists {path}, outside the environment: not removing it; "
-                    "uninstall it first"
-                )
-            if full.is_relative_to(dist_info) or not (full.is_file() or full.is_symlink()):
-                continue
-            self.files.append(full)
-            if full.suffix == ".py":  # bytecode Python wrote on import, listed or not
-                self.files += sorted((full.parent / "__pycache__").glob(f"{full.stem}.*.pyc"))
-        self.files = list(dict.fromkeys(self.files))
-        self.base = base
-        self.backup = Path(tempfile.mkdtemp(prefix=".torchwheel-upgrade-", dir=base))
-        self.moved: list[tuple[Path, Path]] = []
-        try:
-            for i, f in enumerate([*self.files, dist_info]):
-                held = self.backup / str(i)
-                shutil.move(f, held)
-                self.moved.append((f, held))
-        except BaseException:
-            self.restore()
-            raise
-
-    def restore(self) -> None:
-        for original, held in reversed(self.moved):
-            original.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(held, original)
-        self.moved = []
-        shutil.rmtree(self.backup, ignore_errors=True)
-
-    def discard(self) -> None:
-        shutil.rmtree(self.backup, ignore_errors=True)
-        for original, _ in self.moved:  # folders only the old version used, now empty
-            for d in original.parents:
-                if d == self.base or not d.is_relative_to(self.base):
-                    break
-                for empty in (d / "__pycache__", d):
-                    with contextlib.suppress(OSError):  # not empty: the new version's too
-                        empty.rmdir()
+        if full.is_relative_to(dist_info) or not (full.is_file() or full.is_symlink()):
+            continue
+        files.append(full)
+        if full.suffix == ".py":  # bytecode Python wrote on import, listed or not
+            files += sorted((full.parent / "__pycache__").glob(f"{full.stem}.*.pyc"))
+    return [*dict.fromkeys(files), dist_info]
 
 
 def scheme_of(target: TorchTarget, name: str) -> dict[str, str]:
@@ -193,51 +159,121 @@ def _installed_version(dist_info: Path) -> tuple[Version | None, str]:
         return None, ""
 
 
+def _sites(scheme: dict[str, str]) -> tuple[Path, ...]:
+    return tuple(dict.fromkeys((Path(scheme["purelib"]), Path(scheme["platlib"]))))
+
+
+def _allowed(scheme: dict[str, str]) -> tuple[Path, ...]:
+    """Where a journal's paths may lie: the environment (``data`` is its root) and the
+    scheme's folders, wherever a layout puts them."""
+    return tuple(Path(scheme[k]) for k in ("data", "purelib", "platlib", "scripts"))
+
+
+def _keep(scheme: dict[str, str]) -> set[Path]:
+    """Folders a finished upgrade never removes, even when the old version leaves them empty:
+    the scheme's own and those above them (``include/site/pythonX.Y`` above ``headers``)."""
+    root = Path(scheme["data"])
+    dirs = [Path(scheme[k]) for k in ("purelib", "platlib", "scripts", "data")] + [Path(scheme["headers"]).parent]
+    return {a for d in dirs for a in (d, *d.parents) if a.is_relative_to(root)}
+
+
+def _repair(scheme: dict[str, str]) -> list[str]:
+    root, allowed = Path(scheme["data"]), _allowed(scheme)
+    return [f"{home.parent}: {journal.replay(home, root, allowed)}" for home in journal.pending(_sites(scheme))]
+
+
+def repair_environment(target: TorchTarget) -> list[str]:
+    """Finish or roll back what killed installs left in the target's environment (their
+    journals), one line each; ``[]`` when there was nothing to do."""
+    scheme = scheme_of(target, "")
+    if not journal.pending(_sites(scheme)):  # the usual case: no lock to take
+        return []
+    with journal.locked(Path(scheme["purelib"])), journal.SignalGuard() as guard:
+        guard.hold()  # a replay runs to its end; a signal meanwhile is delivered after it
+        lines = _repair(scheme)
+        if guard.caught:
+            guard.resend(guard.caught[0])
+    return lines
+
+
 def install_wheel(candidate: Candidate, target: TorchTarget, upgrade: bool = False) -> Installed:
     """Install, verify, or leave the environment as it was. ``InstallRefused`` for an
     environment that already holds the project (without ``upgrade``); ``InputError`` for a
-    wheel that does not verify or a write that fails (after the rollback)."""
+    wheel that does not verify, a write that fails or an interrupt (after the rollback).
+    Whatever a killed earlier run left is repaired first (``Installed.repaired``)."""
     scheme = scheme_of(target, candidate.name)
-    existing = installed_dist(scheme, candidate.name)
-    aside: _SetAside | None = None
-    if existing is not None:
-        if not upgrade:
-            raise InstallRefused(
-                f"{existing.name} is already installed in {target.description}: --upgrade replaces it"
+    root = Path(scheme["data"])
+    with journal.locked(Path(scheme["purelib"])), journal.SignalGuard() as guard:
+        guard.hold()
+        repaired = tuple(_repair(scheme))
+        existing = installed_dist(scheme, candidate.name)
+        if existing is not None:
+            if not upgrade:
+                raise InstallRefused(
+                    f"{existing.name} is already installed in {target.description}: --upgrade replaces it"
+                )
+            version, build = _installed_version(existing)
+            if version == candidate.version and build == "".join(map(str, candidate.build)):
+                return Installed(candidate, existing, 0, unchanged=True, repaired=repaired)
+        plan = _aside_plan(existing, root) if existing is not None else []
+        site = existing.parent if existing is not None else Path(scheme["purelib"])
+        txn = journal.Journal(site / f"{journal.PREFIX}{candidate.name}", root)
+        assert target.python is not None
+        dest = _JournaledDestination(scheme, interpreter=target.python, script_kind=get_launcher_kind(), txn=txn)
+        try:
+            with WheelFile.open(candidate.path) as source:
+                source.validate_record(validate_contents=True)  # before the environment is touched
+                dist_info = source.dist_info_dir
+                guard.release()
+                txn.begin(candidate.name, candidate.filename, existing.name if existing else None, _keep(scheme))
+                txn.set_aside(plan)
+                install(
+                    source,
+                    dest,
+                    additional_metadata={"INSTALLER": f"torchwheel {__version__}\n".encode(), "REQUESTED": b""},
+                )
+            record = _find_record(scheme, dist_info)
+            _verify_installed(record)
+            txn.commit()
+        except BaseException as exc:
+            guard.hold()
+            if not _settle(txn, scheme):  # rolled back
+                _failed(candidate, existing, exc, guard)
+        else:
+            guard.hold()
+            _settle(txn, scheme)
+        if guard.caught:  # after the point of no return: the install stands, the signal is obeyed
+            signum = guard.caught[0]
+            if signum != signal.SIGINT:
+                guard.resend(signum)
+            raise InputError(
+                f"{candidate.filename}: interrupted ({signal.Signals(signum).name}) after the install "
+                f"was complete: {candidate.name} {candidate.version} is installed"
             )
-        version, build = _installed_version(existing)
-        if version == candidate.version and build == "".join(map(str, candidate.build)):
-            return Installed(candidate, existing, 0, unchanged=True)
-        aside = _SetAside(existing, Path(scheme["data"]))
-    assert target.python is not None
-    dest = _TrackingDestination(scheme, interpreter=target.python, script_kind=get_launcher_kind())
-    try:
-        with WheelFile.open(candidate.path) as source:
-            source.validate_record(validate_contents=True)
-            dist_info = source.dist_info_dir
-            install(
-                source,
-                dest,
-                additional_metadata={"INSTALLER": f"torchwheel {__version__}\n".encode(), "REQUESTED": b""},
-            )
-        record = _find_record(scheme, dist_info)
-        _verify_installed(record)
-    except (InstallerError, ValueError, OSError, InputError) as exc:
-        dest.undo()
-        kept = ""
-        if aside is not None:
-            aside.restore()
-            kept = f"; {existing.name if existing else 'the installed version'} is back in place"
-        raise InputError(f"{candidate.filename}: install failed, nothing left behind{kept} ({exc})") from exc
-    except BaseException:
-        dest.undo()
-        if aside is not None:
-            aside.restore()
-        raise
-    if aside is not None:
-        aside.discard()
     replaced = existing.name.removesuffix(".dist-info").rpartition("-")[2] if existing else None
-    return Installed(candidate, record.parent, len(dest.created_files), replaced)
+    return Installed(candidate, record.parent, len(txn.created), replaced, repaired=repaired)
+
+
+def _settle(txn: journal.Journal, scheme: dict[str, str]) -> bool:
+    """Replay this run's own journal, as a later run would: True when it was committed (and
+    is now finished), False when it was rolled back (or never began)."""
+    txn.close()
+    if not txn.home.exists():
+        return False
+    return journal.replay(txn.home, Path(scheme["data"]), _allowed(scheme)).startswith("finished")
+
+
+def _failed(candidate: Candidate, existing: Path | None, exc: BaseException, guard: journal.SignalGuard) -> NoReturn:
+    """After the rollback: the one-line error, or the interrupt passed on."""
+    kept = f"; {existing.name} is back in place" if existing is not None else ""
+    if isinstance(exc, journal.Interrupted):
+        if exc.signum != signal.SIGINT:  # SIGTERM/SIGHUP: end the way the signal asks
+            guard.resend(exc.signum)
+        name = signal.Signals(exc.signum).name
+        raise InputError(f"{candidate.filename}: install interrupted ({name}), nothing left behind{kept}") from None
+    if isinstance(exc, (InstallerError, ValueError, OSError, InputError)):
+        raise InputError(f"{candidate.filename}: install failed, nothing left behind{kept} ({exc})") from exc
+    raise exc
 
 
 def _find_record(scheme: dict[str, str], dist_info: str) -> Path:

@@ -5,6 +5,12 @@ Formats only: the bytes come from a file (``discovery``) or an HTTP response (``
 every link leaves here as an absolute URL, so one reader serves local and hosted indexes.
 A page links distribution files (a project page) or project pages (a root page); a JSON page
 says which, an HTML page is told apart by what its links point at.
+
+A page's cost is in its items, not its bytes: 16 MB of ``<a href=x>`` is 1.6 million links,
+and one ``requires-python`` of 6 MB is a million clauses that ``packaging`` would make a
+million objects of. So the links are counted as the parser meets them (``max-page-links``,
+the parse stops at the first one too many) and a ``requires-python`` is measured
+(``requires_python``) before anything parses it.
 """
 
 from __future__ import annotations
@@ -18,8 +24,12 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 from packaging.utils import canonicalize_name
 
 from torchwheel import safejson
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, quoted
+from torchwheel.limits import current
 from torchwheel.safejson import ANY, Bool, Either, Int, List, Object, Str
+
+# a PEP 691 filename names a file in one folder: no separators, no NUL, no "." or ".."
+_FILENAME = r"(?!\.{1,2}\Z)[^/\\\x00]+"
 
 # PEP 691 pages (api-version 1.x; PEP 700 and 714 add keys). Clients must ignore keys they do
 # not know, so every object takes others; what torchwheel reads is checked.
@@ -32,7 +42,7 @@ PEP691_PROJECT = Object(
         "files": List(
             Object(
                 {
-                    "filename": Str(),
+                    "filename": Str(_FILENAME),
                     "url": Str(),
                     "hashes": _HASHES,
                     "requires-python": Str(),
@@ -69,6 +79,9 @@ class Link:
     ``hashes``: the page's digests of the file (a ``#sha256=`` fragment, PEP 691 ``hashes``),
     algorithm -> lowercase hex. ``metadata``: the digests of the PEP 658 ``{url}.metadata`` file
     when the page offers one (empty when offered without a digest), None when not offered.
+    ``name``: the file's name when the page states it (PEP 691 ``filename``: the URL need not
+    end with it, a content-addressed store serves ``/blobs/<sha256>``); an HTML page's links
+    end with it (PEP 503), so there it is the URL's last segment.
     """
 
     url: str
@@ -77,9 +90,12 @@ class Link:
     requires_python: str | None = None
     metadata: Mapping[str, str] | None = None
     size: int | None = None
+    name: str | None = None
 
     @property
     def filename(self) -> str:
+        if self.name is not None:
+            return self.name
         return unquote(basename(urlsplit(self.url).path.rstrip("/")))
 
     @property
@@ -99,34 +115,57 @@ def digests(text: str | None) -> dict[str, str]:
     return {algo.strip().lower(): value.strip().lower()} if sep and algo.strip() and value.strip() else {}
 
 
-class _Anchors(HTMLParser):
-    """Anchors of a PEP 503 page (stdlib HTML parser: the format is a list of <a>), and the
-    page's ``<base href>`` if it has one."""
+def requires_python(text: str | None, where: str) -> str | None:
+    """``text`` once its length and its clauses are within the limits (``LimitExceeded``
+    otherwise), before ``packaging`` turns each clause into an object."""
+    if text is None:
+        return None
+    lim = current()
+    lim.max_requires_python_length.check(f"{where}: the length of a requires-python", len(text))
+    lim.max_requires_python_clauses.check(f"{where}: the number of clauses in a requires-python", text.count(",") + 1)
+    return text
 
-    def __init__(self) -> None:
+
+def _links(count: int, where: str) -> None:
+    current().max_page_links.check(f"{where}: the number of links on one index page", count)
+
+
+# the attributes a link is read for (PEP 503, 592, 658, 714); the others are not kept
+_KEPT = frozenset(
+    ("href", "data-yanked", "data-requires-python", "data-core-metadata", "data-dist-info-metadata")
+)
+
+
+class _Anchors(HTMLParser):
+    """Anchors of a PEP 503 page (stdlib HTML parser: the format is a list of <a>), counted
+    as they come, and the page's ``<base href>`` if it has one."""
+
+    def __init__(self, where: str) -> None:
         super().__init__()
+        self.where = where
         self.anchors: list[dict[str, str | None]] = []
         self.base: str | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
-            self.anchors.append(dict(attrs))
+            kept = {k: v for k, v in attrs if k in _KEPT}
+            if kept.get("href"):
+                _links(len(self.anchors) + 1, self.where)
+                requires_python(kept.get("data-requires-python"), self.where)
+                self.anchors.append(kept)
         elif tag == "base" and self.base is None:
             self.base = dict(attrs).get("href")
 
 
-def _html(text: str, url: str) -> Page:
-    parser = _Anchors()
+def _html(text: str, url: str, where: str) -> Page:
+    parser = _Anchors(where)
     parser.feed(text)
     parser.close()
     base = urljoin(url, parser.base) if parser.base else url
     files: list[Link] = []
     projects: list[Link] = []
     for a in parser.anchors:
-        href = a.get("href")
-        if not href:
-            continue
-        target, fragment = urldefrag(urljoin(base, href))
+        target, fragment = urldefrag(urljoin(base, a["href"] or ""))
         # PEP 714: data-core-metadata, else the PEP 658 spelling; "true" or a digest
         meta_attr = "data-core-metadata" if "data-core-metadata" in a else "data-dist-info-metadata"
         link = Link(
@@ -150,6 +189,7 @@ def _offered(value: object) -> dict[str, str] | None:
 def _json(data: bytes, url: str, where: str) -> Page:
     doc = safejson.load(data, where, Either((PEP691_PROJECT, PEP691_ROOT)))
     if "files" in doc:
+        _links(len(doc["files"]), where)
         files = []
         for f in doc["files"]:
             meta = f.get("core-metadata", f.get("dist-info-metadata"))  # PEP 714, else PEP 658
@@ -159,25 +199,40 @@ def _json(data: bytes, url: str, where: str) -> Page:
                     urldefrag(urljoin(url, f["url"]))[0],
                     {k.lower(): v.lower() for k, v in f["hashes"].items()},
                     yanked is True or isinstance(yanked, str),
-                    f.get("requires-python"),
+                    requires_python(f.get("requires-python"), where),
                     _offered(meta),
                     f.get("size"),
+                    f["filename"],  # PEP 691 names the file (uv reads it; pip 26 still takes the URL's end)
                 )
             )
         return Page(files, [])
+    _links(len(doc["projects"]), where)
     base = url if url.endswith("/") else url.rsplit("/", 1)[0] + "/"
     return Page([], [Link(urljoin(base, f"{canonicalize_name(p['name'])}/")) for p in doc["projects"]])
 
 
-def parse(data: bytes, url: str, is_json: bool, where: str) -> Page:
+def _text(data: bytes, charset: str | None, where: str) -> str:
+    """An HTML page's text in the charset its Content-Type names, UTF-8 when it names none
+    (as pip reads it). The message is torchwheel's own: a codec's ("invalid start byte",
+    "unknown encoding: x") says nothing about a page."""
+    encoding = charset or "utf-8"
+    try:
+        return data.decode(encoding)
+    except LookupError as exc:
+        raise InputError(
+            f"{where}: unreadable index page (its Content-Type names the charset {quoted(encoding, 40)}, "
+            f"which is not a text encoding torchwheel knows)"
+        ) from exc
+    except UnicodeError as exc:
+        at = f"byte {exc.start:,}" if isinstance(exc, UnicodeDecodeError) else "its text"
+        said = "the charset its Content-Type names" if charset else "read as UTF-8: no charset is declared"
+        raise InputError(f"{where}: unreadable index page ({at} is not valid {quoted(encoding, 40)}, {said})") from exc
+
+
+def parse(data: bytes, url: str, is_json: bool, where: str, charset: str | None = None) -> Page:
     """A page's links; ``InputError`` naming ``where`` when the page cannot be read.
-    ``url``: where the page was found (after redirects), which relative links resolve against."""
+    ``url``: where the page was found (after redirects), which relative links resolve against;
+    ``charset``: what its Content-Type says (a JSON page is UTF-8 whatever it says, RFC 8259)."""
     if is_json:
         return _json(data, url, where)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"{where}: unreadable index page (not UTF-8: {exc.reason} at byte {exc.start})"
-        ) from exc
-    return _html(text, url)
+    return _html(_text(data, charset, where), url, where)

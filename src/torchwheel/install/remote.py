@@ -68,6 +68,8 @@ class _Listed:
 
 
 def _python_excludes(spec: str | None, target: TorchTarget, source: str) -> str:
+    """Why ``spec`` excludes the target's Python ("" when it does not or cannot say);
+    ``spec`` is within the requires-python limits (``pages.requires_python``) already."""
     if not spec:
         return ""
     try:
@@ -119,6 +121,8 @@ class _Fetcher:
             body = self.session.get(url, current().max_metadata_bytes).body
         except fetch.NotFound:
             return ""  # offered but absent: the wheel itself tells (pip does the same)
+        except fetch.Exhausted:
+            raise  # the command's budget, not this file's problem
         except InputError as exc:
             self.skip(f, f"its .metadata file: {exc}", listed.wheel.name)
             return None
@@ -130,10 +134,12 @@ class _Fetcher:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
             return ""  # the wheel's own METADATA is judged after download
-        found = _python_excludes(
-            HeaderParser().parsestr(text).get("Requires-Python"), target, "its .metadata"
-        )
-        return found or _torch_excludes(text, target)
+        try:
+            spec = pages.requires_python(HeaderParser().parsestr(text).get("Requires-Python"), "its .metadata file")
+        except InputError as exc:
+            self.skip(f, str(exc), listed.wheel.name)
+            return None
+        return _python_excludes(spec, target, "its .metadata") or _torch_excludes(text, target)
 
     def download(self, f: HostedFile, name: NormalizedName | None) -> Candidate | None:
         self.count += 1
@@ -143,6 +149,8 @@ class _Fetcher:
         try:
             self.session.download(f.link.url, dest, f.link.hashes, f.link.size)
             cand = read_candidate(dest, f.origin, self.verify_hashes, self.table)
+        except fetch.Exhausted:
+            raise
         except (InputError, InvalidVersion, ValueError) as exc:
             self.skip(f, str(exc), name)
             return None

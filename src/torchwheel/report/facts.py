@@ -13,6 +13,8 @@ from torchwheel.analysis.member import BinaryAnalysis, DeclaredMarker, SliceAnal
 from torchwheel.analysis.pythonabi import PythonFacts
 from torchwheel.analysis.wheelfacts import (
     WheelFacts,
+    build_choices,
+    own_runtime_notes,
     torch_need_of,
     wheel_accelerators,
     wheel_alternatives,
@@ -218,6 +220,7 @@ def slice_json(s: SliceAnalysis) -> dict[str, Any]:
     companions, more_companions = listed(str(v) for v in f.companions)
     return {
         "arch": f.arch,
+        "clr": None if f.clr is None else {"flags": f.clr.flags, "il_only": f.clr.il_only, "runs_in": f.runs_in},
         "marker": marker_json(s.declared),
         "marker_problem": s.marker_problem,
         "raw_markers": list(s.raw_versions),
@@ -262,7 +265,7 @@ def _marker_text(s: SliceAnalysis) -> str:
 def slice_text(s: SliceAnalysis) -> list[str]:
     f, t = s.facts, s.torch
     lines = [
-        f"  [{f.arch}]",
+        f"  [{f.arch_label}]",
         f"    marker       {_marker_text(s)}",
         f"    raw records  {', '.join(s.raw_versions) or 'none'}"
         + (f" and {s.facts.raw_markers_omitted:,} more records" if s.facts.raw_markers_omitted else ""),
@@ -351,6 +354,7 @@ def wheel_json(w: WheelFacts) -> dict[str, Any]:
         "name": c.filename_name,
         "version": c.filename_version,
         "filename_tags": sorted(str(t) for t in c.filename_tags),
+        "filename_problem": c.name_problem,
         "wheel_tags": sorted(str(t) for t in c.wheel_tags),
         "requires_python": str(w.metadata.requires_python) if w.metadata.requires_python else None,
         "torch_requirements": [str(r) for r in w.metadata.torch_requirements],
@@ -411,7 +415,7 @@ def _row(member: str, b: BinaryAnalysis) -> list[list[str]]:
         rows.append(
             [
                 member,
-                f"{b.facts.format}/{s.facts.arch}",
+                f"{b.facts.format}/{s.facts.arch_label}",
                 b.kind,
                 mark,
                 s.torch.usage,
@@ -430,7 +434,8 @@ def wheel_text(w: WheelFacts) -> str:
     if w.kind != "binary":
         tags = sorted(str(t) for t in (c.filename_tags or c.wheel_tags))
         lines += [
-            f"  tags             {', '.join(tags) or 'none'}",
+            f"  tags             {', '.join(tags) or 'none'}"
+            + (f" (WHEEL's: the file name is no wheel name, {c.name_problem}: TW414)" if c.name_problem else ""),
             f"  requires-python  {w.metadata.requires_python or 'any'}",
             f"  torch requires   {_requirement_text(w)}",
             f"  RECORD           {_record_text(w)}",
@@ -447,12 +452,20 @@ def wheel_text(w: WheelFacts) -> str:
     ]
     if need.kind == "unstable" and not need.per_release:
         lines.append(f"  torch version    {need}")
+    own = own_runtime_notes(w)
     if need.builds != ANY_BUILD:
         lines.append(
             f"  torch build      loads on {describe_builds(need.builds)} ({builds_text(need.builds)})"
         )
+    elif own:
+        lines.append(f"  torch build      any: {own[0]}" + (f" (and {len(own) - 1} more)" if len(own) > 1 else ""))
+    lines += [f"  flavours         {choice}" for choice in build_choices(w)]
     acc = wheel_accelerators(w)
-    summary = "; ".join(t for t in (need_text(acc), gpu_text(acc.gpu, span=True)) if t)
+    wanted = need_text(acc)
+    if need.builds and max(len(acc.accelerators), len(acc.cuda_majors), len(acc.rocm_majors)) > 1:
+        # alternatives the package picks from, not one library needing all at once
+        wanted = wanted.replace("needs ", "builds for ", 1).replace(" + ", " or ")
+    summary = "; ".join(t for t in (wanted, gpu_text(acc.gpu, span=True)) if t)
     if summary:
         lines.append(f"  accelerator      {summary}")
     table = [["file", "format", "kind", "marker", "torch", "needs", "python", "accelerator"]]

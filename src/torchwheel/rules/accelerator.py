@@ -15,11 +15,20 @@ from collections.abc import Iterator
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from torchwheel.analysis.wheelfacts import BuildUnit, WheelFacts, build_units, wheel_builds
+from torchwheel.analysis.wheelfacts import (
+    BuildUnit,
+    WheelFacts,
+    brings_own_runtime,
+    brought_runtimes,
+    build_units,
+    own_runtimes,
+    wheel_accelerators,
+    wheel_builds,
+)
 from torchwheel.binary.gpucode import CudaImage
 from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.torchabi import accelerators
-from torchwheel.torchabi.accelerators import AcceleratorNeeds, LinkedLibrary, Role, runs_on
+from torchwheel.torchabi.accelerators import KNOWN_GPUS, AcceleratorNeeds, LinkedLibrary, Role, runs_on
 from torchwheel.torchabi.backend import (
     ANY_BUILD,
     TorchBuild,
@@ -36,7 +45,11 @@ from torchwheel.torchabi.grafting import EXCLUDE_FLAG, Tool, bundled
 def _names(needs: AcceleratorNeeds) -> str:
     """The needed names that say which build: ``libc10_cuda.so, libcudart.so.13``."""
     names = [lib.name for lib in needs.libraries if lib.accelerator is not None and lib.role != "driver"]
-    return ", ".join(names) or ("its CUDA kernels" if needs.gpu.cuda else needs.label)
+    if names:
+        return ", ".join(names)
+    if needs.gpu.cuda:
+        return "its CUDA kernels"
+    return needs.label if needs.accelerators else "needs no accelerator"
 
 
 def _evidence(unit: BuildUnit) -> str:
@@ -195,6 +208,48 @@ def bundles_driver(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         )
 
 
+@rule("TW708")
+def own_runtime(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """A warning, not an error: the library loads beside any torch build (it links no torch,
+    and the wheel installs or bundles the runtime it needs), so its need does not tie the
+    wheel to one build (docs/accelerators.md, "Who brings the runtime"). Beside a torch built
+    for another CUDA major, though, two runtimes share one process."""
+    brought = brought_runtimes(w)
+    for b in w.binaries:
+        needs = accelerators.combine(s.accelerators for s in b.analysis.slices)
+        if not brings_own_runtime(needs, brought):
+            continue
+        libs = own_runtimes(needs, brought)
+        sources = ", ".join(dict.fromkeys(source.removeprefix("the requirement ") for _, source in libs))
+        yield (
+            b.member,
+            f"links no torch and brings its own {needs.label} runtime ({', '.join(lib.name for lib, _ in libs)} "
+            f"from {sources}): it loads beside any torch build, but beside a torch built for another "
+            f"{needs.label.split()[0]} major two runtimes share the process; link torch's runtime (require "
+            "what torch's build requires) if it shares memory or streams with torch",
+        )
+
+
+_ACCELERATED_CLAIM = ("cuda", "rocm", "xpu")
+
+
+@rule("TW709")
+def claim_without_code(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """Info: a CUDA-named build that compiled no CUDA (no ``CUDA_HOME`` on the build
+    machine, ``FORCE_CUDA`` unset) is a CPU build under a CUDA name; it still loads."""
+    if w.unreadable or not w.binaries or wheel_accelerators(w).accelerators:
+        return
+    for said, build in claims(w):
+        if build.kind in _ACCELERATED_CLAIM and said.startswith("the project name"):
+            yield (
+                "",
+                f"{said} says {build.words}, but no binary needs an accelerator or carries GPU code: a "
+                "CPU build under that name; if the accelerated build was meant, the build compiled no "
+                "GPU code (CUDA_HOME, FORCE_CUDA); else drop the suffix",
+            )
+            return
+
+
 # -- TW705, TW706: GPU code ---------------------------------------------------------------------
 
 
@@ -224,14 +279,18 @@ def no_ptx(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         generic = [i for i in images if i.kind == "cubin" and i.variant != "a"]
         if not generic or any(i.kind == "ptx" and i.variant == "" for i in images):
             continue  # arch-specific code only (sm_90a) is for that GPU alone by design
-        newest = max(i.arch for i in generic)
-        major = newest // 10
+        newest = max(i.arch for i in images if i.kind == "cubin")
+        names = [i.name for i in images]
+        lacking = [g for g in KNOWN_GPUS if g > min(i.arch for i in generic) and not runs_on(names, g)]
+        if not lacking:
+            continue
+        shown = ", ".join(f"{g // 10}.{g % 10}" for g in lacking)
         yield (
             member,
-            f"kernels {_shown(images)} and no PTX: a GPU newer than the sm_{major}x family gets 'no kernel "
-            "image is available for execution on the device'; add PTX of the newest architecture "
-            f"(-gencode arch=compute_{newest},code=compute_{newest}; TORCH_CUDA_ARCH_LIST "
-            f"'{major}.{newest % 10}+PTX') if it should run on GPUs to come",
+            f"kernels {_shown(images)} and no PTX: a GPU of compute capability {shown} gets 'no kernel "
+            "image is available for execution on the device', as will GPUs to come; add PTX of the newest "
+            f"architecture (-gencode arch=compute_{newest},code=compute_{newest}; TORCH_CUDA_ARCH_LIST "
+            f"'{newest // 10}.{newest % 10}+PTX') if it should run there",
         )
 
 

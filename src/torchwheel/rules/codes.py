@@ -87,6 +87,7 @@ CODES: tuple[Code, ...] = (
     Code("TW411", "member-name-uninstallable", _E, "a member's path cannot be installed as named", WHEEL, True),
     Code("TW412", "facts-file-invalid", _W, "the torchwheel.json facts file cannot be read or disagrees with WHEEL", WHEEL),
     Code("TW413", "local-version", _W, "a local version label (1.0+torch2.12): public registries refuse the upload", WHEEL),
+    Code("TW414", "filename-invalid", _E, "the file name is not a valid wheel name, though its archive and metadata are", WHEEL, True),
     # TW5xx: the torch requirement (rules/requirements.py)
     Code("TW501", "torch-requirement-missing", _W, "the wheel uses torch but does not require it", CONSUMER_WHEEL),
     Code("TW502", "torch-pinned-too-tight", _W, "a stable-ABI wheel pins torch tighter than its ABI needs", CONSUMER_WHEEL),
@@ -105,6 +106,8 @@ CODES: tuple[Code, ...] = (
     Code("TW705", "gpu-code-without-ptx", _I, "a library has kernels for fixed GPU architectures and no PTX for newer ones", CONSUMER_BINARY),
     Code("TW706", "gpu-arch-missing", _W, "a library has no code for a GPU architecture the project declares in gpu-archs", CONSUMER_BINARY),
     Code("TW707", "bundles-gpu-driver", _E, "the wheel ships a copy of the GPU driver's library, which must come from the machine", CONSUMER_WHEEL),
+    Code("TW708", "own-accelerator-runtime", _W, "a library that links no torch brings its own accelerator runtime: two runtimes in one process where torch's major differs", CONSUMER_BINARY),
+    Code("TW709", "accelerator-name-without-code", _I, "the distribution is named for an accelerator, but no binary needs one or carries GPU code", CONSUMER_WHEEL),
 )  # fmt: skip
 
 BY_CODE = {c.code: c for c in CODES}

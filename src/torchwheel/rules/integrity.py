@@ -11,7 +11,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from torchwheel import safejson
-from torchwheel.analysis.platforms import expected
+from torchwheel.analysis.platforms import expected, managed_mismatch
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError
 from torchwheel.rules.registry import REGISTRY, Finding, Hit, Omitted, Policy, rule
@@ -86,8 +86,8 @@ def tags_disagree(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     and never read WHEEL's Tag lines, and first-party PyTorch wheels ship this mismatch.
     It still misleads tools that do read them (``wheel tags``, auditors)."""
     c = w.contents
-    if not w.is_wheel_file:
-        return
+    if not w.is_wheel_file or c.name_problem is not None:
+        return  # an invalid name has no tags to compare (TW414 says so)
     if c.filename_tags != c.wheel_tags:
         name = sorted(str(t) for t in c.filename_tags)
         inside = sorted(str(t) for t in c.wheel_tags) or ["none"]
@@ -102,13 +102,33 @@ def tags_disagree(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 @rule("TW405")
 def platform_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """A .NET IL-only assembly carries no native code: an AnyCPU one fits every platform (its
+    PE machine field says x86 for code any process JIT-compiles), a 32BITREQUIRED or
+    single-machine one fits the platforms whose processes can load it, whatever the OS."""
     platforms = {t.platform for t in (w.contents.filename_tags or w.contents.wheel_tags)}
     if not platforms or not w.binaries:
         return
     if platforms == {"any"}:
-        yield "", "the wheel is tagged for any platform but ships compiled files: tag it for their platform"
+        if any(s.facts.runs_in != "any" for b in w.binaries for s in b.analysis.slices):
+            yield (
+                "",
+                "the wheel is tagged for any platform but ships compiled files: tag it for their platform",
+            )
         return
     for b in w.binaries:
+        managed = [s.facts for s in b.analysis.slices if s.facts.managed]
+        if managed:
+            for platform in sorted(platforms):
+                promise = expected(platform)
+                why = next(
+                    (m for f in managed if promise and (m := managed_mismatch(f.runs_in, promise))), None
+                )
+                if why is not None:
+                    yield (
+                        b.member,
+                        f"is a .NET assembly that {why} as {platform} promises: rebuild it AnyCPU or retag",
+                    )
+            continue
         have = {s.facts.arch for s in b.analysis.slices}
         for platform in sorted(platforms):
             promise = expected(platform)
@@ -279,6 +299,27 @@ def local_version(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 "platform without the label (`tag --build-tag N` tells rebuilds apart)"
             ),
         )
+
+
+@rule("TW414")
+def filename_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """pip reads such a name with its own looser pattern and downloads it, so the wheel reaches
+    users; packaging, PyPI's upload check and torchwheel's selection refuse it. The rest of the
+    wheel is judged all the same (its tags from WHEEL), so one finding does not hide the others."""
+    c = w.contents
+    if not w.is_wheel_file or c.name_problem is None:
+        return
+    fix = c.valid_name
+    rename = (
+        f"rename it to {fix} (METADATA's Name and Version, WHEEL's valid Tag lines), with any tag fix "
+        "other findings ask for"
+        if fix
+        else "rename it to name-version-python-abi-platform.whl as the wheel spec says"
+    )
+    yield (
+        "",
+        f"the file name is not a valid wheel name ({c.name_problem[:80]}): PyPI and packaging-based tools refuse it; {rename}",
+    )
 
 
 def integrity_errors(

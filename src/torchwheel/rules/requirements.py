@@ -55,6 +55,8 @@ def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     if abi.kind != "stable" or abi.floor is None:
         return
     floor = Version(abi.floor.release)
+    if releases.minor_of(abi.floor) > releases.minor_of(releases.newest()):
+        return  # a target no torch release has (TW107 says which it likely meant): no torch to require
     for req in w.metadata.torch_requirements:
         older = releases.older_admitted(req.specifier, abi.floor)
         loads = [v for v in releases.admitted(req.specifier) if v >= floor] or releases.admits_future(

@@ -8,6 +8,8 @@ Only the ``Requires-Dist: torch`` header lines change; everything else stays byt
 
 from __future__ import annotations
 
+import re
+
 from packaging.requirements import Requirement
 from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import Version
@@ -52,7 +54,21 @@ def _known(minor: str, what: str) -> None:
         )
 
 
-def desired_spec(abi: TorchNeed, reqs: tuple[Requirement, ...], opts: TagOptions) -> str | None:
+# a torch minor in a distribution's name: nvfuser-cu130-torch210, aikernel-...-libtorch2-12-win-x64
+_NAMED_MINOR = re.compile(r"torch[_.-]?(2)[_.-]?(\d{1,2})(?![0-9])", re.IGNORECASE)
+
+
+def named_minor(name: str) -> str | None:
+    """The torch minor a distribution's name spells (``torch210``: ``2.10``), if exactly one."""
+    found = {f"{m.group(1)}.{int(m.group(2))}" for m in _NAMED_MINOR.finditer(name)}
+    return found.pop() if len(found) == 1 else None
+
+
+def desired_spec(
+    abi: TorchNeed, reqs: tuple[Requirement, ...], opts: TagOptions, named: str | None = None
+) -> str | None:
+    """The requirement ``tag`` writes; ``named``: the torch minor the distribution's name
+    spells, which the refusal of an undated unstable build suggests (never applies)."""
     if abi.kind == "stable" and abi.floor is not None:
         t: FeatureVersion = abi.floor
         _known(t.minor_release, "the binaries need")
@@ -68,14 +84,16 @@ def desired_spec(abi: TorchNeed, reqs: tuple[Requirement, ...], opts: TagOptions
         minor = next((m for r in reqs if (m := releases.pinned_minor(r.specifier)) is not None), None)
         if minor is not None:
             return f"=={show_minor(minor)}.*"
-        hint = (
-            f" (its imports exist in the exports of torch {show_releases(abi.releases)})"
-            if abi.releases_from == "exports"
-            else " (`torchwheel compat --against TORCH WHEEL` tells which torch it loads on)"
-        )
+        said = []
+        if named:
+            said.append(f"its name says torch {named}")
+        if abi.releases_from == "exports":
+            said.append(f"its imports exist in the exports of torch {show_releases(abi.releases)}")
+        guess = named or (show_releases(abi.releases) if len(abi.releases) == 1 else "X.Y")
         raise InputError(
             "the wheel uses unstable libtorch symbols and its torch requirement does not name the build "
-            f"torch: pass --build-torch X.Y{hint}"
+            f"torch: pass --build-torch X.Y{' (' + '; '.join(said) + ')' if said else ''}; "
+            f"`torchwheel compat --against TORCH WHEEL` (a torch {guess} wheel, or `installed`) checks it first"
         )
     return None
 
@@ -153,13 +171,15 @@ def merged_requirement(
     return new, notes
 
 
-def metadata_text(original: str, abi: TorchNeed, opts: TagOptions) -> tuple[str, list[str]]:
+def metadata_text(
+    original: str, abi: TorchNeed, opts: TagOptions, named: str | None = None
+) -> tuple[str, list[str]]:
     """Rewrite only the ``Requires-Dist: torch`` header lines; everything else byte for byte
     (CRLF or LF, a body or a ``Description`` header: ``metadataedit``)."""
     notes: list[str] = []
 
     def edit(reqs: list[Requirement]) -> tuple[dict[int, str], str | None]:
-        spec = desired_spec(abi, tuple(reqs), opts)
+        spec = desired_spec(abi, tuple(reqs), opts, named)
         if spec is None:
             return {}, None
         if not reqs:

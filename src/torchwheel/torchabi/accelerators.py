@@ -19,9 +19,12 @@ number their own releases: their major is recorded, not read as a toolkit.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from torchwheel.binary.facts import Import
 from torchwheel.binary.gpucode import NO_GPU_CODE, CudaImage, GpuCode
@@ -123,9 +126,30 @@ def _windows_major(digits: str) -> int:
     return int(digits[:-1]) if len(digits) >= 3 else int(digits)
 
 
+# what the repair tools add to a grafted copy's name: auditwheel ``libcudart-96c42e41.so.13.0.96``,
+# PyTorch's own wheels ``libnvjpeg.36e11081.so.13``, delvewheel ``cudart64_12-<32 hex>.dll``
+_MANGLED = re.compile(r"^(?P<stem>[^.]+?)[-.][0-9a-f]{8}(?:[0-9a-f]{24})?(?P<rest>\.(?:so|dylib|dll)\b.*)$")
+
+
+def unmangled(base: str) -> str:
+    """A library's file name with a repair tool's hash taken off: the grafted copy
+    ``libcudart-96c42e41.so.13.0.96`` names the same runtime and major as ``libcudart.so.13``,
+    and a binary that needs it needs what the plain name says."""
+    m = _MANGLED.match(base)
+    return m.group("stem") + m.group("rest") if m else base
+
+
 def classify_library(name: str) -> LinkedLibrary | None:
-    """What one needed name means, or None for a library of no concern here (libc, ...)."""
-    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    """What one needed name (or a member's file name) means, or None for a library of no
+    concern here (libc, ...). A grafted copy's hashed name is read as its plain name: the
+    torch need and the copy rules (TW703, TW704) read names through this one function."""
+    spelled = name.replace("\\", "/").rsplit("/", 1)[-1]
+    base = unmangled(spelled)
+    found = _classify(name, base)
+    return found if found is not None or base == spelled else _classify(name, spelled)
+
+
+def _classify(name: str, base: str) -> LinkedLibrary | None:
     torch = _TORCH.fullmatch(base.lower())
     if torch is not None:
         component = torch.group(1)
@@ -146,9 +170,56 @@ def classify_library(name: str) -> LinkedLibrary | None:
             _CANONICAL.get(component, component),
             pattern.accelerator,
             major,
-            major if pattern.toolkit else None,
+            # a toolkit major is a small number: CUPTI 2025.3 (CUDA 13's) numbers its own releases
+            major if pattern.toolkit and major is not None and major < 100 else None,
         )
     return None
+
+
+# NVIDIA's PyPI distributions of the toolkit runtimes: ``nvidia-cuda-runtime-cu12`` (CUDA 12
+# and older), ``nvidia-cuda-runtime`` with a version of the toolkit's (CUDA 13 on); the
+# components each installs, as ``classify_library`` names them
+_NVIDIA_RUNTIME = re.compile(r"nvidia-(cuda-runtime|cuda-nvrtc|cublas|nvjitlink|cuda-cupti)(?:-cu(\d{2,3}))?")
+_NVIDIA_COMPONENTS = {
+    "cuda-runtime": ("cudart",), "cuda-nvrtc": ("nvrtc", "nvrtc-builtins"), "cublas": ("cublas", "cublasLt"),
+    "nvjitlink": ("nvJitLink",), "cuda-cupti": ("cupti",),
+}  # fmt: skip
+_LOWER_BOUND = re.compile(r"(?:>=|==|~=|>)\s*(\d+)")
+
+
+def required_runtimes(
+    requirements: Iterable[Requirement], platform: str | None
+) -> Iterator[tuple[str, int | None, Requirement]]:
+    """(component, toolkit major or None, the requirement) for each toolkit runtime the wheel's own
+    requirements install on its platform (``linux``, ``win32``, ``darwin``; None: any),
+    leaving out those only an extra asks for."""
+    for req in requirements:
+        m = _NVIDIA_RUNTIME.fullmatch(canonicalize_name(req.name))
+        if m is None or not _applies(req, platform):
+            continue
+        if m.group(2):
+            major: int | None = _windows_major(m.group(2)) if len(m.group(2)) == 3 else int(m.group(2))
+        else:
+            bound = _LOWER_BOUND.search(str(req.specifier))
+            major = int(bound.group(1)) if bound else None
+        for component in _NVIDIA_COMPONENTS[m.group(1)]:
+            yield component, major, req
+
+
+def _applies(req: Requirement, platform: str | None) -> bool:
+    if req.marker is None:
+        return True
+    text = str(req.marker)
+    if "extra" in text:
+        return False
+    if platform is None:
+        return True
+    system = {"linux": "Linux", "win32": "Windows", "darwin": "Darwin"}[platform]
+    try:
+        os_name = "nt" if platform == "win32" else "posix"
+        return req.marker.evaluate({"sys_platform": platform, "platform_system": system, "os_name": os_name})
+    except Exception:  # an undefined marker variable: the marker cannot rule it out
+        return True
 
 
 @dataclass(frozen=True)
@@ -309,6 +380,11 @@ def parse_gpu(text: str) -> int:
     if m is None:
         raise InputError(f"GPU {text[:40]!r}: expected a compute capability like sm_90 or 9.0")
     return int(m.group(1)) * 10 + int(m.group(2))
+
+
+# the compute capabilities of NVIDIA's GPUs since Volta (CUDA programming guide, "Compute
+# capabilities"; Thor's 10.1 is 11.0 from CUDA 13 on): what TW705 names when a library lacks code
+KNOWN_GPUS = (70, 72, 75, 80, 86, 87, 89, 90, 100, 103, 110, 120, 121)
 
 
 def runs_on(code: Iterable[str], gpu: int) -> bool:

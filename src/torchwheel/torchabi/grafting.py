@@ -19,7 +19,6 @@ the path; delvewheel: ``fnmatch`` on the lower-cased DLL name), and
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from torchwheel.torchabi.accelerators import LinkedLibrary, classify_library
@@ -63,17 +62,11 @@ def repair_excludes(tool: Tool) -> tuple[str, ...]:
     return (*(f"{c}.dll" for c in _TORCH), *_WINDOWS_RUNTIMES)
 
 
-# what the tools add to a grafted copy's name: auditwheel ``libfoo-1a2b3c4d.so.12``,
-# PyTorch's own wheels ``libnvjpeg.36e11081.so.13``, delvewheel ``foo-<32 hex>.dll``
-_MANGLED = re.compile(r"^(?P<stem>[^.]+?)[-.][0-9a-f]{8}(?:[0-9a-f]{24})?(?P<rest>\.(?:so|dylib|dll)\b.*)$")
-
-
 def bundled(member: str) -> LinkedLibrary | None:
-    """The torch library or accelerator runtime a member of a wheel is a copy of, or None."""
+    """The torch library or accelerator runtime a member of a wheel is a copy of, or None
+    (``accelerators.classify_library`` reads the tool's hash off the name)."""
     base = member.replace("\\", "/").rsplit("/", 1)[-1]
     lower = base.lower()
     if ".so" not in lower and ".dll" not in lower and ".dylib" not in lower:
         return None  # the .py, data and metadata members, most of any wheel: no regex for them
-    m = _MANGLED.match(base)
-    found = classify_library(m.group("stem") + m.group("rest")) if m else None
-    return found or classify_library(base)  # every name it knows is torch's or a runtime's
+    return classify_library(base)  # every name it knows is torch's or a runtime's

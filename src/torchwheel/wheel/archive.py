@@ -15,11 +15,13 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from packaging.tags import Tag
+
 from torchwheel import limits
 from torchwheel.errors import InputError
 from torchwheel.safeopen import open_regular
 from torchwheel.wheel import inflate, zipdir
-from torchwheel.wheel.contents import WheelContents, WheelName, parse_filename
+from torchwheel.wheel.contents import InvalidWheelName, WheelContents, WheelName, parse_filename, salvaged
 from torchwheel.wheel.metadata import SIDE_FILE
 from torchwheel.wheel.record import hash_chunks, parse_record
 from torchwheel.wheel.zipdir import Member
@@ -55,11 +57,20 @@ class WheelArchive:
 
     is_wheel_file = True
 
-    def __init__(self, path: Path, filename: str | None = None) -> None:
+    def __init__(self, path: Path, filename: str | None = None, lenient_name: bool = False) -> None:
         """``filename``: the wheel's name when ``path`` is not named for it (the temporary
-        file ``tag`` reads back before renaming it)."""
+        file ``tag`` reads back before renaming it). ``lenient_name``: a name packaging
+        refuses is read all the same (``contents.name_problem`` says why; ``check`` and
+        ``show`` report on it, TW414), since pip downloads such wheels; otherwise it is
+        refused, naming the valid name its metadata gives."""
         self.path = path
-        parsed = parse_filename(filename or path.name)  # wheel-variant names (draft standards) included
+        shown = filename or path.name
+        parsed: WheelName | None = None
+        invalid: InvalidWheelName | None = None
+        try:
+            parsed = parse_filename(shown)  # wheel-variant names (draft standards) included
+        except InvalidWheelName as exc:
+            invalid = exc
         # one descriptor for everything: the zip index, every member read, and later the
         # copy `tag` makes (writer): a file replaced meanwhile is never half read
         try:
@@ -67,12 +78,16 @@ class WheelArchive:
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from exc
         try:
-            self._index(path, parsed)
+            self._index(path, parsed, invalid)
+            if invalid is not None and not lenient_name:
+                fix = self.contents.valid_name
+                rename = f"rename it to {fix}" if fix else "rename it to name-version-python-abi-platform.whl"
+                raise InputError(f"{invalid}: {rename} first (`torchwheel check` reads it as it is)")
         except BaseException:
             self.close()
             raise
 
-    def _index(self, path: Path, parsed: WheelName) -> None:
+    def _index(self, path: Path, parsed: WheelName | None, invalid: InvalidWheelName | None) -> None:
         size = os.fstat(self._fd).st_size
         self.infos: dict[str, Member] = {}
         self.raw_crcs: dict[str, int] = {}  # CRC-32 of each fully read member's compressed bytes
@@ -106,19 +121,31 @@ class WheelArchive:
             record = parse_record(self.read_text(record_name, bounded=False))
         side_name = f"{dist_info}/{SIDE_FILE}"
         side = self.read_bounded(side_name) if side_name in self.infos else None  # judged by TW412
+        tags: frozenset[Tag] = frozenset()
+        build: str | None = None
+        variant: str | None = None
+        if parsed is None:  # the parts that parse; the rest as the .dist-info says (like a directory)
+            project, version = salvaged(invalid.filename if invalid else path.name)
+            dist_project, _, dist_version = dist_info.removesuffix(".dist-info").partition("-")
+            name, version = project or dist_project, version or dist_version
+        else:
+            name, version, tags = str(parsed.name), str(parsed.version), frozenset(parsed.tags)
+            build = f"{parsed.build[0]}{parsed.build[1]}" if parsed.build else None
+            variant = parsed.variant
         self.contents = WheelContents(
             path=str(path),
-            filename_name=str(parsed.name),
-            filename_version=str(parsed.version),
-            filename_tags=frozenset(parsed.tags),
-            build_tag=f"{parsed.build[0]}{parsed.build[1]}" if parsed.build else None,
+            filename_name=name,
+            filename_version=version,
+            filename_tags=tags,
+            build_tag=build,
             dist_info=dist_info,
             wheel_text=wheel_text,
             metadata_text=metadata_text,
             record=record,
             members=sorted(self.infos),
             side_file=side,
-            variant=parsed.variant,
+            variant=variant,
+            name_problem=None if invalid is None else invalid.reason,
         )
 
     @property

@@ -8,13 +8,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from packaging.tags import Tag
+from packaging.tags import InvalidTag, Tag, parse_tag
 from packaging.utils import InvalidWheelFilename, NormalizedName, canonicalize_name, parse_wheel_filename
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from torchwheel import limits
 from torchwheel.errors import InputError
-from torchwheel.wheel.metadata import parse_wheel_fields
+from torchwheel.wheel.metadata import parse_metadata, parse_wheel_fields
 from torchwheel.wheel.record import RecordEntry, RecordProblem
 
 _COMPILED_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
@@ -47,6 +47,9 @@ class WheelContents:
     record_problems: list[RecordProblem] = field(default_factory=list)  # found while listing members
     installed: bool = False  # an installed distribution: RECORD follows the installed-project spec
     variant: str | None = None  # the wheel-variant label of the file name (draft standards)
+    # why the file name is no wheel name (packaging's reason), for a wheel read all the same
+    # (``WheelArchive(lenient_name=True)``): name and version then come from what parses
+    name_problem: str | None = None
 
     @classmethod
     def lone_binary(cls, path: str, name: str) -> WheelContents:
@@ -67,6 +70,14 @@ class WheelContents:
     @property
     def wheel_fields(self) -> dict[str, list[str]]:
         return parse_wheel_fields(self.wheel_text)
+
+    @property
+    def valid_name(self) -> str | None:
+        """The file name this wheel should carry, from METADATA's Name and Version (else the
+        .dist-info's) and WHEEL's Tag lines that parse; None when those do not make one."""
+        meta = parse_metadata(self.metadata_text)
+        project, _, version = self.dist_info.removesuffix(".dist-info").partition("-")
+        return suggested_name(meta.name or project, meta.version or version, self.wheel_fields.get("Tag", []))
 
     @property
     def dist_info_matches(self) -> bool:
@@ -112,6 +123,29 @@ class WheelName:
     variant: str | None
 
 
+class InvalidWheelName(InputError):
+    """A file name packaging refuses; ``reason`` is packaging's, without the name repeated."""
+
+    def __init__(self, filename: str, reason: str) -> None:
+        super().__init__(f"{filename}: not a valid wheel file name ({reason})")
+        self.filename, self.reason = filename, reason
+
+
+def _reason(exc: InvalidWheelFilename, filename: str) -> str:
+    """packaging's message without the file name it quotes at the end, and with the part of
+    the name it means where packaging does not say (the tags)."""
+    text = str(exc)
+    cut = max(text.rfind(": '"), text.rfind(" in '"))
+    text = text[:cut] if cut > 0 else text
+    if text.startswith("Invalid wheel filename (") and text.endswith(")"):
+        text = text[len("Invalid wheel filename (") : -1]
+    text = text[:1].lower() + text[1:]
+    parts = filename.removesuffix(".whl").split("-")
+    if "tag" in text and len(parts) >= 5:
+        text += f" in {'-'.join(parts[-3:])[:60]!r}"
+    return text
+
+
 def parse_wheel_name(filename: str) -> WheelName:
     """``packaging.utils.parse_wheel_filename``, plus the draft variant label as a last
     dash-separated part (``name-1.0-cp39-abi3-linux_x86_64-torch212.whl``). packaging
@@ -122,11 +156,11 @@ def parse_wheel_name(filename: str) -> WheelName:
     except InvalidWheelFilename as first:
         stem, _, label = filename.removesuffix(".whl").rpartition("-")
         if not filename.endswith(".whl") or not _VARIANT_LABEL.match(label) or stem.count("-") < 4:
-            raise InputError(f"{filename}: not a valid wheel file name ({first})") from first
+            raise InvalidWheelName(filename, _reason(first, filename)) from first
         try:
             name, version, build, tags = parse_wheel_filename(stem + ".whl")
         except InvalidWheelFilename:
-            raise InputError(f"{filename}: not a valid wheel file name ({first})") from first
+            raise InvalidWheelName(filename, _reason(first, filename)) from first
         return WheelName(name, version, build, tags, label)
 
 
@@ -138,3 +172,50 @@ def parse_filename(filename: str) -> WheelName:
         if len(parts) >= 5 and len(tags) == 3:
             tag_set_size(f"the file name's tags {'-'.join(tags)[:60]!r}", [list(tags)])
     return parse_wheel_name(filename)
+
+
+_PROJECT = re.compile(r"^[a-z0-9](?:[a-z0-9._]*[a-z0-9])?$", re.IGNORECASE)  # a name part: no '-'
+
+
+def salvaged(filename: str) -> tuple[str, str]:
+    """(project, version) of a file name packaging refuses, where those two parts still parse
+    (``k2-1.23.4-py3.9-none-any.whl``: the tags are what is wrong), else empty strings: pip
+    reads such a name with its own, looser pattern, so it is the project the user asked for."""
+    parts = filename.removesuffix(".whl").split("-")
+    if len(parts) not in (5, 6) or not _PROJECT.match(parts[0]):
+        return "", ""
+    try:
+        return parts[0], str(Version(parts[1]))
+    except InvalidVersion:
+        return parts[0], ""
+
+
+def project_of(filename: str) -> NormalizedName | None:
+    """The project a wheel's file name is for, also when packaging refuses the name but its
+    project part parses (a folder holding it then has a project to report it under)."""
+    try:
+        return parse_filename(filename).name
+    except (InputError, InvalidVersion, ValueError):
+        name = salvaged(filename)[0] if filename.endswith(".whl") else ""
+        return canonicalize_name(name) if name else None
+
+
+def suggested_name(project: str, version: str, tag_lines: list[str]) -> str | None:
+    """``{name}-{version}-{tags}.whl`` from metadata, escaped as the wheel spec says, with the
+    Tag lines that parse (bdist_wheel wrote ``Tag: 9-none-any`` for ``py3.9``), or None when
+    no valid name results (no valid tag, tags that no one compressed set spells)."""
+    tags: set[Tag] = set()
+    for line in tag_lines[:64]:
+        try:
+            tags |= parse_tag(line.strip())
+        except (InvalidTag, ValueError):
+            continue
+    parts = [sorted({getattr(t, f) for t in tags}) for f in ("interpreter", "abi", "platform")]
+    if not tags or len(parts[0]) * len(parts[1]) * len(parts[2]) != len(tags):
+        return None
+    try:
+        name = f"{canonicalize_name(project).replace('-', '_')}-{Version(version)}-{'-'.join('.'.join(p) for p in parts)}.whl"
+        parse_wheel_filename(name)
+    except (InvalidVersion, InvalidWheelFilename):
+        return None
+    return name
