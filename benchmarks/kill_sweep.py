@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import base64
 import builtins
+import contextlib
 import hashlib
 import importlib.util
 import io
@@ -48,6 +49,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import zipfile
@@ -473,6 +475,21 @@ def timed(env: Env, kills: int, seed: int = 0, pip_every: int = 25) -> Iterator[
         )
 
 
+@contextlib.contextmanager
+def scratch(fallback: Path) -> Iterator[Path]:
+    """A work folder in memory (/dev/shm) when there is one, else ``fallback``: a kill sees
+    the page cache on any file system, and a sweep's thousands of fsyncs then cost nothing."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield fallback
+        return
+    work = Path(tempfile.mkdtemp(prefix="kill-sweep-", dir=shm))
+    try:
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def load_code(path: Path | None) -> ModuleType:
     """The installing module to sweep: the package's, or another ``installing.py``."""
     if path is None:
@@ -504,8 +521,6 @@ def summary(points: list[Point]) -> dict[str, Any]:
 
 
 def main() -> None:
-    import tempfile
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--code", type=Path, help="another installing.py to sweep (e.g. the one before the journal)")
     ap.add_argument("--modules", type=int, default=0, help="extra modules per version (more points)")
@@ -515,10 +530,12 @@ def main() -> None:
     ap.add_argument("--repair-every", type=int, default=0, help="also kill the recovery, after every N-th")
     ap.add_argument("--json", type=Path, help="write the summary and the broken points here")
     ap.add_argument("--show", type=int, default=5, help="print this many broken points")
+    ap.add_argument("--on-disk", action="store_true", help="the venv on disk, not in /dev/shm (slower)")
     args = ap.parse_args()
     code = load_code(args.code)
-    with tempfile.TemporaryDirectory() as tmp:
-        env = Env.create(Path(tmp), code, args.modules)
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        work = Path(tmp) if args.on_disk else stack.enter_context(scratch(Path(tmp)))
+        env = Env.create(work, code, args.modules)
         t0 = time.perf_counter()
         points = list(sweep(env, stride=args.stride))
         if args.again:

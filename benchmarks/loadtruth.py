@@ -424,6 +424,14 @@ def units(files: list[str], alternatives: list[dict[str, Any]]) -> dict[str, lis
     for f in files:
         key = FFMPEG_BUILD.sub(r"\1~\2", FLAVOUR.sub("~", release_key.get(f, f)))
         out.setdefault(key, []).append(f)
+    # a file named as a flavoured unit without its flavour word is that unit's default build,
+    # which the package loads only where it has no flavour for the torch it finds
+    # (torch-memory-saver: ``hook.abi3.so`` beside ``hook_cu12.abi3.so``, ``hook_cu13.abi3.so``)
+    defaults = {re.sub(r"[_.-]?~", "", k): k for k, members in out.items() if len(members) > 1 and "~" in k}
+    for key in list(out):
+        target = defaults.get(key)
+        if target is not None and target != key:
+            out[target].extend(out.pop(key))
     return out
 
 
@@ -611,8 +619,12 @@ def load_truths(env: Env, todo: list[tuple[Wheel, dict[str, list[str]]]]) -> Non
     found = probe_env(env, jobs)
     for w, groups in todo:
         own = {Path(m).name for members in groups.values() for m in members}
+        # a runtime the wheel's own requirements install ([[support]]: lmdeploy's nvidia-*-cu12)
+        # is there for it whatever torch this is
+        brought = {p.name for p in w.installed.rglob("*.so*")} if w.support else set()
         files = {
-            rel: judge_external(res, w.installed / rel, have, own) for rel, res in found[w.filename].items()
+            rel: judge_external(res, w.installed / rel, have | brought, own)
+            for rel, res in found[w.filename].items()
         }
         follow_siblings(files)
         unit_status, loaded_by = {}, {}

@@ -9,17 +9,21 @@ The release: ``twidx`` 1.0.0 built three ways (stable 2.10, stable 2.12, unstabl
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
+import re
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
-from .helpers import fixture_wheels_module, torchwheel
+from .helpers import REPO, fixture_wheels_module, torchwheel
 from .index_server import Behaviour, self_signed, serve
 from .publish_helpers import (
     DEPENDENCY,
@@ -30,6 +34,10 @@ from .publish_helpers import (
     venv_with_torch,
 )
 from .release_set import site_files
+
+sys.path.insert(0, str(REPO / "fixtures"))
+import hostile
+import hostile_net as hn
 
 PLAN = ("--python-version", "3.11", "--platform", "manylinux_2_28_x86_64")
 NEWER = f"twidx-1.1.0-{TAGS}.whl"
@@ -72,6 +80,12 @@ def site(release: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def site_newer(release: Path, newer: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _index([release, newer], tmp_path_factory.mktemp("site2") / "site")
+
+
+@pytest.fixture
+def venv_python(tmp_path: Path) -> Path:
+    """A fresh environment with a stub torch 2.12 (``install``'s target)."""
+    return venv_with_torch(tmp_path / "venv", "2.12.0", tmp_path / "stub")
 
 
 @pytest.fixture
@@ -224,7 +238,7 @@ def test_credentials_in_the_url_are_sent_and_never_shown(site: Path) -> None:
             "select", "--torch", "2.12", *PLAN, "-i", url.replace("://", "://user:wrong@") + "/simple/"
         )
     assert bad.returncode == 2 and "HTTP 401" in bad.stderr
-    assert "wrong" not in bad.stderr + bad.stdout and "://***@127.0.0.1" in bad.stderr
+    assert "wrong" not in bad.stderr + bad.stdout and f"{url}/simple/: HTTP 401" in bad.stderr  # dropped
 
 
 def test_only_http_redirects_and_links_are_followed(site: Path, tmp_path: Path) -> None:
@@ -307,3 +321,82 @@ def test_install_upgrade_and_unmet_requirements_from_a_hosted_index(
     same = torchwheel("install", "--upgrade", "--python", str(python), "-i", f"{url}/simple/")
     assert same.returncode == 0 and "unchanged" in same.stdout
     assert site_files(python) == after
+
+
+def test_a_pep_691_filename_names_the_file_not_the_url(site: Path, tmp_path: Path) -> None:
+    """A content-addressed store serves ``/blobs/<sha256>``: the wheel's name (its project,
+    version and tags) comes from ``filename``, and the download is saved under it."""
+    root = tmp_path / "site"
+    shutil.copytree(site, root)
+    (root / "blobs").mkdir()
+    files = []
+    for f in sorted((root / "files").glob("*.whl")):
+        digest = hashlib.sha256(f.read_bytes()).hexdigest()
+        f.rename(root / "blobs" / digest)
+        files.append({"filename": f.name, "url": f"../../blobs/{digest}", "hashes": {"sha256": digest}})
+    doc = {"meta": {"api-version": "1.1"}, "name": "twidx", "files": files}
+    (root / "simple" / "twidx" / "index.json").write_text(json.dumps(doc))
+    with serve(root) as (url, server):
+        code, out, err = _select("--torch", "2.12", *PLAN, "-i", f"{url}/simple/", "--name", "twidx")
+    assert code == 0, err
+    assert _project(out)["chosen"]["file"] == labelled("212")
+    assert any(p.startswith("/blobs/") for p in server.requests)
+
+
+SECRETS = sorted(hn.SECRETS)
+PIECES = re.split(r"[#/?]", hn.SECRET)  # each run of it between the raw delimiters
+WRONG = "W" + hn.SECRET  # a wrong password: still a secret, still never shown
+
+
+def _leaks(text: str, password: str) -> list[str]:
+    token = base64.b64encode(f"user:{password}".encode()).decode()
+    forms = [*PIECES, quote(password, safe=""), token]
+    return [f for f in forms if f in text]
+
+
+@pytest.mark.parametrize("name", SECRETS)
+def test_the_password_reaches_no_output_of_any_command(
+    name: str, site: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Every command that takes a URL, in each format, on success and on each way of
+    failing, with a password that holds a raw "#", "/" and "?" (``urlsplit`` reads it as a
+    port, a path and a query, and the old masking printed it whole): stdout, stderr and
+    every file written (the index tree and its constraints.txt, the installed dist-info,
+    TMPDIR) are searched for it, its pieces, its %-encoded and its Basic-auth forms."""
+    command, fmt, path = hn.SECRETS[name]
+    venv_python: Path = request.getfixturevalue("venv_python") if command == "install" else Path()
+    tls = self_signed(tmp_path / "tls")
+    password = WRONG if path == "401" else hn.SECRET
+    out, tmp = tmp_path / "out", tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "SSL_CERT_FILE": str(tls / "cert.pem"), "TMPDIR": str(tmp)}
+    with serve(site, Behaviour(token=hn.SECRET), tls=tls) as (base, _):
+        if path == "refused":
+            base = "https://127.0.0.1:9"  # nothing listens there
+        root = base.replace("://", f"://user:{password}@") + "/simple/"
+        page = root + ("nosuch/" if path == "missing" else "")
+        formats = ("--format", fmt) if fmt != "text" else ()
+        args = {
+            "select": ["select", *formats, "--torch", "2.12", *PLAN, "-i", root, "--name",
+                       "nosuch" if path == "missing" else "twidx"],
+            "matrix": ["matrix", *formats, page],
+            "index": ["index", page, "-o", str(out)],
+            "install": ["install", "--python", str(venv_python), "-i",
+                        page if path == "missing" else root.replace("/simple/", "/torch-2.10/simple/")],
+        }[command]  # fmt: skip
+        result = torchwheel(*args, env=env)
+    want = hostile.CASES[name].expect.codes
+    assert result.returncode in want, (result.returncode, result.stdout[-400:], result.stderr[-400:])
+    assert "Traceback" not in result.stderr
+    written = [p for d in (out, tmp) if d.exists() for p in d.rglob("*") if p.is_file()]
+    if command == "install" and path == "ok":
+        written += [p for p in installed_dist_info(venv_python, "twidx").rglob("*") if p.is_file()]
+        assert result.returncode == 0, result.stderr
+    if command == "index" and path == "ok":
+        assert any(p.name == "constraints.txt" for p in written) and any(p.suffix == ".html" for p in written)
+    texts = {"stdout": result.stdout, "stderr": result.stderr}
+    texts |= {str(p.relative_to(tmp_path)): p.read_bytes().decode("utf-8", "replace") for p in written}
+    leaks = {where: found for where, text in texts.items() if (found := _leaks(text, password))}
+    assert not leaks, leaks
+    if path != "ok":
+        assert result.stderr.count("\n") == 1 or result.returncode == 1, result.stderr

@@ -10,6 +10,7 @@ The wheels are built here with ``fixtures/wheels.py`` from the compiled fixtures
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -42,7 +43,10 @@ def test_the_reason_and_the_name_to_rename_to() -> None:
     assert str(caught.value).startswith("k2-1.23.4-py3.9-none-any.whl: not a valid wheel file name")
     assert isinstance(caught.value, InputError)  # every caller's existing refusal still holds
     assert suggested_name("k2", "1.23.4", ["py3-none-any", "9-none-any"]) == "k2-1.23.4-py3-none-any.whl"
-    assert suggested_name("Demo.Pkg", "1.0", ["cp39-abi3-linux_x86_64"]) == "demo_pkg-1.0-cp39-abi3-linux_x86_64.whl"
+    assert (
+        suggested_name("Demo.Pkg", "1.0", ["cp39-abi3-linux_x86_64"])
+        == "demo_pkg-1.0-cp39-abi3-linux_x86_64.whl"
+    )
     assert suggested_name("k2", "1.0", ["9-none-any"]) is None  # no tag that parses
     assert suggested_name("k2", "1.0", ["cp39-cp39-linux_x86_64", "cp310-abi3-win32"]) is None  # no one name
     assert suggested_name("k2", "not a version", ["py3-none-any"]) is None
@@ -52,7 +56,7 @@ def test_the_reason_and_the_name_to_rename_to() -> None:
     ("filename", "project", "version"),
     [
         ("k2-1.23.4-py3.9-none-any.whl", "k2", "1.23.4"),
-        ("demo-1.0.x-py3-none-any.whl", "demo", ""),  # the version does not parse
+        ("demo-1.0.x-py3-none-any.whl", "", ""),  # the version does not parse: nor is "demo" sure
         ("bad name-1.0-py3-none-any.whl", "", ""),  # nor the project
         ("demo-1.0-py3-none.whl", "", ""),  # four parts: nothing is where it should be
     ],
@@ -62,7 +66,9 @@ def test_salvaged_parts(filename: str, project: str, version: str) -> None:
     assert project_of(filename) == (project or None)
 
 
-def test_check_reads_it_and_reports_the_real_findings(built_fixtures: dict[str, Path], tmp_path: Path) -> None:
+def test_check_reads_it_and_reports_the_real_findings(
+    built_fixtures: dict[str, Path], tmp_path: Path
+) -> None:
     wheel = _k2_like(built_fixtures, tmp_path)
     result = torchwheel("check", "--no-config", "--format", "json", str(wheel), cwd=tmp_path)
     assert result.returncode == 1, result.stderr
@@ -115,9 +121,12 @@ def test_tag_refuses_with_the_name_to_rename_to(built_fixtures: dict[str, Path],
         refused = torchwheel("tag", *args, str(wheel), cwd=tmp_path)
         lines = refused.stderr.strip().splitlines()
         assert refused.returncode == 2 and len(lines) == 1, refused.stderr
-        assert "not a valid wheel file name" in lines[0] and "rename it to demo_k-1.0.0-py3-none-any.whl" in lines[0]
+        assert (
+            "not a valid wheel file name" in lines[0]
+            and "rename it to demo_k-1.0.0-py3-none-any.whl" in lines[0]
+        )
     assert not (tmp_path / "out").exists()
-    with pytest.raises(InputError, match="rename it to demo_k-1.0.0-py3-none-any.whl first"):
+    with pytest.raises(InputError, match=re.escape("rename it to demo_k-1.0.0-py3-none-any.whl first")):
         WheelArchive(wheel)  # strict: every caller but check/show and the selection
 
 
@@ -132,7 +141,9 @@ def test_folder_commands_report_it_under_its_project_and_go_on(
     assert "chose demo_stable" in chosen.stdout, chosen.stdout + chosen.stderr
     assert f"skipped {bad}: {bad.name}: TW414" in chosen.stdout
     line = chosen.stderr.strip()
-    assert chosen.returncode == 2 and line.count("\n") == 0 and "demo-k: a candidate could not be read" in line
+    assert (
+        chosen.returncode == 2 and line.count("\n") == 0 and "demo-k: a candidate could not be read" in line
+    )
     named = torchwheel("select", *PLAN, "--name", "demo-stable", str(folder), cwd=tmp_path)
     assert named.returncode == 0, named.stderr  # another project's bad name spoils nothing
     asked = torchwheel("select", "--format", "json", *PLAN, "--name", "demo-k", str(folder), cwd=tmp_path)
@@ -142,5 +153,26 @@ def test_folder_commands_report_it_under_its_project_and_go_on(
     assert "demo_stable" in grid.stdout and f"skipped {bad}: {bad.name}: TW414" in grid.stdout
     assert grid.returncode == 2 and grid.stderr.strip().count("\n") == 0
     published = torchwheel("index", str(folder), "-o", str(tmp_path / "idx"), cwd=tmp_path)
-    assert published.returncode == 2 and "TW414" in published.stderr and published.stderr.strip().count("\n") == 0
+    assert (
+        published.returncode == 2
+        and "TW414" in published.stderr
+        and published.stderr.strip().count("\n") == 0
+    )
     assert not (tmp_path / "idx").exists()  # index vouches for every file it publishes
+
+
+def test_a_name_with_no_part_that_parses_is_read_from_its_metadata(tmp_path: Path) -> None:
+    """Once a bad archive of tests/test_check.py (exit 2): the zip and .dist-info parse, so the
+    wheel is read, its name judged (TW414, the rename from METADATA) beside its RECORD (TW401)."""
+    wheel = tmp_path / "not-a-valid-wheel-name.whl"
+    wheel.write_bytes(fixture_wheels_module()._minimal([]))
+    result = torchwheel("check", "--no-config", "--format", "json", str(wheel), cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    findings = {f["code"]: f["message"] for f in json.loads(result.stdout)["findings"]}
+    assert set(findings) == {"TW401", "TW414"}
+    assert (
+        "(invalid version)" in findings["TW414"]
+        and "rename it to bad-1.0-py3-none-any.whl" in findings["TW414"]
+    )
+    tagged = torchwheel("tag", "--dry-run", str(wheel), cwd=tmp_path)
+    assert tagged.returncode == 2 and tagged.stderr.strip().count("\n") == 0, tagged.stderr

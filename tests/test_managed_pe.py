@@ -10,7 +10,6 @@ pinned by sha256 (77,785 bytes; a failed download fails the test, it is never sk
 from __future__ import annotations
 
 import json
-import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -19,8 +18,7 @@ import lief
 import pytest
 
 from torchwheel.analysis.load import load
-from torchwheel.binary import BinaryError, read_binary
-from torchwheel.binary import memberscan
+from torchwheel.binary import BinaryError, memberscan, read_binary
 from torchwheel.rules import REGISTRY
 from torchwheel.rules.registry import Policy
 from torchwheel.torchabi.symtable import load_shipped
@@ -28,8 +26,7 @@ from torchwheel.torchabi.symtable import load_shipped
 from .helpers import FIXTURES, REPO, fixture_wheels_module, load_script, torchwheel
 from .test_memberscan import chunked
 
-sys.path.insert(0, str(FIXTURES))
-import managed_pe as m  # noqa: E402
+m = load_script("torchwheel_managed_pe", FIXTURES / "managed_pe.py")
 
 AIKERNEL = "aikernel_cuda13_libtorch2_12_win_x64-0.1.2-py3-none-win_amd64.whl"
 AIKERNEL_SHA256 = "f6cdf779373b7a751a3e6adbb36c12025cbadd8fd2eba1dfded92d62005178ad"
@@ -63,7 +60,13 @@ def aikernel() -> Path:
     if not path.is_file() or corpus.file_sha256(path) != AIKERNEL_SHA256:
         try:
             corpus.download_pinned(
-                "aikernel-cuda13-libtorch2-12-win-x64", "0.1.2", AIKERNEL, AIKERNEL_SHA256, ["win_amd64"], "3.11", path
+                "aikernel-cuda13-libtorch2-12-win-x64",
+                "0.1.2",
+                AIKERNEL,
+                AIKERNEL_SHA256,
+                ["win_amd64"],
+                "3.11",
+                path,
             )
         except corpus.CorpusError as exc:
             pytest.fail(str(exc))
@@ -102,7 +105,7 @@ def test_generated_assemblies_read_as_lief_reads_them(kind: str) -> None:
 
 def test_the_real_assembly_is_anycpu_and_lief_agrees(assembly: bytes) -> None:
     (s,) = read_binary(assembly, ASSEMBLY).slices
-    assert s.clr is not None and s.clr.flags == m.ILONLY and s.clr.runtime == (2, 5) and not s.clr.pe32plus
+    assert s.clr is not None and s.clr.flags == m.ILONLY and not s.clr.pe32plus
     assert (s.arch, s.runs_in, s.arch_label) == ("x86", "any", "managed (.NET, AnyCPU)")
     assert _lief_clr(assembly) == (m.I386, 0x2008, 72, m.ILONLY)
 
@@ -152,7 +155,9 @@ def _tw405(kind: str, platform: str, tmp: Path) -> list[str]:
     wheels = fixture_wheels_module()
     dll = tmp / f"{kind}.dll"
     dll.write_bytes(m.managed_dll(**KINDS[kind][0]))
-    spec = wheels.WheelSpec(kind, "netprobe", f"py3-none-{platform}", ((f"netprobe/{kind}.dll", kind),), requires=())
+    spec = wheels.WheelSpec(
+        kind, "netprobe", f"py3-none-{platform}", ((f"netprobe/{kind}.dll", kind),), requires=()
+    )
     path = wheels.write_wheel(tmp / platform / spec.filename, spec, {kind: dll})
     (facts,) = load((path,), (), load_shipped())
     return [f.message for f in REGISTRY["TW405"].run(facts, Policy(), str(path))[0]]
@@ -193,7 +198,9 @@ def test_show_names_a_managed_assembly(tmp_path: Path) -> None:
     wheels = fixture_wheels_module()
     dll = tmp_path / "anycpu.dll"
     dll.write_bytes(m.managed_dll())
-    spec = wheels.WheelSpec("n", "netprobe", "py3-none-win_amd64", (("netprobe/Probe.dll", "anycpu"),), requires=())
+    spec = wheels.WheelSpec(
+        "n", "netprobe", "py3-none-win_amd64", (("netprobe/Probe.dll", "anycpu"),), requires=()
+    )
     path = wheels.write_wheel(tmp_path / spec.filename, spec, {"anycpu": dll})
     shown = torchwheel("show", str(path))
     assert shown.returncode == 0, shown.stderr
@@ -217,3 +224,17 @@ def test_the_real_wheel_has_no_false_tw405(aikernel: Path) -> None:
     shown = torchwheel("show", str(aikernel))
     row = next(line for line in shown.stdout.splitlines() if ASSEMBLY in line)
     assert "pe/managed (.NET, AnyCPU)" in row and "managed-assembly" in row
+
+
+@pytest.mark.parametrize(
+    ("kind", "loads"), [("anycpu", True), ("x86_only", False), ("mixed_mode_x86", False)]
+)
+def test_compat_loads_an_anycpu_assembly_beside_a_64_bit_torch(kind: str, loads: bool) -> None:
+    """``compat --against`` a win_amd64 torch: an AnyCPU assembly runs in torch's process; one
+    that needs a 32-bit process, or holds x86 code, cannot."""
+    from torchwheel.analysis.torchcompat import compare_slice
+    from torchwheel.torchabi.torchlibs import TorchLibraries
+
+    torch = TorchLibraries("test", "2.12.0", {"c10.dll": frozenset()}, frozenset({("pe", "x86_64")}))
+    (s,) = read_binary(m.managed_dll(**KINDS[kind][0]), f"{kind}.dll").slices
+    assert compare_slice(f"{kind}.dll", "pe", s, torch, load_shipped()).loads is loads

@@ -94,7 +94,8 @@ def compare_slice(
     imports = [imp for imp in facts.imports if is_torch_import(imp.name, table)]  # distinct (slice_facts)
     names = tuple(sorted({imp.name for imp in imports}))
     unstable = sum(1 for n in names if is_unstable(n))
-    if (fmt, facts.arch) not in torch.platforms:
+    # an AnyCPU .NET assembly runs in torch's process whatever its PE machine field says
+    if facts.runs_in != "any" and (fmt, facts.arch) not in torch.platforms:
         have = ", ".join(f"{f}/{a}" for f, a in sorted(torch.platforms))
         problem = f"built for {fmt}/{facts.arch}, but the torch libraries are {have}"
         return SliceCompat(member, fmt, facts.arch, names, (), problem, unstable)

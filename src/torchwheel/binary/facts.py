@@ -49,11 +49,10 @@ class ExportedMarker:
     problem: str | None = None
 
 
-# IMAGE_COR20_HEADER.Flags (ECMA-335 II.25.3.3.1)
+# IMAGE_COR20_HEADER.Flags (ECMA-335 II.25.3.3.1) that decide where the code runs; the others
+# (NATIVE_ENTRYPOINT 0x10, 32BITPREFERRED 0x20000, STRONGNAMESIGNED 0x8) change nothing here
 CLR_ILONLY = 0x1
 CLR_32BITREQUIRED = 0x2
-CLR_NATIVE_ENTRYPOINT = 0x10
-CLR_32BITPREFERRED = 0x20000
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,6 @@ class ClrHeader:
     """
 
     flags: int
-    runtime: tuple[int, int]  # MajorRuntimeVersion, MinorRuntimeVersion (2.5 for every CLR 2+)
     pe32plus: bool
 
     @property

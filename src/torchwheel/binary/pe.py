@@ -272,7 +272,7 @@ def _clr(buf: Buf, h: _Headers) -> ClrHeader | None:
             f"CLR runtime header is {size} bytes, fewer than the {_CLR_HEADER} of IMAGE_COR20_HEADER"
         )
     raw = _get(buf, _at(h, rva, "CLR runtime header"), _CLR_HEADER, "CLR runtime header")
-    cb, major, minor, md_rva, md_size, flags = struct.unpack_from("<IHHIII", raw)
+    cb, _, _, md_rva, md_size, flags = struct.unpack_from("<IHHIII", raw)  # runtime version: 2.5 always
     if cb < _CLR_HEADER:
         raise BinaryError(
             f"CLR runtime header says it is {cb} bytes, fewer than the {_CLR_HEADER} it must be"
@@ -282,7 +282,7 @@ def _clr(buf: Buf, h: _Headers) -> ClrHeader | None:
     signature = _get(buf, _at(h, md_rva, "CLR metadata"), 4, "CLR metadata")
     if signature != _CLR_METADATA_SIGNATURE:
         raise BinaryError(f"CLR metadata at RVA {md_rva:#x} lacks the BSJB signature")
-    return ClrHeader(flags, (major, minor), h.pe32plus)
+    return ClrHeader(flags, h.pe32plus)
 
 
 def _section_names(buf: Buf, h: _Headers) -> list[str]:

@@ -132,7 +132,7 @@ class _Walk:
 
     def source(self, source: str, index: bool) -> None:
         if fetch.is_remote(source):
-            self._hosted_source(source, index)
+            self._hosted_source(self.session.remember(source), index)
             return
         path = source_path(source)
         if path.is_file() and path.suffix == ".whl":
@@ -164,7 +164,9 @@ class _Walk:
             if not self._keeps(name):
                 continue
             count = self.per_project[name] = self.per_project.get(name, 0) + 1
-            limit.check(f"{origin}: the number of wheels of the project {name or '(not a wheel name)'}", count)
+            limit.check(
+                f"{origin}: the number of wheels of the project {name or '(not a wheel name)'}", count
+            )
             if link.yanked:
                 self.out.unopened.append(Skipped(fetch.shown(link.url), f"yanked on {origin}", name))
             elif fetch.is_remote(link.url):

@@ -16,8 +16,8 @@ Time is one budget per command (``Session``), not a timeout per socket call: a s
 timeout restarts with every byte, so a server that drips one byte every half second would
 hold a command for ever. Every read from the socket (status line, headers, body, chunk
 sizes) first checks the command's deadline and sets the socket's timeout to what is left of
-it (``http-timeout`` at most); a connect gets the same timeout, and a TLS handshake, which
-reads inside ``ssl``, is cut by a timer that shuts the socket down at the deadline.
+it (``http-timeout`` at most); a connect and a TLS handshake (which ``ssl`` bounds as a
+whole by that timeout) get the same.
 """
 
 from __future__ import annotations
@@ -29,12 +29,11 @@ import io
 import os
 import re
 import socket
-import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -219,23 +218,8 @@ class _TimedConnection(http.client.HTTPConnection):
 
 
 class _TimedHTTPSConnection(_TimedConnection, http.client.HTTPSConnection):
-    """``ssl`` reads the handshake itself, each read with the socket's timeout: only shutting
-    the socket down at the deadline cuts a handshake that drips (a timer: 1 ms a request)."""
-
-    def connect(self) -> None:
-        timer = threading.Timer(max(0.0, self.budget.left()), self._cut)
-        timer.daemon = True
-        timer.start()
-        try:
-            super().connect()
-        finally:
-            timer.cancel()
-
-    def _cut(self) -> None:
-        sock = self.sock
-        if sock is not None:
-            with suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+    """The TLS handshake needs nothing more: ``ssl`` bounds a whole handshake by the socket's
+    timeout (one deadline, not one per read), and ``connect`` sets it to what is left."""
 
 
 class _HTTP(urllib.request.HTTPHandler):
@@ -298,17 +282,27 @@ class Session:
         self.budget = _Budget()
         self._opener = urllib.request.build_opener(_Redirects(self), _HTTP(self), _HTTPS(self))
 
-    def _request(self, url: str, accept: str) -> urllib.request.Request:
+    def remember(self, url: str) -> str:
+        """``url`` without its user part, whose credentials are kept for its host: a source
+        given on the command line is stripped here, before anything joins, parses or shows
+        it (``urljoin`` too reads a raw "#" in a password as the start of a fragment)."""
         bare, user = split_credentials(url)
+        if user is not None:  # pip's convention: user:password@host, or a token as the user
+            netloc = urlsplit(bare).netloc
+            if not _HOST_PORT.fullmatch(netloc):
+                raise InputError(f"{shown(url)}: not a URL torchwheel can request (its host or port)")
+            name, _, password = user.partition(":")
+            token = base64.b64encode(f"{unquote(name)}:{unquote(password)}".encode()).decode()
+            self._auth[netloc.lower()] = f"Basic {token}"
+        return bare
+
+    def _request(self, url: str, accept: str) -> urllib.request.Request:
+        bare = self.remember(url)
         parts = urlsplit(bare)
         if parts.scheme.lower() not in REMOTE_SCHEMES:
             raise InputError(f"{shown(url)}: only http(s) links are followed from a hosted page")
         if not _HOST_PORT.fullmatch(parts.netloc):
             raise InputError(f"{shown(url)}: not a URL torchwheel can request (its host or port)")
-        if user is not None:  # pip's convention: user:password@host, or a token as the user
-            name, _, password = user.partition(":")
-            token = base64.b64encode(f"{unquote(name)}:{unquote(password)}".encode()).decode()
-            self._auth[parts.netloc.lower()] = f"Basic {token}"
         req = urllib.request.Request(
             bare, headers={"Accept": accept, "User-Agent": f"torchwheel/{__version__}"}
         )
@@ -329,7 +323,9 @@ class Session:
         if self.budget.spent():
             return self.budget.out_of_time(url)
         lim = current().http_timeout
-        return InputError(f"{shown(url)}: {what} for {lim.value:,} s (the limit http-timeout: raise it with {lim.env})")
+        return InputError(
+            f"{shown(url)}: {what} for {lim.value:,} s (the limit http-timeout: raise it with {lim.env})"
+        )
 
     @contextmanager
     def _open(self, url: str, accept: str) -> Iterator[http.client.HTTPResponse]:
@@ -383,7 +379,9 @@ class Session:
         with self._open(url, accept) as response:
             body = b"".join(self._chunks(response, url, limit))
             headers = response.headers
-            return Response(response.geturl(), headers.get_content_type(), body, headers.get_content_charset())
+            return Response(
+                response.geturl(), headers.get_content_type(), body, headers.get_content_charset()
+            )
 
     def download(self, url: str, dest: Path, hashes: Mapping[str, str], size: int | None) -> None:
         """Stream a file to ``dest``, hashing as it comes; it is renamed into place only when

@@ -16,6 +16,7 @@ from typing import Any
 
 from torchwheel.install.candidates import Candidate
 from torchwheel.install.choose import fit, needed_minors
+from torchwheel.report.textsafe import markdown_cell, markdown_code
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, builds_text, representative_backends
 from torchwheel.torchabi.need import Verdict
 from torchwheel.torchabi.releases import Minor, known_minors, show_minor
@@ -161,10 +162,6 @@ def text(m: Matrix, why: bool, legend: bool = True) -> str:
     return "\n".join(lines)
 
 
-def _md_escape(s: str) -> str:
-    return s.replace("|", "\\|").replace("`", "'").replace("\n", " ")
-
-
 def markdown(m: Matrix, why: bool, legend: bool = True) -> str:
     groups = _groups(m)
     head = _header(m, groups)
@@ -175,10 +172,10 @@ def markdown(m: Matrix, why: bool, legend: bool = True) -> str:
     ]
     for r in m.rows:
         cells = [SYMBOL[r.cells[g[0]].cell] for g in groups]
-        lines.append(f"| `{_md_escape(r.cand.filename)}` | " + " | ".join(cells) + " |")
+        lines.append(f"| `{markdown_cell(r.cand.filename)}` | " + " | ".join(cells) + " |")
     lines += ["", _footer(m)] if legend else []
     if why:
-        lines += ["", "```", *_why(m), "```"]
+        lines += ["", "```", *map(markdown_code, _why(m)), "```"]
     return "\n".join(lines)
 
 

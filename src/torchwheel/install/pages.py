@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from html.parser import HTMLParser
 from posixpath import basename
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
@@ -92,7 +93,7 @@ class Link:
     size: int | None = None
     name: str | None = None
 
-    @property
+    @cached_property  # asked for several times per link, and a page may hold 100,000
     def filename(self) -> str:
         if self.name is not None:
             return self.name
@@ -122,7 +123,9 @@ def requires_python(text: str | None, where: str) -> str | None:
         return None
     lim = current()
     lim.max_requires_python_length.check(f"{where}: the length of a requires-python", len(text))
-    lim.max_requires_python_clauses.check(f"{where}: the number of clauses in a requires-python", text.count(",") + 1)
+    lim.max_requires_python_clauses.check(
+        f"{where}: the number of clauses in a requires-python", text.count(",") + 1
+    )
     return text
 
 
@@ -225,8 +228,12 @@ def _text(data: bytes, charset: str | None, where: str) -> str:
         ) from exc
     except UnicodeError as exc:
         at = f"byte {exc.start:,}" if isinstance(exc, UnicodeDecodeError) else "its text"
-        said = "the charset its Content-Type names" if charset else "read as UTF-8: no charset is declared"
-        raise InputError(f"{where}: unreadable index page ({at} is not valid {quoted(encoding, 40)}, {said})") from exc
+        said = (
+            f"{quoted(encoding, 40)}, the charset its Content-Type names"
+            if charset
+            else ("UTF-8, and no charset is declared")
+        )
+        raise InputError(f"{where}: unreadable index page ({at} is not valid {said})") from exc
 
 
 def parse(data: bytes, url: str, is_json: bool, where: str, charset: str | None = None) -> Page:

@@ -135,16 +135,19 @@ class _Fetcher:
         except UnicodeDecodeError:
             return ""  # the wheel's own METADATA is judged after download
         try:
-            spec = pages.requires_python(HeaderParser().parsestr(text).get("Requires-Python"), "its .metadata file")
+            spec = pages.requires_python(
+                HeaderParser().parsestr(text).get("Requires-Python"), "its .metadata file"
+            )
         except InputError as exc:
             self.skip(f, str(exc), listed.wheel.name)
             return None
         return _python_excludes(spec, target, "its .metadata") or _torch_excludes(text, target)
 
     def download(self, f: HostedFile, name: NormalizedName | None) -> Candidate | None:
-        self.count += 1
-        folder = self.scratch / str(self.count)
-        folder.mkdir()
+        # a folder per wheel kept (two pages may list one file name), reused after a failed
+        # download: 2,000 links that answer 404 make one folder, not 2,000
+        folder = self.scratch / str(self.count + 1)
+        folder.mkdir(exist_ok=True)
         dest = folder / f.link.filename
         try:
             self.session.download(f.link.url, dest, f.link.hashes, f.link.size)
@@ -152,8 +155,10 @@ class _Fetcher:
         except fetch.Exhausted:
             raise
         except (InputError, InvalidVersion, ValueError) as exc:
+            dest.unlink(missing_ok=True)
             self.skip(f, str(exc), name)
             return None
+        self.count += 1
         return dataclasses.replace(cand, url=f.where)
 
 

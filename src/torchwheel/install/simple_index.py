@@ -19,7 +19,6 @@ to ``OUT`` and renamed into place, so a reader never sees half an index.
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import os
 import shutil
@@ -37,6 +36,7 @@ from torchwheel.install.candidates import Candidate, Gathered
 from torchwheel.install.choose import fit, preference
 from torchwheel.install.discovery import gathering
 from torchwheel.limits import current
+from torchwheel.report.textsafe import html_text
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, representative_backends
 from torchwheel.torchabi.releases import Minor, known_minors, show_minor
 from torchwheel.torchabi.symtable import SymbolTable
@@ -154,7 +154,7 @@ def _page(title: str, body: list[str]) -> str:
     return (
         "<!DOCTYPE html>\n<html>\n<head>\n"
         '<meta name="pypi:repository-version" content="1.0">\n'
-        f"<title>{html.escape(title)}</title>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
+        f"<title>{html_text(title)}</title>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
     )
 
 
@@ -162,10 +162,10 @@ def _link(e: Entry, up: str) -> str:
     c = e.cand
     attrs = [f'href="{up}{FILES}/{quote(c.filename)}#sha256={c.sha256}"']
     if c.requires_python is not None:
-        attrs.append(f'data-requires-python="{html.escape(str(c.requires_python), quote=True)}"')
+        attrs.append(f'data-requires-python="{html_text(str(c.requires_python))}"')
     digest = f"sha256={_sha(e.metadata)}"
     attrs += [f'data-dist-info-metadata="{digest}"', f'data-core-metadata="{digest}"']
-    return f"<a {' '.join(attrs)}>{html.escape(c.filename)}</a><br>"
+    return f"<a {' '.join(attrs)}>{html_text(c.filename)}</a><br>"
 
 
 def _write_simple(
@@ -177,14 +177,14 @@ def _write_simple(
         projects.setdefault(e.cand.name, []).append(e)
     root.mkdir(parents=True, exist_ok=True)
     names = sorted(projects)
-    body = [f'<a href="{quote(n)}/">{html.escape(n)}</a><br>' for n in names]
+    body = [f'<a href="{quote(n)}/">{html_text(n)}</a><br>' for n in names]
     (root / "index.html").write_text(_page("Simple index", body), "utf-8")
     for name in names:
         links = [_link(e, up) for e in sorted(projects[name], key=lambda e: e.cand.filename)]
         releases = {(name, str(e.cand.version)) for e in projects[name] if e.variant is not None}
         for key in sorted(releases):
             vfile, digest = variants_files[key]
-            links.append(f'<a href="{up}{FILES}/{quote(vfile)}#sha256={digest}">{html.escape(vfile)}</a><br>')
+            links.append(f'<a href="{up}{FILES}/{quote(vfile)}#sha256={digest}">{html_text(vfile)}</a><br>')
         (root / name).mkdir()
         (root / name / "index.html").write_text(_page(f"Links for {name}", links), "utf-8")
 

@@ -1,17 +1,27 @@
 """Findings as GitHub Actions workflow commands (``check --format github``): one annotation
-per finding, escaped so that no text from a wheel can end the command or start another."""
+per finding, escaped so that no text from a wheel can end the command or start another, and
+none can reach the log raw: the runner prints an annotation's message into the job log,
+where ESC, BEL or a bidi override would act as they do in a terminal."""
 
 from __future__ import annotations
 
 from torchwheel.report.findings import more_text
+from torchwheel.report.textsafe import defuse
 from torchwheel.rules.codes import BY_CODE
 from torchwheel.rules.registry import Findings
 
 
-def _escape(text: str, prop: bool = False) -> str:
-    """GitHub workflow-command escaping (actions/toolkit ``issueCommand``)."""
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+def escape_data(text: str) -> str:
+    """A command's message: the control characters defused (``textsafe``), then the
+    workflow-command escaping (actions/toolkit ``escapeData``). ``defuse`` already shows CR
+    and LF as ``\\r``/``\\n``; they are escaped here too so this stays right on its own."""
+    return defuse(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A property value (``file=``, ``title=``): also ``:`` and ``,``, which would end it
+    (actions/toolkit ``escapeProperty``)."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
@@ -19,7 +29,8 @@ _LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 def _command(severity: str, wheel: str, title: str, message: str) -> str:
     return (
-        f"::{_LEVEL[severity]} file={_escape(wheel, True)},title={_escape(title, True)}::{_escape(message)}"
+        f"::{_LEVEL[severity]} file={escape_property(wheel)},title={escape_property(title)}"
+        f"::{escape_data(message)}"
     )
 
 

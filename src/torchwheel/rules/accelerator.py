@@ -282,13 +282,16 @@ def no_ptx(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         newest = max(i.arch for i in images if i.kind == "cubin")
         names = [i.name for i in images]
         lacking = [g for g in KNOWN_GPUS if g > min(i.arch for i in generic) and not runs_on(names, g)]
-        if not lacking:
-            continue
-        shown = ", ".join(f"{g // 10}.{g % 10}" for g in lacking)
+        family = f"a GPU of a family newer than {newest // 10}.x"
+        who = (
+            f"a GPU of compute capability {', '.join(f'{g // 10}.{g % 10}' for g in lacking)}, or {family},"
+            if lacking
+            else family
+        )
         yield (
             member,
-            f"kernels {_shown(images)} and no PTX: a GPU of compute capability {shown} gets 'no kernel "
-            "image is available for execution on the device', as will GPUs to come; add PTX of the newest "
+            f"kernels {_shown(images)} and no PTX: {who} gets 'no kernel "
+            "image is available for execution on the device'; add PTX of the newest "
             f"architecture (-gencode arch=compute_{newest},code=compute_{newest}; TORCH_CUDA_ARCH_LIST "
             f"'{newest // 10}.{newest % 10}+PTX') if it should run there",
         )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from torchwheel.torchabi.accelerators import LinkedLibrary, classify_library
+from torchwheel.torchabi.accelerators import LinkedLibrary, classify_library, unmangled
 
 Tool = Literal["auditwheel", "delocate", "delvewheel"]
 
@@ -69,4 +69,4 @@ def bundled(member: str) -> LinkedLibrary | None:
     lower = base.lower()
     if ".so" not in lower and ".dll" not in lower and ".dylib" not in lower:
         return None  # the .py, data and metadata members, most of any wheel: no regex for them
-    return classify_library(base)  # every name it knows is torch's or a runtime's
+    return classify_library(unmangled(base)) or classify_library(base)  # named as the plain library

@@ -180,14 +180,16 @@ _PROJECT = re.compile(r"^[a-z0-9](?:[a-z0-9._]*[a-z0-9])?$", re.IGNORECASE)  # a
 def salvaged(filename: str) -> tuple[str, str]:
     """(project, version) of a file name packaging refuses, where those two parts still parse
     (``k2-1.23.4-py3.9-none-any.whl``: the tags are what is wrong), else empty strings: pip
-    reads such a name with its own, looser pattern, so it is the project the user asked for."""
+    reads such a name with its own, looser pattern, so it is the project the user asked for.
+    Both or neither: a version that does not parse says the parts are not where they belong
+    (``not-a-valid-wheel-name.whl``), and its first part is then no project either."""
     parts = filename.removesuffix(".whl").split("-")
     if len(parts) not in (5, 6) or not _PROJECT.match(parts[0]):
         return "", ""
     try:
         return parts[0], str(Version(parts[1]))
     except InvalidVersion:
-        return parts[0], ""
+        return "", ""
 
 
 def project_of(filename: str) -> NormalizedName | None:
