@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -84,8 +84,12 @@ class Entry:
 
     @property
     def platforms(self) -> list[str]:
-        """Every platform tag of the file name: pip must be offered all of a compound tag."""
-        _, _, _, tags = parse_wheel_filename(self.filename)
+        """Every platform tag of the file name: pip must be offered all of a compound tag
+        (a name that does not parse, k2's ``py3.9-none-any``: its last part as pip reads it)."""
+        try:
+            _, _, _, tags = parse_wheel_filename(self.filename)
+        except InvalidWheelFilename:
+            return sorted(set(self.filename.removesuffix(".whl").rsplit("-", 1)[1].split(".")))
         return sorted({t.platform for t in tags})
 
     @property
@@ -189,14 +193,17 @@ def run_torchwheel(path: Path) -> dict[str, Any]:
         text=True,
         check=False,
     )
-    if show.returncode != 0 or not check.stdout.strip() or grid.returncode != 0:
+    # a wheel whose file name is no wheel name (TW414) is read by show and check, and no
+    # installer-side command can choose it: matrix refuses it, and loads_on is not judged
+    unnamed = '"TW414"' in check.stdout and grid.returncode == 2
+    if show.returncode != 0 or not check.stdout.strip() or (grid.returncode != 0 and not unnamed):
         why = (show.stderr or check.stderr or grid.stderr).strip()[:300]
         raise CorpusError(f"{path.name}: torchwheel failed: {why}")
     return {
         "show": json.loads(show.stdout),
         "check": json.loads(check.stdout),
         "exit": check.returncode,
-        "matrix": json.loads(grid.stdout),
+        "matrix": None if unnamed else json.loads(grid.stdout),
     }
 
 
@@ -224,7 +231,7 @@ def verdict(result: dict[str, Any]) -> dict[str, Any]:
         "warnings": sorted({f["code"] for f in findings if f["severity"] != "error"}),
         "torch_abi": wheel["torch_abi"]["label"],
         "floors": {m: v for m, v in sorted(floors.items()) if v != "none"},
-        "loads_on": _loads_on(result["matrix"]),
+        "loads_on": _loads_on(result["matrix"]) if result["matrix"] is not None else None,
     }
 
 

@@ -422,14 +422,14 @@ def sweep(
     stride: int = 1,
     pip_every: int = 25,
 ) -> Iterator[Point]:
-    """Every ``stride``-th file operation of each scenario, for each signal (the first and the
+    """Every ``stride``-th file operation of each scenario, for each signal (each signal
+    starting one further along, so a stride still visits every operation once in all; the
     last always), ``pip check`` on every ``pip_every``-th point."""
     n = 0
     for scenario in scenarios:
         total = count_points(env, scenario)
-        ats = sorted({*range(1, total + 1, stride), total})
-        for sig in signals:
-            for at in ats:
+        for i, sig in enumerate(signals):
+            for at in sorted({*range(1 + i * stride // len(signals), total + 1, stride), total}):
                 yield run_point(env, scenario, sig, at=at, pip_check=n % pip_every == 0)
                 n += 1
 

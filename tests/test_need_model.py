@@ -69,6 +69,7 @@ REFUSALS = (
     "does not match",
     "cannot be written",
     "admits no torch the binaries load on",
+    "not a valid wheel file name",  # TW414: tag keeps the name's tags and will not guess them
 )
 
 

@@ -7,12 +7,17 @@ dead code; each name here says who uses it.
 # ruff: noqa
 from torchwheel.cli import _max_member_size
 from torchwheel.cli.symbols import symbols_update
+from torchwheel.install.fetch import _HTTP, _HTTPS, _TimedConnection, _TimedReader
 from torchwheel.install.pages import _Anchors
 from torchwheel.install.variant_plugin import FeatureConfig, TorchABIPlugin
 
 _max_member_size.param  # click calls option callbacks with (ctx, param, value)
 symbols_update  # a click command, registered on its group by the decorator
 _Anchors.handle_starttag  # html.parser.HTMLParser calls it
+_TimedReader.readable  # io.BufferedReader asks its raw stream
+_TimedConnection.response_class  # http.client.HTTPConnection.getresponse builds it
+_HTTP.http_open  # urllib's OpenerDirector calls <scheme>_open
+_HTTPS.https_open
 FeatureConfig.multi_value  # read by variantlib from the plugin's answer
 TorchABIPlugin  # the variant_plugins entry point (pyproject.toml), loaded by variantlib
 TorchABIPlugin.namespace

@@ -19,6 +19,7 @@ import bisect
 import hashlib
 import contextlib
 import heapq
+import mmap
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -91,19 +92,44 @@ def scan(
 
 
 def _scan_whole(name: str, size: int, stream: Stream, hashing: bool) -> Result:
-    """A small member read whole, while the bytes of whole members in flight stay within
-    ``_WHOLE_IN_FLIGHT`` (see ``_InFlight``)."""
+    """A small member read whole into an anonymous map of its declared size, hashed as the
+    chunks arrive, while the bytes of whole members in flight stay within
+    ``_WHOLE_IN_FLIGHT`` (``_InFlight``).
+
+    Joining the chunks held the member twice in the heap (the chunks and the join), and
+    glibc keeps a freed multi-MB block in the arena of the thread that freed it, one arena
+    per worker: the many-members case grew with the cores. A map is one block of exactly
+    the member's size, outside the heap, given back to the kernel when closed. A source
+    that yields more than it declared (a file that grew while it was read) is hashed to
+    its end but not kept."""
+    if size == 0:
+        return (record_hash(b"") if hashing else None, 0), BinaryError("empty file")
+    digest = hashlib.sha256() if hashing else None
+    if os.environ.get("TW_JOIN"):
+        with _IN_FLIGHT.held(size):
+            data = b"".join(stream(None))
+            return (record_hash(data) if hashing else None, len(data)), read_binary(data, name)
     with _IN_FLIGHT.held(size):
-        data = b"".join(stream(None))
-        read = _read_whole(data, name) if data else BinaryError("empty file")
-        return (record_hash(data) if hashing else None, len(data)), read
-
-
-def _read_whole(data: bytes, name: str) -> BinaryFacts | BinaryError:
-    try:
-        return read_binary(data, name)
-    except BinaryError as exc:
-        return exc
+        buf = mmap.mmap(-1, size)
+        try:
+            pos = 0
+            for chunk in stream(None):
+                if digest is not None:
+                    digest.update(chunk)
+                if pos + len(chunk) <= size:
+                    buf[pos : pos + len(chunk)] = chunk
+                pos += len(chunk)
+            hashed = (digest_text(digest.digest()) if digest is not None else None, pos)
+            if pos > size:
+                return hashed, BinaryError(f"grew while it was read (to {pos:,} bytes from {size:,})")
+            if pos == 0:
+                return hashed, BinaryError("empty file")
+            try:
+                return hashed, read_binary(buf if pos == size else buf[:pos], name)
+            except BinaryError as exc:
+                return hashed, exc
+        finally:
+            buf.close()
 
 
 class _InFlight:

@@ -61,6 +61,7 @@ _HOST = r"(?:\[[0-9A-Fa-f:.]+\]|[^\s/?#@\[\]:]+)"
 _HOST_AFTER = re.compile(_HOST + r"(?::[0-9]*)?(?=[/?#]|\Z)")
 _HOST_PORT = re.compile(_HOST + r"(?::[0-9]{1,5})?")
 HIDDEN = "***"
+_DELIMITER = re.compile(r"[/?#]")
 
 
 class NotFound(InputError):
@@ -102,7 +103,8 @@ def split_credentials(url: str) -> tuple[str, str | None]:
     if head is None:
         return url, None
     start = head.end()
-    end = next((i for i in range(start, len(url)) if url[i] in "/?#"), len(url))
+    found = _DELIMITER.search(url, start)
+    end = found.start() if found else len(url)
     user, at, host = url[start:end].rpartition("@")
     if _HOST_PORT.fullmatch(host):
         return (url[:start] + url[start + len(user) + 1 :], user) if at else (url, None)

@@ -336,11 +336,23 @@ def replay(home: Path, root: Path, allowed: tuple[Path, ...]) -> str:
     one line that says which. ``allowed``: the folders a journal's paths must lie in."""
     pending = _read(home)
     begin = pending.begin
-    if begin is None:  # killed before the first record was durable: nothing was touched
-        shutil.rmtree(home)
+    if not pending.records and {p.name for p in home.iterdir()} <= {"journal"}:
+        _remove(home)  # killed before the first record was durable: nothing was touched
         return "removed the journal of an install killed before it changed anything"
+    if begin is None:
+        raise RepairFailed(f"{home}/journal does not begin as a journal does: not repairing; left as it is")
     wheel, replaces = begin.get("wheel"), begin.get("replaces")
     records = pending.records
+    for r in records:  # every path checked before anything is touched
+        if r.get("op") == "write":
+            _inside(root, allowed, r.get("path"), home)
+            _paths(r.get("dirs"), root, allowed, home)
+        elif r.get("op") == "aside":
+            moves = r.get("moves")
+            for move in moves if isinstance(moves, list) else []:
+                if not (isinstance(move, list) and len(move) == 2 and str(move[1]).isdigit()):
+                    raise RepairFailed(f"{home}/journal holds a move it cannot have made: left as it is")
+                _inside(root, allowed, move[0], home)
     try:
         if any(r.get("op") == "commit" for r in records):
             _finish(home, root, allowed, records)
@@ -383,11 +395,9 @@ def _roll_back(home: Path, root: Path, allowed: tuple[Path, ...], records: list[
     for r in reversed([r for r in records if r.get("op") == "aside"]):  # ...then the old one back
         moves = r.get("moves")
         for original, held in reversed(moves if isinstance(moves, list) else []):
-            if not isinstance(held, str) or not held.isdigit():
-                raise RepairFailed(f"{home}/journal holds a move it cannot have made: left as it is")
             target = _inside(root, allowed, original, home)
-            if os.path.lexists(aside / held):
-                _put_back(aside / held, target)
+            if os.path.lexists(aside / str(held)):
+                _put_back(aside / str(held), target)
     leftovers = [p for p in aside.iterdir() if not p.name.endswith(".partial")] if aside.is_dir() else []
     if leftovers:  # never: every move is in the journal before it is made
         raise RepairFailed(f"{aside} still holds {leftovers[0].name} after the rollback: left as it is")

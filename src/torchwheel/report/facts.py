@@ -459,12 +459,14 @@ def wheel_text(w: WheelFacts) -> str:
         )
     elif own:
         lines.append(f"  torch build      any: {own[0]}" + (f" (and {len(own) - 1} more)" if len(own) > 1 else ""))
-    lines += [f"  flavours         {choice}" for choice in build_choices(w)]
+    choices = build_choices(w)
+    lines += [f"  flavours         {choice}" for choice in choices]
     acc = wheel_accelerators(w)
     wanted = need_text(acc)
-    if need.builds and max(len(acc.accelerators), len(acc.cuda_majors), len(acc.rocm_majors)) > 1:
-        # alternatives the package picks from, not one library needing all at once
-        wanted = wanted.replace("needs ", "builds for ", 1).replace(" + ", " or ")
+    if need.builds and (choices or max(len(acc.accelerators), len(acc.cuda_majors), len(acc.rocm_majors)) > 1):
+        # alternatives the package picks from, not one library needing all at once: the
+        # line must not contradict "torch build" above it
+        wanted = wanted.replace("needs ", "has builds that need ", 1).replace(" + ", " or ")
     summary = "; ".join(t for t in (wanted, gpu_text(acc.gpu, span=True)) if t)
     if summary:
         lines.append(f"  accelerator      {summary}")
