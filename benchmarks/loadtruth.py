@@ -75,7 +75,7 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag, sys_tags
-from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 HERE = Path(__file__).resolve().parent
@@ -181,7 +181,10 @@ def load_wheels(path: Path = TOML, corpus: Path = CORPUS_TOML) -> list[Wheel]:
     runs_here = _cp311_tags()
     out: dict[str, Wheel] = {}
     for w in tomllib.loads(corpus.read_text(encoding="utf-8"))["wheel"]:
-        _, _, _, tags = parse_wheel_filename(w["filename"])
+        try:
+            _, _, _, tags = parse_wheel_filename(w["filename"])
+        except InvalidWheelFilename:  # k2's `py3.9`: no installer-side command chooses it
+            continue
         if tags & runs_here:
             out[w["filename"]] = Wheel(
                 w["project"], w["version"], w["filename"], w["sha256"], "corpus.toml", "corpus"
