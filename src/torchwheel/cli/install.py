@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from torchwheel.cli.jsonout import json_failures
 from torchwheel.cli.options import chosen_table, format_option, no_config_option, symbols_option
 from torchwheel.errors import InputError
 from torchwheel.report.textsafe import safe, safe_lines
@@ -89,6 +90,7 @@ def _check_sources(
     help="The GPU (sm_90, 12.0) whose kernels the wheel must have; default: nvidia-smi's, when present.",
 )
 @format_option("text", "json")
+@json_failures("select")
 def select(
     sources: tuple[str, ...],
     python: str | None,

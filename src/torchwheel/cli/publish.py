@@ -7,13 +7,13 @@ that loads on a ``--torch`` asked for (the index and grid are still written and 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from torchwheel.cli.jsonout import error_object, json_failures, print_document
 from torchwheel.cli.options import chosen_table, format_option, no_config_option, symbols_option
 from torchwheel.errors import InputError
 from torchwheel.report.textsafe import safe, safe_lines
@@ -86,16 +86,16 @@ def index_command(
     result = build(sources, output, asked, names, chosen_table(symbols_file, no_config).table)
     for note in result.notes:
         click.echo(f"note: {safe(note)}", err=True)
-    click.echo(
+    lines = [
         f"wrote {output}: {_plural(len(result.entries), 'wheel', 'wheels')}, simple/ and "
         f"{_plural(len(result.targets), 'per-torch index', 'per-torch indexes')}"
-    )
+    ]
     for (torch, name), entries in result.backend_targets.items():
-        click.echo(f"  torch-{show_minor(torch)}-{name}/simple: {len(entries)} wheels")
+        lines.append(f"  torch-{show_minor(torch)}-{name}/simple: {len(entries)} wheels")
     for torch, entries in result.targets.items():
-        click.echo(f"  torch-{show_minor(torch)}/simple: {_plural(len(entries), 'wheel', 'wheels')}")
-    for vfile in result.variants_files:
-        click.echo(f"  files/{vfile} (wheel variants, draft standard)")
+        lines.append(f"  torch-{show_minor(torch)}/simple: {_plural(len(entries), 'wheel', 'wheels')}")
+    lines += [f"  files/{vfile} (wheel variants, draft standard)" for vfile in result.variants_files]
+    click.echo(safe_lines(lines))  # the paths and file names come from the command line and the input
     missing = uncovered([e.cand for e in result.entries], asked)
     for line in missing:
         click.echo(f"torchwheel: {safe(line)}", err=True)
@@ -105,6 +105,7 @@ def index_command(
 @click.command("matrix")
 @click.argument("sources", nargs=-1, required=True)
 @format_option("text", "markdown", "json")
+@json_failures("matrix")
 @click.option("--why", is_flag=True, help="The reason behind each row's cells.")
 @_TORCH
 @_NAME
@@ -132,17 +133,32 @@ def matrix_command(
         _matrix(got, fmt, why, asked)
 
 
+def _first_skipped(got: Gathered) -> str:
+    first = got.skipped[0]
+    more = f" (and {len(got.skipped) - 1} more)" if len(got.skipped) > 1 else ""
+    return f"{first.location}: {first.reason}{more}"
+
+
 def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) -> None:
     from torchwheel.install import matrix
     from torchwheel.install.outcome import uncovered
     from torchwheel.install.target import installed_torch, probe_here
 
-    if not got.candidates and got.skipped:
-        first = got.skipped[0]
-        more = f" (and {len(got.skipped) - 1} more)" if len(got.skipped) > 1 else ""
-        raise InputError(f"no readable wheel: {first.location}: {first.reason}{more}")
+    skipped = [{"location": s.location, "reason": s.reason} for s in got.skipped]
     if not got.candidates:
-        raise InputError("no wheels in the sources")
+        empty = f"no readable wheel: {_first_skipped(got)}" if got.skipped else "no wheels in the sources"
+        if fmt == "json":  # the document, empty, with the error: a CI step parses it all the same
+            print_document(
+                {
+                    "schema_version": matrix.SCHEMA_VERSION,
+                    "torches": [],
+                    "installed_torch": None,
+                    "wheels": [],
+                    "skipped": skipped,
+                    "error": error_object(empty),
+                }
+            )
+        raise InputError(empty)
     installed = installed_torch()
     axis = matrix.backends(got.candidates)
     cols = matrix.columns(got.candidates, asked, installed, axis)
@@ -156,20 +172,21 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) ->
         )
         for b in axis
     ] or [matrix.build(got.candidates, cols, installed)]
+    failure = f"skipped an input that cannot be used: {_first_skipped(got)}" if got.skipped else None
     if fmt == "json":
         doc = matrix.to_json_all(grids)
-        doc["skipped"] = [{"location": s.location, "reason": s.reason} for s in got.skipped]
-        click.echo(json.dumps(doc, indent=2))
+        doc["skipped"] = skipped
+        if failure is not None:
+            doc["error"] = error_object(failure)
+        print_document(doc)
     else:
         render = matrix.markdown if fmt == "markdown" else matrix.text
         out = "\n\n".join(render(m, why, legend=m is grids[-1]) for m in grids)
         click.echo(safe_lines(out.splitlines()))  # wheel names come from the input
-    if got.skipped:  # listed in the report (text: below the grid); stderr: the one line of an exit 2
+    if failure is not None:  # listed in the report (text: below the grid); stderr: the one line of an exit 2
         if fmt != "json":
             click.echo(safe_lines([f"skipped {s.location}: {s.reason}" for s in got.skipped]))
-        first = got.skipped[0]
-        more = f" (and {len(got.skipped) - 1} more)" if len(got.skipped) > 1 else ""
-        raise InputError(f"skipped an input that cannot be used: {first.location}: {first.reason}{more}")
+        raise InputError(failure)
     missing = uncovered(got.candidates, asked)
     for line in missing:
         click.echo(f"torchwheel: {safe(line)}", err=True)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
+from torchwheel.cli.jsonout import json_failures, print_document
 from torchwheel.cli.options import (
     chosen_table,
     env_option,
@@ -20,11 +20,13 @@ from torchwheel.cli.options import (
     symbols_option,
 )
 from torchwheel.errors import InputError
+from torchwheel.report.textsafe import safe
 
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @format_option("text", "json")
+@json_failures("inspect")
 @symbols_option
 @no_config_option
 def inspect(files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_config: bool) -> None:
@@ -42,17 +44,18 @@ def inspect(files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_con
             raise InputError(f"{path}: {facts}")
         results.append(analyze_binary(facts, chosen.table))
     if fmt == "json":
-        click.echo(json.dumps(inspect_json(results, chosen.to_json()), indent=2))
+        print_document(inspect_json(results, chosen.to_json()))
     else:
         click.echo("\n\n".join(binary_text(r) for r in results))
         if chosen.origin != "shipped":
-            click.echo(f"\nsymbol table: {chosen.label}")
+            click.echo(f"\nsymbol table: {safe(chosen.label)}")
 
 
 @click.command()
 @inputs_argument
 @env_option
 @format_option("text", "json")
+@json_failures("show")
 @symbols_option
 @no_config_option
 def show(
@@ -68,16 +71,17 @@ def show(
     chosen = chosen_table(symbols_file, no_config)
     wheels = load_inputs(inputs, env, chosen)
     if fmt == "json":
-        click.echo(json.dumps(show_json(wheels, chosen.to_json()), indent=2))
+        print_document(show_json(wheels, chosen.to_json()))
     else:
         click.echo("\n\n".join(wheel_text(w) for w in wheels))
-        click.echo(f"\nsymbol table: {chosen.label}")
+        click.echo(f"\nsymbol table: {safe(chosen.label)}")
 
 
 @click.command()
 @inputs_argument
 @env_option
 @format_option("text", "json", "github")
+@json_failures("check")
 @select_option
 @ignore_option
 @no_config_option
@@ -111,7 +115,7 @@ def check(
     if fmt == "json":
         document = check_json(wheels, findings, not skip_hashes)
         document["symbol_table"] = chosen.to_json()
-        click.echo(json.dumps(document, indent=2))
+        print_document(document)
     elif fmt == "github":
         out = check_github(findings)
         if out:
@@ -133,6 +137,7 @@ def check(
     help="A torch wheel, a directory holding torch/lib (site-packages, torch, torch/lib), or 'installed'.",
 )
 @format_option("text", "json")
+@json_failures("compat")
 @symbols_option
 @no_config_option
 def compat(
@@ -157,7 +162,7 @@ def compat(
     torch = read_torch(against, torch_imports(wheels, chosen.table))
     results = [compare(w, torch, chosen.table) for w in wheels]
     if fmt == "json":
-        click.echo(json.dumps(compat_json(torch, results), indent=2))
+        print_document(compat_json(torch, results))
     else:
         click.echo(compat_text(torch, results))
     if not all(r.loads for r in results):

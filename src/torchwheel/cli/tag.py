@@ -17,6 +17,7 @@ from torchwheel.cli.options import (
     symbols_option,
 )
 from torchwheel.errors import InputError
+from torchwheel.report.textsafe import safe
 
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
@@ -100,7 +101,7 @@ def _refuse_untrustworthy(wheels: list[WheelFacts]) -> None:
 
 
 def _report_tag(result: TagResult) -> None:
-    from torchwheel.report.textsafe import safe, safe_lines
+    from torchwheel.report.textsafe import safe_lines
 
     if result.target is None:
         diff = safe_lines(result.diff.split("\n"))  # only "\n": splitlines() breaks at \x1c, \u2028
@@ -192,7 +193,7 @@ def tag(
             _report_tag(apply.tag(w, opts, wheel_dir, in_place, dry_run, with_facts=verbose, archive=fd))
     if local_label is not None:
         click.echo(
-            f"torchwheel: note: a local version label (+{local_label}) is for your own index: PyPI refuses "
+            f"torchwheel: note: a local version label (+{safe(local_label)}) is for your own index: PyPI refuses "
             "local versions at upload (`torchwheel check` says TW413); docs/authors.md",
             err=True,
         )
@@ -274,7 +275,7 @@ def _repair_loaded(
     except InputError as exc:  # no honest rewrite exists (an unknown build torch, a pin conflict)
         if findings:
             click.echo(check_text(facts, findings), err=True)
-        click.echo(f"torchwheel: repair refused: {exc}", err=True)
+        click.echo(f"torchwheel: repair refused: {safe(str(exc))}", err=True)
         sys.exit(1)
     after = rules.run(planned_facts(facts[0], planned), policy)
     remaining = [f for f in after if f.severity == "error"]

@@ -4,15 +4,15 @@ schema-versioned JSON document."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from packaging.version import Version
 
 from torchwheel.install.candidates import Candidate, Gathered
 from torchwheel.install.choose import Choice, Judged
-from torchwheel.install.outcome import Outcome, absent_text, strays
+from torchwheel.install.outcome import Outcome, absent_text, exit_code, strays, unreadable_line
 from torchwheel.install.target import TorchTarget
+from torchwheel.report.textsafe import json_text
 from torchwheel.torchabi.backend import builds_text
 from torchwheel.torchabi.need import show_release
 
@@ -147,7 +147,7 @@ def _entry(v: Judged, choice: Choice) -> dict[str, Any]:
 
 
 def select_json(target: TorchTarget, gathered: Gathered, found: list[Outcome]) -> str:
-    doc = {
+    doc: dict[str, Any] = {
         "schema_version": SELECT_SCHEMA,
         "target": {
             "description": target.description,
@@ -175,4 +175,6 @@ def select_json(target: TorchTarget, gathered: Gathered, found: list[Outcome]) -
         ],
         "duplicates": [{"location": s.location, "reason": s.reason} for s in gathered.duplicates],
     }
-    return json.dumps(doc, indent=2)
+    if exit_code(found, gathered) == 2:  # the command's exit 2: the same line as on stderr
+        doc["error"] = {"message": unreadable_line(found, gathered), "exit": 2}
+    return json_text(doc)

@@ -88,8 +88,24 @@ def html_text(text: str) -> str:
     return html.escape(defuse(text), quote=True)
 
 
+class _Rendered:
+    """How many documents ``json_text`` rendered in this process: the command line's
+    exit-2 path (``cli.jsonout``) prints an error document only when the command did not
+    get as far as rendering its own, whichever layer rendered it (``select``'s is built
+    in ``install.explain``)."""
+
+    count = 0
+
+
 def json_text(document: Any, indent: int | None = 2) -> str:
     """A JSON document as printed: ASCII only, so no character of the input reaches the
     terminal raw (``json.dumps`` escapes C0 itself but passes C1 and bidi characters through
-    without ``ensure_ascii``). Every ``--format json`` prints through here."""
+    without ``ensure_ascii``). Every ``--format json`` document is rendered here, and only
+    to be printed."""
+    _Rendered.count += 1
     return json.dumps(document, indent=indent, ensure_ascii=True)
+
+
+def documents_rendered() -> int:
+    """``json_text`` calls so far (see ``_Rendered``)."""
+    return _Rendered.count
