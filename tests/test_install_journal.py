@@ -334,3 +334,14 @@ def test_the_command_after_sigkill(env: Any, marks: dict[str, int]) -> None:
 def _no_stray_journal(env: Any) -> Iterator[None]:
     yield
     env.reset("none")
+
+
+def test_the_kill_sweep_rows_of_the_hostile_corpus_name_these_tests() -> None:
+    """``fixtures/hostile_install.py`` lists the sweeps as the corpus's ``kill-sweep`` class;
+    each row must name a test of this module, so the corpus cannot claim a sweep nobody runs."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+    import hostile_install
+
+    assert len(hostile_install.SWEEPS) == 5
+    for _, test in hostile_install.SWEEPS.values():
+        assert callable(globals().get(test)), test

@@ -129,6 +129,23 @@ def test_the_deadline_is_one_for_all_the_requests(tmp_path: Path) -> None:
     assert m.seconds <= 2 + STARTUP
 
 
+@pytest.mark.parametrize("command", ["matrix", "index"])
+def test_the_budgets_are_options_too(command: str, tmp_path: Path) -> None:
+    """``--max-http-seconds 2 --http-timeout 2`` on the command line, as the fuzzer gave them,
+    mean what the environment variables mean (and win over them)."""
+    site = hn.site(6)(None, tmp_path)["site"]
+    for i in range(6):
+        (site / "files" / f"tw-1.0.{i}-py3-none-any.whl").write_bytes(b"not a wheel")
+    env = {"TORCHWHEEL_MAX_HTTP_SECONDS": "600"}
+    flags = ["--max-http-seconds", "2", "--http-timeout", "2"]
+    extra = ["-o", str(tmp_path / "out")] if command == "index" else []
+    with serve(site, Behaviour(slow={".whl": 0.8})) as (url, server):
+        m = _run([command, *flags, f"{url}/simple/tw/", *extra], tmp_path, env)
+    _one_line(m, "max-http-seconds")
+    assert len(server.downloads()) < 6
+    assert m.seconds <= 2 + STARTUP
+
+
 def test_the_request_budget_ends_the_command_in_one_line(tmp_path: Path) -> None:
     site = hn.site(10)(None, tmp_path)["site"]
     with serve(site) as (url, server):

@@ -94,8 +94,8 @@ class Limits:
     max_page_bytes: Limit = Limit("max-page-bytes", 16 << 20)
     max_download_bytes: Limit = Limit("max-download-bytes", 8 << 30)
     max_index_projects: Limit = Limit("max-index-projects", 1000)
-    http_timeout: Limit = Limit("http-timeout", 60)
-    max_http_seconds: Limit = Limit("max-http-seconds", 3600)
+    http_timeout: Limit = Limit("http-timeout", 60, "--http-timeout")
+    max_http_seconds: Limit = Limit("max-http-seconds", 3600, "--max-http-seconds")
     # requests one command may make (pages, .metadata files, downloads, each redirect hop).
     # `select` reads a page per project, then a .metadata file and a download per wheel it
     # still has to judge; `matrix` and `index` download every wheel of the projects named
@@ -212,3 +212,13 @@ def set_max_member_size(text: str) -> None:
     except ValueError as exc:
         raise InputError(f"--max-member-size {text!r}: {exc}") from exc
     _current = replace(current(), max_member_size=replace(current().max_member_size, value=value))
+
+
+def set_network_budget(field_name: str, option: str, seconds: int) -> None:
+    """``--http-timeout`` / ``--max-http-seconds`` (win over the environment): the budgets a
+    CI job most often tightens, so a broken mirror fails the job in seconds, not hours."""
+    global _current
+    if seconds <= 0:
+        raise InputError(f"{option} {seconds}: expected a positive number of seconds")
+    limit: Limit = getattr(current(), field_name)
+    _current = replace(current(), **{field_name: replace(limit, value=seconds)})

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from torchwheel.cli.jsonout import json_failures
-from torchwheel.cli.options import chosen_table, format_option, no_config_option, symbols_option
+from torchwheel.cli.options import (
+    chosen_table,
+    format_option,
+    network_options,
+    no_config_option,
+    symbols_option,
+)
 from torchwheel.errors import InputError
 from torchwheel.report.textsafe import safe, safe_lines
 
@@ -29,6 +35,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _sources(func: F) -> F:
+    func = network_options(func)
     func = click.option(
         "-i",
         "--index-url",

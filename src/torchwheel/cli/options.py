@@ -102,3 +102,35 @@ def load_inputs(
     if not inputs and not env:
         raise click.UsageError("give at least one wheel, directory or binary (or --env DIST)")
     return list(load(inputs, env, chosen.table, verify_hashes))
+
+
+def _network_budget(field_name: str) -> Callable[[click.Context, click.Parameter, int | None], None]:
+    def callback(ctx: click.Context, param: click.Parameter, value: int | None) -> None:
+        from torchwheel import limits
+
+        if value is not None:
+            limits.set_network_budget(field_name, f"--{param.name}".replace("_", "-"), value)
+
+    return callback
+
+
+def network_options(func: F) -> F:
+    """``--http-timeout`` and ``--max-http-seconds`` for every command that may fetch."""
+    func = click.option(
+        "--max-http-seconds",
+        type=int,
+        metavar="S",
+        expose_value=False,
+        callback=_network_budget("max_http_seconds"),
+        help="One deadline for all of the command's network work (default 3600; also "
+        "TORCHWHEEL_MAX_HTTP_SECONDS).",
+    )(func)
+    func = click.option(
+        "--http-timeout",
+        type=int,
+        metavar="S",
+        expose_value=False,
+        callback=_network_budget("http_timeout"),
+        help="Longest wait for one read of a response (default 60; also TORCHWHEEL_HTTP_TIMEOUT).",
+    )(func)
+    return func

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING
 import click
 
 from torchwheel.cli.jsonout import error_object, json_failures, print_document
-from torchwheel.cli.options import chosen_table, format_option, no_config_option, symbols_option
+from torchwheel.cli.options import (
+    chosen_table,
+    format_option,
+    network_options,
+    no_config_option,
+    symbols_option,
+)
 from torchwheel.errors import InputError
 from torchwheel.report.textsafe import safe, safe_lines
 
@@ -61,6 +67,7 @@ def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
 @_NAME
 @symbols_option
 @no_config_option
+@network_options
 def index_command(
     sources: tuple[str, ...],
     output: Path,
@@ -111,6 +118,7 @@ def index_command(
 @_NAME
 @symbols_option
 @no_config_option
+@network_options
 def matrix_command(
     sources: tuple[str, ...],
     fmt: str,
