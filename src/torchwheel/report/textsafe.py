@@ -49,11 +49,6 @@ def defuse(text: str) -> str:
     return _UNSAFE.sub(_escape, text)
 
 
-def is_defused(text: str) -> bool:
-    """No character of ``text`` is one a terminal, a log viewer or a reader would act on."""
-    return _UNSAFE.search(text) is None
-
-
 def safe(text: str) -> str:
     """One line of output: control characters of ``text`` shown as escapes, and a line that
     would start with ``::`` (a GitHub workflow command, e.g. from a path named so) defused."""
