@@ -1,9 +1,10 @@
 """The command line: parse, call the library, render. Nothing else lives here.
 
 One module per command group (``read``, ``tag``, ``install``, ``publish``, ``symbols``);
-shared options in ``options``. Exit codes are a contract CI jobs rely on: 0 fine, 1
-findings (check/repair), 2 the input could not be read or the command was misused. Any
-failure is one line on stderr; ``TORCHWHEEL_DEBUG=1`` shows the traceback for bug reports.
+shared options in ``options``; ``jsonout`` prints the JSON document of a ``--format json``
+run that fails. Exit codes are a contract CI jobs rely on: 0 fine, 1 findings (check/repair),
+2 the input could not be read or the command was misused. Any failure is one line on
+stderr; ``TORCHWHEEL_DEBUG=1`` shows the traceback for bug reports.
 """
 
 from __future__ import annotations
