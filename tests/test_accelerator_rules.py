@@ -175,4 +175,4 @@ def test_show_says_who_picks_the_flavour_and_never_contradicts_itself(
     assert "loads on a CUDA 13 build of torch (cuda-13)" in text and "CPU build" not in text
     picked = torchwheel("show", "--no-config", str(fixture_wheels["runtime_picked"])).stdout
     assert "the package picks one by the torch it finds" in picked
-    assert "builds for CUDA 12 or CUDA 13" in picked and "CUDA 12 + CUDA 13" not in picked
+    assert "has builds that need CUDA 12 or CUDA 13" in picked and "CUDA 12 + CUDA 13" not in picked
