@@ -406,11 +406,16 @@ def run_point(
     if state is None or state not in allowed:
         now = tree(env.root)
         near = min(allowed, key=lambda v: len(now ^ env.refs[v]))
-        problems.append(f"holds {state or 'no whole version'}: against {near}: {differences(now, env.refs[near])}")
+        problems.append(
+            f"holds {state or 'no whole version'}: against {near}: {differences(now, env.refs[near])}"
+        )
     else:
         problems += [p for p in (env.import_check(state), env.pip_check() if pip_check else "") if p]
     rerun = run_forked(lambda: env.code.install_wheel(env.wheels["2.0"], env.target, True))
-    stuck = "" if rerun["how"] == "done" and env.which() == "2.0" else f"rerun: {rerun['how'][:300]}"
+    # the venv's own path is this run's temporary folder: the record says <venv>, so the
+    # committed results do not depend on where a sweep ran
+    said = rerun["how"].replace(str(env.root), "<venv>")
+    stuck = "" if rerun["how"] == "done" and env.which() == "2.0" else f"rerun: {said[:300]}"
     kind = "timer" if at is None else "again" if again else "repair-killed" if repair_at else "sweep"
     return Point(scenario, sig, at, delay, how, repaired, state, "; ".join(problems), stuck, kind)
 
@@ -454,7 +459,9 @@ def sweep_repair(env: Env, every: int = 25, pip_every: int = 25) -> Iterator[Poi
         total = count_points(env, scenario)
         for at in range(every // 2 or 1, total + 1, every):
             for repair_at in range(1, count_repair_points(env, scenario, at) + 1):
-                yield run_point(env, scenario, "SIGKILL", at=at, repair_at=repair_at, pip_check=n % pip_every == 0)
+                yield run_point(
+                    env, scenario, "SIGKILL", at=at, repair_at=repair_at, pip_check=n % pip_every == 0
+                )
                 n += 1
 
 
@@ -522,7 +529,9 @@ def summary(points: list[Point]) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--code", type=Path, help="another installing.py to sweep (e.g. the one before the journal)")
+    ap.add_argument(
+        "--code", type=Path, help="another installing.py to sweep (e.g. the one before the journal)"
+    )
     ap.add_argument("--modules", type=int, default=0, help="extra modules per version (more points)")
     ap.add_argument("--stride", type=int, default=1, help="every N-th file operation")
     ap.add_argument("--random", type=int, default=0, help="also this many kills by a real timer")
@@ -550,7 +559,9 @@ def main() -> None:
     result["modules"] = args.modules
     for key, row in result["rows"].items():
         print(f"{key:24} {row['points']:5} points {row['broken']:5} broken {row['stuck']:5} stuck")
-    print(f"total {result['points']} points, {result['broken']} broken, {result['stuck']} stuck, {seconds:.0f} s")
+    print(
+        f"total {result['points']} points, {result['broken']} broken, {result['stuck']} stuck, {seconds:.0f} s"
+    )
     bad = [p for p in points if p.broken or p.stuck]
     for p in bad[: args.show]:
         print(f"  {p.scenario} {p.signal} at={p.at} delay={p.delay}: {p.how[:80]} | {p.problem} | {p.stuck}")

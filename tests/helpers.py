@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import base64
+import csv
+import hashlib
 import importlib.util
+import io
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -168,3 +173,20 @@ def measured_run(
             time.monotonic() - start,
             timed_out,
         )
+
+
+def zipped_wheel(path: Path, members: dict[str, bytes], record: str) -> Path:
+    """Write ``members`` and a RECORD (``record``: its member name) that hashes them, with
+    plain ``csv`` and ``zipfile``: test wheels are not made by the code they test. Names a
+    wheel may carry (commas, quotes, controls) are quoted as csv quotes them."""
+    rows = io.StringIO()
+    writer = csv.writer(rows, lineterminator="\n")
+    for member, data in members.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        writer.writerow([member, f"sha256={digest}", len(data)])
+    writer.writerow([record, "", ""])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for member, data in {**members, record: rows.getvalue().encode()}.items():
+            zf.writestr(member, data)
+    return path

@@ -9,15 +9,12 @@ install refusals need only the version).
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import shutil
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
-from .helpers import REPO, load_script, torchwheel
+from .helpers import REPO, load_script, torchwheel, zipped_wheel
 
 NAME = "twdemo_stable"
 
@@ -78,10 +75,6 @@ def _torch_minor() -> str:
     return f"{major}.{minor}"
 
 
-def _record_hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
-
 def stub_torch_wheel(version: str, out: Path, cuda: str | None = None) -> Path:
     """``torch-VERSION-py3-none-any.whl`` with METADATA, WHEEL and RECORD only (plain zipfile:
     fixtures are not made by the code they test); with ``cuda`` (``"13.0"``) also the
@@ -96,14 +89,7 @@ def stub_torch_wheel(version: str, out: Path, cuda: str | None = None) -> Path:
             f"__version__ = '{version}'\ndebug = False\ncuda: Optional[str] = {repr(cuda) if cuda else None}\n"
             "hip: Optional[str] = None\nxpu: Optional[str] = None\n"
         ).encode()
-    record = "".join(f"{n},{_record_hash(d)},{len(d)}\n" for n, d in files.items()) + f"{info}/RECORD,,\n"
-    files[f"{info}/RECORD"] = record.encode()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"torch-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in files.items():
-            zf.writestr(name, data)
-    return path
+    return zipped_wheel(out / f"torch-{version}-py3-none-any.whl", files, f"{info}/RECORD")
 
 
 def site_files(python: Path) -> set[str]:

@@ -9,13 +9,8 @@ prints a document carrying the error on an exit 2, its message the stderr line's
 
 from __future__ import annotations
 
-import base64
-import csv
-import hashlib
-import io
 import json
 import re
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -23,7 +18,7 @@ import pytest
 from torchwheel.report.github import escape_data, escape_property
 from torchwheel.report.textsafe import defuse, html_text, json_text, markdown_cell, markdown_code, safe
 
-from .helpers import fresh_venv, torchwheel
+from .helpers import fresh_venv, torchwheel, zipped_wheel
 
 ESC, BEL, RLO = "\x1b", "\x07", "\u202e"
 HOSTILE = f"{ESC}[31m{BEL}{RLO}"  # a colour, a bell, a right-to-left override
@@ -45,20 +40,7 @@ def _wheel(folder: Path, module: bytes, metadata: str, name: str = "evil") -> Pa
             f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: {TAG}\n"
         ).encode(),
     }
-    record = f"{name}-1.0.0.dist-info/RECORD"
-    rows = io.StringIO()
-    writer = csv.writer(rows, lineterminator="\n")
-    for member, data in members.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        writer.writerow([member, f"sha256={digest}", len(data)])
-    writer.writerow([record, "", ""])
-    members[record] = rows.getvalue().encode()
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}-1.0.0-{TAG}.whl"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        for member, data in members.items():
-            zf.writestr(member, data)
-    return path
+    return zipped_wheel(folder / f"{name}-1.0.0-{TAG}.whl", members, f"{name}-1.0.0.dist-info/RECORD")
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ never reached. Other packages pick by the torch they find (``torch.version.cuda`
 first pattern (an ``or`` whose first operand names the accelerated flavour and a later one
 the CPU flavour, through a literal or f-string) and nothing cleverer: any other loader
 counts as picking by the torch it finds, and ``show`` says that the build depends on it.
-Bounded like ``pyimports``: only files that mention ``_cpu`` are parsed.
+Read through ``pyimports.python_sources`` (its bounds); only files that mention ``_cpu`` are parsed.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import re
 import warnings
 from collections.abc import Callable, Iterable
 
-from torchwheel.analysis.pyimports import MAX_FILE_BYTES, MAX_TOTAL_BYTES
+from torchwheel.analysis.pyimports import python_sources
 
 # the flavour a string names by its last word: f'{library}_cuda', "_C_hip", '_cpu'
 _ENDS = re.compile(r"[_.-](cpu|cuda|hip|gpu|rocm)$", re.IGNORECASE)
@@ -79,15 +79,7 @@ def preferred_flavours(
     files are never read)."""
     dirs = set(where)
     out: dict[str, str] = {}
-    budget = MAX_TOTAL_BYTES
-    for member in members:
-        if not member.endswith(".py") or member.rpartition("/")[0] not in dirs:
-            continue
-        n = size(member)
-        if n > MAX_FILE_BYTES or n > budget:
-            continue
-        budget -= n
-        data = read(member)
+    for member, data in python_sources(members, size, read, lambda m: m.rpartition("/")[0] in dirs):
         if b"_cpu" not in data:
             continue
         flavour = preferred_flavour(data, member)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 MAX_FILE_BYTES = 1 << 20  # a bigger .py is a generated table, not where imports live
 MAX_TOTAL_BYTES = 32 << 20
@@ -117,15 +117,27 @@ def wheel_imports(
     if not needles:
         return frozenset()
     found: set[str] = set()
+    for member, data in python_sources(members, size, read):
+        if any(needle in data for needle in needles):
+            found |= imports_of(data, member)
+    return frozenset(found)
+
+
+def python_sources(
+    members: Iterable[str],
+    size: Callable[[str], int],
+    read: Callable[[str], bytes],
+    wanted: Callable[[str], bool] = lambda member: ".dist-info/" not in member,
+) -> Iterator[tuple[str, bytes]]:
+    """(member, bytes) of the wheel's ``.py`` files that ``wanted`` keeps, within the bounds
+    above: a file over ``MAX_FILE_BYTES``, or beyond ``MAX_TOTAL_BYTES`` in all, is not read.
+    The one reader of a wheel's Python for ``pyimports`` and ``loaders``."""
     budget = MAX_TOTAL_BYTES
     for member in members:
-        if not member.endswith(".py") or ".dist-info/" in member:
+        if not member.endswith(".py") or not wanted(member):
             continue
         n = size(member)
         if n > MAX_FILE_BYTES or n > budget:
             continue
         budget -= n
-        data = read(member)
-        if any(needle in data for needle in needles):
-            found |= imports_of(data, member)
-    return frozenset(found)
+        yield member, read(member)
