@@ -275,9 +275,29 @@ def test_constraints_of_several_labels_and_of_a_missing_project(
 def test_counts_are_words_and_an_asked_torch_with_nothing_is_exit_1(release: Path, tmp_path: Path) -> None:
     one = torchwheel("index", str(release / _wheel("213")), "-o", str(tmp_path / "one"))
     assert one.returncode == 0, one.stderr
-    assert one.stdout.splitlines()[0].endswith(": 1 wheel, simple/ and 1 per-torch index")
-    assert "  torch-2.13/simple: 1 wheel" in one.stdout
+    assert one.stdout.splitlines()[0].endswith(
+        ": 1 wheel, simple/, 1 per-torch index and 1 per-torch-build index (cpu)"
+    )
+    assert "  torch-2.13/simple: 1 wheel\n" in one.stdout
+    assert "  torch-2.13-cpu/simple: 1 wheel\n" in one.stdout
     asked = torchwheel("index", str(release), "--torch", "2.9", "-o", str(tmp_path / "asked"))
     assert asked.returncode == 1
     assert "twidx: no wheel loads on torch 2.9" in asked.stderr
     assert (tmp_path / "asked" / "torch-2.9" / "simple" / "index.html").is_file()  # written all the same
+
+
+def test_the_headline_counts_every_sub_index_it_lists(release: Path, tmp_path: Path) -> None:
+    """The three builds load on CPU builds of torch too, so beside each of the six per-torch
+    indexes (2.10-2.15) there is its CPU one: the headline says both counts, the lines list
+    exactly those, and each is a directory of the index (once: 6 said, 12 listed)."""
+    out = tmp_path / "idx"
+    result = torchwheel("index", str(release), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    head, *listed = result.stdout.splitlines()
+    assert head == f"wrote {out}: 3 wheels, simple/, 6 per-torch indexes and 6 per-torch-build indexes (cpu)"
+    minors = [f"2.{m}" for m in range(10, 16)]
+    assert listed == [f"  torch-{t}/simple: 1 wheel" for t in minors] + [
+        f"  torch-{t}-cpu/simple: 1 wheel" for t in minors
+    ]
+    written = sorted(d.name for d in out.iterdir() if d.name.startswith("torch-"))
+    assert written == sorted(line.split("/", 1)[0].strip() for line in listed)

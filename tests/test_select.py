@@ -276,8 +276,11 @@ def test_install_list_uninstall_on_a_stub_torch(cands: dict[str, Path], venvs: d
         "python3*/site-packages/twdemo_stable-0.1.0.dist-info/INSTALLER"
     )
     assert installer.read_text().startswith("torchwheel ")
-    again = torchwheel("install", "--python", str(python), *_folders(cands, *SOURCES))
-    assert again.returncode == 1 and "already installed" in again.stderr
+    installed = site_files(python)
+    again = torchwheel("install", "--python", str(python), *_folders(cands, *SOURCES))  # as pip and uv: done
+    assert again.returncode == 0, again.stderr
+    assert f"already installed: {cands['s210'].name}" in again.stdout and "nothing to do" in again.stdout
+    assert site_files(python) == installed
     removed = _pip(python, "uninstall", "-y", "twdemo-stable")
     assert removed.returncode == 0, removed.stderr
     assert site_files(python) == before
@@ -362,7 +365,7 @@ def test_several_projects_need_their_names(
         str(folder),
     )
     assert both.returncode == 0, both.stderr
-    assert "unchanged: " in both.stdout and "installed demo_stable-1.0.0" in both.stdout
+    assert "already installed: " in both.stdout and "installed demo_stable-1.0.0" in both.stdout
 
 
 def test_failed_install_leaves_nothing_behind(cands: dict[str, Path], venvs: dict[str, Path]) -> None:

@@ -10,6 +10,7 @@ from torchwheel.cli.symbols import symbols_update
 from torchwheel.install.fetch import _HTTP, _HTTPS, _TimedConnection, _TimedReader
 from torchwheel.install.pages import _Anchors
 from torchwheel.install.variant_plugin import FeatureConfig, TorchABIPlugin
+from torchwheel.torchabi.symtable import SymbolTable, WheelSource
 
 _max_member_size.param  # click calls option callbacks with (ctx, param, value)
 symbols_update  # a click command, registered on its group by the decorator
@@ -24,3 +25,5 @@ TorchABIPlugin.namespace
 TorchABIPlugin.all_properties_compatible
 TorchABIPlugin.get_all_configs
 TorchABIPlugin.get_supported_configs
+SymbolTable.from_json  # to_json's reader, for tables as text: the tests round-trip through it
+WheelSource.from_json  # scripts/shim_exports.py reads its cached export lists with it

@@ -264,9 +264,9 @@ class Either(Schema):
         return " or ".join(o.expected for o in self.options)
 
     def problem(self, value: Any, path: str) -> str | None:
-        problems = [o.problem(value, path) for o in self.options]
-        if None in problems:
+        if any(o.problem(value, path) is None for o in self.options):  # the first that fits ends it
             return None
+        problems = [o.problem(value, path) for o in self.options]
         # an option of the value's own kind names a deeper problem (of several, the one that
         # got furthest into the value: the longest path); else: none fits
         same = [p for o, p in zip(self.options, problems, strict=True) if p and _fits_kind(o, value)]

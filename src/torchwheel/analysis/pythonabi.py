@@ -79,7 +79,6 @@ class PythonFacts:
 
 
 def analyze(facts: SliceFacts) -> PythonFacts:
-    limited = _limited_api()
     hooks = facts.hooks
     py_imports = sorted(
         {
@@ -88,6 +87,7 @@ def analyze(facts: SliceFacts) -> PythonFacts:
             if imp.name.startswith(("Py", "_Py")) and not imp.name.startswith(_HOOK_PREFIXES)
         }
     )
+    limited = _limited_api() if py_imports else {}  # abi3info: 8 ms to import, asked only when needed
     found = {name: limited[name] for name in py_imports if name in limited}
     non_limited, non_limited_omitted = listed(name for name in py_imports if name not in limited)
     floor = max(found.values(), default=None)

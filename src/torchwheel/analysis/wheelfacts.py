@@ -30,7 +30,6 @@ from torchwheel.torchabi import accelerators
 from torchwheel.torchabi.accelerators import AcceleratorNeeds, LinkedLibrary
 from torchwheel.torchabi.backend import ANY_BUILD, NO_BUILD, BuildSet, TorchBuild, describe_builds, normalized
 from torchwheel.torchabi.cxxnames import is_unstable
-from torchwheel.torchabi.exports import exports_index, platform_of
 from torchwheel.torchabi.grafting import bundled
 from torchwheel.torchabi.need import Kind, Release, TorchNeed, claimed_releases
 from torchwheel.version import FeatureVersion
@@ -161,6 +160,10 @@ def dated_by_exports(w: WheelFacts) -> frozenset[Release]:
     the wheel (``torchabi.exports``: the loader's sense of "loads"), per platform; empty
     when the index cannot decide (no index for a platform, an import no indexed torch
     exports) or no indexed torch exports them all: then the version is unknown."""
+    # deferred: exports (lzma, the index format) costs 3 ms at start-up; only an unstable
+    # wheel is dated by it
+    from torchwheel.torchabi.exports import exports_index, platform_of
+
     wanted: dict[str, set[str]] = {}
     for b in w.binaries:
         for s in b.analysis.slices:

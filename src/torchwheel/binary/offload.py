@@ -7,16 +7,19 @@ that table is whole.
 from __future__ import annotations
 
 import struct
+import sys
 import zlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from torchwheel.binary.gpuscan import Cursor, Scan
 from torchwheel.binary.marker_record import Buffer
 
-try:  # the standard library's from Python 3.14 on, the backport before
-    from compression.zstd import ZstdDecompressor, ZstdError  # type: ignore[import-not-found, unused-ignore]
-except ImportError:  # pragma: no cover - depends on the Python version
-    from backports.zstd import ZstdDecompressor, ZstdError  # type: ignore[import-not-found, unused-ignore, no-redef]
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 14):
+        from compression.zstd import ZstdDecompressor
+    else:
+        from backports.zstd import ZstdDecompressor
 
 BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 CCOB_MAGIC = b"CCOB"
@@ -128,7 +131,19 @@ class _Inflate:
         self.at, self.pos, self.end = at, data_at, end
         self.out = b""
         self.error = ""
-        self.z: ZstdDecompressor | None = ZstdDecompressor() if method == 1 else None
+        self.z: ZstdDecompressor | None = None
+        self.errors: tuple[type[Exception], ...] = (zlib.error, EOFError)
+        if method == 1:
+            # deferred: zstd costs 2 ms at start-up, only a zstd-compressed ROCm bundle needs it
+            try:  # the standard library's from Python 3.14 on, the backport before
+                from compression.zstd import (  # type: ignore[import-not-found, unused-ignore]
+                    ZstdDecompressor,
+                    ZstdError,
+                )
+            except ImportError:  # pragma: no cover - depends on the Python version
+                from backports.zstd import ZstdDecompressor, ZstdError  # type: ignore[no-redef, unused-ignore]
+            self.z = ZstdDecompressor()
+            self.errors = (ZstdError, *self.errors)
         self.zl = zlib.decompressobj() if method == 0 else None
 
     def feed(self, data: Buffer, base: int, end: int) -> bool:
@@ -142,7 +157,7 @@ class _Inflate:
                     self.out += self.z.decompress(piece, _MAX_INFLATED_TABLE - len(self.out))
                 elif self.zl is not None:
                     self.out += self.zl.decompress(piece, _MAX_INFLATED_TABLE - len(self.out))
-            except (ZstdError, zlib.error, EOFError) as exc:
+            except self.errors as exc:
                 self.error = f"does not decompress ({exc})"
                 return True
             if _bundle_table(self.out, 0, len(self.out)) is not None or len(self.out) >= _MAX_INFLATED_TABLE:

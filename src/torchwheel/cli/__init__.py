@@ -19,6 +19,7 @@ from torchwheel import __version__
 from torchwheel.cli import install as _install
 from torchwheel.cli import publish as _publish
 from torchwheel.cli import read as _read
+from torchwheel.cli import rule as _rule
 from torchwheel.cli import symbols as _symbols
 from torchwheel.cli import tag as _tag
 from torchwheel.cli.options import fail
@@ -34,7 +35,7 @@ def _max_member_size(ctx: click.Context, param: click.Parameter, value: str | No
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="torchwheel")
+@click.version_option(__version__, "-V", "--version", prog_name="torchwheel")
 @click.option(
     "--max-member-size",
     metavar="SIZE",
@@ -56,10 +57,12 @@ for _command in (
     _read.compat,
     _symbols.include,
     _symbols.symbols,
+    _rule.rule_command,
     _install.select,
     _install.install,
     _publish.index_command,
     _publish.matrix_command,
+    _publish.unlabel_command,
 ):
     cli.add_command(_command)
 
@@ -104,6 +107,8 @@ def _main() -> None:
         code = cli.main(standalone_mode=False)
         if isinstance(code, int) and code:
             sys.exit(code)
+    except click.exceptions.NoArgsIsHelpError as exc:  # `torchwheel` alone: the help, as ruff and pip
+        click.echo(exc.ctx.get_help() if exc.ctx else cli.get_help(click.Context(cli)))
     except click.exceptions.Abort:
         fail("aborted")
     except click.exceptions.UsageError as exc:

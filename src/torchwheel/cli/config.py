@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from torchwheel.errors import InputError
+from torchwheel.rules.codes import is_selector, unknown_code
 from torchwheel.rules.registry import Policy
 
 _KEYS = {"select", "ignore", "unstable-allowlist", "require-torch", "symbols", "relax-pin", "gpu-archs"}
@@ -84,17 +85,32 @@ def _gpu_archs(table: dict[str, Any], where: Path) -> tuple[str, ...]:
     return archs
 
 
+def _selectors(values: tuple[str, ...], where: str, file: Path | None = None) -> tuple[str, ...]:
+    """Codes and prefixes of codes only: an unknown one (a typo, a retired code) would
+    select or ignore nothing, silently."""
+    for value in values:
+        if not is_selector(value):
+            raise InputError((f"{file}: " if file else "") + unknown_code(value, where))
+    return values
+
+
 def load_policy(
     start: Path, select: tuple[str, ...] = (), ignore: tuple[str, ...] = (), use_config: bool = True
 ) -> Policy:
-    """Command-line codes extend the file's; the file is found upward from ``start``."""
+    """Command-line codes extend the file's; the file is found upward from ``start``. An
+    unknown code, on the command line or in the file, is refused (exit 2, with a guess)."""
+    select, ignore = _selectors(select, "--select"), _selectors(ignore, "--ignore")
     table, where = _tool_table(start) if use_config else ({}, None)
     require = table.get("require-torch", True)
     if not isinstance(require, bool):
         raise InputError(f"{where}: [tool.torchwheel] require-torch must be true or false")
     return Policy(
-        select=frozenset(_strings(table, "select", where or start) + select),
-        ignore=frozenset(_strings(table, "ignore", where or start) + ignore),
+        select=frozenset(
+            _selectors(_strings(table, "select", where or start), "[tool.torchwheel] select", where) + select
+        ),
+        ignore=frozenset(
+            _selectors(_strings(table, "ignore", where or start), "[tool.torchwheel] ignore", where) + ignore
+        ),
         unstable_allowlist=_strings(table, "unstable-allowlist", where or start),
         require_torch=require,
         gpu_archs=_gpu_archs(table, where or start),

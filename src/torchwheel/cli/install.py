@@ -271,7 +271,7 @@ def _install_all(chosen: list[Candidate], target: TorchTarget, text: str, upgrad
             _say_repaired(list(result.repaired))
             where = result.dist_info.parent
             if result.unchanged:
-                done.append(f"unchanged: {c.filename} is already installed in {where}")
+                done.append(f"already installed: {c.filename} in {where} (nothing to do)")
             elif result.replaced is not None:
                 done.append(
                     f"replaced {c.name} {result.replaced} with {c.filename} in {where} ({result.files} files)"

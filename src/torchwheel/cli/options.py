@@ -76,10 +76,16 @@ no_config_option = click.option(
     "--no-config", is_flag=True, help="Ignore [tool.torchwheel] in pyproject.toml."
 )
 select_option = click.option(
-    "--select", multiple=True, metavar="CODE", help="Only these codes (prefixes allowed: TW2)."
+    "--select",
+    multiple=True,
+    metavar="CODE",
+    help="Only these codes (prefixes allowed: TW2); an unknown code is refused (`torchwheel rule --all`).",
 )
 ignore_option = click.option(
-    "--ignore", multiple=True, metavar="CODE", help="Skip these codes (prefixes allowed)."
+    "--ignore",
+    multiple=True,
+    metavar="CODE",
+    help="Skip these codes (prefixes allowed); an unknown code is refused.",
 )
 inputs_argument = click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
 env_option = click.option(
@@ -94,14 +100,19 @@ def chosen_table(symbols_file: Path | None, no_config: bool) -> ChosenTable:
     return choose(symbols_file, configured_symbols(Path.cwd(), use_config=not no_config))
 
 
+def require_inputs(inputs: tuple[Path, ...], env: tuple[str, ...]) -> tuple[Path, ...]:
+    """The inputs of a reading command: at least one, or it is a misuse."""
+    if not inputs and not env:
+        raise click.UsageError("give at least one wheel, directory or binary (or --env DIST)")
+    return inputs
+
+
 def load_inputs(
     inputs: tuple[Path, ...], env: tuple[str, ...], chosen: ChosenTable, verify_hashes: bool = True
 ) -> list[WheelFacts]:
     from torchwheel.analysis.load import load
 
-    if not inputs and not env:
-        raise click.UsageError("give at least one wheel, directory or binary (or --env DIST)")
-    return list(load(inputs, env, chosen.table, verify_hashes))
+    return list(load(require_inputs(inputs, env), env, chosen.table, verify_hashes))
 
 
 def _network_budget(field_name: str) -> Callable[[click.Context, click.Parameter, int | None], None]:

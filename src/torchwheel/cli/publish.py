@@ -1,8 +1,11 @@
-"""Publishing: ``index`` (per-torch indexes) and ``matrix`` (which wheel loads on which torch).
+"""Publishing: ``index`` (per-torch indexes), ``matrix`` (which wheel loads on which torch) and
+``unlabel`` (the copy of a local-label build that PyPI takes).
 
 Exit codes, per project (``install.outcome``): 0 written / shown; 1 a project has no wheel
 that loads on a ``--torch`` asked for (the index and grid are still written and shown);
 2 unreadable input (``index`` then writes nothing, ``matrix`` still shows the readable wheels).
+``unlabel``: 0 written, 1 the wheels are broken (``check``'s findings shown, as ``tag``), 2 a
+refusal or unreadable input (nothing written).
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ from torchwheel.errors import InputError
 from torchwheel.report.textsafe import safe, safe_lines
 
 if TYPE_CHECKING:
+    from torchwheel.analysis.wheelfacts import WheelFacts
     from torchwheel.install.candidates import Gathered
+    from torchwheel.install.simple_index import IndexResult
+    from torchwheel.wheel.archive import WheelArchive
 
 _TORCH = click.option(
     "--torch",
@@ -77,36 +83,50 @@ def index_command(
     no_config: bool,
 ) -> None:
     """Write a PEP 503 simple index of SOURCES (wheels, folders, or a hosted index) with one
-    sub-index per torch.
+    sub-index per torch, and per torch and build.
 
     OUT/simple/ lists every wheel; OUT/torch-X.Y/simple/ only the best wheel per release and
     tag set that loads on torch X.Y, so `pip install --index-url https://.../torch-X.Y/simple`
     gets the right build, and OUT/torch-X.Y/constraints.txt keeps pip and uv to it beside
-    another index. Metadata only (WHEEL Torch-ABI); untagged wheels are read once. Exit 0
-    written, 1 a project has nothing for a --torch asked for, 2 unreadable input (nothing written).
+    another index; OUT/torch-X.Y-BUILD/ (cpu, cu130, ...) the same for one torch build.
+    Metadata only (WHEEL Torch-ABI); untagged wheels are read once. Exit 0 written, 1 a
+    project has nothing for a --torch asked for, 2 unreadable input (nothing written).
     """
     from torchwheel.install.outcome import uncovered
     from torchwheel.install.simple_index import build
-    from torchwheel.torchabi.releases import show_minor
 
     asked = _minors(torches)
     result = build(sources, output, asked, names, chosen_table(symbols_file, no_config).table)
     for note in result.notes:
         click.echo(f"note: {safe(note)}", err=True)
-    lines = [
-        f"wrote {output}: {_plural(len(result.entries), 'wheel', 'wheels')}, simple/ and "
-        f"{_plural(len(result.targets), 'per-torch index', 'per-torch indexes')}"
-    ]
-    for (torch, name), entries in result.backend_targets.items():
-        lines.append(f"  torch-{show_minor(torch)}-{name}/simple: {len(entries)} wheels")
-    for torch, entries in result.targets.items():
-        lines.append(f"  torch-{show_minor(torch)}/simple: {_plural(len(entries), 'wheel', 'wheels')}")
-    lines += [f"  files/{vfile} (wheel variants, draft standard)" for vfile in result.variants_files]
-    click.echo(safe_lines(lines))  # the paths and file names come from the command line and the input
+    click.echo(safe_lines(_index_lines(output, result)))  # paths from the command line, names from the input
     missing = uncovered([e.cand for e in result.entries], asked)
     for line in missing:
         click.echo(f"torchwheel: {safe(line)}", err=True)
     sys.exit(1 if missing else 0)
+
+
+def _index_lines(output: Path, result: IndexResult) -> list[str]:
+    """A headline that counts every sub-index listed below it: one per torch (``torch-X.Y/``:
+    the wheels any torch build loads) and one per torch and build some wheel loads on
+    (``torch-X.Y-cpu/``, ``torch-X.Y-cu130/``: ``simple_index.build``)."""
+    from torchwheel.torchabi.releases import show_minor
+
+    head = f"wrote {output}: {_plural(len(result.entries), 'wheel', 'wheels')}, simple/"
+    per_torch = _plural(len(result.targets), "per-torch index", "per-torch indexes")
+    if result.backend_targets:
+        builds = ", ".join(dict.fromkeys(name for _, name in result.backend_targets))
+        per_build = _plural(len(result.backend_targets), "per-torch-build index", "per-torch-build indexes")
+        head += f", {per_torch} and {per_build} ({builds})"
+    else:
+        head += f" and {per_torch}"
+    lines = [head]
+    for torch, entries in result.targets.items():
+        lines.append(f"  torch-{show_minor(torch)}/simple: {_plural(len(entries), 'wheel', 'wheels')}")
+    for (torch, name), entries in result.backend_targets.items():
+        lines.append(f"  torch-{show_minor(torch)}-{name}/simple: {_plural(len(entries), 'wheel', 'wheels')}")
+    lines += [f"  files/{vfile} (wheel variants, draft standard)" for vfile in result.variants_files]
+    return lines
 
 
 @click.command("matrix")
@@ -199,3 +219,84 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) ->
     for line in missing:
         click.echo(f"torchwheel: {safe(line)}", err=True)
     sys.exit(1 if missing else 0)
+
+
+@click.command("unlabel", short_help="Copy local-label wheels as their public version, for PyPI.")
+@click.argument("wheels", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-w",
+    "--wheel-dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write the copies here: the upload set, apart from the labelled builds.",
+)
+@click.option(
+    "--build-tag",
+    metavar="N",
+    help="Give the copy this build tag (file name and WHEEL Build); default: the input's own, if any.",
+)
+@click.option("--overwrite", is_flag=True, help="Replace an output file of the same name.")
+@click.option("--dry-run", is_flag=True, help="Say what would be written; write nothing.")
+def unlabel_command(
+    wheels: tuple[Path, ...], wheel_dir: Path, build_tag: str | None, overwrite: bool, dry_run: bool
+) -> int:
+    """Copy local-label wheels (1.0+cu129) as their public version (1.0), for PyPI.
+
+    The version changes in the file name, METADATA Version and the .dist-info (and .data)
+    directory; RECORD is rewritten; every other byte is kept, Requires-Dist: torch included.
+    Refused (exit 2, nothing written): a wheel without a local label, an unstable build that
+    only its label dates, two builds of one release and tag set (PyPI holds one: give only
+    the build PyPI gets; a build tag cannot tell torch targets apart), an output that exists
+    (--overwrite) or another build of the release and tags already in WHEEL_DIR. Exit 1: the
+    wheel is broken (check's findings).
+    """
+    from torchwheel.analysis.load import opened
+    from torchwheel.torchabi.tablechoice import choose
+
+    # the shim table: TORCHWHEEL_SYMBOLS, else the shipped one (it only decides whether a
+    # build is unstable, for the label-only-pin refusal)
+    with opened(wheels, choose(None, None).table) as loaded:  # written from these descriptors
+        return _unlabel(loaded, wheel_dir, build_tag, overwrite, dry_run)
+
+
+def _unlabel(
+    loaded: list[tuple[WheelFacts, WheelArchive | None]],
+    wheel_dir: Path,
+    build_tag: str | None,
+    overwrite: bool,
+    dry_run: bool,
+) -> int:
+    from torchwheel import rules
+    from torchwheel.cli import colour
+    from torchwheel.report.findings import check_text
+    from torchwheel.rules.registry import Policy
+    from torchwheel.tagging.public_version import public_plan, refuse_one_release, refuse_taken, write_public
+
+    facts = [w for w, _ in loaded]
+    # the archive's own integrity (TW4xx that block tag): a RECORD that lies is not rewritten
+    archive_codes = frozenset(c for c in rules.rewrite_blockers().select if c.startswith("TW4"))
+    broken = rules.run_all(facts, Policy(select=archive_codes))
+    if broken:
+        colour.echo(check_text(facts, broken))
+        codes = ", ".join(sorted({f.code for f in broken}))
+        click.echo(f"torchwheel: unlabel refused: {codes} (above): a broken wheel is not rewritten", err=True)
+        return 1
+    plans = [public_plan(w, build_tag) for w in facts]
+    refuse_one_release(plans)
+    for p in plans:  # every refusal before the first wheel is written
+        refuse_taken(p, wheel_dir, overwrite)
+    # what else PyPI refuses at upload and unlabel leaves as it is (the platform tags: TW415)
+    upload = {f.wheel: f.message for f in rules.run_all(facts, Policy(select=frozenset({"TW415"})))}
+    for (w, archive), p in zip(loaded, plans, strict=True):
+        if dry_run:
+            target = wheel_dir / p.filename
+        else:
+            assert archive is not None  # a wheel file: public_plan refuses anything else
+            target = write_public(w, archive, p, wheel_dir, overwrite)
+        status = "would write" if dry_run else "wrote"
+        click.echo(safe_lines([f"{status} {target}", *(f"  - {change}" for change in p.changes)]))
+        refused = upload.get(w.contents.path)
+        notes = [*p.notes, *([f"{p.filename}: PyPI still refuses it: {refused}"] if refused else [])]
+        for note in notes:
+            click.echo(f"torchwheel: note: {safe(note)}", err=True)
+    return 0

@@ -16,6 +16,7 @@ from torchwheel.cli.options import (
     inputs_argument,
     load_inputs,
     no_config_option,
+    require_inputs,
     select_option,
     symbols_option,
 )
@@ -66,14 +67,15 @@ def show(
     no_config: bool,
 ) -> None:
     """Show the torch and CPython facts of wheels and every compiled file in them."""
-    from torchwheel.report.facts import show_json, wheel_text
+    from torchwheel import api
+    from torchwheel.report.facts import wheel_text
 
     chosen = chosen_table(symbols_file, no_config)
-    wheels = load_inputs(inputs, env, chosen)
+    facts = api.inspect_wheel(require_inputs(inputs, env), env=env, symbols=chosen)
     if fmt == "json":
-        print_document(show_json(wheels, chosen.to_json()))
+        print_document(facts.to_json())
     else:
-        click.echo("\n\n".join(wheel_text(w) for w in wheels))
+        click.echo("\n\n".join(wheel_text(w) for w in facts.facts))
         click.echo(f"\nsymbol table: {safe(chosen.label)}")
 
 
@@ -92,6 +94,17 @@ def show(
     help="Fast mode: no sha256 of members (RECORD presence and sizes, and zip CRCs of what is read, "
     "are still checked); only compiled members are inflated",
 )
+@click.option(
+    "-q",
+    "--quiet",
+    count=True,
+    help="-q: the findings only, no summary line; -qq: nothing on stdout (the exit code says it).",
+)
+@click.option(
+    "--exit-zero",
+    is_flag=True,
+    help="Exit 0 even when errors are found (2 still means an input could not be read).",
+)
 def check(
     inputs: tuple[Path, ...],
     env: tuple[str, ...],
@@ -101,30 +114,37 @@ def check(
     no_config: bool,
     symbols_file: Path | None,
     skip_hashes: bool,
-) -> None:
+    quiet: int,
+    exit_zero: bool,
+) -> int:
     """Check wheels; exit 1 when any error is found, 2 when an input cannot be read."""
-    from torchwheel import rules
+    from torchwheel import api
+    from torchwheel.cli import colour
     from torchwheel.cli.config import load_policy
-    from torchwheel.report.findings import check_json, check_text, summary_line
+    from torchwheel.report.findings import check_text, summary_line
     from torchwheel.report.github import check_github
 
     policy = load_policy(Path.cwd(), select, ignore, use_config=not no_config)
     chosen = chosen_table(symbols_file, no_config)
-    wheels = load_inputs(inputs, env, chosen, verify_hashes=not skip_hashes)
-    findings = rules.run_all(wheels, policy)
+    result = api.check(
+        require_inputs(inputs, env), env=env, symbols=chosen, verify_hashes=not skip_hashes, policy=policy
+    )
+    wheels, findings = list(result.facts.facts), result.found
     if fmt == "json":
-        document = check_json(wheels, findings, not skip_hashes)
-        document["symbol_table"] = chosen.to_json()
-        print_document(document)
+        print_document(result.to_json())  # a document for tools: --quiet does not thin it
     elif fmt == "github":
         out = check_github(findings)
-        if out:
+        if out and quiet < 2:
             click.echo(out)
-        click.echo(summary_line(wheels, findings))  # for the log
-    else:
-        click.echo(check_text(wheels, findings))
-    if findings.severities()["error"]:  # the findings counted, not listed, too
-        sys.exit(1)
+        if not quiet:
+            click.echo(summary_line(wheels, findings))  # for the log
+    elif quiet < 2:
+        text = check_text(wheels, findings)
+        if quiet:  # the findings alone: drop the summary, the last line
+            text = text.rpartition("\n")[0]
+        if text:
+            colour.echo(text)
+    return 0 if exit_zero else result.exit_code
 
 
 @click.command()

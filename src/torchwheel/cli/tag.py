@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from torchwheel.cli import colour
 from torchwheel.cli.options import (
     chosen_table,
     ignore_option,
@@ -21,7 +22,7 @@ from torchwheel.report.textsafe import safe
 
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
-    from torchwheel.rules.registry import Policy
+    from torchwheel.rules.registry import Finding, Findings, Policy
     from torchwheel.tagging.apply import TagResult
     from torchwheel.tagging.options import TagOptions
     from torchwheel.torchabi.tablechoice import ChosenTable
@@ -84,22 +85,6 @@ def _with_tag_options(func: F) -> F:
     return func
 
 
-def _refuse_untrustworthy(wheels: list[WheelFacts]) -> None:
-    """Facts that make a rewrite dishonest: a RECORD that disagrees with the files or
-    METADATA that does not parse (which bytes are right is not ours to guess), and a marker
-    this torchwheel cannot read (the target it would write could be wrong)."""
-    from torchwheel import rules
-    from torchwheel.report.findings import check_text
-
-    findings = rules.run_all(wheels, rules.rewrite_blockers())
-    if findings:
-        click.echo(check_text(wheels, findings))
-        click.echo(
-            "torchwheel: refusing to rewrite: the facts above make the new metadata untrustworthy", err=True
-        )
-        sys.exit(1)
-
-
 def _report_tag(result: TagResult) -> None:
     from torchwheel.report.textsafe import safe_lines
 
@@ -159,44 +144,42 @@ def tag(
     keep_correct: bool,
     build_torch: str | None,
     relax_pin: bool | None,
-) -> None:
+) -> int:
     """Write the torch ABI into wheels: WHEEL Torch-ABI and Tag lines, the torch requirement,
     a facts side file and RECORD; the file name follows the tags."""
     import dataclasses
 
-    from torchwheel.analysis.load import opened
-    from torchwheel.tagging import apply
-    from torchwheel.tagging.plan import plan
-    from torchwheel.tagging.release import release_sets
+    from torchwheel import api
+    from torchwheel.report.findings import check_text
 
     if in_place and wheel_dir is not None:
         raise click.UsageError("--in-place and -w/--wheel-dir exclude each other")
-
-    lock = apply.lock_input if in_place and not dry_run else None
-    with opened(
-        wheels, chosen_table(symbols_file, no_config).table, lock
-    ) as loaded:  # written from these fds
-        _refuse_untrustworthy([w for w, _ in loaded])
-        opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config)
-        opts = dataclasses.replace(opts, build_tag=build_tag, local_label=local_label)
-        shared = release_sets([w for w, _ in loaded], opts, release)
-        for w, _ in loaded:  # every refusal (a contradiction, a pin) before the first wheel is written
-            plan(w, dataclasses.replace(opts, release_requirements=shared.get(id(w))))
-        for w, fd in loaded:
-            opts = dataclasses.replace(opts, release_requirements=shared.get(id(w)))
-            if variant:  # first, while the input is still where it was (--in-place replaces it)
-                _report_tag(
-                    apply.tag(
-                        w, opts, wheel_dir, False, dry_run, with_facts=verbose, archive=fd, variant=True
-                    )
-                )
-            _report_tag(apply.tag(w, opts, wheel_dir, in_place, dry_run, with_facts=verbose, archive=fd))
+    opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config)
+    opts = dataclasses.replace(opts, build_tag=build_tag, local_label=local_label)
+    try:
+        api.tag_wheels(
+            wheels,
+            wheel_dir,
+            opts,
+            in_place=in_place,
+            dry_run=dry_run,
+            verbose=verbose,
+            variant=variant,
+            release=release,
+            symbols=chosen_table(symbols_file, no_config),
+            each=_report_tag,
+        )
+    except api.RewriteRefused as refused:
+        colour.echo(check_text(refused.wheels, refused.findings))
+        click.echo(f"torchwheel: {refused}", err=True)
+        return 1
     if local_label is not None:
         click.echo(
             f"torchwheel: note: a local version label (+{safe(local_label)}) is for your own index: PyPI refuses "
             "local versions at upload (`torchwheel check` says TW413); docs/authors.md",
             err=True,
         )
+    return 0
 
 
 @click.command()
@@ -232,7 +215,8 @@ def repair(
     relax_pin: bool | None,
 ) -> None:
     """cibuildwheel's repair-wheel-command: check, refuse (exit 1) on errors that the
-    rewrite cannot fix, else tag into WHEEL_DIR, leaving exactly one wheel there."""
+    rewrite cannot fix, else tag into WHEEL_DIR, adding exactly one wheel (and naming any
+    other wheels already there)."""
     from torchwheel.cli.config import load_policy
     from torchwheel.tagging.chain import first_stage
 
@@ -279,23 +263,67 @@ def _repair_loaded(
         sys.exit(1)
     after = rules.run(planned_facts(facts[0], planned), policy)
     remaining = [f for f in after if f.severity == "error"]
-    report = check_text(facts, findings) if findings else ""
-    fixed = sorted({f.code for f in findings if f.severity == "error"} - {f.code for f in remaining})
     if remaining:
-        click.echo(report)
+        click.echo(check_text(facts, findings))
         codes = ", ".join(sorted({f.code for f in remaining}))
         click.echo(
             f"torchwheel: repair refused: the rewrite cannot fix {codes}; fix them in the build", err=True
         )
         sys.exit(1)
+    before = _present_dir(wheel_dir)
     try:
         result = apply.tag(facts[0], opts, wheel_dir, False, False, archive=archive)
     except InputError:
-        if report:  # an exit 2 is one line on stderr: what was found goes to stdout
-            click.echo(report)
+        if findings:  # an exit 2 is one line on stderr: what was found goes to stdout
+            click.echo(check_text(facts, findings))
         raise
-    if report:
-        click.echo(report, err=True)
-    if fixed:
-        click.echo(f"torchwheel: the rewrite fixes {', '.join(fixed)}", err=True)
+    fixed_codes = {f.code for f in findings} - {f.code for f in after}
+    _report_repair(facts, [f for f in findings if f.code in fixed_codes], after)
     _report_tag(result)
+    _note_others(wheel_dir, before, result.target)
+
+
+def _report_repair(facts: list[WheelFacts], fixed: list[Finding], after: Findings) -> None:
+    """What a successful repair tells the CI log, on stderr: each finding the rewrite fixed
+    as fixed, never as an error (the job passed), then what the rewritten wheel still has."""
+    from torchwheel.report.findings import check_text
+    from torchwheel.report.textsafe import safe_lines
+
+    lines: list[str] = [f"{f.location}: {f.code} fixed by the rewrite: {f.message}" for f in fixed]
+    if after:
+        lines.append(check_text(facts, after).rpartition("\n")[0])  # its summary is said below
+    if not lines:
+        return
+    counts = after.severities()
+    codes = ", ".join(sorted({f.code for f in fixed}))
+    lines.append(
+        "repaired: "
+        + (f"{codes} fixed by the rewrite; " if codes else "")
+        + f"{counts['warning']} warning(s) remain"
+        + (f", {counts['info']} info" if counts["info"] else "")
+    )
+    colour.echo(safe_lines(lines), err=True)
+
+
+def _present_dir(wheel_dir: Path) -> set[str]:
+    try:
+        return {p.name for p in wheel_dir.glob("*.whl")}
+    except OSError:
+        return set()
+
+
+def _note_others(wheel_dir: Path, before: set[str], written: Path | None) -> None:
+    """cibuildwheel hands over an empty {dest_dir} and takes every wheel in it: say when the
+    directory held other wheels, which a later upload of the folder would take along."""
+    others = sorted(before - {written.name} if written else before)
+    if written is not None and written.name in before:
+        click.echo(safe(f"torchwheel: note: replaced the older {written.name} in {wheel_dir}"), err=True)
+    if others:
+        shown = ", ".join(others[:5]) + (f", ... {len(others) - 5} more" if len(others) > 5 else "")
+        click.echo(
+            safe(
+                f"torchwheel: note: {wheel_dir} already held {len(others)} other wheel(s), left as they were: "
+                f"{shown}; this run wrote one"
+            ),
+            err=True,
+        )

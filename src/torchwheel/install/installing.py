@@ -197,8 +197,9 @@ def repair_environment(target: TorchTarget) -> list[str]:
 
 
 def install_wheel(candidate: Candidate, target: TorchTarget, upgrade: bool = False) -> Installed:
-    """Install, verify, or leave the environment as it was. ``InstallRefused`` for an
-    environment that already holds the project (without ``upgrade``); ``InputError`` for a
+    """Install, verify, or leave the environment as it was. The same version and build
+    already installed is ``unchanged`` (with or without ``upgrade``); ``InstallRefused`` for
+    an environment that holds another version of the project (without ``upgrade``); ``InputError`` for a
     wheel that does not verify, a write that fails or an interrupt (after the rollback).
     Whatever a killed earlier run left is repaired first (``Installed.repaired``)."""
     scheme = scheme_of(target, candidate.name)
@@ -208,13 +209,14 @@ def install_wheel(candidate: Candidate, target: TorchTarget, upgrade: bool = Fal
         repaired = tuple(_repair(scheme))
         existing = installed_dist(scheme, candidate.name)
         if existing is not None:
+            version, build = _installed_version(existing)
+            if version == candidate.version and build == "".join(map(str, candidate.build)):
+                # the choice is what is there: done, as pip and uv say "already satisfied"
+                return Installed(candidate, existing, 0, unchanged=True, repaired=repaired)
             if not upgrade:
                 raise InstallRefused(
                     f"{existing.name} is already installed in {target.description}: --upgrade replaces it"
                 )
-            version, build = _installed_version(existing)
-            if version == candidate.version and build == "".join(map(str, candidate.build)):
-                return Installed(candidate, existing, 0, unchanged=True, repaired=repaired)
         plan = _aside_plan(existing, root) if existing is not None else []
         site = existing.parent if existing is not None else Path(scheme["purelib"])
         txn = journal.Journal(site / f"{journal.PREFIX}{candidate.name}", root)

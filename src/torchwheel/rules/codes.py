@@ -8,6 +8,7 @@ and ``docs/rules.md`` has one section per code.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Literal
 
@@ -37,6 +38,40 @@ RELEASE = Scope(lone_binary=False, torch_itself=False, release=True)
 
 
 @dataclass(frozen=True)
+class FixedBy:
+    """The commands whose rewrite fixes a finding (each message and ``docs/rules.md`` say so;
+    ``tests/test_fixed_by.py`` holds the claim to the rewrite), and when, if not always."""
+
+    commands: tuple[str, ...]
+    when: str = ""
+
+
+TAG = FixedBy(("torchwheel tag", "torchwheel repair"))
+TAG_BUILD_TORCH = FixedBy(("torchwheel tag --build-torch X.Y", "torchwheel repair --build-torch X.Y"))
+TAG_RELAX_PIN = FixedBy(
+    ("torchwheel tag --relax-pin", "torchwheel repair --relax-pin"),
+    "or `relax-pin = true` in `[tool.torchwheel]`",
+)
+TAG_NARROW = FixedBy(
+    ("torchwheel tag", "torchwheel repair"),
+    "with `--relax-pin` where the requirement admits no torch the binaries load on",
+)
+TAG_RELEASE = FixedBy(
+    ("torchwheel tag --release",), "over every wheel of the release in one call, its default then"
+)
+TAG_RELEASE_MARKERS = FixedBy(
+    TAG_RELEASE.commands,
+    f"{TAG_RELEASE.when}; a requirement that already excludes the lower floor is loosened in the project first",
+)
+UNLABEL = FixedBy(("torchwheel unlabel -w DIR WHEEL",), "for the one build of a release that PyPI gets")
+REPAIR_LINUX = FixedBy(
+    ("torchwheel repair --repair-with 'auditwheel repair -w {repair_dir} {wheel}' -w DIR WHEEL",),
+    "for a `linux_*` tag of an architecture manylinux has",
+)
+TAG_ABI3T = FixedBy(TAG.commands, "when a tag beside `abi3t` remains: `cp315-abi3.abi3t`")
+
+
+@dataclass(frozen=True)
 class Code:
     code: str
     name: str
@@ -46,6 +81,7 @@ class Code:
     # the rewrite would be dishonest: a RECORD that disagrees with the files or METADATA that
     # does not parse (which bytes are right is not ours to guess), a marker that cannot be read
     blocks_rewrite: bool = False
+    fixed_by: FixedBy | None = None
 
 
 _E: Severity = "error"
@@ -66,37 +102,39 @@ CODES: tuple[Code, ...] = (
     Code("TW203", "unknown-shim", _W, "imported shim symbols are not in the symbol table", CONSUMER_BINARY),
     Code("TW204", "unstable-library", _W, "a library uses unstable libtorch symbols and is not allowlisted", CONSUMER_BINARY),
     Code("TW205", "stale-allowlist", _E, "an unstable-allowlist entry matches no unstable library", CONSUMER_BINARY),
+    Code("TW206", "target-above-need", _I, "the declared target is newer than the imports need: the wheel loads on fewer torches than it could", CONSUMER_BINARY),
     # TW3xx: the CPython ABI (rules/cpython.py)
     Code("TW301", "abi3-not-limited", _E, "an abi3-tagged wheel contains a module outside the limited API", BINARY),
     Code("TW302", "suffix-tag-mismatch", _E, "a module's file-name suffix does not match the wheel tags", BINARY),
-    Code("TW303", "limited-api-above-floor", _E, "a module uses limited-API symbols newer than the abi3 tag admits", BINARY),
+    Code("TW303", "limited-api-above-floor", _E, "a module uses limited-API symbols newer than the abi3 tag admits", BINARY, fixed_by=TAG),
     Code("TW304", "module-hook-missing", _E, "an extension module exports no init hook for its name", BINARY),
-    Code("TW305", "abi3t-needs-modexport", _E, "an abi3t-tagged wheel has a module with only PyInit_", BINARY),
+    Code("TW305", "abi3t-needs-modexport", _E, "an abi3t-tagged wheel has a module with only PyInit_", BINARY, fixed_by=TAG_ABI3T),
     Code("TW306", "pure-tag-with-binaries", _E, "a wheel tagged py3-none ships compiled extension modules", BINARY),
     # TW4xx: wheel integrity (rules/integrity.py)
-    Code("TW401", "record-missing", _E, "the wheel has no RECORD", WHEEL),
+    Code("TW401", "record-missing", _E, "the wheel has no RECORD", WHEEL, fixed_by=TAG),
     Code("TW402", "record-mismatch", _E, "a member's hash or size differs from RECORD", WHEEL, True),
     Code("TW403", "record-incomplete", _E, "RECORD and the archive list different files", WHEEL, True),
-    Code("TW404", "tags-disagree", _W, "the file name's tags differ from the WHEEL Tag lines", WHEEL),
+    Code("TW404", "tags-disagree", _W, "the file name's tags differ from the WHEEL Tag lines", WHEEL, fixed_by=TAG),
     Code("TW405", "platform-mismatch", _E, "a binary's format or architecture does not match the platform tag", WHEEL),
     Code("TW406", "binary-unreadable", _E, "a compiled member cannot be read as ELF, Mach-O or PE", WHEEL),
     Code("TW407", "metadata-invalid", _E, "METADATA or WHEEL is malformed", WHEEL, True),
     Code("TW408", "dist-info-mismatch", _E, "the .dist-info directory names another project than the file", WHEEL),
     Code("TW409", "metadata-mismatch", _E, "METADATA's Name or Version differs from the file name's", WHEEL, True),
-    Code("TW410", "torch-abi-invalid", _E, "WHEEL Torch-ABI is not a value tag writes, or its lines disagree", WHEEL),
+    Code("TW410", "torch-abi-invalid", _E, "WHEEL Torch-ABI is not a value tag writes, or its lines disagree", WHEEL, fixed_by=TAG),
     Code("TW411", "member-name-uninstallable", _E, "a member's path cannot be installed as named", WHEEL, True),
-    Code("TW412", "facts-file-invalid", _W, "the torchwheel.json facts file cannot be read or disagrees with WHEEL", WHEEL),
-    Code("TW413", "local-version", _W, "a local version label (1.0+torch2.12): public registries refuse the upload", WHEEL),
+    Code("TW412", "facts-file-invalid", _W, "the torchwheel.json facts file cannot be read or disagrees with WHEEL", WHEEL, fixed_by=TAG),
+    Code("TW413", "local-version", _W, "a local version label (1.0+torch2.12): public registries refuse the upload", WHEEL, fixed_by=UNLABEL),
     Code("TW414", "filename-invalid", _E, "the file name is not a valid wheel name, though its archive and metadata are", WHEEL, True),
+    Code("TW415", "platform-refused-by-pypi", _W, "a platform tag PyPI refuses at upload (linux_x86_64 from a plain pip wheel)", WHEEL, fixed_by=REPAIR_LINUX),
     # TW5xx: the torch requirement (rules/requirements.py)
-    Code("TW501", "torch-requirement-missing", _W, "the wheel uses torch but does not require it", CONSUMER_WHEEL),
-    Code("TW502", "torch-pinned-too-tight", _W, "a stable-ABI wheel pins torch tighter than its ABI needs", CONSUMER_WHEEL),
-    Code("TW503", "torch-requirement-too-loose", _E, "the torch requirement admits a torch the binaries cannot load on", CONSUMER_WHEEL),
-    Code("TW504", "unstable-torch-unpinned", _E, "an unstable-ABI wheel does not pin the torch minor it was built with", CONSUMER_WHEEL),
+    Code("TW501", "torch-requirement-missing", _W, "the wheel uses torch but does not require it", CONSUMER_WHEEL, fixed_by=TAG),
+    Code("TW502", "torch-pinned-too-tight", _W, "a stable-ABI wheel pins torch tighter than its ABI needs", CONSUMER_WHEEL, fixed_by=TAG_RELAX_PIN),
+    Code("TW503", "torch-requirement-too-loose", _E, "the torch requirement admits a torch the binaries cannot load on", CONSUMER_WHEEL, fixed_by=TAG_NARROW),
+    Code("TW504", "unstable-torch-unpinned", _E, "an unstable-ABI wheel does not pin the torch minor it was built with", CONSUMER_WHEEL, fixed_by=TAG_BUILD_TORCH),
     Code("TW505", "builds-gap", _W, "the requirement admits torch releases no per-minor build of the wheel is for", CONSUMER_WHEEL),
     # TW6xx: one release (rules/release.py)
-    Code("TW601", "release-requirements-differ", _E, "wheels of one release declare different torch requirements", RELEASE),
-    Code("TW602", "release-targets-differ", _W, "the stable-ABI targets of one release differ between platforms without markers to say so", RELEASE),
+    Code("TW601", "release-requirements-differ", _E, "wheels of one release declare different torch requirements", RELEASE, fixed_by=TAG_RELEASE),
+    Code("TW602", "release-targets-differ", _W, "the stable-ABI targets of one release differ between platforms without markers to say so", RELEASE, fixed_by=TAG_RELEASE_MARKERS),
     Code("TW603", "release-stable-and-unstable", _E, "a stable-ABI wheel and a version-locked (unstable) wheel share one release", RELEASE),
     # TW7xx: the accelerator (rules/accelerator.py)
     Code("TW701", "accelerators-mixed", _E, "libraries of one wheel need different accelerators or CUDA majors and are not alternatives", CONSUMER_BINARY),
@@ -111,3 +149,36 @@ CODES: tuple[Code, ...] = (
 )  # fmt: skip
 
 BY_CODE = {c.code: c for c in CODES}
+BY_NAME = {c.name: c for c in CODES}
+_GROUPS = sorted({c.code[:3] for c in CODES})  # TW1 ... TW7
+
+
+def is_selector(text: str) -> bool:
+    """A code or a prefix of one (``TW3``, ``TW``): what ``--select``/``--ignore`` take."""
+    return bool(text) and any(c.code.startswith(text) for c in CODES)
+
+
+def did_you_mean(text: str) -> list[str]:
+    """The codes (or group prefixes) ``text`` was likely meant as: its upper case, the code of
+    a rule named so, or the closest spellings (``difflib``)."""
+    upper = text.strip().upper()
+    if upper != text and is_selector(upper):
+        return [upper]
+    if text.lower() in BY_NAME:
+        return [BY_NAME[text.lower()].code]
+    close = difflib.get_close_matches(upper, [*BY_CODE, *_GROUPS], n=3, cutoff=0.6)
+    named = difflib.get_close_matches(text.lower(), list(BY_NAME), n=1, cutoff=0.75)
+    return close + [BY_NAME[n].code for n in named if BY_NAME[n].code not in close]
+
+
+def unknown_code(text: str, where: str = "") -> str:
+    """The one line for a code no rule has: ``unknown rule code TW999 in --ignore (did you
+    mean TW709, TW409? `torchwheel rule --all` lists every code)``."""
+    shown = repr(text[:40]) if not text or not text.isprintable() or " " in text else text[:40]
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) > 1 and all(is_selector(p) for p in parts):
+        hint = f"one code each: {', '.join(parts)}; "
+    else:
+        guesses = did_you_mean(text)
+        hint = f"did you mean {', '.join(guesses)}? " if guesses else ""
+    return f"unknown rule code {shown}{f' in {where}' if where else ''} ({hint}`torchwheel rule --all` lists every code)"

@@ -120,7 +120,8 @@ def limited_above_floor(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 member,
                 (
                     f"[{arch}] uses {', '.join(p.floor_symbols[:3])} (CPython {p.limited_floor}+) but the wheel is "
-                    f"tagged cp{floor[0]}{floor[1]}-abi3: raise the tag to cp{need[0]}{need[1]}-abi3"
+                    f"tagged cp{floor[0]}{floor[1]}-abi3: raise the tag to cp{need[0]}{need[1]}-abi3 (`torchwheel tag` "
+                    "raises it)"
                 ),
             )
 
@@ -165,8 +166,11 @@ def hook_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 @rule("TW305")
 def abi3t_needs_modexport(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    if not any(t.abi == "abi3t" for t in _tags(w)):
+    tags = _tags(w)
+    if not any(t.abi == "abi3t" for t in tags):
         return
+    # tag drops abi3t where another ABI tag remains (cp315-abi3.abi3t), never the only one
+    drops = " (`torchwheel tag` drops it)" if any(t.abi != "abi3t" for t in tags) else ""
     for member, arch, s in iter_slices(w):
         hooks = s.python.hooks
         if hooks and not any(h.startswith("PyModExport") for h in hooks):
@@ -174,7 +178,7 @@ def abi3t_needs_modexport(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 member,
                 (
                     f"[{arch}] exports only PyInit_ hooks, which free-threaded abi3t cannot use: "
-                    "port to PyModExport_ (PEP 793) or drop the abi3t tag"
+                    f"port to PyModExport_ (PEP 793) or drop the abi3t tag{drops}"
                 ),
             )
 

@@ -14,6 +14,7 @@ from torchwheel import safejson
 from torchwheel.analysis.platforms import expected, managed_mismatch
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError
+from torchwheel.rules import pypi
 from torchwheel.rules.registry import REGISTRY, Finding, Hit, Omitted, Policy, rule
 from torchwheel.wheel.contents import WheelContents
 from torchwheel.wheel.metadata import (
@@ -218,8 +219,8 @@ def torch_abi_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         yield (
             f"{c.dist_info}/WHEEL",
             (
-                f"{TORCH_ABI_FIELD}: {exc}: index, select and matrix refuse the wheel; delete the "
-                f"{TORCH_ABI_FIELD} lines and run `torchwheel tag`"
+                f"{TORCH_ABI_FIELD}: {exc}: index, select and matrix refuse the wheel; `torchwheel tag` "
+                f"replaces every {TORCH_ABI_FIELD} line with the one the binaries support"
             ),
         )
 
@@ -295,8 +296,8 @@ def local_version(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             "",
             (
                 f"version {version} has a local label (+{version.local}): PyPI refuses local versions at "
-                "upload; serve it from your own index (`torchwheel index`), or publish one build per "
-                "platform without the label (`tag --build-tag N` tells rebuilds apart)"
+                "upload; serve it from your own index (`torchwheel index`), or give PyPI the one build "
+                "it gets without the label (`torchwheel unlabel -w DIR WHEEL` writes it)"
             ),
         )
 
@@ -320,6 +321,23 @@ def filename_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         "",
         f"the file name is not a valid wheel name ({c.name_problem[:80]}): PyPI and packaging-based tools refuse it; {rename}",
     )
+
+
+@rule("TW415")
+def platform_refused_by_pypi(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """A warning, not an error: the wheel installs and loads where its tag says, and an own
+    index takes it; only the upload to PyPI fails, at the end of a release job, and twine
+    check does not say so. Judged on the file name's tags, which PyPI reads."""
+    c = w.contents
+    if not w.is_wheel_file or c.name_problem is not None:
+        return  # an invalid name has no tags, and PyPI refuses it anyway (TW414)
+    for platform in sorted({t.platform for t in c.filename_tags}):
+        if pypi.refused(platform):
+            plain = " (what a plain `pip wheel` writes)" if platform.startswith("linux_") else ""
+            yield (
+                "",
+                f"platform tag {platform}{plain} is refused by PyPI at upload: {pypi.remedy(platform)}",
+            )
 
 
 def integrity_errors(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from torchwheel.analysis.member import SliceAnalysis
 from torchwheel.analysis.wheelfacts import WheelFacts, declared_targets, iter_slices
 from torchwheel.binary.marker_record import SYMBOL
 from torchwheel.rules.registry import Hit, Policy, rule
@@ -48,13 +49,20 @@ def unknown_schema(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             yield member, f"[{arch}] marker schema {schema} is unknown: upgrade torchwheel to read it"
 
 
+def slice_targets(s: SliceAnalysis) -> set[FeatureVersion]:
+    """Every target one slice carries: its records, companion symbols and declared marker;
+    more than one is TW104 (and the declared target is then whichever the linker saw first)."""
+    versions = {h.record.version for h in s.facts.raw_markers if h.record.version is not None}
+    versions.update(s.facts.companions)
+    if s.declared is not None and s.declared.record.version is not None:
+        versions.add(s.declared.record.version)
+    return versions
+
+
 @rule("TW104")
 def disagree(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
-        versions = {h.record.version for h in s.facts.raw_markers if h.record.version is not None}
-        versions.update(s.facts.companions)
-        if s.declared is not None and s.declared.record.version is not None:
-            versions.add(s.declared.record.version)
+        versions = slice_targets(s)
         if len(versions) > 1:
             listed = ", ".join(str(v) for v in sorted(versions))
             yield (

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from packaging.requirements import Requirement
+from packaging.version import Version
+
 from torchwheel.analysis.releases import ReleaseView
 from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
 from torchwheel.rules.registry import Hit, Policy, rule
+from torchwheel.version import FeatureVersion
 
 
 def _name(w: WheelFacts) -> str:
@@ -28,6 +32,10 @@ def torch_requirement_set(w: WheelFacts) -> tuple[str, ...]:
 
 def _shown(reqs: tuple[str, ...]) -> str:
     return "; ".join(reqs) if reqs else "no torch requirement"
+
+
+def _admits_floor(req: Requirement, floor: FeatureVersion | None) -> bool:
+    return floor is None or req.specifier.contains(Version(floor.release), prereleases=True)
 
 
 def _platforms(w: WheelFacts) -> str:
@@ -55,11 +63,17 @@ def targets_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
     for o in view.others:
         theirs = torch_need_of(o)
         if theirs.kind == "stable" and theirs.floor != mine.floor and _platforms(o) != _platforms(view.wheel):
+            lower, need = (view.wheel, mine) if mine.floor < theirs.floor else (o, theirs)  # type: ignore[operator]
+            # tag only narrows: a requirement that already excludes the lower floor stays as it is
+            tight = [str(r) for r in lower.metadata.torch_requirements if not _admits_floor(r, need.floor)]
+            first = (
+                f"loosen {'; '.join(tight)!r} to 'torch>={need.label}' in the project, then " if tight else ""
+            )
             yield (
                 "",
                 f"targets torch {mine.label} on {_platforms(view.wheel)} but {_name(o)} targets {theirs.label} on "
-                f"{_platforms(o)}: one requirement set must carry both floors with sys_platform markers "
-                "(`torchwheel tag --release`)",
+                f"{_platforms(o)}: one requirement set must carry both floors with sys_platform markers; "
+                f"{first}`torchwheel tag --release` writes them",
             )
             return
 

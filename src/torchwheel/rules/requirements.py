@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from packaging.requirements import Requirement
 from packaging.version import Version
 
 from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
@@ -15,6 +16,14 @@ from torchwheel.errors import quoted
 from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.torchabi import releases
 from torchwheel.torchabi.need import TorchNeed, release_matches, show_releases
+
+
+def _admits(req: Requirement) -> str:
+    """What a requirement admits, in the one wording of TW503 and TW504: a bare ``torch``
+    admits every torch release, a range the releases it spans (``2.9.0 and newer``)."""
+    if not req.specifier:
+        return "admits every torch release"
+    return f"admits torch {releases.spec_span(req.specifier)}"
 
 
 def _pins_one_build(abi: TorchNeed) -> bool:
@@ -30,7 +39,11 @@ def missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     if _pins_one_build(abi):
         return  # it admits every torch and loads on one: TW504, an error, says so
     want = f"torch>={abi.label}" if abi.kind == "stable" else "torch"
-    yield "", f"binaries link libtorch ({abi.label}) but METADATA has no Requires-Dist: torch: add {want!r}"
+    yield (
+        "",
+        f"binaries link libtorch ({abi.label}) but METADATA has no Requires-Dist: torch: add {want!r} "
+        "(`torchwheel tag` writes it)",
+    )
 
 
 @rule("TW502")
@@ -44,7 +57,8 @@ def too_tight(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 "",
                 (
                     f"Requires-Dist {quoted(req)} pins one torch release although the stable ABI loads on "
-                    f"torch>={abi.label}: require 'torch>={abi.label}' so installers do not swap the user's torch"
+                    f"torch>={abi.label}: require 'torch>={abi.label}' so installers do not swap the user's torch "
+                    "(`torchwheel tag --relax-pin` writes it)"
                 ),
             )
 
@@ -58,16 +72,19 @@ def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     if releases.minor_of(abi.floor) > releases.minor_of(releases.newest()):
         return  # a target no torch release has (TW107 says which it likely meant): no torch to require
     for req in w.metadata.torch_requirements:
-        older = releases.older_admitted(req.specifier, abi.floor)
+        too_old = releases.older_admitted(req.specifier, abi.floor) is not None
         loads = [v for v in releases.admitted(req.specifier) if v >= floor] or releases.admits_future(
             req.specifier
         )
-        if older is not None:
+        # tag narrows a requirement that admits a torch the binaries load on; one that admits
+        # none it replaces only with --relax-pin (which value was meant is not its to guess)
+        writes = "`torchwheel tag` writes it" if loads else "`torchwheel tag --relax-pin` writes it"
+        if too_old:
             yield (
                 "",
                 (
-                    f"Requires-Dist {quoted(req)} admits torch {older}, but the binaries need torch {abi.floor}: "
-                    f"require 'torch>={abi.label}'"
+                    f"Requires-Dist {quoted(req)} {_admits(req)}, but the binaries need torch {abi.floor} or newer: "
+                    f"require 'torch>={abi.label}' ({writes})"
                 ),
             )
         elif not loads:
@@ -75,7 +92,7 @@ def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 "",
                 (
                     f"Requires-Dist {quoted(req)} admits no torch release the binaries load on "
-                    f"(they need torch {abi.floor} or newer): require 'torch>={abi.label}'"
+                    f"(they need torch {abi.floor} or newer): require 'torch>={abi.label}' ({writes})"
                 ),
             )
 
@@ -93,7 +110,7 @@ def unstable_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     if not w.metadata.torch_requirements and policy.require_torch:
         yield (
             "",
-            f"METADATA has no Requires-Dist: torch, so installers admit every torch, but the binaries use "
+            f"METADATA has no Requires-Dist: torch, so installers admit every torch release, but the binaries use "
             f"unstable libtorch symbols and load only on the torch they were built with: {fix}",
         )
     for req in w.metadata.torch_requirements:
@@ -101,8 +118,8 @@ def unstable_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             yield (
                 "",
                 (
-                    f"Requires-Dist {quoted(req)} admits torch {releases.spec_span(req.specifier)}, "
-                    f"but the binaries use unstable libtorch symbols: {fix}"
+                    f"Requires-Dist {quoted(req)} {_admits(req)}, but the binaries use unstable libtorch "
+                    f"symbols: {fix}"
                 ),
             )
 

@@ -6,9 +6,12 @@ from collections.abc import Iterator
 from fnmatch import fnmatch
 
 from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices, wheel_alternatives
+from torchwheel.rules.marker import slice_targets
 from torchwheel.rules.registry import Hit, Policy, rule
+from torchwheel.torchabi import releases
 from torchwheel.torchabi.need import show_release
 from torchwheel.torchabi.usage import TorchUsage
+from torchwheel.version import FeatureVersion
 
 _NAMED = 10  # symbol names a message spells out; the rest are counted
 
@@ -105,3 +108,43 @@ def stale_allowlist(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                     "remove it from [tool.torchwheel]"
                 ),
             )
+
+
+@rule("TW206")
+def target_above_need(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """A "future" build: a marker newer than every import of the wheel needs (built against a
+    newer torch's headers without ``TORCH_TARGET_VERSION``, whose default is that torch). The
+    wheel's floor is the newest target, so it refuses torches it may well load on. Info, not
+    warning: the need read from the symbols is a lower bound (inlined header code leaves no
+    symbol), so only the author knows whether the older target builds."""
+    found = list(iter_slices(w))
+    if any(s.torch.usage == "unstable" or s.torch.unknown_count for _, _, s in found):
+        return  # not a stable wheel, or shims newer than the table (TW203): the need is unknown
+    needs = [s.torch.min_version for _, _, s in found if s.torch.min_version is not None]
+    if not needs:
+        return
+    need = max(needs)
+    newest = releases.minor_of(releases.newest())
+    setters = sorted({n for _, _, s in found if s.torch.min_version == need for n in s.torch.pinning_symbols})
+    by = f" ({', '.join(setters[:3])}{', ...' if len(setters) > 3 else ''})" if setters else ""
+    target = FeatureVersion(need.major, need.minor)
+    for member, arch, s in found:
+        d = s.declared
+        if d is None or d.record.version is None:
+            continue
+        v = d.record.version
+        if len(slice_targets(s)) > 1:
+            continue  # targets that disagree: which one is declared is arbitrary (TW104)
+        if not releases.minor_of(need) < releases.minor_of(v) <= newest or v.major != need.major:
+            continue  # no newer than the need, or no torch release at all (TW107)
+        below = f"{v.major}.{v.minor - 1}"
+        gap = target.minor_release if below == target.minor_release else f"{target.minor_release}-{below}"
+        yield (
+            member,
+            (
+                f"[{arch}] declares torch {v}, but the wheel's imports need only torch {target.minor_release}{by}: "
+                f"the target makes the floor torch {v.minor_release} and keeps the wheel off torch {gap}; if the "
+                f"code allows, rebuild with TORCH_TARGET_VERSION={target.to_int():#018x} (the symbols are a lower "
+                "bound: inlined header code leaves none)"
+            ),
+        )

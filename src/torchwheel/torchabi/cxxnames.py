@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import demangle as _demangler
-import pydemumble
-from demangle.core.ast import Decorated, Function, Name, Node, Qualified, Raw, Special, Template
+# deferred: demangle costs 7 ms and pydemumble 1.5 ms at start-up, and only a name that is
+# shown (demangle) or that the prefix readers do not know (_library_key) needs either
+if TYPE_CHECKING:
+    from demangle.core.ast import Node
 
 # libtorch's own C++ namespaces. c10d is the distributed package (ProcessGroup, Store, ...);
 # c10_complex_math holds c10::complex's out-of-line math (libc10 exports it on macOS); ao is
@@ -85,6 +87,8 @@ def demangle(name: str) -> str | None:
 
 @lru_cache(maxsize=65536)
 def _demangle(name: str) -> str | None:
+    import pydemumble
+
     text = pydemumble.demangle(name)
     return text if text and text != name else None
 
@@ -170,6 +174,8 @@ def _spelled(node: Node) -> list[str]:
     The library keeps a substitution it expanded (``std::allocator``) as one leaf, so a
     leaf may stand for several components.
     """
+    from demangle.core.ast import Name, Qualified, Raw, Template
+
     if isinstance(node, Template):
         return _spelled(node.base)
     if isinstance(node, Qualified):
@@ -185,6 +191,8 @@ def _spelled(node: Node) -> list[str]:
 
 def _components(node: Node) -> list[str]:
     """The entity's qualified name, outermost first, from the library's Itanium tree."""
+    from demangle.core.ast import Decorated, Function, Qualified, Special, Template
+
     while True:
         if isinstance(node, (Decorated, Special)):
             node = node.inner
@@ -204,6 +212,9 @@ def _components(node: Node) -> list[str]:
 
 
 def _library_key(s: str) -> str | None:
+    import demangle as _demangler
+    from demangle.core.ast import Name
+
     try:
         if s.startswith("?"):
             # The library flattens MSVC declarations to text: its tree holds no parts. Its

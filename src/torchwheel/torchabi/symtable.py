@@ -28,18 +28,25 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from os import PathLike
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchwheel import safejson
 from torchwheel.errors import InputError
 from torchwheel.safejson import Either, Int, List, Null, Object, Str
-from torchwheel.torchabi.headergates import Gate, max_gate, min_gate, scan_header_text
 from torchwheel.torchabi.shimorigin import EXPORT, HEADER_GATE, Origin, WheelSource
 from torchwheel.version import FeatureVersion
+
+# deferred: headergates (1.5 ms at start-up) only reads headers (scan_headers) and merges
+# tables (merge); reading a table needs neither
+if TYPE_CHECKING:
+    from torchwheel.torchabi.headergates import Gate
+
+# the package is installed as files (cli/symbols reads include/ the same way): importlib.resources
+# would cost 6 ms at start-up (it imports tempfile and shutil)
+_SHIPPED = Path(__file__).parent.parent / "data" / "shim_versions.json"
 
 __all__ = [
     "BASELINE",
@@ -179,6 +186,8 @@ def scan_headers(source: Source) -> SymbolTable:
         raise ValueError(f"{path}: not a torch wheel or directory")
     if not headers:
         raise ValueError(f"{path}: torch {version} ships no stable-ABI shim headers")
+    from torchwheel.torchabi.headergates import min_gate, scan_header_text
+
     symbols: dict[str, Gate] = {}
     for text in headers.values():
         for name, gate in scan_header_text(text).items():
@@ -217,7 +226,8 @@ class SymbolTable:
         releases = sorted({_version_key(s).release for s in self.sources}, key=_version_key)
         # Header-gate origins without platforms are the default: dropping them keeps a
         # header-only table equal to its JSON round trip.
-        origins = {n: o for n, o in sorted(self.origins.items()) if n in frozen and o != Origin()}
+        default = Origin()
+        origins = {n: o for n, o in sorted(self.origins.items()) if n in frozen and o != default}
         wheels = sorted(set(self.wheels), key=lambda w: (_version_key(w.release), w.platform, w.file))
         object.__setattr__(self, "symbols", frozen)
         object.__setattr__(self, "sources", tuple(releases))
@@ -335,6 +345,24 @@ class SymbolTable:
         schema = document["schema_version"]
         symbols: dict[str, Gate] = {}
         origins: dict[str, Origin] = {}
+        # ~900 symbols share a few dozen versions and origins: each is built once (two thirds
+        # of the time the shipped table took to load at start-up)
+        parsed: dict[str, FeatureVersion] = {}
+        made: dict[tuple[Any, ...], Origin] = {}
+
+        def parse(text: str) -> FeatureVersion:
+            version = parsed.get(text)
+            if version is None:
+                version = parsed[text] = FeatureVersion.parse(text)
+            return version
+
+        def origin(source: str, platforms: dict[str, str]) -> Origin:
+            key = (source, *platforms.items())
+            found = made.get(key)
+            if found is None:
+                found = made[key] = Origin(source, tuple((p, parse(r).release) for p, r in platforms.items()))
+            return found
+
         try:
             for name, raw in document["symbols"].items():
                 value = raw
@@ -342,13 +370,10 @@ class SymbolTable:
                     if not isinstance(raw, dict):
                         raise ValueError(f"{name}: schema 2 describes each symbol with an object")
                     value = raw.get("introduced")
-                    firsts = tuple(
-                        (p, FeatureVersion.parse(r).release) for p, r in raw.get("platforms", {}).items()
-                    )
-                    origins[name] = Origin(raw["source"], firsts)
+                    origins[name] = origin(raw["source"], raw.get("platforms", {}))
                 elif isinstance(raw, dict):
                     raise ValueError(f"{name}: schema 1 gives each symbol a version or null")
-                symbols[name] = None if value is None else FeatureVersion.parse(value)
+                symbols[name] = None if value is None else parse(value)
             wheels = tuple(WheelSource(**w) for w in document.get("wheels", []))
             return cls(symbols, tuple(document.get("sources", [])), origins, wheels)
         except ValueError as exc:
@@ -396,6 +421,8 @@ def _lowest_gate(a: Gate, b: Gate) -> Gate:
 
 def _arrival(gate: Gate, present_since: FeatureVersion | None, other: FeatureVersion | None) -> Gate:
     """Version of a symbol declared (with ``gate``) in one table only; see merge()."""
+    from torchwheel.torchabi.headergates import max_gate
+
     if present_since is None or other is None or other >= present_since:
         return gate
     return max_gate((gate, FeatureVersion(present_since.major, present_since.minor, 0)))
@@ -411,6 +438,8 @@ def merge_all(tables: Iterable[SymbolTable]) -> SymbolTable:
 
 @functools.cache
 def load_shipped() -> SymbolTable:
-    """The table generated by scripts/gen_symtable.py and shipped in the package data."""
-    resource = resources.files("torchwheel") / "data" / "shim_versions.json"
-    return SymbolTable.from_json(resource.read_text(encoding="utf-8"))
+    """The table generated by scripts/gen_symtable.py and shipped in the package data.
+
+    Not read through ``safejson`` (bounds and the schema check cost 7 ms at start-up): the
+    file is torchwheel's own, and tests/test_startup.py holds it to ``SHAPE``."""
+    return SymbolTable.from_document(json.loads(_SHIPPED.read_bytes()), "shipped symbol table")

@@ -15,8 +15,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from installer.records import InvalidRecordEntry, parse_record_file
-
 from torchwheel import limits
 from torchwheel.errors import InputError
 
@@ -73,18 +71,21 @@ class RecordProblems:
 
 
 def parse_record(text: str) -> dict[str, RecordEntry]:
-    """installer's CSV reading (three fields, Windows separators made ``/``); the hash stays
-    a string because an unknown algorithm is a finding (TW403), not unreadable input."""
+    """installer's CSV reading (``installer.records.parse_record_file``: three fields,
+    Windows separators made ``/``), spelled here because importing installer costs 15 ms at
+    start-up; the hash stays a string because an unknown algorithm is a finding (TW403), not
+    unreadable input."""
     # counted before anything per row is built; a bound on rows, as a quoted field may span lines
     lines = text.count("\n") + text.count("\r") - text.count("\r\n") + 1
     limits.current().max_record_rows.check("RECORD's line count", lines)
     entries: dict[str, RecordEntry] = {}
+    rows = (line for line in text.splitlines() if line.strip())
     try:
-        rows = parse_record_file(line for line in text.splitlines() if line.strip())
-        for path, digest, size in rows:
-            entries[path] = _record_entry(path, digest, size)
-    except InvalidRecordEntry as exc:
-        raise InputError(f"RECORD row {str(exc.elements)[:200]} does not have 3 fields") from exc
+        for elements in csv.reader(rows, delimiter=",", quotechar='"', lineterminator="\n"):
+            if len(elements) != 3:
+                raise InputError(f"RECORD row {str(elements)[:200]} does not have 3 fields")
+            path = elements[0].replace("\\", "/")
+            entries[path] = _record_entry(path, elements[1], elements[2])
     except csv.Error as exc:  # a field over csv's 128 KiB limit, a stray quote or NUL
         raise InputError(f"RECORD is not readable CSV (row {len(entries) + 1}: {exc})") from exc
     return entries

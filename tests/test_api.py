@@ -1,0 +1,134 @@
+"""``torchwheel.api``, the library face: each function gives the answer its command gives,
+and each result serialises to the command's ``--format json`` document (the command runs in
+a fresh process, the function in this one: they cannot share a bug in rendering)."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import torchwheel
+from torchwheel import api
+
+from .helpers import torchwheel as run
+
+
+def _document(*args: str, cwd: Path) -> dict[str, object]:
+    result = run(*args, "--format", "json", "--no-config", cwd=cwd)
+    assert result.returncode in (0, 1), result.stderr
+    parsed: dict[str, object] = json.loads(result.stdout)
+    return parsed
+
+
+def test_the_stable_names_are_exported() -> None:
+    assert set(api.__all__) == {
+        "CheckResult",
+        "Facts",
+        "InputError",
+        "LoadVerdict",
+        "Need",
+        "RewriteRefused",
+        "check",
+        "inspect_wheel",
+        "loads_on",
+        "need",
+        "tag",
+    }
+    assert all(hasattr(api, name) for name in api.__all__)
+    assert not hasattr(torchwheel, "check")  # `import torchwheel` stays light: the API is api
+
+
+def test_inspect_wheel_is_show(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    wheel = fixture_wheels["cuda13"]
+    assert api.inspect_wheel(wheel).to_json() == _document("show", str(wheel), cwd=tmp_path)
+
+
+def test_check_is_check(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    broken, clean = fixture_wheels["tw201"], fixture_wheels["clean"]
+    result = api.check([broken, clean])
+    assert result.to_json() == _document("check", str(broken), str(clean), cwd=tmp_path)
+    assert (result.exit_code, result.errors) == (1, 1)
+    assert [(f.code, f.severity) for f in result.findings] == [("TW201", "error")]
+    assert api.check(clean).exit_code == 0
+    assert api.check(broken, ignore=["TW2"]).exit_code == 0
+    assert [f.code for f in api.check(broken, select=["TW201"]).findings] == ["TW201"]
+
+
+def test_need_names_every_axis(fixture_wheels: dict[str, Path]) -> None:
+    stable = api.need(fixture_wheels["clean"])
+    assert str(stable) == "stable >= 2.10" and stable.unknown == ()
+    cuda = api.need(fixture_wheels["cuda13"]).to_json()
+    assert cuda["schema_version"] == 1
+    assert cuda["need"]["torch_build"] == ["cuda-13"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "torch", "backend", "gpu", "cell", "axis"),
+    [
+        ("clean", "2.9", None, None, "no", "version"),
+        ("clean", "2.10.0", None, None, "loads", "version"),
+        ("clean", "2.13", "cpu", None, "loads", "version"),
+        ("cuda13", "2.13.0", None, None, "unknown", "build"),  # the build not given: never "any"
+        ("cuda13", "2.13.0", "cpu", None, "no", "build"),
+        ("cuda13", "2.13.0", "cu126", None, "no", "build"),
+        ("cuda13", "2.13.0", "cu130", None, "loads", "version"),
+        ("per_minor", "2.6", "cpu", None, "only", "version"),
+        ("per_minor", "2.12", "cpu", None, "no", "version"),
+    ],
+)
+def test_loads_on_is_the_one_verdict(
+    fixture_wheels: dict[str, Path],
+    scenario: str,
+    torch: str,
+    backend: str | None,
+    gpu: str | None,
+    cell: str,
+    axis: str,
+) -> None:
+    found = api.loads_on(fixture_wheels[scenario], torch=torch, backend=backend, gpu=gpu)
+    assert (found.cell, found.axis) == (cell, axis), found.reason
+    assert found.loads == (cell in ("loads", "only", "some"))
+    doc = found.to_json()
+    assert doc["fit"] == cell and doc["reason"] == found.reason and doc["torch_backend"] == backend
+
+
+def test_loads_on_agrees_with_matrix(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    """The matrix's cells for a minor and the API's verdict for it are the same judgement."""
+    wheel = fixture_wheels["per_minor"]
+    grid = _document("matrix", str(wheel), cwd=tmp_path)
+    (row,) = grid["wheels"]  # type: ignore[misc]
+    for minor, cell in row["cells"].items():
+        found = api.loads_on(wheel, torch=minor)
+        assert (found.cell, found.reason) == (cell["fit"], cell["reason"]), minor
+
+
+def test_tag_writes_and_returns_the_path(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    source = fixture_wheels["tw501"]
+    before = source.read_bytes()
+    written = api.tag(source, tmp_path / "out")
+    assert written.parent == tmp_path / "out" and written.is_file()
+    assert source.read_bytes() == before  # the input is never modified
+    with zipfile.ZipFile(written) as zf:
+        assert "Requires-Dist: torch>=2.10" in zf.read("w501-1.0.0.dist-info/METADATA").decode()
+    assert api.check(written).exit_code == 0
+    labelled = api.tag(source, tmp_path / "lab", local_label="torch2.10", build_tag="1")
+    assert labelled.name.startswith("w501-1.0.0+torch2.10-1-")
+
+
+def test_bad_input_raises_input_error(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    junk = tmp_path / "junk-1.0-py3-none-any.whl"
+    junk.write_bytes(b"not a zip")
+    for call in (api.check, api.inspect_wheel, api.need):
+        with pytest.raises(api.InputError):
+            call(junk)
+    with pytest.raises(api.InputError, match="not a version"):
+        api.loads_on(fixture_wheels["clean"], torch="latest")
+    with pytest.raises(api.InputError, match="unknown rule code"):
+        api.check(fixture_wheels["clean"], ignore=["TW999"])
+    with pytest.raises(api.RewriteRefused) as refused:
+        api.tag(fixture_wheels["tw402"], tmp_path / "never")
+    assert {f.code for f in refused.value.findings} == {"TW402"}
+    assert not (tmp_path / "never").exists() or not list((tmp_path / "never").iterdir())
