@@ -72,7 +72,13 @@ def _rewrites() -> list[tuple[str, str]]:
     declared), repair on those with a code it fixes."""
     from .test_tag import TAGGABLE
 
-    fixing = [n for n in TAGGABLE if WHEELS[n].expected & FIXED - {"TW415"}]
+    # what tag or repair fix on their own (TW415 needs auditwheel, TW413 another command)
+    rewritten = {
+        c
+        for c in FIXED
+        if any(x.startswith(("torchwheel tag", "torchwheel repair ")) for x in BY_CODE[c].fixed_by.commands)
+    }  # type: ignore[union-attr]
+    fixing = [n for n in TAGGABLE if WHEELS[n].expected & rewritten - {"TW415"}]
     return [("tag", n) for n in TAGGABLE] + [("repair", n) for n in fixing]
 
 
