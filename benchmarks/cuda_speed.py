@@ -52,7 +52,7 @@ def measure(argv: list[str]) -> tuple[float, float, int]:
 def scan_cost(wheel: Path) -> int:
     """CPU time the GPU scanner spends on each compiled member, against the CPU time of
     inflating it: a figure the machine's other load barely moves (``time.thread_time``)."""
-    from torchwheel.binary import gpu_zones
+    from torchwheel.binary import sniff
     from torchwheel.binary.gpucode import GpuScanner
     from torchwheel.binary.sparse import SparseBuffer
     from torchwheel.wheel.archive import WheelArchive
@@ -71,7 +71,10 @@ def scan_cost(wheel: Path) -> int:
                 t0 = time.thread_time()
                 inflate += t0 - start
                 if scanner is None:
-                    scanner = GpuScanner(size, gpu_zones(SparseBuffer.from_ranges(size, {0: chunk})))
+                    fmt = sniff(chunk[:4])  # the format's row says where GPU code may lie
+                    scanner = GpuScanner(
+                        size, fmt.gpu_zones(SparseBuffer.from_ranges(size, {0: chunk})) if fmt else []
+                    )
                 scanner.feed(pos, chunk)
                 pos += len(chunk)
                 start = time.thread_time()

@@ -3,9 +3,9 @@
 
     python benchmarks/findings_scaling.py --json benchmarks/results/findings_scaling.json
     python benchmarks/findings_scaling.py --src OTHER/src --sizes 1000,10000 --timeout 120 \
-        --label "before issue 16" --json benchmarks/results/findings_scaling_before.json
+        --label "a tree without the bounds" --json benchmarks/results/findings_scaling_before.json
 
-Issue 16: members missing from RECORD cost text ``check`` 6 s at 5,000 and 105 s at 20,000
+Unbounded, members missing from RECORD cost text ``check`` 6 s at 5,000 and 105 s at 20,000
 (the square of their number), and 200,000 RECORD rows naming absent files took 494 MB. Each
 shape below is written at three sizes and every command that renders findings runs on it in a
 fresh process (``tests.helpers.measured_run``: wall time, peak RSS of the child); the ratio of

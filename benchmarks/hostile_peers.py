@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -100,6 +101,18 @@ def _last_line(text: str) -> str:
     return lines[-1][:160] if lines else ""
 
 
+# Temporary folders (ours, and pip's own) by the names tempfile gives them; a hostile name's
+# own ``../../tmp/evil.py`` is left alone (a dot precedes it).
+_TEMP_DIR = re.compile(r"(?<![\w.])/tmp/(?:tmp|pip-)[\w-]+")
+
+
+def scrubbed(message: str, tmp: Path) -> str:
+    """The message with this machine's paths as placeholders: the results are published in
+    docs/reliability.md, where a reader's checkout and temp folders have other names."""
+    message = message.replace(str(tmp), "<tmp>").replace(str(REPO), "<repo>")
+    return _TEMP_DIR.sub("<tmp>", message)
+
+
 def run_case(
     name: str, built: dict[str, Path], inputs: dict[str, dict[str, Path]], tmp: Path
 ) -> dict[str, object]:
@@ -115,7 +128,7 @@ def run_case(
             "exit": m.code,
             "seconds": round(m.seconds, 1),
             "peak_mb": round(m.peak_mb),
-            "message": _last_line(m.stderr) or _last_line(m.stdout),
+            "message": scrubbed(_last_line(m.stderr) or _last_line(m.stdout), tmp),
         }
         for sub in ("pip", "inst"):
             shutil.rmtree(where / sub, ignore_errors=True)

@@ -74,7 +74,7 @@ def corpus_table() -> str:
         )
     rows += [
         "",
-        "Issue 11's findings and the cases that reproduce them:",
+        "The numbered weaknesses the hostile corpus reproduces (`finding` of a case) and their cases:",
         "",
         "| finding | cases |",
         "|---:|---|",

@@ -37,6 +37,19 @@ class Behaviour:
     drip_every: float = 0.5
     content_types: dict[str, str] = field(default_factory=dict)  # path suffix -> Content-Type
     requests: list[str] = field(default_factory=list)  # every path asked for, unquoted
+    # throttling: path suffix -> the answers given before the file, one per request, as
+    # (status, Retry-After or None): a 429 or 503 the client must wait out and ask again
+    refuse: dict[str, list[tuple[int, str | None]]] = field(default_factory=dict)
+    in_flight: int = 0  # requests being answered now, and the most there ever were at once
+    max_in_flight: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def refused(self, path: str) -> tuple[int, str | None] | None:
+        with self.lock:
+            for suffix, answers in self.refuse.items():
+                if path.endswith(suffix) and answers:
+                    return answers.pop(0)
+        return None
 
     def downloads(self) -> list[str]:
         return [Path(p).name for p in self.requests if p.endswith(".whl")]
@@ -50,8 +63,27 @@ class _Handler(SimpleHTTPRequestHandler):
 
     def do_GET(self) -> None:
         b = self.behaviour
+        with b.lock:
+            b.in_flight += 1
+            b.max_in_flight = max(b.max_in_flight, b.in_flight)
+        try:
+            self._get(b)
+        finally:
+            with b.lock:
+                b.in_flight -= 1
+
+    def _get(self, b: Behaviour) -> None:
         path = unquote(urlsplit(self.path).path)
         b.requests.append(path)
+        refused = b.refused(path)
+        if refused is not None:
+            status, after = refused
+            self.send_response(status)
+            if after is not None:
+                self.send_header("Retry-After", after)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if b.token is not None:
             want = "Basic " + base64.b64encode(f"user:{b.token}".encode()).decode()
             if self.headers.get("Authorization") != want:

@@ -16,9 +16,9 @@ from torchwheel import api
 from .helpers import torchwheel as run
 
 
-def _document(*args: str, cwd: Path) -> dict[str, object]:
+def _document(*args: str, cwd: Path, code: int = 0) -> dict[str, object]:
     result = run(*args, "--format", "json", "--no-config", cwd=cwd)
-    assert result.returncode in (0, 1), result.stderr
+    assert result.returncode == code, result.stderr
     parsed: dict[str, object] = json.loads(result.stdout)
     return parsed
 
@@ -49,7 +49,7 @@ def test_inspect_wheel_is_show(fixture_wheels: dict[str, Path], tmp_path: Path) 
 def test_check_is_check(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
     broken, clean = fixture_wheels["tw201"], fixture_wheels["clean"]
     result = api.check([broken, clean])
-    assert result.to_json() == _document("check", str(broken), str(clean), cwd=tmp_path)
+    assert result.to_json() == _document("check", str(broken), str(clean), cwd=tmp_path, code=1)
     assert (result.exit_code, result.errors) == (1, 1)
     assert [(f.code, f.severity) for f in result.findings] == [("TW201", "error")]
     assert api.check(clean).exit_code == 0

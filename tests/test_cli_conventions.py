@@ -116,3 +116,22 @@ def test_repair_logs_fixes_as_fixed_and_names_what_was_there(
     again = torchwheel("repair", "--no-config", "-w", str(out), str(fixture_wheels["tw501"]), cwd=tmp_path)
     assert "replaced the older w501-" in again.stderr
     assert len(list(out.iterdir())) == 2
+
+
+def test_github_format_annotates_an_unreadable_wheel(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    """A job's summary page shows why its check stopped, not only the raw log's stderr line."""
+    unreadable = tmp_path / "x-1.0-py3-none-any.whl"
+    unreadable.write_bytes(b"junk")
+    result = torchwheel(
+        "check",
+        "--no-config",
+        "--format",
+        "github",
+        str(fixture_wheels["clean"]),
+        str(unreadable),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2
+    (line,) = result.stdout.splitlines()
+    assert line.startswith("::error title=torchwheel::x-1.0-py3-none-any.whl: "), line
+    assert result.stderr.startswith("torchwheel: error: x-1.0-py3-none-any.whl: ")

@@ -32,8 +32,8 @@ def _options(command: str) -> list[str]:
 
 def _findings(wheel: Path, cwd: Path) -> list[dict[str, str]]:
     result = torchwheel("check", "--format", "json", str(wheel), cwd=cwd)
-    assert result.returncode in (0, 1), result.stderr
     findings: list[dict[str, str]] = json.loads(result.stdout)["findings"]
+    assert result.returncode == (1 if any(f["severity"] == "error" for f in findings) else 0), result.stderr
     return findings
 
 
@@ -106,7 +106,7 @@ def test_the_rewrite_fixes_what_is_declared_and_nothing_else_claims(
     assert not fixing & after, (fixing & after, result.stderr)
     assert spec.expected - after <= FIXED, f"fixed but not declared: {spec.expected - after - FIXED}"
     if command == "repair":
-        for code in fixing - {"TW412"}:  # repair's own report judges the rewrite's metadata only
+        for code in fixing:  # repair judges the wheel the rewrite writes: its facts file too
             assert f"{code} fixed by the rewrite" in result.stderr, (code, result.stderr)
 
 

@@ -159,14 +159,25 @@ def _valid_wheel(path: Path, check: str) -> list[str]:
     return []
 
 
+def _check_code(stdout: str) -> int | None:
+    """The exit code ``check --format json`` owes its document: 1 with an error, else 0
+    (None: no findings document, so no code is right)."""
+    try:
+        findings = json.loads(stdout)["findings"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return 1 if any(f["severity"] == "error" for f in findings) else 0
+
+
 def _torchwheel_reads(path: Path) -> list[str]:
     """``check --format json`` on an output wheel, through the same runner and budget: whatever
     ``tag`` writes, torchwheel reads back (issue 16: a 39 MB side file that ``check`` refused)."""
     run = path.parent.parent
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCHWHEEL_", "PYTEST", "GITHUB_"))}
     env["TMPDIR"] = str(run / "tmp")
-    code, _, stderr, peak, _, timed_out = _server().run(["check", "--format", "json", str(path)], run, env)
-    if timed_out or code not in (0, 1) or "Traceback" in stderr or peak > MEMORY_BUDGET_MB:
+    args = ["check", "--format", "json", str(path)]
+    code, stdout, stderr, peak, _, timed_out = _server().run(args, run, env)
+    if timed_out or code != _check_code(stdout) or "Traceback" in stderr or peak > MEMORY_BUDGET_MB:
         last = stderr.strip().splitlines()[-1:] or [""]
         return [f"output {path.name}: check on it exits {code} in {peak:.0f} MB: {last[0][:200]}"]
     return []

@@ -16,10 +16,10 @@ import pytest
 
 from torchwheel import rules
 from torchwheel.analysis.load import load
-from torchwheel.rules.integrity import integrity_errors
 from torchwheel.rules.registry import Policy
 from torchwheel.torchabi.symtable import load_shipped
 from torchwheel.wheel.archive import WheelArchive
+from torchwheel.wheel.defects import archive_defects
 
 from .helpers import fixture_wheels_module, torchwheel
 
@@ -41,7 +41,7 @@ BINARY_CODES = {"TW405", "TW406"}  # the compiled members' facts: check's and ta
 @pytest.mark.parametrize("name", sorted(WHEELS))
 def test_the_shared_judgement_is_checks_own(name: str, fixture_wheels: dict[str, Path]) -> None:
     """For every fixture wheel: the TW4xx errors ``check`` reports (but those of the compiled
-    members) are exactly those ``integrity_errors`` finds, with every member hashed as
+    members) are exactly those ``archive_defects`` finds, with every member hashed as
     ``index`` hashes them: one set of rules, one verdict."""
     (facts,) = load((fixture_wheels[name],), (), load_shipped())
     from_check = {
@@ -51,7 +51,7 @@ def test_the_shared_judgement_is_checks_own(name: str, fixture_wheels: dict[str,
     }
     with WheelArchive(fixture_wheels[name], lenient_name=True) as archive:  # tw414: read as check reads it
         hashes = {m: archive.hash_member(m) for m in archive.contents.members}
-        shared = {f.code for f in integrity_errors(archive.contents, archive.member_size, dict(hashes))}
+        shared = {f.code for f in archive_defects(archive.contents, archive.member_size, dict(hashes))}
     assert shared == from_check
 
 

@@ -160,8 +160,8 @@ def loaded(
 
 def _select(python: Path, wheel: Path) -> tuple[int, str]:
     run = torchwheel("select", "--python", str(python), "--format", "json", str(wheel))
-    assert run.returncode in (0, 1), run.stderr
     (project,) = json.loads(run.stdout)["projects"]
+    assert run.returncode == (0 if project["outcome"] == "chosen" else 1), run.stderr
     return run.returncode, project["candidates"][0]["reason"]
 
 

@@ -40,7 +40,7 @@ def many(built_fixtures: dict[str, Path], tmp_path_factory: pytest.TempPathFacto
 
 def _peak(cores: int, *args: str) -> float:
     run = measured_run([sys.executable, "-c", _WITH_CORES, str(cores), *args], timeout=300)
-    assert run.code in (0, 1) and not run.timed_out, run.stderr
+    assert run.code == 0 and not run.timed_out, run.stderr  # a clean wheel: check passes, tag writes
     assert "Traceback" not in run.stderr, run.stderr
     return float(run.peak_mb)
 

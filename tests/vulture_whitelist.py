@@ -5,7 +5,8 @@ dead code; each name here says who uses it.
 """
 
 # ruff: noqa
-from torchwheel.cli import _max_member_size
+from torchwheel.cli import _LazyGroup, _max_member_size, publish, read, rule, scan, symbols
+from torchwheel.cli.exits import EXITS, ExitRow
 from torchwheel.cli.symbols import symbols_update
 from torchwheel.install.fetch import _HTTP, _HTTPS, _TimedConnection, _TimedReader
 from torchwheel.install.pages import _Anchors
@@ -14,6 +15,20 @@ from torchwheel.torchabi.symtable import SymbolTable, WheelSource
 
 _max_member_size.param  # click calls option callbacks with (ctx, param, value)
 symbols_update  # a click command, registered on its group by the decorator
+_LazyGroup.list_commands  # click.Group asks for the command names (help, completion)
+_LazyGroup.get_command  # and for one command, which it then imports (cli.COMMANDS)
+read.inspect  # the commands: named by "module:object" in cli.COMMANDS, imported when run
+read.show
+read.compat
+symbols.include
+rule.rule_command
+publish.index_command
+publish.matrix_command
+publish.unlabel_command
+scan.scan_command
+EXITS  # the exit-code table that docs/exit-codes.md prints (tests/test_exits.py holds them equal)
+ExitRow.no
+ExitRow.input
 _Anchors.handle_starttag  # html.parser.HTMLParser calls it
 _TimedReader.readable  # io.BufferedReader asks its raw stream
 _TimedConnection.response_class  # http.client.HTTPConnection.getresponse builds it

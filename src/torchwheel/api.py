@@ -8,8 +8,8 @@ result serialises, with ``to_json()``, to the versioned document its command pri
 Stable (kept across releases, changed only with a deprecation): the functions
 ``inspect_wheel``, ``check``, ``need``, ``loads_on`` and ``tag``, their keyword arguments,
 the result classes' documented attributes and ``to_json()``, and ``InputError``. Provisional:
-the ``facts`` attribute (the internal per-wheel facts) and the ``policy``/``table`` keywords
-the command line passes. ``docs/api.md`` is the reference.
+the ``facts`` attribute (the internal per-wheel facts), the ``policy``/``table`` keywords
+the command line passes, and ``scan_one``. ``docs/api.md`` is the reference.
 
 Nothing here prints, exits or reads ``pyproject.toml``: configuration is the caller's (the
 command line reads ``[tool.torchwheel]`` and passes it in). Unreadable input raises
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from torchwheel.errors import InputError
+from torchwheel.errors import Exit, InputError
 
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
@@ -45,6 +45,7 @@ __all__ = [
     "inspect_wheel",
     "loads_on",
     "need",
+    "scan_one",
     "tag",
 ]
 
@@ -58,8 +59,7 @@ class RewriteRefused(InputError):
 
     def __init__(self, message: str, findings: Findings, wheels: list[WheelFacts]) -> None:
         super().__init__(message)
-        self.findings = findings
-        self.wheels = wheels
+        self.findings, self.wheels = findings, wheels
 
 
 def _chosen(symbols: PathLike | ChosenTable | None) -> ChosenTable:
@@ -74,12 +74,7 @@ def _chosen(symbols: PathLike | ChosenTable | None) -> ChosenTable:
 
 
 def _paths(paths: PathLike | Iterable[PathLike]) -> tuple[Path, ...]:
-    if isinstance(paths, str | Path):
-        return (Path(paths),)
-    return tuple(Path(p) for p in paths)
-
-
-# -- facts ---------------------------------------------------------------------------------------
+    return (Path(paths),) if isinstance(paths, str | Path) else tuple(Path(p) for p in paths)
 
 
 @dataclass(frozen=True)
@@ -112,14 +107,10 @@ def inspect_wheel(
     ``env``: also installed distributions of this interpreter, by name."""
     from torchwheel.analysis.load import load
 
-    chosen = _chosen(symbols)
-    given = _paths(paths)
+    chosen, given = _chosen(symbols), _paths(paths)
     if not given and not env:
         raise InputError("give at least one wheel, directory or binary (or an installed distribution)")
     return Facts(tuple(load(given, tuple(env), chosen.table, verify_hashes)), chosen)
-
-
-# -- check ---------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -149,8 +140,8 @@ class CheckResult:
         return self.found.severities()["warning"]
 
     @property
-    def exit_code(self) -> int:
-        return 1 if self.errors else 0
+    def exit_code(self) -> Exit:
+        return Exit.NO if self.errors else Exit.OK
 
     def to_json(self) -> dict[str, Any]:
         """The ``torchwheel check --format json`` document."""
@@ -190,9 +181,6 @@ def check(
     return CheckResult(facts, rules.run_all(facts.facts, policy), verify_hashes)
 
 
-# -- the need and the verdict ------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Need:
     """Which torch one wheel loads on, every axis (``torchabi.need.TorchNeed``): ``kind``
@@ -217,11 +205,19 @@ class Need:
         return {"schema_version": SCHEMA_VERSION, "path": self.path, "need": need_json(self.need)}
 
 
+def scan_one(source: object, *, symbols: PathLike | ChosenTable | None = None) -> dict[str, Any]:
+    """The JSON line ``torchwheel scan`` writes for one wheel (``docs/scan.md``): ``source`` a
+    path, an http(s) URL or a line's ``source`` object (``{"url": ..., "sha256": ...}``). An
+    unreadable or unfetchable wheel is a line whose ``error`` says why: never raised."""
+    from torchwheel.install.scanline import scan_line
+
+    return scan_line(source, check, need, symbols)
+
+
 def _candidate(path: PathLike, symbols: PathLike | ChosenTable | None) -> Any:
     from torchwheel.install.candidates import read_candidate
 
-    p = Path(path)
-    return read_candidate(p, str(p.parent), table=_chosen(symbols).table)
+    return read_candidate(Path(path), str(Path(path).parent), table=_chosen(symbols).table)
 
 
 def need(path: PathLike, *, symbols: PathLike | ChosenTable | None = None) -> Need:
@@ -316,9 +312,6 @@ def loads_on(
     else:
         found = verdict(c.torch, markers, version, build, capability)
     return LoadVerdict(str(path), torch, build.backend if build else None, capability, found)
-
-
-# -- tag -----------------------------------------------------------------------------------------
 
 
 def tag_wheels(

@@ -1,6 +1,24 @@
-"""Errors that end a command with exit code 2 and one line on stderr."""
+"""How a command ends: the three exit codes every command shares (``Exit``; the table of
+what each one means per command is ``cli/exits.py`` and ``docs/exit-codes.md``), and the error
+that ends a command with exit 2 and one line on stderr.
+
+The codes live at the bottom of the layers because the library decides them too:
+``api.CheckResult.exit_code`` and ``install.outcome`` answer with the same values the
+command line exits with, so a caller of the library and a CI job read one contract.
+"""
 
 from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Exit(IntEnum):
+    """What a CI job reads from any command. A signal that ends a run (SIGTERM, SIGHUP) is
+    not a member: the process then ends by that signal (128 + N in a shell)."""
+
+    OK = 0  # done, and the answer is yes: clean, chosen, written, shown
+    NO = 1  # done, and the answer is no: errors found, nothing fits, a refusal the wheel's content causes
+    INPUT = 2  # not done: an input that cannot be read or used, a misuse, an interruption
 
 
 class InputError(Exception):

@@ -6,7 +6,9 @@ a memory budget (300 MB resident by default) and take time linear in the bytes a
 present, not in the bytes a header claims. Every reader asks this module for its limits
 instead of keeping a private constant, so the budget is reviewed in one place and raised in
 one place for the rare honest giant (``--max-member-size`` or the environment variables
-below); each refusal names the limit and how to raise it.
+below); each refusal names the limit and how to raise it. A bound that a format itself sets
+(a field's width, the newest zip version read, which bytes a schema byte may be) is no
+budget: it stays a named constant beside the reader of that format.
 
 Readers check every size or count read from a file against the bytes present *before* they
 allocate or loop: a limit here is the second line of defence, for claims that are
@@ -77,6 +79,18 @@ class Limits:
     # fatbin images walked per binary (vllm's flash-attention library: ~9,000); past it the
     # GPU code is reported as read in part
     max_gpu_images: Limit = Limit("max-gpu-images", 1_000_000)
+    # what a GPU scan keeps of one binary besides its tally: runs of adjacent fatbins or
+    # bundles with their offsets (a run per object file's fatbin: hundreds in a CUDA
+    # library), and the problems of a partial reading (the first few say why); the targets
+    # of one offload bundle's table (a ROCm build lists a few), and the bytes of a compressed
+    # bundle decompressed to read that table (it sits at the start of the stream)
+    max_gpu_runs: Limit = Limit("max-gpu-runs", 4096)
+    max_gpu_problems: Limit = Limit("max-gpu-problems", 16)
+    max_offload_targets: Limit = Limit("max-offload-targets", 256)
+    max_offload_table_bytes: Limit = Limit("max-offload-table-bytes", 64 << 10)
+    # the longest name a Mach-O export trie may spell, edge label by edge label (real names:
+    # a few KB; a hostile trie can chain labels without end)
+    max_symbol_name_bytes: Limit = Limit("max-symbol-name-bytes", 32 << 10)
     # bytes of headers, symbol/string tables and export data kept from one streamed binary
     # (torch 2.13's libtorch_cpu.dylib needs 11 MB, torch_cpu.dll 6 MB, libtorch_cpu.so ~60 MB)
     max_binary_tables: Limit = Limit("max-binary-tables", 160 << 20)

@@ -1,6 +1,9 @@
 """CPython ABI signals of one compiled file: suffix, hook, symbols, Python DLL.
 
-The classification follows ``shared/reference/cpython-abi-rules.md`` section 3. Only
+The signals are the public ones: the module file name suffix (PEP 3149,
+``importlib.machinery.EXTENSION_SUFFIXES``), the init hook (``PyInit_*``, PEP 489, and
+``PyModExport_*``), the imported ``Py*`` symbols against the limited API's (PEP 384, PEP 803,
+abi3info's ``added`` versions) and on Windows the Python DLL imported. Only
 what a binary proves is claimed: a non-limited ``Py*`` import proves version-specific;
 the newest limited-API symbol is a *lower bound* of the limited-API version (macros and
 inlined field accesses leave no symbol), never the exact ``Py_LIMITED_API`` value.

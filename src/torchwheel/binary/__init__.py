@@ -1,82 +1,63 @@
-"""One entry point over three formats: bytes (or an mmap) in, ``BinaryFacts`` out.
+"""Bytes (or an mmap) in, ``BinaryFacts`` out, over one table of formats (``FORMATS``).
 
 The reader chosen is by magic, never by file name: wheels ship ``.so`` files that are
 Mach-O and ``.pyd`` files are PE, and a misnamed file must still be read for what it is.
+``sniff`` looks a file's first bytes up in the table, once, and hands back its row
+(``format.FormatReader``); everything after that asks the row, never the table again:
+
+* ``read_binary`` / ``read_path``: a file at hand, whole;
+* a partial file (``memberscan``'s stream, or byte ranges fetched over HTTP): sniff the
+  head, then ``fmt.needed_ranges(buf)`` on a ``SparseBuffer`` of the bytes held, fetch what
+  it names and ask again until it names nothing new, then ``fmt.read(buf, path, raw_hits,
+  gpu)``; a ``MissingRange`` from ``read`` names bytes still to fetch. ``raw_hits`` are the
+  marker records of a scan of every byte (``marker_record.Hits``); a reader that did not
+  see every byte passes ``[]`` and reports no raw records. ``fmt.gpu_zones(head)`` and
+  ``fmt.gpu_sections(buf)`` say where GPU code may lie (``gpucode``).
+
+A new format is one module that defines its ``FormatReader`` row, that row in ``FORMATS``,
+and its name in ``facts.Format`` (the value the JSON documents carry); nothing in this
+package dispatches on the format but ``sniff``.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
-import struct
 from pathlib import Path
 
-from torchwheel import limits
-from torchwheel.binary.elf import gpu_sections as elf_sections
-from torchwheel.binary.elf import gpu_zones as elf_zones
-from torchwheel.binary.elf import needed_ranges as elf_ranges
-from torchwheel.binary.elf import read_elf
-from torchwheel.binary.facts import BinaryError, BinaryFacts, Format, Import, SliceFacts
-from torchwheel.binary.gpucode import GpuScan
-from torchwheel.binary.macho import FAT, THIN, read_macho
-from torchwheel.binary.macho import needed_ranges as macho_ranges
-from torchwheel.binary.marker_record import Buffer, RawHit
-from torchwheel.binary.pe import gpu_sections as pe_sections
-from torchwheel.binary.pe import gpu_zones as pe_zones
-from torchwheel.binary.pe import needed_ranges as pe_ranges
-from torchwheel.binary.pe import read_pe
-from torchwheel.binary.sparse import MissingRange, SparseBuffer
+from torchwheel.binary import elf, macho, pe
+from torchwheel.binary.facts import BinaryError, BinaryFacts, Import, SliceFacts
+from torchwheel.binary.format import FormatReader
+from torchwheel.binary.marker_record import Buffer
 from torchwheel.safeopen import open_regular
 
 __all__ = [
+    "FORMATS",
     "BinaryError",
     "BinaryFacts",
+    "FormatReader",
     "Import",
     "SliceFacts",
-    "gpu_sections",
-    "gpu_zones",
-    "needed_ranges",
+    "not_a_binary",
     "read_binary",
     "read_path",
-    "read_sparse",
     "sniff",
 ]
 
-_NAMES = {"elf": "ELF", "macho": "Mach-O", "pe": "PE"}
+#: Every format read, one row each; their magics are disjoint, so the order is only the
+#: order of the error message.
+FORMATS: tuple[FormatReader, ...] = (elf.READER, macho.READER, pe.READER)
 
 
-def sniff(head: bytes) -> Format | None:
-    """The format a file's first bytes claim, or None for anything else."""
-    if head[:4] == b"\x7fELF":
-        return "elf"
-    if head[:4] in THIN or head[:4] in FAT:
-        return "macho"
-    if head[:2] == b"MZ":
-        return "pe"
-    return None
+def sniff(head: bytes) -> FormatReader | None:
+    """The format a file's first bytes (four are enough) claim, or None for anything else."""
+    return next((fmt for fmt in FORMATS if fmt.claims(head)), None)
 
 
-def _read(
-    buf: Buffer | SparseBuffer, path: str, raw_hits: list[RawHit] | None, gpu: GpuScan | None = None
-) -> BinaryFacts:
-    """Our own readers for all three formats: each slices only the ranges its facts need,
-    so ``buf`` may be a ``SparseBuffer`` (then ``MissingRange`` passes through: it asks the
-    caller for more bytes, it is not an error)."""
-    fmt = sniff(bytes(buf[:4]))
-    if fmt is None:
-        raise BinaryError("not an ELF, Mach-O or PE file")
-    try:
-        if fmt == "elf":
-            slices: tuple[SliceFacts, ...] = (read_elf(buf, path, raw_hits, gpu),)
-        elif fmt == "macho":
-            slices = tuple(read_macho(buf, path, raw_hits))
-        else:
-            slices = (read_pe(buf, path, raw_hits, gpu),)
-    except BinaryError as exc:
-        raise BinaryError(f"malformed {_NAMES[fmt]}: {exc}") from exc
-    except (struct.error, ValueError, OverflowError) as exc:
-        raise BinaryError(f"malformed {_NAMES[fmt]}: {exc}") from exc
-    return BinaryFacts(path=path, format=fmt, size=len(buf), slices=slices)
+def not_a_binary() -> BinaryError:
+    """What a file no row claims is: "not an ELF, Mach-O or PE file"."""
+    titles = [fmt.title for fmt in FORMATS]
+    return BinaryError(f"not an {', '.join(titles[:-1])} or {titles[-1]} file")
 
 
 def read_binary(buf: Buffer, path: str, raw_scan: bool = True) -> BinaryFacts:
@@ -85,59 +66,10 @@ def read_binary(buf: Buffer, path: str, raw_scan: bool = True) -> BinaryFacts:
     ``raw_scan=False`` skips the byte scan for marker records: for torch's own libraries,
     whose exports are all that is asked, it would page in every byte of a 400 MB file (and
     count it as resident memory) to find nothing."""
-    return _read(buf, path, None if raw_scan else [])
-
-
-def read_sparse(
-    buf: SparseBuffer, path: str, raw_hits: list[RawHit], gpu: GpuScan | None = None
-) -> BinaryFacts:
-    """A binary of which a streaming scan kept only some ranges (see ``memberscan``), with
-    the marker records and the GPU code that scan found."""
-    return _read(buf, path, raw_hits, gpu)
-
-
-def gpu_sections(buf: SparseBuffer) -> dict[str, tuple[int, int]] | None:
-    """The GPU sections by name (offset, size) as far as the captured bytes tell; None when
-    they do not (a Mach-O has none: CUDA left macOS)."""
-    try:
-        fmt = sniff(bytes(buf[:4]))
-        if fmt == "elf":
-            return elf_sections(buf)
-        if fmt == "pe":
-            return pe_sections(buf)
-    except (MissingRange, BinaryError, struct.error, limits.LimitExceeded):
-        return None
-    return {}
-
-
-def gpu_zones(head: SparseBuffer) -> list[tuple[int, int]]:
-    """Where GPU code may lie, from a file's head (ELF program headers, PE section table);
-    the whole file when the head does not tell, nothing for Mach-O (CUDA left macOS)."""
-    try:
-        fmt = sniff(bytes(head[:4]))
-        if fmt == "elf":
-            return elf_zones(head)
-        if fmt == "pe":
-            return pe_zones(head)
-    except (MissingRange, BinaryError, struct.error, limits.LimitExceeded):
-        return [(0, len(head))]
-    return []
-
-
-def needed_ranges(buf: SparseBuffer) -> list[tuple[int, int]]:
-    """The byte ranges the reader for ``buf``'s format will read, as far as the bytes
-    captured so far tell (a streaming scan asks this as the member goes by)."""
-    try:
-        fmt = sniff(bytes(buf[:4]))
-    except MissingRange:
-        return [(0, min(4, len(buf)))]
-    if fmt == "elf":
-        return elf_ranges(buf)
-    if fmt == "macho":
-        return macho_ranges(buf)
-    if fmt == "pe":
-        return pe_ranges(buf)
-    return []
+    fmt = sniff(bytes(buf[:4]))
+    if fmt is None:
+        raise not_a_binary()
+    return fmt.read(buf, path, None if raw_scan else [])
 
 
 def read_path(path: str | os.PathLike[str], label: str | None = None, raw_scan: bool = True) -> BinaryFacts:

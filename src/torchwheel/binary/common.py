@@ -1,4 +1,4 @@
-"""Format-independent steps every reader shares: marker bytes, raw scan, companions."""
+"""Format-independent steps every reader shares: marker bytes, raw scan, companions, ranges."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from torchwheel.binary.sparse import SparseBuffer
 from torchwheel.limits import Limit, LimitExceeded
 from torchwheel.version import FeatureVersion
 
-__all__ = ["Buffer", "companions_of", "exported_marker", "slice_facts", "within"]
+__all__ = ["Buffer", "coalesce", "companions_of", "exported_marker", "slice_facts", "within"]
 
 # Companion symbols of stable_abi_marker_check.h: one per distinct TORCH_FEATURE_VERSION
 # among the translation units, the value carried by C++ name mangling.
@@ -114,3 +114,15 @@ def slice_facts(
         gpu=gpu,
         clr=clr,
     )
+
+
+def coalesce(ranges: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
+    """Sorted, clipped, overlapping or touching ranges joined: thousands of names in one
+    table become one range, and the stream checks every chunk against each range."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted((lo, min(hi, size)) for lo, hi in ranges if 0 <= lo < min(hi, size)):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out

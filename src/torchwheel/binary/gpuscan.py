@@ -14,8 +14,6 @@ from torchwheel import limits
 from torchwheel.binary.marker_record import Buffer  # bytes, or an mmap of a file read whole
 
 MAX_HEADER = 1 << 16  # an entry header (a -concat group lists every image) or a bundle's table
-_MAX_RUNS = 4096  # runs of adjacent containers kept with their offsets
-_MAX_PROBLEMS = 16
 Key = tuple[int, int, int, int, int, bool]  # kind, arch, kept flags, major, minor, compressed size given
 
 
@@ -73,10 +71,12 @@ class Scan:
         self.los: list[int] = []  # run starts, for ``cuda_end``
         self.problems: list[tuple[int, str]] = []
         self.images = 0
-        self.cap = limits.current().max_gpu_images
+        lim = limits.current()
+        self.cap = lim.max_gpu_images
+        self.max_runs, self.max_problems = lim.max_gpu_runs, lim.max_gpu_problems.value
 
     def problem(self, at: int, text: str) -> None:
-        if len(self.problems) < _MAX_PROBLEMS:
+        if len(self.problems) < self.max_problems:
             self.problems.append((at, text))
 
     def cuda_end(self, at: int) -> int:
@@ -88,11 +88,14 @@ class Scan:
 
     def run_at(self, lo: int) -> Run | None:
         """The run a container at ``lo`` joins: the last one when it ends right there (nvcc
-        pads containers to 8 bytes), else a new one; None past ``_MAX_RUNS``."""
+        pads containers to 8 bytes), else a new one; None past ``max-gpu-runs``."""
         if self.runs and 0 <= lo - self.runs[-1].hi < 16:
             return self.runs[-1]
-        if len(self.runs) >= _MAX_RUNS:
-            self.problem(lo, f"more than {_MAX_RUNS} separate fatbins; the rest were not read")
+        if len(self.runs) >= self.max_runs.value:
+            self.problem(
+                lo,
+                f"more than {self.max_runs.value} separate fatbins ({self.max_runs.name}); the rest were not read",
+            )
             return None
         self.runs.append(Run(lo, lo))
         self.los.append(lo)

@@ -1,4 +1,4 @@
-"""A focused Mach-O reader (thin and universal): exports, imports, dylibs and the marker_record.
+"""A focused Mach-O reader (thin and universal): exports, imports, dylibs and the marker.
 
 Why not LIEF: LIEF parses whole files, so a 300 MB ``libtorch_cpu.dylib`` had to be held in
 memory (and copied) to learn its exports. This reader slices only the byte ranges the facts
@@ -6,7 +6,7 @@ need -- the fat header, each slice's load commands, the export trie and the symb
 string tables -- out of ``bytes``, an ``mmap`` or a ``SparseBuffer`` (what a streaming scan
 kept; an uncaptured range raises ``MissingRange`` and the scan fetches it). LIEF stays the
 reference: ``tests/test_macho_pe_differential.py`` holds this reader to LIEF's answers
-(``shared/reference/marker-and-binaries.md`` section 7 for what those are).
+(``tests/lief_reference.py`` reads them).
 
 Hand-written because no field library reads Mach-O from a partial buffer. Every count and
 offset read from a header is checked against the bytes present before it is looped over.
@@ -22,6 +22,7 @@ from torchwheel import limits
 from torchwheel.binary import marker_record
 from torchwheel.binary.common import Buffer, companions_of, exported_marker, slice_facts
 from torchwheel.binary.facts import BinaryError, ExportedMarker, Import, SliceFacts
+from torchwheel.binary.format import FormatReader
 from torchwheel.binary.marker_record import RawHit
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
 
@@ -41,8 +42,7 @@ _N_STAB, _N_TYPE, _N_EXT, _N_PEXT, _N_SECT = 0xE0, 0x0E, 0x01, 0x10, 0x0E
 _N_WEAK_REF = 0x40  # n_desc of an undefined symbol the loader may leave null (weak_import)
 _EXPORT_REEXPORT, _EXPORT_STUB_AND_RESOLVER = 0x08, 0x10
 _MARKER_RAW = b"_" + marker_record.SYMBOL.encode()
-_MAX_NAME = 32 << 10
-_NAME_WINDOW = 4096  # string-table bytes read past the last external name's start  # longest exported name accepted from a trie (real names: a few KB)
+_NAME_WINDOW = 4096  # string-table bytes read past the last external name's start
 
 # the spellings the readers have always reported (LIEF's enum names, lowered and aliased)
 _CPU = {
@@ -182,6 +182,7 @@ def _trie(data: bytes) -> list[tuple[bytes, int, int]]:
     their count bounded: a hostile trie (cycles, endless chains) ends in ``BinaryError``."""
     out: list[tuple[bytes, int, int]] = []
     max_symbols = limits.current().max_symbols
+    longest = limits.current().max_symbol_name_bytes
     seen: set[int] = set()
     stack: list[tuple[int, bytes]] = [(0, b"")] if data else []
     while stack:
@@ -207,8 +208,11 @@ def _trie(data: bytes) -> list[tuple[bytes, int, int]]:
             if stop < 0:
                 raise BinaryError("export trie: edge label without an end")
             name = prefix + data[at:stop]
-            if len(name) > _MAX_NAME:
-                raise BinaryError("export trie: a symbol name is longer than 32 KiB")
+            if len(name) > longest.value:
+                raise BinaryError(
+                    f"export trie: a symbol name is longer than {longest.value / 1024:g} KiB "
+                    f"({longest.name}: raise it with {longest.env})"
+                )
             child, at = _uleb(data, stop + 1)
             if child >= len(data):
                 raise BinaryError(f"export trie: child {child:#x} lies outside the trie")
@@ -381,3 +385,12 @@ def needed_ranges(buf: SparseBuffer) -> list[tuple[int, int]]:
             if off is not None:
                 out.append((off, off + marker_record.MAX_RECORD))
     return [(lo, min(hi, len(buf))) for lo, hi in out if 0 <= lo < hi]
+
+
+READER = FormatReader(
+    name="macho",
+    title="Mach-O",
+    magics=frozenset(THIN | FAT),
+    slices=lambda buf, path, raw_hits, gpu: tuple(read_macho(buf, path, raw_hits)),  # no GPU code on macOS
+    ranges=needed_ranges,
+)

@@ -24,8 +24,8 @@ KNOWN_SCHEMAS = {SCHEMA_V1: len(MAGIC) + 1 + 8}
 #: the longest record we ever need to read at a marker address.
 MAX_RECORD = max(KNOWN_SCHEMAS.values())
 # A raw hit whose schema byte is printable ASCII is text ("TORCHABI" in a message or a
-# doc string), not a record; a small control byte is a record of a schema we do not know.
-_MAX_PLAUSIBLE_SCHEMA = 0x1F
+# doc string), not a record; a control byte (but NUL) is a record of a schema we do not know.
+_UNKNOWN_SCHEMA_BYTES = range(0x01, 0x20)
 
 Buffer = bytes | bytearray | mmap.mmap
 
@@ -185,7 +185,7 @@ def _each(buf: Buffer, hits: Hits, lo: int, hi: int, stop: int, base: int) -> No
             raw = bytes(buf[pos : min(stop, pos + MAX_RECORD)])
             if need is not None and pos + need <= stop:
                 hits._add(base + pos, raw[:need], raw)
-            elif need is None and 0 < schema <= _MAX_PLAUSIBLE_SCHEMA:
+            elif need is None and schema in _UNKNOWN_SCHEMA_BYTES:
                 hits._add(base + pos, raw[: magic_len + 1], raw)
         pos = find(MAGIC, pos + magic_len, limit)
 

@@ -4,7 +4,7 @@ A CUDA extension can be 500 MB inflated. Holding it in memory to parse it would 
 300 MB budget and a second inflate to hash it would double the time, so one pass does
 everything: every byte is hashed (RECORD) and scanned for marker records, and only the byte
 ranges the reader needs are kept: the head (headers, and in linker output .dynsym and
-.dynstr), the tail, and whatever ``binary.needed_ranges`` names as the stream learns the
+.dynstr), the tail, and whatever the format's ``needed_ranges`` names as the stream learns the
 layout (ELF: the section table, PT_DYNAMIC, .dynsym/.dynstr/.dynamic where patchelf moved
 them; Mach-O: each slice's load commands, export trie, external symbols and their names;
 PE: section table, export directory, import descriptors, thunks and names). If the reader
@@ -15,7 +15,6 @@ path with a checked fallback. Small members are read whole; big non-binaries are
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import hashlib
 import heapq
@@ -27,18 +26,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from torchwheel import limits
-from torchwheel.binary import (
-    BinaryError,
-    BinaryFacts,
-    gpu_sections,
-    gpu_zones,
-    marker_record,
-    needed_ranges,
-    read_binary,
-    read_sparse,
-    sniff,
-)
+from torchwheel.binary import BinaryError, BinaryFacts, marker_record, not_a_binary, read_binary, sniff
+from torchwheel.binary.capture import Capture, covered, merge
+from torchwheel.binary.format import FormatReader
 from torchwheel.binary.gpucode import GpuScan, GpuScanner, unscanned
 from torchwheel.binary.marker_record import Buffer
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
@@ -173,141 +163,132 @@ _WHOLE_IN_FLIGHT = 4 * BIG  # four whole 8 MB members at once: more cores add no
 _IN_FLIGHT = _InFlight(_WHOLE_IN_FLIGHT)
 
 
-class _Capture:
-    """The ranges to keep from a stream, held as sorted disjoint intervals (a chunk finds
-    its few by bisection, however many names a hostile table scatters); their total is held
-    to ``max-binary-tables`` so a header that claims a 1 GB symbol table cannot make us
-    keep 1 GB."""
-
-    def __init__(self, wanted: list[tuple[int, int]], label: str = "") -> None:
-        self.label = label  # the member, named in a refusal
-        self.los: list[int] = []
-        self.his: list[int] = []
-        self.total = 0
-        self.pieces: dict[int, bytes] = {}
-        for lo, hi in wanted:
-            self.want(lo, hi, counted=False)
-
-    def want(self, lo: int, hi: int, counted: bool = True) -> bool:
-        """Add a range; True when it holds bytes not wanted before."""
-        if hi <= lo:
-            return False
-        i = bisect.bisect_left(self.his, lo)  # first interval that ends at or after lo
-        j = bisect.bisect_right(self.los, hi)  # intervals i..j-1 touch [lo, hi)
-        old = sum(self.his[k] - self.los[k] for k in range(i, j))
-        new_lo = min([lo, *self.los[i:j]])
-        new_hi = max([hi, *self.his[i:j]])
-        added = (new_hi - new_lo) - old
-        if added <= 0:
-            return False
-        self.los[i:j] = [new_lo]
-        self.his[i:j] = [new_hi]
-        if counted:
-            self.total += added
-            limits.current().max_binary_tables.check(
-                f"{self.label}: bytes of binary tables to keep", self.total
-            )
-        return True
-
-    def feed(self, pos: int, chunk: bytes) -> None:
-        end = pos + len(chunk)
-        k = bisect.bisect_right(self.his, pos)
-        while k < len(self.los) and self.los[k] < end:
-            a, b = max(self.los[k], pos), min(self.his[k], end)
-            if a < b and len(self.pieces.get(a, b"")) < b - a:
-                self.pieces[a] = chunk[a - pos : b - pos]
-            k += 1
-
-
 def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, hashing: bool) -> Result:
-    digest = hashlib.sha256() if hashing else None
-    capture = _Capture([(0, min(size, max(head, size // 32))), (max(0, size - tail), size)], name)
-    hits = marker_record.Hits()  # bounded: see marker_record.Hits
-    gpu: GpuScanner | None = None  # GPU code, fed every chunk once the head tells where it may lie
-    binary = True
-    carry = b""
-    pos = 0
-    checkpoints = [min(4096, head, size)]  # offsets after which to ask the reader what it needs
-    questions = 0  # each re-reads the tables found so far: real layouts need about six
-    asked: set[int] = set()  # checkpoints already set
+    """A big member: the one pass (``_FirstPass``), the GPU code it found, then the read with
+    its fallback passes (``_read_with_fallbacks``)."""
+    first = _FirstPass(name, size, head, tail, hashing)
     for chunk in stream(None):
-        if digest is not None:
-            digest.update(chunk)
-        if pos == 0 and sniff(chunk[:4]) is None:
-            binary = False  # not a binary at all: hash it, keep nothing
-        if not binary:
-            pos += len(chunk)
-            continue
-        capture.feed(pos, chunk)
-        if gpu is None:
-            gpu = GpuScanner(
-                size, gpu_zones(SparseBuffer.from_ranges(size, {0: chunk})) if pos == 0 else [(0, size)]
+        first.feed(chunk)
+    hashed = (digest_text(first.digest.digest()) if first.digest is not None else None, first.pos)
+    if first.fmt is None:
+        return hashed, not_a_binary()
+    pieces = dict(first.capture.pieces)
+    merge(pieces, first.hits.raw)
+    gpu = first.gpu
+    gpu_scan = (
+        None if gpu is None else _gpu_result(first.fmt, gpu, SparseBuffer.from_ranges(size, pieces), stream)
+    )
+    return hashed, _read_with_fallbacks(first.fmt, name, size, stream, pieces, first.hits, gpu_scan)
+
+
+class _FirstPass:
+    """The pass every streamed member gets: every byte hashed and scanned for marker records
+    and GPU code, and the ranges the reader names kept as they go by.
+
+    The member is sniffed once, on its first chunk; ``fmt`` is None for anything no format
+    claims (then it is only hashed). The capture starts as the head (at least 1/32 of the
+    member) and the tail, and grows by what the format's ``needed_ranges`` names."""
+
+    def __init__(self, name: str, size: int, head: int, tail: int, hashing: bool) -> None:
+        self.size = size
+        self.digest = hashlib.sha256() if hashing else None
+        self.capture = Capture([(0, min(size, max(head, size // 32))), (max(0, size - tail), size)], name)
+        self.hits = marker_record.Hits()  # bounded: see marker_record.Hits
+        self.gpu: GpuScanner | None = None  # fed every chunk once the head tells where GPU code may lie
+        self.fmt: FormatReader | None = None
+        self.sniffed = False
+        self.carry = b""
+        self.pos = 0
+        self.checkpoints = [min(4096, head, size)]  # offsets after which to ask the reader what it needs
+        self.questions = 0  # each re-reads the tables found so far: real layouts need about six
+        self.asked: set[int] = set()  # checkpoints already set
+
+    def feed(self, chunk: bytes) -> None:
+        if self.digest is not None:
+            self.digest.update(chunk)
+        if not self.sniffed:
+            self.sniffed = True
+            self.fmt = sniff(chunk[:4])
+        fmt, pos = self.fmt, self.pos
+        if fmt is None:  # not a binary at all: hash it, keep nothing
+            self.pos += len(chunk)
+            return
+        self.capture.feed(pos, chunk)
+        if self.gpu is None:
+            zones = (
+                fmt.gpu_zones(SparseBuffer.from_ranges(self.size, {0: chunk}))
+                if pos == 0
+                else [(0, self.size)]
             )
-        gpu.feed(pos, chunk)
+            self.gpu = GpuScanner(self.size, zones)
+        self.gpu.feed(pos, chunk)
+        self._ask(fmt, pos, chunk)
+        self._collect_markers(pos, chunk)
+        self.pos += len(chunk)
+
+    def _ask(self, fmt: FormatReader, pos: int, chunk: bytes) -> None:
+        """Ask the reader which ranges it will need, given what is captured so far: after the
+        head (the section table, PT_DYNAMIC), then again once each new range went by (the
+        section table names .dynsym, .dynstr, .dynamic, wherever patchelf put them). Each
+        question only adds ranges, and an ELF has few: this ends."""
+        checkpoints = self.checkpoints
         while checkpoints and pos + len(chunk) >= checkpoints[0]:
-            if questions >= _QUESTIONS:
+            if self.questions >= _QUESTIONS:
                 checkpoints.clear()  # the fallback passes fetch what is still missing
                 break
-            questions += 1
-            # Ask the reader which ranges it will need, given what is captured so far: after
-            # the head (the section table, PT_DYNAMIC), then again once each new range went
-            # by (the section table names .dynsym, .dynstr, .dynamic, wherever patchelf put
-            # them). Each question only adds ranges, and an ELF has few: this ends.
+            self.questions += 1
             heapq.heappop(checkpoints)
-            for lo, hi in needed_ranges(SparseBuffer.from_ranges(size, capture.pieces)):
+            for lo, hi in fmt.needed_ranges(SparseBuffer.from_ranges(self.size, self.capture.pieces)):
                 # Ask again once each range went by (also one the head already holds: what
                 # it points at is only known then); a range ending inside this chunk is
                 # asked about at once, after the chunk is fed anew: PE thunks and the names
                 # they point at are often within one chunk of their descriptors.
-                new = capture.want(lo, hi)
-                if (new or hi > pos + len(chunk)) and hi not in asked:
-                    asked.add(hi)
+                new = self.capture.want(lo, hi)
+                if (new or hi > pos + len(chunk)) and hi not in self.asked:
+                    self.asked.add(hi)
                     heapq.heappush(checkpoints, max(hi, pos + 1))
-            capture.feed(pos, chunk)
-        # The seam with the previous chunk, then the chunk itself: no multi-MB concatenation.
-        # A record in the seam may be seen again by the chunk (or, after chunks shorter than
-        # the seam, by the next seam): ``horizon`` makes Hits remember exactly those offsets.
+            self.capture.feed(pos, chunk)
+
+    def _collect_markers(self, pos: int, chunk: bytes) -> None:
+        """The seam with the previous chunk, then the chunk itself: no multi-MB concatenation.
+        A record in the seam may be seen again by the chunk (or, after chunks shorter than
+        the seam, by the next seam): ``horizon`` makes Hits remember exactly those offsets."""
+        carry, hits = self.carry, self.hits
         seam = carry + chunk[:_OVERLAP]
         hits.forget_before(pos - len(carry))
         hits.horizon = pos - len(carry)
         marker_record.collect(seam, hits, base=pos - len(carry))
         hits.horizon = pos + len(chunk) - _OVERLAP
         marker_record.collect(chunk, hits, base=pos)
-        carry = (carry + chunk)[-_OVERLAP:] if len(chunk) < _OVERLAP else chunk[-_OVERLAP:]
-        pos += len(chunk)
-    hashed = (digest_text(digest.digest()) if digest is not None else None, pos)
-    if not binary:
-        return hashed, BinaryError("not an ELF, Mach-O or PE file")
+        self.carry = (carry + chunk)[-_OVERLAP:] if len(chunk) < _OVERLAP else chunk[-_OVERLAP:]
+
+
+def _read_with_fallbacks(
+    fmt: FormatReader,
+    name: str,
+    size: int,
+    stream: Stream,
+    pieces: dict[int, bytes],
+    hits: marker_record.Hits,
+    gpu_scan: GpuScan | None,
+) -> BinaryFacts | BinaryError:
+    """The read of what the first pass kept; when the reader asks for bytes outside it
+    (``MissingRange``), one more pass up to them (``_fallback_plan``), at most ``_PASSES``.
+
+    Fallback passes re-inflate at most as many bytes as the member has, in all: the total
+    work stays near two passes whatever order a hostile layout puts its tables in (each
+    pass used to be allowed the whole member, six times over). Short passes near the head
+    (a few MB each) are what real layouts need and stay cheap on a small member."""
     ordered = hits.ordered()
-    pieces = dict(capture.pieces)
-    _merge(pieces, hits.raw)
-    gpu_scan = _gpu_result(gpu, SparseBuffer.from_ranges(size, pieces), stream) if gpu is not None else None
-    # Fallback passes re-inflate at most as many bytes as the member has, in all: the total
-    # work stays near two passes whatever order a hostile layout puts its tables in (each
-    # pass used to be allowed the whole member, six times over). Short passes near the head
-    # (a few MB each) are what real layouts need and stay cheap on a small member.
     budget = size + _PASSES * _SLACK
     for _ in range(_PASSES):
         try:
-            facts = read_sparse(SparseBuffer.from_ranges(size, pieces), name, ordered, gpu_scan)
-            return hashed, _with_omitted(facts, hits)
+            facts = fmt.read(SparseBuffer.from_ranges(size, pieces), name, ordered, gpu_scan)
+            return _with_omitted(facts, hits)
         except MissingRange as missing:
-            lo, hi = missing.start, min(size, max(missing.stop, missing.start + _SLACK))
-            extra = _Capture([(lo, hi)], name)
-            # and everything else the reader can name now, so one pass answers many questions
-            view = SparseBuffer.from_ranges(size, pieces)
-            first = lo
-            for more in needed_ranges(view):
-                if not _covered(view, *more):
-                    extra.want(*more)
-                    hi = max(hi, more[1])
-                    first = min(first, more[0])
-            if hi - first <= 4 * _SLACK:
-                # one region (a PE's import data: descriptors, thunks, names): take it whole,
-                # so names that thunks read in this pass point at are there too
-                extra.want(first, hi)
+            extra, lo, hi = _fallback_plan(fmt, name, size, pieces, missing)
             if hi > budget:
-                return hashed, BinaryError(
+                return BinaryError(
                     f"malformed binary: its tables lie in an order that needs more than two passes "
                     f"over the member (bytes {lo:#x}..{hi:#x} are needed after the first pass)"
                 )
@@ -316,17 +297,39 @@ def _scan_stream(name: str, size: int, stream: Stream, head: int, tail: int, has
             for chunk in stream(hi):
                 extra.feed(at, chunk)
                 at += len(chunk)
-            _merge(pieces, extra.pieces)
+            merge(pieces, extra.pieces)
         except BinaryError as exc:
-            return hashed, exc
-    return hashed, BinaryError(f"{name}: the reader kept asking for more bytes; giving up")
+            return exc
+    return BinaryError(f"{name}: the reader kept asking for more bytes; giving up")
 
 
-def _gpu_result(gpu: GpuScanner, view: SparseBuffer, stream: Stream) -> GpuScan:
+def _fallback_plan(
+    fmt: FormatReader, name: str, size: int, pieces: dict[int, bytes], missing: MissingRange
+) -> tuple[Capture, int, int]:
+    """What one fallback pass captures, and the missing range's start and the pass's end:
+    the range missing (at least ``_SLACK``), and everything else the reader can name now,
+    so one pass answers many questions."""
+    lo, hi = missing.start, min(size, max(missing.stop, missing.start + _SLACK))
+    extra = Capture([(lo, hi)], name)
+    view = SparseBuffer.from_ranges(size, pieces)
+    first = lo
+    for more in fmt.needed_ranges(view):
+        if not covered(view, *more):
+            extra.want(*more)
+            hi = max(hi, more[1])
+            first = min(first, more[0])
+    if hi - first <= 4 * _SLACK:
+        # one region (a PE's import data: descriptors, thunks, names): take it whole,
+        # so names that thunks read in this pass point at are there too
+        extra.want(first, hi)
+    return extra, lo, hi
+
+
+def _gpu_result(fmt: FormatReader, gpu: GpuScanner, view: SparseBuffer, stream: Stream) -> GpuScan:
     """What the stream found, or, when the section table names a GPU section the stream did
     not look through (a file whose read-only data shares the R+X segment with its code),
     that section read by a second pass up to its end: exact, and paid only by such files."""
-    sections = gpu_sections(view)
+    sections = fmt.gpu_sections(view)
     missed = unscanned(sections, gpu.zones) if sections else []
     if not missed:
         return gpu.result()
@@ -344,22 +347,6 @@ def _with_omitted(facts: BinaryFacts, hits: marker_record.Hits) -> BinaryFacts:
         return facts
     slices = tuple(replace(s, raw_markers_omitted=hits.omitted_in(*s.file_range)) for s in facts.slices)
     return replace(facts, slices=slices)
-
-
-def _covered(view: SparseBuffer, lo: int, hi: int) -> bool:
-    try:
-        view[lo:hi]
-    except MissingRange:
-        return False
-    return True
-
-
-def _merge(pieces: dict[int, bytes], more: dict[int, bytes]) -> None:
-    """Add pieces; where two start at one offset, keep the longer (a 25-byte marker record
-    must not replace a captured chunk that starts at the same byte)."""
-    for start, data in more.items():
-        if len(data) > len(pieces.get(start, b"")):
-            pieces[start] = data
 
 
 def scan_file(path: Path, label: str, *, hashing: bool = False, follow_symlinks: bool = True) -> Result:

@@ -12,6 +12,7 @@ import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from torchwheel import limits
 from torchwheel.binary.gpuscan import Cursor, Scan
 from torchwheel.binary.marker_record import Buffer
 
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
 BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 CCOB_MAGIC = b"CCOB"
 _BUNDLE_ALIGN = 4096
-_MAX_TARGETS = 256
-_MAX_INFLATED_TABLE = 1 << 16  # bytes of a compressed bundle decompressed to read its table
 
 
 class BundleCursor(Cursor):
@@ -39,6 +38,7 @@ class BundleCursor(Cursor):
         self.at = 0
         self.skip_to = 0  # past the bundle just read
         self.inflating: _Inflate | None = None
+        self.max_targets = limits.current().max_offload_targets.value
 
     def process(self, data: Buffer, base: int, stop: int) -> int | None:
         end = base + len(data)
@@ -82,7 +82,7 @@ class BundleCursor(Cursor):
         if run is None:
             return
         run.hi, run.bundles = max(run.hi, at + extent), run.bundles + 1
-        for t in targets[:_MAX_TARGETS]:
+        for t in targets[: self.max_targets]:
             run.targets[t] = None
         self.skip_to = at + extent
 
@@ -119,7 +119,7 @@ class BundleCursor(Cursor):
             return
         run.bundles += 1
         run.hi = max(run.hi, inflating.end or inflating.at + _BUNDLE_ALIGN)
-        for t in got[0][:_MAX_TARGETS]:
+        for t in got[0][: self.max_targets]:
             run.targets[t] = None
         self.skip_to = max(self.skip_to, inflating.end)
 
@@ -131,6 +131,7 @@ class _Inflate:
         self.at, self.pos, self.end = at, data_at, end
         self.out = b""
         self.error = ""
+        self.cap = limits.current().max_offload_table_bytes.value
         self.z: ZstdDecompressor | None = None
         self.errors: tuple[type[Exception], ...] = (zlib.error, EOFError)
         if method == 1:
@@ -154,13 +155,13 @@ class _Inflate:
             self.pos += len(piece)
             try:
                 if self.z is not None:
-                    self.out += self.z.decompress(piece, _MAX_INFLATED_TABLE - len(self.out))
+                    self.out += self.z.decompress(piece, self.cap - len(self.out))
                 elif self.zl is not None:
-                    self.out += self.zl.decompress(piece, _MAX_INFLATED_TABLE - len(self.out))
+                    self.out += self.zl.decompress(piece, self.cap - len(self.out))
             except self.errors as exc:
                 self.error = f"does not decompress ({exc})"
                 return True
-            if _bundle_table(self.out, 0, len(self.out)) is not None or len(self.out) >= _MAX_INFLATED_TABLE:
+            if _bundle_table(self.out, 0, len(self.out)) is not None or len(self.out) >= self.cap:
                 return True
         return bool(self.end) and self.pos >= self.end
 
@@ -171,8 +172,9 @@ def _bundle_table(data: Buffer, off: int, end: int) -> tuple[list[str], int | st
     if off + 32 > end:
         return None
     (count,) = struct.unpack_from("<Q", bytes(data[off + 24 : off + 32]))
-    if count > _MAX_TARGETS:
-        return [], f"claims {count:,} entries"
+    most = limits.current().max_offload_targets
+    if count > most.value:
+        return [], f"claims {count:,} entries ({most.name})"
     at, extent, targets = off + 32, 0, []
     for _ in range(count):
         if at + 24 > end:

@@ -1,4 +1,4 @@
-"""A focused PE reader: export names, imported DLLs and symbols (also delay-load), the marker_record.
+"""A focused PE reader: export names, imported DLLs and symbols (also delay-load), the marker.
 
 Why not LIEF: LIEF parses whole files, and a Windows CUDA ``.pyd`` or ``torch_cpu.dll`` is
 300 MB to 1 GB; holding it to read its export directory broke the memory budget. This reader
@@ -21,8 +21,9 @@ from typing import NamedTuple
 
 from torchwheel import limits
 from torchwheel.binary import gpucode, marker_record
-from torchwheel.binary.common import Buffer, companions_of, exported_marker, slice_facts
+from torchwheel.binary.common import Buffer, coalesce, companions_of, exported_marker, slice_facts
 from torchwheel.binary.facts import BinaryError, ClrHeader, ExportedMarker, Import, SliceFacts
+from torchwheel.binary.format import FormatReader
 from torchwheel.binary.marker_record import RawHit
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
 
@@ -376,16 +377,15 @@ def needed_ranges(buf: SparseBuffer) -> list[tuple[int, int]]:
             out.append((missing.start, missing.stop))
         except (BinaryError, limits.LimitExceeded):
             pass
-    return _coalesce(out + gaps, len(buf))
+    return coalesce(out + gaps, len(buf))
 
 
-def _coalesce(ranges: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
-    """Sorted, clipped, overlapping or touching ranges joined: thousands of names in one
-    table become one range, and the stream checks every chunk against each range."""
-    out: list[tuple[int, int]] = []
-    for lo, hi in sorted((lo, min(hi, size)) for lo, hi in ranges if 0 <= lo < min(hi, size)):
-        if out and lo <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return out
+READER = FormatReader(
+    name="pe",
+    title="PE",
+    magics=frozenset({b"MZ"}),
+    slices=lambda buf, path, raw_hits, gpu: (read_pe(buf, path, raw_hits, gpu),),
+    ranges=needed_ranges,
+    sections=gpu_sections,
+    zones=gpu_zones,
+)

@@ -1,8 +1,8 @@
 """A file of which only some byte ranges are known: what a streaming scan keeps.
 
 Reading a 500 MB CUDA library out of a wheel, we hash and scan every byte as it inflates
-but keep only the ranges the ELF reader needs (headers, the dynamic symbol and string
-tables, the section table). Any other access raises ``MissingRange``, which tells the
+but keep only the ranges its format's reader names (``FormatReader.needed_ranges``: for an
+ELF file the headers, the section table, the dynamic symbol and string tables). Any other access raises ``MissingRange``, which tells the
 streaming reader exactly what to capture on its next pass: a fast path with a checked
 fallback, never a silent guess.
 """

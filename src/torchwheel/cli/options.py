@@ -1,12 +1,12 @@
 """What every command shares: the options spelled once (``--format``, ``--symbols``,
-``--no-config``, ``--select``/``--ignore``, inputs), the shim table choice, and the one-line
-failure. The library is imported inside the functions: ``--help`` must stay instant.
+``--no-config``, ``--select``/``--ignore``, inputs) and the shim table choice. A failure is
+raised (``errors.InputError``, ``click.UsageError``), never exited on: ``cli.exits`` decides
+the code. The library is imported inside the functions: ``--help`` must stay instant.
 """
 
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from torchwheel.torchabi.tablechoice import ChosenTable
 
 F = TypeVar("F", bound=Callable[..., Any])
-EXIT_INPUT = 2
 
 _FORMATS = {
     "text": "for people and CI logs",
@@ -26,14 +25,6 @@ _FORMATS = {
     "github": "workflow annotations for GitHub Actions",
     "markdown": "for a CI job summary",
 }
-
-
-def fail(message: str) -> None:
-    """One line on stderr and exit 2: the contract for every unreadable input or misuse."""
-    from torchwheel.report.textsafe import safe
-
-    click.echo(f"torchwheel: error: {safe(message)}", err=True)  # messages quote member names
-    sys.exit(EXIT_INPUT)
 
 
 def format_option(*choices: str) -> Callable[[F], F]:

@@ -1,16 +1,12 @@
 """Publishing: ``index`` (per-torch indexes), ``matrix`` (which wheel loads on which torch) and
 ``unlabel`` (the copy of a local-label build that PyPI takes).
 
-Exit codes, per project (``install.outcome``): 0 written / shown; 1 a project has no wheel
-that loads on a ``--torch`` asked for (the index and grid are still written and shown);
-2 unreadable input (``index`` then writes nothing, ``matrix`` still shows the readable wheels).
-``unlabel``: 0 written, 1 the wheels are broken (``check``'s findings shown, as ``tag``), 2 a
-refusal or unreadable input (nothing written).
+``index`` and ``matrix`` take their exit codes from ``install.outcome``, per project, as
+``select`` does; what each code means per command: ``cli/exits.py``.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +20,7 @@ from torchwheel.cli.options import (
     no_config_option,
     symbols_option,
 )
-from torchwheel.errors import InputError
+from torchwheel.errors import Exit, InputError
 from torchwheel.report.textsafe import safe, safe_lines
 
 if TYPE_CHECKING:
@@ -81,7 +77,7 @@ def index_command(
     names: tuple[str, ...],
     symbols_file: Path | None,
     no_config: bool,
-) -> None:
+) -> Exit:
     """Write a PEP 503 simple index of SOURCES (wheels, folders, or a hosted index) with one
     sub-index per torch, and per torch and build.
 
@@ -92,7 +88,7 @@ def index_command(
     Metadata only (WHEEL Torch-ABI); untagged wheels are read once. Exit 0 written, 1 a
     project has nothing for a --torch asked for, 2 unreadable input (nothing written).
     """
-    from torchwheel.install.outcome import uncovered
+    from torchwheel.install.outcome import grid_exit_code
     from torchwheel.install.simple_index import build
 
     asked = _minors(torches)
@@ -100,10 +96,10 @@ def index_command(
     for note in result.notes:
         click.echo(f"note: {safe(note)}", err=True)
     click.echo(safe_lines(_index_lines(output, result)))  # paths from the command line, names from the input
-    missing = uncovered([e.cand for e in result.entries], asked)
+    code, missing = grid_exit_code([e.cand for e in result.entries], asked)
     for line in missing:
         click.echo(f"torchwheel: {safe(line)}", err=True)
-    sys.exit(1 if missing else 0)
+    return code
 
 
 def _index_lines(output: Path, result: IndexResult) -> list[str]:
@@ -147,7 +143,7 @@ def matrix_command(
     names: tuple[str, ...],
     symbols_file: Path | None,
     no_config: bool,
-) -> None:
+) -> Exit:
     """Which of these wheels (files, folders or a hosted index) loads on which torch release:
     a grid.
 
@@ -158,7 +154,7 @@ def matrix_command(
 
     asked = _minors(torches)
     with gathering(sources, names, table=chosen_table(symbols_file, no_config).table) as got:
-        _matrix(got, fmt, why, asked)
+        return _matrix(got, fmt, why, asked)
 
 
 def _first_skipped(got: Gathered) -> str:
@@ -167,9 +163,9 @@ def _first_skipped(got: Gathered) -> str:
     return f"{first.location}: {first.reason}{more}"
 
 
-def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) -> None:
+def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) -> Exit:
     from torchwheel.install import matrix
-    from torchwheel.install.outcome import uncovered
+    from torchwheel.install.outcome import grid_exit_code
     from torchwheel.install.target import installed_torch, probe_here
 
     skipped = [{"location": s.location, "reason": s.reason} for s in got.skipped]
@@ -215,10 +211,10 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) ->
         if fmt != "json":
             click.echo(safe_lines([f"skipped {s.location}: {s.reason}" for s in got.skipped]))
         raise InputError(failure)
-    missing = uncovered(got.candidates, asked)
+    code, missing = grid_exit_code(got.candidates, asked)
     for line in missing:
         click.echo(f"torchwheel: {safe(line)}", err=True)
-    sys.exit(1 if missing else 0)
+    return code
 
 
 @click.command("unlabel", short_help="Copy local-label wheels as their public version, for PyPI.")
@@ -239,7 +235,7 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) ->
 @click.option("--dry-run", is_flag=True, help="Say what would be written; write nothing.")
 def unlabel_command(
     wheels: tuple[Path, ...], wheel_dir: Path, build_tag: str | None, overwrite: bool, dry_run: bool
-) -> int:
+) -> Exit:
     """Copy local-label wheels (1.0+cu129) as their public version (1.0), for PyPI.
 
     The version changes in the file name, METADATA Version and the .dist-info (and .data)
@@ -265,7 +261,7 @@ def _unlabel(
     build_tag: str | None,
     overwrite: bool,
     dry_run: bool,
-) -> int:
+) -> Exit:
     from torchwheel import rules
     from torchwheel.cli import colour
     from torchwheel.report.findings import check_text
@@ -280,7 +276,7 @@ def _unlabel(
         colour.echo(check_text(facts, broken))
         codes = ", ".join(sorted({f.code for f in broken}))
         click.echo(f"torchwheel: unlabel refused: {codes} (above): a broken wheel is not rewritten", err=True)
-        return 1
+        return Exit.NO
     plans = [public_plan(w, build_tag) for w in facts]
     refuse_one_release(plans)
     for p in plans:  # every refusal before the first wheel is written
@@ -299,4 +295,4 @@ def _unlabel(
         notes = [*p.notes, *([f"{p.filename}: PyPI still refuses it: {refused}"] if refused else [])]
         for note in notes:
             click.echo(f"torchwheel: note: {safe(note)}", err=True)
-    return 0
+    return Exit.OK

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -20,7 +19,7 @@ from torchwheel.cli.options import (
     select_option,
     symbols_option,
 )
-from torchwheel.errors import InputError
+from torchwheel.errors import Exit, InputError
 from torchwheel.report.textsafe import safe
 
 
@@ -30,7 +29,7 @@ from torchwheel.report.textsafe import safe
 @json_failures("inspect")
 @symbols_option
 @no_config_option
-def inspect(files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_config: bool) -> None:
+def inspect(files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_config: bool) -> Exit:
     """Show the torch and CPython facts of single compiled files (.so, .dylib, .pyd, .dll)."""
     from torchwheel.analysis.member import analyze_binary
     from torchwheel.binary import BinaryError
@@ -50,6 +49,7 @@ def inspect(files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_con
         click.echo("\n\n".join(binary_text(r) for r in results))
         if chosen.origin != "shipped":
             click.echo(f"\nsymbol table: {safe(chosen.label)}")
+    return Exit.OK
 
 
 @click.command()
@@ -65,7 +65,7 @@ def show(
     fmt: str,
     symbols_file: Path | None,
     no_config: bool,
-) -> None:
+) -> Exit:
     """Show the torch and CPython facts of wheels and every compiled file in them."""
     from torchwheel import api
     from torchwheel.report.facts import wheel_text
@@ -77,6 +77,7 @@ def show(
     else:
         click.echo("\n\n".join(wheel_text(w) for w in facts.facts))
         click.echo(f"\nsymbol table: {safe(chosen.label)}")
+    return Exit.OK
 
 
 @click.command()
@@ -116,7 +117,7 @@ def check(
     skip_hashes: bool,
     quiet: int,
     exit_zero: bool,
-) -> int:
+) -> Exit:
     """Check wheels; exit 1 when any error is found, 2 when an input cannot be read."""
     from torchwheel import api
     from torchwheel.cli import colour
@@ -144,7 +145,7 @@ def check(
             text = text.rpartition("\n")[0]
         if text:
             colour.echo(text)
-    return 0 if exit_zero else result.exit_code
+    return Exit.OK if exit_zero else result.exit_code
 
 
 @click.command()
@@ -166,7 +167,7 @@ def compat(
     fmt: str,
     symbols_file: Path | None,
     no_config: bool,
-) -> None:
+) -> Exit:
     """Would these wheels load on TORCH? Exit 1 when a torch symbol they import is missing.
 
     Compares each compiled file's torch imports (stable shim and unstable C++) with the
@@ -185,5 +186,4 @@ def compat(
         print_document(compat_json(torch, results))
     else:
         click.echo(compat_text(torch, results))
-    if not all(r.loads for r in results):
-        sys.exit(1)
+    return Exit.OK if all(r.loads for r in results) else Exit.NO

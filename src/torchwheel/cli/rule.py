@@ -9,6 +9,7 @@ import click
 
 from torchwheel.cli.jsonout import json_failures, print_document
 from torchwheel.cli.options import format_option
+from torchwheel.errors import Exit
 
 if TYPE_CHECKING:
     from torchwheel.rules.codes import Code
@@ -59,7 +60,7 @@ def _find(text: str) -> tuple[list[str], bool]:
 @click.option("--all", "every", is_flag=True, help="List every code, one line each.")
 @format_option("text", "json")
 @json_failures("rule")
-def rule_command(code: str | None, every: bool, fmt: str) -> None:
+def rule_command(code: str | None, every: bool, fmt: str) -> Exit:
     """Explain a finding code (TW503, or its name) as docs/rules.md does: name, severity,
     summary, whether `tag`/`repair` fix it, and What/Why/Fix. A prefix (TW5) lists a group."""
     from torchwheel.rules.codes import CODES
@@ -76,3 +77,4 @@ def rule_command(code: str | None, every: bool, fmt: str) -> None:
         click.echo(_text(rules[codes[0]]))
     else:
         click.echo("\n".join(_line(rules[c].code) for c in codes))
+    return Exit.OK

@@ -7,15 +7,18 @@ from pathlib import Path
 
 import click
 
+from torchwheel.errors import Exit
+
 
 @click.command()
-def include() -> None:
+def include() -> Exit:
     """Print the compiler flag that puts torchwheel's marker header on the include path.
 
     Use as: CFLAGS="$(torchwheel include)" and #include <torchwheel/stable_abi_marker.h>.
     """
     here = Path(__file__).resolve().parent.parent / "include"
     click.echo(f"-I{here}")
+    return Exit.OK
 
 
 @click.group()
@@ -32,7 +35,7 @@ def symbols() -> None:
     help="Write the table here (default: print it).",
 )
 @click.option("--replace", is_flag=True, help="Build from SOURCES only, not on top of the shipped table.")
-def symbols_update(sources: tuple[Path, ...], output: Path | None, replace: bool) -> None:
+def symbols_update(sources: tuple[Path, ...], output: Path | None, replace: bool) -> Exit:
     """Extend the shim table from torch wheels or installations (offline: headers only)."""
     from torchwheel.torchabi.tableupdate import regenerate
 
@@ -41,3 +44,4 @@ def symbols_update(sources: tuple[Path, ...], output: Path | None, replace: bool
         click.echo(table.to_json())
     else:
         click.echo(f"wrote {output}: {len(table.symbols)} symbols", err=True)
+    return Exit.OK

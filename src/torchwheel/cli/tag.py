@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,7 +16,7 @@ from torchwheel.cli.options import (
     select_option,
     symbols_option,
 )
-from torchwheel.errors import InputError
+from torchwheel.errors import Exit, InputError
 from torchwheel.report.textsafe import safe
 
 if TYPE_CHECKING:
@@ -144,7 +143,7 @@ def tag(
     keep_correct: bool,
     build_torch: str | None,
     relax_pin: bool | None,
-) -> int:
+) -> Exit:
     """Write the torch ABI into wheels: WHEEL Torch-ABI and Tag lines, the torch requirement,
     a facts side file and RECORD; the file name follows the tags."""
     import dataclasses
@@ -172,14 +171,14 @@ def tag(
     except api.RewriteRefused as refused:
         colour.echo(check_text(refused.wheels, refused.findings))
         click.echo(f"torchwheel: {refused}", err=True)
-        return 1
+        return Exit.NO
     if local_label is not None:
         click.echo(
             f"torchwheel: note: a local version label (+{safe(local_label)}) is for your own index: PyPI refuses "
             "local versions at upload (`torchwheel check` says TW413); docs/authors.md",
             err=True,
         )
-    return 0
+    return Exit.OK
 
 
 @click.command()
@@ -213,7 +212,7 @@ def repair(
     keep_correct: bool,
     build_torch: str | None,
     relax_pin: bool | None,
-) -> None:
+) -> Exit:
     """cibuildwheel's repair-wheel-command: check, refuse (exit 1) on errors that the
     rewrite cannot fix, else tag into WHEEL_DIR, adding exactly one wheel (and naming any
     other wheels already there)."""
@@ -224,23 +223,22 @@ def repair(
     chosen = chosen_table(symbols_file, no_config)
     opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config)
     if repair_with is None:
-        _repair(wheel, wheel_dir, policy, chosen, opts)
-        return
+        return _repair(wheel, wheel_dir, policy, chosen, opts)
     with first_stage(repair_with, wheel) as repaired:
-        _repair(repaired, wheel_dir, policy, chosen, opts)
+        return _repair(repaired, wheel_dir, policy, chosen, opts)
 
 
-def _repair(wheel: Path, wheel_dir: Path, policy: Policy, chosen: ChosenTable, opts: TagOptions) -> None:
+def _repair(wheel: Path, wheel_dir: Path, policy: Policy, chosen: ChosenTable, opts: TagOptions) -> Exit:
     """Judge the wheel as the rewrite will leave it: what ``tag`` fixes is no reason to refuse."""
     from torchwheel.analysis.load import opened
 
     with opened((wheel,), chosen.table) as loaded:  # the output is copied from this descriptor
-        _repair_loaded([w for w, _ in loaded], loaded[0][1], wheel_dir, policy, opts)
+        return _repair_loaded([w for w, _ in loaded], loaded[0][1], wheel_dir, policy, opts)
 
 
 def _repair_loaded(
     facts: list[WheelFacts], archive: WheelArchive | None, wheel_dir: Path, policy: Policy, opts: TagOptions
-) -> None:
+) -> Exit:
     from torchwheel import rules
     from torchwheel.report.findings import check_text
     from torchwheel.tagging import apply
@@ -253,14 +251,14 @@ def _repair_loaded(
         click.echo(check_text(facts, findings or blocking))
         codes = ", ".join(sorted({f.code for f in blockers}))
         click.echo(f"torchwheel: repair refused: {codes} make the new metadata untrustworthy", err=True)
-        sys.exit(1)
+        return Exit.NO
     try:
         planned = plan(facts[0], opts)
     except InputError as exc:  # no honest rewrite exists (an unknown build torch, a pin conflict)
         if findings:
             click.echo(check_text(facts, findings), err=True)
         click.echo(f"torchwheel: repair refused: {safe(str(exc))}", err=True)
-        sys.exit(1)
+        return Exit.NO
     after = rules.run(planned_facts(facts[0], planned), policy)
     remaining = [f for f in after if f.severity == "error"]
     if remaining:
@@ -269,7 +267,7 @@ def _repair_loaded(
         click.echo(
             f"torchwheel: repair refused: the rewrite cannot fix {codes}; fix them in the build", err=True
         )
-        sys.exit(1)
+        return Exit.NO
     before = _present_dir(wheel_dir)
     try:
         result = apply.tag(facts[0], opts, wheel_dir, False, False, archive=archive)
@@ -281,6 +279,7 @@ def _repair_loaded(
     _report_repair(facts, [f for f in findings if f.code in fixed_codes], after)
     _report_tag(result)
     _note_others(wheel_dir, before, result.target)
+    return Exit.OK
 
 
 def _report_repair(facts: list[WheelFacts], fixed: list[Finding], after: Findings) -> None:

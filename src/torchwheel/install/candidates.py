@@ -5,9 +5,13 @@ Shared model (``select``, ``install``, ``index`` and ``matrix``): a ``Candidate`
 file with the facts selection needs, read from its metadata only (``WheelArchive``: the
 central directory, ``WHEEL`` and ``METADATA``). Its torch need comes from the
 ``Torch-ABI`` line of ``WHEEL`` that ``tag`` writes; an untagged wheel falls back to the
-facts of its binaries (``analysis.load`` + ``wheel_torch_abi``), and says so in
+facts of its binaries (``analysis.collect`` + ``torch_need_of``), and says so in
 ``TorchNeed.source``. A candidate that cannot be read is a ``Skipped`` with its reason,
 never an exception: one corrupt download must not hide the others.
+
+Each file is opened once and read whole once: one descriptor for the digests (the index
+page's and the sha256 duplicates are told apart by) and then for the archive, its metadata
+and, for an untagged wheel, its binaries.
 
 Builds of one release for different torch targets cannot share a file name, so they differ
 by a build tag, a local version label (``1.0+torch2.12``), a wheel-variant label, or sit in
@@ -18,8 +22,11 @@ separate folders / per-target indexes; a ``Candidate`` keeps all of these (``bui
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
@@ -29,10 +36,12 @@ from packaging.utils import (
 from packaging.version import Version
 
 from torchwheel.errors import InputError
+from torchwheel.safeopen import open_regular, read_chunks
 from torchwheel.torchabi.need import TorchNeed, need_from_fields
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.contents import parse_wheel_name
+from torchwheel.wheel.defects import archive_defects
 from torchwheel.wheel.metadata import parse_metadata
 
 
@@ -49,6 +58,9 @@ class Candidate:
     requires_python: SpecifierSet | None
     sha256: str = field(default="", compare=False)
     url: str | None = field(default=None, compare=False)  # where a hosted wheel was downloaded from
+    # METADATA as read, kept for ``index`` alone (``verify_hashes``), which serves it as
+    # ``{file}.metadata`` without opening the wheel again
+    metadata: bytes = field(default=b"", compare=False, repr=False)
 
     @property
     def filename(self) -> str:
@@ -73,46 +85,86 @@ class Gathered:
     other_names: set[NormalizedName] = field(default_factory=set)  # projects left out by --name
 
 
-def _from_binaries(path: Path, table: SymbolTable | None) -> TorchNeed:
+def _from_binaries(archive: WheelArchive, table: SymbolTable | None) -> TorchNeed:
     """The untagged fallback: the same facts ``check`` reads (every compiled member), with
-    the symbol table ``check`` would use (``--symbols``), so the two cannot disagree."""
-    from torchwheel.analysis.load import load
+    the symbol table ``check`` would use (``--symbols``), so the two cannot disagree; read
+    through the archive already open, not a second open of the file."""
+    from torchwheel.analysis.collect import collect
     from torchwheel.analysis.wheelfacts import torch_need_of
     from torchwheel.torchabi.symtable import load_shipped
 
-    (facts,) = list(load((path,), (), table or load_shipped(), verify_hashes=False))
-    return torch_need_of(facts)
+    return torch_need_of(collect(archive, table or load_shipped(), verify_hashes=False))
+
+
+def _whole_file(fd: int, page_hashes: Mapping[str, str]) -> tuple[str, str]:
+    """One pass over the file: its sha256 (what duplicates are told apart by) and the first
+    digest the index page gives that it does not match ("" when all match, or the page
+    gives none ``hashlib`` knows)."""
+    known = {a: v for a, v in page_hashes.items() if a in hashlib.algorithms_guaranteed}
+    digests = {a: hashlib.new(a) for a in {"sha256", *known}}
+    for chunk in read_chunks(fd, os.fstat(fd).st_size):
+        for h in digests.values():
+            h.update(chunk)
+    differs = next((a for a, want in known.items() if digests[a].hexdigest() != want), "")
+    return digests["sha256"].hexdigest(), differs
+
+
+def _opened(path: Path, origin: str, page_hashes: Mapping[str, str], sha256: str) -> tuple[WheelArchive, str]:
+    """The wheel open, and its sha256, through one descriptor: the bytes the page's digests
+    were checked on are the bytes read. A digest that differs is reported before the archive
+    is parsed (a truncated download says so, not "not a zip archive")."""
+    try:
+        fd = open_regular(path)
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from exc
+    try:
+        if not sha256 or page_hashes:
+            sha256, differs = _whole_file(fd, page_hashes)
+            if differs:
+                raise InputError(f"{differs} differs from the link on {origin}")
+    except BaseException as exc:
+        os.close(fd)
+        if isinstance(exc, OSError):  # a read error: one line, as for the open
+            raise InputError(f"{path}: {exc.strerror or exc}") from exc
+        raise
+    try:  # an invalid name is read, to be refused by TW414 beside what else is wrong with it
+        return WheelArchive(path, lenient_name=True, fd=fd), sha256
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from exc
 
 
 def read_candidate(
-    path: Path, origin: str, verify_hashes: bool = False, table: SymbolTable | None = None
+    path: Path,
+    origin: str,
+    verify_hashes: bool = False,
+    table: SymbolTable | None = None,
+    *,
+    page_hashes: Mapping[str, str] = MappingProxyType({}),
+    sha256: str = "",
 ) -> Candidate:
-    """One wheel's selection facts; ``InputError`` (with the reason) when it is unreadable or
-    broken: the TW4xx errors ``check`` reports from the archive and its metadata files
-    (``rules.integrity.integrity_errors``), with every member hashed against RECORD too when
-    ``verify_hashes`` (``index``: what it publishes, it vouches for)."""
-    from torchwheel.rules.integrity import integrity_errors  # here: the rules load on first use
-
-    try:  # an invalid name is read, to be refused by TW414 beside what else is wrong with it
-        archive = WheelArchive(path, lenient_name=True)
-    except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from exc
+    """One wheel's selection facts, the file opened once and hashed whole once; ``InputError``
+    (with the reason) when it is unreadable or broken: a digest of ``page_hashes`` (the link
+    it was found through) that differs, or a defect of the archive and its metadata files
+    (``wheel.defects``, what ``check`` reports as TW4xx errors), with every member hashed
+    against RECORD too when ``verify_hashes`` (``index``: what it publishes, it vouches for;
+    its METADATA is kept then, for ``index`` to serve). ``sha256``: the file's, known already (a download checked against its page)."""
+    archive, sha256 = _opened(path, origin, page_hashes, sha256)
     with archive:
         c = archive.contents
         hashes: dict[str, tuple[str | None, int]] | None = None
         if verify_hashes:
             hashes = {m: archive.hash_member(m) for m in c.members}
-        broken = integrity_errors(c, archive.member_size, hashes)
-    if broken:
-        first = broken[0]
-        more = f" (and {len(broken) - 1} more: `torchwheel check` lists them)" if len(broken) > 1 else ""
-        where = f" {first.member}" if first.member else ""
-        raise InputError(f"{path.name}: {first.code}{where}: {first.message}{more}")
-    parsed = parse_wheel_name(path.name)
-    meta = parse_metadata(c.metadata_text)
-    need = need_from_fields(c.wheel_fields, meta.torch_requirements, parsed.version)
-    if need is None:  # untagged (or tagged before every axis was written): the binaries say it
-        need = _from_binaries(path, table)
+        broken = archive_defects(c, archive.member_size, hashes)
+        if broken:
+            first = broken[0]
+            more = f" (and {len(broken) - 1} more: `torchwheel check` lists them)" if len(broken) > 1 else ""
+            where = f" {first.member}" if first.member else ""
+            raise InputError(f"{path.name}: {first.code}{where}: {first.message}{more}")
+        parsed = parse_wheel_name(path.name)
+        meta = parse_metadata(c.metadata_text)
+        need = need_from_fields(c.wheel_fields, meta.torch_requirements, parsed.version)
+        if need is None:  # untagged (or tagged before every axis was written): the binaries say it
+            need = _from_binaries(archive, table)
     return Candidate(
         path=path,
         origin=origin,
@@ -123,13 +175,6 @@ def read_candidate(
         variant=parsed.variant,
         torch=need,
         requires_python=meta.requires_python,
-        sha256=sha256_of(path),
+        sha256=sha256,
+        metadata=c.metadata_text.encode() if verify_hashes else b"",
     )
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()

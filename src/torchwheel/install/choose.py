@@ -111,13 +111,12 @@ def choose(candidates: list[Candidate], target: TorchTarget, force: bool = False
         def key(v: Judged) -> tuple[object, ...]:
             c = v.candidate
             rank = tag_rank(c, order)
-            kind, floor = preference(c.torch)
             return (
                 not v.verdict.loads,
                 v.forced,
                 [-x for x in Version(c.version.public).release] + [0] * 4,
                 rank if rank is not None else len(order),
-                (-kind, -floor),
+                best_first(preference(c.torch)),
                 _build_rank(c),
                 c.variant or "",
                 str(c.path),
@@ -143,9 +142,17 @@ def needed_minors(needs: Iterable[TorchNeed]) -> set[Minor]:
     return {m for n in needs for m in n.named_minors}
 
 
+_KIND_RANK = {"none": 0, "any": 0, "unstable": 1, "stable": 2}
+
+
 def preference(need: TorchNeed) -> tuple[int, int]:
-    """Among candidates that load on one torch, higher is better, the one ranking ``select``
-    (``choose``) and ``index`` use: stable before unstable before any or no torch (a stable
-    wheel keeps loading when torch is upgraded), and among stable wheels the newest floor."""
-    order = {"none": 0, "any": 0, "unstable": 1, "stable": 2}
-    return order[need.kind], need.floor.to_int() if need.floor is not None else 0
+    """The ranking by torch ABI, written once: among candidates that load on one torch,
+    higher is better. ``index`` keeps the highest; ``select`` (``choose``) sorts by it best
+    first (``best_first``). Stable before unstable before any or no torch (a stable wheel
+    keeps loading when torch is upgraded), and among stable wheels the newest floor."""
+    return _KIND_RANK[need.kind], need.floor.to_int() if need.floor is not None else 0
+
+
+def best_first(rank: tuple[int, ...]) -> tuple[int, ...]:
+    """A higher-is-better rank as an ascending sort key: the best sorts first."""
+    return tuple(-x for x in rank)

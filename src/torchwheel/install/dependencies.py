@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
-from email.parser import HeaderParser
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -23,6 +22,7 @@ from packaging.version import InvalidVersion, Version
 from torchwheel.errors import InputError
 from torchwheel.install.target import TorchTarget
 from torchwheel.wheel.archive import WheelArchive
+from torchwheel.wheel.headers import parse_headers
 
 _LIST = """
 import importlib.metadata as m, json
@@ -55,7 +55,7 @@ def requirements(wheel: Path) -> list[Requirement]:
     with WheelArchive(wheel) as archive:
         text = archive.contents.metadata_text
     out = []
-    for raw in HeaderParser().parsestr(text).get_all("Requires-Dist") or []:
+    for raw in parse_headers(text).get_all("Requires-Dist") or []:
         try:
             out.append(Requirement(str(raw)))
         except InvalidRequirement:

@@ -19,7 +19,6 @@ registry's root page is never read; without ``--name`` a hosted root page may li
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -50,19 +49,6 @@ def _project_of(filename: str) -> NormalizedName | None:
     (pip downloads such files) is that project's unreadable wheel, not a stray that makes
     the whole run unreadable."""
     return project_of(filename)
-
-
-def _verify(path: Path, hashes: Mapping[str, str]) -> str:
-    """Which digest the page gives that the file does not match ("" when all match)."""
-    known = {a: v for a, v in hashes.items() if a in hashlib.algorithms_guaranteed}
-    if not known:
-        return ""
-    digests = {a: hashlib.new(a) for a in known}
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            for h in digests.values():
-                h.update(chunk)
-    return next((a for a, want in known.items() if digests[a].hexdigest() != want), "")
 
 
 def _read_local_page(page: Path) -> pages.Page:
@@ -243,6 +229,16 @@ class _Walk:
                 self.out.skipped.append(Skipped(shown, f"linked from {where} but missing ({exc})"))
 
 
+def listing(sources: Iterable[str], session: fetch.Session) -> _Walk:
+    """Every wheel ``sources`` name, none of them read (``torchwheel scan`` reads each in a
+    worker): ``.local`` (path, origin, the page's digests), ``.hosted``, and in ``.out`` what
+    could not be listed (``skipped``) or is passed over (``unopened``: yanked)."""
+    walk = _Walk(frozenset(), Gathered(), session)
+    for source in sources:
+        walk.source(source, index=False)
+    return walk
+
+
 def gather(
     sources: Iterable[str],
     names: Iterable[str] = (),
@@ -278,11 +274,8 @@ def gather(
 
     for path, origin, hashes in walk.local:
         name = _project_of(path.name)
-        try:
-            if hashes and path.is_file() and (algo := _verify(path, hashes)):
-                out.skipped.append(Skipped(str(path), f"{algo} differs from the link on {origin}", name))
-                continue
-            cand = read_candidate(path, origin, verify_hashes, table)
+        try:  # the page's digests checked in the one pass that reads the file
+            cand = read_candidate(path, origin, verify_hashes, table, page_hashes=hashes)
         except (InputError, InvalidVersion, ValueError) as exc:
             out.skipped.append(Skipped(str(path), str(exc), name))
             continue

@@ -8,6 +8,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from torchwheel.errors import Exit
 from torchwheel.install.candidates import Candidate, Gathered
 from torchwheel.install.choose import Choice, Judged
 from torchwheel.install.outcome import Outcome, absent_text, exit_code, strays, unreadable_line
@@ -175,6 +176,6 @@ def select_json(target: TorchTarget, gathered: Gathered, found: list[Outcome]) -
         ],
         "duplicates": [{"location": s.location, "reason": s.reason} for s in gathered.duplicates],
     }
-    if exit_code(found, gathered) == 2:  # the command's exit 2: the same line as on stderr
-        doc["error"] = {"message": unreadable_line(found, gathered), "exit": 2}
+    if exit_code(found, gathered) == Exit.INPUT:  # the command's exit 2: the same line as on stderr
+        doc["error"] = {"message": unreadable_line(found, gathered), "exit": int(Exit.INPUT)}
     return json_text(doc)

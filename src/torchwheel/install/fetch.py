@@ -17,7 +17,8 @@ timeout restarts with every byte, so a server that drips one byte every half sec
 hold a command for ever. Every read from the socket (status line, headers, body, chunk
 sizes) first checks the command's deadline and sets the socket's timeout to what is left of
 it (``http-timeout`` at most); a connect and a TLS handshake (which ``ssl`` bounds as a
-whole by that timeout) get the same.
+whole by that timeout) get the same. Every request also passes ``fairness``: a connection
+slot and the rate per host, and the retries of a 429 or a 5xx (``Retry-After`` honoured).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ import base64
 import hashlib
 import http.client
 import io
+import itertools
 import os
-import re
 import socket
 import time
 import urllib.error
@@ -42,80 +43,43 @@ from urllib.parse import unquote, urlsplit
 
 from torchwheel import __version__
 from torchwheel.errors import InputError
+from torchwheel.install import fairness
+from torchwheel.install.urls import HOST_PORT, REMOTE_SCHEMES
+from torchwheel.install.urls import is_remote as is_remote  # re-exported: fetch.shown is the old home
+from torchwheel.install.urls import shown as shown
+from torchwheel.install.urls import split_credentials as split_credentials
 from torchwheel.limits import Limit, current
 
-REMOTE_SCHEMES = ("http", "https")
 # PEP 691 content negotiation: JSON preferred, then the HTML forms
 PAGE_ACCEPT = (
     "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
 )
 _CHUNK = 1 << 16
 
-# The user part of a URL, found the way that hides the most: RFC 3986 ends the authority at
-# the first "/", "?" or "#", but a password typed raw ("p#a/s?s") holds those too, and
-# ``urlsplit`` then takes the password for a port or a path and prints it. So the user part
-# runs to the last "@" that a host (and port) follows; a URL whose path holds "@" is shown
-# with more hidden than needed, never with a secret.
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-_HOST = r"(?:\[[0-9A-Fa-f:.]+\]|[^\s/?#@\[\]:]+)"
-_HOST_AFTER = re.compile(_HOST + r"(?::[0-9]*)?(?=[/?#]|\Z)")
-_HOST_PORT = re.compile(_HOST + r"(?::[0-9]{1,5})?")
-HIDDEN = "***"
-_DELIMITER = re.compile(r"[/?#]")
+
+class HTTPFailure(InputError):
+    """The server answered with an error status (after the retries a 429 or 5xx gets)."""
+
+    def __init__(self, message: str, status: int, retry_after: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.retry_after = status, retry_after
 
 
-class NotFound(InputError):
+class NotFound(HTTPFailure):
     """The server answered 404 or 410: an answer (no such project), not a broken index."""
+
+
+class Unreachable(InputError):
+    """No connection, no answer in time, or a broken response: the network, not the file."""
+
+
+class DigestMismatch(InputError):
+    """A download whose digest or size differs from what its index page says."""
 
 
 class Exhausted(InputError):
     """The command's network budget (``max-http-seconds``, ``max-http-requests``) is spent: it
     ends the command, where a failed request would only skip one file."""
-
-
-def _user_span(url: str) -> tuple[int, int] | None:
-    """Where the user part of ``url`` is (without its "@"), as ``shown`` must hide it."""
-    head = _SCHEME.match(url)
-    if head is None:
-        return None
-    at = len(url)
-    while (at := url.rfind("@", head.end(), at)) != -1:
-        if _HOST_AFTER.match(url, at + 1):
-            return head.end(), at
-    return None
-
-
-def shown(url: str) -> str:
-    """A URL as messages, JSON, pages and logs show it: its user part, whatever characters
-    it holds, replaced by ``***``."""
-    span = _user_span(url)
-    return url if span is None else url[: span[0]] + HIDDEN + url[span[1] :]
-
-
-def split_credentials(url: str) -> tuple[str, str | None]:
-    """``url`` without its user part, and that part (None without one), for a request.
-
-    The RFC's reading wins when it gives a valid host and port, so an "@" in a path stays in
-    the path; a user part holding a raw "/", "?" or "#" makes the RFC's host invalid
-    (``user:p#a@host`` would be host "user", port "p"), and then the last "@" that a host
-    follows ends it, as ``shown`` reads it."""
-    head = _SCHEME.match(url)
-    if head is None:
-        return url, None
-    start = head.end()
-    found = _DELIMITER.search(url, start)
-    end = found.start() if found else len(url)
-    user, at, host = url[start:end].rpartition("@")
-    if _HOST_PORT.fullmatch(host):
-        return (url[:start] + url[start + len(user) + 1 :], user) if at else (url, None)
-    span = _user_span(url)
-    if span is None:
-        return url, None
-    return url[: span[0]] + url[span[1] + 1 :], url[span[0] : span[1]]
-
-
-def is_remote(url: str) -> bool:
-    return urlsplit(split_credentials(url)[0]).scheme.lower() in REMOTE_SCHEMES
 
 
 @dataclass(frozen=True)
@@ -291,7 +255,7 @@ class Session:
         bare, user = split_credentials(url)
         if user is not None:  # pip's convention: user:password@host, or a token as the user
             netloc = urlsplit(bare).netloc
-            if not _HOST_PORT.fullmatch(netloc):
+            if not HOST_PORT.fullmatch(netloc):
                 raise InputError(f"{shown(url)}: not a URL torchwheel can request (its host or port)")
             name, _, password = user.partition(":")
             token = base64.b64encode(f"{unquote(name)}:{unquote(password)}".encode()).decode()
@@ -303,7 +267,7 @@ class Session:
         parts = urlsplit(bare)
         if parts.scheme.lower() not in REMOTE_SCHEMES:
             raise InputError(f"{shown(url)}: only http(s) links are followed from a hosted page")
-        if not _HOST_PORT.fullmatch(parts.netloc):
+        if not HOST_PORT.fullmatch(parts.netloc):
             raise InputError(f"{shown(url)}: not a URL torchwheel can request (its host or port)")
         req = urllib.request.Request(
             bare, headers={"Accept": accept, "User-Agent": f"torchwheel/{__version__}"}
@@ -325,31 +289,53 @@ class Session:
         if self.budget.spent():
             return self.budget.out_of_time(url)
         lim = current().http_timeout
-        return InputError(
+        return Unreachable(
             f"{shown(url)}: {what} for {lim.value:,} s (the limit http-timeout: raise it with {lim.env})"
         )
 
     @contextmanager
     def _open(self, url: str, accept: str) -> Iterator[http.client.HTTPResponse]:
+        """The response, its host's connection slot held while the caller reads it; a 429
+        or 5xx is asked again after the wait ``fairness`` gives, while the budget lasts."""
         request = self._request(url, accept)
+        netloc, policy = urlsplit(request.full_url).netloc.lower(), fairness.gate().policy
+        for attempt in itertools.count():
+            with fairness.gate().slot(netloc, self.budget.left, partial(self.budget.out_of_time, url)):
+                try:
+                    response = self._response(request, url)
+                except HTTPFailure as exc:
+                    delay = fairness.wait(policy, attempt, exc.retry_after)
+                    if not fairness.retryable(exc.status) or attempt >= policy.retries:
+                        raise
+                    if delay >= self.budget.left():
+                        raise
+                else:
+                    with response:
+                        yield response
+                    return
+            time.sleep(delay)
+
+    def _response(self, request: urllib.request.Request, url: str) -> http.client.HTTPResponse:
         try:
-            with self._opener.open(request, timeout=self.budget.timeout()) as response:
-                yield response
+            response: http.client.HTTPResponse = self._opener.open(request, timeout=self.budget.timeout())
+            return response
         except Exhausted:
             raise
         except urllib.error.HTTPError as exc:
-            kind = NotFound if exc.code in (404, 410) else InputError
-            raise kind(f"{shown(url)}: HTTP {exc.code} {exc.reason}") from exc
+            exc.close()  # the connection goes back, whatever the status
+            kind = NotFound if exc.code in (404, 410) else HTTPFailure
+            after = exc.headers.get("Retry-After") if exc.headers else None
+            raise kind(f"{shown(url)}: HTTP {exc.code} {exc.reason}", exc.code, after) from exc
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, TimeoutError) or self.budget.spent():
                 raise self._timed_out(url, "no connection", exc) from exc
-            raise InputError(f"{shown(url)}: cannot connect ({exc.reason})") from exc
+            raise Unreachable(f"{shown(url)}: cannot connect ({exc.reason})") from exc
         except TimeoutError as exc:
             raise self._timed_out(url, "no answer", exc) from exc
         except (http.client.HTTPException, ConnectionError) as exc:
             if self.budget.spent():
                 raise self.budget.out_of_time(url) from exc
-            raise InputError(f"{shown(url)}: a broken response ({type(exc).__name__}: {exc})") from exc
+            raise Unreachable(f"{shown(url)}: a broken response ({type(exc).__name__}: {exc})") from exc
         except ValueError as exc:  # urllib's own refusals of a URL it cannot request
             raise InputError(f"{shown(url)}: not a URL torchwheel can request") from exc
 
@@ -372,9 +358,9 @@ class Session:
         except (http.client.HTTPException, ConnectionError) as exc:
             if self.budget.spent():
                 raise self.budget.out_of_time(url) from exc
-            raise InputError(f"{shown(url)}: the response broke off after {got:,} bytes ({exc})") from exc
+            raise Unreachable(f"{shown(url)}: the response broke off after {got:,} bytes ({exc})") from exc
         if expected is not None and got != expected:
-            raise InputError(f"{shown(url)}: the response ended after {got:,} of {expected:,} bytes")
+            raise Unreachable(f"{shown(url)}: the response ended after {got:,} of {expected:,} bytes")
 
     def get(self, url: str, limit: Limit, accept: str = "*/*") -> Response:
         """A small document (a page, a metadata file), whole, in memory."""
@@ -399,11 +385,11 @@ class Session:
                         h.update(chunk)
             for algo, want in algos.items():
                 if digests[algo].hexdigest() != want:
-                    raise InputError(
+                    raise DigestMismatch(
                         f"{shown(url)}: {algo} differs from the index page's (a changed or corrupt file)"
                     )
             if size is not None and partial_file.stat().st_size != size:
-                raise InputError(
+                raise DigestMismatch(
                     f"{shown(url)}: {partial_file.stat().st_size:,} bytes, the index page says {size:,}"
                 )
             os.replace(partial_file, dest)

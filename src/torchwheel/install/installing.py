@@ -21,7 +21,6 @@ import hashlib
 import os
 import signal
 from dataclasses import dataclass, field
-from email.parser import HeaderParser
 from pathlib import Path
 from typing import BinaryIO, NoReturn
 
@@ -39,6 +38,7 @@ from torchwheel.errors import InputError
 from torchwheel.install import journal
 from torchwheel.install.candidates import Candidate
 from torchwheel.install.target import TorchTarget
+from torchwheel.wheel.headers import parse_headers
 from torchwheel.wheel.record import digest_text
 
 
@@ -152,8 +152,8 @@ def _verify_installed(record: Path) -> None:
 def _installed_version(dist_info: Path) -> tuple[Version | None, str]:
     """An installed distribution's version (METADATA) and build tag (WHEEL ``Build``)."""
     try:
-        meta = HeaderParser().parsestr((dist_info / "METADATA").read_text("utf-8", "replace"))
-        wheel = HeaderParser().parsestr((dist_info / "WHEEL").read_text("utf-8", "replace"))
+        meta = parse_headers((dist_info / "METADATA").read_text("utf-8", "replace"))
+        wheel = parse_headers((dist_info / "WHEEL").read_text("utf-8", "replace"))
         return Version(str(meta["Version"])), str(wheel.get("Build") or "")
     except (OSError, InvalidVersion, TypeError):
         return None, ""
@@ -173,13 +173,17 @@ def _keep(scheme: dict[str, str]) -> set[Path]:
     """Folders a finished upgrade never removes, even when the old version leaves them empty:
     the scheme's own and those above them (``include/site/pythonX.Y`` above ``headers``)."""
     root = Path(scheme["data"])
-    dirs = [Path(scheme[k]) for k in ("purelib", "platlib", "scripts", "data")] + [Path(scheme["headers"]).parent]
+    dirs = [Path(scheme[k]) for k in ("purelib", "platlib", "scripts", "data")] + [
+        Path(scheme["headers"]).parent
+    ]
     return {a for d in dirs for a in (d, *d.parents) if a.is_relative_to(root)}
 
 
 def _repair(scheme: dict[str, str]) -> list[str]:
     root, allowed = Path(scheme["data"]), _allowed(scheme)
-    return [f"{home.parent}: {journal.replay(home, root, allowed)}" for home in journal.pending(_sites(scheme))]
+    return [
+        f"{home.parent}: {journal.replay(home, root, allowed)}" for home in journal.pending(_sites(scheme))
+    ]
 
 
 def repair_environment(target: TorchTarget) -> list[str]:
@@ -221,18 +225,25 @@ def install_wheel(candidate: Candidate, target: TorchTarget, upgrade: bool = Fal
         site = existing.parent if existing is not None else Path(scheme["purelib"])
         txn = journal.Journal(site / f"{journal.PREFIX}{candidate.name}", root)
         assert target.python is not None
-        dest = _JournaledDestination(scheme, interpreter=target.python, script_kind=get_launcher_kind(), txn=txn)
+        dest = _JournaledDestination(
+            scheme, interpreter=target.python, script_kind=get_launcher_kind(), txn=txn
+        )
         try:
             with WheelFile.open(candidate.path) as source:
                 source.validate_record(validate_contents=True)  # before the environment is touched
                 dist_info = source.dist_info_dir
                 guard.release()
-                txn.begin(candidate.name, candidate.filename, existing.name if existing else None, _keep(scheme))
+                txn.begin(
+                    candidate.name, candidate.filename, existing.name if existing else None, _keep(scheme)
+                )
                 txn.set_aside(plan)
                 install(
                     source,
                     dest,
-                    additional_metadata={"INSTALLER": f"torchwheel {__version__}\n".encode(), "REQUESTED": b""},
+                    additional_metadata={
+                        "INSTALLER": f"torchwheel {__version__}\n".encode(),
+                        "REQUESTED": b"",
+                    },
                 )
             record = _find_record(scheme, dist_info)
             _verify_installed(record)
@@ -265,14 +276,18 @@ def _settle(txn: journal.Journal, scheme: dict[str, str]) -> bool:
     return journal.replay(txn.home, Path(scheme["data"]), _allowed(scheme)).startswith("finished")
 
 
-def _failed(candidate: Candidate, existing: Path | None, exc: BaseException, guard: journal.SignalGuard) -> NoReturn:
+def _failed(
+    candidate: Candidate, existing: Path | None, exc: BaseException, guard: journal.SignalGuard
+) -> NoReturn:
     """After the rollback: the one-line error, or the interrupt passed on."""
     kept = f"; {existing.name} is back in place" if existing is not None else ""
     if isinstance(exc, journal.Interrupted):
         if exc.signum != signal.SIGINT:  # SIGTERM/SIGHUP: end the way the signal asks
             guard.resend(exc.signum)
         name = signal.Signals(exc.signum).name
-        raise InputError(f"{candidate.filename}: install interrupted ({name}), nothing left behind{kept}") from None
+        raise InputError(
+            f"{candidate.filename}: install interrupted ({name}), nothing left behind{kept}"
+        ) from None
     if isinstance(exc, (InstallerError, ValueError, OSError, InputError)):
         raise InputError(f"{candidate.filename}: install failed, nothing left behind{kept} ({exc})") from exc
     raise exc

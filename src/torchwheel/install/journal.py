@@ -313,7 +313,9 @@ def _read(home: Path) -> _Pending:
         try:
             record = json.loads(line)
         except ValueError:
-            raise RepairFailed(f"{home}/journal line {n} is unreadable: not repairing; left as it is") from None
+            raise RepairFailed(
+                f"{home}/journal line {n} is unreadable: not repairing; left as it is"
+            ) from None
         if not isinstance(record, dict):
             raise RepairFailed(f"{home}/journal line {n} is no record: not repairing; left as it is")
         records.append(record)
@@ -327,7 +329,9 @@ def _inside(root: Path, allowed: tuple[Path, ...], rel: object, home: Path) -> P
         raise RepairFailed(f"{home}/journal holds a path that is no string: not repairing; left as it is")
     path = Path(os.path.normpath(root / rel))
     if not any(path.is_relative_to(a) for a in allowed) or path == root:
-        raise RepairFailed(f"{home}/journal names {rel}, outside the environment: not repairing; left as it is")
+        raise RepairFailed(
+            f"{home}/journal names {rel}, outside the environment: not repairing; left as it is"
+        )
     return path
 
 
@@ -406,7 +410,11 @@ def _roll_back(home: Path, root: Path, allowed: tuple[Path, ...], records: list[
 
 def _finish(home: Path, root: Path, allowed: tuple[Path, ...], records: list[dict[str, Any]]) -> None:
     kept = records[0].get("keep")
-    keep = {Path(os.path.normpath(root / k)) for k in (kept if isinstance(kept, list) else []) if isinstance(k, str)}
+    keep = {
+        Path(os.path.normpath(root / k))
+        for k in (kept if isinstance(kept, list) else [])
+        if isinstance(k, str)
+    }
     keep.add(root)
     shutil.rmtree(home / "aside", ignore_errors=True)
     for r in records:

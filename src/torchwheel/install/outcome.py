@@ -1,6 +1,8 @@
-"""One exit-code contract for ``select``, ``install``, ``matrix`` and ``index``, decided per
+"""One exit-code decision for ``select``, ``install``, ``matrix`` and ``index``, made per
 project: every project ends as *chosen* (0), *nothing fits* (1) or *unreadable* (2), and a
-command exits with the worst of them.
+command exits with the worst of them (``exit_code``; for the grids of ``matrix`` and
+``index``, ``grid_exit_code``). The codes are ``errors.Exit``; what they mean per command is
+``cli/exits.py``.
 
 - chosen: a wheel of it loads on the target (``matrix``/``index``: on every ``--torch`` asked);
 - nothing fits: every wheel of it was read and none loads there; also a ``--name`` that the
@@ -23,12 +25,18 @@ from typing import Literal
 
 from packaging.utils import NormalizedName, canonicalize_name
 
+from torchwheel.errors import Exit
 from torchwheel.install.candidates import Candidate, Gathered, Skipped
 from torchwheel.install.choose import Choice, fit
 from torchwheel.torchabi.releases import Minor, show_minor
 
 Kind = Literal["chosen", "nothing-fits", "absent", "unreadable"]
-EXIT: dict[Kind, int] = {"chosen": 0, "nothing-fits": 1, "absent": 1, "unreadable": 2}
+EXIT: dict[Kind, Exit] = {
+    "chosen": Exit.OK,
+    "nothing-fits": Exit.NO,
+    "absent": Exit.NO,
+    "unreadable": Exit.INPUT,
+}
 
 
 @dataclass(frozen=True)
@@ -72,9 +80,11 @@ def strays(gathered: Gathered) -> list[Skipped]:
     return [s for s in gathered.skipped if s.name is None]
 
 
-def exit_code(found: list[Outcome], gathered: Gathered) -> int:
-    codes = [EXIT[o.kind] for o in found] + ([2] if strays(gathered) else [])
-    return max(codes, default=1)
+def exit_code(found: list[Outcome], gathered: Gathered) -> Exit:
+    """The worst project's code; a stray unreadable input is an exit 2, and a run about no
+    project at all found nothing that fits (1)."""
+    codes = [EXIT[o.kind] for o in found] + ([Exit.INPUT] if strays(gathered) else [])
+    return max(codes, default=Exit.NO)
 
 
 def absent_text(name: str, gathered: Gathered) -> str:
@@ -112,3 +122,11 @@ def uncovered(cands: list[Candidate], asked: Iterable[Minor]) -> list[str]:
         for m in sorted(set(asked))
         if not any(fit(c, m).loads for c in by_name[name])
     ]
+
+
+def grid_exit_code(cands: list[Candidate], asked: Iterable[Minor]) -> tuple[Exit, list[str]]:
+    """``matrix``/``index`` once every input was read (an unreadable one has ended the run
+    with exit 2 before): each project is *chosen* when a wheel of it loads on every
+    ``--torch`` asked, else *nothing fits*; the code of the worst, and a line per gap."""
+    missing = uncovered(cands, asked)
+    return (EXIT["nothing-fits"] if missing else EXIT["chosen"]), missing

@@ -151,7 +151,9 @@ class _Fetcher:
         dest = folder / f.link.filename
         try:
             self.session.download(f.link.url, dest, f.link.hashes, f.link.size)
-            cand = read_candidate(dest, f.origin, self.verify_hashes, self.table)
+            # the download checked the page's digests as it came: its sha256 is known
+            known = f.link.hashes.get("sha256", "")
+            cand = read_candidate(dest, f.origin, self.verify_hashes, self.table, sha256=known)
         except fetch.Exhausted:
             raise
         except (InputError, InvalidVersion, ValueError) as exc:

@@ -66,14 +66,14 @@ class IndexResult:
 
 
 def read_entry(c: Candidate) -> Entry:
-    """METADATA and variant.json through the one wheel reader (central directory only)."""
-    with WheelArchive(c.path) as archive:
-        dist_info = archive.contents.dist_info
-        meta = archive.contents.metadata_text.encode()
-        current().max_metadata_bytes.check(f"{c.filename}: METADATA bytes", len(meta))
-        doc = None
-        if c.variant is not None:
-            name = f"{dist_info}/{variant.DIST_INFO_FILE}"
+    """METADATA as the candidate was read with it (``verify_hashes``: no second open), and a
+    variant wheel's variant.json through the one wheel reader (central directory only)."""
+    meta = c.metadata
+    current().max_metadata_bytes.check(f"{c.filename}: METADATA bytes", len(meta))
+    doc = None
+    if c.variant is not None:
+        with WheelArchive(c.path) as archive:
+            name = f"{archive.contents.dist_info}/{variant.DIST_INFO_FILE}"
             if name not in archive.infos:
                 raise InputError(f"{c.filename}: a variant file name without .dist-info/variant.json")
             current().max_metadata_bytes.check(f"{c.filename}: variant.json bytes", archive.member_size(name))
@@ -85,7 +85,8 @@ def collect(got: Gathered) -> tuple[list[Entry], list[str]]:
     """Every wheel gathered (``discovery.gathering(..., verify_hashes=True)``); an unreadable
     or broken one stops the index (exit 2): publishing a corrupt file or silently leaving one
     out are both worse than saying so. Broken is what ``check`` calls broken in the archive:
-    the TW4xx errors of ``rules.integrity.integrity_errors``, every member hashed against RECORD."""
+    the defects ``check`` reports as TW4xx errors (``wheel.defects``), every member hashed
+    against RECORD."""
     if got.skipped:
         first = got.skipped[0]
         raise InputError(f"{first.location}: {first.reason}")

@@ -34,6 +34,12 @@ def _command(severity: str, wheel: str, title: str, message: str) -> str:
     )
 
 
+def failure(message: str) -> str:
+    """The exit-2 failure as an annotation: a job whose check could not read a wheel shows
+    why on its summary page, not only in the raw log."""
+    return f"::error title=torchwheel::{escape_data(message)}"
+
+
 def check_github(findings: Findings) -> str:
     """One annotation per finding kept, and one per (input, code) for those only counted."""
     lines = [_command(f.severity, f.wheel, f.code + " " + (f.member or ""), f.message) for f in findings]

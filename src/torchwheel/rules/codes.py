@@ -8,7 +8,6 @@ and ``docs/rules.md`` has one section per code.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Literal
 
@@ -166,6 +165,8 @@ def did_you_mean(text: str) -> list[str]:
         return [upper]
     if text.lower() in BY_NAME:
         return [BY_NAME[text.lower()].code]
+    import difflib  # only a code that is not one
+
     close = difflib.get_close_matches(upper, [*BY_CODE, *_GROUPS], n=3, cutoff=0.6)
     named = difflib.get_close_matches(text.lower(), list(BY_NAME), n=1, cutoff=0.75)
     return close + [BY_NAME[n].code for n in named if BY_NAME[n].code not in close]

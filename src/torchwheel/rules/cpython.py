@@ -1,7 +1,9 @@
 """TW3xx: CPython ABI: wheel tags vs module file names vs hooks vs symbols.
 
-The facts and their meaning are in ``shared/reference/cpython-abi-rules.md``; each rule
-here is one row of its rule list that a wheel's own bytes can decide.
+The facts and their meaning come from the public specifications: the platform compatibility
+tags and binary distribution format specs (PEP 425, PEP 427), module file names (PEP 3149),
+the stable ABIs (PEP 384 abi3, PEP 803 abi3t) and CPython's ``Doc/c-api/stable.rst``; each
+rule here is one consistency check between them that a wheel's own bytes can decide.
 """
 
 from __future__ import annotations

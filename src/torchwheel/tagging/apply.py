@@ -119,7 +119,7 @@ def tag(
     """``archive``: the open input ``w`` was collected from (``analysis.load.opened``); every byte
     written comes from its descriptor. Without it the wheel is opened again here (library
     callers holding only facts), and the CRC pass of the verification still guards it.
-    ``variant``: write the wheel-variant copy instead (``install.variants``)."""
+    ``variant``: write the wheel-variant copy instead (``tagging.variant``)."""
     source = Path(w.contents.path)
     p = plan(w, opts)
     plain_name = p.filename  # installer parses this name (a variant label is a draft form)

@@ -317,11 +317,13 @@ def planned_facts(w: WheelFacts, p: Plan) -> WheelFacts:
         tags = parse_wheel_filename(p.filename)[3]
     except InvalidWheelFilename:
         tags = c.filename_tags
+    dist_info = p.dist_info or c.dist_info
     contents = dataclasses.replace(
         c,
         filename_tags=tags,
-        wheel_text=p.members[f"{p.dist_info or c.dist_info}/WHEEL"].decode(),
-        metadata_text=p.members[f"{p.dist_info or c.dist_info}/METADATA"].decode(),
+        wheel_text=p.members[f"{dist_info}/WHEEL"].decode(),
+        metadata_text=p.members[f"{dist_info}/METADATA"].decode(),
+        side_file=p.members.get(f"{dist_info}/{SIDE_FILE}", c.side_file),  # the facts file it writes
     )
     return dataclasses.replace(
         w,

@@ -77,12 +77,13 @@ _LOW_BITS = HASH_BITS - BUCKET_BITS
 _BUCKETS = 1 << BUCKET_BITS
 _CHECKSUM = 16
 _PREFIX = len(MAGIC) + 4
-_MAX_HEADER = 1 << 20
+# Bounds of the layout itself, not budgets: only torchwheel writes (and ships) these files,
+# so nothing from outside is held to them, and a file past one is damaged, not large.
+_HEADER_BYTES = 1 << 20  # the most a header may take
 #: Far above the ~200,000 names one platform has over a dozen releases, far below what would
 #: make a damaged count cost real memory (the body is checked against it before inflating).
-_MAX_ENTRIES = 1 << 24
-_MAX_FILE = 64 << 20
-_MAX_RELEASES = 64
+_ENTRIES = 1 << 24  # the most entries a header may count
+_FILE_BYTES = 64 << 20  # the most an index file may take
 _UNKNOWN_KEPT = 10
 _PLATFORM = re.compile(r"[a-z0-9]+-[a-z0-9_]+")
 _COMPRESSIONS = ("xz", "zlib")
@@ -95,7 +96,7 @@ _RELEASE = Object(
             Object({"file": Str(), "sha256": Str(pattern="[0-9a-f]{64}")}, required=("file", "sha256")),
             min_items=1,
         ),
-        "names": Int(0, _MAX_ENTRIES),
+        "names": Int(0, _ENTRIES),
     },
     required=("version", "builds", "wheels", "names"),
 )
@@ -109,7 +110,7 @@ HEADER = Object(
         "hash": Str(choices=(f"blake2b-{HASH_BITS}",)),
         "bucket_bits": Int(BUCKET_BITS, BUCKET_BITS),
         "mask_bytes": Int(1, 8),
-        "count": Int(0, _MAX_ENTRIES),
+        "count": Int(0, _ENTRIES),
         "compression": Str(choices=_COMPRESSIONS),
         "body_size": Int(0),
         "releases": List(_RELEASE, min_items=1),
@@ -246,14 +247,14 @@ class ExportIndex:
     @classmethod
     def from_bytes(cls, data: bytes, where: str) -> ExportIndex:
         """An index as the generator writes it; any defect is one ``InputError`` naming ``where``."""
-        if len(data) > _MAX_FILE:
+        if len(data) > _FILE_BYTES:
             raise InputError(f"{where}: {len(data):,} bytes, more than an export index may have")
         if len(data) < _PREFIX + _CHECKSUM or not data.startswith(MAGIC):
             raise InputError(f"{where}: not a torch export index (no {MAGIC!r} header)")
         if hashlib.blake2b(data[:-_CHECKSUM], digest_size=_CHECKSUM).digest() != data[-_CHECKSUM:]:
             raise InputError(f"{where}: checksum mismatch: the file is truncated or damaged")
         size = int.from_bytes(data[len(MAGIC) : _PREFIX], "little")
-        if size > min(_MAX_HEADER, len(data) - _PREFIX - _CHECKSUM):
+        if size > min(_HEADER_BYTES, len(data) - _PREFIX - _CHECKSUM):
             raise InputError(f"{where}: a header of {size:,} bytes does not fit in the file")
         header = safejson.load(data[_PREFIX : _PREFIX + size], f"{where} header", HEADER)
         body = memoryview(data)[_PREFIX + size : len(data) - _CHECKSUM]
@@ -267,7 +268,7 @@ class ExportIndex:
             )
         width, count = header["mask_bytes"], header["count"]
         entries = header["releases"]
-        if width not in (1, 2, 4, 8) or len(entries) > min(8 * width, _MAX_RELEASES):
+        if width not in (1, 2, 4, 8) or len(entries) > 8 * width:  # a bit per release
             raise InputError(f"{where}: {len(entries)} releases do not fit in {width}-byte masks")
         try:
             releases = tuple(Version(r["version"]) for r in entries)
@@ -333,7 +334,7 @@ def exports_index(platform: str) -> ExportIndex | None:
     where = f"torchwheel data torch_exports_{platform}.bin"
     try:
         with resource.open("rb") as fh:
-            data = fh.read(_MAX_FILE + 1)
+            data = fh.read(_FILE_BYTES + 1)
     except OSError as exc:
         raise InputError(f"{where}: {exc.strerror or exc}") from exc
     index = ExportIndex.from_bytes(data, where)

@@ -4,7 +4,7 @@ the accelerator runtimes a torch build brings.
 auditwheel, delocate and delvewheel copy every library a binary needs and they can resolve
 into the wheel, renamed (``libtorch_cuda-1a2b3c4d.so``). For an extension of torch that is a
 second copy of libraries torch has already loaded: two copies of libtorch in one process
-register every operator twice and crash (auditwheel issues #391, #580); a second CUDA
+register every operator twice and crash (pypa/auditwheel#391, #580); a second CUDA
 runtime or cuDNN beside torch's is a second set of handles and a second toolkit version in
 the process, and hundreds of MB in the wheel. Each tool has a flag to leave a library out
 (``EXCLUDE_FLAG``); ``repair_excludes`` is the list torchwheel passes itself

@@ -61,12 +61,16 @@ class WheelArchive:
 
     is_wheel_file = True
 
-    def __init__(self, path: Path, filename: str | None = None, lenient_name: bool = False) -> None:
+    def __init__(
+        self, path: Path, filename: str | None = None, lenient_name: bool = False, fd: int | None = None
+    ) -> None:
         """``filename``: the wheel's name when ``path`` is not named for it (the temporary
         file ``tag`` reads back before renaming it). ``lenient_name``: a name packaging
         refuses is read all the same (``contents.name_problem`` says why; ``check`` and
         ``show`` report on it, TW414), since pip downloads such wheels; otherwise it is
-        refused, naming the valid name its metadata gives."""
+        refused, naming the valid name its metadata gives. ``fd``: ``path`` opened already
+        with ``safeopen.open_regular``, owned by the archive from now on (``select`` hashes
+        the whole file through it first: one open per candidate)."""
         self.path = path
         shown = filename or path.name
         parsed: WheelName | None = None
@@ -78,7 +82,7 @@ class WheelArchive:
         # one descriptor for everything: the zip index, every member read, and later the
         # copy `tag` makes (writer): a file replaced meanwhile is never half read
         try:
-            self._fd = open_regular(path)  # never a FIFO or device (safeopen)
+            self._fd = open_regular(path) if fd is None else fd  # never a FIFO or device (safeopen)
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from exc
         try:

@@ -18,7 +18,7 @@ from torchwheel.wheel.metadata import parse_metadata, parse_wheel_fields
 from torchwheel.wheel.record import RecordEntry, RecordProblem
 
 _COMPILED_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
-_VARIANT_LABEL = re.compile(r"^[0-9a-z_.]+$")  # wheel-variant drafts (PEP 825), see reference
+_VARIANT_LABEL = re.compile(r"^[0-9a-z_.]+$")  # wheel-variant drafts (PEP 825)
 
 
 def is_compiled_name(name: str) -> bool:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from email.parser import HeaderParser
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from torchwheel.safejson import ANY, Int, List, Object, Str
 from torchwheel.version import FeatureVersion
+from torchwheel.wheel.headers import parse_headers
 
 SIDE_FILE = "torchwheel.json"  # the facts `tag` records in .dist-info (tagging/plan.py)
 TORCH_ABI_FIELD = "Torch-ABI"  # the WHEEL field `tag` writes
@@ -53,7 +53,7 @@ _FLOOR = re.compile(r"(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?", re.ASCII)  # what `
 
 
 def parse_wheel_fields(text: str) -> dict[str, list[str]]:
-    msg = HeaderParser().parsestr(text)
+    msg = parse_headers(text)
     fields: dict[str, list[str]] = {}
     for key, value in msg.items():
         fields.setdefault(_WHEEL_NAMES.get(key.lower(), key), []).append(str(value).strip())
@@ -66,7 +66,7 @@ def wheel_problems(text: str) -> list[str]:
     A folded field (``Wheel-Version:\\n 1.0``) is one pip reads stripped and installer reads
     with its line break, refusing the wheel; a second Wheel-Version says two things."""
     problems: list[str] = []
-    msg = HeaderParser().parsestr(text)
+    msg = parse_headers(text)
     for key, value in msg.items():
         if "\n" in value or "\r" in value:
             problems.append(f"WHEEL field {key[:40]!r} is folded over several lines: installer refuses it")
@@ -138,7 +138,7 @@ def parse_metadata(text: str) -> MetadataFacts:
     collected and reported as findings. Repeated single fields are counted on the same
     parse (``packaging.metadata.parse_email`` would parse 200,000 headers a second time).
     """
-    msg = HeaderParser().parsestr(text)
+    msg = parse_headers(text)
     problems: list[str] = []
     requires_python: SpecifierSet | None = None
     if msg.get("Requires-Python"):

@@ -36,7 +36,7 @@ _ZIP64_LOCATOR = struct.Struct("<4sIQI")
 _ZIP64_EOCD = struct.Struct("<4sQHHIIQQQQ")
 _CENTRAL = struct.Struct("<4sBBHHHHHIIIHHHHHII")
 _LOCAL = struct.Struct("<4sHHHHHIIIHH")
-_MAX_EXTRACT_VERSION = 63  # zipfile.MAX_EXTRACT_VERSION: zip64 and bzip2/lzma, nothing newer
+_NEWEST_EXTRACT_VERSION = 63  # zipfile.MAX_EXTRACT_VERSION: zip64 and bzip2/lzma, nothing newer
 _MAX32 = 0xFFFFFFFF
 _WINDOW = 1 << 22  # central directory read 4 MiB at a time
 _UTF8 = 0x800
@@ -244,7 +244,7 @@ def read_index(read_at: ReadAt, file_size: int) -> tuple[list[Member], int]:
         else:
             name = _name(raw, flags, f"central entry {len(members) + 1}")
         window.skip(_CENTRAL.size + nlen + elen + clen)
-        if need & 0xFF > _MAX_EXTRACT_VERSION:
+        if need & 0xFF > _NEWEST_EXTRACT_VERSION:
             version = need & 0xFF
             raise InputError(
                 f"member {name!r} needs zip version {version // 10}.{version % 10}; 6.3 is the newest read"

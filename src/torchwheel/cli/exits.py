@@ -1,0 +1,171 @@
+"""The exit codes of every command, decided in one place.
+
+A command function returns its answer as an ``errors.Exit`` (0 yes, 1 no) or raises, and
+only the entry point (``torchwheel.cli.main``) exits: ``run`` turns what the command
+returned, or the exception that ended it, into the code, with one line on stderr for an
+exit 2. A deep ``sys.exit`` would skip the ``--format json`` error document, the cleanups
+above it and this one decision.
+
+``EXITS`` says what each code means for each command; ``docs/exit-codes.md`` prints the same
+table and ``tests/test_exits.py`` holds the two equal and every command to a row. A new
+command adds its row here and in that table (``None``: the command never exits 1).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import click
+
+from torchwheel.errors import Exit, InputError
+
+
+@dataclass(frozen=True)
+class ExitRow:
+    """One command's meaning of each exit code; ``no`` is None when it never exits 1."""
+
+    command: str
+    ok: str
+    no: str | None
+    input: str
+
+
+_READ = "an input that cannot be read; a misuse"
+
+EXITS: tuple[ExitRow, ...] = (
+    ExitRow(
+        "torchwheel",
+        "the help (no command, `--help`) or the version (`-V`)",
+        None,
+        "an unknown command or option",
+    ),
+    ExitRow("inspect", "the facts shown", None, "a file that is no readable binary; a misuse"),
+    ExitRow("show", "the facts shown", None, _READ),
+    ExitRow(
+        "check",
+        "no error found (warnings and info do not count), or `--exit-zero`",
+        "an error found (`docs/rules.md`)",
+        "an input that cannot be read; an unknown code in `--select`/`--ignore`; a misuse",
+    ),
+    ExitRow(
+        "compat",
+        "every input loads on TORCH",
+        "a torch symbol an input imports is missing from TORCH",
+        "an input or TORCH that cannot be read; a misuse",
+    ),
+    ExitRow(
+        "tag",
+        "written (`--dry-run`: the diff shown)",
+        "refused, nothing written: findings that make any rewrite dishonest (shown)",
+        "nothing written: an input that cannot be read; an option that contradicts the wheel "
+        "(`--local-label`, `--build-torch`, a pin no torch it loads on meets); a misuse",
+    ),
+    ExitRow(
+        "repair",
+        "tagged into WHEEL_DIR",
+        "refused, nothing written: errors the rewrite cannot fix, or no honest rewrite "
+        "(a pin, an unknown build torch)",
+        "an input that cannot be read; `--repair-with` failed; a misuse",
+    ),
+    ExitRow(
+        "unlabel",
+        "written (`--dry-run`: what would be)",
+        "refused, nothing written: the archive is broken (its findings shown)",
+        "refused, nothing written: no local label, two builds of one PyPI file, an output that "
+        "exists; an input that cannot be read; a misuse",
+    ),
+    ExitRow("rule", "the code explained", None, "an unknown code; a misuse"),
+    ExitRow("include", "the flag printed", None, "a misuse"),
+    ExitRow("symbols update", "the table written or printed", None, "a source that cannot be read; a misuse"),
+    ExitRow(
+        "select",
+        "every project has a choice",
+        "a project: nothing fits; a `--name` the sources hold no wheel of",
+        "a source, or a candidate that cannot be read or verified (corrupt, a digest that differs "
+        "from its page, what `check` calls broken); a `--python` that is not a Python; a misuse",
+    ),
+    ExitRow(
+        "install",
+        "every project installed (or that very build already there); `--repair-env`: repaired "
+        "or nothing to repair",
+        "refused: as `select` (without `--force`); another version installed "
+        "without `--upgrade`; an installed version that cannot be replaced safely",
+        "nothing installed: as `select`; several projects without `--name`; torch itself; an "
+        "install that failed and was undone",
+    ),
+    ExitRow(
+        "index",
+        "written",
+        "a project has no wheel that loads on a `--torch` asked for (still written)",
+        "nothing written: a source or a wheel that cannot be read or is broken; a misuse",
+    ),
+    ExitRow(
+        "matrix",
+        "shown",
+        "a project has no wheel that loads on a `--torch` asked for (still shown)",
+        "an input that cannot be read (the readable wheels still shown); a misuse",
+    ),
+    ExitRow(  # provisional, until `scan` is built: its engineer owns this row
+        "scan",
+        "the JSON Lines written",
+        None,
+        "an input that cannot be read; a misuse",
+    ),
+)
+
+# what ends a command with the one line and exit 2 without a traceback, even with
+# TORCHWHEEL_DEBUG=1 (that shows the traceback of anything else: a bug)
+_EXPECTED = (click.exceptions.ClickException, click.exceptions.Abort, OSError, InputError, MemoryError)
+
+
+def failure_message(exc: BaseException) -> str | None:
+    """What follows ``torchwheel: error: `` for an exception that ends the command with
+    exit 2; None for one that does not (click's own exit, Ctrl-C, a signal)."""
+    if isinstance(exc, InputError):
+        return str(exc)
+    if isinstance(exc, click.exceptions.Exit) or not isinstance(exc, Exception):
+        return None
+    if isinstance(exc, click.exceptions.Abort):
+        return "aborted"
+    if isinstance(exc, click.exceptions.UsageError):
+        # raised in a callback, the error gets its context only on its way out of click's
+        # invoke, after the command's own code: the running command's is the same one
+        ctx = exc.ctx or click.get_current_context(silent=True)
+        command = ctx.command_path if ctx else "torchwheel"
+        return f"{exc.format_message()} (see: {command} --help)"
+    if isinstance(exc, click.exceptions.ClickException):
+        return exc.format_message()
+    if isinstance(exc, OSError):  # a destination we cannot write, a full disk
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{where}{exc.strerror or exc}"
+    if isinstance(exc, MemoryError):  # the budget's last line: a claim no limit caught
+        from torchwheel import limits
+
+        return f"out of memory: {limits.describe()}"
+    return f"internal error: {type(exc).__name__}: {exc} (TORCHWHEEL_DEBUG=1 shows where)"
+
+
+def _failed(message: str) -> Exit:
+    from torchwheel.report.textsafe import safe
+
+    click.echo(f"torchwheel: error: {safe(message)}", err=True)  # messages quote member names
+    return Exit.INPUT
+
+
+def run(group: click.Group, args: list[str] | None = None) -> int:
+    """Run the command line and decide its exit code: what the command returned (None is
+    0), or for what it raised one line on stderr and 2. A signal's unwinding (not an
+    ``Exception``) passes through to the entry point, which ends by that signal."""
+    try:
+        code = group.main(args, standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:  # `torchwheel` alone: the help, as ruff and pip
+        click.echo(exc.ctx.get_help() if exc.ctx else group.get_help(click.Context(group)))
+        return Exit.OK
+    except KeyboardInterrupt:
+        return _failed("interrupted")
+    except Exception as exc:  # the promise is one line, never a traceback
+        if os.environ.get("TORCHWHEEL_DEBUG") and not isinstance(exc, _EXPECTED):
+            raise
+        return _failed(failure_message(exc) or f"internal error: {type(exc).__name__}")
+    return int(code) if isinstance(code, int) else Exit.OK

@@ -1,0 +1,113 @@
+"""``torchwheel scan``: whole folders and indexes into JSON Lines, and the report of such a
+file (``docs/scan.md``). The work is ``torchwheel.scan``; this is its command line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from torchwheel.cli.options import (
+    chosen_table,
+    format_option,
+    network_options,
+    no_config_option,
+    symbols_option,
+)
+from torchwheel.errors import Exit
+
+
+def _report(report_file: Path, fmt: str) -> Exit:
+    from torchwheel.report.textsafe import json_text
+    from torchwheel.scan.report import render, summarize
+
+    summary = summarize(report_file)
+    click.echo(json_text(summary.to_json()) if fmt == "json" else render(summary, fmt))
+    return Exit.OK
+
+
+@click.command("scan")
+@click.argument("sources", nargs=-1)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE.jsonl",
+    help="The JSON Lines file: appended to, so a second run resumes the first.",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(1, 512),
+    default=1,
+    show_default=True,
+    help="Worker processes, each held to the input budget.",
+)
+@click.option(
+    "--report",
+    "report_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE.jsonl",
+    help="Count what a scan file holds (no wheel is read) instead of scanning.",
+)
+@format_option("text", "markdown", "json")
+@click.option(
+    "--max-host-connections",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    help="Requests in flight to one host, all workers together.",
+)
+@click.option(
+    "--max-rate",
+    type=click.FloatRange(0, min_open=True),
+    default=20.0,
+    show_default=True,
+    help="Requests per second to one host, all workers together.",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="A progress bar on stderr (default: on a terminal; else a line every 30 s).",
+)
+@symbols_option
+@no_config_option
+@network_options
+def scan_command(
+    sources: tuple[str, ...],
+    output: Path | None,
+    jobs: int,
+    report_file: Path | None,
+    fmt: str,
+    max_host_connections: int,
+    max_rate: float,
+    progress: bool | None,
+    symbols_file: Path | None,
+    no_config: bool,
+) -> Exit:
+    """Read and check every wheel of SOURCES (folders, PEP 503/691 indexes local or hosted,
+    wheel files or URLs, files listing wheel URLs one a line) into FILE.jsonl, one line per
+    wheel: the `show` and `check` documents and the need (`docs/scan.md`).
+
+    A second run over the same FILE skips every wheel already in it (same sha256, or an
+    unchanged local file). A wheel that cannot be read is a line with its error, and the
+    scan goes on. `--report FILE.jsonl [--format markdown]` counts a scan's lines: stable or
+    unstable, torch floor, build, error codes. Exit 0 done, 2 a source that cannot be
+    listed or a misuse.
+    """
+    if report_file is not None:
+        if sources or output is not None:
+            raise click.UsageError("--report reads a scan file: give no SOURCES and no -o")
+        return _report(report_file, fmt)
+    if click.get_current_context().get_parameter_source("fmt") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--format is for --report")
+    if not sources or output is None:
+        raise click.UsageError("give SOURCES and -o FILE.jsonl (or --report FILE.jsonl)")
+    from torchwheel.install.fairness import Policy
+    from torchwheel.scan.run import scan
+
+    policy = Policy(host_connections=max_host_connections, rate=max_rate)
+    tty = sys.stderr.isatty() if progress is None else progress
+    scan(sources, output, jobs, chosen_table(symbols_file, no_config), policy, sys.stderr, tty)
+    return Exit.OK

@@ -1,0 +1,67 @@
+"""URLs as torchwheel requests and shows them: the user part of an index URL
+(``https://user:token@host/simple``) split off for the request and hidden in everything
+printed, and which URLs are hosted (http(s)) at all."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+REMOTE_SCHEMES = ("http", "https")
+
+# The user part of a URL, found the way that hides the most: RFC 3986 ends the authority at
+# the first "/", "?" or "#", but a password typed raw ("p#a/s?s") holds those too, and
+# ``urlsplit`` then takes the password for a port or a path and prints it. So the user part
+# runs to the last "@" that a host (and port) follows; a URL whose path holds "@" is shown
+# with more hidden than needed, never with a secret.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_HOST = r"(?:\[[0-9A-Fa-f:.]+\]|[^\s/?#@\[\]:]+)"
+_HOST_AFTER = re.compile(_HOST + r"(?::[0-9]*)?(?=[/?#]|\Z)")
+HOST_PORT = re.compile(_HOST + r"(?::[0-9]{1,5})?")
+HIDDEN = "***"
+_DELIMITER = re.compile(r"[/?#]")
+
+
+def _user_span(url: str) -> tuple[int, int] | None:
+    """Where the user part of ``url`` is (without its "@"), as ``shown`` must hide it."""
+    head = _SCHEME.match(url)
+    if head is None:
+        return None
+    at = len(url)
+    while (at := url.rfind("@", head.end(), at)) != -1:
+        if _HOST_AFTER.match(url, at + 1):
+            return head.end(), at
+    return None
+
+
+def shown(url: str) -> str:
+    """A URL as messages, JSON, pages and logs show it: its user part, whatever characters
+    it holds, replaced by ``***``."""
+    span = _user_span(url)
+    return url if span is None else url[: span[0]] + HIDDEN + url[span[1] :]
+
+
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """``url`` without its user part, and that part (None without one), for a request.
+
+    The RFC's reading wins when it gives a valid host and port, so an "@" in a path stays in
+    the path; a user part holding a raw "/", "?" or "#" makes the RFC's host invalid
+    (``user:p#a@host`` would be host "user", port "p"), and then the last "@" that a host
+    follows ends it, as ``shown`` reads it."""
+    head = _SCHEME.match(url)
+    if head is None:
+        return url, None
+    start = head.end()
+    found = _DELIMITER.search(url, start)
+    end = found.start() if found else len(url)
+    user, at, host = url[start:end].rpartition("@")
+    if HOST_PORT.fullmatch(host):
+        return (url[:start] + url[start + len(user) + 1 :], user) if at else (url, None)
+    span = _user_span(url)
+    if span is None:
+        return url, None
+    return url[: span[0]] + url[span[1] + 1 :], url[span[0] : span[1]]
+
+
+def is_remote(url: str) -> bool:
+    return urlsplit(split_credentials(url)[0]).scheme.lower() in REMOTE_SCHEMES

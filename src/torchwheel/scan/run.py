@@ -1,0 +1,141 @@
+"""``torchwheel scan``: list the sources, leave out what the file already holds, and map
+``api.scan_one`` over the rest on a process pool, each line appended as it comes.
+
+``--jobs N`` is ``concurrent.futures.ProcessPoolExecutor`` and nothing more: past one
+machine, the same ``scan_one`` runs on Dask (``docs/scan.md``). Each worker holds the
+command's input budget (``limits``: set again in the worker, so a ``spawn`` start keeps the
+command line's limits too) and shares the per-host caps of ``install.fairness`` with the
+others, so N workers make one client to a server, not N. At most ``2 N`` wheels are in
+flight: a listing of 100,000 wheels is not turned into 100,000 futures.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+from torchwheel import api, limits
+from torchwheel.install import fairness
+from torchwheel.install.scanline import WheelSource, empty_line
+from torchwheel.scan import jsonl
+from torchwheel.scan.progress import Progress
+from torchwheel.scan.sources import Listed, list_sources
+from torchwheel.torchabi.tablechoice import ChosenTable
+
+_worker: dict[str, Any] = {}
+
+
+def _init(budget: limits.Limits, table: ChosenTable, policy: fairness.Policy, shared: Any) -> None:
+    """A worker's start: the command's limits, its shim table, the shared per-host caps."""
+    limits.set_max_member_size(str(budget.max_member_size.value))
+    limits.set_network_budget("http_timeout", "--http-timeout", budget.http_timeout.value)
+    limits.set_network_budget("max_http_seconds", "--max-http-seconds", budget.max_http_seconds.value)
+    fairness.configure(policy, shared)
+    _worker["table"] = table
+
+
+def scan_item(source: WheelSource) -> dict[str, Any]:
+    """One line, whatever happened: ``scan_one`` answers every input error with a line, and
+    what is left (a claim no limit caught, a bug) is a line too, never a stopped scan."""
+    try:
+        return api.scan_one(source, symbols=_worker.get("table"))
+    except MemoryError:
+        return empty_line(source, {"code": "memory", "message": f"out of memory: {limits.describe()}"})
+    except Exception as exc:
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        return empty_line(source, {"code": "internal", "message": message})
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run does: the wheels still to scan, the unlisted entries to record, how many
+    the file already holds."""
+
+    todo: list[WheelSource]
+    unlisted: list[tuple[str, str]]
+    skipped: int
+    yanked: int
+
+
+def plan(listed: Listed, previous: jsonl.Done) -> Plan:
+    todo: list[WheelSource] = []
+    skipped = 0
+    for w in listed.wheels:
+        if jsonl.keys_of(w) & previous.keys:
+            skipped += 1
+        else:
+            todo.append(w)
+    unlisted = [(where, why) for where, why in listed.unlisted if f"unlisted:{where}" not in previous.keys]
+    return Plan(todo, unlisted, skipped + len(listed.unlisted) - len(unlisted), listed.yanked)
+
+
+def _pooled(
+    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy
+) -> Iterator[dict[str, Any]]:
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    hosts = {urlsplit(w.location).netloc.lower() for w in todo if w.hosted}
+    shared = fairness.shared_hosts(hosts, policy, context)
+    args = (limits.current(), table, policy, shared)
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init, initargs=args)
+    pending: set[Future[dict[str, Any]]] = set()
+    items = iter(todo)
+    try:
+        while True:
+            for w in items:
+                pending.add(pool.submit(scan_item, w))
+                if len(pending) >= 2 * jobs:
+                    break
+            if not pending:
+                return
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                yield future.result()
+    finally:
+        pool.shutdown(wait=not pending, cancel_futures=True)
+
+
+def results(
+    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy
+) -> Iterator[dict[str, Any]]:
+    """The lines of ``todo`` as they are done (in this process for one job)."""
+    if jobs == 1 or len(todo) <= 1:
+        _worker["table"] = table
+        yield from (scan_item(w) for w in todo)
+        return
+    yield from _pooled(todo, jobs, table, policy)
+
+
+def scan(
+    sources: Iterable[str],
+    out: Path,
+    jobs: int,
+    table: ChosenTable,
+    policy: fairness.Policy,
+    stream: TextIO,
+    tty: bool,
+) -> Plan:
+    """Scan ``sources`` into ``out``, appending to what a previous run left there."""
+    fairness.configure(policy)
+    listed = list_sources(sources)
+    previous = jsonl.done(out)
+    work = plan(listed, previous)
+    progress = Progress(len(work.todo) + len(work.unlisted), work.skipped, stream, tty)
+    appender = jsonl.Appender(out, previous.end)
+    try:
+        for where, why in work.unlisted:
+            line = empty_line(WheelSource(where), {"code": "unlisted", "message": why})
+            appender.write(line)
+            progress.add(line)
+        for line in results(work.todo, jobs, table, policy):
+            appender.write(line)
+            progress.add(line)
+    finally:
+        appender.close()
+    progress.finish()
+    return work

@@ -1,0 +1,91 @@
+"""SOURCES -> the wheels to scan, each named exactly (``install.scanline.WheelSource``), none
+of them read yet: folders, PEP 503/691 indexes (local or hosted, through
+``install.discovery``) and files that list wheel URLs or paths, one a line.
+
+Listing is the parent's work and reads pages only; every wheel is fetched and read by a
+worker. A page that cannot be read ends the command (exit 2) before any line is written:
+a scan of half an index that looks like the whole one is worse than none. What a page
+links but cannot be listed (a missing project page) becomes a line with its error.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchwheel.errors import InputError
+from torchwheel.install import fetch
+from torchwheel.install.discovery import listing, source_path
+from torchwheel.install.scanline import WheelSource
+from torchwheel.limits import current
+
+_PAGE_SUFFIXES = (".whl", ".html", ".htm", ".json")
+
+
+@dataclass
+class Listed:
+    """The wheels to scan, and what the listing itself could not reach (location, reason)."""
+
+    wheels: list[WheelSource] = field(default_factory=list)
+    unlisted: list[tuple[str, str]] = field(default_factory=list)
+    yanked: int = 0
+
+
+def _url_list(path: Path) -> Iterator[str]:
+    """The entries of a file of wheel URLs (or paths, relative to the file): one a line,
+    blank lines and ``#`` comments skipped; its size within ``max-page-bytes``."""
+    try:
+        size = path.stat().st_size
+        current().max_page_bytes.check(f"{path}: the size of a list of wheels", size)
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not a UTF-8 list of wheel URLs (byte {exc.start:,})") from exc
+    for line in text.splitlines():
+        entry = line.strip()
+        if not entry or entry.startswith("#"):
+            continue
+        if fetch.is_remote(entry) or "://" in entry or Path(entry).is_absolute():
+            yield entry
+        else:
+            yield str(path.parent / entry)
+
+
+def _expanded(sources: Iterable[str]) -> Iterator[str]:
+    for source in sources:
+        path = None if fetch.is_remote(source) else source_path(source)
+        if path is not None and path.is_file() and path.suffix.lower() not in _PAGE_SUFFIXES:
+            yield from _url_list(path)
+        else:
+            yield source
+
+
+def _local(path: Path, origin: str, sha256: str | None) -> WheelSource:
+    try:
+        st = os.stat(path)
+    except OSError:  # listed but gone: the worker's line says so
+        return WheelSource(str(path), sha256, None, None, origin)
+    return WheelSource(str(path), sha256, st.st_size, st.st_mtime_ns, origin)
+
+
+def list_sources(sources: Iterable[str]) -> Listed:
+    """Every wheel of ``sources``, once each (the same location or sha256 twice: once)."""
+    walk = listing(_expanded(sources), fetch.Session())
+    out = Listed(yanked=len(walk.out.unopened))
+    out.unlisted = [(s.location, s.reason) for s in walk.out.skipped]
+    seen: set[str] = set()
+    found = [_local(p, origin, hashes.get("sha256")) for p, origin, hashes in walk.local]
+    found += [
+        WheelSource(h.link.url, h.link.hashes.get("sha256"), h.link.size, None, h.origin, h.link.filename)
+        for h in walk.hosted
+    ]
+    for w in found:
+        keys = {w.location, *([f"sha256:{w.sha256}"] if w.sha256 else [])}
+        if keys & seen:
+            continue
+        seen |= keys
+        out.wheels.append(w)
+    return out
