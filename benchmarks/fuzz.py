@@ -5,7 +5,7 @@
 
 Targets: zip (open a wheel, read and scan every member), elf, macho, pe (``read_binary``),
 marker (``scan`` + ``decode``), record, metadata, wheel (the text parsers), json (every JSON
-document reader: ``variant.json``, a ``--symbols`` table, the ``torchwheel.json`` facts file
+document reader: ``variant_json.json``, a ``--symbols`` table, the ``torchwheel.json`` facts file
 and a PEP 691 page, through ``safejson`` and their schemas), page (a local index page as
 ``select -i`` reads it: the HTML form, then the same bytes as a PEP 691 ``.json`` page). Seeds
 are the fixture binaries ``fixtures/build.py`` compiles, the valid hostile-corpus wheel and
@@ -89,10 +89,10 @@ def _one_input(target: str):  # type: ignore[no-untyped-def]
         from torchwheel.errors import InputError
         from torchwheel.install import pages
         from torchwheel.torchabi.symtable import SymbolTable
-        from torchwheel.wheel import variant
+        from torchwheel.wheel import variant_json
         from torchwheel.wheel.archive import WheelArchive
         from torchwheel.wheel.contents import is_compiled_name
-        from torchwheel.wheel.metadata import SIDE_SHAPE, parse_metadata, parse_wheel_fields
+        from torchwheel.wheel.metadata import parse_metadata, parse_wheel_fields, side_shape
         from torchwheel.wheel.record import parse_record
 
     refusals = (BinaryError, InputError, marker_record.MarkerError)
@@ -116,9 +116,9 @@ def _one_input(target: str):  # type: ignore[no-untyped-def]
             parse_wheel_fields(data.decode("utf-8", "replace"))
         elif target == "json":  # each reader on its own: one refusing must not hide the others
             for read in (
-                lambda: variant.read_variant_json(data, "fuzz"),
+                lambda: variant_json.read_variant_json(data, "fuzz"),
                 lambda: SymbolTable.from_json(data),
-                lambda: safejson.load(data, "fuzz", SIDE_SHAPE),
+                lambda: safejson.load(data, "fuzz", side_shape()),
                 lambda: safejson.load(
                     data, "fuzz", safejson.Either((pages.PEP691_PROJECT, pages.PEP691_ROOT))
                 ),

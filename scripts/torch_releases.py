@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate ``src/torchwheel/data/torch_releases.json``: every final torch 2.x release on PyPI.
 
-Which torch releases a requirement admits is answered against this list (``torchabi.releases``),
+Which torch releases a requirement admits is answered against this list (``torchabi.torch_releases``),
 so ``torch==2.9.1`` is understood as the one release it names and ``torch>=2.10`` as the
 releases from 2.10.0 on. The list is read from PyPI's PEP 691 JSON simple page (the only
 network access, at generation time; torchwheel itself never goes online):

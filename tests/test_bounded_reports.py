@@ -34,7 +34,7 @@ from torchwheel.torchabi import cxxnames
 from torchwheel.torchabi.backend import ANY_BUILD
 from torchwheel.torchabi.need import TorchNeed
 from torchwheel.torchabi.symtable import BASELINE
-from torchwheel.torchabi.tablechoice import choose
+from torchwheel.torchabi.tablechoice import choose_table
 from torchwheel.torchabi.torchlibs import TorchLibraries
 from torchwheel.torchabi.usage import analyze_imports
 from torchwheel.wheel.record import RecordEntry, verify_record
@@ -138,7 +138,7 @@ def test_record_problems_are_kept_per_kind_and_counted() -> None:
 
 
 def test_symbol_lists_are_samples_and_the_verdict_counts_every_import() -> None:
-    table = choose(None, None).table
+    table = choose_table(None, None).table
     newest = max(table.symbols, key=lambda n: table.introduced(n) or BASELINE)
     unknown = [f"aoti_torch_hostile_{i:03d}" for i in range(30)]
     unstable = [f"_ZN2at6native{len(str(i)) + 1}f{i}Ev" for i in range(25)]
@@ -157,14 +157,14 @@ def test_symbol_lists_are_samples_and_the_verdict_counts_every_import() -> None:
 def test_names_are_listed_within_max_listed_bytes() -> None:
     """Three 400-character unknown shims: two fit 1,000 characters, the third is counted."""
     names = [f"aoti_torch_{c * 389}" for c in "abc"]
-    t = analyze_imports(names, choose(None, None).table)
+    t = analyze_imports(names, choose_table(None, None).table)
     assert t.unknown_symbols == tuple(names[:2]) and t.unknown_omitted == 1
 
 
 def test_tw203_names_ten_unknown_shims_and_counts_the_rest() -> None:
     from torchwheel.rules.torch import _unknown_text
 
-    t = analyze_imports([f"aoti_torch_hostile_{i:03d}" for i in range(30)], choose(None, None).table)
+    t = analyze_imports([f"aoti_torch_hostile_{i:03d}" for i in range(30)], choose_table(None, None).table)
     assert _unknown_text(t).endswith("aoti_torch_hostile_009 and 20 more")
 
 

@@ -21,7 +21,7 @@ from torchwheel.errors import InputError
 from torchwheel.install.candidates import read_candidate
 from torchwheel.tagging.apply import tag
 from torchwheel.tagging.options import TagOptions
-from torchwheel.torchabi import releases
+from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, parse_backend
 from torchwheel.torchabi.need import TorchNeed, minor_verdict, verdict
 from torchwheel.torchabi.symtable import load_shipped
@@ -84,7 +84,7 @@ def _same_need(wheel: Path, out: Path) -> bool:
     # read again (an unknown axis is never written as a value)
     assert declared.source.startswith("WHEEL") == (binaries.builds is not None), (wheel.name, declared.source)
     assert _axes(binaries) == _axes(declared), wheel.name
-    for minor in releases.known_minors():
+    for minor in torch_releases.known_minors():
         for build in [None, *BACKENDS]:
             a = minor_verdict(binaries, None, minor, build)
             b = minor_verdict(declared, None, minor, build)

@@ -1,6 +1,6 @@
 """``safejson``: every JSON document from outside is bounded and schema-checked before use.
 
-The CLI side (a hostile ``variant.json`` through ``index``, a hostile ``--symbols`` table
+The CLI side (a hostile ``variant_json.json`` through ``index``, a hostile ``--symbols`` table
 through ``check``) is the "json-document" family of the hostile corpus (tests/test_hostile.py);
 here the reader itself, and each document's schema on the shapes issue 16 reported.
 """
@@ -18,8 +18,8 @@ from torchwheel import limits, safejson
 from torchwheel.errors import InputError
 from torchwheel.install.pages import PEP691_PROJECT, PEP691_ROOT
 from torchwheel.safejson import Int, List, Object, Str
-from torchwheel.torchabi.symtable import SHAPE, SymbolTable, load_shipped
-from torchwheel.wheel import variant
+from torchwheel.torchabi.symtable import SymbolTable, load_shipped, shape
+from torchwheel.wheel import variant_json
 
 SMALL = Object({"a": List(Int())}, required=("a",))
 
@@ -90,12 +90,12 @@ def test_load_file_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
     fifo = tmp_path / "table.json"
     os.mkfifo(fifo)
     with pytest.raises(InputError, match="FIFO"):
-        safejson.load_file(fifo, "symbol table", SHAPE)  # returns at once: never blocks
+        safejson.load_file(fifo, "symbol table", shape())  # returns at once: never blocks
 
 
 # -- the documents ---------------------------------------------------------------------------------
 
-GOOD_VARIANT = variant.document(variant.STABLE, "2.12")
+GOOD_VARIANT = variant_json.document(variant_json.STABLE, "2.12")
 
 
 @pytest.mark.parametrize(
@@ -118,20 +118,20 @@ GOOD_VARIANT = variant.document(variant.STABLE, "2.12")
 )
 def test_variant_json_schema(change: dict[str, Any], says: str) -> None:
     with pytest.raises(InputError) as info:
-        variant.read_variant_json(json.dumps({**GOOD_VARIANT, **change}).encode(), "w.whl")
+        variant_json.read_variant_json(json.dumps({**GOOD_VARIANT, **change}).encode(), "w.whl")
     assert says in str(info.value)
 
 
 def test_variant_json_round_trip_and_merge_conflicts() -> None:
-    doc = variant.read_variant_json(variant.encode(GOOD_VARIANT), "w.whl")
+    doc = variant_json.read_variant_json(variant_json.encode(GOOD_VARIANT), "w.whl")
     assert doc == GOOD_VARIANT
-    other = variant.document(variant.LOCKED, "2.13")
-    merged = variant.merge([doc, other])
-    assert safejson.load(json.dumps(merged).encode(), "merged", variant.SHAPE) == merged
+    other = variant_json.document(variant_json.LOCKED, "2.13")
+    merged = variant_json.merge([doc, other])
+    assert safejson.load(json.dumps(merged).encode(), "merged", variant_json.SHAPE) == merged
     liar = json.loads(json.dumps(GOOD_VARIANT))
     liar["variants"]["torch2.12"]["torchwheel"]["stable_abi"] = ["2.11"]
     with pytest.raises(InputError, match=r'label "torch2\.12" is described two different ways'):
-        variant.merge([doc, liar])
+        variant_json.merge([doc, liar])
 
 
 def test_symbol_table_schema() -> None:

@@ -20,8 +20,8 @@ from torchwheel.analysis.torchcompat import compare, torch_imports
 from torchwheel.install import matrix, simple_index
 from torchwheel.install.choose import choose
 from torchwheel.install.discovery import gather
-from torchwheel.install.target import TorchTarget, plan
-from torchwheel.torchabi import releases
+from torchwheel.install.target import TorchTarget, target_from_options
+from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, parse_backend
 from torchwheel.torchabi.need import verdict
 from torchwheel.torchabi.symtable import load_shipped
@@ -245,17 +245,17 @@ def test_the_five_commands_agree_on_every_fixture_wheel_and_torch(
     got = gather([str(p) for p in wheels])
     cands = [c for c in got.candidates if c.torch.source]
     assert len(cands) > 40
-    by_minor = {m: releases.releases_of(m) for m in releases.known_minors()}
+    by_minor = {m: torch_releases.releases_of(m) for m in torch_releases.known_minors()}
     entries = [simple_index.Entry(c, b"", None) for c in cands]
     targets: dict[tuple[tuple[str, ...], str | None], TorchTarget] = {}
     for build in (None, *map(parse_backend, ("cpu", "cu128", "cu130", "rocm7.1", "xpu"))):
-        grid = matrix.build(cands, list(by_minor), None, build)
+        grid = matrix.build_matrix(cands, list(by_minor), None, build)
         listed = simple_index.plan_targets(entries, build=build)
         for c in cands:
             platforms = tuple(sorted({t.platform for t in c.tags}))
             key = (platforms, build.backend if build else None)
             if key not in targets:
-                targets[key] = plan("2.13", "3.11", platforms, key[1])
+                targets[key] = target_from_options("2.13", "3.11", platforms, key[1])
             row = next(r for r in grid.rows if r.cand is c)
             for col, (minor, versions) in enumerate(by_minor.items()):
                 for v in versions:

@@ -66,11 +66,11 @@ def _chosen(symbols: PathLike | ChosenTable | None) -> ChosenTable:
     """``symbols``: a table file (``torchwheel symbols update -o``), an already chosen table
     (the command line's, which knows about ``pyproject.toml``), or None: ``TORCHWHEEL_SYMBOLS``,
     else the shipped table."""
-    from torchwheel.torchabi.tablechoice import ChosenTable, choose
+    from torchwheel.torchabi.tablechoice import ChosenTable, choose_table
 
     if isinstance(symbols, ChosenTable):
         return symbols
-    return choose(Path(symbols) if symbols is not None else None, None)
+    return choose_table(Path(symbols) if symbols is not None else None, None)
 
 
 def _paths(paths: PathLike | Iterable[PathLike]) -> tuple[Path, ...]:
@@ -297,7 +297,7 @@ def loads_on(
     from torchwheel.torchabi.accelerators import parse_gpu
     from torchwheel.torchabi.backend import parse_backend
     from torchwheel.torchabi.need import minor_verdict, verdict
-    from torchwheel.torchabi.releases import minor_of
+    from torchwheel.torchabi.torch_releases import minor_of
 
     try:
         version = Version(torch)
@@ -336,7 +336,7 @@ def tag_wheels(
     from torchwheel.analysis.load import opened
     from torchwheel.tagging import apply
     from torchwheel.tagging.plan import plan
-    from torchwheel.tagging.release import release_sets
+    from torchwheel.tagging.release_requirements import release_sets
 
     dest = Path(out_dir) if out_dir is not None else None
     lock = apply.lock_input if in_place and not dry_run else None

@@ -125,7 +125,7 @@ def test_index_serves_the_metadata_it_read(tmp_path: Path, monkeypatch: pytest.M
     METADATA read then (before: a second open per wheel in ``simple_index.read_entry``)."""
     wheel = tagged_wheel(tmp_path)
     counted = Counter(wheel).install(monkeypatch)
-    (entry,), _ = simple_index.collect(discovery.gather([str(tmp_path)], verify_hashes=True))
+    (entry,), _ = simple_index.index_entries(discovery.gather([str(tmp_path)], verify_hashes=True))
     monkeypatch.undo()
     assert counted.opens == 1
     with zipfile.ZipFile(wheel) as zf:

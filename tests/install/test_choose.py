@@ -15,7 +15,7 @@ from torchwheel.install.choose import best_first, choose, preference
 from torchwheel.install.simple_index import Entry, plan_targets
 from torchwheel.install.target import TorchTarget, markers_for_tags
 from torchwheel.torchabi.need import declared_need
-from torchwheel.torchabi.releases import minor_of
+from torchwheel.torchabi.torch_releases import minor_of
 
 TAG = Tag("cp311", "abi3", "linux_x86_64")
 # best first: the newest stable floor, an older one, an unstable build for 2.13, no torch

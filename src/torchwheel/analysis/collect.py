@@ -8,18 +8,14 @@ the rest hashed in batches. Everything after this is pure.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from torchwheel.analysis import loaders, pyimports
-from torchwheel.analysis.member import BinaryAnalysis, analyze_binary
-from torchwheel.analysis.wheelfacts import (
-    MemberBinary,
-    UnreadableBinary,
-    WheelFacts,
-    flavour_pair_dirs,
-    hookless_modules,
-)
+from torchwheel.analysis.buildunits import flavour_pair_dirs
+from torchwheel.analysis.member import BinaryAnalysis, MemberBinary, UnreadableBinary, analyze_binary
+from torchwheel.analysis.pythonabi import parse_suffix
+from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.binary import BinaryError
 from torchwheel.binary.memberscan import scan_member
 from torchwheel.torchabi.symtable import SymbolTable
@@ -49,18 +45,23 @@ def _batches(members: list[str], size: Callable[[str], int]) -> Iterator[list[st
         yield batch
 
 
-def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> WheelFacts:
-    """Read every member once, in parallel: inflate (ISA-L) and sha256 release the GIL.
+def hookless_modules(binaries: Iterable[MemberBinary]) -> Iterator[str]:
+    """The module stems of the compiled members named like modules (``.cpython-3XY``,
+    ``.abi3``, ``.abi3t``) that export no module hook: torch op libraries, mostly."""
+    for b in binaries:
+        suffix = parse_suffix(b.member)
+        if suffix.module and suffix.kind != "bare" and b.analysis.kind != "extension-module":
+            yield suffix.module
 
-    Without ``verify_hashes`` nothing but the compiled members is inflated: RECORD is
-    checked for presence and sizes only, and zip CRCs still guard the bytes we read.
-    """
+
+_Hashes = dict[str, tuple[str | None, int]]
+
+
+def _read_members(
+    source: Source, table: SymbolTable, verify_hashes: bool
+) -> tuple[_Hashes, dict[str, BinaryAnalysis | UnreadableBinary]]:
+    """(member -> (hash, size), compiled member -> its analysis): every member read once."""
     contents = source.contents
-    facts = WheelFacts(
-        contents,
-        parse_metadata(contents.metadata_text),
-        kind="wheel" if source.is_wheel_file else "directory",
-    )
     compiled = sorted(
         (m for m in contents.members if is_compiled_name(m)), key=source.member_size, reverse=True
     )
@@ -81,7 +82,7 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
             hashed.append((m, (digest, size)))
         return hashed
 
-    hashes: dict[str, tuple[str | None, int]] = {}
+    hashes: _Hashes = {}
     results: dict[str, BinaryAnalysis | UnreadableBinary] = {}
     with ThreadPoolExecutor(max_workers=_workers()) as pool:
         # the biggest binaries first: the longest task must not start last
@@ -91,16 +92,30 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
             hashes[m], results[m] = scanned.result()
         for batch in batches:
             hashes.update(batch.result())
+    return hashes, results
+
+
+def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> WheelFacts:
+    """Read every member once, in parallel: inflate (ISA-L) and sha256 release the GIL.
+
+    Without ``verify_hashes`` nothing but the compiled members is inflated: RECORD is
+    checked for presence and sizes only, and zip CRCs still guard the bytes we read.
+    """
+    contents = source.contents
+    metadata = parse_metadata(contents.metadata_text)
+    hashes, results = _read_members(source, table, verify_hashes)
+    readable: list[MemberBinary] = []
+    unreadable: list[UnreadableBinary] = []
     for member in contents.members:
         result = results.get(member)
         if isinstance(result, UnreadableBinary):
-            facts.unreadable.append(result)
+            unreadable.append(result)
         elif result is not None:
-            facts.binaries.append(MemberBinary(member, result))
-    stems = [stem for _, stem in hookless_modules(facts)]
-    facts.py_imports = pyimports.wheel_imports(contents.members, source.member_size, source.read, stems)
-    facts.loader_prefers = loaders.preferred_flavours(
-        contents.members, source.member_size, source.read, flavour_pair_dirs(facts)
+            readable.append(MemberBinary(member, result))
+    stems = list(hookless_modules(readable))
+    py_imports = pyimports.wheel_imports(contents.members, source.member_size, source.read, stems)
+    loader_prefers = loaders.preferred_flavours(
+        contents.members, source.member_size, source.read, flavour_pair_dirs(readable)
     )
     record = verify_record(
         contents.record,
@@ -110,7 +125,16 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
         hashes,
         contents.installed,
     )
-    facts.record_problems, facts.record_problems_omitted = record.kept, dict(record.omitted)
-    facts.hashes = {m: (h, n) for m, (h, n) in hashes.items() if h is not None}
-    facts.hashes_verified = verify_hashes
-    return facts
+    return WheelFacts(
+        contents,
+        metadata,
+        binaries=tuple(readable),
+        unreadable=tuple(unreadable),
+        record_problems=tuple(record.kept),
+        record_problems_omitted=dict(record.omitted),
+        hashes={m: (h, n) for m, (h, n) in hashes.items() if h is not None},
+        hashes_verified=verify_hashes,
+        kind="wheel" if source.is_wheel_file else "directory",
+        py_imports=py_imports,
+        loader_prefers=loader_prefers,
+    )

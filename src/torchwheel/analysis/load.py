@@ -15,8 +15,8 @@ from contextlib import ExitStack, closing, contextmanager
 from pathlib import Path
 
 from torchwheel.analysis.collect import collect
-from torchwheel.analysis.member import analyze_binary
-from torchwheel.analysis.wheelfacts import MemberBinary, WheelFacts
+from torchwheel.analysis.member import MemberBinary, analyze_binary
+from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.binary import BinaryError
 from torchwheel.binary.memberscan import scan_file
 from torchwheel.errors import InputError
@@ -81,9 +81,8 @@ def _binary_facts(path: Path, table: SymbolTable) -> WheelFacts:
     if isinstance(read, BinaryError):
         raise InputError(f"{path}: {read}")
     contents = WheelContents.lone_binary(str(path), path.name)
-    facts = WheelFacts(contents, MetadataFacts(None, (), ()), kind="binary")
-    facts.binaries.append(MemberBinary(path.name, analyze_binary(read, table)))
-    return facts
+    binary = MemberBinary(path.name, analyze_binary(read, table))
+    return WheelFacts(contents, MetadataFacts(None, (), ()), binaries=(binary,), kind="binary")
 
 
 def _open(path: Path, lenient_name: bool = False) -> Source:

@@ -8,6 +8,7 @@ decide the declared target per slice and attach the torch usage, so that ``inspe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from torchwheel.analysis import pythonabi
 from torchwheel.analysis.libkind import LibraryKind, classify
@@ -61,6 +62,24 @@ class BinaryAnalysis:
     def kind(self) -> LibraryKind:
         """Extension module, torch op library or plain shared library (``libkind``)."""
         return classify((s.facts, s.python, s.torch) for s in self.slices)
+
+    @cached_property
+    def needs(self) -> AcceleratorNeeds:
+        """Every slice's accelerator needs, joined: the build units, TW705 and TW708 all
+        judge a library by it, so it is joined once."""
+        return accelerators.combine(s.accelerators for s in self.slices)
+
+
+@dataclass(frozen=True)
+class MemberBinary:
+    member: str  # path inside the wheel
+    analysis: BinaryAnalysis
+
+
+@dataclass(frozen=True)
+class UnreadableBinary:
+    member: str
+    error: str
 
 
 def declared_marker(facts: SliceFacts) -> tuple[DeclaredMarker | None, str | None]:

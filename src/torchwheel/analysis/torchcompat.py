@@ -21,10 +21,10 @@ from dataclasses import dataclass, replace
 
 from packaging.markers import default_environment
 
-from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of, wheel_alternatives
+from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
 from torchwheel.binary.facts import SliceFacts
 from torchwheel.errors import InputError
-from torchwheel.torchabi import releases
+from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.cxxnames import is_unstable
 from torchwheel.torchabi.need import Verdict, release_matches, show_release, verdict
 from torchwheel.torchabi.symtable import SymbolTable
@@ -127,10 +127,10 @@ def compare(wheel: WheelFacts, torch: TorchLibraries, table: SymbolTable) -> Inp
     if wheel.unreadable:
         bad = wheel.unreadable[0]
         raise InputError(f"{wheel.contents.path}: {bad.member}: {bad.error}")
-    release = releases.release_of(torch.version) if torch.version else None
+    release = torch_releases.release_of(torch.version) if torch.version else None
     others: dict[str, str] = {}
     if release is not None:
-        for group in wheel_alternatives(wheel):
+        for group in wheel.alternatives:
             for build, member in group.members:
                 if not release_matches(build, release):
                     others[member] = show_release(build)

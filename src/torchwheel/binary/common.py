@@ -99,7 +99,7 @@ def slice_facts(
         if isinstance(buf, SparseBuffer):
             raise ValueError("a sparse buffer needs the raw hits of its stream")
         hits = marker_record.Hits()
-        marker_record.collect(buf, hits, lo, hi)
+        marker_record.collect_hits(buf, hits, lo, hi)
         raw_hits, omitted = hits.found, hits.omitted
     return SliceFacts(
         arch=arch,

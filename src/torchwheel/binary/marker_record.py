@@ -151,7 +151,7 @@ class Hits:
             self._omitted[bisect.bisect_right(self.cuts, offset) - 1] += 1
 
 
-def collect(buf: Buffer, hits: Hits, start: int = 0, end: int | None = None, base: int = 0) -> None:
+def collect_hits(buf: Buffer, hits: Hits, start: int = 0, end: int | None = None, base: int = 0) -> None:
     """Add every plausible record in ``buf[start:end]`` to ``hits`` (offsets plus ``base``).
 
     ``bytes.find`` / ``mmap.find`` run in C and do not copy, which keeps a scan of a
@@ -193,5 +193,5 @@ def _each(buf: Buffer, hits: Hits, lo: int, hi: int, stop: int, base: int) -> No
 def scan(buf: Buffer, start: int = 0, end: int | None = None) -> list[RawHit]:
     """The records kept from ``buf[start:end]`` (see ``Hits`` for which)."""
     hits = Hits()
-    collect(buf, hits, start, end)
+    collect_hits(buf, hits, start, end)
     return hits.found

@@ -257,9 +257,9 @@ class _FirstPass:
         seam = carry + chunk[:_OVERLAP]
         hits.forget_before(pos - len(carry))
         hits.horizon = pos - len(carry)
-        marker_record.collect(seam, hits, base=pos - len(carry))
+        marker_record.collect_hits(seam, hits, base=pos - len(carry))
         hits.horizon = pos + len(chunk) - _OVERLAP
-        marker_record.collect(chunk, hits, base=pos)
+        marker_record.collect_hits(chunk, hits, base=pos)
         self.carry = (carry + chunk)[-_OVERLAP:] if len(chunk) < _OVERLAP else chunk[-_OVERLAP:]
 
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, quoted
 from torchwheel.rules.codes import is_selector, unknown_code
 from torchwheel.rules.registry import Policy
 
@@ -86,7 +86,7 @@ def _gpu_archs(table: dict[str, Any], where: Path) -> tuple[str, ...]:
     bad = [a for a in archs if not _GPU_ARCH.fullmatch(a)]
     if bad:
         raise InputError(
-            f"{where}: [tool.torchwheel] gpu-archs: {bad[0][:40]!r} is not an nvcc code name like "
+            f"{where}: [tool.torchwheel] gpu-archs: {quoted(bad[0], 40)} is not an nvcc code name like "
             "'sm_90', 'sm_90a' or 'compute_90'"
         )
     return archs

@@ -128,7 +128,7 @@ def select(
         raise click.UsageError("--python and a plan (--torch/--python-version/--platform) exclude each other")
     _check_sources(sources, find_links, index_urls)
     target = (
-        targets.plan(torch_version, python_version, platforms, torch_backend)
+        targets.target_from_options(torch_version, python_version, platforms, torch_backend)
         if planned
         else targets.probe(python)
     )

@@ -86,9 +86,9 @@ env_option = click.option(
 
 def chosen_table(symbols_file: Path | None, no_config: bool) -> ChosenTable:
     from torchwheel.cli.config import configured_symbols
-    from torchwheel.torchabi.tablechoice import choose
+    from torchwheel.torchabi.tablechoice import choose_table
 
-    return choose(symbols_file, configured_symbols(Path.cwd(), use_config=not no_config))
+    return choose_table(symbols_file, configured_symbols(Path.cwd(), use_config=not no_config))
 
 
 def require_inputs(inputs: tuple[Path, ...], env: tuple[str, ...]) -> tuple[Path, ...]:

@@ -48,7 +48,7 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
-    from torchwheel.torchabi.releases import parse_minor
+    from torchwheel.torchabi.torch_releases import parse_minor
 
     try:
         return [parse_minor(v) for v in values]
@@ -89,10 +89,10 @@ def index_command(
     project has nothing for a --torch asked for, 2 unreadable input (nothing written).
     """
     from torchwheel.install.outcome import grid_exit_code
-    from torchwheel.install.simple_index import build
+    from torchwheel.install.simple_index import write_indexes
 
     asked = _minors(torches)
-    result = build(sources, output, asked, names, chosen_table(symbols_file, no_config).table)
+    result = write_indexes(sources, output, asked, names, chosen_table(symbols_file, no_config).table)
     for note in result.notes:
         click.echo(f"note: {safe(note)}", err=True)
     click.echo(safe_lines(_index_lines(output, result)))  # paths from the command line, names from the input
@@ -105,8 +105,8 @@ def index_command(
 def _index_lines(output: Path, result: IndexResult) -> list[str]:
     """A headline that counts every sub-index listed below it: one per torch (``torch-X.Y/``:
     the wheels any torch build loads) and one per torch and build some wheel loads on
-    (``torch-X.Y-cpu/``, ``torch-X.Y-cu130/``: ``simple_index.build``)."""
-    from torchwheel.torchabi.releases import show_minor
+    (``torch-X.Y-cpu/``, ``torch-X.Y-cu130/``: ``simple_index.write_indexes``)."""
+    from torchwheel.torchabi.torch_releases import show_minor
 
     head = f"wrote {output}: {_plural(len(result.entries), 'wheel', 'wheels')}, simple/"
     per_torch = _plural(len(result.targets), "per-torch index", "per-torch indexes")
@@ -188,14 +188,14 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) ->
     cols = matrix.columns(got.candidates, asked, installed, axis)
     here = probe_here().build  # the installed torch's column is marked in its own build's grid
     grids = [
-        matrix.build(
+        matrix.build_matrix(
             got.candidates,
             cols,
             installed if here is None or (b.kind, b.major) == (here.kind, here.major) else None,
             b,
         )
         for b in axis
-    ] or [matrix.build(got.candidates, cols, installed)]
+    ] or [matrix.build_matrix(got.candidates, cols, installed)]
     failure = f"skipped an input that cannot be used: {_first_skipped(got)}" if got.skipped else None
     if fmt == "json":
         doc = matrix.to_json_all(grids)
@@ -247,11 +247,11 @@ def unlabel_command(
     wheel is broken (check's findings).
     """
     from torchwheel.analysis.load import opened
-    from torchwheel.torchabi.tablechoice import choose
+    from torchwheel.torchabi.tablechoice import choose_table
 
     # the shim table: TORCHWHEEL_SYMBOLS, else the shipped one (it only decides whether a
     # build is unstable, for the label-only-pin refusal)
-    with opened(wheels, choose(None, None).table) as loaded:  # written from these descriptors
+    with opened(wheels, choose_table(None, None).table) as loaded:  # written from these descriptors
         return _unlabel(loaded, wheel_dir, build_tag, overwrite, dry_run)
 
 

@@ -27,7 +27,7 @@ from torchwheel.install.candidates import Candidate
 from torchwheel.install.target import TorchTarget, markers_for_tags
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.need import TorchNeed, Verdict, minor_verdict, verdict
-from torchwheel.torchabi.releases import Minor, minor_of
+from torchwheel.torchabi.torch_releases import Minor, minor_of
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from torchwheel.install.choose import fit, needed_minors
 from torchwheel.report.textsafe import markdown_cell, markdown_code
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, builds_text, representative_backends
 from torchwheel.torchabi.need import Verdict
-from torchwheel.torchabi.releases import Minor, known_minors, show_minor
+from torchwheel.torchabi.torch_releases import Minor, known_minors, show_minor
 
 SCHEMA_VERSION = 1
 SYMBOL = {"loads": "yes", "only": "only", "some": "some", "no": "-", "unknown": "?"}
@@ -71,7 +71,7 @@ def columns(
     return sorted(cols)
 
 
-def build(
+def build_matrix(
     cands: list[Candidate],
     torches: list[Minor],
     installed: Minor | None,

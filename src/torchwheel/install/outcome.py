@@ -28,7 +28,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from torchwheel.errors import Exit
 from torchwheel.install.candidates import Candidate, Gathered, Skipped
 from torchwheel.install.choose import Choice, fit
-from torchwheel.torchabi.releases import Minor, show_minor
+from torchwheel.torchabi.torch_releases import Minor, show_minor
 
 Kind = Literal["chosen", "nothing-fits", "absent", "unreadable"]
 EXIT: dict[Kind, Exit] = {

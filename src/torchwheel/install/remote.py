@@ -39,7 +39,7 @@ from torchwheel.install.candidates import Candidate, Gathered, Skipped, read_can
 from torchwheel.install.choose import judge, tag_rank, tag_reason
 from torchwheel.install.target import TorchTarget
 from torchwheel.limits import current
-from torchwheel.torchabi import releases
+from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.need import requirement_excludes
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.wheel.contents import WheelName, parse_filename
@@ -88,7 +88,7 @@ def _torch_excludes(text: str, target: TorchTarget) -> str:
     if target.torch is None or not reqs:
         return ""
     torches = (
-        releases.releases_of(releases.minor_of(target.torch)) if target.torch_minor_only else (target.torch,)
+        torch_releases.releases_of(torch_releases.minor_of(target.torch)) if target.torch_minor_only else (target.torch,)
     )
     reasons = [requirement_excludes(reqs, target.markers, t) for t in torches]
     return reasons[-1] if all(reasons) else ""

@@ -38,9 +38,9 @@ from torchwheel.install.discovery import gathering
 from torchwheel.limits import current
 from torchwheel.report.textsafe import html_text
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, representative_backends
-from torchwheel.torchabi.releases import Minor, known_minors, show_minor
 from torchwheel.torchabi.symtable import SymbolTable
-from torchwheel.wheel import variant
+from torchwheel.torchabi.torch_releases import Minor, known_minors, show_minor
+from torchwheel.wheel import variant_json
 from torchwheel.wheel.archive import WheelArchive
 
 MARKER = ".torchwheel-index"  # identifies a directory this command wrote (and may replace)
@@ -52,7 +52,7 @@ CONSTRAINTS = "constraints.txt"  # beside each torch-X.Y[-backend]/simple/
 class Entry:
     cand: Candidate
     metadata: bytes  # METADATA, served as ``{file}.metadata`` (PEP 658)
-    variant: dict[str, object] | None  # .dist-info/variant.json of a variant wheel
+    variant: dict[str, object] | None  # .dist-info/variant_json.json of a variant wheel
 
 
 @dataclass
@@ -67,21 +67,21 @@ class IndexResult:
 
 def read_entry(c: Candidate) -> Entry:
     """METADATA as the candidate was read with it (``verify_hashes``: no second open), and a
-    variant wheel's variant.json through the one wheel reader (central directory only)."""
+    variant wheel's variant_json.json through the one wheel reader (central directory only)."""
     meta = c.metadata
     current().max_metadata_bytes.check(f"{c.filename}: METADATA bytes", len(meta))
     doc = None
     if c.variant is not None:
         with WheelArchive(c.path) as archive:
-            name = f"{archive.contents.dist_info}/{variant.DIST_INFO_FILE}"
+            name = f"{archive.contents.dist_info}/{variant_json.DIST_INFO_FILE}"
             if name not in archive.infos:
-                raise InputError(f"{c.filename}: a variant file name without .dist-info/variant.json")
-            current().max_metadata_bytes.check(f"{c.filename}: variant.json bytes", archive.member_size(name))
-            doc = variant.read_variant_json(archive.read(name), c.filename)
+                raise InputError(f"{c.filename}: a variant file name without .dist-info/variant_json.json")
+            current().max_metadata_bytes.check(f"{c.filename}: variant_json.json bytes", archive.member_size(name))
+            doc = variant_json.read_variant_json(archive.read(name), c.filename)
     return Entry(c, meta, doc)
 
 
-def collect(got: Gathered) -> tuple[list[Entry], list[str]]:
+def index_entries(got: Gathered) -> tuple[list[Entry], list[str]]:
     """Every wheel gathered (``discovery.gathering(..., verify_hashes=True)``); an unreadable
     or broken one stops the index (exit 2): publishing a corrupt file or silently leaving one
     out are both worse than saying so. Broken is what ``check`` calls broken in the archive:
@@ -236,9 +236,9 @@ def write(
             (files / f"{e.cand.filename}.metadata").write_bytes(e.metadata)
         variants_files: dict[tuple[str, str], tuple[str, str]] = {}
         for (name, version), docs in _variant_releases(entries).items():
-            vfile = variant.index_file_name(name, version)
-            data = (json.dumps(variant.merge(docs), indent=2, sort_keys=True) + "\n").encode()
-            safejson.load(data, vfile, variant.SHAPE)  # what installers will read: read back first
+            vfile = variant_json.index_file_name(name, version)
+            data = (json.dumps(variant_json.merge(docs), indent=2, sort_keys=True) + "\n").encode()
+            safejson.load(data, vfile, variant_json.SHAPE)  # what installers will read: read back first
             (files / vfile).write_bytes(data)
             variants_files[(name, version)] = (vfile, _sha(data))
         _write_simple(tmp / "simple", entries, "../../", variants_files)
@@ -283,7 +283,7 @@ def _swap(tmp: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def build(
+def write_indexes(
     sources: Iterable[str],
     out: Path,
     extra: Iterable[Minor] = (),
@@ -293,7 +293,7 @@ def build(
     """Sources may be hosted (every wheel is downloaded, hash-checked, and republished);
     ``table``: the shim table untagged wheels are judged with (``--symbols``)."""
     with gathering(sources, names, verify_hashes=True, table=table) as got:
-        entries, notes = collect(got)
+        entries, notes = index_entries(got)
         if not entries:
             raise InputError("no wheels to index")
         extra = set(extra)

@@ -25,11 +25,11 @@ from packaging.markers import default_environment
 from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
 
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, quoted
 from torchwheel.torchabi import backend
 from torchwheel.torchabi.accelerators import parse_gpu
 from torchwheel.torchabi.backend import TorchBuild
-from torchwheel.torchabi.releases import Minor, minor_of
+from torchwheel.torchabi.torch_releases import Minor, minor_of
 from torchwheel.version import FeatureVersion
 
 
@@ -117,7 +117,7 @@ def probe(python: str | None = None) -> TorchTarget:
         doc = json.loads(proc.stdout)
     except ValueError:
         said = proc.stdout.strip().splitlines()[:1]
-        answer = f"it answered {said[0][:60]!r}" if said else "it printed nothing"
+        answer = f"it answered {quoted(said[0], 60)}" if said else "it printed nothing"
         raise InputError(f"--python {exe}: not a Python interpreter ({answer} to a Python probe)") from None
     try:
         torch = Version(doc["torch"]) if doc["torch"] else None
@@ -215,7 +215,7 @@ def _plan_markers(python_version: str, platforms: list[str]) -> dict[str, str]:
     return env
 
 
-def plan(
+def target_from_options(
     torch: str | None,
     python_version: str | None,
     platforms: tuple[str, ...],

@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 
-from torchwheel.wheel.variant import LOCKED, NAMESPACE, STABLE
+from torchwheel.wheel.variant_json import LOCKED, NAMESPACE, STABLE
 
 ENV_OVERRIDE = "TORCHWHEEL_VARIANT_TORCH"
 

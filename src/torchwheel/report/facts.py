@@ -9,16 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from torchwheel.analysis.buildunits import build_choices, own_runtime_notes
 from torchwheel.analysis.member import BinaryAnalysis, DeclaredMarker, SliceAnalysis
 from torchwheel.analysis.pythonabi import PythonFacts
-from torchwheel.analysis.wheelfacts import (
-    WheelFacts,
-    build_choices,
-    own_runtime_notes,
-    torch_need_of,
-    wheel_accelerators,
-    wheel_alternatives,
-)
+from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.binary.gpucode import GpuCode
 from torchwheel.limits import listed
 from torchwheel.report.textsafe import safe_lines
@@ -345,8 +339,8 @@ def need_json(need: TorchNeed) -> dict[str, Any]:
 
 
 def wheel_json(w: WheelFacts) -> dict[str, Any]:
-    need = torch_need_of(w)
-    alternatives = wheel_alternatives(w) if need.per_release else ()
+    need = w.torch_need
+    alternatives = w.alternatives if need.per_release else ()
     c = w.contents
     return {
         "path": c.path,
@@ -378,7 +372,7 @@ def wheel_json(w: WheelFacts) -> dict[str, Any]:
             ],
         },
         "need": need_json(need),
-        "accelerator": accelerator_json(wheel_accelerators(w)),
+        "accelerator": accelerator_json(w.accelerator_needs),
         "torch_build": builds_json(need.builds),
         "files": [{"member": b.member, **binary_json(b.analysis)} for b in w.binaries],
         "unreadable": [{"member": u.member, "error": u.error} for u in w.unreadable],
@@ -429,7 +423,7 @@ def _row(member: str, b: BinaryAnalysis) -> list[list[str]]:
 
 def wheel_text(w: WheelFacts) -> str:
     c = w.contents
-    need = torch_need_of(w)
+    need = w.torch_need
     lines = [c.path]
     if w.kind != "binary":
         tags = sorted(str(t) for t in (c.filename_tags or c.wheel_tags))
@@ -448,20 +442,20 @@ def wheel_text(w: WheelFacts) -> str:
     lines += [
         f"  per-minor        {a.key}: "
         + ", ".join(f"{show_release(b)}={member.rsplit('/', 1)[-1]}" for b, member in a.members)
-        for a in (wheel_alternatives(w) if need.per_release else ())
+        for a in (w.alternatives if need.per_release else ())
     ]
     if need.kind == "unstable" and not need.per_release:
         lines.append(f"  torch version    {need}")
-    own = own_runtime_notes(w)
+    own = own_runtime_notes(w.binaries, w.brought_runtimes)
     if need.builds != ANY_BUILD:
         lines.append(
             f"  torch build      loads on {describe_builds(need.builds)} ({builds_text(need.builds)})"
         )
     elif own:
         lines.append(f"  torch build      any: {own[0]}" + (f" (and {len(own) - 1} more)" if len(own) > 1 else ""))
-    choices = build_choices(w)
+    choices = build_choices(w.build_units)
     lines += [f"  flavours         {choice}" for choice in choices]
-    acc = wheel_accelerators(w)
+    acc = w.accelerator_needs
     wanted = need_text(acc)
     if need.builds and (choices or max(len(acc.accelerators), len(acc.cuda_majors), len(acc.rocm_majors)) > 1):
         # alternatives the package picks from, not one library needing all at once: the

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from torchwheel import limits
-from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
+from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.report.textsafe import safe_lines
 from torchwheel.rules.codes import BY_CODE
 from torchwheel.rules.registry import Finding, Findings
@@ -94,7 +94,7 @@ def check_json(wheels: list[WheelFacts], findings: Findings, verified_hashes: bo
     return {
         "schema_version": SCHEMA_VERSION,
         "record_hashes_verified": verified_hashes,
-        "inputs": [{"path": w.contents.path, "torch_abi": torch_need_of(w).label} for w in wheels],
+        "inputs": [{"path": w.contents.path, "torch_abi": w.torch_need.label} for w in wheels],
         "findings": [
             {
                 "code": f.code,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from torchwheel.analysis.releases import ReleaseView, releases
-from torchwheel.analysis.wheelfacts import WheelFacts, provides_libtorch
-from torchwheel.rules import accelerator, cpython, integrity, marker, release, requirements, torch
+from torchwheel.analysis.release_wheels import ReleaseView, group_by_release
+from torchwheel.analysis.wheelfacts import WheelFacts
+from torchwheel.rules import accelerator, cpython, integrity, marker, release_agreement, requirements, torch
 from torchwheel.rules.registry import REGISTRY, Findings, Policy, Rule, sort_findings
 
 __all__ = [
@@ -20,7 +20,7 @@ __all__ = [
     "cpython",
     "integrity",
     "marker",
-    "release",
+    "release_agreement",
     "requirements",
     "rewrite_blockers",
     "run",
@@ -38,7 +38,7 @@ def _judges(r: Rule, facts: WheelFacts, torch_itself: bool) -> bool:
 
 def run(facts: WheelFacts, policy: Policy) -> Findings:
     found = Findings()
-    torch_itself = provides_libtorch(facts)
+    torch_itself = facts.provides_libtorch
     path = facts.contents.path
     for code in sorted(REGISTRY):
         r = REGISTRY[code]
@@ -55,7 +55,7 @@ def run_all(wheels: Iterable[WheelFacts], policy: Policy) -> Findings:
     per_wheel = [run(w, policy) for w in wheels]
     codes = [c for c in sorted(REGISTRY) if REGISTRY[c].scope.release and policy.enabled(c)]
     at = {id(w): i for i, w in enumerate(wheels)}
-    for group in releases(wheels):
+    for group in group_by_release(wheels):
         for w in group:
             view = ReleaseView(w, group)
             found = per_wheel[at[id(w)]]

@@ -15,19 +15,10 @@ from collections.abc import Iterator
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from torchwheel.analysis.wheelfacts import (
-    BuildUnit,
-    WheelFacts,
-    brings_own_runtime,
-    brought_runtimes,
-    build_units,
-    own_runtimes,
-    wheel_accelerators,
-    wheel_builds,
-)
+from torchwheel.analysis.buildunits import BuildUnit, brings_own_runtime, own_runtimes
+from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.binary.gpucode import CudaImage
 from torchwheel.rules.registry import Hit, Policy, rule
-from torchwheel.torchabi import accelerators
 from torchwheel.torchabi.accelerators import KNOWN_GPUS, AcceleratorNeeds, LinkedLibrary, Role, runs_on
 from torchwheel.torchabi.backend import (
     ANY_BUILD,
@@ -61,9 +52,9 @@ def _evidence(unit: BuildUnit) -> str:
 
 @rule("TW701")
 def accelerators_mixed(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    if wheel_builds(w) != frozenset():  # some build loads it, or it could not be read
+    if w.torch_builds != frozenset():  # some build loads it, or it could not be read
         return
-    units = build_units(w)
+    units = w.build_units
     for unit in units:
         if not unit.builds:  # one library that needs two accelerators or CUDA majors at once
             for member, needs in unit.members:
@@ -124,7 +115,7 @@ def claims(w: WheelFacts) -> Iterator[tuple[str, TorchBuild]]:
 
 @rule("TW702")
 def claim_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    builds = wheel_builds(w)
+    builds = w.torch_builds
     if not builds or builds == ANY_BUILD:
         return  # needs no accelerator, a contradiction (TW701 says so), or could not be read
     seen = set()
@@ -132,7 +123,7 @@ def claim_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         if builds_fit(builds, build)[0] or said in seen:
             continue
         seen.add(said)
-        unit = next((u for u in build_units(w) if not builds_fit(u.builds, build)[0]), None)
+        unit = next((u for u in w.build_units if not builds_fit(u.builds, build)[0]), None)
         which = f" ({_evidence(unit)})" if unit is not None else ""
         yield (
             "",
@@ -214,9 +205,9 @@ def own_runtime(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     and the wheel installs or bundles the runtime it needs), so its need does not tie the
     wheel to one build (docs/accelerators.md, "Who brings the runtime"). Beside a torch built
     for another CUDA major, though, two runtimes share one process."""
-    brought = brought_runtimes(w)
+    brought = w.brought_runtimes
     for b in w.binaries:
-        needs = accelerators.combine(s.accelerators for s in b.analysis.slices)
+        needs = b.analysis.needs
         if not brings_own_runtime(needs, brought):
             continue
         libs = own_runtimes(needs, brought)
@@ -237,7 +228,7 @@ _ACCELERATED_CLAIM = ("cuda", "rocm", "xpu")
 def claim_without_code(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     """Info: a CUDA-named build that compiled no CUDA (no ``CUDA_HOME`` on the build
     machine, ``FORCE_CUDA`` unset) is a CPU build under a CUDA name; it still loads."""
-    if w.unreadable or not w.binaries or wheel_accelerators(w).accelerators:
+    if w.unreadable or not w.binaries or w.accelerator_needs.accelerators:
         return
     for said, build in claims(w):
         if build.kind in _ACCELERATED_CLAIM and said.startswith("the project name"):
@@ -255,7 +246,7 @@ def claim_without_code(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 def _cuda_libraries(w: WheelFacts) -> Iterator[tuple[str, AcceleratorNeeds]]:
     for b in w.binaries:
-        needs = accelerators.combine(s.accelerators for s in b.analysis.slices)
+        needs = b.analysis.needs
         if needs.gpu.cuda:
             yield b.member, needs
 

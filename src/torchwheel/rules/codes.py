@@ -131,7 +131,7 @@ CODES: tuple[Code, ...] = (
     Code("TW503", "torch-requirement-too-loose", _E, "the torch requirement admits a torch the binaries cannot load on", CONSUMER_WHEEL, fixed_by=TAG_NARROW),
     Code("TW504", "unstable-torch-unpinned", _E, "an unstable-ABI wheel does not pin the torch minor it was built with", CONSUMER_WHEEL, fixed_by=TAG_BUILD_TORCH),
     Code("TW505", "builds-gap", _W, "the requirement admits torch releases no per-minor build of the wheel is for", CONSUMER_WHEEL),
-    # TW6xx: one release (rules/release.py)
+    # TW6xx: one release (rules/release_agreement.py)
     Code("TW601", "release-requirements-differ", _E, "wheels of one release declare different torch requirements", RELEASE, fixed_by=TAG_RELEASE),
     Code("TW602", "release-targets-differ", _W, "the stable-ABI targets of one release differ between platforms without markers to say so", RELEASE, fixed_by=TAG_RELEASE_MARKERS),
     Code("TW603", "release-stable-and-unstable", _E, "a stable-ABI wheel and a version-locked (unstable) wheel share one release", RELEASE),

@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from packaging.tags import Tag
 from packaging.version import Version
 
+from torchwheel.analysis.member import MemberBinary
 from torchwheel.analysis.pyimports import module_name
 from torchwheel.analysis.pythonabi import parse_suffix
-from torchwheel.analysis.wheelfacts import MemberBinary, WheelFacts, iter_slices
+from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices
 from torchwheel.rules.registry import Hit, Policy, rule
 
 _NAMED = 10  # hooks a message spells out; the rest are counted

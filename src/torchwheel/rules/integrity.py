@@ -13,7 +13,6 @@ from collections.abc import Iterator
 
 from packaging.version import Version
 
-from torchwheel import safejson
 from torchwheel.analysis.platforms import expected, managed_mismatch
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError
@@ -21,7 +20,7 @@ from torchwheel.rules import pypi
 from torchwheel.rules.registry import Hit, Omitted, Policy, rule
 from torchwheel.wheel import defects
 from torchwheel.wheel.defects import comparable_version
-from torchwheel.wheel.metadata import SIDE_FILE, SIDE_SHAPE, TORCH_ABI_FIELD
+from torchwheel.wheel.metadata import SIDE_FILE, TORCH_ABI_FIELD, side_shape
 
 
 def _omitted(w: WheelFacts, code: str) -> Iterator[Omitted]:
@@ -164,7 +163,9 @@ def facts_file_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         return
     where = f"{c.dist_info}/{SIDE_FILE}"
     try:
-        doc = safejson.load(c.side_file, SIDE_FILE, SIDE_SHAPE)
+        from torchwheel import safejson  # only a wheel that has the file
+
+        doc = safejson.load(c.side_file, SIDE_FILE, side_shape())
     except InputError as exc:
         yield where, f"{exc}: `torchwheel tag` rewrites it"
         return

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from torchwheel.analysis.member import SliceAnalysis
-from torchwheel.analysis.wheelfacts import WheelFacts, declared_targets, iter_slices
+from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices
 from torchwheel.binary.marker_record import SYMBOL
 from torchwheel.rules.registry import Hit, Policy, rule
-from torchwheel.torchabi import releases
+from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.symtable import BASELINE
 from torchwheel.version import FeatureVersion
 
@@ -76,7 +76,7 @@ def disagree(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 @rule("TW105")
 def targets_differ(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    targets = declared_targets(w)
+    targets = w.declared_targets
     if len(set(targets.values())) > 1:
         listed = ", ".join(f"{m}={v}" for m, v in sorted(targets.items()))
         newest = max(targets.values())
@@ -108,7 +108,7 @@ def _hex_reading(v: FeatureVersion) -> FeatureVersion | None:
 
 @rule("TW107")
 def not_a_release(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    newest = releases.newest()
+    newest = torch_releases.newest()
     for member, arch, s in iter_slices(w):
         d = s.declared
         if d is None or d.record.version is None:
@@ -121,14 +121,14 @@ def not_a_release(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 f"({BASELINE.minor_release}): set TORCH_TARGET_VERSION to the torch you build against",
             )
             continue
-        if releases.minor_of(v) <= releases.minor_of(newest) or s.torch.unknown_symbols:
+        if torch_releases.minor_of(v) <= torch_releases.minor_of(newest) or s.torch.unknown_symbols:
             continue  # a known minor, or shims this torchwheel does not know: a newer torch (TW203)
         meant = _hex_reading(v)
         floor = s.torch.min_version
         likely = (
             f"; the symbols fit {meant.minor_release}: did you mean {meant.to_int():#018x}?"
             if meant is not None
-            and releases.minor_of(meant) <= releases.minor_of(newest)
+            and torch_releases.minor_of(meant) <= torch_releases.minor_of(newest)
             and (floor is None or floor <= meant)
             else ""
         )

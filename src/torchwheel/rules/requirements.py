@@ -1,6 +1,6 @@
 """TW5xx: ``Requires-Dist: torch`` agrees with what the binaries can load on.
 
-Which torch releases a requirement admits is asked of ``torchabi.releases`` (the real list
+Which torch releases a requirement admits is asked of ``torchabi.torch_releases`` (the real list
 of torch releases), the one place every command asks it.
 """
 
@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
+from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import quoted
 from torchwheel.rules.registry import Hit, Policy, rule
-from torchwheel.torchabi import releases
+from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.need import TorchNeed, release_matches, show_releases
 
 
@@ -23,7 +23,7 @@ def _admits(req: Requirement) -> str:
     admits every torch release, a range the releases it spans (``2.9.0 and newer``)."""
     if not req.specifier:
         return "admits every torch release"
-    return f"admits torch {releases.spec_span(req.specifier)}"
+    return f"admits torch {torch_releases.spec_span(req.specifier)}"
 
 
 def _pins_one_build(abi: TorchNeed) -> bool:
@@ -33,7 +33,7 @@ def _pins_one_build(abi: TorchNeed) -> bool:
 
 @rule("TW501")
 def missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    abi = torch_need_of(w)
+    abi = w.torch_need
     if not policy.require_torch or abi.kind in ("none", "any") or w.metadata.torch_requirements:
         return
     if _pins_one_build(abi):
@@ -48,11 +48,11 @@ def missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 @rule("TW502")
 def too_tight(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    abi = torch_need_of(w)
+    abi = w.torch_need
     if abi.kind != "stable" or abi.floor is None:
         return
     for req in w.metadata.torch_requirements:
-        if len(releases.admitted_minors(req.specifier)) <= 1:
+        if len(torch_releases.admitted_minors(req.specifier)) <= 1:
             yield (
                 "",
                 (
@@ -65,15 +65,15 @@ def too_tight(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 @rule("TW503")
 def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    abi = torch_need_of(w)
+    abi = w.torch_need
     if abi.kind != "stable" or abi.floor is None:
         return
     floor = Version(abi.floor.release)
-    if releases.minor_of(abi.floor) > releases.minor_of(releases.newest()):
+    if torch_releases.minor_of(abi.floor) > torch_releases.minor_of(torch_releases.newest()):
         return  # a target no torch release has (TW107 says which it likely meant): no torch to require
     for req in w.metadata.torch_requirements:
-        too_old = releases.older_admitted(req.specifier, abi.floor) is not None
-        loads = [v for v in releases.admitted(req.specifier) if v >= floor] or releases.admits_future(
+        too_old = torch_releases.older_admitted(req.specifier, abi.floor) is not None
+        loads = [v for v in torch_releases.admitted(req.specifier) if v >= floor] or torch_releases.admits_future(
             req.specifier
         )
         # tag narrows a requirement that admits a torch the binaries load on; one that admits
@@ -99,7 +99,7 @@ def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 @rule("TW504")
 def unstable_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    abi = torch_need_of(w)
+    abi = w.torch_need
     if not _pins_one_build(abi):
         return
     fix = (
@@ -114,7 +114,7 @@ def unstable_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             f"unstable libtorch symbols and load only on the torch they were built with: {fix}",
         )
     for req in w.metadata.torch_requirements:
-        if len(releases.admitted_minors(req.specifier)) > 1:
+        if len(torch_releases.admitted_minors(req.specifier)) > 1:
             yield (
                 "",
                 (
@@ -129,20 +129,20 @@ def builds_gap(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     """A warning, not an error: per-minor builds with a bare requirement are right when the
     package's Python code does without its library where it has none (a newer torch
     provides the feature itself), and broken when it does not; the binaries cannot tell."""
-    abi = torch_need_of(w)
+    abi = w.torch_need
     if not abi.per_release:
         return
     reqs = [r for r in w.metadata.torch_requirements if r.marker is None]
     admitted = [
-        v for v in releases.releases() if all(r.specifier.contains(v, prereleases=True) for r in reqs)
+        v for v in torch_releases.releases() if all(r.specifier.contains(v, prereleases=True) for r in reqs)
     ]
-    future = all(releases.admits_future(r.specifier) for r in reqs)
+    future = all(torch_releases.admits_future(r.specifier) for r in reqs)
     gap = [v for v in admitted if not any(release_matches(b, v) for b in abi.releases)]
     if gap or future:
         said = "; ".join(str(r) for r in reqs) or "no torch requirement"
         yield (
             "",
-            f"{said!r} admits torch {releases.runs(gap, future)}, for which the wheel has no build (it has "
+            f"{said!r} admits torch {torch_releases.runs(gap, future)}, for which the wheel has no build (it has "
             f"{show_releases(abi.releases)}): unless its Python code works there without them, require only "
             "the releases it has builds for",
         )

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from fnmatch import fnmatch
 
-from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices, wheel_alternatives
+from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices
 from torchwheel.rules.marker import slice_targets
 from torchwheel.rules.registry import Hit, Policy, rule
-from torchwheel.torchabi import releases
+from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.need import show_release
 from torchwheel.torchabi.usage import TorchUsage
 from torchwheel.version import FeatureVersion
@@ -77,7 +77,7 @@ def unknown_shims(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 @rule("TW204")
 def unstable_library(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    per_build = {member: build for a in wheel_alternatives(w) for build, member in a.members}
+    per_build = {member: build for a in w.alternatives for build, member in a.members}
     for member, arch, s in iter_slices(w):
         if s.torch.usage == "unstable" and s.declared is None and not _allowlisted(member, policy):
             build = per_build.get(member)
@@ -124,7 +124,7 @@ def target_above_need(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     if not needs:
         return
     need = max(needs)
-    newest = releases.minor_of(releases.newest())
+    newest = torch_releases.minor_of(torch_releases.newest())
     setters = sorted({n for _, _, s in found if s.torch.min_version == need for n in s.torch.pinning_symbols})
     by = f" ({', '.join(setters[:3])}{', ...' if len(setters) > 3 else ''})" if setters else ""
     target = FeatureVersion(need.major, need.minor)
@@ -135,7 +135,7 @@ def target_above_need(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         v = d.record.version
         if len(slice_targets(s)) > 1:
             continue  # targets that disagree: which one is declared is arbitrary (TW104)
-        if not releases.minor_of(need) < releases.minor_of(v) <= newest or v.major != need.major:
+        if not torch_releases.minor_of(need) < torch_releases.minor_of(v) <= newest or v.major != need.major:
             continue  # no newer than the need, or no torch release at all (TW107)
         below = f"{v.major}.{v.minor - 1}"
         gap = target.minor_release if below == target.minor_release else f"{target.minor_release}-{below}"

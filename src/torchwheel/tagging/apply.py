@@ -119,12 +119,12 @@ def tag(
     """``archive``: the open input ``w`` was collected from (``analysis.load.opened``); every byte
     written comes from its descriptor. Without it the wheel is opened again here (library
     callers holding only facts), and the CRC pass of the verification still guards it.
-    ``variant``: write the wheel-variant copy instead (``tagging.variant``)."""
+    ``variant``: write the wheel-variant copy instead (``tagging.variant_tag``)."""
     source = Path(w.contents.path)
     p = plan(w, opts)
     plain_name = p.filename  # installer parses this name (a variant label is a draft form)
     if variant:
-        from torchwheel.tagging.variant import variant_plan
+        from torchwheel.tagging.variant_tag import variant_plan
 
         p = variant_plan(p, p.dist_info or w.contents.dist_info, w)  # --local-label renames it
     existing = _existing(w)
@@ -145,7 +145,7 @@ def tag(
         raise InputError(f"{source.name}: writing would replace the input; pass --in-place or -w DIR")
     ren = p.renames  # a local label renames the .dist-info: every input name seen as its new one
     infos = {ren.get(n, n): i for n, i in archive.infos.items()} if ren else archive.infos
-    hashes = {ren.get(n, n): h for n, h in w.hashes.items()} if ren else w.hashes
+    hashes = {ren.get(n, n): h for n, h in w.hashes.items()}
     raw_crcs = {ren.get(n, n): c for n, c in archive.raw_crcs.items()}  # the analysed raw bytes
     write_wheel(
         archive.fd,

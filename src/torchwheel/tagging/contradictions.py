@@ -5,7 +5,7 @@ refuses with exit 1), because every reader downstream believes the label or the 
 would list the wheel under ``torch-2.13``, ``install`` would put it there, and it would not
 load.
 
-"Which torch releases does the requirement admit" has one answer, ``torchabi.releases``; "does
+"Which torch releases does the requirement admit" has one answer, ``torchabi.torch_releases``; "does
 the wheel load on that torch" has one too, ``torchabi.need.minor_verdict``: both are asked
 here, never reimplemented.
 """
@@ -17,9 +17,9 @@ from packaging.version import Version
 
 from torchwheel.errors import InputError, clipped
 from torchwheel.tagging.options import TagOptions
-from torchwheel.torchabi import releases
+from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.need import TorchNeed, local_minor, minor_verdict, need_from_fields, show_releases
-from torchwheel.torchabi.releases import show_minor
+from torchwheel.torchabi.torch_releases import show_minor
 from torchwheel.version import FeatureVersion
 
 
@@ -28,7 +28,7 @@ def check_build_torch(need: TorchNeed, opts: TagOptions) -> None:
     other wheel, and a lie against a requirement that admits no release of X.Y."""
     if opts.build_torch is None:
         return
-    build = releases.minor_of(FeatureVersion.parse(opts.build_torch))
+    build = torch_releases.minor_of(FeatureVersion.parse(opts.build_torch))
     said = f"--build-torch {show_minor(build)}"
     if need.kind == "stable":
         raise InputError(
@@ -42,13 +42,13 @@ def check_build_torch(need: TorchNeed, opts: TagOptions) -> None:
             f"{said}: the wheel ships builds for torch {show_releases(need.releases)} and names them itself "
             "(Torch-ABI-Builds); drop it"
         )
-    if build > releases.minor_of(releases.future()):
+    if build > torch_releases.minor_of(torch_releases.future()):
         return  # no such torch yet: ``requirement`` refuses it in its own words
     for req in need.requirements:
-        if req.marker is None and build not in releases.admitted_minors(req.specifier):
+        if req.marker is None and build not in torch_releases.admitted_minors(req.specifier):
             raise InputError(
                 f"{said} contradicts the wheel's Requires-Dist {clipped(req)} (it admits torch "
-                f"{releases.spec_span(req.specifier)}): fix the requirement in the project (or the option)"
+                f"{torch_releases.spec_span(req.specifier)}): fix the requirement in the project (or the option)"
             )
 
 

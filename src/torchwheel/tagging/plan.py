@@ -26,7 +26,6 @@ from torchwheel import __version__, limits
 from torchwheel.analysis.wheelfacts import (
     WheelFacts,
     iter_slices,
-    provides_libtorch,
     torch_need_of,
 )
 from torchwheel.errors import InputError
@@ -273,7 +272,7 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     wheel_name = f"{c.dist_info}/WHEEL"
     meta_name = f"{c.dist_info}/METADATA"
     check_build_torch(need, opts)
-    if provides_libtorch(w):  # torch itself: it cannot require torch
+    if w.provides_libtorch:  # torch itself: it cannot require torch
         new_meta, meta_notes = c.metadata_text, ["torch itself: Requires-Dist left as it is"]
     else:
         new_meta, meta_notes = metadata_text(c.metadata_text, need, opts, named_minor(c.filename_name))
@@ -329,5 +328,5 @@ def planned_facts(w: WheelFacts, p: Plan) -> WheelFacts:
         w,
         contents=contents,
         metadata=parse_metadata(contents.metadata_text),
-        record_problems=[r for r in w.record_problems if r.problem != "missing-record"],
+        record_problems=tuple(r for r in w.record_problems if r.problem != "missing-record"),
     )

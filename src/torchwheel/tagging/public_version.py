@@ -34,7 +34,7 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from torchwheel.analysis.wheelfacts import WheelFacts, provides_libtorch, torch_need_of
+from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError, clipped
 from torchwheel.tagging import naming
 from torchwheel.tagging.options import TagOptions
@@ -101,10 +101,10 @@ def _label_is_not_the_only_pin(w: WheelFacts, version: Version, where: str) -> N
     """An unstable build is dated, where its binaries do not date it, by its ``+torchX.Y``
     label before its pin (``torchabi.need.claimed_releases``): without the label it must
     still name the same torch, or PyPI's copy would install beside any torch."""
-    if provides_libtorch(w):
+    if w.provides_libtorch:
         return
     reqs = w.metadata.torch_requirements
-    need = need_from_fields(w.contents.wheel_fields, reqs, version) or torch_need_of(w)
+    need = need_from_fields(w.contents.wheel_fields, reqs, version) or w.torch_need
     if need.kind != "unstable" or need.releases_from != "label":
         return
     after, _ = claimed_releases(reqs, Version(version.public))
@@ -185,7 +185,7 @@ def public_plan(w: WheelFacts, build_tag: str | None = None) -> PublicPlan:
     torch = [str(r) for r in w.metadata.torch_requirements]
     changes += [f"kept Requires-Dist: {clipped(r)}" for r in torch]
     said: list[str] = []
-    if not torch and not provides_libtorch(w):
+    if not torch and not w.provides_libtorch:
         said.append(
             f"{filename}: no Requires-Dist: torch: on PyPI nothing keeps it off a torch it cannot load on "
             "(`torchwheel tag` writes the one its binaries need)"

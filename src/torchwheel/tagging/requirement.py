@@ -16,9 +16,9 @@ from packaging.version import Version
 
 from torchwheel.errors import InputError, clipped, quoted
 from torchwheel.tagging.options import TagOptions
-from torchwheel.torchabi import releases
+from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.need import TorchNeed, show_releases
-from torchwheel.torchabi.releases import show_minor
+from torchwheel.torchabi.torch_releases import show_minor
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.metadata_edit import rewrite_requirements, verify_requirements
 
@@ -33,23 +33,23 @@ def _is_correct(req: Requirement, abi: TorchNeed) -> bool:
     """Is the author's requirement already what the binaries need (so ``tag`` keeps it)?"""
     spec = req.specifier
     if abi.kind == "stable" and abi.floor is not None:
-        loads = [v for v in releases.admitted(spec) if v >= Version(abi.floor.release)]
+        loads = [v for v in torch_releases.admitted(spec) if v >= Version(abi.floor.release)]
         return (
-            releases.older_admitted(spec, abi.floor) is None
-            and bool(loads or releases.admits_future(spec))
-            and len(releases.admitted_minors(spec)) > 1
+            torch_releases.older_admitted(spec, abi.floor) is None
+            and bool(loads or torch_releases.admits_future(spec))
+            and len(torch_releases.admitted_minors(spec)) > 1
         )
     if abi.per_release:  # per-minor builds: the wheel picks its library, any requirement is the author's
         return True
-    return releases.pinned_minor(spec) is not None
+    return torch_releases.pinned_minor(spec) is not None
 
 
 def _known(minor: str, what: str) -> None:
     """``tag`` never writes a requirement no torch release can satisfy."""
-    if releases.parse_minor(minor) > releases.minor_of(releases.newest()):
+    if torch_releases.parse_minor(minor) > torch_releases.minor_of(torch_releases.newest()):
         raise InputError(
             f"{what} torch {minor}, newer than any torch release this torchwheel knows "
-            f"(newest {releases.newest()}): writing torch>={minor} would admit no torch; "
+            f"(newest {torch_releases.newest()}): writing torch>={minor} would admit no torch; "
             "check TORCH_TARGET_VERSION (TW107), or update torchwheel"
         )
 
@@ -81,7 +81,7 @@ def desired_spec(
             build = FeatureVersion.parse(opts.build_torch).minor_release
             _known(build, "--build-torch names")
             return f"=={build}.*"
-        minor = next((m for r in reqs if (m := releases.pinned_minor(r.specifier)) is not None), None)
+        minor = next((m for r in reqs if (m := torch_releases.pinned_minor(r.specifier)) is not None), None)
         if minor is not None:
             return f"=={show_minor(minor)}.*"
         said = []
@@ -101,7 +101,7 @@ def desired_spec(
 def _probes() -> tuple[Version, ...]:
     """What a requirement is tested against: every known torch release, and one that stands
     for the releases to come (``releases``)."""
-    return (*releases.releases(), releases.future())
+    return (*torch_releases.releases(), torch_releases.future())
 
 
 def _implied(clause: Specifier, desired: SpecifierSet) -> bool:
@@ -150,7 +150,7 @@ def merged_requirement(
     default: an author's pin may have reasons the binaries do not show, so widening it
     (TW502) is ``--relax-pin``'s, as is replacing one that excludes every usable torch."""
     new = narrowed(req, SpecifierSet(spec))
-    pinned = abi.kind == "stable" and (new is None or len(releases.admitted_minors(SpecifierSet(new))) <= 1)
+    pinned = abi.kind == "stable" and (new is None or len(torch_releases.admitted_minors(SpecifierSet(new))) <= 1)
     if (pinned or new is None) and opts.relax_pin:
         return spec, [f"Requires-Dist: {clipped(req)} -> {clipped(_render(req, spec))} (relax-pin)"]
     if new is None:

@@ -34,10 +34,10 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from torchwheel.errors import InputError, clipped
-from torchwheel.torchabi import backend, releases
+from torchwheel.torchabi import backend, torch_releases
 from torchwheel.torchabi.accelerators import runs_on
 from torchwheel.torchabi.backend import BuildSet, TorchBuild
-from torchwheel.torchabi.releases import Minor, minor_of, show_minor
+from torchwheel.torchabi.torch_releases import Minor, minor_of, show_minor
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.metadata import (
     TORCH_ABI_BUILDS_FIELD,
@@ -154,7 +154,7 @@ class TorchNeed:
 def pinned_minor(reqs: Iterable[Requirement]) -> Minor | None:
     """The torch minor an unstable build names by its unconditional one-minor requirement."""
     for req in reqs:
-        if req.marker is None and (minor := releases.pinned_minor(req.specifier)) is not None:
+        if req.marker is None and (minor := torch_releases.pinned_minor(req.specifier)) is not None:
             return minor
     return None
 
@@ -402,7 +402,7 @@ def minor_verdict(
     """The verdict over every known release of one torch minor (a ``matrix`` cell, an
     ``index`` listing, a ``select --torch X.Y`` plan): ``some`` when it loads on some patch
     releases only (``torch==2.9.1`` on 2.9), with them in ``loads_on``."""
-    candidates = releases.releases_of(minor)
+    candidates = torch_releases.releases_of(minor)
     each = [(v, verdict(need, markers, v, build, gpu)) for v in candidates]
     good = tuple(v for v, found in each if found.loads)
     if not good:
@@ -410,6 +410,6 @@ def minor_verdict(
         return unknown or each[-1][1]
     if len(good) < len(candidates):
         bad = next(found for _, found in each if not found.loads)
-        return Verdict("some", f"loads on torch {releases.span(good)} only ({bad.reason})", bad.axis, good)
+        return Verdict("some", f"loads on torch {torch_releases.span(good)} only ({bad.reason})", bad.axis, good)
     first = next(found for _, found in each if found.loads)
     return replace(first, loads_on=good)

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from torchwheel import safejson
 from torchwheel.errors import InputError
-from torchwheel.torchabi.symtable import SHAPE, SymbolTable, load_shipped
+from torchwheel.torchabi.symtable import SymbolTable, load_shipped, shape
 
 ENV_VAR = "TORCHWHEEL_SYMBOLS"
 SHIPPED = "shipped"
@@ -51,14 +50,16 @@ class ChosenTable:
 
 def read_table(path: Path) -> SymbolTable:
     """A table file as ``symbols update -o`` writes it; any defect is one ``InputError``."""
+    from torchwheel import safejson  # only a --symbols table: the shipped one is trusted
+
     where = f"symbol table {path}"
     try:
-        return SymbolTable.from_document(safejson.load_file(path, where, SHAPE), where)
+        return SymbolTable.from_document(safejson.load_file(path, where, shape()), where)
     except InputError as exc:
         raise InputError(f"{exc} (write one with `torchwheel symbols update -o`)") from exc
 
 
-def choose(cli: Path | None, configured: Path | None) -> ChosenTable:
+def choose_table(cli: Path | None, configured: Path | None) -> ChosenTable:
     """``configured`` is the path from ``[tool.torchwheel]``, already made absolute."""
     if cli is not None:
         return ChosenTable(read_table(cli), str(cli), "--symbols")

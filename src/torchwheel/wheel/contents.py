@@ -13,7 +13,7 @@ from packaging.utils import InvalidWheelFilename, NormalizedName, canonicalize_n
 from packaging.version import InvalidVersion, Version
 
 from torchwheel import limits
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, quoted
 from torchwheel.wheel.metadata import parse_metadata, parse_wheel_fields
 from torchwheel.wheel.record import RecordEntry, RecordProblem
 
@@ -142,7 +142,7 @@ def _reason(exc: InvalidWheelFilename, filename: str) -> str:
     text = text[:1].lower() + text[1:]
     parts = filename.removesuffix(".whl").split("-")
     if "tag" in text and len(parts) >= 5:
-        text += f" in {'-'.join(parts[-3:])[:60]!r}"
+        text += f" in {quoted('-'.join(parts[-3:]), 60)}"
     return text
 
 
@@ -170,7 +170,7 @@ def parse_filename(filename: str) -> WheelName:
     parts = filename.removesuffix(".whl").split("-")
     for tags in {tuple(parts[-3:]), tuple(parts[-4:-1])}:  # with and without a variant label
         if len(parts) >= 5 and len(tags) == 3:
-            tag_set_size(f"the file name's tags {'-'.join(tags)[:60]!r}", [list(tags)])
+            tag_set_size(f"the file name's tags {quoted('-'.join(tags), 60)}", [list(tags)])
     return parse_wheel_name(filename)
 
 

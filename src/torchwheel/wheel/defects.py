@@ -19,6 +19,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from torchwheel import limits
+from torchwheel.errors import clipped, quoted
 from torchwheel.wheel.contents import WheelContents
 from torchwheel.wheel.metadata import (
     TORCH_ABI_FIELD,
@@ -132,7 +133,7 @@ def metadata_mismatch(w: Archive) -> Iterator[Hit]:
         yield (
             where,
             (
-                f"Name {meta.name[:60]!r} is not the project of the file name ({c.filename_name!r}): "
+                f"Name {quoted(meta.name, 60)} is not the project of the file name ({c.filename_name!r}): "
                 "pip refuses the wheel; rebuild it so that both name one project"
             ),
         )
@@ -144,7 +145,7 @@ def metadata_mismatch(w: Archive) -> Iterator[Hit]:
         yield (
             where,
             (
-                f"Version {meta.version[:60]!r} is not the file name's version ({c.filename_version!r}): "
+                f"Version {quoted(meta.version, 60)} is not the file name's version ({c.filename_version!r}): "
                 "pip refuses the wheel; rebuild it so that both carry one version"
             ),
         )
@@ -202,7 +203,7 @@ def filename_invalid(w: Archive) -> Iterator[Hit]:
     )
     yield (
         "",
-        f"the file name is not a valid wheel name ({c.name_problem[:80]}): PyPI and packaging-based tools refuse it; {rename}",
+        f"the file name is not a valid wheel name ({clipped(c.name_problem, 80)}): PyPI and packaging-based tools refuse it; {rename}",
     )
 
 

@@ -10,15 +10,20 @@ of the ``Torch-ABI`` value, from here.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from torchwheel.safejson import ANY, Int, List, Object, Str
+from torchwheel.errors import clipped, quoted
 from torchwheel.version import FeatureVersion
+
+if TYPE_CHECKING:
+    from torchwheel.safejson import Object
 from torchwheel.wheel.headers import parse_headers
 
 SIDE_FILE = "torchwheel.json"  # the facts `tag` records in .dist-info (tagging/plan.py)
@@ -28,18 +33,26 @@ TORCH_ABI_BUILDS_FIELD = "Torch-ABI-Builds"  # beside it, for per-release builds
 TORCH_ABI_EXPORTS_FIELD = "Torch-ABI-Exports"
 TORCH_BUILD_FIELD = "Torch-Build"  # the torch builds it loads on: any, or cpu, cuda-13, rocm-7, xpu
 TORCH_GPU_FIELD = "Torch-GPU"  # its CUDA images, when it has any: sm_80, sm_90a, compute_90
-# The side file's shape, as far as any reader relies on it (tagging/plan.py writes it; what
-# each library's facts hold is docs/json.md's and may grow: other keys are taken as they are).
-SIDE_SHAPE = Object(
-    {
-        "schema_version": Int(1, 1),
-        "generator": Str(),
-        "torch_abi": Str(),
-        "libraries": List(Object({"member": Str()}, required=("member",), other=ANY)),
-    },
-    required=("schema_version", "torch_abi", "libraries"),
-    other=ANY,
-)
+
+
+@functools.cache
+def side_shape() -> Object:
+    """The side file's shape, as far as any reader relies on it (tagging/plan.py writes it;
+    what each library's facts hold is docs/json.md's and may grow: other keys are taken as
+    they are). Built on first use: only a wheel that has the file needs the schema checker."""
+    from torchwheel.safejson import ANY, Int, List, Object, Str
+
+    return Object(
+        {
+            "schema_version": Int(1, 1),
+            "generator": Str(),
+            "torch_abi": Str(),
+            "libraries": List(Object({"member": Str()}, required=("member",), other=ANY)),
+        },
+        required=("schema_version", "torch_abi", "libraries"),
+        other=ANY,
+    )
+
 
 # WHEEL is read as email headers, whose names ignore case (installer and pip read it so);
 # the fields torchwheel reads get one spelling, whatever the file's.
@@ -69,7 +82,9 @@ def wheel_problems(text: str) -> list[str]:
     msg = parse_headers(text)
     for key, value in msg.items():
         if "\n" in value or "\r" in value:
-            problems.append(f"WHEEL field {key[:40]!r} is folded over several lines: installer refuses it")
+            problems.append(
+                f"WHEEL field {quoted(key, 40)} is folded over several lines: installer refuses it"
+            )
     fields = parse_wheel_fields(text)
     versions = fields.get("Wheel-Version", [])
     if not versions or not versions[0]:
@@ -77,13 +92,13 @@ def wheel_problems(text: str) -> list[str]:
     elif len(versions) > 1:
         problems.append(f"WHEEL has {len(versions)} Wheel-Version fields: a field that may appear once")
     elif versions[0].split(".")[0] != "1":
-        problems.append(f"Wheel-Version {versions[0][:40]} is not 1.x: installers refuse it")
+        problems.append(f"Wheel-Version {clipped(versions[0], 40)} is not 1.x: installers refuse it")
     tags = fields.get("Tag", [])
     if not tags:
         problems.append("WHEEL has no Tag lines: add one per tag in the file name")
     bad = next((t for t in tags if len(t.split("-")) != 3 or not all(t.split("-"))), None)
     if bad is not None:
-        problems.append(f"WHEEL Tag {bad[:60]!r} is not interpreter-abi-platform")
+        problems.append(f"WHEEL Tag {quoted(bad, 60)} is not interpreter-abi-platform")
     return problems
 
 
@@ -93,7 +108,7 @@ def torch_abi_floor(value: str) -> FeatureVersion:
     match = _FLOOR.fullmatch(value.strip())
     if match is None:
         raise ValueError(
-            f"{value.strip()[:40]!r} is neither a version (X.Y or X.Y.Z), 'unstable', 'any' nor 'none'"
+            f"{quoted(value.strip(), 40)} is neither a version (X.Y or X.Y.Z), 'unstable', 'any' nor 'none'"
         )
     major, minor, patch = (int(g or 0) for g in match.groups())
     return FeatureVersion(major, minor, patch)  # ValueError past 255: no torch has such a release

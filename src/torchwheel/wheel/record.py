@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from torchwheel import limits
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, clipped, quoted
 
 
 def digest_text(digest: bytes, algorithm: str = "sha256") -> str:
@@ -83,7 +83,7 @@ def parse_record(text: str) -> dict[str, RecordEntry]:
     try:
         for elements in csv.reader(rows, delimiter=",", quotechar='"', lineterminator="\n"):
             if len(elements) != 3:
-                raise InputError(f"RECORD row {str(elements)[:200]} does not have 3 fields")
+                raise InputError(f"RECORD row {clipped(str(elements), 200)} does not have 3 fields")
             path = elements[0].replace("\\", "/")
             entries[path] = _record_entry(path, elements[1], elements[2])
     except csv.Error as exc:  # a field over csv's 128 KiB limit, a stray quote or NUL
@@ -95,7 +95,7 @@ def _record_entry(path: str, digest: str, size: str) -> RecordEntry:
     try:
         return RecordEntry(path, digest or None, int(size) if size else None)
     except ValueError as exc:
-        raise InputError(f"RECORD size {size[:40]!r} for {path[:200]!r} is not a number") from exc
+        raise InputError(f"RECORD size {quoted(size, 40)} for {quoted(path, 200)} is not a number") from exc
 
 
 def verify_record(

@@ -1,9 +1,9 @@
 """``tag --variant``: the plain plan plus ``variant.json`` and the variant label in the file
-name (the format: ``wheel.variant``). The plain wheel stays beside it as the fallback.
+name (the format: ``wheel.variant_json``). The plain wheel stays beside it as the fallback.
 
 A wheel that loads only on CUDA builds of torch is labelled by NVIDIA's provider (the CUDA
 major, the GPU code), which uv's preview resolves itself; every other wheel by torchwheel's
-(its torch floor or build minor): see ``wheel.variant`` for why not both at once."""
+(its torch floor or build minor): see ``wheel.variant_json`` for why not both at once."""
 
 from __future__ import annotations
 
@@ -12,14 +12,21 @@ from typing import Any
 
 from packaging.version import Version
 
-from torchwheel.analysis.wheelfacts import WheelFacts, wheel_accelerators
+from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError
 from torchwheel.tagging.plan import Plan
 from torchwheel.torchabi.accelerators import ptx_cuda
 from torchwheel.torchabi.backend import BuildSet
 from torchwheel.torchabi.need import need_from_fields, show_release
 from torchwheel.wheel.metadata import parse_metadata, parse_wheel_fields
-from torchwheel.wheel.variant import DIST_INFO_FILE, document, encode, label, nvidia_document, property_of
+from torchwheel.wheel.variant_json import (
+    DIST_INFO_FILE,
+    document,
+    encode,
+    label,
+    nvidia_document,
+    property_of,
+)
 
 
 def variant_plan(p: Plan, dist_info: str, w: WheelFacts) -> Plan:
@@ -66,7 +73,7 @@ def _nvidia(w: WheelFacts, builds: BuildSet) -> tuple[str, dict[str, Any]]:
     """NVIDIA's properties of a wheel that needs a CUDA build: the oldest CUDA major one of
     its builds loads on (a runtime's name, else the PTX ISA's toolkit), and the GPU code of
     all its libraries (the build's architecture list, as the provider's values name it)."""
-    needs = wheel_accelerators(w)
+    needs = w.accelerator_needs
     majors = [b.major for b in builds if b.major is not None]
     isas = [cuda[0] for i, _ in needs.gpu.cuda if i.ptx_isa and (cuda := ptx_cuda(i.ptx_isa))]
     major = min(majors) if majors else min(isas) if isas else None

@@ -34,7 +34,7 @@ import re
 from typing import Any
 
 from torchwheel import safejson
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, clipped
 from torchwheel.safejson import Bool, List, Object, Str
 
 NAMESPACE = "torchwheel"  # owned by this project; ``torch`` is PyTorch's name
@@ -163,7 +163,9 @@ def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
         ):
             for key, value in new.items():
                 if into.setdefault(key, value) != value:
-                    raise InputError(f"variant {what} {json.dumps(key)[:80]} is described two different ways")
+                    raise InputError(
+                        f"variant {what} {clipped(json.dumps(key), 80)} is described two different ways"
+                    )
     return {
         "$schema": docs[0].get("$schema", SCHEMA) if docs else SCHEMA,
         "default-priorities": {"namespace": namespaces},

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from torchwheel.analysis.wheelfacts import WheelFacts, provides_libtorch
+from torchwheel.analysis.wheelfacts import WheelFacts
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class ReleaseView:
 
 def release_key(w: WheelFacts) -> tuple[str, str] | None:
     """(name, version) of a wheel file, or None for what is not one (binaries, directories)."""
-    if not w.is_wheel_file or provides_libtorch(w):
+    if not w.is_wheel_file or w.provides_libtorch:
         return None
     try:
         version = str(Version(w.contents.filename_version))
@@ -36,7 +36,7 @@ def release_key(w: WheelFacts) -> tuple[str, str] | None:
     return canonicalize_name(w.contents.filename_name), version
 
 
-def releases(wheels: Iterable[WheelFacts]) -> list[tuple[WheelFacts, ...]]:
+def group_by_release(wheels: Iterable[WheelFacts]) -> list[tuple[WheelFacts, ...]]:
     """The releases with more than one wheel, in input order."""
     groups: dict[tuple[str, str], list[WheelFacts]] = {}
     for w in wheels:

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from torchwheel.analysis.releases import ReleaseView
-from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
+from torchwheel.analysis.release_wheels import ReleaseView
+from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.version import FeatureVersion
 
@@ -57,11 +57,11 @@ def requirements_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
 
 @rule("TW602")
 def targets_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
-    mine = torch_need_of(view.wheel)
+    mine = view.wheel.torch_need
     if mine.kind != "stable" or any(r.marker is not None for r in view.wheel.metadata.torch_requirements):
         return
     for o in view.others:
-        theirs = torch_need_of(o)
+        theirs = o.torch_need
         if theirs.kind == "stable" and theirs.floor != mine.floor and _platforms(o) != _platforms(view.wheel):
             lower, need = (view.wheel, mine) if mine.floor < theirs.floor else (o, theirs)  # type: ignore[operator]
             # tag only narrows: a requirement that already excludes the lower floor stays as it is
@@ -80,11 +80,11 @@ def targets_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
 
 @rule("TW603")
 def stable_and_unstable(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
-    mine = torch_need_of(view.wheel).kind
+    mine = view.wheel.torch_need.kind
     if mine not in ("stable", "unstable"):
         return
     want = "unstable" if mine == "stable" else "stable"
-    other = next((o for o in view.others if torch_need_of(o).kind == want), None)
+    other = next((o for o in view.others if o.torch_need.kind == want), None)
     if other is not None:
         yield (
             "",

@@ -16,8 +16,8 @@ from collections import Counter
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 
-from torchwheel.analysis.releases import release_key, releases
-from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
+from torchwheel.analysis.release_wheels import group_by_release, release_key
+from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError
 from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.plan import plan
@@ -44,7 +44,7 @@ def _with_marker(req: str, family_marker: str) -> str:
 
 def shared_requirements(group: list[WheelFacts], opts: TagOptions) -> tuple[str, ...]:
     """The one torch requirement set for every wheel of ``group`` (one release)."""
-    kinds = {torch_need_of(w).kind for w in group} - {"none", "any"}
+    kinds = {w.torch_need.kind for w in group} - {"none", "any"}
     if kinds == {"stable", "unstable"}:
         raise InputError(
             f"{group[0].contents.filename_name} {group[0].contents.filename_version}: stable and unstable "
@@ -92,7 +92,7 @@ def release_sets(wheels: list[WheelFacts], opts: TagOptions, mode: bool | None) 
             raise InputError(f"--release: the wheels given are not one release ({shown})")
         groups = [tuple(wheels)]
     else:
-        groups = releases(wheels)
+        groups = group_by_release(wheels)
     out: dict[int, tuple[str, ...]] = {}
     for group in groups:
         reqs = shared_requirements(list(group), opts)

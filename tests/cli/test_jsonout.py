@@ -1,0 +1,68 @@
+"""cli/jsonout.py: a ``--format json`` command that fails with exit 2 before printing its
+document prints one carrying the error (docs/json.md); ``--format github`` prints the error
+as an annotation; text output and a failure after the document print nothing more."""
+
+from __future__ import annotations
+
+import json
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from torchwheel.cli.jsonout import error_object, json_failures, print_document
+from torchwheel.errors import InputError
+
+
+def _command(printed_first: bool) -> click.Command:
+    @click.command()
+    @click.option("--format", "fmt", default="text")
+    @json_failures("demo")
+    def demo(fmt: str) -> None:
+        if printed_first:
+            print_document({"schema_version": 1, "command": "demo"})
+        raise InputError("x.whl: not a zip archive")
+
+    return demo
+
+
+def _run(printed_first: bool, fmt: str) -> tuple[str, BaseException | None]:
+    result = CliRunner().invoke(_command(printed_first), ["--format", fmt])
+    return result.stdout, result.exception
+
+
+def test_json_failure_prints_the_error_document_and_lets_the_error_go_on() -> None:
+    out, exc = _run(False, "json")
+    assert json.loads(out) == {
+        "schema_version": 1,
+        "command": "demo",
+        "error": {"message": "x.whl: not a zip archive", "exit": 2},
+    }
+    assert isinstance(exc, InputError)
+
+
+def test_a_document_already_printed_is_not_followed_by_another() -> None:
+    out, exc = _run(True, "json")
+    assert json.loads(out) == {"schema_version": 1, "command": "demo"}
+    assert isinstance(exc, InputError)
+
+
+def test_github_failure_is_an_annotation() -> None:
+    out, _ = _run(False, "github")
+    assert out == "::error title=torchwheel::x.whl: not a zip archive\n"
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_other_formats_print_nothing(fmt: str) -> None:
+    out, exc = _run(False, fmt)
+    assert out == ""
+    assert isinstance(exc, InputError)
+
+
+def test_error_object() -> None:
+    assert error_object("why") == {"message": "why", "exit": 2}
+
+
+def test_print_document_is_ascii_only(capsys: pytest.CaptureFixture[str]) -> None:
+    print_document({"name": "na\u00efve\u202e"})
+    assert capsys.readouterr().out == '{\n  "name": "na\\u00efve\\u202e"\n}\n'
