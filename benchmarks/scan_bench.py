@@ -4,7 +4,9 @@ parts that do not need HTTP ranges): wheels per second and peak memory with ``--
 ``--jobs 2``; a resume that re-reads nothing; a scan killed halfway and resumed that loses
 and repeats no line; the Dask recipe of docs/scan.md next to ``--jobs 2``.
 
-Usage: ``python benchmarks/scan_bench.py [--wheels 2000] [--out benchmarks/results/scan.json]``
+Usage: ``python benchmarks/scan_bench.py [--wheels 2000] [--out benchmarks/results/scan.json]``;
+``python benchmarks/scan_bench.py --vllm`` is the first "Measure" bullet instead (``vllm_case``:
+partial reads over HTTP ranges, ``benchmarks/results/scan_partial.json``).
 
 The index: ``--wheels`` distinct wheels (their own version, dist-info, RECORD and bytes)
 made from ``fixtures/demo``'s stable wheel, a real ELF extension. ``make_synthetic.py``'s
@@ -139,11 +141,198 @@ def dask_run(index: Path, count: int) -> dict[str, Any]:
     }
 
 
+BENCH = HERE.parent / ".cache" / "bench"
+VLLM = "vllm==0.33.0"
+_GOAL = 0.15  # issue 26: the need from at most 15% of the wheel's bytes
+_PIP_DOWNLOAD = [
+    "--no-deps",
+    "--only-binary=:all:",
+    "--platform",
+    "manylinux_2_28_x86_64",
+    "--python-version",
+    "3.12",
+]
+
+
+def _vllm_wheel() -> Path:
+    """vLLM 0.33.0 (336 MB) in ``.cache/bench``, fetched from PyPI by pip the first time."""
+    found = sorted(BENCH.glob("vllm-0.33.0-*.whl"))
+    if not found:
+        pip = [sys.executable, "-m", "pip", "download", *_PIP_DOWNLOAD, "-d", str(BENCH), VLLM]
+        subprocess.run(pip, check=True)
+        found = sorted(BENCH.glob("vllm-0.33.0-*.whl"))
+    return found[0]
+
+
+def _index_of(wheel: Path, root: Path) -> Path:
+    """A PEP 503 index of one wheel: ``files/`` (a hard link, else a copy) and ``simple/``."""
+    (root / "files").mkdir(parents=True)
+    try:
+        os.link(wheel, root / "files" / wheel.name)
+    except OSError:
+        shutil.copy(wheel, root / "files" / wheel.name)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    page = root / "simple" / "vllm"
+    page.mkdir(parents=True)
+    (page / "index.html").write_text(f'<a href="../../files/{wheel.name}#sha256={digest}">{wheel.name}</a>')
+    return root
+
+
+def _need_axes(line: dict[str, Any], axes: list[str]) -> dict[str, Any]:
+    need = (line.get("need") or {}).get("need") or {}
+    return {axis: need.get(axis) for axis in axes}
+
+
+def _layout(wheel: Path, name: str) -> dict[str, Any]:
+    """Where the loader's tables lie in one ELF member: the first segment (.dynsym, .dynstr,
+    the hash table) and PT_DYNAMIC, which names them and lies behind the code."""
+    from torchwheel.binary.elflayout import Reader
+
+    with zipfile.ZipFile(wheel) as z:
+        data = z.read(name)
+    r = Reader(data, name)
+    loads, dynamic = r.segments()
+    out: dict[str, Any] = {"first_segment_end": loads[0].offset + loads[0].filesz if loads else None}
+    if dynamic is not None:
+        out["pt_dynamic"] = [dynamic.offset, dynamic.offset + dynamic.filesz]
+        out["pt_dynamic_at"] = round(dynamic.offset / len(data), 4)
+    out["section_table"] = [r.shoff, r.shoff + r.shentsize * r.shnum]
+    return out
+
+
+def _stops(wheel: Path, line: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per compiled member, biggest first: the compressed bytes its read took, why, and
+    where the bytes it needed lie."""
+    with zipfile.ZipFile(wheel) as z:
+        compressed = {i.filename: i.compress_size for i in z.infolist()}
+    rows = []
+    for name, how in line["partial"]["members"].items():
+        first = how.get("partial_pass") or how
+        row = {"member": name, "read": how["read"], "why": how["why"], "size": how["size"]}
+        row |= {"compressed": compressed[name], "partial_pass_compressed": first.get("compressed_bytes")}
+        row |= {"needed_to": first.get("needed_to"), "needed_to_at": None}
+        if first.get("needed_to"):
+            row["needed_to_at"] = round(first["needed_to"] / how["size"], 4)
+        rows.append(row | _layout(wheel, name))
+    return sorted(rows, key=lambda r: -r["compressed"])
+
+
+def _tagged_case(wheel: Path, work: Path, base: str) -> dict[str, Any]:
+    """The same wheel after ``torchwheel tag`` (its need in WHEEL's Torch-ABI fields): a
+    partial read then reads no compiled member at all."""
+    out = work / "index" / "files" / "tagged"
+    out.mkdir()
+    run = _torchwheel("tag", "-w", str(out), str(wheel))
+    assert run["code"] == 0, run["stderr"]
+    (tagged,) = out.glob("*.whl")
+    scanned = _torchwheel(
+        "scan", f"{base}/files/tagged/{tagged.name}", "--partial", "-o", str(work / "t.jsonl")
+    )
+    assert scanned["code"] == 0, scanned["stderr"]
+    (line,) = _lines(work / "t.jsonl")
+    size = tagged.stat().st_size
+    return {
+        "wheel_bytes": size,
+        "fetched_bytes": line["fetched_bytes"],
+        "fraction": round(line["fetched_bytes"] / size, 4),
+        "seconds": round(scanned["seconds"], 2),
+        "requests": line["partial"]["requests"],
+        "members_read": len(line["partial"]["members"]),
+        "answer": _need_axes(line, line["partial"]["axes"]),
+        "tag_seconds": round(run["seconds"], 2),
+    }
+
+
+def _measured(wheel: Path) -> dict[str, Any]:
+    """The three reads of ``wheel`` (and the tagged case) against one local index."""
+    sys.path.insert(0, str(HERE.parent))
+    from tests.index_server import serve
+
+    with (
+        tempfile.TemporaryDirectory(prefix="scan-partial-") as tmp,
+        serve(_index_of(wheel, Path(tmp) / "index")) as (base, _),
+    ):
+        work, url = Path(tmp), f"{base}/files/{wheel.name}"
+        runs: dict[str, Any] = {}
+        for mode, extra in (("partial", ["--partial"]), ("whole", [])):
+            run = _torchwheel("scan", url, "-o", str(work / f"{mode}.jsonl"), *extra)
+            assert run["code"] == 0, run["stderr"]
+            (line,) = _lines(work / f"{mode}.jsonl")
+            runs[mode] = {
+                "line": line,
+                "seconds": round(run["seconds"], 2),
+                "peak_mb": round(run["peak_mb"], 1),
+            }
+        runs["tagged"] = _tagged_case(wheel, work, base)
+        started = time.perf_counter()
+        pip = [sys.executable, "-m", "pip", "download", *_PIP_DOWNLOAD, "--index-url", f"{base}/simple"]
+        subprocess.run([*pip, "-q", "-d", str(work / "pip"), VLLM], check=True)
+        pip_seconds = time.perf_counter() - started
+        check = _torchwheel("check", "--format", "json", str(work / "pip" / wheel.name))
+    runs["pip"] = {
+        "fetched_bytes": wheel.stat().st_size,  # pip asks for the whole file, and the one page
+        "seconds": round(pip_seconds + check["seconds"], 2),
+        "pip_seconds": round(pip_seconds, 2),
+        "check_exit": check["code"],
+    }
+    return runs
+
+
+def vllm_case() -> dict[str, Any]:
+    """Bytes fetched and wall time for vLLM's need, served from 127.0.0.1 with Range: a
+    partial read, a full download plus check, and ``pip download`` plus check."""
+    wheel = _vllm_wheel()
+    size = wheel.stat().st_size
+    result: dict[str, Any] = {"wheel": wheel.name, "wheel_bytes": size, "machine_cpus": os.cpu_count()}
+    runs = _measured(wheel)
+    partial, whole = runs["partial"]["line"], runs["whole"]["line"]
+    axes, fetched = partial["partial"]["axes"], partial["fetched_bytes"]
+    result["runs"] = {
+        "partial": {"fetched_bytes": fetched} | {k: runs["partial"][k] for k in ("seconds", "peak_mb")},
+        "whole_download_and_check": {"fetched_bytes": whole["fetched_bytes"]}
+        | {k: runs["whole"][k] for k in ("seconds", "peak_mb")},
+        "pip_download_and_check": runs["pip"],
+    }
+    seconds = runs["partial"]["seconds"]
+    result["ratios"] = {
+        "partial_bytes_over_wheel": round(fetched / size, 4),
+        "partial_seconds_over_whole": round(seconds / runs["whole"]["seconds"], 3),
+        "partial_seconds_over_pip": round(seconds / runs["pip"]["seconds"], 3),
+    }
+    result["axes"], result["answer"] = axes, _need_axes(partial, axes)
+    result["same_answer"] = _need_axes(partial, axes) == _need_axes(whole, axes)
+    result["goal"] = {"at_most": _GOAL, "met": fetched <= _GOAL * size and result["same_answer"]}
+    stops = _stops(wheel, partial)
+    finishing = sum(
+        r["compressed"] - (r["partial_pass_compressed"] or 0) for r in stops if r["why"] == "marker"
+    )
+    members = sum(
+        r["compressed"] if r["read"] == "whole" else r["partial_pass_compressed"] or 0 for r in stops
+    )
+    result["bytes"] = {
+        "compiled_members": members,
+        "finishing_for_hidden_markers": finishing,
+        "without_the_hidden_marker_scan": fetched - finishing,
+        "archive_index_metadata_and_local_headers": fetched - members,
+        "requests": partial["partial"]["requests"],
+    }
+    result["tagged"], result["stopped_by"] = runs["tagged"], stops
+    print(json.dumps({k: v for k, v in result.items() if k != "stopped_by"}, indent=1), flush=True)
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--wheels", type=int, default=2000)
-    parser.add_argument("--out", type=Path, default=HERE / "results" / "scan.json")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--vllm", action="store_true", help="the partial-read case (vllm_case)")
     args = parser.parse_args()
+    if args.vllm:
+        result = vllm_case()
+        out = args.out or HERE / "results" / "scan_partial.json"
+        out.write_text(json.dumps(result, indent=1) + "\n")
+        return 0
+    args.out = args.out or HERE / "results" / "scan.json"
     with tempfile.TemporaryDirectory(prefix="scan-bench-") as tmp:
         work = Path(tmp)
         index = make_index(work / "index", args.wheels)

@@ -3,6 +3,7 @@
 
     .venv/bin/python benchmarks/startup_bench.py                   # the demo wheel, 21 repetitions
     .venv/bin/python benchmarks/startup_bench.py --rev HEAD        # also torchwheel as committed
+    .venv/bin/python benchmarks/startup_bench.py --instructions    # also callgrind's counts (valgrind)
     .venv/bin/python benchmarks/startup_bench.py --reps 41 --json benchmarks/results/startup.json \\
         --label "after the start-up work"  WHEEL...
 
@@ -253,6 +254,25 @@ def machine() -> dict[str, object]:
     }
 
 
+def instructions(tool: Tool, wheel: Path, cwd: Path) -> int | None:
+    """Instructions one run executes, counted by valgrind's callgrind: unlike seconds, the
+    same for the same binaries and inputs whatever else the machine is doing, so a ratio
+    taken on a busy shared machine still holds (None when valgrind is not installed)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    argv = [*tool.argv, str(wheel)] if not tool.name.startswith("floor") else tool.argv
+    proc = subprocess.run(
+        [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **tool.env},
+    )
+    found = re.search(r"Collected : (\d+)", proc.stderr)
+    return int(found.group(1)) if found else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("wheels", nargs="*", type=Path, help="small wheels (default: the demo wheel)")
@@ -270,6 +290,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cwd", type=Path, default=REPO, help="where the tools run (default: the repository)"
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count each tool's instructions once under valgrind (load-independent)",
+    )
     parser.add_argument("--label", default="", help="what this run measures, kept in the JSON")
     parser.add_argument("--json", type=Path, default=HERE / "results" / "startup.json")
     args = parser.parse_args(argv)
@@ -285,6 +310,11 @@ def main(argv: list[str] | None = None) -> int:
             print(line)
         print()
         base = results[0]
+        counted = {t.name: instructions(t, wheel, args.cwd.resolve()) for t in subjects} if args.instructions else {}
+        for name, count in counted.items():
+            first = counted[subjects[0].name]
+            ratio = f" ({_ratio(count, first)}x torchwheel check)" if count and first else ""
+            print(f"instructions {name:<28} {count:>14,}{ratio}" if count else f"instructions {name}: not counted")
         cases.append(
             {
                 "wheel": _shown([str(wheel)]),
@@ -300,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
                         "rss_max_mb": round(max(r.rss_mb), 1),
                         "vs_check_median": _ratio(r.wall_median, base.wall_median),
                         "vs_check_min": _ratio(r.wall_min, base.wall_min),
+                        **({"instructions": counted.get(r.tool)} if counted else {}),
                     }
                     for r in results
                 ],

@@ -28,7 +28,8 @@ from pathlib import Path
 from packaging.utils import parse_wheel_filename
 
 from torchwheel.torchabi.headergates import Gate
-from torchwheel.torchabi.symtable import SymbolTable, scan_headers
+from torchwheel.torchabi.shim_headers import scan_headers
+from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.tableupdate import write_atomically
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -3,7 +3,8 @@
 PEP 691 content negotiation (``index.json`` for a client that asks for JSON), an optional
 Basic-auth token, a log of every path requested, and a few misbehaviours a real network
 has (a slow answer, a body shorter than its Content-Length, a redirect elsewhere, a server
-that drips its answer a byte at a time, a page in a charset it declares or does not)."""
+that drips its answer a byte at a time, a page in a charset it declares or does not), and
+HTTP ``Range`` requests answered as a static host does, or ignored (``Behaviour.ranges``)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,9 @@ class Behaviour:
     # throttling: path suffix -> the answers given before the file, one per request, as
     # (status, Retry-After or None): a 429 or 503 the client must wait out and ask again
     refuse: dict[str, list[tuple[int, str | None]]] = field(default_factory=dict)
-    in_flight: int = 0  # requests being answered now, and the most there ever were at once
+    ranges: bool = True  # honour ``Range: bytes=...`` (206); False: answer every GET whole (200)
+    ranged: list[str] = field(default_factory=list)  # every Range header received, in order
+    in_flight: int = 0  # requests waiting for their answer to start, and the most there ever were at once
     max_in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -66,11 +69,25 @@ class _Handler(SimpleHTTPRequestHandler):
         with b.lock:
             b.in_flight += 1
             b.max_in_flight = max(b.max_in_flight, b.in_flight)
+        self._waiting = True
         try:
             self._get(b)
         finally:
-            with b.lock:
-                b.in_flight -= 1
+            self._answered()
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        self._answered()
+        super().send_response(code, message)
+
+    def _answered(self) -> None:
+        """A request is in flight until the server starts its answer (after any ``slow``
+        wait): a client that holds its slot until it has read the answer then never overlaps
+        the next request, while clients that ignore a cap overlap for the whole wait. (Counting
+        until the handler returned raced with a fast client that had already let go.)"""
+        if getattr(self, "_waiting", False):
+            self._waiting = False
+            with self.behaviour.lock:
+                self.behaviour.in_flight -= 1
 
     def _get(self, b: Behaviour) -> None:
         path = unquote(urlsplit(self.path).path)
@@ -121,7 +138,37 @@ class _Handler(SimpleHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(data[: len(data) // 2])
             return
+        asked = self.headers.get("Range")
+        if asked is not None and folder.is_file():
+            b.ranged.append(asked)
+            if b.ranges:
+                self._range(folder, asked)
+                return
         super().do_GET()
+
+    def _range(self, file: Path, asked: str) -> None:
+        """One ``bytes=first-last``, ``bytes=first-`` or ``bytes=-suffix`` range (RFC 9110
+        14.1.2), as a static file host answers it: 206 with Content-Range, or 416."""
+        size = file.stat().st_size
+        first_text, _, last_text = asked.removeprefix("bytes=").partition("-")
+        if not first_text:
+            first, last = max(0, size - int(last_text)), size - 1
+        else:
+            first, last = int(first_text), min(size - 1, int(last_text) if last_text else size - 1)
+        if first > last or first >= size:
+            self.send_response(416)
+            self.send_header("Content-Range", f"bytes */{size}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        with file.open("rb") as fh:
+            fh.seek(first)
+            data = fh.read(last - first + 1)
+        self.send_response(206)
+        self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def _drip(self, data: bytes, mode: str) -> None:
         """The answer to a GET, sent a byte at a time (until the client hangs up)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from torchwheel.torchabi.accelerators import parse_gpu, runs_on
+from torchwheel.torchabi.cuda_archs import parse_gpu, runs_on
 
 from .helpers import torchwheel
 

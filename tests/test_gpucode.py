@@ -24,7 +24,8 @@ from torchwheel.binary import read_binary, read_path
 from torchwheel.binary.gpucode import GpuCode, scan_buffer
 from torchwheel.binary.memberscan import scan
 from torchwheel.binary.offload import BUNDLE_MAGIC
-from torchwheel.torchabi.accelerators import classify, classify_library, ptx_cuda
+from torchwheel.torchabi.accelerators import classify, classify_library
+from torchwheel.torchabi.cuda_archs import ptx_cuda
 
 CUDA = REPO / "fixtures" / "cuda"
 BIN = CUDA / "bin"

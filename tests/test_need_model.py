@@ -23,8 +23,9 @@ from torchwheel.tagging.apply import tag
 from torchwheel.tagging.options import TagOptions
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, parse_backend
-from torchwheel.torchabi.need import TorchNeed, minor_verdict, verdict
+from torchwheel.torchabi.need import TorchNeed
 from torchwheel.torchabi.symtable import load_shipped
+from torchwheel.torchabi.verdicts import minor_verdict, verdict
 
 from .helpers import REPO, load_script
 

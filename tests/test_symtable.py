@@ -10,13 +10,13 @@ import pytest
 
 from torchwheel.errors import InputError
 from torchwheel.torchabi.headergates import ConditionalTracker, condition_gates, scan_header_text
+from torchwheel.torchabi.shim_headers import scan_headers
 from torchwheel.torchabi.symtable import (
     BASELINE,
     SCHEMA_VERSION,
     SymbolTable,
     load_shipped,
     merge_all,
-    scan_headers,
 )
 from torchwheel.torchabi.tableupdate import regenerate
 from torchwheel.version import FeatureVersion

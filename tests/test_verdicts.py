@@ -23,9 +23,9 @@ from torchwheel.install.discovery import gather
 from torchwheel.install.target import TorchTarget, target_from_options
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, parse_backend
-from torchwheel.torchabi.need import verdict
 from torchwheel.torchabi.symtable import load_shipped
 from torchwheel.torchabi.torchlibs import INSTALLED, read_torch
+from torchwheel.torchabi.verdicts import verdict
 
 from .helpers import torchwheel
 

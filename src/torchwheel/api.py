@@ -31,8 +31,9 @@ if TYPE_CHECKING:
     from torchwheel.rules.registry import Finding, Findings, Policy
     from torchwheel.tagging.apply import TagResult
     from torchwheel.tagging.options import TagOptions
-    from torchwheel.torchabi.need import TorchNeed, Verdict
+    from torchwheel.torchabi.need import TorchNeed
     from torchwheel.torchabi.tablechoice import ChosenTable
+    from torchwheel.torchabi.verdicts import Verdict
 
 __all__ = [
     "CheckResult",
@@ -285,19 +286,18 @@ def loads_on(
     gpu: str | int | None = None,
     symbols: PathLike | ChosenTable | None = None,
 ) -> LoadVerdict:
-    """The one verdict (``torchabi.need.verdict``) for one wheel file on one torch: ``torch``
-    ``2.13.0`` (that release) or ``2.13`` (every release of the minor: ``some`` when only some
-    patch releases fit); ``backend`` its build (``cpu``, ``cu130``, ``rocm7.1``, ``xpu``; None:
-    not known, so a wheel that needs one build is ``unknown``); ``gpu`` the GPU (``sm_90``,
-    ``9.0`` or 90; None: not judged). Requirement markers are evaluated for the wheel's own
-    platform and lowest CPython."""
+    """The one verdict (``torchabi.verdicts.verdict``) for one wheel file on one torch: ``torch`` ``2.13.0``
+    (that release) or ``2.13`` (every release of the minor: ``some`` when only some patch releases fit);
+    ``backend`` its build (``cpu``, ``cu130``, ``rocm7.1``, ``xpu``; None: not known, so a wheel that
+    needs one build is ``unknown``); ``gpu`` the GPU (``sm_90``, ``9.0`` or 90; None: not judged).
+    Requirement markers are evaluated for the wheel's own platform and lowest CPython."""
     from packaging.version import InvalidVersion, Version
 
     from torchwheel.install.target import markers_for_tags
-    from torchwheel.torchabi.accelerators import parse_gpu
     from torchwheel.torchabi.backend import parse_backend
-    from torchwheel.torchabi.need import minor_verdict, verdict
+    from torchwheel.torchabi.cuda_archs import parse_gpu
     from torchwheel.torchabi.torch_releases import minor_of
+    from torchwheel.torchabi.verdicts import minor_verdict, verdict
 
     try:
         version = Version(torch)

@@ -14,7 +14,8 @@ import pytest
 from torchwheel.analysis import buildunits, wheelfacts
 from torchwheel.analysis.load import load
 from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
-from torchwheel.report.facts import wheel_json, wheel_text
+from torchwheel.report.facts import wheel_json
+from torchwheel.report.show_text import wheel_text
 from torchwheel.rules import run_all
 from torchwheel.rules.registry import Policy
 from torchwheel.tagging.options import TagOptions

@@ -26,10 +26,11 @@ from torchwheel.binary.facts import SliceFacts
 from torchwheel.errors import InputError
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.cxxnames import is_unstable
-from torchwheel.torchabi.need import Verdict, release_matches, show_release, verdict
+from torchwheel.torchabi.need import release_matches, show_release
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.torchlibs import TorchLibraries
 from torchwheel.torchabi.usage import is_shim_name
+from torchwheel.torchabi.verdicts import Verdict, verdict
 
 
 def is_torch_import(name: str, table: SymbolTable) -> bool:
@@ -72,7 +73,7 @@ class SliceCompat:
 @dataclass(frozen=True)
 class InputCompat:
     """One input against one torch: every slice's symbols, and the one verdict for that
-    torch's release (``torchabi.need.verdict``; None when the torch's version is unknown)."""
+    torch's release (``torchabi.verdicts.verdict``; None when the torch's version is unknown)."""
 
     path: str
     slices: tuple[SliceCompat, ...]

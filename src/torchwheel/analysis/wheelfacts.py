@@ -25,7 +25,7 @@ from torchwheel.analysis import buildunits
 from torchwheel.analysis.alternatives import Alternatives, find_alternatives
 from torchwheel.analysis.buildunits import Brought, BuildUnit
 from torchwheel.analysis.member import MemberBinary, SliceAnalysis, UnreadableBinary
-from torchwheel.torchabi import accelerators
+from torchwheel.torchabi import accelerators, cuda_archs
 from torchwheel.torchabi.accelerators import AcceleratorNeeds
 from torchwheel.torchabi.backend import BuildSet
 from torchwheel.torchabi.cxxnames import is_unstable
@@ -156,7 +156,7 @@ def _torch_need(w: WheelFacts) -> TorchNeed:
     which the need then names."""
     declared = max(w.declared_targets.values(), default=None)
     builds, why = w.torch_builds, buildunits.build_evidence(w.build_units)
-    gpu = None if w.unreadable else frozenset(accelerators.code_names(w.accelerator_needs.gpu))
+    gpu = None if w.unreadable else frozenset(cuda_archs.code_names(w.accelerator_needs.gpu))
     reqs, source = w.metadata.torch_requirements, _UNTAGGED
     if w._unstable_members:
         found, how = _per_release(w), "names"

@@ -78,6 +78,20 @@ ignore_option = click.option(
     metavar="CODE",
     help="Skip these codes (prefixes allowed); an unknown code is refused.",
 )
+
+
+def wheel_dir_option(help_text: str, required: bool = False) -> Callable[[F], F]:
+    """``-w/--wheel-dir``, where every rewriting command (``tag``, ``repair``, ``unlabel``)
+    writes its wheels: one spelling, one type (a folder, created when missing)."""
+    return click.option(
+        "-w",
+        "--wheel-dir",
+        required=required,
+        type=click.Path(file_okay=False, path_type=Path),
+        help=help_text,
+    )
+
+
 inputs_argument = click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
 env_option = click.option(
     "--env", "env", multiple=True, metavar="DIST", help="Also read an installed distribution by name."
@@ -117,22 +131,25 @@ def _network_budget(field_name: str) -> Callable[[click.Context, click.Parameter
 
 
 def network_options(func: F) -> F:
-    """``--http-timeout`` and ``--max-http-seconds`` for every command that may fetch."""
-    func = click.option(
-        "--max-http-seconds",
-        type=int,
-        metavar="S",
-        expose_value=False,
-        callback=_network_budget("max_http_seconds"),
-        help="One deadline for all of the command's network work (default 3600; also "
-        "TORCHWHEEL_MAX_HTTP_SECONDS).",
-    )(func)
-    func = click.option(
-        "--http-timeout",
-        type=int,
-        metavar="S",
-        expose_value=False,
-        callback=_network_budget("http_timeout"),
-        help="Longest wait for one read of a response (default 60; also TORCHWHEEL_HTTP_TIMEOUT).",
-    )(func)
+    """``--http-timeout`` and ``--max-http-seconds`` for every command that may fetch: two
+    budgets of ``limits`` set alike, so one option shape."""
+    for field_name, help_text in (
+        (
+            "max_http_seconds",
+            "One deadline for all of the command's network work (default 3600; also "
+            "TORCHWHEEL_MAX_HTTP_SECONDS).",
+        ),
+        (
+            "http_timeout",
+            "Longest wait for one read of a response (default 60; also TORCHWHEEL_HTTP_TIMEOUT).",
+        ),
+    ):
+        func = click.option(
+            "--" + field_name.replace("_", "-"),
+            type=int,
+            metavar="S",
+            expose_value=False,
+            callback=_network_budget(field_name),
+            help=help_text,
+        )(func)
     return func

@@ -19,6 +19,7 @@ from torchwheel.cli.options import (
     network_options,
     no_config_option,
     symbols_option,
+    wheel_dir_option,
 )
 from torchwheel.errors import Exit, InputError
 from torchwheel.report.textsafe import safe, safe_lines
@@ -219,13 +220,7 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) ->
 
 @click.command("unlabel", short_help="Copy local-label wheels as their public version, for PyPI.")
 @click.argument("wheels", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "-w",
-    "--wheel-dir",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Write the copies here: the upload set, apart from the labelled builds.",
-)
+@wheel_dir_option("Write the copies here: the upload set, apart from the labelled builds.", required=True)
 @click.option(
     "--build-tag",
     metavar="N",

@@ -68,7 +68,7 @@ def show(
 ) -> Exit:
     """Show the torch and CPython facts of wheels and every compiled file in them."""
     from torchwheel import api
-    from torchwheel.report.facts import wheel_text
+    from torchwheel.report.show_text import wheel_text
 
     chosen = chosen_table(symbols_file, no_config)
     facts = api.inspect_wheel(require_inputs(inputs, env), env=env, symbols=chosen)

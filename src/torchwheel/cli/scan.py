@@ -71,6 +71,12 @@ def _report(report_file: Path, fmt: str) -> Exit:
     default=None,
     help="A progress bar on stderr (default: on a terminal; else a line every 30 s).",
 )
+@click.option(
+    "--partial",
+    is_flag=True,
+    help="Hosted wheels: read the need through HTTP ranges, not a whole download (docs/scan.md).",
+)
+@click.option("--gpu", is_flag=True, help="With --partial: read GPU code too (whole compiled members).")
 @symbols_option
 @no_config_option
 @network_options
@@ -83,6 +89,8 @@ def scan_command(
     max_host_connections: int,
     max_rate: float,
     progress: bool | None,
+    partial: bool,
+    gpu: bool,
     symbols_file: Path | None,
     no_config: bool,
 ) -> Exit:
@@ -93,8 +101,9 @@ def scan_command(
     A second run over the same FILE skips every wheel already in it (same sha256, or an
     unchanged local file). A wheel that cannot be read is a line with its error, and the
     scan goes on. `--report FILE.jsonl [--format markdown]` counts a scan's lines: stable or
-    unstable, torch floor, build, error codes. Exit 0 done, 2 a source that cannot be
-    listed or a misuse.
+    unstable, torch floor, build, error codes. `--partial`: hosted wheels are read through
+    HTTP ranges (the need's axes only, hashes not verified; `--gpu` adds the GPU code).
+    Exit 0 done, 2 a source that cannot be listed or a misuse.
     """
     if report_file is not None:
         if sources or output is not None:
@@ -104,10 +113,13 @@ def scan_command(
         raise click.UsageError("--format is for --report")
     if not sources or output is None:
         raise click.UsageError("give SOURCES and -o FILE.jsonl (or --report FILE.jsonl)")
+    if gpu and not partial:
+        raise click.UsageError("--gpu is for --partial (a whole read always reads GPU code)")
     from torchwheel.install.fairness import Policy
     from torchwheel.scan.run import scan
 
     policy = Policy(host_connections=max_host_connections, rate=max_rate)
     tty = sys.stderr.isatty() if progress is None else progress
-    scan(sources, output, jobs, chosen_table(symbols_file, no_config), policy, sys.stderr, tty)
+    read = ("partial+gpu" if gpu else "partial") if partial else "whole"
+    scan(sources, output, jobs, chosen_table(symbols_file, no_config), policy, sys.stderr, tty, read)
     return Exit.OK

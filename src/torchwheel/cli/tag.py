@@ -15,6 +15,7 @@ from torchwheel.cli.options import (
     no_config_option,
     select_option,
     symbols_option,
+    wheel_dir_option,
 )
 from torchwheel.errors import Exit, InputError
 from torchwheel.report.textsafe import safe
@@ -97,12 +98,7 @@ def _report_tag(result: TagResult) -> None:
 
 @click.command()
 @click.argument("wheels", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "-w",
-    "--wheel-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Write here (default: next to the input).",
-)
+@wheel_dir_option("Write here (default: next to the input).")
 @click.option("--in-place", is_flag=True, help="Replace the input wheel (atomically).")
 @click.option("--dry-run", is_flag=True, help="Print the metadata diff (WHEEL, METADATA); write nothing.")
 @click.option("-v", "--verbose", is_flag=True, help="With --dry-run: also the facts side file's diff.")
@@ -183,13 +179,7 @@ def tag(
 
 @click.command()
 @click.argument("wheel", type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "-w",
-    "--wheel-dir",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="cibuildwheel's {dest_dir}.",
-)
+@wheel_dir_option("cibuildwheel's {dest_dir}.", required=True)
 @no_config_option
 @select_option
 @ignore_option

@@ -1,7 +1,7 @@
 """The choice: which candidate loads on the target, and why every other one does not.
 
 A pure function of candidates and target (no I/O). Whether a wheel loads on the target's
-torch is ``torchabi.need.verdict``, the one verdict ``select``, ``install``, ``index``,
+torch is ``torchabi.verdicts.verdict``, the one verdict ``select``, ``install``, ``index``,
 ``matrix`` and ``compat`` share: a stable wheel loads on every torch >= its floor, an unstable
 build only on the minor(s) it was built for, a wheel without torch symbols anywhere, and the
 wheel's own ``Requires-Dist: torch`` (markers evaluated for the target) must admit the torch,
@@ -26,13 +26,14 @@ from packaging.version import Version
 from torchwheel.install.candidates import Candidate
 from torchwheel.install.target import TorchTarget, markers_for_tags
 from torchwheel.torchabi.backend import TorchBuild
-from torchwheel.torchabi.need import TorchNeed, Verdict, minor_verdict, verdict
+from torchwheel.torchabi.need import TorchNeed
 from torchwheel.torchabi.torch_releases import Minor, minor_of
+from torchwheel.torchabi.verdicts import Verdict, minor_verdict, verdict
 
 
 @dataclass(frozen=True)
 class Judged:
-    """One candidate and the one verdict on it (``torchabi.need.Verdict``; the tags and
+    """One candidate and the one verdict on it (``torchabi.verdicts.Verdict``; the tags and
     Requires-Python are judged first, with their own axis)."""
 
     candidate: Candidate
@@ -50,8 +51,8 @@ class Choice:
 
 
 def torch_verdict(c: Candidate, target: TorchTarget) -> Verdict:
-    """``need.verdict`` for the target's torch; for a plan that named only a minor, over
-    every release of it (``need.minor_verdict``): the rule ``index`` and ``matrix`` apply."""
+    """``verdicts.verdict`` for the target's torch; for a plan that named only a minor, over
+    every release of it (``verdicts.minor_verdict``): the rule ``index`` and ``matrix`` apply."""
     if target.torch is not None and target.torch_minor_only:
         return minor_verdict(c.torch, target.markers, minor_of(target.torch), target.build, target.gpu)
     return verdict(c.torch, target.markers, target.torch, target.build, target.gpu)

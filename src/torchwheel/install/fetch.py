@@ -1,7 +1,7 @@
-"""GETs from a hosted index: pages, PEP 658 metadata files and wheels, bounded like every
-input (``limits``: ``max-page-bytes``, ``max-metadata-bytes``, ``max-download-bytes``,
-``http-timeout`` seconds without a byte, and for the whole command ``max-http-seconds`` and
-``max-http-requests``).
+"""GETs from a hosted index: pages, PEP 658 metadata files, wheels and byte ranges of them
+(``ranged``), bounded like every input (``limits``: ``max-page-bytes``, ``max-metadata-bytes``,
+``max-download-bytes``, ``http-timeout`` s without a byte, for the whole command
+``max-http-seconds`` and ``max-http-requests``).
 
 Standard library (``urllib``) on purpose: reading an index is a handful of GETs of static
 files, and pip's stack (requests, cachecontrol, truststore, keyring) would be four
@@ -262,16 +262,15 @@ class Session:
             self._auth[netloc.lower()] = f"Basic {token}"
         return bare
 
-    def _request(self, url: str, accept: str) -> urllib.request.Request:
+    def _request(self, url: str, accept: str, span: str | None = None) -> urllib.request.Request:
         bare = self.remember(url)
         parts = urlsplit(bare)
         if parts.scheme.lower() not in REMOTE_SCHEMES:
             raise InputError(f"{shown(url)}: only http(s) links are followed from a hosted page")
         if not HOST_PORT.fullmatch(parts.netloc):
             raise InputError(f"{shown(url)}: not a URL torchwheel can request (its host or port)")
-        req = urllib.request.Request(
-            bare, headers={"Accept": accept, "User-Agent": f"torchwheel/{__version__}"}
-        )
+        headers = {"Accept": accept, "User-Agent": f"torchwheel/{__version__}"}
+        req = urllib.request.Request(bare, headers=headers | ({"Range": span} if span else {}))
         self.authorize(req)
         return req
 
@@ -294,10 +293,10 @@ class Session:
         )
 
     @contextmanager
-    def _open(self, url: str, accept: str) -> Iterator[http.client.HTTPResponse]:
+    def _open(self, url: str, accept: str, span: str | None = None) -> Iterator[http.client.HTTPResponse]:
         """The response, its host's connection slot held while the caller reads it; a 429
         or 5xx is asked again after the wait ``fairness`` gives, while the budget lasts."""
-        request = self._request(url, accept)
+        request = self._request(url, accept, span)
         netloc, policy = urlsplit(request.full_url).netloc.lower(), fairness.gate().policy
         for attempt in itertools.count():
             with fairness.gate().slot(netloc, self.budget.left, partial(self.budget.out_of_time, url)):
@@ -365,11 +364,14 @@ class Session:
     def get(self, url: str, limit: Limit, accept: str = "*/*") -> Response:
         """A small document (a page, a metadata file), whole, in memory."""
         with self._open(url, accept) as response:
-            body = b"".join(self._chunks(response, url, limit))
-            headers = response.headers
-            return Response(
-                response.geturl(), headers.get_content_type(), body, headers.get_content_charset()
-            )
+            body, h = b"".join(self._chunks(response, url, limit)), response.headers
+            return Response(response.geturl(), h.get_content_type(), body, h.get_content_charset())
+
+    @contextmanager
+    def ranged(self, url: str, span: str) -> Iterator[tuple[http.client.HTTPResponse, Iterator[bytes]]]:
+        """``Range: span``: the response (206, or 200 where it is ignored) and its body's chunks."""
+        with self._open(url, "*/*", span) as r:
+            yield r, self._chunks(r, url, current().max_download_bytes)
 
     def download(self, url: str, dest: Path, hashes: Mapping[str, str], size: int | None) -> None:
         """Stream a file to ``dest``, hashing as it comes; it is renamed into place only when

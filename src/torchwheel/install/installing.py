@@ -35,7 +35,7 @@ from packaging.version import InvalidVersion, Version
 
 from torchwheel import __version__
 from torchwheel.errors import InputError
-from torchwheel.install import journal
+from torchwheel.install import journal, signals
 from torchwheel.install.candidates import Candidate
 from torchwheel.install.target import TorchTarget
 from torchwheel.wheel.headers import parse_headers
@@ -192,7 +192,7 @@ def repair_environment(target: TorchTarget) -> list[str]:
     scheme = scheme_of(target, "")
     if not journal.pending(_sites(scheme)):  # the usual case: no lock to take
         return []
-    with journal.locked(Path(scheme["purelib"])), journal.SignalGuard() as guard:
+    with journal.locked(Path(scheme["purelib"])), signals.SignalGuard() as guard:
         guard.hold()  # a replay runs to its end; a signal meanwhile is delivered after it
         lines = _repair(scheme)
         if guard.caught:
@@ -208,19 +208,12 @@ def install_wheel(candidate: Candidate, target: TorchTarget, upgrade: bool = Fal
     Whatever a killed earlier run left is repaired first (``Installed.repaired``)."""
     scheme = scheme_of(target, candidate.name)
     root = Path(scheme["data"])
-    with journal.locked(Path(scheme["purelib"])), journal.SignalGuard() as guard:
+    with journal.locked(Path(scheme["purelib"])), signals.SignalGuard() as guard:
         guard.hold()
         repaired = tuple(_repair(scheme))
         existing = installed_dist(scheme, candidate.name)
-        if existing is not None:
-            version, build = _installed_version(existing)
-            if version == candidate.version and build == "".join(map(str, candidate.build)):
-                # the choice is what is there: done, as pip and uv say "already satisfied"
-                return Installed(candidate, existing, 0, unchanged=True, repaired=repaired)
-            if not upgrade:
-                raise InstallRefused(
-                    f"{existing.name} is already installed in {target.description}: --upgrade replaces it"
-                )
+        if existing is not None and _unchanged(candidate, target, existing, upgrade):
+            return Installed(candidate, existing, 0, unchanged=True, repaired=repaired)
         plan = _aside_plan(existing, root) if existing is not None else []
         site = existing.parent if existing is not None else Path(scheme["purelib"])
         txn = journal.Journal(site / f"{journal.PREFIX}{candidate.name}", root)
@@ -256,15 +249,34 @@ def install_wheel(candidate: Candidate, target: TorchTarget, upgrade: bool = Fal
             guard.hold()
             _settle(txn, scheme)
         if guard.caught:  # after the point of no return: the install stands, the signal is obeyed
-            signum = guard.caught[0]
-            if signum != signal.SIGINT:
-                guard.resend(signum)
-            raise InputError(
-                f"{candidate.filename}: interrupted ({signal.Signals(signum).name}) after the install "
-                f"was complete: {candidate.name} {candidate.version} is installed"
-            )
+            _obey_late(candidate, guard)
     replaced = existing.name.removesuffix(".dist-info").rpartition("-")[2] if existing else None
     return Installed(candidate, record.parent, len(txn.created), replaced, repaired=repaired)
+
+
+def _unchanged(candidate: Candidate, target: TorchTarget, existing: Path, upgrade: bool) -> bool:
+    """True when the choice is what is there (done, as pip and uv say "already satisfied");
+    ``InstallRefused`` for another version without ``upgrade``."""
+    version, build = _installed_version(existing)
+    if version == candidate.version and build == "".join(map(str, candidate.build)):
+        return True
+    if not upgrade:
+        raise InstallRefused(
+            f"{existing.name} is already installed in {target.description}: --upgrade replaces it"
+        )
+    return False
+
+
+def _obey_late(candidate: Candidate, guard: signals.SignalGuard) -> NoReturn:
+    """A signal held after the commit: the install stands; SIGTERM/SIGHUP end the process the
+    way they ask, SIGINT ends the command with its one-line error."""
+    signum = guard.caught[0]
+    if signum != signal.SIGINT:
+        guard.resend(signum)
+    raise InputError(
+        f"{candidate.filename}: interrupted ({signal.Signals(signum).name}) after the install "
+        f"was complete: {candidate.name} {candidate.version} is installed"
+    )
 
 
 def _settle(txn: journal.Journal, scheme: dict[str, str]) -> bool:
@@ -277,11 +289,11 @@ def _settle(txn: journal.Journal, scheme: dict[str, str]) -> bool:
 
 
 def _failed(
-    candidate: Candidate, existing: Path | None, exc: BaseException, guard: journal.SignalGuard
+    candidate: Candidate, existing: Path | None, exc: BaseException, guard: signals.SignalGuard
 ) -> NoReturn:
     """After the rollback: the one-line error, or the interrupt passed on."""
     kept = f"; {existing.name} is back in place" if existing is not None else ""
-    if isinstance(exc, journal.Interrupted):
+    if isinstance(exc, signals.Interrupted):
         if exc.signum != signal.SIGINT:  # SIGTERM/SIGHUP: end the way the signal asks
             guard.resend(exc.signum)
         name = signal.Signals(exc.signum).name

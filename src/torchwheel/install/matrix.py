@@ -18,8 +18,8 @@ from torchwheel.install.candidates import Candidate
 from torchwheel.install.choose import fit, needed_minors
 from torchwheel.report.textsafe import markdown_cell, markdown_code
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, builds_text, representative_backends
-from torchwheel.torchabi.need import Verdict
 from torchwheel.torchabi.torch_releases import Minor, known_minors, show_minor
+from torchwheel.torchabi.verdicts import Verdict
 
 SCHEMA_VERSION = 1
 SYMBOL = {"loads": "yes", "only": "only", "some": "some", "no": "-", "unknown": "?"}

@@ -7,7 +7,7 @@ three steps, each only as far as the answer needs:
 
 1. the index page alone: yanked, the file name's tags, ``data-requires-python``;
 2. its ``.metadata`` file, when the page offers one: ``Requires-Python`` and the wheel's own
-   ``Requires-Dist: torch`` (``need.requirement_excludes``, the half of the one verdict
+   ``Requires-Dist: torch`` (``verdicts.requirement_excludes``, the half of the one verdict
    that METADATA holds). A tagged wheel's requirement already says its floor or its one minor
    (``tag`` writes ``torch>=2.12`` or ``torch==2.13.*``), so most builds for another torch
    stop here without a download;
@@ -40,8 +40,8 @@ from torchwheel.install.choose import judge, tag_rank, tag_reason
 from torchwheel.install.target import TorchTarget
 from torchwheel.limits import current
 from torchwheel.torchabi import torch_releases
-from torchwheel.torchabi.need import requirement_excludes
 from torchwheel.torchabi.symtable import SymbolTable
+from torchwheel.torchabi.verdicts import requirement_excludes
 from torchwheel.wheel.contents import WheelName, parse_filename
 from torchwheel.wheel.metadata import parse_metadata
 

@@ -10,8 +10,9 @@ never an exception that would stop a scan of 10,000 wheels at the first broken o
 
 How the bytes were read is a step of its own (``Reader``): today every wheel is read whole
 (a local file where it lies, a hosted one downloaded and checked against its index's
-digest), and the line says so (``"read": "whole"``) beside which hashes were verified. A
-reader of HTTP ranges plugs in there, and says ``"partial"`` with unverified hashes.
+digest), and the line says so (``"read": "whole"``) beside which hashes were verified. The
+partial read of HTTP ranges (``install.partial``, ``scan --partial``) builds its line from
+``empty_line`` too, and says ``"partial"`` with unverified hashes.
 """
 
 from __future__ import annotations

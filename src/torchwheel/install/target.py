@@ -27,8 +27,8 @@ from packaging.version import InvalidVersion, Version
 
 from torchwheel.errors import InputError, quoted
 from torchwheel.torchabi import backend
-from torchwheel.torchabi.accelerators import parse_gpu
 from torchwheel.torchabi.backend import TorchBuild
+from torchwheel.torchabi.cuda_archs import parse_gpu
 from torchwheel.torchabi.torch_releases import Minor, minor_of
 from torchwheel.version import FeatureVersion
 

@@ -19,7 +19,7 @@ from torchwheel.analysis.buildunits import BuildUnit, brings_own_runtime, own_ru
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.binary.gpucode import CudaImage
 from torchwheel.rules.registry import Hit, Policy, rule
-from torchwheel.torchabi.accelerators import KNOWN_GPUS, AcceleratorNeeds, LinkedLibrary, Role, runs_on
+from torchwheel.torchabi.accelerators import AcceleratorNeeds, LinkedLibrary, Role
 from torchwheel.torchabi.backend import (
     ANY_BUILD,
     TorchBuild,
@@ -28,6 +28,7 @@ from torchwheel.torchabi.backend import (
     from_cuda_digits,
     from_local_label,
 )
+from torchwheel.torchabi.cuda_archs import KNOWN_GPUS, runs_on
 from torchwheel.torchabi.grafting import EXCLUDE_FLAG, Tool, bundled
 
 # -- TW701, TW702: which build of torch -----------------------------------------------------

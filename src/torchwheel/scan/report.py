@@ -63,7 +63,8 @@ def _count(summary: Summary, line: dict[str, Any]) -> None:
     if need and kind == "stable" and need.get("floor"):
         summary.floors[str(need["floor"])] += 1
     if need:
-        summary.builds[", ".join(need.get("torch_build") or ["none"])] += 1
+        builds = need.get("torch_build") or ["none"]  # "not read" on a partial line without --gpu
+        summary.builds[builds if isinstance(builds, str) else ", ".join(builds)] += 1
     findings = (line.get("check") or {}).get("findings") or []
     for code in sorted({f.get("code") for f in findings if f.get("severity") == "error"}):
         summary.findings[str(code)] += 1

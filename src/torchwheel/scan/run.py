@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from torchwheel import api, limits
 from torchwheel.install import fairness
+from torchwheel.install.partial import partial_line
 from torchwheel.install.scanline import WheelSource, empty_line
 from torchwheel.scan import jsonl
 from torchwheel.scan.progress import Progress
@@ -30,19 +31,25 @@ from torchwheel.torchabi.tablechoice import ChosenTable
 _worker: dict[str, Any] = {}
 
 
-def _init(budget: limits.Limits, table: ChosenTable, policy: fairness.Policy, shared: Any) -> None:
-    """A worker's start: the command's limits, its shim table, the shared per-host caps."""
+def _init(
+    budget: limits.Limits, table: ChosenTable, policy: fairness.Policy, shared: Any, read: str = "whole"
+) -> None:
+    """A worker's start: the command's limits, its shim table, the shared per-host caps, and
+    how hosted wheels are read (``whole``, ``partial``, ``partial+gpu``)."""
     limits.set_max_member_size(str(budget.max_member_size.value))
     limits.set_network_budget("http_timeout", "--http-timeout", budget.http_timeout.value)
     limits.set_network_budget("max_http_seconds", "--max-http-seconds", budget.max_http_seconds.value)
     fairness.configure(policy, shared)
-    _worker["table"] = table
+    _worker["table"], _worker["read"] = table, read
 
 
 def scan_item(source: WheelSource) -> dict[str, Any]:
     """One line, whatever happened: ``scan_one`` answers every input error with a line, and
     what is left (a claim no limit caught, a bug) is a line too, never a stopped scan."""
     try:
+        read = _worker.get("read", "whole")
+        if read != "whole":  # --partial: ranges of hosted wheels (install.partial)
+            return partial_line(source, api.check, api.need, _worker.get("table"), gpu=read == "partial+gpu")
         return api.scan_one(source, symbols=_worker.get("table"))
     except MemoryError:
         return empty_line(source, {"code": "memory", "message": f"out of memory: {limits.describe()}"})
@@ -75,13 +82,13 @@ def plan(listed: Listed, previous: jsonl.Done) -> Plan:
 
 
 def _pooled(
-    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy
+    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy, read: str
 ) -> Iterator[dict[str, Any]]:
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     hosts = {urlsplit(w.location).netloc.lower() for w in todo if w.hosted}
     shared = fairness.shared_hosts(hosts, policy, context)
-    args = (limits.current(), table, policy, shared)
+    args = (limits.current(), table, policy, shared, read)
     pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init, initargs=args)
     pending: set[Future[dict[str, Any]]] = set()
     items = iter(todo)
@@ -101,14 +108,14 @@ def _pooled(
 
 
 def results(
-    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy
+    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy, read: str = "whole"
 ) -> Iterator[dict[str, Any]]:
     """The lines of ``todo`` as they are done (in this process for one job)."""
     if jobs == 1 or len(todo) <= 1:
-        _worker["table"] = table
+        _worker["table"], _worker["read"] = table, read
         yield from (scan_item(w) for w in todo)
         return
-    yield from _pooled(todo, jobs, table, policy)
+    yield from _pooled(todo, jobs, table, policy, read)
 
 
 def scan(
@@ -119,8 +126,10 @@ def scan(
     policy: fairness.Policy,
     stream: TextIO,
     tty: bool,
+    read: str = "whole",
 ) -> Plan:
-    """Scan ``sources`` into ``out``, appending to what a previous run left there."""
+    """Scan ``sources`` into ``out``, appending to what a previous run left there; ``read``:
+    ``whole``, or ``partial`` / ``partial+gpu`` for hosted wheels (``--partial [--gpu]``)."""
     fairness.configure(policy)
     listed = list_sources(sources)
     previous = jsonl.done(out)
@@ -132,7 +141,7 @@ def scan(
             line = empty_line(WheelSource(where), {"code": "unlisted", "message": why})
             appender.write(line)
             progress.add(line)
-        for line in results(work.todo, jobs, table, policy):
+        for line in results(work.todo, jobs, table, policy, read):
             appender.write(line)
             progress.add(line)
     finally:

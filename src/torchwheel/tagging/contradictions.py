@@ -6,7 +6,7 @@ would list the wheel under ``torch-2.13``, ``install`` would put it there, and i
 load.
 
 "Which torch releases does the requirement admit" has one answer, ``torchabi.torch_releases``; "does
-the wheel load on that torch" has one too, ``torchabi.need.minor_verdict``: both are asked
+the wheel load on that torch" has one too, ``torchabi.verdicts.minor_verdict``: both are asked
 here, never reimplemented.
 """
 
@@ -18,8 +18,9 @@ from packaging.version import Version
 from torchwheel.errors import InputError, clipped
 from torchwheel.tagging.options import TagOptions
 from torchwheel.torchabi import torch_releases
-from torchwheel.torchabi.need import TorchNeed, local_minor, minor_verdict, need_from_fields, show_releases
+from torchwheel.torchabi.need import TorchNeed, local_minor, need_from_fields, show_releases
 from torchwheel.torchabi.torch_releases import show_minor
+from torchwheel.torchabi.verdicts import minor_verdict
 from torchwheel.version import FeatureVersion
 
 

@@ -15,10 +15,22 @@ import re
 
 from packaging.version import InvalidVersion, Version
 
+from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError
 from torchwheel.tagging.options import TagOptions
 
 _BUILD_TAG = re.compile(r"^\d[^-\s]*$")  # the binary distribution format: starts with a digit
+
+
+def plain_wheel_only(w: WheelFacts, where: str, not_a_wheel: str, variant_advice: str) -> None:
+    """``tag`` and ``unlabel`` rename only a plain wheel file: a lone binary or a folder has no
+    name to rewrite, and a wheel-variant file's name is derived from its plain wheel's, so
+    renaming it alone would part the two. Each command says what to do instead."""
+    c = w.contents
+    if not w.is_wheel_file:
+        raise InputError(f"{c.path}: {not_a_wheel}")
+    if c.variant is not None:
+        raise InputError(f"{where}: a wheel-variant file (label {c.variant!r}): {variant_advice}")
 
 
 def _set_version(metadata: str, version: str) -> str:

@@ -117,7 +117,7 @@ def compress_tags(tags: frozenset[Tag], original: str) -> str:
 
 
 def _gpu_order(code: str) -> tuple[int, bool, str]:
-    """Oldest architecture first, its cubins before its PTX (``accelerators.code_names``)."""
+    """Oldest architecture first, its cubins before its PTX (``cuda_archs.code_names``)."""
     digits = "".join(ch for ch in code if ch.isdigit())
     return (int(digits or 0), code.startswith("compute"), code)
 
@@ -249,13 +249,12 @@ def side_file(w: WheelFacts, need: TorchNeed) -> bytes:
 
 def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     c = w.contents
-    if not w.is_wheel_file:
-        raise InputError(f"{c.path}: tag rewrites wheel files; build a wheel first")
-    if c.variant is not None:
-        raise InputError(
-            f"{c.path}: a wheel-variant file (label {c.variant!r}): tag the plain wheel; "
-            "`tag --variant` writes the variant copy beside it"
-        )
+    naming.plain_wheel_only(
+        w,
+        c.path,
+        "tag rewrites wheel files; build a wheel first",
+        "tag the plain wheel; `tag --variant` writes the variant copy beside it",
+    )
     need = torch_need_of(w, "tag")
     name = c.path.replace("\\", "/").rsplit("/", 1)[-1]
     stem_parts = name[: -len(".whl")].split("-")

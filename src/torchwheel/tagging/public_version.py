@@ -137,28 +137,7 @@ def public_plan(w: WheelFacts, build_tag: str | None = None) -> PublicPlan:
     c = w.contents
     source = Path(c.path)
     where = source.name
-    if not w.is_wheel_file:
-        raise InputError(f"{c.path}: unlabel rewrites wheel files")
-    if c.variant is not None:
-        raise InputError(
-            f"{where}: a wheel-variant file (label {c.variant!r}): PyPI takes no variant files "
-            "(draft standards); unlabel the plain wheel"
-        )
-    if not c.dist_info_matches:
-        raise InputError(
-            f"{where}: its {c.dist_info!r} does not match the file name's project {c.filename_name!r}: "
-            "installers refuse such a wheel; rebuild it"
-        )
-    try:
-        version = Version(c.filename_version)
-    except InvalidVersion as exc:
-        raise InputError(f"{where}: version {clipped(c.filename_version, 80)!r} is not a version") from exc
-    if version.local is None:
-        raise InputError(
-            f"{where}: version {c.filename_version} has no local label: nothing to unlabel "
-            "(PyPI takes the wheel as it is)"
-        )
-    _label_is_not_the_only_pin(w, version, where)
+    _label_is_not_the_only_pin(w, _local_version(w, where), where)
     public = c.filename_version.split("+", 1)[0]  # the author's spelling of the public part
     raw, _ = parse_email(c.metadata_text)
     meta_public = str(raw.get("version", public)).split("+", 1)[0]
@@ -184,8 +163,17 @@ def public_plan(w: WheelFacts, build_tag: str | None = None) -> PublicPlan:
         changes.append("dropped RECORD signatures (the rewrite invalidates them)")
     torch = [str(r) for r in w.metadata.torch_requirements]
     changes += [f"kept Requires-Dist: {clipped(r)}" for r in torch]
+    release = (canonicalize_name(c.filename_name), Version(public), c.filename_tags)
+    return PublicPlan(
+        source, filename, dist_info, members, renames, drop, release, changes, _said(w, filename)
+    )
+
+
+def _said(w: WheelFacts, filename: str) -> list[str]:
+    """What PyPI's users would get wrong about the public copy: no torch requirement to keep
+    it off a torch it cannot load on, requirements only a local index can satisfy."""
     said: list[str] = []
-    if not torch and not w.provides_libtorch:
+    if not w.metadata.torch_requirements and not w.provides_libtorch:
         said.append(
             f"{filename}: no Requires-Dist: torch: on PyPI nothing keeps it off a torch it cannot load on "
             "(`torchwheel tag` writes the one its binaries need)"
@@ -194,8 +182,34 @@ def public_plan(w: WheelFacts, build_tag: str | None = None) -> PublicPlan:
         f"{filename}: Requires-Dist: {clipped(r)} names a local version, which PyPI's users cannot get"
         for r in _local_requirements(w)
     ]
-    release = (canonicalize_name(c.filename_name), Version(public), c.filename_tags)
-    return PublicPlan(source, filename, dist_info, members, renames, drop, release, changes, said)
+    return said
+
+
+def _local_version(w: WheelFacts, where: str) -> Version:
+    """The wheel's version, refused unless it is a well-formed wheel file whose version has a
+    local label to take off."""
+    c = w.contents
+    naming.plain_wheel_only(
+        w,
+        where,
+        "unlabel rewrites wheel files",
+        "PyPI takes no variant files (draft standards); unlabel the plain wheel",
+    )
+    if not c.dist_info_matches:
+        raise InputError(
+            f"{where}: its {c.dist_info!r} does not match the file name's project {c.filename_name!r}: "
+            "installers refuse such a wheel; rebuild it"
+        )
+    try:
+        version = Version(c.filename_version)
+    except InvalidVersion as exc:
+        raise InputError(f"{where}: version {clipped(c.filename_version, 80)!r} is not a version") from exc
+    if version.local is None:
+        raise InputError(
+            f"{where}: version {c.filename_version} has no local label: nothing to unlabel "
+            "(PyPI takes the wheel as it is)"
+        )
+    return version
 
 
 def _release_text(release: Release) -> str:

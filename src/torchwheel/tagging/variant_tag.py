@@ -15,8 +15,8 @@ from packaging.version import Version
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError
 from torchwheel.tagging.plan import Plan
-from torchwheel.torchabi.accelerators import ptx_cuda
 from torchwheel.torchabi.backend import BuildSet
+from torchwheel.torchabi.cuda_archs import ptx_cuda
 from torchwheel.torchabi.need import need_from_fields, show_release
 from torchwheel.wheel.metadata import parse_metadata, parse_wheel_fields
 from torchwheel.wheel.variant_json import (

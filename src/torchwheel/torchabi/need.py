@@ -1,4 +1,4 @@
-"""What a wheel needs from torch, and the one verdict every command gives on it.
+"""What a wheel needs from torch (the one verdict on it is ``torchabi.verdicts``).
 
 "Loads on this torch" has four axes, and a ``TorchNeed`` carries each of them:
 
@@ -16,17 +16,14 @@ source (``declared_need`` from the WHEEL fields ``tag`` writes; ``analysis.wheel
 torch_need_of`` from the binaries of an untagged wheel), and the two agree axis by axis
 (``tests/test_need_model.py``).
 
-``verdict`` is the single answer to "does this wheel load on this torch?": ``select`` and
-``install`` ask it for the target's torch, ``index`` and ``matrix`` for every release of a
-minor (``minor_verdict``), ``compat`` for the torch it compared symbols with; each answer
-names the axis that decided it.
+``verdicts.verdict`` is the single answer to "does this wheel load on this torch?".
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Literal
 
@@ -35,9 +32,8 @@ from packaging.version import Version
 
 from torchwheel.errors import InputError, clipped
 from torchwheel.torchabi import backend, torch_releases
-from torchwheel.torchabi.accelerators import runs_on
-from torchwheel.torchabi.backend import BuildSet, TorchBuild
-from torchwheel.torchabi.torch_releases import Minor, minor_of, show_minor
+from torchwheel.torchabi.backend import BuildSet
+from torchwheel.torchabi.torch_releases import Minor, minor_of
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.metadata import (
     TORCH_ABI_BUILDS_FIELD,
@@ -256,160 +252,3 @@ def declared_need(
             f"WHEEL {TORCH_ABI_FIELD}: {clipped(value, 80)!r} is neither a version nor 'unstable'"
         ) from exc
     return TorchNeed("stable", floor, frozenset(), "", builds, gpu, reqs, source)
-
-
-# -- the verdict -------------------------------------------------------------------------------
-
-Cell = Literal["loads", "only", "some", "no", "unknown"]
-# which axis decided a verdict; a verdict that loads names the version axis
-Axis = Literal["version", "build", "gpu", "requirement", "tags", "python"]
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """Does a wheel load on one torch (or on the releases of one minor)?
-
-    ``cell``: ``loads``; ``only`` (this minor only: an unstable build); ``some`` (some patch
-    releases of the minor, ``loads_on``); ``no``; ``unknown`` (an axis of the wheel or the
-    target could not be read: never chosen, never listed). ``reason`` says why, either way,
-    and ``axis`` which axis decided."""
-
-    cell: Cell
-    reason: str
-    axis: Axis = "version"
-    loads_on: tuple[Version, ...] = ()
-
-    @property
-    def loads(self) -> bool:
-        return self.cell in ("loads", "only", "some")
-
-
-_UNDATED = (
-    "unstable build for an unknown torch: no torch==X.Y.* pin, no +torchX.Y label, and no torch "
-    "release in the shipped exports index (torch 2.4 and newer, per platform) exports all of its "
-    "imports: built for an older torch, or a platform or build the index lacks; "
-    "`torchwheel compat --against TORCH` decides for one torch"
-)
-
-
-# how a verdict says where an unstable build's releases came from
-_RELEASES_VERB = {
-    "names": "has builds for",
-    "exports": "its imports are exported by",
-    "label": "built for",
-    "pin": "pinned to",
-}
-
-
-def _version_verdict(need: TorchNeed, torch: Version) -> Verdict:
-    if need.kind == "none":
-        return Verdict("loads", "uses no torch symbols")
-    if need.kind == "any":
-        return Verdict("loads", f"{need}: loads on torch {torch.public}")
-    if need.kind == "stable" and need.floor is not None:
-        if Version(torch.base_version) >= Version(need.floor.release):  # a 2.12 pre-release has 2.12's shims
-            return Verdict("loads", f"{need} loads on torch {torch.public}")
-        return Verdict("no", f"{need}: torch {torch.public} is older than its target")
-    if not need.releases:
-        return Verdict("unknown", _UNDATED)
-    match = next((b for b in sorted(need.releases) if release_matches(b, torch)), None)
-    verb = _RELEASES_VERB.get(need.releases_from, "built for")
-    if need.releases_from == "wheel":
-        verb = "has builds for" if len(need.releases) > 1 else "built for"
-    if match is not None:
-        verb = "has a build for" if verb == "has builds for" else verb
-        return Verdict("only", f"{need}: {verb} torch {show_release(match)}")
-    here = show_minor(minor_of(torch)) if all(len(b) == 2 for b in need.releases) else torch.public
-    return Verdict("no", f"{need}: {verb} torch {show_releases(need.releases)}, the target has {here}")
-
-
-def requirement_excludes(
-    reqs: Iterable[Requirement], markers: Mapping[str, str] | None, torch: Version
-) -> str:
-    """Why the wheel's ``Requires-Dist: torch`` lines that apply keep this torch out, or ""."""
-    for req in reqs:
-        if req.marker is not None and (markers is None or not req.marker.evaluate(dict(markers))):
-            continue
-        if not req.specifier.contains(torch, prereleases=True) and not req.specifier.contains(
-            Version(torch.public), prereleases=True
-        ):
-            return f"Requires-Dist {clipped(req)} excludes torch {torch.public}"
-    return ""
-
-
-def _gpu_verdict(need: TorchNeed, gpu: int | None) -> Verdict | None:
-    if gpu is None or need.gpu_code == frozenset():
-        return None
-    if need.gpu_code is None:
-        return Verdict("unknown", "its GPU code could not be read from its binaries", "gpu")
-    if runs_on(need.gpu_code, gpu):
-        return None
-    have = ", ".join(sorted(need.gpu_code, key=lambda c: (int(re.sub(r"\D", "", c)), c)))
-    return Verdict(
-        "no", f"has no GPU code that runs on sm_{gpu} (it has {have}): 'no kernel image is available'", "gpu"
-    )
-
-
-def verdict(
-    need: TorchNeed,
-    markers: Mapping[str, str] | None,
-    torch: Version | None,
-    build: TorchBuild | None = None,
-    gpu: int | None = None,
-) -> Verdict:
-    """The one answer to "does this wheel load on this torch?" (module docstring): the
-    torch version, the torch build (``build``: CPU, CUDA 13, ...; None when the target's is
-    not known: then a wheel that needs a particular build is ``unknown``), the GPU (``gpu``:
-    compute capability, 90 for ``sm_90``; None: not known, not judged) and the wheel's own
-    requirement.
-
-    ``markers``: the target's environment for requirements with markers; None evaluates only
-    the unconditional ones."""
-    if torch is None:
-        if need.kind == "none":
-            return Verdict("loads", "uses no torch symbols")
-        return Verdict("no", f"{need}: the target has no torch (torchwheel never installs torch)")
-    found = _version_verdict(need, torch)
-    if not found.loads:
-        return found
-    excluded = requirement_excludes(need.requirements, markers, torch)
-    also = f"; and {excluded}" if excluded else ""  # a refusal names every axis that refuses
-    fits, why = backend.builds_fit(need.builds, build)
-    if fits is None:  # the requirement alone decides where the build cannot be read
-        return (
-            Verdict("no", f"{excluded} (and {why})", "requirement")
-            if excluded
-            else Verdict("unknown", why, "build")
-        )
-    if not fits:
-        return Verdict("no", (f"{why} ({need.evidence})" if need.evidence else why) + also, "build")
-    if (on_gpu := _gpu_verdict(need, gpu)) is not None:
-        if on_gpu.cell == "unknown" and excluded:
-            return Verdict("no", excluded, "requirement")
-        return replace(on_gpu, reason=on_gpu.reason + also)
-    if excluded:
-        return Verdict("no", excluded, "requirement")
-    return replace(found, reason=f"{found.reason}; {why}") if why else found
-
-
-def minor_verdict(
-    need: TorchNeed,
-    markers: Mapping[str, str] | None,
-    minor: Minor,
-    build: TorchBuild | None = None,
-    gpu: int | None = None,
-) -> Verdict:
-    """The verdict over every known release of one torch minor (a ``matrix`` cell, an
-    ``index`` listing, a ``select --torch X.Y`` plan): ``some`` when it loads on some patch
-    releases only (``torch==2.9.1`` on 2.9), with them in ``loads_on``."""
-    candidates = torch_releases.releases_of(minor)
-    each = [(v, verdict(need, markers, v, build, gpu)) for v in candidates]
-    good = tuple(v for v, found in each if found.loads)
-    if not good:
-        unknown = next((found for _, found in each if found.cell == "unknown"), None)
-        return unknown or each[-1][1]
-    if len(good) < len(candidates):
-        bad = next(found for _, found in each if not found.loads)
-        return Verdict("some", f"loads on torch {torch_releases.span(good)} only ({bad.reason})", bad.axis, good)
-    first = next(found for _, found in each if found.loads)
-    return replace(first, loads_on=good)

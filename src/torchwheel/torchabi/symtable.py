@@ -6,9 +6,9 @@ extension unloadable on 2.11, so the minimum torch a wheel needs is the newest
 "introduced in" version among the shim functions it imports. PyTorch records that version
 in its headers: newer declarations sit inside ``#if TORCH_FEATURE_VERSION >=
 TORCH_VERSION_2_X_0`` blocks so that an extension compiled with ``TORCH_TARGET_VERSION``
-cannot see them. ``headergates`` reads those gates out of the headers (no compiler); this
-module reads the headers out of a torch wheel or installation (no unpacking of the 200+ MB
-wheel) and keeps the result as a small versioned JSON table that ships with torchwheel,
+cannot see them. ``headergates`` reads those gates out of the headers (no compiler),
+``shim_headers`` the headers out of a torch wheel or installation (no unpacking of the 200+ MB
+wheel); this module keeps the result as a small versioned JSON table that ships with torchwheel,
 because the checker must work without torch installed. Functions behind a device
 conditional are recorded like any other: whether libtorch exports them depends on the
 build, not on the release, and that is a different question.
@@ -25,11 +25,9 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from os import PathLike
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +35,7 @@ from torchwheel.errors import InputError
 from torchwheel.torchabi.shimorigin import EXPORT, HEADER_GATE, Origin, WheelSource
 from torchwheel.version import FeatureVersion
 
-# deferred: headergates (1.5 ms at start-up) only reads headers (scan_headers) and merges
+# deferred: headergates (1.5 ms at start-up) only reads headers (shim_headers) and merges
 # tables (merge); reading a table needs neither
 if TYPE_CHECKING:
     from torchwheel.safejson import Object
@@ -50,12 +48,10 @@ _SHIPPED = Path(__file__).parent.parent / "data" / "shim_versions.json"
 __all__ = [
     "BASELINE",
     "SCHEMA_VERSION",
-    "SHIM_HEADER_DIRS",
     "Origin",
     "SymbolTable",
     "WheelSource",
     "load_shipped",
-    "scan_headers",
 ]
 
 #: Version of the JSON layout written by :meth:`SymbolTable.to_json`. Readers refuse
@@ -74,124 +70,6 @@ SCHEMA_VERSION = 2
 #: without a gate" for the few only a header speaks for. Nothing older is claimed, so the
 #: baseline stays 2.9.0 rather than moving to whatever older release also had a symbol.
 BASELINE = FeatureVersion(2, 9, 0)
-
-#: Include-root-relative directories whose headers declare the C shim. Other headers also
-#: use ``AOTI_TORCH_EXPORT`` (``torch/csrc/shim_exception_state.h`` exports C++ helpers in a
-#: namespace and ``#error``s under ``TORCH_STABLE_ONLY``), but those are not stable ABI.
-SHIM_HEADER_DIRS = (
-    "torch/csrc/stable/c/",
-    "torch/csrc/inductor/aoti_torch/c/",
-    "torch/csrc/inductor/aoti_torch/generated/",
-)
-
-# Where the TORCH_VERSION_MAJOR/MINOR/PATCH macros live, newest layout first.
-_VERSION_HEADERS = (
-    "torch/headeronly/version.h",
-    "torch/version.h",
-    "torch/csrc/api/include/torch/version.h",
-)
-_INCLUDE_PREFIX = "torch/include/"
-
-_VERSION_MACRO = re.compile(
-    r"^\s*#\s*define\s+TORCH_VERSION_(?P<part>MAJOR|MINOR|PATCH)\s+(?P<value>\d+)\b",
-    re.MULTILINE,
-)
-
-Source = str | PathLike[str]
-
-
-def _is_shim_header(relative: str) -> bool:
-    return relative.endswith(".h") and relative.startswith(SHIM_HEADER_DIRS)
-
-
-def _parse_version_header(text: str, origin: str) -> FeatureVersion:
-    parts = {m["part"]: int(m["value"]) for m in _VERSION_MACRO.finditer(text)}
-    try:
-        return FeatureVersion(parts["MAJOR"], parts["MINOR"], parts["PATCH"])
-    except KeyError as exc:
-        raise ValueError(f"{origin}: no TORCH_VERSION_{exc.args[0]} macro") from exc
-
-
-def _read_wheel(path: Path) -> tuple[FeatureVersion, dict[str, str]]:
-    """Only the version header and the shim headers are inflated, through the same hardened
-    reader as every other wheel (``WheelArchive``: its limits, its refusals)."""
-    from torchwheel.wheel.archive import WheelArchive  # here: the variant plugin imports this module
-
-    try:
-        wheel = WheelArchive(path)
-    except InputError as exc:
-        raise ValueError(str(exc)) from exc
-    with wheel:
-        names = {
-            member[len(_INCLUDE_PREFIX) :]: member
-            for member in wheel.contents.members
-            if member.startswith(_INCLUDE_PREFIX)
-        }
-
-        def read(relative: str) -> str:
-            return wheel.read(names[relative]).decode("utf-8", errors="replace")
-
-        version_header = next((h for h in _VERSION_HEADERS if h in names), None)
-        if version_header is None:
-            raise ValueError(f"{path}: no torch/include version header; not a torch wheel?")
-        version = _parse_version_header(read(version_header), f"{path}!{version_header}")
-        headers = {rel: read(rel) for rel in sorted(names) if _is_shim_header(rel)}
-    return version, headers
-
-
-def _include_root(path: Path) -> Path:
-    for candidate in (path / "torch" / "include", path / "include", path):
-        if (candidate / "torch" / "csrc").is_dir():
-            return candidate
-    raise ValueError(
-        f"{path}: neither a torch wheel, a directory containing torch/include, nor a torch include directory"
-    )
-
-
-def _read_directory(path: Path) -> tuple[FeatureVersion, dict[str, str]]:
-    root = _include_root(path)
-    for name in _VERSION_HEADERS:
-        version_file = root / name
-        if version_file.is_file():
-            version = _parse_version_header(
-                version_file.read_text(encoding="utf-8", errors="replace"), str(version_file)
-            )
-            break
-    else:
-        raise ValueError(f"{root}: no torch version header ({', '.join(_VERSION_HEADERS)})")
-    headers: dict[str, str] = {}
-    for directory in SHIM_HEADER_DIRS:
-        base = root / directory
-        if not base.is_dir():
-            continue
-        for header in sorted(base.rglob("*.h")):
-            relative = PurePosixPath(header.relative_to(root)).as_posix()
-            headers[relative] = header.read_text(encoding="utf-8", errors="replace")
-    return version, headers
-
-
-def scan_headers(source: Source) -> SymbolTable:
-    """Symbol table of one torch build, read from a wheel, a site-packages or include dir.
-
-    Wheels are read in place: only the few shim headers are decompressed, which is what
-    makes scanning a 500 MB CUDA wheel cheap.
-    """
-    path = Path(source)
-    if path.is_dir():
-        version, headers = _read_directory(path)
-    elif path.is_file():
-        version, headers = _read_wheel(path)
-    else:
-        raise ValueError(f"{path}: not a torch wheel or directory")
-    if not headers:
-        raise ValueError(f"{path}: torch {version} ships no stable-ABI shim headers")
-    from torchwheel.torchabi.headergates import min_gate, scan_header_text
-
-    symbols: dict[str, Gate] = {}
-    for text in headers.values():
-        for name, gate in scan_header_text(text).items():
-            symbols[name] = min_gate((symbols[name], gate)) if name in symbols else gate
-    return SymbolTable(symbols=symbols, sources=(version.release,))
 
 
 # ---------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from torchwheel.errors import InputError
-from torchwheel.torchabi.symtable import SymbolTable, load_shipped, merge_all, scan_headers
+from torchwheel.torchabi.shim_headers import scan_headers
+from torchwheel.torchabi.symtable import SymbolTable, load_shipped, merge_all
 from torchwheel.wheel.temps import replace_atomically
 
 __all__ = ["regenerate", "write_atomically"]

@@ -32,13 +32,17 @@ class Decompressor(Protocol):
     def finish(self) -> bytes: ...
 
 
-class _Stored:
-    def push(self, data: bytes) -> Iterator[bytes]:
-        if data:
-            yield data
+class _NothingHeldBack:
+    """A decoder that yields everything it has as it goes: nothing is left for ``finish``."""
 
     def finish(self) -> bytes:
         return b""
+
+
+class _Stored(_NothingHeldBack):
+    def push(self, data: bytes) -> Iterator[bytes]:
+        if data:
+            yield data
 
 
 class _Inflate:
@@ -60,7 +64,7 @@ class _Inflate:
         return bytes(self._d.flush())
 
 
-class _Buffered:
+class _Buffered(_NothingHeldBack):
     """bzip2 and lzma keep unread input inside: drain with ``max_length`` until they ask for more."""
 
     def __init__(self, d: bz2.BZ2Decompressor | lzma.LZMADecompressor, out_chunk: int) -> None:
@@ -77,11 +81,8 @@ class _Buffered:
             if out:
                 yield out
 
-    def finish(self) -> bytes:
-        return b""
 
-
-class _Lzma:
+class _Lzma(_NothingHeldBack):
     """zip's lzma: a 4-byte header and the LZMA1 properties, then the raw stream."""
 
     def __init__(self, member: Member, out_chunk: int) -> None:
@@ -110,9 +111,6 @@ class _Lzma:
             raw = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[lzma1])
             self._inner = _Buffered(raw, self._out)
         yield from self._inner.push(data)
-
-    def finish(self) -> bytes:
-        return b""
 
 
 def decompressor(member: Member, out_chunk: int) -> Decompressor:

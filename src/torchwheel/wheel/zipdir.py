@@ -212,26 +212,7 @@ def read_index(read_at: ReadAt, file_size: int) -> tuple[list[Member], int]:
         if len(members) >= count:
             raise InputError(f"the central directory holds more entries than the {count:,} it declares")
         buf, at = window.need(_CENTRAL.size)
-        (
-            sig,
-            _,
-            _,
-            need,
-            flags,
-            method,
-            time,
-            date,
-            crc,
-            csize,
-            usize,
-            nlen,
-            elen,
-            clen,
-            _,
-            _,
-            external,
-            offset,
-        ) = _CENTRAL.unpack_from(buf, at)
+        sig, _, _, need, flags, method, time, date, crc, csize, usize, nlen, elen, clen, _, _, external, offset = _CENTRAL.unpack_from(buf, at)  # fmt: skip
         if sig != b"PK\x01\x02":
             raise InputError(f"central entry {len(members) + 1} is corrupt (bad signature)")
         if nlen > max_name:

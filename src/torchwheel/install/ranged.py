@@ -1,0 +1,215 @@
+"""A hosted wheel read through HTTP ``Range`` requests: the zip's end and central directory,
+the metadata files, and of each compiled member only the compressed prefix its reader needs.
+
+Three pieces, each over ``fetch.Session`` (every request keeps to the command's budget, the
+per-host caps and the retries of ``fairness``):
+
+* ``RemoteFile``: the wheel's bytes by offset. The first request asks for its last
+  ``_TAIL`` bytes (``bytes=-N``): the end record and, for most wheels, the whole central
+  directory; its ``Content-Range`` gives the file's size. A server that ignores ``Range``
+  answers 200: ``NoRanges``, and the caller downloads the wheel whole. Small reads (the
+  directory, local headers, metadata) are served from the spans fetched so far, each miss
+  fetching at least ``_READAHEAD`` bytes, twice as much as the one before while misses follow
+  each other closely: the local headers of 5,000 small members lie side by side, and each
+  request counts against ``--max-rate``.
+* ``RangedWheel``: ``wheel.archive.WheelArchive`` reading through a ``RemoteFile``, so the
+  index, the local-header checks, the name, ``WHEEL``, ``METADATA`` and ``RECORD`` are read
+  and refused exactly as for a downloaded wheel (a placeholder file of the wheel's size,
+  sparse on disk, stands in for the descriptor the archive asks the size of).
+* ``Inflating``: one member's compressed bytes fetched in growing steps and inflated as they
+  come, the decompressor's state kept, so a reader that asks for more extends the prefix
+  without fetching or inflating a byte twice. Deflate is a stream: reaching offset X of a
+  member costs its compressed bytes up to X, never less.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from torchwheel.errors import InputError
+from torchwheel.install import fetch
+from torchwheel.safeopen import open_regular
+from torchwheel.wheel import inflate
+from torchwheel.wheel.archive import WheelArchive
+from torchwheel.wheel.zipdir import Member
+
+_TAIL = 1 << 18  # the first request: end record and (most) central directories
+_READAHEAD = 1 << 16  # a small read that misses fetches at least this much, doubled while
+_MAX_AHEAD = 4 << 20  # misses follow each other closely (local headers side by side), to this
+_NEAR = 1 << 20  # "closely": within this of the previous miss's end
+_FIRST_STEP = 1 << 16  # a member's compressed bytes: first request, doubled each time ...
+_MAX_STEP = 16 << 20  # ... up to this (what is fetched past the bytes needed stays below both)
+_OUT_CHUNK = 1 << 18
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
+
+
+class NoRanges(InputError):
+    """The server sent the whole file where a range was asked for: read the wheel whole."""
+
+
+class RemoteFile:
+    """A hosted file's bytes by offset, and what reading them cost (``fetched``, ``requests``)."""
+
+    def __init__(self, session: fetch.Session, url: str) -> None:
+        self.session, self.url = session, url
+        self.fetched = self.requests = 0
+        self.starts: list[int] = []  # spans held for small reads, sorted by start
+        self.spans: list[bytes] = []
+        self._ahead, self._missed_to = _READAHEAD, -1  # the read-ahead, and the last miss's end
+        first, data, self.size = self._get(f"bytes=-{_TAIL}")
+        self._keep(first, data)
+
+    def _get(self, span: str) -> tuple[int, bytes, int]:
+        """(first offset, bytes, file size) of one range request."""
+        self.requests += 1
+        with self.session.ranged(self.url, span) as (response, chunks):
+            if response.status != 206:
+                raise NoRanges(f"{fetch.shown(self.url)}: the server ignores Range (HTTP {response.status})")
+            got = _CONTENT_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
+            if got is None:
+                raise InputError(f"{fetch.shown(self.url)}: a 206 answer without a Content-Range it can read")
+            data = b"".join(chunks)
+        self.fetched += len(data)
+        first, last, size = (int(g) for g in got.groups())
+        if len(data) != last - first + 1:
+            raise InputError(
+                f"{fetch.shown(self.url)}: the range {first}-{last} came with {len(data):,} bytes"
+            )
+        return first, data, size
+
+    def fetch(self, lo: int, hi: int) -> bytes:
+        """Bytes ``[lo, hi)``: from the spans held, else fetched and not kept (a member's compressed stream)."""
+        if hi <= lo:
+            return b""
+        held = self._held(lo, hi - lo)
+        if held is not None:
+            return held
+        first, data, size = self._get(f"bytes={lo}-{hi - 1}")
+        if first != lo or len(data) != hi - lo or size != self.size:
+            raise InputError(f"{fetch.shown(self.url)}: the server answered bytes {lo}-{hi - 1} with others")
+        return data
+
+    def _keep(self, start: int, data: bytes) -> None:
+        """Hold a span, joined to the ones it touches: a read across the seam is one slice."""
+        i = bisect.bisect_left(self.starts, start)
+        if i < len(self.starts) and start + len(data) == self.starts[i]:
+            data += self.spans.pop(i)
+            self.starts.pop(i)
+        if i > 0 and self.starts[i - 1] + len(self.spans[i - 1]) == start:
+            self.spans[i - 1] += data
+            return
+        self.starts.insert(i, start)
+        self.spans.insert(i, data)
+
+    def _held(self, offset: int, size: int) -> bytes | None:
+        i = bisect.bisect_right(self.starts, offset)
+        for j in range(i - 1, max(-1, i - 8), -1):  # spans overlap little: look a few back
+            start, data = self.starts[j], self.spans[j]
+            if start + len(data) >= offset + size:
+                return data[offset - start : offset - start + size]
+        return None
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        """``os.pread`` over the remote file: short at its end, served from spans held; a
+        read that runs past the end of a span held fetches from that end on."""
+        size = max(0, min(size, self.size - offset))
+        held = self._held(offset, size)
+        if held is not None:
+            return held
+        start = offset
+        i = bisect.bisect_right(self.starts, offset) - 1
+        if i >= 0 and offset < self.starts[i] + len(self.spans[i]):
+            start = self.starts[i] + len(self.spans[i])  # the head of the read is held
+        near = abs(start - self._missed_to) < _NEAR
+        self._ahead = min(2 * self._ahead, _MAX_AHEAD) if near else _READAHEAD
+        hi = min(self.size, max(offset + size, start + self._ahead))
+        after = bisect.bisect_right(self.starts, start)
+        if after < len(self.starts) and offset + size <= self.starts[after] < hi:
+            hi = self.starts[after]  # the rest is held already
+        self._keep(start, self.fetch(start, hi))
+        self._missed_to = hi
+        got = self._held(offset, size)
+        assert got is not None  # held now: [offset, start) before, [start, hi) just fetched
+        return got
+
+
+class RangedWheel(WheelArchive):
+    """A ``WheelArchive`` whose bytes are a ``RemoteFile``'s: every check of a wheel file,
+    on the bytes it reads, without the bytes it does not."""
+
+    def __init__(self, remote: RemoteFile, filename: str, scratch: Path) -> None:
+        self.remote = remote  # before the archive reads its index through ``_read_at``
+        placeholder = scratch / filename
+        with placeholder.open("wb") as fh:
+            fh.truncate(remote.size)  # sparse: only its size is asked (``os.fstat``)
+        fd = open_regular(placeholder)
+        super().__init__(placeholder, filename, lenient_name=True, fd=fd)
+
+    def _read_at(self, offset: int, size: int) -> bytes:
+        return self.remote.read_at(offset, size)
+
+    def inflating(self, name: str) -> Inflating:
+        return Inflating(self.remote, self.infos[name], self.path.name)
+
+
+class Inflating:
+    """One member inflating from its compressed prefix: ``advance(stop)`` yields (offset,
+    chunk) until ``stop`` inflated bytes came out (or the member ended), and a later call
+    goes on from there; ``last`` keeps the chunk handed out last, whose end lies past
+    ``stop``. At the member's end its size and CRC are checked."""
+
+    def __init__(self, remote: RemoteFile, info: Member, wheel: str) -> None:
+        self.remote, self.info, self.wheel = remote, info, wheel
+        self.decompressor = inflate.decompressor(info, min(_OUT_CHUNK, info.file_size + 1))
+        self.at, self.end = info.data_offset, info.data_offset + info.compress_size
+        self.step = _FIRST_STEP
+        self.produced = self.crc = 0
+        self.outs: Iterator[bytes] = iter(())  # the step's output, a chunk at a time (not all of it)
+        self.last: tuple[int, bytes] = (0, b"")  # the chunk handed out last: what lies just behind
+        self.fed_all = self.ended = False
+
+    def _next(self) -> bytes | None:
+        """The next inflated chunk, None once the member ended (its size and CRC checked)."""
+        name, size = self.info.filename, self.info.file_size
+        try:
+            while (out := next(self.outs, None)) is None:
+                if self.fed_all:
+                    if self.produced != size or self.crc != self.info.CRC:
+                        raise InputError(f"{self.wheel}: member {name} is corrupt (size or CRC mismatch)")
+                    self.ended = True
+                    return None
+                if self.at < self.end:
+                    raw = self.remote.fetch(self.at, min(self.end, self.at + self.step))
+                    self.at += len(raw)
+                    self.step = min(2 * self.step, _MAX_STEP)
+                    self.outs = self.decompressor.push(raw)
+                else:
+                    self.fed_all = True
+                    self.outs = iter([self.decompressor.finish()])
+        except inflate.DECOMPRESS_ERRORS as exc:
+            raise InputError(f"{self.wheel}: member {name} is corrupt ({exc})") from exc
+        self.crc = inflate.inflate_lib.crc32(out, self.crc)
+        if self.produced + len(out) > size:
+            raise InputError(f"{self.wheel}: member {name} inflates beyond its declared size: refusing")
+        return out
+
+    def advance(self, stop: int | None = None) -> Iterator[tuple[int, bytes]]:
+        limit = self.info.file_size if stop is None else min(stop, self.info.file_size)
+        while self.produced < limit or (stop is None and not self.ended):
+            chunk = self._next()
+            if chunk is None:
+                return
+            at = self.produced
+            self.produced += len(chunk)
+            if chunk:
+                self.last = (at, chunk)
+                yield at, chunk
+
+
+def stream_of(wheel: RangedWheel, name: str) -> Callable[[int | None], Iterator[bytes]]:
+    """``memberscan``'s stream of a member: each call inflates afresh from its start, up to
+    ``stop`` (its fallback passes), for a reader that needs every byte."""
+    return lambda stop: (chunk for _, chunk in wheel.inflating(name).advance(stop))

@@ -1,0 +1,166 @@
+"""show's text: one wheel's summary (tags, requirements, RECORD, torch ABI and build,
+accelerator), the table of its compiled files, and the torch symbols that set its minimum.
+Rendering only, like facts.py, whose per-slice text it shares.
+"""
+
+from __future__ import annotations
+
+from torchwheel.analysis.buildunits import build_choices, own_runtime_notes
+from torchwheel.analysis.member import BinaryAnalysis
+from torchwheel.analysis.wheelfacts import WheelFacts
+from torchwheel.report.accelerator_facts import gpu_text, need_text
+from torchwheel.report.facts import symbol_lines
+from torchwheel.report.textsafe import safe_lines
+from torchwheel.torchabi.accelerators import AcceleratorNeeds
+from torchwheel.torchabi.backend import ANY_BUILD, builds_text, describe_builds
+from torchwheel.torchabi.need import show_release, show_releases
+
+
+def _requirement_text(w: WheelFacts) -> str:
+    return "; ".join(str(r) for r in w.metadata.torch_requirements) or "none"
+
+
+def _record_text(w: WheelFacts) -> str:
+    if w.kind == "binary":
+        return "n/a"
+    if not w.record_problems:
+        return "ok (every hash verified)" if w.hashes_verified else "ok (sizes only: hashes skipped)"
+    return f"{len(w.record_problems) + sum(w.record_problems_omitted.values())} problem(s)"
+
+
+def _accelerator_cell(a: AcceleratorNeeds) -> str:
+    """The accelerator label; a library that links libtorch and needs no accelerator still
+    needs some torch, whatever its imports say: "any torch", not "-"."""
+    return a.label if a.accelerators or not a.links_torch else "any torch"
+
+
+def _row(member: str, b: BinaryAnalysis) -> list[list[str]]:
+    rows = []
+    for s in b.slices:
+        d = s.declared
+        mark = (
+            "-"
+            if d is None
+            else (str(d.record.version or f"schema {d.record.schema}") + ("" if d.exported else " (hidden)"))
+        )
+        need = (
+            "-"
+            if s.torch.min_version is None
+            else str(s.torch.min_version) + ("+" if s.torch.min_is_lower_bound else "")
+        )
+        rows.append(
+            [
+                member,
+                f"{b.facts.format}/{s.facts.arch_label}",
+                b.kind,
+                mark,
+                s.torch.usage,
+                need,
+                s.python.verdict,
+                _accelerator_cell(s.accelerators),
+            ]
+        )
+    return rows
+
+
+def wheel_text(w: WheelFacts) -> str:
+    c = w.contents
+    need = w.torch_need
+    lines = [c.path]
+    if w.kind != "binary":
+        tags = sorted(str(t) for t in (c.filename_tags or c.wheel_tags))
+        lines += [
+            f"  tags             {', '.join(tags) or 'none'}"
+            + (
+                f" (WHEEL's: the file name is no wheel name, {c.name_problem}: TW414)"
+                if c.name_problem
+                else ""
+            ),
+            f"  requires-python  {w.metadata.requires_python or 'any'}",
+            f"  torch requires   {_requirement_text(w)}",
+            f"  RECORD           {_record_text(w)}",
+        ]
+    lines.append(
+        f"  torch ABI        {need.label}"
+        + (f" (declared {need.declared})" if need.declared and need.kind != "none" else "")
+        + (f": per-minor builds, loads on torch {show_releases(need.releases)}" if need.per_release else "")
+    )
+    lines += [
+        f"  per-minor        {a.key}: "
+        + ", ".join(f"{show_release(b)}={member.rsplit('/', 1)[-1]}" for b, member in a.members)
+        for a in (w.alternatives if need.per_release else ())
+    ]
+    if need.kind == "unstable" and not need.per_release:
+        lines.append(f"  torch version    {need}")
+    lines += _build_lines(w)
+    lines += _file_table(w)
+    lines += _symbol_detail(w)
+    return safe_lines(lines)  # input-derived text escaped (textsafe)
+
+
+def _build_lines(w: WheelFacts) -> list[str]:
+    """The torch build and accelerator a wheel needs: the lines below its torch ABI."""
+    lines: list[str] = []
+    need = w.torch_need
+    own = own_runtime_notes(w.binaries, w.brought_runtimes)
+    if need.builds != ANY_BUILD:
+        lines.append(
+            f"  torch build      loads on {describe_builds(need.builds)} ({builds_text(need.builds)})"
+        )
+    elif own:
+        lines.append(
+            f"  torch build      any: {own[0]}" + (f" (and {len(own) - 1} more)" if len(own) > 1 else "")
+        )
+    choices = build_choices(w.build_units)
+    lines += [f"  flavours         {choice}" for choice in choices]
+    acc = w.accelerator_needs
+    wanted = need_text(acc)
+    if need.builds and (
+        choices or max(len(acc.accelerators), len(acc.cuda_majors), len(acc.rocm_majors)) > 1
+    ):
+        # alternatives the package picks from, not one library needing all at once: the
+        # line must not contradict "torch build" above it
+        wanted = wanted.replace("needs ", "has builds that need ", 1).replace(" + ", " or ")
+    summary = "; ".join(t for t in (wanted, gpu_text(acc.gpu, span=True)) if t)
+    if summary:
+        lines.append(f"  accelerator      {summary}")
+    return lines
+
+
+def _file_table(w: WheelFacts) -> list[str]:
+    """One row per compiled file (and per unreadable member), columns aligned."""
+    lines: list[str] = []
+    table = [["file", "format", "kind", "marker", "torch", "needs", "python", "accelerator"]]
+    for b in w.binaries:
+        table += _row(b.member, b.analysis)
+    for u in w.unreadable:
+        table.append([u.member, "?", "?", "?", "?", "?", f"unreadable: {u.error}", "?"])
+    if len(table) > 1:
+        widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+        lines.append("")
+        lines += [
+            "  " + "  ".join(cell.ljust(wd) for cell, wd in zip(r, widths, strict=True)).rstrip()
+            for r in table
+        ]
+    else:
+        lines.append("  (no compiled files)")
+    return lines
+
+
+def _symbol_detail(w: WheelFacts) -> list[str]:
+    """The symbols that set each slice's torch floor, for the files that have any."""
+    lines: list[str] = []
+    detailed = False
+    for b in w.binaries:
+        for s in b.analysis.slices:
+            t = s.torch
+            if t.pinning_symbols or t.unknown_count or t.unstable_count or t.weak_symbols or t.weak_omitted:
+                if not detailed:
+                    lines += ["", "  torch symbols that set the minimum:"]
+                    detailed = True
+                lines.append(f"  {b.member} [{s.facts.arch}]")
+                lines += symbol_lines(t, 12)
+                if t.unstable_count:
+                    example = f", e.g. {t.unstable_symbols[0]}" if t.unstable_symbols else ""
+                    lines.append(f"    unstable    {t.unstable_count}{example}")
+    return lines
