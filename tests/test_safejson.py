@@ -1,6 +1,6 @@
 """``safejson``: every JSON document from outside is bounded and schema-checked before use.
 
-The CLI side (a hostile ``variant_json.json`` through ``index``, a hostile ``--symbols`` table
+The CLI side (a hostile ``variant.json`` through ``index``, a hostile ``--symbols`` table
 through ``check``) is the "json-document" family of the hostile corpus (tests/test_hostile.py);
 here the reader itself, and each document's schema on the shapes issue 16 reported.
 """

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from torchwheel.errors import Exit, InputError
+from torchwheel.frozen import frozen
 
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
@@ -78,7 +78,7 @@ def _paths(paths: PathLike | Iterable[PathLike]) -> tuple[Path, ...]:
     return (Path(paths),) if isinstance(paths, str | Path) else tuple(Path(p) for p in paths)
 
 
-@dataclass(frozen=True)
+@frozen
 class Facts:
     """What ``show`` says of one or more inputs (wheels, unpacked wheels, binaries,
     installed distributions). ``facts``: the per-input facts, one per input (provisional)."""
@@ -114,7 +114,7 @@ def inspect_wheel(
     return Facts(tuple(load(given, tuple(env), chosen.table, verify_hashes)), chosen)
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckResult:
     """``check``'s findings. ``exit_code`` is the command's: 0 without errors, 1 with."""
 
@@ -182,7 +182,7 @@ def check(
     return CheckResult(facts, rules.run_all(facts.facts, policy), verify_hashes)
 
 
-@dataclass(frozen=True)
+@frozen
 class Need:
     """Which torch one wheel loads on, every axis (``torchabi.need.TorchNeed``): ``kind``
     (stable, unstable, any, none), the stable ``floor``, an unstable build's ``releases``,
@@ -228,7 +228,7 @@ def need(path: PathLike, *, symbols: PathLike | ChosenTable | None = None) -> Ne
     return Need(str(path), _candidate(path, symbols).torch)
 
 
-@dataclass(frozen=True)
+@frozen
 class LoadVerdict:
     """Does the wheel load on that torch? ``cell``: loads, only (this minor only), some
     (some patch releases of a minor: ``releases``), no, unknown (an axis of the wheel or

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Generic, TypeVar
 
 from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
 
 T = TypeVar("T")
 
@@ -41,7 +42,7 @@ class LimitExceeded(InputError):
         super().__init__(f"{what} ({value:,}) exceeds the limit {limit.name} = {limit.value:,}: {raise_how}")
 
 
-@dataclass(frozen=True)
+@frozen
 class Limit:
     name: str
     value: int
@@ -56,7 +57,7 @@ class Limit:
             raise LimitExceeded(what, value, self)
 
 
-@dataclass(frozen=True)
+@frozen
 class Limits:
     """Defaults sized for the largest real wheels (torch's CUDA wheels: ~1 GB libraries,
     ~15,000 members) with room to spare, and far below what would exhaust the budget."""

@@ -25,13 +25,14 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 from torchwheel import limits
 from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
 from torchwheel.safeopen import open_regular
 
 MAX_NUMBER_CHARS = 100  # a 64-bit count is 20 digits; 5,000 digits is an attack on int()
@@ -200,7 +201,7 @@ class Schema:
 ANY = Schema()
 
 
-@dataclass(frozen=True)
+@frozen
 class Str(Schema):
     pattern: str | None = None  # the whole string must match
     choices: tuple[str, ...] = ()
@@ -221,7 +222,7 @@ class Str(Schema):
         return None
 
 
-@dataclass(frozen=True)
+@frozen
 class Int(Schema):
     minimum: int | None = None
     maximum: int | None = None
@@ -237,7 +238,7 @@ class Int(Schema):
         return None
 
 
-@dataclass(frozen=True)
+@frozen
 class Bool(Schema):
     expected = "true or false"
 
@@ -245,7 +246,7 @@ class Bool(Schema):
         return None if isinstance(value, bool) else self._wrong(value, path)
 
 
-@dataclass(frozen=True)
+@frozen
 class Null(Schema):
     expected = "null"
 
@@ -253,7 +254,7 @@ class Null(Schema):
         return None if value is None else self._wrong(value, path)
 
 
-@dataclass(frozen=True)
+@frozen
 class Either(Schema):
     """The first of ``options`` that fits; the message lists what would have."""
 
@@ -281,7 +282,7 @@ def _fits_kind(schema: Schema, value: Any) -> bool:
     return want is not None and isinstance(value, want)
 
 
-@dataclass(frozen=True)
+@frozen
 class List(Schema):
     item: Schema = ANY
     min_items: int = 0
@@ -299,7 +300,7 @@ class List(Schema):
         return None
 
 
-@dataclass(frozen=True)
+@frozen
 class Object(Schema):
     """Named ``fields`` (those in ``required`` must be present) and, for any other key,
     ``other``: None refuses unknown keys, ``ANY`` ignores them, a schema checks their values

@@ -9,8 +9,9 @@ spellings (``2.10``, ``2.10.0``, ``0x020A000000000000``) and the ordering.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import total_ordering
+
+from torchwheel.frozen import frozen
 
 _ABI_TAG_BITS = 40
 _ABI_TAG_MAX = (1 << _ABI_TAG_BITS) - 1
@@ -18,7 +19,7 @@ _SPELLING = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:\+abi(\d+))?\s*$")
 
 
 @total_ordering
-@dataclass(frozen=True)
+@frozen
 class FeatureVersion:
     """A torch release as the stable ABI sees it: ordering follows the packed integer."""
 

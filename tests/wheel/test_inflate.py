@@ -11,7 +11,7 @@ import zipfile
 import pytest
 
 from torchwheel.errors import InputError
-from torchwheel.wheel.inflate import BZIP2, DEFLATED, LZMA, STORED, decompressor
+from torchwheel.wheel.inflate import BZIP2, DECOMPRESS_ERRORS, DEFLATED, LZMA, STORED, decompressor
 from torchwheel.wheel.zipdir import Member, read_index
 
 _DATA = os.urandom(3000) + b"\0" * 200_000  # incompressible, then a run that inflates 1000-fold
@@ -58,9 +58,18 @@ def test_an_unknown_method_is_refused_by_name() -> None:
 
 
 def test_lzma_properties_of_another_size_are_refused() -> None:
-    import lzma
-
     m, raw = _member_and_bytes(LZMA)
     bad = raw[:2] + (6).to_bytes(2, "little") + raw[4:]
-    with pytest.raises(lzma.LZMAError, match="unsupported LZMA properties size 6"):
+    with pytest.raises(ValueError, match="unsupported LZMA properties size 6"):
         list(decompressor(m, 8192).push(bad))
+
+
+def test_a_corrupt_lzma_stream_is_one_of_the_decompress_errors() -> None:
+    """lzma's own error comes out as a ValueError: DECOMPRESS_ERRORS holds no lzma type, so a
+    wheel with no lzma member never imports lzma."""
+    m, raw = _member_and_bytes(LZMA)
+    bad = raw[:9] + bytes(b ^ 0xFF for b in raw[9:])
+    with pytest.raises(DECOMPRESS_ERRORS):
+        dec = decompressor(m, 8192)
+        list(dec.push(bad))
+        dec.finish()

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from torchwheel.frozen import frozen
 from torchwheel.torchabi.need import Release
 
 # torch24, torch29, torch210, torch2_10, torch-2.9, torch_2_4, pytorch_2.2.1: a word of its own
@@ -36,7 +36,7 @@ def build_of(member: str) -> tuple[str, Release] | None:
     return f"{member[: m.start()]}*{member[m.end() :]}", build
 
 
-@dataclass(frozen=True)
+@frozen
 class Alternatives:
     """One library built for several torch releases: ``key`` is its path with the release as ``*``."""
 

@@ -9,7 +9,6 @@ is first asked, and the rules and reports read that.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from packaging.requirements import Requirement
 from packaging.tags import Tag
@@ -17,6 +16,7 @@ from packaging.tags import Tag
 from torchwheel.analysis.alternatives import flavour_words, flavoured, unflavoured_key, unit_key
 from torchwheel.analysis.member import MemberBinary
 from torchwheel.errors import clipped
+from torchwheel.frozen import frozen
 from torchwheel.torchabi import accelerators
 from torchwheel.torchabi.accelerators import AcceleratorNeeds, LinkedLibrary
 from torchwheel.torchabi.backend import ANY_BUILD, NO_BUILD, BuildSet, TorchBuild, describe_builds, normalized
@@ -99,7 +99,7 @@ _PROBE_BUILDS = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class BuildUnit:
     """One library of the wheel and its builds (per torch release, per flavour: the
     package loads one of them), with what each build needs and the torch builds the

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 from torchwheel.analysis import loaders, pyimports
 from torchwheel.analysis.buildunits import flavour_pair_dirs
@@ -26,6 +25,7 @@ from torchwheel.wheel.sources import Source
 
 _BATCH_BYTES = 32 << 20  # small members are hashed in batches: one future per file costs more
 _BATCH_COUNT = 512  # than hashing it (torch's wheel has 12,000 members)
+_INLINE_BYTES = 4 << 20  # below this in all, threads (started and imported) cost more than they save
 
 
 def _workers() -> int:
@@ -84,10 +84,19 @@ def _read_members(
 
     hashes: _Hashes = {}
     results: dict[str, BinaryAnalysis | UnreadableBinary] = {}
+    batched = list(_batches(others, source.member_size))
+    if sum(map(source.member_size, contents.members)) < _INLINE_BYTES:
+        for m in compiled:
+            hashes[m], results[m] = read_compiled(m)
+        for names in batched:
+            hashes.update(hash_batch(names))
+        return hashes, results
+    from concurrent.futures import ThreadPoolExecutor  # only a wheel worth threads pays for them
+
     with ThreadPoolExecutor(max_workers=_workers()) as pool:
         # the biggest binaries first: the longest task must not start last
         binaries = [(m, pool.submit(read_compiled, m)) for m in compiled]
-        batches = [pool.submit(hash_batch, b) for b in _batches(others, source.member_size)]
+        batches = [pool.submit(hash_batch, b) for b in batched]
         for m, scanned in binaries:
             hashes[m], results[m] = scanned.result()
         for batch in batches:

@@ -7,7 +7,7 @@ decide the declared target per slice and attach the torch usage, so that ``inspe
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 
 from torchwheel.analysis import pythonabi
@@ -15,13 +15,14 @@ from torchwheel.analysis.libkind import LibraryKind, classify
 from torchwheel.analysis.pythonabi import PythonFacts
 from torchwheel.binary.facts import BinaryFacts, SliceFacts
 from torchwheel.binary.marker_record import MarkerRecord
+from torchwheel.frozen import frozen
 from torchwheel.torchabi import accelerators
 from torchwheel.torchabi.accelerators import AcceleratorNeeds
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.usage import TorchUsage, analyze
 
 
-@dataclass(frozen=True)
+@frozen
 class DeclaredMarker:
     """The target a slice declares, and whether a loader-visible export carries it.
 
@@ -35,7 +36,7 @@ class DeclaredMarker:
     offset: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class SliceAnalysis:
     facts: SliceFacts
     declared: DeclaredMarker | None
@@ -53,7 +54,7 @@ class SliceAnalysis:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class BinaryAnalysis:
     facts: BinaryFacts
     slices: tuple[SliceAnalysis, ...]
@@ -70,13 +71,13 @@ class BinaryAnalysis:
         return accelerators.combine(s.accelerators for s in self.slices)
 
 
-@dataclass(frozen=True)
+@frozen
 class MemberBinary:
     member: str  # path inside the wheel
     analysis: BinaryAnalysis
 
 
-@dataclass(frozen=True)
+@frozen
 class UnreadableBinary:
     member: str
     error: str

@@ -16,9 +16,9 @@ says whether the process a platform tag implies can load it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from torchwheel.binary.facts import Format
+from torchwheel.frozen import frozen
 
 # Linux (manylinux*, musllinux, linux) tag arch -> ELF reader arch. The ELF header's e_machine
 # cannot tell ARM versions apart (that is in .ARM.attributes), and the reader names every
@@ -66,7 +66,7 @@ _ANDROID_TAG = re.compile(r"^android_\d+_(?P<arch>.+)$")
 _IOS_TAG = re.compile(r"^ios_\d+_\d+_(?P<arch>arm64|x86_64)_(?:iphoneos|iphonesimulator)$")
 
 
-@dataclass(frozen=True)
+@frozen
 class Expected:
     """The binary format a platform needs, and every architecture a binary must carry
     (a fat Mach-O has one slice per arch; a tag like universal2 needs all of them)."""

@@ -12,11 +12,11 @@ inlined field accesses leave no symbol), never the exact ``Py_LIMITED_API`` valu
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
 from torchwheel.binary.facts import SliceFacts
+from torchwheel.frozen import frozen
 from torchwheel.limits import listed
 
 PythonABI = Literal["not-python", "abi3", "abi3t", "version-specific", "version-specific-ft"]
@@ -31,7 +31,7 @@ _CP_PYD = re.compile(r"\.cp3(\d+)(t)?-[^.]+\.pyd$")
 _ABI_SO = re.compile(r"\.(abi3t?)(-[^.]+)?\.so$")
 
 
-@dataclass(frozen=True)
+@frozen
 class Suffix:
     """What the file name asks the import system for (signal S1)."""
 
@@ -69,7 +69,7 @@ def _limited_api() -> dict[str, tuple[int, int]]:
     return table
 
 
-@dataclass(frozen=True)
+@frozen
 class PythonFacts:
     hooks: tuple[str, ...]
     limited_symbols: int

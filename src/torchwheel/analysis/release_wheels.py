@@ -7,15 +7,15 @@ release: that is the way out.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from torchwheel.analysis.wheelfacts import WheelFacts
+from torchwheel.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class ReleaseView:
     wheel: WheelFacts
     release: tuple[WheelFacts, ...]  # every wheel of the release, this one included

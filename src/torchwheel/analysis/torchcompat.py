@@ -17,13 +17,14 @@ CPython's).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from packaging.markers import default_environment
 
 from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
 from torchwheel.binary.facts import SliceFacts
 from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.cxxnames import is_unstable
 from torchwheel.torchabi.need import release_matches, show_release
@@ -49,7 +50,7 @@ def torch_imports(wheels: Iterable[WheelFacts], table: SymbolTable) -> frozenset
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class SliceCompat:
     """One architecture of one compiled file: which of its torch imports torch lacks."""
 
@@ -70,7 +71,7 @@ class SliceCompat:
         return not self.missing and self.problem is None
 
 
-@dataclass(frozen=True)
+@frozen
 class InputCompat:
     """One input against one torch: every slice's symbols, and the one verdict for that
     torch's release (``torchabi.verdicts.verdict``; None when the torch's version is unknown)."""

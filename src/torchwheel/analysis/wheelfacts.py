@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import Literal
 
@@ -25,6 +25,7 @@ from torchwheel.analysis import buildunits
 from torchwheel.analysis.alternatives import Alternatives, find_alternatives
 from torchwheel.analysis.buildunits import Brought, BuildUnit
 from torchwheel.analysis.member import MemberBinary, SliceAnalysis, UnreadableBinary
+from torchwheel.frozen import frozen
 from torchwheel.torchabi import accelerators, cuda_archs
 from torchwheel.torchabi.accelerators import AcceleratorNeeds
 from torchwheel.torchabi.backend import BuildSet
@@ -41,7 +42,7 @@ _LIBTORCH_CORE = re.compile(r"torch/lib/(lib)?(torch_cpu|c10)\.(so(\.[0-9.]+)?|d
 _UNTAGGED = "binaries (untagged wheel)"  # who read a need that no WHEEL field stated
 
 
-@dataclass(frozen=True)
+@frozen
 class WheelFacts:
     contents: WheelContents
     metadata: MetadataFacts

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from torchwheel.binary.common import Buffer
 from torchwheel.binary.facts import BinaryError
 from torchwheel.binary.sparse import SparseBuffer
 from torchwheel.binary.strtab import Names
+from torchwheel.frozen import frozen
 
 SHT_DYNSYM = 11
 SHT_DYNAMIC = 6
@@ -26,7 +26,7 @@ _PT_DYNAMIC = 2
 WINDOW = 1 << 20  # tables are read this many bytes at a time: a lying size costs no copy
 
 
-@dataclass(frozen=True)
+@frozen
 class Layout:
     """Struct formats for one ELF class and byte order."""
 
@@ -54,7 +54,7 @@ class Layout:
         return self.endian + ("qQ" if self.is64 else "iI")
 
 
-@dataclass(frozen=True)
+@frozen
 class Segment:
     vaddr: int
     offset: int

@@ -12,6 +12,7 @@ from typing import Literal
 
 from torchwheel.binary.gpucode import NO_GPU_CODE, GpuCode
 from torchwheel.binary.marker_record import MarkerRecord, RawHit
+from torchwheel.frozen import frozen
 from torchwheel.version import FeatureVersion
 
 Format = Literal["elf", "macho", "pe"]
@@ -35,7 +36,7 @@ class Import:
     weak: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class ExportedMarker:
     """The marker found through the export table: the authoritative declared target.
 
@@ -55,7 +56,7 @@ CLR_ILONLY = 0x1
 CLR_32BITREQUIRED = 0x2
 
 
-@dataclass(frozen=True)
+@frozen
 class ClrHeader:
     """The CLR runtime header of a PE (data directory 14): the file is a .NET assembly.
 
@@ -79,7 +80,7 @@ class ClrHeader:
         return bool(self.flags & CLR_32BITREQUIRED)
 
 
-@dataclass(frozen=True)
+@frozen
 class SliceFacts:
     """One architecture's view: a thin binary has one slice, a universal Mach-O several."""
 
@@ -135,7 +136,7 @@ class SliceFacts:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class BinaryFacts:
     path: str
     format: Format

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from torchwheel import limits
 from torchwheel.binary.facts import BinaryError, BinaryFacts, Format, SliceFacts
 from torchwheel.binary.gpucode import GpuScan
 from torchwheel.binary.marker_record import Buffer, RawHit
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
+from torchwheel.frozen import frozen
 
 Ranges = list[tuple[int, int]]  # [start, stop) file offsets
 Sections = dict[str, tuple[int, int]]  # section name -> (file offset, size)
@@ -31,7 +31,7 @@ ReadSlices = Callable[
 _UNANSWERED = (MissingRange, BinaryError, struct.error, limits.LimitExceeded)
 
 
-@dataclass(frozen=True)
+@frozen
 class FormatReader:
     """A binary format: how its files start, how they are read, what a reader of a partial
     file must fetch, and where GPU code lies in it.

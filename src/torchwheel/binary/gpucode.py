@@ -39,13 +39,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Literal
 
 from torchwheel.binary.fatbin import FLAG_ARCH_SPECIFIC, FLAG_COMPRESSED, FLAG_FAMILY, PTX, CudaCursor
 from torchwheel.binary.gpuscan import GpuScan, Key, Scan
 from torchwheel.binary.marker_record import Buffer
 from torchwheel.binary.offload import BundleCursor
+from torchwheel.frozen import frozen
 
 __all__ = ["CudaImage", "GpuCode", "GpuScan", "GpuScanner", "gpu_code", "scan_buffer"]
 
@@ -57,7 +57,7 @@ SECTION_NAMES = frozenset(CUDA_SECTIONS + HIP_SECTIONS + REGISTRATION_SECTIONS)
 Kind = Literal["cubin", "ptx"]
 
 
-@dataclass(frozen=True, order=True)
+@frozen(order=True)
 class CudaImage:
     """One kind of image a fatbin holds: ``sm_90a`` cubin, or ``compute_90`` PTX of ISA 9.0."""
 
@@ -72,7 +72,7 @@ class CudaImage:
         return f"{'sm' if self.kind == 'cubin' else 'compute'}_{self.arch}{self.variant}"
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuCode:
     """What a library carries for GPUs; empty when it carries nothing.
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from torchwheel import limits
 from torchwheel.binary.marker_record import Buffer  # bytes, or an mmap of a file read whole
+from torchwheel.frozen import frozen
 
 MAX_HEADER = 1 << 16  # an entry header (a -concat group lists every image) or a bundle's table
 Key = tuple[int, int, int, int, int, bool]  # kind, arch, kept flags, major, minor, compressed size given
@@ -29,7 +30,7 @@ class Run:
     bundles: int = 0
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuScan:
     """The raw result of a scan: runs and problems by file offset, before sections filter them."""
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import bisect
 import mmap
 import sys
-from dataclasses import dataclass
 
 from torchwheel import limits
+from torchwheel.frozen import frozen
 from torchwheel.version import FeatureVersion
 
 MAGIC = b"TORCHABI"
@@ -34,7 +34,7 @@ class MarkerError(ValueError):
     """The bytes at the marker symbol are not a marker record at all."""
 
 
-@dataclass(frozen=True)
+@frozen
 class MarkerRecord:
     """A decoded record; ``version`` is None when the schema is unknown to this reader."""
 
@@ -66,7 +66,7 @@ def decode(raw: bytes) -> MarkerRecord:
     return MarkerRecord(schema, FeatureVersion.from_int(int.from_bytes(raw[start : start + 8], "big")))
 
 
-@dataclass(frozen=True)
+@frozen
 class RawHit:
     """A record found by scanning bytes: ``offset`` is where ``TORCHABI`` starts in the file."""
 

@@ -223,7 +223,7 @@ class _FirstPass:
             self.gpu = GpuScanner(self.size, zones)
         self.gpu.feed(pos, chunk)
         self._ask(fmt, pos, chunk)
-        self._collect_markers(pos, chunk)
+        self.carry = collect_markers(self.hits, self.carry, pos, chunk)
         self.pos += len(chunk)
 
     def _ask(self, fmt: FormatReader, pos: int, chunk: bytes) -> None:
@@ -249,18 +249,22 @@ class _FirstPass:
                     heapq.heappush(checkpoints, max(hi, pos + 1))
             self.capture.feed(pos, chunk)
 
-    def _collect_markers(self, pos: int, chunk: bytes) -> None:
-        """The seam with the previous chunk, then the chunk itself: no multi-MB concatenation.
-        A record in the seam may be seen again by the chunk (or, after chunks shorter than
-        the seam, by the next seam): ``horizon`` makes Hits remember exactly those offsets."""
-        carry, hits = self.carry, self.hits
-        seam = carry + chunk[:_OVERLAP]
-        hits.forget_before(pos - len(carry))
-        hits.horizon = pos - len(carry)
-        marker_record.collect_hits(seam, hits, base=pos - len(carry))
-        hits.horizon = pos + len(chunk) - _OVERLAP
-        marker_record.collect_hits(chunk, hits, base=pos)
-        self.carry = (carry + chunk)[-_OVERLAP:] if len(chunk) < _OVERLAP else chunk[-_OVERLAP:]
+
+def collect_markers(hits: marker_record.Hits, carry: bytes, pos: int, chunk: bytes) -> bytes:
+    """The marker records of one chunk at ``pos`` into ``hits``, given the ``carry`` the
+    previous chunk left; returns the next chunk's carry. One routine for every streamed read
+    (this pass, and ``install.partial_member``'s ranged one), so that both find the same records.
+
+    The seam with the previous chunk, then the chunk itself: no multi-MB concatenation.
+    A record in the seam may be seen again by the chunk (or, after chunks shorter than
+    the seam, by the next seam): ``horizon`` makes Hits remember exactly those offsets."""
+    seam = carry + chunk[:_OVERLAP]
+    hits.forget_before(pos - len(carry))
+    hits.horizon = pos - len(carry)
+    marker_record.collect_hits(seam, hits, base=pos - len(carry))
+    hits.horizon = pos + len(chunk) - _OVERLAP
+    marker_record.collect_hits(chunk, hits, base=pos)
+    return (carry + chunk)[-_OVERLAP:] if len(chunk) < _OVERLAP else chunk[-_OVERLAP:]
 
 
 def _read_with_fallbacks(

@@ -14,14 +14,14 @@ command adds its row here and in that table (``None``: the command never exits 1
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import click
 
 from torchwheel.errors import Exit, InputError
+from torchwheel.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class ExitRow:
     """One command's meaning of each exit code; ``no`` is None when it never exits 1."""
 

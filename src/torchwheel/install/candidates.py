@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -36,16 +36,17 @@ from packaging.utils import (
 from packaging.version import Version
 
 from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
 from torchwheel.safeopen import open_regular, read_chunks
 from torchwheel.torchabi.need import TorchNeed, need_from_fields
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.wheel.archive import WheelArchive
-from torchwheel.wheel.contents import parse_wheel_name
+from torchwheel.wheel.contents import WheelContents, WheelName, parse_wheel_name
 from torchwheel.wheel.defects import archive_defects
-from torchwheel.wheel.metadata import parse_metadata
+from torchwheel.wheel.metadata import MetadataFacts, parse_metadata
 
 
-@dataclass(frozen=True)
+@frozen
 class Candidate:
     path: Path
     origin: str  # the folder, index page or file it was found through
@@ -67,7 +68,7 @@ class Candidate:
         return self.path.name
 
 
-@dataclass(frozen=True)
+@frozen
 class Skipped:
     location: str
     reason: str
@@ -133,6 +134,28 @@ def _opened(path: Path, origin: str, page_hashes: Mapping[str, str], sha256: str
         raise InputError(f"{path}: {exc.strerror or exc}") from exc
 
 
+def declared(
+    c: WheelContents,
+    filename: str,
+    member_size: Callable[[str], int],
+    hashes: dict[str, tuple[str | None, int]] | None = None,
+) -> tuple[WheelName, MetadataFacts, TorchNeed | None]:
+    """What a wheel says of itself: its file name, its METADATA and the torch need its
+    ``WHEEL`` and ``METADATA`` declare (None: untagged, its binaries must say it). A wheel
+    ``check`` calls broken (``archive_defects``) raises ``InputError`` naming its first
+    defect. One step for ``read_candidate`` and ``partial.wheel_need`` (its ranged twin),
+    so that a whole read and a ranged one refuse, and answer, alike."""
+    broken = archive_defects(c, member_size, hashes)
+    if broken:
+        first = broken[0]
+        more = f" (and {len(broken) - 1} more: `torchwheel check` lists them)" if len(broken) > 1 else ""
+        where = f" {first.member}" if first.member else ""
+        raise InputError(f"{filename}: {first.code}{where}: {first.message}{more}")
+    parsed = parse_wheel_name(filename)
+    meta = parse_metadata(c.metadata_text)
+    return parsed, meta, need_from_fields(c.wheel_fields, meta.torch_requirements, parsed.version)
+
+
 def read_candidate(
     path: Path,
     origin: str,
@@ -154,15 +177,7 @@ def read_candidate(
         hashes: dict[str, tuple[str | None, int]] | None = None
         if verify_hashes:
             hashes = {m: archive.hash_member(m) for m in c.members}
-        broken = archive_defects(c, archive.member_size, hashes)
-        if broken:
-            first = broken[0]
-            more = f" (and {len(broken) - 1} more: `torchwheel check` lists them)" if len(broken) > 1 else ""
-            where = f" {first.member}" if first.member else ""
-            raise InputError(f"{path.name}: {first.code}{where}: {first.message}{more}")
-        parsed = parse_wheel_name(path.name)
-        meta = parse_metadata(c.metadata_text)
-        need = need_from_fields(c.wheel_fields, meta.torch_requirements, parsed.version)
+        parsed, meta, need = declared(c, path.name, archive.member_size, hashes)
         if need is None:  # untagged (or tagged before every axis was written): the binaries say it
             need = _from_binaries(archive, table)
     return Candidate(

@@ -17,12 +17,12 @@ newest floor, which may use the newest shims), then the higher build tag.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Protocol
 
 from packaging.tags import Tag
 from packaging.version import Version
 
+from torchwheel.frozen import frozen
 from torchwheel.install.candidates import Candidate
 from torchwheel.install.target import TorchTarget, markers_for_tags
 from torchwheel.torchabi.backend import TorchBuild
@@ -31,7 +31,7 @@ from torchwheel.torchabi.torch_releases import Minor, minor_of
 from torchwheel.torchabi.verdicts import Verdict, minor_verdict, verdict
 
 
-@dataclass(frozen=True)
+@frozen
 class Judged:
     """One candidate and the one verdict on it (``torchabi.verdicts.Verdict``; the tags and
     Requires-Python are judged first, with their own axis)."""
@@ -41,7 +41,7 @@ class Judged:
     forced: bool = False  # loads only because ``--force`` waived the torch verdict
 
 
-@dataclass(frozen=True)
+@frozen
 class Choice:
     """One project's outcome: the chosen candidate (or None) and every judgement, best first."""
 

@@ -21,16 +21,16 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
 
 # 501 (not implemented) and 505 (HTTP version) will not change on a retry
 _NOT_RETRIED = frozenset((501, 505))
 
 
-@dataclass(frozen=True)
+@frozen
 class Policy:
     """``host_connections``: requests in flight to one host; ``rate``: requests per second
     to one host (None: no cap); ``retries`` after the first attempt; ``backoff``: the first
@@ -114,7 +114,7 @@ class _LocalClock:
         return self._lock
 
 
-@dataclass(frozen=True)
+@frozen
 class Host:
     slots: _Slots
     clock: _Clock

@@ -43,6 +43,7 @@ from urllib.parse import unquote, urlsplit
 
 from torchwheel import __version__
 from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
 from torchwheel.install import fairness
 from torchwheel.install.urls import HOST_PORT, REMOTE_SCHEMES
 from torchwheel.install.urls import is_remote as is_remote  # re-exported: fetch.shown is the old home
@@ -82,7 +83,7 @@ class Exhausted(InputError):
     ends the command, where a failed request would only skip one file."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Response:
     url: str  # after redirects: what relative links on a page resolve against
     content_type: str
@@ -188,28 +189,28 @@ class _TimedHTTPSConnection(_TimedConnection, http.client.HTTPSConnection):
     timeout (one deadline, not one per read), and ``connect`` sets it to what is left."""
 
 
-class _HTTP(urllib.request.HTTPHandler):
+class _Charged(urllib.request.AbstractHTTPHandler):
+    """http's and https's handler alike: a request counts against the budget, opens on its deadline."""
+
     def __init__(self, session: Session) -> None:
         super().__init__()
         self.session = session
 
+    def _open(
+        self, kind: type[_TimedConnection], req: urllib.request.Request, **kw: Any
+    ) -> http.client.HTTPResponse:
+        self.session.budget.request(req.full_url)
+        return self.do_open(self.session.connection(kind, req), req, **kw)
+
+
+class _HTTP(_Charged, urllib.request.HTTPHandler):
     def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        self.session.budget.request(req.full_url)
-        return self.do_open(self.session.connection(_TimedConnection, req), req)
+        return self._open(_TimedConnection, req)
 
 
-class _HTTPS(urllib.request.HTTPSHandler):
-    def __init__(self, session: Session) -> None:
-        super().__init__()
-        self.session = session
-
+class _HTTPS(_Charged, urllib.request.HTTPSHandler):
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        self.session.budget.request(req.full_url)
-        return self.do_open(
-            self.session.connection(_TimedHTTPSConnection, req),
-            req,
-            context=self._context,  # type: ignore[attr-defined]
-        )
+        return self._open(_TimedHTTPSConnection, req, context=self._context)  # type: ignore[attr-defined]
 
 
 class _Redirects(urllib.request.HTTPRedirectHandler):

@@ -35,6 +35,7 @@ from packaging.version import InvalidVersion, Version
 
 from torchwheel import __version__
 from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
 from torchwheel.install import journal, signals
 from torchwheel.install.candidates import Candidate
 from torchwheel.install.target import TorchTarget
@@ -64,7 +65,7 @@ class _JournaledDestination(SchemeDictionaryDestination):
         return super().write_to_fs(scheme, path, stream, is_executable)
 
 
-@dataclass(frozen=True)
+@frozen
 class Installed:
     candidate: Candidate
     dist_info: Path

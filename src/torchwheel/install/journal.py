@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
 
 PREFIX = ".torchwheel-txn-"
 _FORMAT = 1
@@ -228,7 +229,7 @@ def _put_back(held: Path, original: Path) -> None:
         _move(held, original)
 
 
-@dataclass(frozen=True)
+@frozen
 class _Pending:
     home: Path
     records: list[dict[str, Any]]

@@ -11,9 +11,9 @@ summaries (``$GITHUB_STEP_SUMMARY``); JSON has every minor and the reason of eve
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
+from torchwheel.frozen import frozen
 from torchwheel.install.candidates import Candidate
 from torchwheel.install.choose import fit, needed_minors
 from torchwheel.report.textsafe import markdown_cell, markdown_code
@@ -30,13 +30,13 @@ LEGEND = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Row:
     cand: Candidate
     cells: list[Verdict]
 
 
-@dataclass(frozen=True)
+@frozen
 class Matrix:
     """One grid: for one torch build (``torch_build``), or, when no wheel needs a particular
     build, for every build at once (None)."""

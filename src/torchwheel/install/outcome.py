@@ -20,12 +20,12 @@ torch, ranked after the choice) are answers, not unreadable input.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
 
 from packaging.utils import NormalizedName, canonicalize_name
 
 from torchwheel.errors import Exit
+from torchwheel.frozen import frozen
 from torchwheel.install.candidates import Candidate, Gathered, Skipped
 from torchwheel.install.choose import Choice, fit
 from torchwheel.torchabi.torch_releases import Minor, show_minor
@@ -39,7 +39,7 @@ EXIT: dict[Kind, Exit] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Outcome:
     choice: Choice
     kind: Kind

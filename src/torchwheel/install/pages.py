@@ -16,7 +16,7 @@ the parse stops at the first one too many) and a ``requires-python`` is measured
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from html.parser import HTMLParser
 from posixpath import basename
@@ -26,6 +26,7 @@ from packaging.utils import canonicalize_name
 
 from torchwheel import safejson
 from torchwheel.errors import InputError, quoted
+from torchwheel.frozen import frozen
 from torchwheel.limits import current
 from torchwheel.safejson import ANY, Bool, Either, Int, List, Object, Str
 
@@ -73,7 +74,7 @@ PEP691_ROOT = Object(
 _DIST_SUFFIXES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tar.xz", ".tgz", ".tar", ".egg", ".exe", ".msi")
 
 
-@dataclass(frozen=True)
+@frozen
 class Link:
     """One link of a page, resolved against the page's URL.
 
@@ -104,7 +105,7 @@ class Link:
         return self.filename.lower().endswith(_DIST_SUFFIXES)
 
 
-@dataclass(frozen=True)
+@frozen
 class Page:
     files: list[Link]  # distribution files (a project page)
     projects: list[Link]  # project pages (a root page)

@@ -30,15 +30,15 @@ from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
 from torchwheel.binary import BinaryError, BinaryFacts
 from torchwheel.errors import InputError
 from torchwheel.install import fetch, scanline
+from torchwheel.install.candidates import declared
 from torchwheel.install.partial_member import PARTIAL, Pass, finish, read_member
 from torchwheel.install.ranged import NoRanges, RangedWheel, RemoteFile
 from torchwheel.report.facts import SCHEMA_VERSION as DOCUMENT_VERSION
 from torchwheel.report.facts import need_json
-from torchwheel.torchabi.need import TorchNeed, need_from_fields
+from torchwheel.torchabi.need import TorchNeed
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.tablechoice import ChosenTable, choose_table
-from torchwheel.wheel.contents import is_compiled_name, parse_wheel_name
-from torchwheel.wheel.defects import archive_defects
+from torchwheel.wheel.contents import is_compiled_name
 from torchwheel.wheel.metadata import parse_metadata
 
 AXES = ("kind", "floor", "releases", "releases_from", "requirements")
@@ -96,16 +96,7 @@ def _facts(wheel: RangedWheel, table: SymbolTable, gpu: bool) -> tuple[WheelFact
 def wheel_need(wheel: RangedWheel, table: SymbolTable, gpu: bool) -> tuple[TorchNeed, dict[str, Any]]:
     """``api.need``'s answer (``candidates.read_candidate``), step by step, over the ranges:
     a wheel ``check`` calls broken raises ``InputError`` with the same message."""
-    c = wheel.contents
-    broken = archive_defects(c, wheel.member_size, None)
-    if broken:
-        first = broken[0]
-        more = f" (and {len(broken) - 1} more: `torchwheel check` lists them)" if len(broken) > 1 else ""
-        where = f" {first.member}" if first.member else ""
-        raise InputError(f"{wheel.path.name}: {first.code}{where}: {first.message}{more}")
-    parsed = parse_wheel_name(wheel.path.name)
-    meta = parse_metadata(c.metadata_text)
-    need = need_from_fields(c.wheel_fields, meta.torch_requirements, parsed.version)
+    _, _, need = declared(wheel.contents, wheel.path.name, wheel.member_size)
     if need is not None:
         return need, {}
     facts, how = _facts(wheel, table, gpu)

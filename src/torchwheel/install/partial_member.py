@@ -25,7 +25,7 @@ from typing import Any
 from torchwheel.binary import BinaryError, BinaryFacts, FormatReader, marker_record, sniff
 from torchwheel.binary.capture import Capture, covered, merge
 from torchwheel.binary.common import coalesce
-from torchwheel.binary.memberscan import scan
+from torchwheel.binary.memberscan import collect_markers, scan
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
 from torchwheel.install.ranged import Inflating, RangedWheel, stream_of
 
@@ -34,7 +34,6 @@ _HEAD = 1 << 16  # an ELF member's first bytes: its header and program headers
 _KEEP = 8 << 20  # and at least this much of its head, kept as it goes by (``_Held``)
 _QUESTIONS = 32  # rounds of needed_ranges / read per member before it is read whole
 _ELF_MAGIC = b"\x7fELF"
-_OVERLAP = len(marker_record.MAGIC) + marker_record.MAX_RECORD  # a record may straddle two chunks
 
 
 def _zeroed(pieces: dict[int, bytes], lo: int, hi: int) -> None:
@@ -99,14 +98,7 @@ class _Held:
     def take(self, pos: int, chunk: bytes) -> None:
         """A chunk as it inflates (once each, in order): held, and scanned for records."""
         self.feed(pos, chunk)
-        carry, hits = self.carry, self.hits
-        seam = carry + chunk[:_OVERLAP]
-        hits.forget_before(pos - len(carry))
-        hits.horizon = pos - len(carry)
-        marker_record.collect_hits(seam, hits, base=pos - len(carry))
-        hits.horizon = pos + len(chunk) - _OVERLAP
-        marker_record.collect_hits(chunk, hits, base=pos)
-        self.carry = (carry + chunk)[-_OVERLAP:] if len(chunk) < _OVERLAP else chunk[-_OVERLAP:]
+        self.carry = collect_markers(self.hits, self.carry, pos, chunk)
 
     @property
     def pieces(self) -> dict[int, bytes]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from packaging.utils import NormalizedName
 from packaging.version import InvalidVersion, Version
 
 from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
 from torchwheel.install import fetch, pages
 from torchwheel.install.candidates import Candidate, Gathered, Skipped, read_candidate
 from torchwheel.install.choose import judge, tag_rank, tag_reason
@@ -46,7 +46,7 @@ from torchwheel.wheel.contents import WheelName, parse_filename
 from torchwheel.wheel.metadata import parse_metadata
 
 
-@dataclass(frozen=True)
+@frozen
 class HostedFile:
     link: pages.Link
     origin: str  # the page that lists it, as messages show it
@@ -56,7 +56,7 @@ class HostedFile:
         return fetch.shown(self.link.url)
 
 
-@dataclass(frozen=True)
+@frozen
 class _Listed:
     file: HostedFile
     wheel: WheelName

@@ -22,12 +22,12 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
 from torchwheel.install import fetch
 from torchwheel.limits import LimitExceeded
 from torchwheel.safeopen import open_regular
@@ -39,7 +39,7 @@ WHOLE = "whole"
 TRANSIENT = frozenset(("network", "http", "budget"))
 
 
-@dataclass(frozen=True)
+@frozen
 class WheelSource:
     """A wheel as a scan names it. ``location``: a path or an http(s) URL (without
     credentials); ``sha256``/``size``: what the index says, where it says it;
@@ -99,7 +99,7 @@ def as_source(value: object) -> WheelSource:
     raise InputError(f"a scan source is a path, a URL or a mapping with url or path, not {value!r:.80}")
 
 
-@dataclass(frozen=True)
+@frozen
 class Read:
     """A wheel's bytes as a reader got them: ``path`` holds them; ``how`` is ``whole``;
     ``fetched`` bytes came over the network; ``file_verified``: the bytes were checked

@@ -32,6 +32,7 @@ from packaging.version import Version
 
 from torchwheel import __version__, safejson
 from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
 from torchwheel.install.candidates import Candidate, Gathered
 from torchwheel.install.choose import fit, preference
 from torchwheel.install.discovery import gathering
@@ -48,11 +49,11 @@ FILES = "files"
 CONSTRAINTS = "constraints.txt"  # beside each torch-X.Y[-backend]/simple/
 
 
-@dataclass(frozen=True)
+@frozen
 class Entry:
     cand: Candidate
     metadata: bytes  # METADATA, served as ``{file}.metadata`` (PEP 658)
-    variant: dict[str, object] | None  # .dist-info/variant_json.json of a variant wheel
+    variant: dict[str, object] | None  # .dist-info/variant.json of a variant wheel
 
 
 @dataclass
@@ -67,7 +68,7 @@ class IndexResult:
 
 def read_entry(c: Candidate) -> Entry:
     """METADATA as the candidate was read with it (``verify_hashes``: no second open), and a
-    variant wheel's variant_json.json through the one wheel reader (central directory only)."""
+    variant wheel's variant.json through the one wheel reader (central directory only)."""
     meta = c.metadata
     current().max_metadata_bytes.check(f"{c.filename}: METADATA bytes", len(meta))
     doc = None
@@ -75,8 +76,8 @@ def read_entry(c: Candidate) -> Entry:
         with WheelArchive(c.path) as archive:
             name = f"{archive.contents.dist_info}/{variant_json.DIST_INFO_FILE}"
             if name not in archive.infos:
-                raise InputError(f"{c.filename}: a variant file name without .dist-info/variant_json.json")
-            current().max_metadata_bytes.check(f"{c.filename}: variant_json.json bytes", archive.member_size(name))
+                raise InputError(f"{c.filename}: a variant file name without .dist-info/variant.json")
+            current().max_metadata_bytes.check(f"{c.filename}: variant.json bytes", archive.member_size(name))
             doc = variant_json.read_variant_json(archive.read(name), c.filename)
     return Entry(c, meta, doc)
 

@@ -16,7 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 
 import packaging
@@ -26,6 +26,7 @@ from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
 
 from torchwheel.errors import InputError, quoted
+from torchwheel.frozen import frozen
 from torchwheel.torchabi import backend
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.cuda_archs import parse_gpu
@@ -33,7 +34,7 @@ from torchwheel.torchabi.torch_releases import Minor, minor_of
 from torchwheel.version import FeatureVersion
 
 
-@dataclass(frozen=True)
+@frozen
 class TorchTarget:
     """The environment a wheel is chosen for.
 

@@ -17,15 +17,16 @@ that prepare environments for a torch they do not run.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from importlib.metadata import PackageNotFoundError, version
 
+from torchwheel.frozen import frozen
 from torchwheel.wheel.variant_json import LOCKED, NAMESPACE, STABLE
 
 ENV_OVERRIDE = "TORCHWHEEL_VARIANT_TORCH"
 
 
-@dataclass(frozen=True)
+@frozen
 class FeatureConfig:
     """variantlib's ``VariantFeatureConfigType``: name, values (best first), multi_value."""
 

@@ -10,7 +10,7 @@ the runtimes are ``torchabi.grafting``'s; the GPU code is ``binary.gpucode``'s.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -161,43 +161,50 @@ _OF_RUNTIME: frozenset[Role] = frozenset({"runtime", "library"})
 _OF_DRIVER: frozenset[Role] = frozenset({"driver"})
 
 
-def _copies(w: WheelFacts, roles: frozenset[Role]) -> Iterator[tuple[str, LinkedLibrary]]:
+def _copies(w: WheelFacts, roles: frozenset[Role], why: Callable[[LinkedLibrary], str]) -> Iterator[Hit]:
+    """A finding for each member that is a copy of a library of ``roles``: ``why`` says what
+    the copy breaks, and each ends with the repair tool's flag that leaves it out."""
     for member in w.contents.members:
         lib = bundled(member)
         if lib is not None and lib.role in roles:
-            yield member, lib
+            yield member, f"{why(lib)}; {_exclude_hint(lib)}"
 
 
 @rule("TW703")
 def bundles_torch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    for member, lib in _copies(w, _OF_TORCH):
-        yield (
-            member,
-            f"is a copy of torch's own {lib.name.rsplit('/', 1)[-1]}: the torch the user installs loads "
-            "its own, and two copies of libtorch in one process register every operator twice and "
-            f"crash; {_exclude_hint(lib)}",
-        )
+    return _copies(
+        w,
+        _OF_TORCH,
+        lambda lib: (
+            f"is a copy of torch's own {lib.name.rsplit('/', 1)[-1]}: the torch the user installs "
+            "loads its own, and two copies of libtorch in one process register every operator twice and crash"
+        ),
+    )
 
 
 @rule("TW704")
 def bundles_runtime(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    for member, lib in _copies(w, _OF_RUNTIME):
-        yield (
-            member,
-            f"is a copy of {lib.name} (a {TorchBuild(lib.accelerator or 'cuda').words} library that torch's "
-            "build brings itself): a second runtime beside torch's, of whatever toolkit release the "
-            f"build machine had, in one process; {_exclude_hint(lib)}",
-        )
+    return _copies(
+        w,
+        _OF_RUNTIME,
+        lambda lib: (
+            f"is a copy of {lib.name} (a {TorchBuild(lib.accelerator or 'cuda').words} library that "
+            "torch's build brings itself): a second runtime beside torch's, of whatever toolkit release the "
+            "build machine had, in one process"
+        ),
+    )
 
 
 @rule("TW707")
 def bundles_driver(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    for member, lib in _copies(w, _OF_DRIVER):
-        yield (
-            member,
+    return _copies(
+        w,
+        _OF_DRIVER,
+        lambda lib: (
             f"is a copy of {lib.name}, the GPU driver's own library: it must be the one installed "
-            f"with the machine's kernel driver, and a copy fails to initialise the GPU; {_exclude_hint(lib)}",
-        )
+            "with the machine's kernel driver, and a copy fails to initialise the GPU"
+        ),
+    )
 
 
 @rule("TW708")

@@ -8,13 +8,14 @@ and ``docs/rules.md`` has one section per code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from torchwheel.frozen import frozen
 
 Severity = Literal["error", "warning", "info"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Scope:
     """Which inputs a rule judges.
 
@@ -36,7 +37,7 @@ CONSUMER_WHEEL = Scope(lone_binary=False, torch_itself=False)  # a wheel that re
 RELEASE = Scope(lone_binary=False, torch_itself=False, release=True)
 
 
-@dataclass(frozen=True)
+@frozen
 class FixedBy:
     """The commands whose rewrite fixes a finding (each message and ``docs/rules.md`` say so;
     ``tests/test_fixed_by.py`` holds the claim to the rewrite), and when, if not always."""
@@ -70,7 +71,7 @@ REPAIR_LINUX = FixedBy(
 TAG_ABI3T = FixedBy(TAG.commands, "when a tag beside `abi3t` remains: `cp315-abi3.abi3t`")
 
 
-@dataclass(frozen=True)
+@frozen
 class Code:
     code: str
     name: str

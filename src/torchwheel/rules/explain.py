@@ -10,11 +10,11 @@ script.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from torchwheel.frozen import frozen
 from torchwheel.rules.codes import BY_CODE, CODES, Code, FixedBy
 
 DATA = "rules.toml"
@@ -23,7 +23,7 @@ SCHEMA_VERSION = 1  # of the JSON document of `torchwheel rule --format json`
 _LABELS = {"what": "What", "why": "Why", "fix": "Fix"}  # the keys every rule may have
 
 
-@dataclass(frozen=True)
+@frozen
 class RuleDoc:
     code: Code
     sections: tuple[tuple[str, str], ...]  # (label, Markdown text) in the file's order
@@ -32,14 +32,14 @@ class RuleDoc:
         return next((t for lab, t in self.sections if lab == label), "")
 
 
-@dataclass(frozen=True)
+@frozen
 class Group:
     prefix: str  # TW1
     title: str
     intro: str
 
 
-@dataclass(frozen=True)
+@frozen
 class RuleBook:
     preamble: str
     groups: tuple[Group, ...]

@@ -15,7 +15,7 @@ from packaging.version import Version
 
 from torchwheel.analysis.platforms import expected, managed_mismatch
 from torchwheel.analysis.wheelfacts import WheelFacts
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, quoted
 from torchwheel.rules import pypi
 from torchwheel.rules.registry import Hit, Omitted, Policy, rule
 from torchwheel.wheel import defects
@@ -174,7 +174,7 @@ def facts_file_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         yield (
             where,
             (
-                f"says torch_abi {doc['torch_abi'][:40]!r}, WHEEL {TORCH_ABI_FIELD} says {declared[0][:40]!r}: "
+                f"says torch_abi {quoted(doc['torch_abi'], 40)}, WHEEL {TORCH_ABI_FIELD} says {quoted(declared[0], 40)}: "
                 "`torchwheel tag` rewrites both"
             ),
         )

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from torchwheel import limits
+from torchwheel.frozen import frozen
 from torchwheel.rules.codes import BY_CODE, Code, Severity
 
 SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
 
 
-@dataclass(frozen=True)
+@frozen
 class Finding:
     code: str
     severity: Severity
@@ -31,7 +32,7 @@ class Finding:
         return f"{self.wheel}:{self.member}" if self.member else self.wheel
 
 
-@dataclass(frozen=True)
+@frozen
 class Policy:
     """Project policy from ``[tool.torchwheel]`` and the command line."""
 
@@ -52,7 +53,7 @@ class Policy:
 Hit = tuple[str, str]  # (member, message): a rule says where and what; the runner adds the rest
 
 
-@dataclass(frozen=True)
+@frozen
 class Omitted:
     """What a check yields for hits its facts only counted (RECORD problems past
     ``max-listed``): so many more findings than it names."""
@@ -99,7 +100,7 @@ class Findings:
             self.omitted[(wheel, code)] = self.omitted.get((wheel, code), 0) + more
 
 
-@dataclass(frozen=True)
+@frozen
 class Rule(Code):
     """A code of ``codes.CODES`` with the function that checks it."""
 

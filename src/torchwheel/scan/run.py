@@ -14,12 +14,12 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from torchwheel import api, limits
+from torchwheel.frozen import frozen
 from torchwheel.install import fairness
 from torchwheel.install.partial import partial_line
 from torchwheel.install.scanline import WheelSource, empty_line
@@ -58,7 +58,7 @@ def scan_item(source: WheelSource) -> dict[str, Any]:
         return empty_line(source, {"code": "internal", "message": message})
 
 
-@dataclass(frozen=True)
+@frozen
 class Plan:
     """What a run does: the wheels still to scan, the unlisted entries to record, how many
     the file already holds."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from torchwheel.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class TagOptions:
     upper_bound: str | None = None  # add ``,<X`` to a stable requirement
     keep_correct: bool = True  # keep the project's own requirement when it is already right

@@ -25,7 +25,7 @@ What is refused, before anything is written (exit 2, one line):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from packaging.metadata import parse_email
@@ -36,6 +36,7 @@ from packaging.version import InvalidVersion, Version
 
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError, clipped
+from torchwheel.frozen import frozen
 from torchwheel.tagging import naming
 from torchwheel.tagging.options import TagOptions
 from torchwheel.torchabi.need import claimed_releases, need_from_fields, show_releases
@@ -49,7 +50,7 @@ _HEADER = re.compile(r"^(From |[\041-\071\073-\176]*:|[\t ])")  # email.feedpars
 Release = tuple[str, Version, frozenset[Tag]]  # project (normalised), public version, tag set
 
 
-@dataclass(frozen=True)
+@frozen
 class PublicPlan:
     """What ``unlabel`` writes for one wheel; pure, nothing written yet."""
 

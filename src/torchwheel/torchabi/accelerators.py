@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Literal
 
 from packaging.requirements import Requirement
@@ -28,6 +27,7 @@ from packaging.utils import canonicalize_name
 
 from torchwheel.binary.facts import Import
 from torchwheel.binary.gpucode import NO_GPU_CODE, CudaImage, GpuCode
+from torchwheel.frozen import frozen
 
 Accelerator = Literal["cuda", "rocm", "xpu"]
 Role = Literal["torch", "torch-python", "runtime", "library", "driver"]
@@ -47,7 +47,7 @@ _TORCH_BUILD: dict[str, Accelerator] = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
+@frozen
 class _Pattern:
     regex: re.Pattern[str]
     accelerator: Accelerator
@@ -108,7 +108,7 @@ _CANONICAL = {
 }
 
 
-@dataclass(frozen=True, order=True)
+@frozen(order=True)
 class LinkedLibrary:
     """One needed library that says something about torch's build or an accelerator."""
 
@@ -221,7 +221,7 @@ def _applies(req: Requirement, platform: str | None) -> bool:
         return True
 
 
-@dataclass(frozen=True)
+@frozen
 class AcceleratorNeeds:
     """One library's needs beyond the torch version, and its GPU code.
 

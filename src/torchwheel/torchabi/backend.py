@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
 
 from torchwheel.errors import InputError, clipped
+from torchwheel.frozen import frozen
 
 Kind = Literal["cpu", "cuda", "rocm", "xpu"]
 KINDS: tuple[Kind, ...] = ("cpu", "cuda", "rocm", "xpu")
@@ -35,7 +35,7 @@ ROCM_BACKENDS = {6: "rocm6.4", 7: "rocm7.1"}
 BACKENDS = ("cpu", "cu126", "cu128", "cu129", "cu130", "rocm6.4", "rocm7.0", "rocm7.1", "xpu")
 
 
-@dataclass(frozen=True, order=True)
+@frozen(order=True)
 class TorchBuild:
     """One build of torch: ``kind``, and for CUDA/ROCm the toolkit ``major`` (what a linked
     runtime pins) and ``minor`` (a target's backend: ``cu130``). A build a wheel needs leaves

@@ -45,7 +45,7 @@ import sys
 import zlib
 from array import array
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from importlib import resources
 from typing import Any
 
@@ -53,6 +53,7 @@ from packaging.version import InvalidVersion, Version
 
 from torchwheel import safejson
 from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
 from torchwheel.safejson import Int, List, Object, Str
 
 __all__ = [
@@ -153,7 +154,7 @@ def _column(data: memoryview, width: int) -> array[int]:
     return column
 
 
-@dataclass(frozen=True)
+@frozen
 class Dating:
     """What an index says about a set of unstable names (``ExportIndex.dating``).
 
@@ -189,7 +190,7 @@ class Dating:
         return self.known > 0 and self.unknown_count == 0
 
 
-@dataclass(frozen=True)
+@frozen
 class ExportIndex:
     """One platform's index: the releases it speaks for, and the hashed names.
 

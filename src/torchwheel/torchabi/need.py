@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import pairwise
 from typing import Literal
 
@@ -31,6 +31,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from torchwheel.errors import InputError, clipped
+from torchwheel.frozen import frozen
 from torchwheel.torchabi import backend, torch_releases
 from torchwheel.torchabi.backend import BuildSet
 from torchwheel.torchabi.torch_releases import Minor, minor_of
@@ -72,7 +73,7 @@ def release_matches(release: Release, torch: Version) -> bool:
     return tuple(Version(torch.base_version).release[: len(release)]) == release
 
 
-@dataclass(frozen=True)
+@frozen
 class TorchNeed:
     """Which torch a wheel loads on, axis by axis (module docstring).
 

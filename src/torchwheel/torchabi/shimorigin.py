@@ -6,8 +6,7 @@ Kept apart from ``symtable`` (which re-exports both) so that the table's provena
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from torchwheel.frozen import frozen
 from torchwheel.version import FeatureVersion
 
 __all__ = ["EXPORT", "HEADER_GATE", "Origin", "WheelSource"]
@@ -16,7 +15,7 @@ HEADER_GATE = "header-gate"
 EXPORT = "export"
 
 
-@dataclass(frozen=True)
+@frozen
 class Origin:
     """Where a symbol's version comes from: ``export`` (the first release whose libraries
     export it, see ``scripts/shim_exports.py``) or ``header-gate``. ``platforms``: (label, first
@@ -38,7 +37,7 @@ class Origin:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class WheelSource:
     """One torch wheel whose exports went into the table: provenance, re-checkable by hash."""
 

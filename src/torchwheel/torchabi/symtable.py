@@ -26,12 +26,13 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
 from torchwheel.torchabi.shimorigin import EXPORT, HEADER_GATE, Origin, WheelSource
 from torchwheel.version import FeatureVersion
 
@@ -81,7 +82,7 @@ def _version_key(release: str) -> FeatureVersion:
     return FeatureVersion.parse(release)
 
 
-@dataclass(frozen=True)
+@frozen
 class SymbolTable:
     """Shim function name -> release that introduced it (``None``: baseline).
 

@@ -15,18 +15,18 @@ disagree without anyone seeing why. The first of these wins:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
 from torchwheel.torchabi.symtable import SymbolTable, load_shipped, shape
 
 ENV_VAR = "TORCHWHEEL_SYMBOLS"
 SHIPPED = "shipped"
 
 
-@dataclass(frozen=True)
+@frozen
 class ChosenTable:
     table: SymbolTable
     origin: str  # "shipped" or the file the table was read from

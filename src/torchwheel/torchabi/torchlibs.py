@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path, PurePosixPath
 
 from packaging.version import InvalidVersion, Version
@@ -21,6 +21,7 @@ from torchwheel.binary import BinaryError, BinaryFacts, read_path
 from torchwheel.binary.facts import Import
 from torchwheel.binary.memberscan import scan_member
 from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
 from torchwheel.torchabi import backend
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.wheel.archive import WheelArchive
@@ -35,7 +36,7 @@ _RUNTIME_PREFIXES = ("libtorch", "libc10", "libshm", "libcaffe2", "libgomp", "to
 _VERSION_PY = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""", re.MULTILINE)
 
 
-@dataclass(frozen=True)
+@frozen
 class TorchLibraries:
     """The export tables of one torch build; ``origin`` says where they were read."""
 

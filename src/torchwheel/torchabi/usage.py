@@ -12,11 +12,11 @@ torch the binary can load on. Everything else from libtorch's C++ namespaces
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Literal
 
 from torchwheel import limits
 from torchwheel.binary.facts import SliceFacts
+from torchwheel.frozen import frozen
 from torchwheel.limits import Listing, listed
 from torchwheel.torchabi.cxxnames import demangle, is_unstable
 from torchwheel.torchabi.symtable import BASELINE, SymbolTable
@@ -27,7 +27,7 @@ Usage = Literal["none", "stable", "unstable"]
 _SHIM_PREFIXES = ("aoti_torch_", "torch_")
 
 
-@dataclass(frozen=True)
+@frozen
 class TorchUsage:
     """The torch facts of one slice, ready for the rules and for JSON.
 

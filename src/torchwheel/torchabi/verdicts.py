@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
 from packaging.requirements import Requirement
 from packaging.version import Version
 
 from torchwheel.errors import clipped
+from torchwheel.frozen import frozen
 from torchwheel.torchabi import backend, torch_releases
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.cuda_archs import runs_on
@@ -27,7 +28,7 @@ Cell = Literal["loads", "only", "some", "no", "unknown"]
 Axis = Literal["version", "build", "gpu", "requirement", "tags", "python"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Verdict:
     """Does a wheel load on one torch (or on the releases of one minor)?
 

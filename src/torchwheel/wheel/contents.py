@@ -14,6 +14,7 @@ from packaging.version import InvalidVersion, Version
 
 from torchwheel import limits
 from torchwheel.errors import InputError, quoted
+from torchwheel.frozen import frozen
 from torchwheel.wheel.metadata import parse_metadata, parse_wheel_fields
 from torchwheel.wheel.record import RecordEntry, RecordProblem
 
@@ -112,7 +113,7 @@ def tag_set_size(what: str, tag_triples: list[list[str]]) -> int:
     return total
 
 
-@dataclass(frozen=True)
+@frozen
 class WheelName:
     """A wheel file name, including the wheel-variant form that packaging rejects."""
 

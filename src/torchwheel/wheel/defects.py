@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from packaging.utils import canonicalize_name
@@ -20,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from torchwheel import limits
 from torchwheel.errors import clipped, quoted
+from torchwheel.frozen import frozen
 from torchwheel.wheel.contents import WheelContents
 from torchwheel.wheel.metadata import (
     TORCH_ABI_FIELD,
@@ -60,7 +60,7 @@ class Archive(Protocol):
     def is_wheel_file(self) -> bool: ...
 
 
-@dataclass(frozen=True)
+@frozen
 class Defect:
     code: str  # the TWnnn code ``check`` reports it under
     member: str  # "" for the wheel as a whole
@@ -222,7 +222,7 @@ CHECKS: dict[str, Callable[[Archive], Iterator[Hit]]] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class _Read:
     contents: WheelContents
     metadata: MetadataFacts

@@ -9,17 +9,19 @@ members of one archive at once), bzip2 and lzma, the methods pip and ``installer
 
 from __future__ import annotations
 
-import bz2
-import lzma
 import struct
 import zlib
 from collections.abc import Iterator
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from isal import isal_zlib
 
 from torchwheel.errors import InputError
 from torchwheel.wheel.zipdir import Member
+
+if TYPE_CHECKING:  # bz2 and lzma are imported by the rare member that uses them: 1 ms of start-up
+    import bz2
+    import lzma
 
 STORED, DEFLATED, BZIP2, LZMA = 0, 8, 12, 14
 inflate_lib = isal_zlib  # ISA-L inflates ~1.7x faster than zlib and releases the GIL
@@ -97,20 +99,27 @@ class _Lzma(_NothingHeldBack):
                 return
             psize = struct.unpack_from("<H", self._head, 2)[0]
             if psize != 5:
-                raise lzma.LZMAError(f"unsupported LZMA properties size {psize}")
+                raise ValueError(f"unsupported LZMA properties size {psize}")
             if len(self._head) < 4 + psize:
                 return
             props, data = self._head[4:9], self._head[9:]
             lc_lp_pb, dict_size = props[0], struct.unpack_from("<I", props, 1)[0]
             if lc_lp_pb >= 9 * 5 * 5:
-                raise lzma.LZMAError("bad LZMA properties")
+                raise ValueError("bad LZMA properties")
+            import lzma
+
             # a dictionary bigger than the member is never needed: liblzma allocates it up front
             dict_size = max(4096, min(dict_size, self._member.file_size))
             lzma1 = {"id": lzma.FILTER_LZMA1, "dict_size": dict_size, "lc": lc_lp_pb % 9}
             lzma1 |= {"lp": lc_lp_pb // 9 % 5, "pb": lc_lp_pb // 45}
             raw = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[lzma1])
             self._inner = _Buffered(raw, self._out)
-        yield from self._inner.push(data)
+        import lzma  # imported above, when the stream began
+
+        try:
+            yield from self._inner.push(data)
+        except lzma.LZMAError as exc:  # as a ValueError: DECOMPRESS_ERRORS need not import lzma
+            raise ValueError(str(exc)) from exc
 
 
 def decompressor(member: Member, out_chunk: int) -> Decompressor:
@@ -119,6 +128,8 @@ def decompressor(member: Member, out_chunk: int) -> Decompressor:
     if member.compress_type == DEFLATED:
         return _Inflate(inflate_lib, out_chunk)
     if member.compress_type == BZIP2:
+        import bz2
+
         return _Buffered(bz2.BZ2Decompressor(), out_chunk)
     if member.compress_type == LZMA:
         return _Lzma(member, out_chunk)
@@ -133,6 +144,5 @@ DECOMPRESS_ERRORS: tuple[type[Exception], ...] = (
     zlib.error,
     OSError,
     EOFError,
-    lzma.LZMAError,
-    ValueError,
+    ValueError,  # lzma's errors too (_Lzma)
 )

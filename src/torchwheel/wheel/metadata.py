@@ -13,13 +13,13 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from torchwheel.errors import clipped, quoted
+from torchwheel.frozen import frozen
 from torchwheel.version import FeatureVersion
 
 if TYPE_CHECKING:
@@ -119,13 +119,13 @@ def check_torch_abi_lines(values: list[str]) -> None:
     ``any`` or ``none``: ``torchabi.need.declared_need`` reads it), or ``ValueError``."""
     distinct = sorted({v.strip() for v in values})
     if len(distinct) > 1:
-        shown = ", ".join(repr(v[:40]) for v in distinct[:3])
+        shown = ", ".join(quoted(v, 40) for v in distinct[:3])
         raise ValueError(f"WHEEL has {len(values)} {TORCH_ABI_FIELD} lines that disagree ({shown})")
     if distinct and distinct[0] not in ("unstable", "any", "none"):
         torch_abi_floor(distinct[0])
 
 
-@dataclass(frozen=True)
+@frozen
 class MetadataFacts:
     requires_python: SpecifierSet | None
     torch_requirements: tuple[Requirement, ...]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from torchwheel import limits
 from torchwheel.errors import InputError, clipped, quoted
+from torchwheel.frozen import frozen
 
 
 def digest_text(digest: bytes, algorithm: str = "sha256") -> str:
@@ -45,7 +46,7 @@ class RecordEntry:
     size: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class RecordProblem:
     path: str
     problem: str  # "missing-from-record" | "hash-mismatch" | "size-mismatch" | "missing-file" | ...
