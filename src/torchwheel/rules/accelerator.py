@@ -18,7 +18,7 @@ from packaging.version import InvalidVersion, Version
 from torchwheel.analysis.buildunits import BuildUnit, brings_own_runtime, own_runtimes
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.binary.gpucode import CudaImage
-from torchwheel.rules.registry import Hit, Policy, rule
+from torchwheel.rules.registry import Check, Hit, Policy, rule
 from torchwheel.torchabi.accelerators import AcceleratorNeeds, LinkedLibrary, Role
 from torchwheel.torchabi.backend import (
     ANY_BUILD,
@@ -155,56 +155,53 @@ def _exclude_hint(lib: LinkedLibrary) -> str:
     )
 
 
-# what each rule judges a copy of: torch's own libraries, a runtime its build brings, the driver's
-_OF_TORCH: frozenset[Role] = frozenset({"torch", "torch-python"})
-_OF_RUNTIME: frozenset[Role] = frozenset({"runtime", "library"})
-_OF_DRIVER: frozenset[Role] = frozenset({"driver"})
+def _torch_copy(lib: LinkedLibrary) -> str:
+    return (
+        f"is a copy of torch's own {lib.name.rsplit('/', 1)[-1]}: the torch the user installs "
+        "loads its own, and two copies of libtorch in one process register every operator twice and crash"
+    )
 
 
-def _copies(w: WheelFacts, roles: frozenset[Role], why: Callable[[LinkedLibrary], str]) -> Iterator[Hit]:
+def _runtime_copy(lib: LinkedLibrary) -> str:
+    return (
+        f"is a copy of {lib.name} (a {TorchBuild(lib.accelerator or 'cuda').words} library that "
+        "torch's build brings itself): a second runtime beside torch's, of whatever toolkit release the "
+        "build machine had, in one process"
+    )
+
+
+def _driver_copy(lib: LinkedLibrary) -> str:
+    return (
+        f"is a copy of {lib.name}, the GPU driver's own library: it must be the one installed "
+        "with the machine's kernel driver, and a copy fails to initialise the GPU"
+    )
+
+
+# each copy rule: the roles of the libraries it judges a copy of (torch's own, a runtime
+# torch's build brings, the driver's) and what such a copy breaks
+_COPY_RULES: dict[str, tuple[frozenset[Role], Callable[[LinkedLibrary], str]]] = {
+    "TW703": (frozenset({"torch", "torch-python"}), _torch_copy),
+    "TW704": (frozenset({"runtime", "library"}), _runtime_copy),
+    "TW707": (frozenset({"driver"}), _driver_copy),
+}
+
+
+def _copy_rule(roles: frozenset[Role], why: Callable[[LinkedLibrary], str]) -> Check:
     """A finding for each member that is a copy of a library of ``roles``: ``why`` says what
     the copy breaks, and each ends with the repair tool's flag that leaves it out."""
-    for member in w.contents.members:
-        lib = bundled(member)
-        if lib is not None and lib.role in roles:
-            yield member, f"{why(lib)}; {_exclude_hint(lib)}"
+
+    def run(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+        for member in w.contents.members:
+            lib = bundled(member)
+            if lib is not None and lib.role in roles:
+                yield member, f"{why(lib)}; {_exclude_hint(lib)}"
+
+    run.__name__ = run.__qualname__ = why.__name__.lstrip("_")
+    return run
 
 
-@rule("TW703")
-def bundles_torch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    return _copies(
-        w,
-        _OF_TORCH,
-        lambda lib: (
-            f"is a copy of torch's own {lib.name.rsplit('/', 1)[-1]}: the torch the user installs "
-            "loads its own, and two copies of libtorch in one process register every operator twice and crash"
-        ),
-    )
-
-
-@rule("TW704")
-def bundles_runtime(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    return _copies(
-        w,
-        _OF_RUNTIME,
-        lambda lib: (
-            f"is a copy of {lib.name} (a {TorchBuild(lib.accelerator or 'cuda').words} library that "
-            "torch's build brings itself): a second runtime beside torch's, of whatever toolkit release the "
-            "build machine had, in one process"
-        ),
-    )
-
-
-@rule("TW707")
-def bundles_driver(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    return _copies(
-        w,
-        _OF_DRIVER,
-        lambda lib: (
-            f"is a copy of {lib.name}, the GPU driver's own library: it must be the one installed "
-            "with the machine's kernel driver, and a copy fails to initialise the GPU"
-        ),
-    )
+for _code, (_roles, _why) in _COPY_RULES.items():
+    rule(_code)(_copy_rule(_roles, _why))
 
 
 @rule("TW708")

@@ -9,7 +9,7 @@ compiled members (TW405, TW406) and the warnings are judged here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from packaging.version import Version
 
@@ -17,34 +17,29 @@ from torchwheel.analysis.platforms import expected, managed_mismatch
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError, quoted
 from torchwheel.rules import pypi
-from torchwheel.rules.registry import Hit, Omitted, Policy, rule
+from torchwheel.rules.registry import Check, Hit, Omitted, Policy, rule
 from torchwheel.wheel import defects
 from torchwheel.wheel.defects import comparable_version
 from torchwheel.wheel.metadata import SIDE_FILE, TORCH_ABI_FIELD, side_shape
 
 
-def _omitted(w: WheelFacts, code: str) -> Iterator[Omitted]:
-    """The problems of this code that were counted, not kept (``verify_record``)."""
-    more = sum(n for kind, n in w.record_problems_omitted.items() if defects.RECORD_KINDS.get(kind) == code)
-    if more:
-        yield Omitted(more)
+def _archive_rule(code: str, check: Callable[[defects.Archive], Iterator[Hit]]) -> Check:
+    """The rule of one archive defect: its hits, and those ``verify_record`` only counted."""
+
+    def run(w: WheelFacts, policy: Policy) -> Iterator[Hit | Omitted]:
+        more = sum(
+            n for kind, n in w.record_problems_omitted.items() if defects.RECORD_KINDS.get(kind) == code
+        )
+        if more:
+            yield Omitted(more)
+        yield from check(w)
+
+    run.__name__ = run.__qualname__ = check.__name__
+    return run
 
 
-@rule("TW401")
-def record_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    yield from defects.record_missing(w)
-
-
-@rule("TW402")
-def record_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit | Omitted]:
-    yield from _omitted(w, "TW402")
-    yield from defects.record_mismatch(w)
-
-
-@rule("TW403")
-def record_incomplete(w: WheelFacts, policy: Policy) -> Iterator[Hit | Omitted]:
-    yield from _omitted(w, "TW403")
-    yield from defects.record_incomplete(w)
+for _code, _check in defects.CHECKS.items():  # TW401-403, TW407-411, TW414, each in its words
+    rule(_code)(_archive_rule(_code, _check))
 
 
 @rule("TW404")
@@ -123,36 +118,6 @@ def binary_unreadable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         yield u.member, f"cannot be read ({u.error}): rebuild it, or drop it from the wheel"
 
 
-@rule("TW407")
-def metadata_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    yield from defects.metadata_invalid(w)
-
-
-@rule("TW408")
-def dist_info_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    yield from defects.dist_info_mismatch(w)
-
-
-@rule("TW409")
-def metadata_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    """pip compares the METADATA it reads with the file it asked for and refuses a wheel whose
-    Name or Version differ ("inconsistent name/version"); a rewrite would have to pick one."""
-    yield from defects.metadata_mismatch(w)
-
-
-@rule("TW410")
-def torch_abi_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    yield from defects.torch_abi_invalid(w)
-
-
-@rule("TW411")
-def member_name_uninstallable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    """Names the archive holds but no installer can write as named: ``.`` (installer finds a
-    directory there and refuses), empty or ``.`` components (written under another path
-    than RECORD lists, or over another member), and components no file system takes."""
-    yield from defects.member_name_uninstallable(w)
-
-
 @rule("TW412")
 def facts_file_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     """The side file ``tag`` writes is informational (installers never read it), so a warning;
@@ -198,14 +163,6 @@ def local_version(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 "it gets without the label (`torchwheel unlabel -w DIR WHEEL` writes it)"
             ),
         )
-
-
-@rule("TW414")
-def filename_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    """pip reads such a name with its own looser pattern and downloads it, so the wheel reaches
-    users; packaging, PyPI's upload check and torchwheel's selection refuse it. The rest of the
-    wheel is judged all the same (its tags from WHEEL), so one finding does not hide the others."""
-    yield from defects.filename_invalid(w)
 
 
 @rule("TW415")

@@ -80,21 +80,12 @@ def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         # none it replaces only with --relax-pin (which value was meant is not its to guess)
         writes = "`torchwheel tag` writes it" if loads else "`torchwheel tag --relax-pin` writes it"
         if too_old:
-            yield (
-                "",
-                (
-                    f"Requires-Dist {quoted(req)} {_admits(req)}, but the binaries need torch {abi.floor} or newer: "
-                    f"require 'torch>={abi.label}' ({writes})"
-                ),
-            )
+            what = f"{_admits(req)}, but the binaries need torch {abi.floor} or newer"
         elif not loads:
-            yield (
-                "",
-                (
-                    f"Requires-Dist {quoted(req)} admits no torch release the binaries load on "
-                    f"(they need torch {abi.floor} or newer): require 'torch>={abi.label}' ({writes})"
-                ),
-            )
+            what = f"admits no torch release the binaries load on (they need torch {abi.floor} or newer)"
+        else:
+            continue
+        yield "", f"Requires-Dist {quoted(req)} {what}: require 'torch>={abi.label}' ({writes})"
 
 
 @rule("TW504")

@@ -127,6 +127,8 @@ def dist_info_mismatch(w: Archive) -> Iterator[Hit]:
 
 
 def metadata_mismatch(w: Archive) -> Iterator[Hit]:
+    """pip compares the METADATA it reads with the file it asked for and refuses a wheel whose
+    Name or Version differ ("inconsistent name/version"); a rewrite would have to pick one."""
     c, meta = w.contents, w.metadata
     where = f"{c.dist_info}/METADATA"
     if meta.name and c.filename_name and canonicalize_name(meta.name) != canonicalize_name(c.filename_name):
@@ -166,6 +168,9 @@ def torch_abi_invalid(w: Archive) -> Iterator[Hit]:
 
 
 def member_name_uninstallable(w: Archive) -> Iterator[Hit]:
+    """Names the archive holds but no installer can write as named: ``.`` (installer finds a
+    directory there and refuses), empty or ``.`` components (written under another path
+    than RECORD lists, or over another member), and components no file system takes."""
     if not w.is_wheel_file:
         return  # a directory's names came from a file system already
     for member in w.contents.members:
@@ -191,6 +196,9 @@ def member_name_uninstallable(w: Archive) -> Iterator[Hit]:
 
 
 def filename_invalid(w: Archive) -> Iterator[Hit]:
+    """pip reads such a name with its own looser pattern and downloads it, so the wheel reaches
+    users; packaging, PyPI's upload check and torchwheel's selection refuse it. The rest of the
+    wheel is judged all the same (its tags from WHEEL), so one finding does not hide the others."""
     c = w.contents
     if not w.is_wheel_file or c.name_problem is None:
         return
