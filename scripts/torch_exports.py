@@ -1,4 +1,4 @@
-"""Write the export tables of a torch build's runtime libraries, for tests/test_cxxnames.py.
+"""Write the export tables of a torch build's runtime libraries, for tests/torchabi/test_cxxnames.py.
 
     python scripts/torch_exports.py installed tests/data/torch-2.13.0-linux-x86_64-exports.txt.xz
     python scripts/torch_exports.py torch-2.13.0-cp311-cp311-win_amd64.whl \

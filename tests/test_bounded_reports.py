@@ -295,7 +295,7 @@ def test_max_listed_zero_still_names_each_code_and_fails(
 def test_the_nested_fast_path_agrees_with_the_general_reader() -> None:
     """``is_unstable`` matches libtorch's nested names with one regular expression (compat asks
     it of each import three times); every answer must be the general reader's."""
-    from .test_cxxnames import NOT_UNSTABLE, UNSTABLE
+    from .torchabi.test_cxxnames import NOT_UNSTABLE, UNSTABLE
 
     names = [s for s, _ in UNSTABLE] + NOT_UNSTABLE
     names += ["_ZN5torch6stable3fooEv", "_ZN5torch10headeronly3barEv", "_ZN5torch3jit3fooEv", "_ZN5torch",

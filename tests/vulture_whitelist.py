@@ -26,7 +26,7 @@ publish.index_command
 publish.matrix_command
 publish.unlabel_command
 scan.scan_command
-EXITS  # the exit-code table that docs/exit-codes.md prints (tests/test_exits.py holds them equal)
+EXITS  # the exit-code table that docs/exit-codes.md prints (tests/cli/test_exits.py holds them equal)
 ExitRow.no
 ExitRow.input
 _Anchors.handle_starttag  # html.parser.HTMLParser calls it

@@ -41,7 +41,7 @@ _ELF_ARCHS = {
 # macOS tag arch -> the Mach-O slices a binary must carry. The multi-arch names are the exact
 # sets of CPython's ``_osx_support.get_platform_osx`` (universal2, intel, fat, fat3, fat64,
 # universal), which are the archs ``packaging.tags.mac_platforms`` installs each name on;
-# tests/test_platforms.py checks every pair against it.
+# tests/analysis/test_platforms.py checks every pair against it.
 _MACHO_ARCHS: dict[str, frozenset[str]] = {
     "x86_64": frozenset({"x86_64"}),
     "arm64": frozenset({"arm64"}),

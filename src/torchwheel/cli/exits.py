@@ -7,7 +7,7 @@ exit 2. A deep ``sys.exit`` would skip the ``--format json`` error document, the
 above it and this one decision.
 
 ``EXITS`` says what each code means for each command; ``docs/exit-codes.md`` prints the same
-table and ``tests/test_exits.py`` holds the two equal and every command to a row. A new
+table and ``tests/cli/test_exits.py`` holds the two equal and every command to a row. A new
 command adds its row here and in that table (``None``: the command never exits 1).
 """
 

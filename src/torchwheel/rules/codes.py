@@ -40,7 +40,7 @@ RELEASE = Scope(lone_binary=False, torch_itself=False, release=True)
 @frozen
 class FixedBy:
     """The commands whose rewrite fixes a finding (each message and ``docs/rules.md`` say so;
-    ``tests/test_fixed_by.py`` holds the claim to the rewrite), and when, if not always."""
+    ``tests/e2e/test_fixed_by.py`` holds the claim to the rewrite), and when, if not always."""
 
     commands: tuple[str, ...]
     when: str = ""

@@ -24,7 +24,7 @@ kept for the *display* text) costs 7 us. So the regular shapes, which are nearly
 names, are read straight off the mangled prefix by ``_itanium_prefix``/``_msvc_prefix``:
 hand-written, but only the first production of the grammar (the outermost scope is the
 first source name after ``N``; an MSVC name lists its scopes innermost first up to ``@@``),
-and every shape they do not know goes to the library. ``tests/test_cxxnames.py`` checks that
+and every shape they do not know goes to the library. ``tests/torchabi/test_cxxnames.py`` checks that
 every C++ symbol torch 2.13 exports (Linux and Windows) classifies as documented, and that
 the two paths agree on every fifth of them.
 """
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 # that build as much as at:: does. Third-party code libtorch bundles under its own names
 # (fbgemm, gloo, tensorpipe, fmt, google::protobuf, pybind11, ...) does not count: on ELF an
 # import does not say who must define it, and the same names come from those projects' own
-# builds, which an extension may link. tests/test_cxxnames.py lists them.
+# builds, which an extension may link. tests/torchabi/test_cxxnames.py lists them.
 UNSTABLE_SCOPES = frozenset({"at", "c10", "c10d", "c10_complex_math", "caffe2", "torch", "onnx_torch", "ao"})
 # Header-only: compiled into the extension, never imported from libtorch.
 STABLE_SCOPES = frozenset({"torch::stable", "torch::headeronly"})

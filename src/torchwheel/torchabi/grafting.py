@@ -14,7 +14,7 @@ TW704), by its name with the tool's hash taken off.
 The patterns are explicit rather than generated from ``accelerators``' name patterns: each
 tool matches differently (auditwheel: ``fnmatch`` on the SONAME; delocate: a substring of
 the path; delvewheel: ``fnmatch`` on the lower-cased DLL name), and
-``tests/test_accelerator_rules.py`` holds every pattern to ``accelerators.classify_library``.
+``tests/e2e/test_accelerator_rules.py`` holds every pattern to ``accelerators.classify_library``.
 """
 
 from __future__ import annotations
