@@ -44,3 +44,21 @@ def group_by_release(wheels: Iterable[WheelFacts]) -> list[tuple[WheelFacts, ...
         if key is not None:
             groups.setdefault(key, []).append(w)
     return [tuple(g) for g in groups.values() if len(g) > 1]
+
+
+def platform_family(w: WheelFacts) -> str | None:
+    """``sys_platform`` of a wheel's platform tags, None for ``any`` or a mix."""
+    found = set()
+    for t in w.contents.filename_tags:
+        p = t.platform
+        if p == "any":
+            return None
+        found.add("darwin" if p.startswith("macosx") else "win32" if p.startswith("win") else "linux")
+    return found.pop() if len(found) == 1 else None
+
+
+def markers_can_tell(a: WheelFacts, b: WheelFacts) -> bool:
+    """Can ``sys_platform`` markers give two wheels of one release different requirements? Only
+    when each is of one platform family and the two families differ."""
+    fa, fb = platform_family(a), platform_family(b)
+    return fa is not None and fb is not None and fa != fb

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from torchwheel.analysis.release_wheels import ReleaseView
+from torchwheel.analysis.release_wheels import ReleaseView, markers_can_tell
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.version import FeatureVersion
@@ -69,12 +69,18 @@ def targets_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
             first = (
                 f"loosen {'; '.join(tight)!r} to 'torch>={need.label}' in the project, then " if tight else ""
             )
-            yield (
-                "",
+            differ = (
                 f"targets torch {mine.label} on {_platforms(view.wheel)} but {_name(o)} targets {theirs.label} on "
-                f"{_platforms(o)}: one requirement set must carry both floors with sys_platform markers; "
-                f"{first}`torchwheel tag --release` writes them",
+                f"{_platforms(o)}"
             )
+            if markers_can_tell(view.wheel, o):
+                fix = f"one requirement set must carry both floors with sys_platform markers; {first}`torchwheel tag --release` writes them"
+            else:  # one platform family (or a platform-independent wheel): no marker tells them apart
+                fix = (
+                    "no environment marker tells these two apart: build both for one floor, or make one another "
+                    "release with a local label (`torchwheel tag --local-label torchX.Y`) on its own index"
+                )
+            yield "", f"{differ}: {fix}"
             return
 
 

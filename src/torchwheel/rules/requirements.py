@@ -52,7 +52,7 @@ def too_tight(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     if abi.kind != "stable" or abi.floor is None:
         return
     for req in w.metadata.torch_requirements:
-        if len(torch_releases.admitted_minors(req.specifier)) <= 1:
+        if torch_releases.pinned_minor(req.specifier) is not None:  # exactly one known minor
             yield (
                 "",
                 (

@@ -60,7 +60,11 @@ def _line_keys(line: dict[str, Any]) -> set[str]:
 
 
 def is_line(value: object) -> bool:
-    return isinstance(value, dict) and value.get("schema_version") == SCHEMA_VERSION and "source" in value
+    return (
+        isinstance(value, dict)
+        and value.get("schema_version") == SCHEMA_VERSION
+        and isinstance(value.get("source"), dict)
+    )
 
 
 def identity(line: dict[str, Any]) -> str:
@@ -79,9 +83,9 @@ class Done:
     end: int = 0
 
 
-def lines(path: Path) -> Iterator[dict[str, Any]]:
-    """The whole scan lines of ``path`` (a tail without its newline, or a line that does not
-    parse, is not one)."""
+def whole_lines(path: Path) -> Iterator[dict[str, Any] | None]:
+    """Every whole line of ``path`` (a tail without its newline is not one): the scan line, or
+    None for a line that does not parse as one."""
     with path.open("rb") as fh:
         for raw in fh:
             if not raw.endswith(b"\n"):
@@ -89,9 +93,14 @@ def lines(path: Path) -> Iterator[dict[str, Any]]:
             try:
                 value = json.loads(raw)
             except ValueError:
+                yield None
                 continue
-            if is_line(value):
-                yield value
+            yield value if is_line(value) else None
+
+
+def lines(path: Path) -> Iterator[dict[str, Any]]:
+    """The whole scan lines of ``path``."""
+    return (line for line in whole_lines(path) if line is not None)
 
 
 def done(path: Path) -> Done:

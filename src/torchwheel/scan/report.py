@@ -15,7 +15,26 @@ from typing import Any
 
 from torchwheel.errors import InputError
 from torchwheel.report.textsafe import markdown_cell, safe
+from torchwheel.safejson import ANY, Either, List, Null, Object, Str
 from torchwheel.scan import jsonl
+
+# What the counts read of a line, and nothing more: a line of another shape (another tool's,
+# or edited by hand) is counted as not a scan line instead of stopping the report.
+_NEED = Object({"kind": ANY, "floor": ANY, "torch_build": Either((Str(), List(Str()), Null()))}, other=ANY)
+_LINE = Object(
+    {
+        "error": Either((Null(), Object(other=ANY))),
+        "need": Either((Null(), Object({"need": Either((Null(), _NEED))}, other=ANY))),
+        "show": Either(
+            (
+                Null(),
+                Object({"wheels": List(Object({"need": Either((Null(), _NEED))}, other=ANY))}, other=ANY),
+            )
+        ),
+        "check": Either((Null(), Object({"findings": List(Object(other=ANY))}, other=ANY))),
+    },
+    other=ANY,
+)
 
 
 @dataclass
@@ -27,6 +46,7 @@ class Summary:
     builds: Counter[str] = field(default_factory=Counter)
     findings: Counter[str] = field(default_factory=Counter)  # error codes, wheels with each
     errors: Counter[str] = field(default_factory=Counter)  # why a wheel could not be read
+    not_lines: int = 0  # whole lines that are no scan line: counted, never guessed at
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -38,6 +58,7 @@ class Summary:
             "torch_build": dict(self.builds.most_common()),
             "error_findings": dict(sorted(self.findings.items())),
             "input_errors": dict(sorted(self.errors.items())),
+            "not_scan_lines": self.not_lines,
         }
 
 
@@ -74,14 +95,17 @@ def summarize(path: Path) -> Summary:
     if not path.is_file():
         raise InputError(f"{path}: no such scan file")
     newest: dict[str, dict[str, Any]] = {}
+    summary = Summary()
     try:
-        for line in jsonl.lines(path):
+        for line in jsonl.whole_lines(path):
+            if line is None or _LINE.problem(line, "line") is not None:
+                summary.not_lines += 1
+                continue
             key = jsonl.identity(line)
             newest.pop(key, None)  # the newest line of a source keeps its place at the end
             newest[key] = line
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from exc
-    summary = Summary()
     for line in newest.values():
         _count(summary, line)
     return summary
@@ -100,6 +124,8 @@ def render(summary: Summary, fmt: str) -> str:
     """The summary as text tables or markdown (JSON is ``to_json``)."""
     doc = summary.to_json()
     head = f"{summary.wheels:,} wheels, {summary.read:,} read, {summary.wheels - summary.read:,} unreadable"
+    if summary.not_lines:
+        head += f"; {summary.not_lines:,} line(s) of the file are no scan line"
     out = [f"**{head}**" if fmt == "markdown" else head]
     for key, title in _TABLES:
         shown = markdown_cell if fmt == "markdown" else safe

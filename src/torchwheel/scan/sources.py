@@ -51,16 +51,22 @@ def _url_list(path: Path) -> Iterator[str]:
         if fetch.is_remote(entry) or "://" in entry or Path(entry).is_absolute():
             yield entry
         else:
-            yield str(path.parent / entry)
+            yield os.path.normpath(path.parent / entry)  # one spelling: no lists/../
 
 
-def _expanded(sources: Iterable[str]) -> Iterator[str]:
+def _expanded(sources: Iterable[str]) -> Iterator[tuple[str, str | None]]:
+    """Each source, a list file replaced by its entries: (source, the list that named it)."""
     for source in sources:
         path = None if fetch.is_remote(source) else source_path(source)
         if path is not None and path.is_file() and path.suffix.lower() not in _PAGE_SUFFIXES:
-            yield from _url_list(path)
+            yield from ((entry, str(path)) for entry in _url_list(path))
         else:
-            yield source
+            yield source, None
+
+
+def _place(location: str) -> str:
+    """One spelling per file: ``lists/../wheels/x.whl`` and ``wheels/x.whl`` are one wheel."""
+    return location if fetch.is_remote(location) else os.path.abspath(location)
 
 
 def _local(path: Path, origin: str, sha256: str | None) -> WheelSource:
@@ -73,17 +79,29 @@ def _local(path: Path, origin: str, sha256: str | None) -> WheelSource:
 
 def list_sources(sources: Iterable[str]) -> Listed:
     """Every wheel of ``sources``, once each (the same location or sha256 twice: once)."""
-    walk = listing(_expanded(sources), fetch.Session())
+    expanded = list(_expanded(sources))
+    from_list = {_place(entry): named_by for entry, named_by in expanded if named_by is not None}
+    walk = listing((entry for entry, _ in expanded), fetch.Session())
     out = Listed(yanked=len(walk.out.unopened))
     out.unlisted = [(s.location, s.reason) for s in walk.out.skipped]
     seen: set[str] = set()
-    found = [_local(p, origin, hashes.get("sha256")) for p, origin, hashes in walk.local]
+    found = [
+        _local(p, from_list.get(_place(str(p)), origin), hashes.get("sha256"))
+        for p, origin, hashes in walk.local
+    ]
     found += [
-        WheelSource(h.link.url, h.link.hashes.get("sha256"), h.link.size, None, h.origin, h.link.filename)
+        WheelSource(
+            h.link.url,
+            h.link.hashes.get("sha256"),
+            h.link.size,
+            None,
+            from_list.get(h.origin, h.origin),
+            h.link.filename,
+        )
         for h in walk.hosted
     ]
     for w in found:
-        keys = {w.location, *([f"sha256:{w.sha256}"] if w.sha256 else [])}
+        keys = {_place(w.location), *([f"sha256:{w.sha256}"] if w.sha256 else [])}
         if keys & seen:
             continue
         seen |= keys

@@ -16,23 +16,12 @@ from collections import Counter
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 
-from torchwheel.analysis.release_wheels import group_by_release, release_key
+from torchwheel.analysis.release_wheels import group_by_release, platform_family, release_key
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError
 from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.plan import plan
 from torchwheel.wheel.metadata import parse_metadata
-
-
-def platform_family(w: WheelFacts) -> str | None:
-    """``sys_platform`` of a wheel's platform tags, None for ``any`` or a mix."""
-    found = set()
-    for t in w.contents.filename_tags:
-        p = t.platform
-        if p == "any":
-            return None
-        found.add("darwin" if p.startswith("macosx") else "win32" if p.startswith("win") else "linux")
-    return found.pop() if len(found) == 1 else None
 
 
 def _with_marker(req: str, family_marker: str) -> str:

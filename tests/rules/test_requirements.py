@@ -1,0 +1,282 @@
+"""rules/requirements.py: the TW5xx rules on ``Requires-Dist: torch``, called directly on the
+facts of real fixture wheels (``fixtures/wheels.py``) and on wheels written the same way
+with other requirements.
+
+These tests exist so that each rule is held to ``docs/rules.md`` on its own, without the
+command line: which requirement it reports, in which words, and which near misses it leaves
+alone. Expected releases come from the fixtures' documented targets (2.10 for
+``elf_marker_2_10``, 2.13 for ``elf_marker_2_13_shims_2_13``, per-minor builds 2.4-2.9) and
+from PEP 440 read by hand against torch's real release list, never from the code under test.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from torchwheel.analysis.wheelfacts import WheelFacts
+from torchwheel.api import inspect_wheel
+from torchwheel.rules import requirements
+from torchwheel.rules.registry import REGISTRY, Check, Hit, Omitted, Policy
+
+from ..helpers import fixture_wheels_module
+
+LINUX_ABI3 = "cp39-abi3-manylinux_2_28_x86_64"
+
+
+def facts(path: Path) -> WheelFacts:
+    return inspect_wheel(path).facts[0]
+
+
+def named(found: list[Hit | Omitted]) -> list[Hit]:
+    """The hits, having checked that the rule counted none instead of naming it (only the
+    RECORD rules ever do)."""
+    assert not any(isinstance(h, Omitted) for h in found), found
+    return [h for h in found if not isinstance(h, Omitted)]
+
+
+def hits(rule: Check, path: Path, policy: Policy | None = None) -> list[Hit]:
+    return named(list(rule(facts(path), policy or Policy())))
+
+
+def stable_wheel(tmp_path: Path, built: dict[str, Path], scenario: str, *requires: str) -> Path:
+    """One stable-ABI library (``scenario``) with the given torch requirements."""
+    wheels = fixture_wheels_module()
+    spec = wheels.WheelSpec(
+        "req", "xreq", LINUX_ABI3, ((f"xreq/{scenario}.abi3.so", scenario),), requires=requires
+    )
+    path: Path = wheels.write_wheel(tmp_path / spec.filename, spec, built)
+    return path
+
+
+def test_each_rule_is_registered_under_its_code() -> None:
+    assert REGISTRY["TW501"].check is requirements.missing
+    assert REGISTRY["TW502"].check is requirements.too_tight
+    assert REGISTRY["TW503"].check is requirements.too_loose
+    assert REGISTRY["TW504"].check is requirements.unstable_unpinned
+    assert REGISTRY["TW505"].check is requirements.builds_gap
+
+
+# -- TW501 torch-requirement-missing ----------------------------------------------------------
+
+
+def test_tw501_stable_wheel_without_a_requirement(fixture_wheels: dict[str, Path]) -> None:
+    assert hits(requirements.missing, fixture_wheels["tw501"]) == [
+        (
+            "",
+            "binaries link libtorch (2.10) but METADATA has no Requires-Dist: torch: add 'torch>=2.10' "
+            "(`torchwheel tag` writes it)",
+        )
+    ]
+
+
+def test_tw501_silenced_by_require_torch_false(fixture_wheels: dict[str, Path]) -> None:
+    assert hits(requirements.missing, fixture_wheels["tw501"], Policy(require_torch=False)) == []
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "clean",  # requires torch>=2.10
+        "tw504_no_requirement",  # unstable and no requirement: TW504, the error, says it
+        "tw103",  # no torch symbol at all: nothing to require
+    ],
+)
+def test_tw501_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
+    assert hits(requirements.missing, fixture_wheels[scenario]) == []
+
+
+# -- TW502 torch-pinned-too-tight -------------------------------------------------------------
+
+
+def test_tw502_exact_pin_on_a_stable_wheel(fixture_wheels: dict[str, Path]) -> None:
+    assert hits(requirements.too_tight, fixture_wheels["tw502"]) == [
+        (
+            "",
+            "Requires-Dist 'torch==2.14.0' pins one torch release although the stable ABI loads on "
+            "torch>=2.13: require 'torch>=2.13' so installers do not swap the user's torch "
+            "(`torchwheel tag --relax-pin` writes it)",
+        )
+    ]
+
+
+def test_tw502_minor_pin(fixture_wheels: dict[str, Path]) -> None:
+    """``==2.11.*`` is one minor: a pin (it is also below the floor: TW503, tested below)."""
+    ((member, message),) = hits(requirements.too_tight, fixture_wheels["tw503_pin_conflict"])
+    assert member == ""
+    assert message.startswith("Requires-Dist 'torch==2.11.*' pins one torch release")
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "clean",  # torch>=2.10
+        "tw503",  # torch>=2.9: too loose, not too tight
+        "tw501",  # no requirement
+        "tw204",  # torch==2.13.* on an unstable wheel: the pin it needs
+    ],
+)
+def test_tw502_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
+    assert hits(requirements.too_tight, fixture_wheels[scenario]) == []
+
+
+def test_tw502_silent_on_a_range_of_two_minors(built_fixtures: dict[str, Path], tmp_path: Path) -> None:
+    path = stable_wheel(tmp_path, built_fixtures, "elf_marker_2_10", "torch>=2.12,<2.14")
+    assert hits(requirements.too_tight, path) == []
+
+
+def test_tw502_says_pin_only_of_a_requirement_that_admits_one_release(
+    built_fixtures: dict[str, Path], tmp_path: Path
+) -> None:
+    """``torch<2.0`` admits no torch 2.x release at all: it pins nothing (docs/rules.md: TW502
+    is a requirement of "exactly one torch release"). What is wrong with it, that no torch
+    the binaries load on is admitted, is TW503's to say, and it does."""
+    path = stable_wheel(tmp_path, built_fixtures, "elf_marker_2_10", "torch<2.0")
+    assert [m for _, m in hits(requirements.too_loose, path)] == [
+        "Requires-Dist 'torch<2.0' admits no torch release the binaries load on (they need torch 2.10.0 "
+        "or newer): require 'torch>=2.10' (`torchwheel tag --relax-pin` writes it)"
+    ]
+    assert hits(requirements.too_tight, path) == []
+
+
+# -- TW503 torch-requirement-too-loose --------------------------------------------------------
+
+
+def test_tw503_floor_below_the_binaries(fixture_wheels: dict[str, Path]) -> None:
+    assert hits(requirements.too_loose, fixture_wheels["tw503"]) == [
+        (
+            "",
+            "Requires-Dist 'torch>=2.9' admits torch 2.9.0 and newer, but the binaries need torch 2.13.0 or "
+            "newer: require 'torch>=2.13' (`torchwheel tag` writes it)",
+        )
+    ]
+
+
+def test_tw503_keeps_the_authors_cap_in_view(fixture_wheels: dict[str, Path]) -> None:
+    ((_, message),) = hits(requirements.too_loose, fixture_wheels["tw503_capped"])
+    assert message.startswith("Requires-Dist 'torch<3,>=2.9' admits torch 2.9.0 and newer, but the binaries")
+    assert message.endswith("(`torchwheel tag` writes it)")
+
+
+def test_tw503_pin_below_the_floor_needs_relax_pin(fixture_wheels: dict[str, Path]) -> None:
+    """``==2.11.*`` admits a torch older than 2.13 and none the binaries load on: tag cannot
+    narrow it, only ``--relax-pin`` replaces it."""
+    assert hits(requirements.too_loose, fixture_wheels["tw503_pin_conflict"]) == [
+        (
+            "",
+            "Requires-Dist 'torch==2.11.*' admits torch 2.11.0, but the binaries need torch 2.13.0 or newer: "
+            "require 'torch>=2.13' (`torchwheel tag --relax-pin` writes it)",
+        )
+    ]
+
+
+def test_tw503_bare_torch_admits_every_release(built_fixtures: dict[str, Path], tmp_path: Path) -> None:
+    path = stable_wheel(tmp_path, built_fixtures, "elf_marker_2_10", "torch")
+    assert hits(requirements.too_loose, path) == [
+        (
+            "",
+            "Requires-Dist 'torch' admits every torch release, but the binaries need torch 2.10.0 or newer: "
+            "require 'torch>=2.10' (`torchwheel tag` writes it)",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "clean",  # torch>=2.10 for a 2.10 floor
+        "tw502",  # torch==2.14.0 for a 2.13 floor: tight, but not too loose
+        "tw107",  # a target of no torch release: nothing to require (TW107 says so)
+        "weak_shim",  # weak imports of 2.11 shims set no floor above the 2.10 target
+        "tw504",  # unstable: TW504's
+    ],
+)
+def test_tw503_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
+    assert hits(requirements.too_loose, fixture_wheels[scenario]) == []
+
+
+# -- TW504 unstable-torch-unpinned ------------------------------------------------------------
+
+_PIN_FIX = (
+    "pin the torch minor it was built with, 'torch==X.Y.*' (`torchwheel tag --build-torch X.Y` writes it)"
+)
+
+
+def test_tw504_range_on_an_unstable_wheel(fixture_wheels: dict[str, Path]) -> None:
+    assert hits(requirements.unstable_unpinned, fixture_wheels["tw504"]) == [
+        (
+            "",
+            "Requires-Dist 'torch>=2.0' admits torch 2.0.0 and newer, but the binaries use unstable libtorch "
+            f"symbols: {_PIN_FIX}",
+        )
+    ]
+
+
+def test_tw504_no_requirement_on_an_unstable_wheel(fixture_wheels: dict[str, Path]) -> None:
+    assert hits(requirements.unstable_unpinned, fixture_wheels["tw504_no_requirement"]) == [
+        (
+            "",
+            "METADATA has no Requires-Dist: torch, so installers admit every torch release, but the binaries "
+            f"use unstable libtorch symbols and load only on the torch they were built with: {_PIN_FIX}",
+        )
+    ]
+
+
+def test_tw504_no_requirement_and_require_torch_false(fixture_wheels: dict[str, Path]) -> None:
+    """The project declares no torch on purpose: nothing to pin."""
+    found = hits(
+        requirements.unstable_unpinned, fixture_wheels["tw504_no_requirement"], Policy(require_torch=False)
+    )
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "tw204",  # torch==2.13.*: one minor
+        "unstable_patch_pin",  # torch==2.9.1: one patch release is a pin too
+        "per_minor",  # per-minor builds pick their own library: TW505's
+        "clean",  # stable
+    ],
+)
+def test_tw504_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
+    assert hits(requirements.unstable_unpinned, fixture_wheels[scenario]) == []
+
+
+# -- TW505 builds-gap -------------------------------------------------------------------------
+
+
+def test_tw505_bare_requirement_over_per_minor_builds(fixture_wheels: dict[str, Path]) -> None:
+    """Builds for 2.4-2.9; a bare ``torch`` admits 2.0.0-2.3.1 (the releases before) and 2.10
+    on: both gaps named, the newer one open-ended."""
+    assert hits(requirements.builds_gap, fixture_wheels["per_minor"]) == [
+        (
+            "",
+            "'torch' admits torch 2.0.0-2.3.1, 2.10.0 and newer, for which the wheel has no build (it has "
+            "2.4-2.9): unless its Python code works there without them, require only the releases it has "
+            "builds for",
+        )
+    ]
+
+
+def test_tw505_per_patch_builds_miss_one_patch(fixture_wheels: dict[str, Path]) -> None:
+    """Builds for 2.1.0-2.1.2, 2.2.0 and 2.2.1; ``>=2.1,<2.3`` also admits torch 2.2.2."""
+    ((member, message),) = hits(requirements.builds_gap, fixture_wheels["per_patch"])
+    assert member == ""
+    assert message.startswith(
+        "'torch<2.3,>=2.1' admits torch 2.2.2, for which the wheel has no build (it has 2.1.0, 2.1.1, 2.1.2, "
+        "2.2.0, 2.2.1)"
+    )
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "per_minor_ranged",  # >=2.6,<2.9 over builds 2.6-2.8: exact
+        "tw504",  # one unstable build, not per-minor builds
+        "clean",  # stable
+    ],
+)
+def test_tw505_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
+    assert hits(requirements.builds_gap, fixture_wheels[scenario]) == []

@@ -1,0 +1,145 @@
+"""scan/run.py: what a run leaves out and what it writes. ``plan`` is the resume's decision
+(a wheel the file holds by any of its keys is skipped, a page already recorded as unlisted is
+not recorded twice, and both are counted as "already in the file"); ``scan`` in this process
+(one job) shows the pieces together: a torn tail cut, nothing written twice, and a wheel
+whose reading raises what no limit caught still gives a line."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from torchwheel.install import fairness
+from torchwheel.install.scanline import WheelSource
+from torchwheel.scan.jsonl import Done
+from torchwheel.scan.run import plan, scan, scan_item
+from torchwheel.scan.sources import Listed
+from torchwheel.torchabi.tablechoice import choose_table
+
+from ..helpers import REPO
+
+DEMO = REPO / "fixtures" / "demo" / "demo_stable-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"
+A, C, D = "aa" * 32, "cc" * 32, "dd" * 32
+
+
+@pytest.fixture
+def policy() -> Iterator[fairness.Policy]:
+    yield fairness.Policy()
+    fairness.configure(fairness.Policy())  # scan() sets this process's caps: back to the defaults
+
+
+def test_plan_skips_what_the_file_holds_by_any_key() -> None:
+    listed = Listed(
+        wheels=[
+            WheelSource("https://h/a.whl", A),  # by the index's sha256
+            WheelSource("/w/b.whl", None, 10, 5),  # by path, size, mtime
+            WheelSource("/w/b2.whl", None, 10, 6),  # another file
+            WheelSource("https://h/c.whl"),  # its last line was a network error
+            WheelSource("https://h/d.whl", D),  # once hashed on download, now the index says the same
+            WheelSource("https://h/e.whl", C),  # the URL is known, with other bytes
+        ],
+        unlisted=[("https://h/simple/gone/", "missing"), ("https://h/simple/new/", "missing")],
+        yanked=3,
+    )
+    previous = Done(
+        keys={
+            f"sha256:{A}",
+            "path:/w/b.whl:10:5",
+            f"sha256:{D}",
+            "url:https://h/d.whl",
+            "url:https://h/e.whl",
+            "unlisted:https://h/simple/gone/",
+        },
+        lines=7,
+        end=700,
+    )
+    work = plan(listed, previous)
+    assert [w.location for w in work.todo] == ["/w/b2.whl", "https://h/c.whl", "https://h/e.whl"]
+    assert work.unlisted == [("https://h/simple/new/", "missing")]
+    assert (work.skipped, work.yanked) == (4, 3)  # 3 wheels and 1 unlisted page
+
+
+def test_plan_of_a_first_run_does_everything() -> None:
+    listed = Listed(wheels=[WheelSource("/w/a.whl", None, 1, 2)], unlisted=[("/w/gone", "missing")])
+    work = plan(listed, Done())
+    assert (work.todo, work.unlisted, work.skipped, work.yanked) == (
+        [WheelSource("/w/a.whl", None, 1, 2)],
+        [("/w/gone", "missing")],
+        0,
+        0,
+    )
+
+
+def test_a_wheel_whose_reading_raises_is_a_line_not_a_stopped_scan() -> None:
+    line = scan_item(WheelSource("bad\x00-1.0-py3-none-any.whl"))
+    assert line["error"] == {"code": "internal", "message": "internal error: ValueError: embedded null byte"}
+    assert line["source"]["path"] == "bad\x00-1.0-py3-none-any.whl"
+    assert (line["show"], line["check"], line["need"]) == (None, None, None)
+
+
+def _index(root: Path) -> tuple[Path, Path, str]:
+    """A local index: one project with its wheel and sha256, one project linked but missing."""
+    project = root / "simple" / "demo-stable"
+    project.mkdir(parents=True)
+    wheel = Path(shutil.copy(DEMO, project))
+    digest = hashlib.sha256(DEMO.read_bytes()).hexdigest()
+    (project / "index.html").write_text(f'<a href="{DEMO.name}#sha256={digest}">{DEMO.name}</a>')
+    (root / "simple" / "index.html").write_text('<a href="demo-stable/">d</a><a href="gone/">g</a>')
+    return root / "simple", wheel, digest
+
+
+def test_a_run_then_a_resume_after_a_kill(tmp_path: Path, policy: fairness.Policy) -> None:
+    index, wheel, digest = _index(tmp_path)
+    out = tmp_path / "scan.jsonl"
+    table = choose_table(None, None)
+    log = io.StringIO()
+    work = scan([str(index)], out, 1, table, policy, log, tty=False)
+    assert (len(work.todo), work.skipped) == (1, 0)
+    unlisted, line = (json.loads(text) for text in out.read_text().splitlines())
+    assert unlisted == {
+        "schema_version": 1,
+        "source": {
+            "path": f"{(index / 'gone').as_uri()}/",
+            "filename": "gone",
+            "sha256": None,
+            "size": None,
+            "mtime_ns": None,
+            "origin": None,
+        },
+        "read": None,
+        "fetched_bytes": 0,
+        "sha256": None,
+        "hashes_verified": {"file": None, "record": False},
+        "show": None,
+        "check": None,
+        "need": None,
+        "error": {"code": "unlisted", "message": f"linked from {index / 'index.html'} but missing"},
+    }
+    assert (line["source"]["path"], line["source"]["sha256"], line["sha256"]) == (str(wheel), digest, digest)
+    assert line["error"] is None and line["hashes_verified"] == {"file": True, "record": True}
+    assert re.fullmatch(
+        r"scan: 2/2 wheels, 1 with errors, 0 B fetched, [0-9.]+ wheels/s, 0:00 left\n"
+        r"scan: 2 wheels scanned \(1 with errors\), 0 B fetched in \d+:\d\d\n",
+        log.getvalue(),
+    ), log.getvalue()
+
+    first = out.read_bytes()
+    with out.open("ab") as fh:
+        fh.write(b'{"schema_version":1,"source":{"path":"/w/x.wh')  # a kill's torn tail
+    os.utime(wheel, ns=(1, 1))  # touched: still known by the sha256 its page gives
+    log = io.StringIO()
+    again = scan([str(index)], out, 1, table, policy, log, tty=False)
+    assert (again.todo, again.unlisted, again.skipped) == ([], [], 2)
+    assert out.read_bytes() == first  # the tail cut, nothing added
+    assert re.fullmatch(
+        r"scan: 0 wheels scanned \(0 with errors, 2 already in the file\), 0 B fetched in \d+:\d\d\n",
+        log.getvalue(),
+    ), log.getvalue()
