@@ -213,6 +213,20 @@ def test_a_source_that_is_not_there_is_refused(tmp_path: Path) -> None:
 # what the module promises and does not yet do
 
 
+def test_a_list_may_name_a_wheel_that_is_gone(tmp_path: Path) -> None:
+    """As a page's link to a wheel that is gone: listed, with the list as its origin and no
+    size, so the worker's line says it is missing and the scan goes on (a missing SOURCE on
+    the command line is still refused: test_a_source_that_does_not_exist)."""
+    _wheel(tmp_path / "w")
+    listed = tmp_path / "wheels.txt"
+    listed.write_text(f"w/gone-1.0-py3-none-any.whl\nw/{DEMO.name}\n")
+    wheels = list_sources([str(listed)]).wheels
+    assert [(Path(w.location).name, w.size is None, w.origin) for w in wheels] == [
+        ("gone-1.0-py3-none-any.whl", True, str(listed)),
+        (DEMO.name, False, str(listed)),
+    ]
+
+
 def test_the_same_file_through_a_list_and_a_folder_is_listed_once(tmp_path: Path) -> None:
     """``list_sources``: "every wheel of sources, once each". A list entry ``../wheels/x.whl``
     is kept as ``lists/../wheels/x.whl``, so the folder's ``wheels/x.whl`` does not match it:

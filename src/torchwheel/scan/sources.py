@@ -69,6 +69,11 @@ def _place(location: str) -> str:
     return location if fetch.is_remote(location) else os.path.abspath(location)
 
 
+def _plain_path(entry: str) -> bool:
+    """A list entry that is a path, not a URL of any scheme (``file:`` ones included)."""
+    return "://" not in entry and not entry.lower().startswith("file:")
+
+
 def _local(path: Path, origin: str, sha256: str | None) -> WheelSource:
     try:
         st = os.stat(path)
@@ -81,11 +86,19 @@ def list_sources(sources: Iterable[str]) -> Listed:
     """Every wheel of ``sources``, once each (the same location or sha256 twice: once)."""
     expanded = list(_expanded(sources))
     from_list = {_place(entry): named_by for entry, named_by in expanded if named_by is not None}
-    walk = listing((entry for entry, _ in expanded), fetch.Session())
+    # a wheel a list names that is not there is one bad input among many: its line says so
+    # (as a hosted entry's 404 does), where a missing SOURCE on the command line is exit 2
+    gone = [
+        (entry, named_by)
+        for entry, named_by in expanded
+        if named_by is not None and _plain_path(entry) and not os.path.lexists(entry)
+    ]
+    walk = listing((entry for entry, named_by in expanded if (entry, named_by) not in gone), fetch.Session())
     out = Listed(yanked=len(walk.out.unopened))
     out.unlisted = [(s.location, s.reason) for s in walk.out.skipped]
     seen: set[str] = set()
-    found = [
+    found = [_local(Path(entry), named_by, None) for entry, named_by in gone if named_by is not None]
+    found += [
         _local(p, from_list.get(_place(str(p)), origin), hashes.get("sha256"))
         for p, origin, hashes in walk.local
     ]
