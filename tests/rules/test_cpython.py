@@ -57,10 +57,10 @@ def custom_wheel(
 def test_each_rule_is_registered_under_its_code() -> None:
     assert REGISTRY["TW301"].check is cpython.abi3_not_limited
     assert REGISTRY["TW302"].check is cpython.suffix_tag_mismatch
-    assert REGISTRY["TW303"].check is cpython.limited_above_floor
-    assert REGISTRY["TW304"].check is cpython.hook_missing
+    assert REGISTRY["TW303"].check is cpython.limited_api_above_floor
+    assert REGISTRY["TW304"].check is cpython.module_hook_missing
     assert REGISTRY["TW305"].check is cpython.abi3t_needs_modexport
-    assert REGISTRY["TW306"].check is cpython.pure_tag
+    assert REGISTRY["TW306"].check is cpython.pure_tag_with_binaries
 
 
 # -- TW301 abi3-not-limited -------------------------------------------------------------------
@@ -140,7 +140,7 @@ def test_tw302_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
 
 
 def test_tw303_312_symbol_in_a_cp39_abi3_wheel(fixture_wheels: dict[str, Path]) -> None:
-    assert hits(cpython.limited_above_floor, fixture_wheels["tw303"]) == [
+    assert hits(cpython.limited_api_above_floor, fixture_wheels["tw303"]) == [
         (
             "w303/foo.abi3.so",
             "[x86_64] uses PyErr_GetRaisedException (CPython 3.12+) but the wheel is tagged cp39-abi3: raise "
@@ -161,7 +161,7 @@ def test_tw303_requires_python_below_the_floor_does_not_help(
         "elf_cpython_abi3",
         ">=3.11",
     )
-    ((member, message),) = hits(cpython.limited_above_floor, path)
+    ((member, message),) = hits(cpython.limited_api_above_floor, path)
     assert member == "xcustom/foo.abi3.so"
     assert "(CPython 3.12+) but the wheel is tagged cp39-abi3: raise the tag to cp312-abi3" in message
 
@@ -176,14 +176,14 @@ def test_tw303_requires_python_below_the_floor_does_not_help(
     ],
 )
 def test_tw303_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
-    assert hits(cpython.limited_above_floor, fixture_wheels[scenario]) == []
+    assert hits(cpython.limited_api_above_floor, fixture_wheels[scenario]) == []
 
 
 # -- TW304 module-hook-missing ----------------------------------------------------------------
 
 
 def test_tw304_module_renamed_away_from_its_hook(fixture_wheels: dict[str, Path]) -> None:
-    assert hits(cpython.hook_missing, fixture_wheels["tw304"]) == [
+    assert hits(cpython.module_hook_missing, fixture_wheels["tw304"]) == [
         (
             "w304/renamed.abi3.so",
             "[x86_64] named as module 'renamed' but exports no PyInit_renamed (hooks: PyInit_elf_marker_2_10): "
@@ -193,7 +193,7 @@ def test_tw304_module_renamed_away_from_its_hook(fixture_wheels: dict[str, Path]
 
 
 def test_tw304_op_library_imported_by_name(fixture_wheels: dict[str, Path]) -> None:
-    assert hits(cpython.hook_missing, fixture_wheels["tw304_op_library_imported"]) == [
+    assert hits(cpython.module_hook_missing, fixture_wheels["tw304_op_library_imported"]) == [
         (
             "w304o/_C_ops.abi3.so",
             "is imported as 'w304o._C_ops' by the wheel's Python code but is a torch op library without "
@@ -208,7 +208,7 @@ def test_tw304_each_slice_of_a_universal_binary(built_fixtures: dict[str, Path],
     path = custom_wheel(
         tmp_path, built_fixtures, "cp39-abi3-macosx_11_0_universal2", "u.abi3.so", "macho_universal_differ"
     )
-    found = hits(cpython.hook_missing, path)
+    found = hits(cpython.module_hook_missing, path)
     assert sorted(m.split("]", 1)[0] for _, m in found) == ["[arm64", "[x86_64"]
     assert {member for member, _ in found} == {"xcustom/u.abi3.so"}
     assert all("exports no PyInit_u (hooks: PyInit_macho_universal_differ)" in m for _, m in found)
@@ -223,7 +223,7 @@ def test_tw304_each_slice_of_a_universal_binary(built_fixtures: dict[str, Path],
     ],
 )
 def test_tw304_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
-    assert hits(cpython.hook_missing, fixture_wheels[scenario]) == []
+    assert hits(cpython.module_hook_missing, fixture_wheels[scenario]) == []
 
 
 # -- TW305 abi3t-needs-modexport --------------------------------------------------------------
@@ -267,7 +267,7 @@ def test_tw305_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
 
 
 def test_tw306_extension_module_in_a_py3_none_wheel(fixture_wheels: dict[str, Path]) -> None:
-    assert hits(cpython.pure_tag, fixture_wheels["tw306"]) == [
+    assert hits(cpython.pure_tag_with_binaries, fixture_wheels["tw306"]) == [
         (
             "",
             "ships Python extension modules but its tags say abi 'none': tag it with the modules' ABI "
@@ -284,7 +284,7 @@ def test_tw306_extension_module_in_a_py3_none_wheel(fixture_wheels: dict[str, Pa
     ],
 )
 def test_tw306_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
-    assert hits(cpython.pure_tag, fixture_wheels[scenario]) == []
+    assert hits(cpython.pure_tag_with_binaries, fixture_wheels[scenario]) == []
 
 
 def test_tw306_silent_for_a_hookless_library_in_a_pure_wheel(
@@ -293,4 +293,4 @@ def test_tw306_silent_for_a_hookless_library_in_a_pure_wheel(
     """abi 'none' and a plain C library with no module hook: no extension module (TW405 judges
     the platform)."""
     path = custom_wheel(tmp_path, built_fixtures, "py3-none-any", "libplain.so", "elf_no_torch")
-    assert hits(cpython.pure_tag, path) == []
+    assert hits(cpython.pure_tag_with_binaries, path) == []

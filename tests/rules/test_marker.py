@@ -48,20 +48,20 @@ def custom_wheel(tmp_path: Path, built: dict[str, Path], tag: str, member: str, 
 
 
 def test_each_rule_is_registered_under_its_code() -> None:
-    assert REGISTRY["TW101"].check is marker.missing
-    assert REGISTRY["TW102"].check is marker.hidden
-    assert REGISTRY["TW103"].check is marker.unknown_schema
-    assert REGISTRY["TW104"].check is marker.disagree
+    assert REGISTRY["TW101"].check is marker.marker_missing
+    assert REGISTRY["TW102"].check is marker.marker_hidden
+    assert REGISTRY["TW103"].check is marker.marker_unknown_schema
+    assert REGISTRY["TW104"].check is marker.marker_disagree
     assert REGISTRY["TW105"].check is marker.targets_differ
-    assert REGISTRY["TW106"].check is marker.unreadable
-    assert REGISTRY["TW107"].check is marker.not_a_release
+    assert REGISTRY["TW106"].check is marker.marker_unreadable
+    assert REGISTRY["TW107"].check is marker.target_not_a_release
 
 
 # -- TW101 marker-missing ---------------------------------------------------------------------
 
 
 def test_tw101_stable_shims_without_a_marker(fixture_wheels: dict[str, Path]) -> None:
-    assert hits(marker.missing, fixture_wheels["tw101"]) == [
+    assert hits(marker.marker_missing, fixture_wheels["tw101"]) == [
         (
             "w101/elf_nomarker_stable.abi3.so",
             "[x86_64] uses the stable torch shim but carries no __torch_stable_abi_marker_v1: include "
@@ -71,7 +71,7 @@ def test_tw101_stable_shims_without_a_marker(fixture_wheels: dict[str, Path]) ->
 
 
 def test_tw101_one_hit_per_unmarked_library(fixture_wheels: dict[str, Path]) -> None:
-    found = hits(marker.missing, fixture_wheels["tw101_many"])
+    found = hits(marker.marker_missing, fixture_wheels["tw101_many"])
     assert sorted(member for member, _ in found) == [
         "w101m/a/elf_nomarker_stable.abi3.so",
         "w101m/b/elf_nomarker_stable.abi3.so",
@@ -92,14 +92,14 @@ def test_tw101_one_hit_per_unmarked_library(fixture_wheels: dict[str, Path]) -> 
     ],
 )
 def test_tw101_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
-    assert hits(marker.missing, fixture_wheels[scenario]) == []
+    assert hits(marker.marker_missing, fixture_wheels[scenario]) == []
 
 
 # -- TW102 marker-hidden ----------------------------------------------------------------------
 
 
 def test_tw102_marker_demoted_by_a_version_script(fixture_wheels: dict[str, Path]) -> None:
-    assert hits(marker.hidden, fixture_wheels["tw102"]) == [
+    assert hits(marker.marker_hidden, fixture_wheels["tw102"]) == [
         (
             "w102/elf_hidden_vscript.abi3.so",
             "[x86_64] marker 2.10.0 is in the bytes but not exported: add __torch_stable_abi_marker_v1 to "
@@ -111,7 +111,7 @@ def test_tw102_marker_demoted_by_a_version_script(fixture_wheels: dict[str, Path
 def test_tw102_marker_hidden_by_exclude_libs(built_fixtures: dict[str, Path], tmp_path: Path) -> None:
     """--exclude-libs,ALL: the marker comes from a static archive and is not exported."""
     path = custom_wheel(tmp_path, built_fixtures, LINUX_ABI3, "hidden.abi3.so", "elf_hidden_exclude_libs")
-    found = hits(marker.hidden, path)
+    found = hits(marker.marker_hidden, path)
     assert [member for member, _ in found] == ["xcustom/hidden.abi3.so"]
     assert "marker 2.10.0 is in the bytes but not exported" in found[0][1]
 
@@ -119,13 +119,13 @@ def test_tw102_marker_hidden_by_exclude_libs(built_fixtures: dict[str, Path], tm
 @pytest.mark.parametrize("scenario", ["clean", "tw101", "tw201"])
 def test_tw102_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
     """Exported markers (WEAK in clean, tw201) and no marker at all (tw101)."""
-    assert hits(marker.hidden, fixture_wheels[scenario]) == []
+    assert hits(marker.marker_hidden, fixture_wheels[scenario]) == []
 
 
 def test_tw102_exported_with_global_binding(built_fixtures: dict[str, Path], tmp_path: Path) -> None:
     """gcc -flto exports the marker GLOBAL, not WEAK: still exported."""
     path = custom_wheel(tmp_path, built_fixtures, LINUX_ABI3, "elf_lto.abi3.so", "elf_lto")
-    assert hits(marker.hidden, path) == []
+    assert hits(marker.marker_hidden, path) == []
 
 
 # -- TW103 marker-unknown-schema --------------------------------------------------------------
@@ -133,7 +133,7 @@ def test_tw102_exported_with_global_binding(built_fixtures: dict[str, Path], tmp
 
 def test_tw103_future_schema_reported_once(fixture_wheels: dict[str, Path]) -> None:
     """The schema-2 record is both a raw copy and the exported marker: one finding."""
-    assert hits(marker.unknown_schema, fixture_wheels["tw103"]) == [
+    assert hits(marker.marker_unknown_schema, fixture_wheels["tw103"]) == [
         (
             "w103/elf_marker_future_schema.abi3.so",
             "[x86_64] marker schema 2 is unknown: upgrade torchwheel to read it",
@@ -144,14 +144,14 @@ def test_tw103_future_schema_reported_once(fixture_wheels: dict[str, Path]) -> N
 @pytest.mark.parametrize("scenario", ["clean", "tw106", "tw104"])
 def test_tw103_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
     """Known schema (clean, tw104) and bytes that are no record at all (tw106: TW106's)."""
-    assert hits(marker.unknown_schema, fixture_wheels[scenario]) == []
+    assert hits(marker.marker_unknown_schema, fixture_wheels[scenario]) == []
 
 
 # -- TW104 marker-disagree --------------------------------------------------------------------
 
 
 def test_tw104_translation_units_of_two_targets(fixture_wheels: dict[str, Path]) -> None:
-    assert hits(marker.disagree, fixture_wheels["tw104"]) == [
+    assert hits(marker.marker_disagree, fixture_wheels["tw104"]) == [
         (
             "w104/elf_mismatch_tu.abi3.so",
             "[x86_64] translation units were built for different targets (2.10.0, 2.12.0): build every "
@@ -165,7 +165,7 @@ def test_tw104_companion_symbols_alone_disagree(built_fixtures: dict[str, Path],
     path = custom_wheel(
         tmp_path, built_fixtures, "cp39-abi3-win_amd64", "mismatch.pyd", "pe_msvc_mismatch_companion"
     )
-    found = hits(marker.disagree, path)
+    found = hits(marker.marker_disagree, path)
     assert [member for member, _ in found] == ["xcustom/mismatch.pyd"]
     assert "(2.10.0, 2.12.0)" in found[0][1]
 
@@ -173,7 +173,7 @@ def test_tw104_companion_symbols_alone_disagree(built_fixtures: dict[str, Path],
 @pytest.mark.parametrize("scenario", ["clean", "tw102", "tw105"])
 def test_tw104_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
     """Two raw copies of one target (clean, tw102), or two libraries of one target each (tw105)."""
-    assert hits(marker.disagree, fixture_wheels[scenario]) == []
+    assert hits(marker.marker_disagree, fixture_wheels[scenario]) == []
 
 
 def test_slice_targets_gathers_records_companions_and_marker(fixture_wheels: dict[str, Path]) -> None:
@@ -220,7 +220,7 @@ def test_tw105_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
 
 
 def test_tw106_exported_marker_without_a_record(fixture_wheels: dict[str, Path]) -> None:
-    ((member, message),) = hits(marker.unreadable, fixture_wheels["tw106"])
+    ((member, message),) = hits(marker.marker_unreadable, fixture_wheels["tw106"])
     assert member == "w106/elf_marker_bogus.abi3.so"
     assert message.startswith("[x86_64] __torch_stable_abi_marker_v1 is exported but unreadable (")
     assert "TORCHABI" in message
@@ -230,7 +230,7 @@ def test_tw106_exported_marker_without_a_record(fixture_wheels: dict[str, Path])
 @pytest.mark.parametrize("scenario", ["clean", "tw103", "tw101"])
 def test_tw106_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
     """A record of an unknown schema is readable (TW103's), and no marker is not an unreadable one."""
-    assert hits(marker.unreadable, fixture_wheels[scenario]) == []
+    assert hits(marker.marker_unreadable, fixture_wheels[scenario]) == []
 
 
 # -- TW107 target-not-a-release ---------------------------------------------------------------
@@ -238,7 +238,7 @@ def test_tw106_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
 
 def test_tw107_decimal_digits_in_a_hex_target(fixture_wheels: dict[str, Path]) -> None:
     """0x0210000000000000 is 2.16; its shims fit 2.10, which the message suggests in hex."""
-    ((member, message),) = hits(marker.not_a_release, fixture_wheels["tw107"])
+    ((member, message),) = hits(marker.target_not_a_release, fixture_wheels["tw107"])
     assert member == "w107/elf_marker_2_16_hex.abi3.so"
     assert message.startswith(
         "[x86_64] declares torch 2.16.0 (0x0210000000000000), newer than any torch release"
@@ -258,4 +258,4 @@ def test_tw107_decimal_digits_in_a_hex_target(fixture_wheels: dict[str, Path]) -
     ],
 )
 def test_tw107_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
-    assert hits(marker.not_a_release, fixture_wheels[scenario]) == []
+    assert hits(marker.target_not_a_release, fixture_wheels[scenario]) == []

@@ -65,9 +65,9 @@ def each(rule: Check, wheels: list[WheelFacts]) -> dict[str, list[Hit]]:
 
 
 def test_each_rule_is_registered_under_its_code() -> None:
-    assert REGISTRY["TW601"].check is release_agreement.requirements_differ
-    assert REGISTRY["TW602"].check is release_agreement.targets_differ
-    assert REGISTRY["TW603"].check is release_agreement.stable_and_unstable
+    assert REGISTRY["TW601"].check is release_agreement.release_requirements_differ
+    assert REGISTRY["TW602"].check is release_agreement.release_targets_differ
+    assert REGISTRY["TW603"].check is release_agreement.release_stable_and_unstable
     assert all(REGISTRY[c].scope.release for c in ("TW601", "TW602", "TW603"))
 
 
@@ -94,7 +94,7 @@ def test_tw601_each_wheel_names_the_other(built_fixtures: dict[str, Path], tmp_p
         ": installers read one METADATA per release; write one set to all with `torchwheel tag --release` "
         "(markers where platforms differ)"
     )
-    assert each(release_agreement.requirements_differ, wheels) == {
+    assert each(release_agreement.release_requirements_differ, wheels) == {
         LINUX_FILE: [
             ("", f"requires torch>=2.10 but {WIN_FILE} of the same release requires torch>=2.11{tail}")
         ],
@@ -110,7 +110,7 @@ def test_tw601_a_wheel_without_requirement(built_fixtures: dict[str, Path], tmp_
         tmp_path,
         [("elf_marker_2_10", LINUX, ("torch>=2.10",)), ("pe_mingw_marker_2_10", WIN, ())],
     )
-    found = each(release_agreement.requirements_differ, wheels)
+    found = each(release_agreement.release_requirements_differ, wheels)
     assert found[WIN_FILE][0][1].startswith(
         f"requires no torch requirement but {LINUX_FILE} of the same release"
     )
@@ -125,7 +125,7 @@ def test_tw601_silent_when_the_sets_agree(built_fixtures: dict[str, Path], tmp_p
         built_fixtures, tmp_path,
         [("elf_marker_2_10", LINUX, ("torch>=2.10", "torch<3")), ("pe_mingw_marker_2_10", WIN, ("torch<3", "torch>=2.10"))],
     )  # fmt: skip
-    assert each(release_agreement.requirements_differ, wheels) == {LINUX_FILE: [], WIN_FILE: []}
+    assert each(release_agreement.release_requirements_differ, wheels) == {LINUX_FILE: [], WIN_FILE: []}
 
 
 # -- TW602 release-targets-differ -------------------------------------------------------------
@@ -144,7 +144,7 @@ def test_tw602_linux_and_macos_floors_without_markers(
         ": one requirement set must carry both floors with sys_platform markers; loosen 'torch>=2.12' to "
         "'torch>=2.10' in the project, then `torchwheel tag --release` writes them"
     )
-    assert each(release_agreement.targets_differ, wheels) == {
+    assert each(release_agreement.release_targets_differ, wheels) == {
         LINUX_FILE: [
             (
                 "",
@@ -166,7 +166,7 @@ def test_tw602_nothing_to_loosen(built_fixtures: dict[str, Path], tmp_path: Path
         built_fixtures, tmp_path,
         [("elf_marker_2_10", LINUX, ("torch",)), ("macho_arm64_marker_2_12", MAC, ("torch",))],
     )  # fmt: skip
-    found = each(release_agreement.targets_differ, wheels)
+    found = each(release_agreement.release_targets_differ, wheels)
     assert [m for _, m in found[LINUX_FILE]] == [
         f"targets torch 2.10 on manylinux_2_28_x86_64 but {MAC_FILE} targets 2.12 on macosx_11_0_arm64: one "
         "requirement set must carry both floors with sys_platform markers; `torchwheel tag --release` writes them"
@@ -178,7 +178,7 @@ def test_tw602_silent_when_markers_say_so(built_fixtures: dict[str, Path], tmp_p
     wheels = release(
         built_fixtures, tmp_path, [("elf_marker_2_10", LINUX, reqs), ("macho_arm64_marker_2_12", MAC, reqs)]
     )
-    assert each(release_agreement.targets_differ, wheels) == {LINUX_FILE: [], MAC_FILE: []}
+    assert each(release_agreement.release_targets_differ, wheels) == {LINUX_FILE: [], MAC_FILE: []}
 
 
 def test_tw602_silent_when_the_floors_agree(built_fixtures: dict[str, Path], tmp_path: Path) -> None:
@@ -186,7 +186,7 @@ def test_tw602_silent_when_the_floors_agree(built_fixtures: dict[str, Path], tmp
         built_fixtures, tmp_path,
         [("elf_marker_2_10", LINUX, ("torch>=2.10",)), ("pe_mingw_marker_2_10", WIN, ("torch>=2.10",))],
     )  # fmt: skip
-    assert each(release_agreement.targets_differ, wheels) == {LINUX_FILE: [], WIN_FILE: []}
+    assert each(release_agreement.release_targets_differ, wheels) == {LINUX_FILE: [], WIN_FILE: []}
 
 
 def test_tw602_names_no_remedy_markers_cannot_express(
@@ -202,7 +202,7 @@ def test_tw602_names_no_remedy_markers_cannot_express(
         built_fixtures, tmp_path,
         [("elf_marker_2_10", LINUX, ("torch>=2.10",)), ("elf_marker_2_13_shims_2_13", old_linux, ("torch>=2.10",))],
     )  # fmt: skip
-    for name, found in each(release_agreement.targets_differ, wheels).items():
+    for name, found in each(release_agreement.release_targets_differ, wheels).items():
         assert not any("sys_platform markers" in m or "tag --release" in m for _, m in found), (name, found)
 
 
@@ -219,7 +219,7 @@ def test_tw603_stable_beside_unstable(built_fixtures: dict[str, Path], tmp_path:
         "version-locked build a local label (`torchwheel tag --local-label torchX.Y`) or publish it on a "
         "per-target index"
     )
-    assert each(release_agreement.stable_and_unstable, wheels) == {
+    assert each(release_agreement.release_stable_and_unstable, wheels) == {
         LINUX_FILE: [("", f"this wheel is stable but {UNSTABLE_FILE} " + tail.format("unstable"))],
         UNSTABLE_FILE: [("", f"this wheel is unstable but {LINUX_FILE} " + tail.format("stable"))],
     }
@@ -236,4 +236,4 @@ def test_tw603_silent(
     second: tuple[str, str, tuple[str, ...]], built_fixtures: dict[str, Path], tmp_path: Path
 ) -> None:
     wheels = release(built_fixtures, tmp_path, [("elf_marker_2_10", LINUX, ("torch>=2.10",)), second])
-    assert all(found == [] for found in each(release_agreement.stable_and_unstable, wheels).values())
+    assert all(found == [] for found in each(release_agreement.release_stable_and_unstable, wheels).values())

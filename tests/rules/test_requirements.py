@@ -51,10 +51,10 @@ def stable_wheel(tmp_path: Path, built: dict[str, Path], scenario: str, *require
 
 
 def test_each_rule_is_registered_under_its_code() -> None:
-    assert REGISTRY["TW501"].check is requirements.missing
-    assert REGISTRY["TW502"].check is requirements.too_tight
-    assert REGISTRY["TW503"].check is requirements.too_loose
-    assert REGISTRY["TW504"].check is requirements.unstable_unpinned
+    assert REGISTRY["TW501"].check is requirements.torch_requirement_missing
+    assert REGISTRY["TW502"].check is requirements.torch_pinned_too_tight
+    assert REGISTRY["TW503"].check is requirements.torch_requirement_too_loose
+    assert REGISTRY["TW504"].check is requirements.unstable_torch_unpinned
     assert REGISTRY["TW505"].check is requirements.builds_gap
 
 
@@ -62,7 +62,7 @@ def test_each_rule_is_registered_under_its_code() -> None:
 
 
 def test_tw501_stable_wheel_without_a_requirement(fixture_wheels: dict[str, Path]) -> None:
-    assert hits(requirements.missing, fixture_wheels["tw501"]) == [
+    assert hits(requirements.torch_requirement_missing, fixture_wheels["tw501"]) == [
         (
             "",
             "binaries link libtorch (2.10) but METADATA has no Requires-Dist: torch: add 'torch>=2.10' "
@@ -72,7 +72,7 @@ def test_tw501_stable_wheel_without_a_requirement(fixture_wheels: dict[str, Path
 
 
 def test_tw501_silenced_by_require_torch_false(fixture_wheels: dict[str, Path]) -> None:
-    assert hits(requirements.missing, fixture_wheels["tw501"], Policy(require_torch=False)) == []
+    assert hits(requirements.torch_requirement_missing, fixture_wheels["tw501"], Policy(require_torch=False)) == []
 
 
 @pytest.mark.parametrize(
@@ -84,14 +84,14 @@ def test_tw501_silenced_by_require_torch_false(fixture_wheels: dict[str, Path]) 
     ],
 )
 def test_tw501_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
-    assert hits(requirements.missing, fixture_wheels[scenario]) == []
+    assert hits(requirements.torch_requirement_missing, fixture_wheels[scenario]) == []
 
 
 # -- TW502 torch-pinned-too-tight -------------------------------------------------------------
 
 
 def test_tw502_exact_pin_on_a_stable_wheel(fixture_wheels: dict[str, Path]) -> None:
-    assert hits(requirements.too_tight, fixture_wheels["tw502"]) == [
+    assert hits(requirements.torch_pinned_too_tight, fixture_wheels["tw502"]) == [
         (
             "",
             "Requires-Dist 'torch==2.14.0' pins one torch release although the stable ABI loads on "
@@ -103,7 +103,7 @@ def test_tw502_exact_pin_on_a_stable_wheel(fixture_wheels: dict[str, Path]) -> N
 
 def test_tw502_minor_pin(fixture_wheels: dict[str, Path]) -> None:
     """``==2.11.*`` is one minor: a pin (it is also below the floor: TW503, tested below)."""
-    ((member, message),) = hits(requirements.too_tight, fixture_wheels["tw503_pin_conflict"])
+    ((member, message),) = hits(requirements.torch_pinned_too_tight, fixture_wheels["tw503_pin_conflict"])
     assert member == ""
     assert message.startswith("Requires-Dist 'torch==2.11.*' pins one torch release")
 
@@ -118,12 +118,12 @@ def test_tw502_minor_pin(fixture_wheels: dict[str, Path]) -> None:
     ],
 )
 def test_tw502_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
-    assert hits(requirements.too_tight, fixture_wheels[scenario]) == []
+    assert hits(requirements.torch_pinned_too_tight, fixture_wheels[scenario]) == []
 
 
 def test_tw502_silent_on_a_range_of_two_minors(built_fixtures: dict[str, Path], tmp_path: Path) -> None:
     path = stable_wheel(tmp_path, built_fixtures, "elf_marker_2_10", "torch>=2.12,<2.14")
-    assert hits(requirements.too_tight, path) == []
+    assert hits(requirements.torch_pinned_too_tight, path) == []
 
 
 def test_tw502_says_pin_only_of_a_requirement_that_admits_one_release(
@@ -133,18 +133,18 @@ def test_tw502_says_pin_only_of_a_requirement_that_admits_one_release(
     is a requirement of "exactly one torch release"). What is wrong with it, that no torch
     the binaries load on is admitted, is TW503's to say, and it does."""
     path = stable_wheel(tmp_path, built_fixtures, "elf_marker_2_10", "torch<2.0")
-    assert [m for _, m in hits(requirements.too_loose, path)] == [
+    assert [m for _, m in hits(requirements.torch_requirement_too_loose, path)] == [
         "Requires-Dist 'torch<2.0' admits no torch release the binaries load on (they need torch 2.10.0 "
         "or newer): require 'torch>=2.10' (`torchwheel tag --relax-pin` writes it)"
     ]
-    assert hits(requirements.too_tight, path) == []
+    assert hits(requirements.torch_pinned_too_tight, path) == []
 
 
 # -- TW503 torch-requirement-too-loose --------------------------------------------------------
 
 
 def test_tw503_floor_below_the_binaries(fixture_wheels: dict[str, Path]) -> None:
-    assert hits(requirements.too_loose, fixture_wheels["tw503"]) == [
+    assert hits(requirements.torch_requirement_too_loose, fixture_wheels["tw503"]) == [
         (
             "",
             "Requires-Dist 'torch>=2.9' admits torch 2.9.0 and newer, but the binaries need torch 2.13.0 or "
@@ -154,7 +154,7 @@ def test_tw503_floor_below_the_binaries(fixture_wheels: dict[str, Path]) -> None
 
 
 def test_tw503_keeps_the_authors_cap_in_view(fixture_wheels: dict[str, Path]) -> None:
-    ((_, message),) = hits(requirements.too_loose, fixture_wheels["tw503_capped"])
+    ((_, message),) = hits(requirements.torch_requirement_too_loose, fixture_wheels["tw503_capped"])
     assert message.startswith("Requires-Dist 'torch<3,>=2.9' admits torch 2.9.0 and newer, but the binaries")
     assert message.endswith("(`torchwheel tag` writes it)")
 
@@ -162,7 +162,7 @@ def test_tw503_keeps_the_authors_cap_in_view(fixture_wheels: dict[str, Path]) ->
 def test_tw503_pin_below_the_floor_needs_relax_pin(fixture_wheels: dict[str, Path]) -> None:
     """``==2.11.*`` admits a torch older than 2.13 and none the binaries load on: tag cannot
     narrow it, only ``--relax-pin`` replaces it."""
-    assert hits(requirements.too_loose, fixture_wheels["tw503_pin_conflict"]) == [
+    assert hits(requirements.torch_requirement_too_loose, fixture_wheels["tw503_pin_conflict"]) == [
         (
             "",
             "Requires-Dist 'torch==2.11.*' admits torch 2.11.0, but the binaries need torch 2.13.0 or newer: "
@@ -173,7 +173,7 @@ def test_tw503_pin_below_the_floor_needs_relax_pin(fixture_wheels: dict[str, Pat
 
 def test_tw503_bare_torch_admits_every_release(built_fixtures: dict[str, Path], tmp_path: Path) -> None:
     path = stable_wheel(tmp_path, built_fixtures, "elf_marker_2_10", "torch")
-    assert hits(requirements.too_loose, path) == [
+    assert hits(requirements.torch_requirement_too_loose, path) == [
         (
             "",
             "Requires-Dist 'torch' admits every torch release, but the binaries need torch 2.10.0 or newer: "
@@ -193,7 +193,7 @@ def test_tw503_bare_torch_admits_every_release(built_fixtures: dict[str, Path], 
     ],
 )
 def test_tw503_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
-    assert hits(requirements.too_loose, fixture_wheels[scenario]) == []
+    assert hits(requirements.torch_requirement_too_loose, fixture_wheels[scenario]) == []
 
 
 # -- TW504 unstable-torch-unpinned ------------------------------------------------------------
@@ -204,7 +204,7 @@ _PIN_FIX = (
 
 
 def test_tw504_range_on_an_unstable_wheel(fixture_wheels: dict[str, Path]) -> None:
-    assert hits(requirements.unstable_unpinned, fixture_wheels["tw504"]) == [
+    assert hits(requirements.unstable_torch_unpinned, fixture_wheels["tw504"]) == [
         (
             "",
             "Requires-Dist 'torch>=2.0' admits torch 2.0.0 and newer, but the binaries use unstable libtorch "
@@ -214,7 +214,7 @@ def test_tw504_range_on_an_unstable_wheel(fixture_wheels: dict[str, Path]) -> No
 
 
 def test_tw504_no_requirement_on_an_unstable_wheel(fixture_wheels: dict[str, Path]) -> None:
-    assert hits(requirements.unstable_unpinned, fixture_wheels["tw504_no_requirement"]) == [
+    assert hits(requirements.unstable_torch_unpinned, fixture_wheels["tw504_no_requirement"]) == [
         (
             "",
             "METADATA has no Requires-Dist: torch, so installers admit every torch release, but the binaries "
@@ -226,7 +226,7 @@ def test_tw504_no_requirement_on_an_unstable_wheel(fixture_wheels: dict[str, Pat
 def test_tw504_no_requirement_and_require_torch_false(fixture_wheels: dict[str, Path]) -> None:
     """The project declares no torch on purpose: nothing to pin."""
     found = hits(
-        requirements.unstable_unpinned, fixture_wheels["tw504_no_requirement"], Policy(require_torch=False)
+        requirements.unstable_torch_unpinned, fixture_wheels["tw504_no_requirement"], Policy(require_torch=False)
     )
     assert found == []
 
@@ -241,7 +241,7 @@ def test_tw504_no_requirement_and_require_torch_false(fixture_wheels: dict[str, 
     ],
 )
 def test_tw504_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
-    assert hits(requirements.unstable_unpinned, fixture_wheels[scenario]) == []
+    assert hits(requirements.unstable_torch_unpinned, fixture_wheels[scenario]) == []
 
 
 # -- TW505 builds-gap -------------------------------------------------------------------------

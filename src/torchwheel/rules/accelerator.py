@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 from torchwheel.analysis.buildunits import BuildUnit, brings_own_runtime, own_runtimes
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.binary.gpucode import CudaImage
+from torchwheel.rules.codes import BY_CODE
 from torchwheel.rules.registry import Check, Hit, Policy, rule
 from torchwheel.torchabi.accelerators import AcceleratorNeeds, LinkedLibrary, Role
 from torchwheel.torchabi.backend import (
@@ -115,7 +116,7 @@ def claims(w: WheelFacts) -> Iterator[tuple[str, TorchBuild]]:
 
 
 @rule("TW702")
-def claim_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def accelerator_claim_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     builds = w.torch_builds
     if not builds or builds == ANY_BUILD:
         return  # needs no accelerator, a contradiction (TW701 says so), or could not be read
@@ -186,7 +187,7 @@ _COPY_RULES: dict[str, tuple[frozenset[Role], Callable[[LinkedLibrary], str]]] =
 }
 
 
-def _copy_rule(roles: frozenset[Role], why: Callable[[LinkedLibrary], str]) -> Check:
+def _copy_rule(code: str, roles: frozenset[Role], why: Callable[[LinkedLibrary], str]) -> Check:
     """A finding for each member that is a copy of a library of ``roles``: ``why`` says what
     the copy breaks, and each ends with the repair tool's flag that leaves it out."""
 
@@ -196,16 +197,16 @@ def _copy_rule(roles: frozenset[Role], why: Callable[[LinkedLibrary], str]) -> C
             if lib is not None and lib.role in roles:
                 yield member, f"{why(lib)}; {_exclude_hint(lib)}"
 
-    run.__name__ = run.__qualname__ = why.__name__.lstrip("_")
+    run.__name__ = run.__qualname__ = BY_CODE[code].name.replace("-", "_")  # a rule is named for its code
     return run
 
 
 for _code, (_roles, _why) in _COPY_RULES.items():
-    rule(_code)(_copy_rule(_roles, _why))
+    rule(_code)(_copy_rule(_code, _roles, _why))
 
 
 @rule("TW708")
-def own_runtime(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def own_accelerator_runtime(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     """A warning, not an error: the library loads beside any torch build (it links no torch,
     and the wheel installs or bundles the runtime it needs), so its need does not tie the
     wheel to one build (docs/accelerators.md, "Who brings the runtime"). Beside a torch built
@@ -230,7 +231,7 @@ _ACCELERATED_CLAIM = ("cuda", "rocm", "xpu")
 
 
 @rule("TW709")
-def claim_without_code(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def accelerator_name_without_code(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     """Info: a CUDA-named build that compiled no CUDA (no ``CUDA_HOME`` on the build
     machine, ``FORCE_CUDA`` unset) is a CPU build under a CUDA name; it still loads."""
     if w.unreadable or not w.binaries or w.accelerator_needs.accelerators:
@@ -264,7 +265,7 @@ def _shown(images: list[CudaImage]) -> str:
 
 
 @rule("TW705")
-def no_ptx(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def gpu_code_without_ptx(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     """Info, not a warning: most published CUDA wheels ship cubins only on purpose (smaller
     wheels, no JIT on first launch); the fact is worth knowing, not worth a failed build.
     Silent when the project declares its architectures (``gpu-archs``, TW706)."""
@@ -313,7 +314,7 @@ def covers(images: list[CudaImage], declared: str) -> bool:
 
 
 @rule("TW706")
-def arch_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def gpu_arch_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     """A warning, not an error: the wheel loads everywhere it did; only a kernel launch on
     that GPU fails. The project said it builds for it, so the build lost an architecture."""
     for member, needs in _cuda_libraries(w):

@@ -108,7 +108,7 @@ def suffix_tag_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW303")
-def limited_above_floor(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def limited_api_above_floor(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     floor = _abi3_floor(_tags(w))
     if floor is None:
         return
@@ -130,7 +130,7 @@ def limited_above_floor(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW304")
-def hook_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def module_hook_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for b in w.binaries:
         suffix = parse_suffix(b.member)
         if suffix.kind not in ("cpython", "abi3", "abi3t") or suffix.module is None:
@@ -187,7 +187,7 @@ def abi3t_needs_modexport(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW306")
-def pure_tag(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def pure_tag_with_binaries(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     tags = _tags(w)
     if tags and all(t.abi == "none" for t in tags) and any(s.python.hooks for _, _, s in iter_slices(w)):
         yield (

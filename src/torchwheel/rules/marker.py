@@ -14,7 +14,7 @@ from torchwheel.version import FeatureVersion
 
 
 @rule("TW101")
-def missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def marker_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         if s.declared is None and s.torch.usage == "stable":
             yield (
@@ -27,7 +27,7 @@ def missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW102")
-def hidden(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def marker_hidden(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         if s.declared is not None and not s.declared.exported:
             yield (
@@ -40,7 +40,7 @@ def hidden(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW103")
-def unknown_schema(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def marker_unknown_schema(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         schemas = {h.record.schema for h in s.facts.raw_markers if not h.record.known}
         if s.declared is not None and not s.declared.record.known:
@@ -60,7 +60,7 @@ def slice_targets(s: SliceAnalysis) -> set[FeatureVersion]:
 
 
 @rule("TW104")
-def disagree(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def marker_disagree(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         versions = slice_targets(s)
         if len(versions) > 1:
@@ -90,7 +90,7 @@ def targets_differ(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW106")
-def unreadable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def marker_unreadable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         if s.marker_problem:
             yield (
@@ -107,7 +107,7 @@ def _hex_reading(v: FeatureVersion) -> FeatureVersion | None:
 
 
 @rule("TW107")
-def not_a_release(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def target_not_a_release(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     newest = torch_releases.newest()
     for member, arch, s in iter_slices(w):
         d = s.declared

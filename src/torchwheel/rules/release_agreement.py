@@ -43,7 +43,7 @@ def _platforms(w: WheelFacts) -> str:
 
 
 @rule("TW601")
-def requirements_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
+def release_requirements_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
     mine = torch_requirement_set(view.wheel)
     other = next((o for o in view.others if torch_requirement_set(o) != mine), None)
     if other is not None:
@@ -56,7 +56,7 @@ def requirements_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW602")
-def targets_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
+def release_targets_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
     mine = view.wheel.torch_need
     if mine.kind != "stable" or any(r.marker is not None for r in view.wheel.metadata.torch_requirements):
         return
@@ -85,7 +85,7 @@ def targets_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW603")
-def stable_and_unstable(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
+def release_stable_and_unstable(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
     mine = view.wheel.torch_need.kind
     if mine not in ("stable", "unstable"):
         return

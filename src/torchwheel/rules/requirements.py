@@ -32,7 +32,7 @@ def _pins_one_build(abi: TorchNeed) -> bool:
 
 
 @rule("TW501")
-def missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def torch_requirement_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = w.torch_need
     if not policy.require_torch or abi.kind in ("none", "any") or w.metadata.torch_requirements:
         return
@@ -47,7 +47,7 @@ def missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW502")
-def too_tight(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def torch_pinned_too_tight(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = w.torch_need
     if abi.kind != "stable" or abi.floor is None:
         return
@@ -64,7 +64,7 @@ def too_tight(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW503")
-def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def torch_requirement_too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = w.torch_need
     if abi.kind != "stable" or abi.floor is None:
         return
@@ -73,9 +73,9 @@ def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         return  # a target no torch release has (TW107 says which it likely meant): no torch to require
     for req in w.metadata.torch_requirements:
         too_old = torch_releases.older_admitted(req.specifier, abi.floor) is not None
-        loads = [v for v in torch_releases.admitted(req.specifier) if v >= floor] or torch_releases.admits_future(
-            req.specifier
-        )
+        loads = [
+            v for v in torch_releases.admitted(req.specifier) if v >= floor
+        ] or torch_releases.admits_future(req.specifier)
         # tag narrows a requirement that admits a torch the binaries load on; one that admits
         # none it replaces only with --relax-pin (which value was meant is not its to guess)
         writes = "`torchwheel tag` writes it" if loads else "`torchwheel tag --relax-pin` writes it"
@@ -89,7 +89,7 @@ def too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW504")
-def unstable_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def unstable_torch_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = w.torch_need
     if not _pins_one_build(abi):
         return

@@ -62,7 +62,7 @@ def unstable_in_stable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW203")
-def unknown_shims(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def unknown_shim(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         if s.torch.unknown_count:
             yield (
