@@ -105,8 +105,7 @@ def _one_input(target: str):  # type: ignore[no-untyped-def]
         if target in ("elf", "macho", "pe"):
             read_binary(data, "fuzz")
         elif target == "marker":
-            for hit in marker_record.scan(data):
-                del hit
+            marker_record.collect_hits(data, marker_record.Hits())
             marker_record.decode(data)
         elif target == "record":
             parse_record(data.decode("utf-8", "replace"))

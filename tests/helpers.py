@@ -17,6 +17,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
@@ -190,3 +191,13 @@ def zipped_wheel(path: Path, members: dict[str, bytes], record: str) -> Path:
         for member, data in {**members, record: rows.getvalue().encode()}.items():
             zf.writestr(member, data)
     return path
+
+
+def marker_hits(buf: Any, start: int = 0, end: int | None = None) -> list[Any]:
+    """The marker records ``binary.marker_record`` keeps from ``buf[start:end]``, as the
+    readers collect them (``collect_hits`` into one ``Hits``)."""
+    from torchwheel.binary import marker_record
+
+    hits = marker_record.Hits()
+    marker_record.collect_hits(buf, hits, start, end)
+    return hits.found

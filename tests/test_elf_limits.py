@@ -17,10 +17,11 @@ from typing import TypeVar
 import pytest
 
 from torchwheel import limits
-from torchwheel.binary import BinaryError, BinaryFacts, marker_record, memberscan, read_binary
+from torchwheel.binary import BinaryError, BinaryFacts, memberscan, read_binary
 from torchwheel.version import FeatureVersion
 
 from . import elf_hostile as H
+from .helpers import marker_hits
 
 T = TypeVar("T")
 BASIC = H.symbols([(b"PyInit__C", True), (b"malloc", False)])
@@ -117,7 +118,7 @@ def test_the_limit_is_the_one_in_limits(monkeypatch: pytest.MonkeyPatch) -> None
     limits.reset()
     (s,) = read_binary(H.elf(*BASIC, blob=H.record(10) * 10), "_C.so").slices
     assert len(s.raw_markers) == 3 and s.raw_markers_omitted == 7
-    assert marker_record.scan(H.record(10) * 10) == marker_record.scan(H.record(10) * 3)
+    assert marker_hits(H.record(10) * 10) == marker_hits(H.record(10) * 3)
 
 
 # -- finding 7: an endless GNU-hash chain ----------------------------------------------------

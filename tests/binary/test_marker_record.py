@@ -9,6 +9,8 @@ from torchwheel.binary import marker_record
 from torchwheel.binary.marker_record import MarkerError, MarkerRecord
 from torchwheel.version import FeatureVersion
 
+from ..helpers import marker_hits
+
 V210 = FeatureVersion(2, 10)
 
 
@@ -49,7 +51,7 @@ def test_scan_finds_every_record_and_skips_text() -> None:
         + bytes(8)  # unknown schema
         + b"TORCHABI\x01\x02"  # truncated at the end
     )
-    hits = marker_record.scan(buf)
+    hits = marker_hits(buf)
     assert [h.record.version for h in hits] == [V210, v212, None]
     assert hits[0].offset == 5
     assert hits[2].record.schema == 3
@@ -57,12 +59,12 @@ def test_scan_finds_every_record_and_skips_text() -> None:
 
 def test_scan_respects_the_range() -> None:
     buf = marker_record.encode(V210) + bytes(3) + marker_record.encode(FeatureVersion(2, 12))
-    assert [h.offset for h in marker_record.scan(buf, 1)] == [20]
-    assert marker_record.scan(buf, 0, 16) == []
+    assert [h.offset for h in marker_hits(buf, 1)] == [20]
+    assert marker_hits(buf, 0, 16) == []
 
 
 def test_scan_works_on_an_mmap(tmp_path: Path) -> None:
     p = tmp_path / "blob"
     p.write_bytes(bytes(100) + marker_record.encode(V210))
     with p.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        assert [(h.offset, h.record.version) for h in marker_record.scan(mm)] == [(100, V210)]
+        assert [(h.offset, h.record.version) for h in marker_hits(mm)] == [(100, V210)]

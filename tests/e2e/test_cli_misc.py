@@ -8,10 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from torchwheel.binary import marker_record
 from torchwheel.version import FeatureVersion
 
-from ..helpers import REPO, torchwheel
+from ..helpers import REPO, marker_hits, torchwheel
 
 
 def test_include_flag_compiles_the_marker(tmp_path: Path) -> None:
@@ -25,7 +24,7 @@ def test_include_flag_compiles_the_marker(tmp_path: Path) -> None:
          "-shared", "-fPIC", str(src), "-o", str(out)],
         check=True,
     )  # fmt: skip
-    (hit,) = marker_record.scan(out.read_bytes())
+    (hit,) = marker_hits(out.read_bytes())
     assert hit.record.version == FeatureVersion(2, 11)
     shown = json.loads(torchwheel("inspect", "--json", str(out), cwd=tmp_path).stdout)
     assert shown["files"][0]["slices"][0]["marker"]["version"] == "2.11.0"

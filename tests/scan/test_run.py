@@ -20,7 +20,7 @@ import pytest
 from torchwheel.install import fairness
 from torchwheel.install.scanline import WheelSource
 from torchwheel.scan.jsonl import Done
-from torchwheel.scan.run import plan, scan, scan_item
+from torchwheel.scan.run import plan_scan, run_scan, scan_item
 from torchwheel.scan.sources import Listed
 from torchwheel.torchabi.tablechoice import choose_table
 
@@ -33,7 +33,7 @@ A, C, D = "aa" * 32, "cc" * 32, "dd" * 32
 @pytest.fixture
 def policy() -> Iterator[fairness.Policy]:
     yield fairness.Policy()
-    fairness.configure(fairness.Policy())  # scan() sets this process's caps: back to the defaults
+    fairness.configure(fairness.Policy())  # run_scan() sets this process's caps: back to the defaults
 
 
 def test_plan_skips_what_the_file_holds_by_any_key() -> None:
@@ -61,7 +61,7 @@ def test_plan_skips_what_the_file_holds_by_any_key() -> None:
         lines=7,
         end=700,
     )
-    work = plan(listed, previous)
+    work = plan_scan(listed, previous)
     assert [w.location for w in work.todo] == ["/w/b2.whl", "https://h/c.whl", "https://h/e.whl"]
     assert work.unlisted == [("https://h/simple/new/", "missing")]
     assert (work.skipped, work.yanked) == (4, 3)  # 3 wheels and 1 unlisted page
@@ -69,7 +69,7 @@ def test_plan_skips_what_the_file_holds_by_any_key() -> None:
 
 def test_plan_of_a_first_run_does_everything() -> None:
     listed = Listed(wheels=[WheelSource("/w/a.whl", None, 1, 2)], unlisted=[("/w/gone", "missing")])
-    work = plan(listed, Done())
+    work = plan_scan(listed, Done())
     assert (work.todo, work.unlisted, work.skipped, work.yanked) == (
         [WheelSource("/w/a.whl", None, 1, 2)],
         [("/w/gone", "missing")],
@@ -101,7 +101,7 @@ def test_a_run_then_a_resume_after_a_kill(tmp_path: Path, policy: fairness.Polic
     out = tmp_path / "scan.jsonl"
     table = choose_table(None, None)
     log = io.StringIO()
-    work = scan([str(index)], out, 1, table, policy, log, tty=False)
+    work = run_scan([str(index)], out, 1, table, policy, log, tty=False)
     assert (len(work.todo), work.skipped) == (1, 0)
     unlisted, line = (json.loads(text) for text in out.read_text().splitlines())
     assert unlisted == {
@@ -136,7 +136,7 @@ def test_a_run_then_a_resume_after_a_kill(tmp_path: Path, policy: fairness.Polic
         fh.write(b'{"schema_version":1,"source":{"path":"/w/x.wh')  # a kill's torn tail
     os.utime(wheel, ns=(1, 1))  # touched: still known by the sha256 its page gives
     log = io.StringIO()
-    again = scan([str(index)], out, 1, table, policy, log, tty=False)
+    again = run_scan([str(index)], out, 1, table, policy, log, tty=False)
     assert (again.todo, again.unlisted, again.skipped) == ([], [], 2)
     assert out.read_bytes() == first  # the tail cut, nothing added
     assert re.fullmatch(

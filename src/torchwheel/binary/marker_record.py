@@ -188,10 +188,3 @@ def _each(buf: Buffer, hits: Hits, lo: int, hi: int, stop: int, base: int) -> No
             elif need is None and schema in _UNKNOWN_SCHEMA_BYTES:
                 hits._add(base + pos, raw[: magic_len + 1], raw)
         pos = find(MAGIC, pos + magic_len, limit)
-
-
-def scan(buf: Buffer, start: int = 0, end: int | None = None) -> list[RawHit]:
-    """The records kept from ``buf[start:end]`` (see ``Hits`` for which)."""
-    hits = Hits()
-    collect_hits(buf, hits, start, end)
-    return hits.found

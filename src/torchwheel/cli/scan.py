@@ -116,10 +116,10 @@ def scan_command(
     if gpu and not partial:
         raise click.UsageError("--gpu is for --partial (a whole read always reads GPU code)")
     from torchwheel.install.fairness import Policy
-    from torchwheel.scan.run import scan
+    from torchwheel.scan.run import run_scan
 
     policy = Policy(host_connections=max_host_connections, rate=max_rate)
     tty = sys.stderr.isatty() if progress is None else progress
     read = ("partial+gpu" if gpu else "partial") if partial else "whole"
-    scan(sources, output, jobs, chosen_table(symbols_file, no_config), policy, sys.stderr, tty, read)
+    run_scan(sources, output, jobs, chosen_table(symbols_file, no_config), policy, sys.stderr, tty, read)
     return Exit.OK

@@ -69,7 +69,7 @@ class Plan:
     yanked: int
 
 
-def plan(listed: Listed, previous: jsonl.Done) -> Plan:
+def plan_scan(listed: Listed, previous: jsonl.Done) -> Plan:
     todo: list[WheelSource] = []
     skipped = 0
     for w in listed.wheels:
@@ -118,7 +118,7 @@ def results(
     yield from _pooled(todo, jobs, table, policy, read)
 
 
-def scan(
+def run_scan(
     sources: Iterable[str],
     out: Path,
     jobs: int,
@@ -133,7 +133,7 @@ def scan(
     fairness.configure(policy)
     listed = list_sources(sources)
     previous = jsonl.done(out)
-    work = plan(listed, previous)
+    work = plan_scan(listed, previous)
     progress = Progress(len(work.todo) + len(work.unlisted), work.skipped, stream, tty)
     appender = jsonl.Appender(out, previous.end)
     try:
