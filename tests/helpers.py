@@ -201,3 +201,25 @@ def marker_hits(buf: Any, start: int = 0, end: int | None = None) -> list[Any]:
     hits = marker_record.Hits()
     marker_record.collect_hits(buf, hits, start, end)
     return hits.found
+
+
+ReleaseMember = tuple[str, str, tuple[str, ...]]  # binary scenario, wheel tag, torch requirements
+
+
+def release_wheels(built: dict[str, Path], out: Path, members: list[ReleaseMember], dist: str = "relset") -> list[Path]:
+    """One release of ``dist`` 1.0.0, a wheel per member, each holding its one library under the
+    name its tag asks for (``_C.pyd``, ``_C.abi3.so``, or CPython 3.11's), written by the
+    fixtures' own writer: the release sets of the TW6xx and ``tag --release`` tests."""
+    wheels = fixture_wheels_module()
+    paths = []
+    for scenario, tag, requires in members:
+        suffix = (
+            ".pyd"
+            if scenario.startswith("pe_")
+            else ".abi3.so"
+            if "abi3" in tag
+            else ".cpython-311-x86_64-linux-gnu.so"
+        )
+        spec = wheels.WheelSpec("rel", dist, tag, ((f"{dist}/_C{suffix}", scenario),), requires=requires)
+        paths.append(wheels.write_wheel(out / spec.filename, spec, built))
+    return paths

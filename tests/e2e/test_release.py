@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ..helpers import fixture_wheels_module, fresh_venv, pip_install, torchwheel
+from ..helpers import fresh_venv, pip_install, release_wheels, torchwheel
 
 LINUX = "cp39-abi3-manylinux_2_28_x86_64"
 MAC = "cp39-abi3-macosx_11_0_arm64"
@@ -43,21 +43,7 @@ SETS: dict[str, tuple[list[tuple[str, str, str]], set[str]]] = {
 
 
 def _write_set(name: str, built: dict[str, Path], out: Path) -> list[Path]:
-    wheels = fixture_wheels_module()
-    paths = []
-    for scenario, tag, requires in SETS[name][0]:
-        suffix = (
-            ".pyd"
-            if scenario.startswith("pe_")
-            else ".abi3.so"
-            if "abi3" in tag
-            else ".cpython-311-x86_64-linux-gnu.so"
-        )
-        spec = wheels.WheelSpec(
-            name, "relset", tag, ((f"relset/_C{suffix}", scenario),), requires=(requires,)
-        )
-        paths.append(wheels.write_wheel(out / spec.filename, spec, built))
-    return paths
+    return release_wheels(built, out, [(scenario, tag, (requires,)) for scenario, tag, requires in SETS[name][0]])
 
 
 def _codes(result: subprocess.CompletedProcess[str]) -> dict[str, set[str]]:

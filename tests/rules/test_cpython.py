@@ -15,43 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from torchwheel.analysis.wheelfacts import WheelFacts
-from torchwheel.api import inspect_wheel
 from torchwheel.rules import cpython
-from torchwheel.rules.registry import REGISTRY, Check, Hit, Omitted, Policy
+from torchwheel.rules.registry import REGISTRY
 
-from ..helpers import fixture_wheels_module
-
-
-def facts(path: Path) -> WheelFacts:
-    return inspect_wheel(path).facts[0]
-
-
-def named(found: list[Hit | Omitted]) -> list[Hit]:
-    """The hits, having checked that the rule counted none instead of naming it (only the
-    RECORD rules ever do)."""
-    assert not any(isinstance(h, Omitted) for h in found), found
-    return [h for h in found if not isinstance(h, Omitted)]
-
-
-def hits(rule: Check, path: Path) -> list[Hit]:
-    return named(list(rule(facts(path), Policy())))
-
-
-def custom_wheel(
-    tmp_path: Path,
-    built: dict[str, Path],
-    tag: str,
-    member: str,
-    scenario: str,
-    requires_python: str = ">=3.9",
-) -> Path:
-    wheels = fixture_wheels_module()
-    spec = wheels.WheelSpec(
-        "custom", "xcustom", tag, ((f"xcustom/{member}", scenario),), requires_python=requires_python
-    )
-    path: Path = wheels.write_wheel(tmp_path / spec.filename, spec, built)
-    return path
+from .direct import custom_wheel, hits
 
 
 def test_each_rule_is_registered_under_its_code() -> None:

@@ -21,12 +21,11 @@ from pathlib import Path
 import pytest
 
 from torchwheel import limits
-from torchwheel.analysis.wheelfacts import WheelFacts
-from torchwheel.api import inspect_wheel
 from torchwheel.rules import integrity
 from torchwheel.rules.registry import REGISTRY, Hit, Omitted, Policy
 
 from ..helpers import fixture_wheels_module
+from .direct import facts
 
 LINUX_ABI3 = "cp39-abi3-manylinux_2_28_x86_64"
 CLEAN_MEMBER = "demo_stable/elf_marker_2_10.abi3.so"
@@ -34,8 +33,6 @@ OWN_CODES = {"TW401", "TW402", "TW403", "TW404", "TW405", "TW406", "TW407", "TW4
              "TW411", "TW412", "TW413", "TW414", "TW415"}  # fmt: skip
 
 
-def facts(path: Path) -> WheelFacts:
-    return inspect_wheel(path).facts[0]
 
 
 def found(code: str, path: Path) -> list[Hit | Omitted]:

@@ -13,38 +13,22 @@ from pathlib import Path
 
 import pytest
 
-from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices
-from torchwheel.api import inspect_wheel
+from torchwheel.analysis.wheelfacts import iter_slices
 from torchwheel.rules import marker
-from torchwheel.rules.registry import REGISTRY, Check, Hit, Omitted, Policy
+from torchwheel.rules.registry import REGISTRY
 from torchwheel.version import FeatureVersion
 
-from ..helpers import fixture_wheels_module
+from .direct import custom_wheel, facts, hits
 
 LINUX_ABI3 = "cp39-abi3-manylinux_2_28_x86_64"
 
 
-def facts(path: Path) -> WheelFacts:
-    return inspect_wheel(path).facts[0]
 
 
-def named(found: list[Hit | Omitted]) -> list[Hit]:
-    """The hits, having checked that the rule counted none instead of naming it (only the
-    RECORD rules ever do)."""
-    assert not any(isinstance(h, Omitted) for h in found), found
-    return [h for h in found if not isinstance(h, Omitted)]
 
 
-def hits(rule: Check, path: Path) -> list[Hit]:
-    return named(list(rule(facts(path), Policy())))
 
 
-def custom_wheel(tmp_path: Path, built: dict[str, Path], tag: str, member: str, scenario: str) -> Path:
-    """One wheel of one binary scenario, written by the fixtures' own zipfile writer."""
-    wheels = fixture_wheels_module()
-    spec = wheels.WheelSpec("custom", "xcustom", tag, ((f"xcustom/{member}", scenario),))
-    path: Path = wheels.write_wheel(tmp_path / spec.filename, spec, built)
-    return path
 
 
 def test_each_rule_is_registered_under_its_code() -> None:

@@ -20,7 +20,7 @@ from torchwheel.api import inspect_wheel
 from torchwheel.rules import release_agreement
 from torchwheel.rules.registry import REGISTRY, Check, Hit, Omitted, Policy
 
-from ..helpers import fixture_wheels_module
+from ..helpers import release_wheels
 
 LINUX = "cp39-abi3-manylinux_2_28_x86_64"
 MAC = "cp39-abi3-macosx_11_0_arm64"
@@ -36,19 +36,7 @@ def release(
     built: dict[str, Path], out: Path, members: list[tuple[str, str, tuple[str, ...]]]
 ) -> list[WheelFacts]:
     """One release of ``relset`` 1.0.0: a wheel per (binary scenario, tag, requirements)."""
-    wheels = fixture_wheels_module()
-    paths = []
-    for scenario, tag, requires in members:
-        suffix = (
-            ".pyd"
-            if scenario.startswith("pe_")
-            else ".abi3.so"
-            if "abi3" in tag
-            else ".cpython-311-x86_64-linux-gnu.so"
-        )
-        spec = wheels.WheelSpec("rel", "relset", tag, ((f"relset/_C{suffix}", scenario),), requires=requires)
-        paths.append(wheels.write_wheel(out / spec.filename, spec, built))
-    return list(inspect_wheel(paths).facts)
+    return list(inspect_wheel(release_wheels(built, out, members)).facts)
 
 
 def named(found: list[Hit | Omitted]) -> list[Hit]:

@@ -15,29 +15,19 @@ from pathlib import Path
 
 import pytest
 
-from torchwheel.analysis.wheelfacts import WheelFacts
-from torchwheel.api import inspect_wheel
 from torchwheel.rules import requirements
-from torchwheel.rules.registry import REGISTRY, Check, Hit, Omitted, Policy
+from torchwheel.rules.registry import REGISTRY, Policy
 
 from ..helpers import fixture_wheels_module
+from .direct import hits
 
 LINUX_ABI3 = "cp39-abi3-manylinux_2_28_x86_64"
 
 
-def facts(path: Path) -> WheelFacts:
-    return inspect_wheel(path).facts[0]
 
 
-def named(found: list[Hit | Omitted]) -> list[Hit]:
-    """The hits, having checked that the rule counted none instead of naming it (only the
-    RECORD rules ever do)."""
-    assert not any(isinstance(h, Omitted) for h in found), found
-    return [h for h in found if not isinstance(h, Omitted)]
 
 
-def hits(rule: Check, path: Path, policy: Policy | None = None) -> list[Hit]:
-    return named(list(rule(facts(path), policy or Policy())))
 
 
 def stable_wheel(tmp_path: Path, built: dict[str, Path], scenario: str, *requires: str) -> Path:

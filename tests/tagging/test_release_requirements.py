@@ -22,7 +22,7 @@ from torchwheel.errors import InputError
 from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.release_requirements import release_sets, shared_requirements
 
-from ..helpers import fixture_wheels_module
+from ..helpers import release_wheels
 
 LINUX = "cp39-abi3-manylinux_2_28_x86_64"
 MAC = "cp39-abi3-macosx_11_0_arm64"
@@ -33,19 +33,7 @@ Member = tuple[str, str, tuple[str, ...]]  # binary scenario, wheel tag, require
 
 
 def write(built: dict[str, Path], out: Path, members: list[Member], dist: str = "relset") -> list[Path]:
-    wheels = fixture_wheels_module()
-    paths = []
-    for scenario, tag, requires in members:
-        suffix = (
-            ".pyd"
-            if scenario.startswith("pe_")
-            else ".abi3.so"
-            if "abi3" in tag
-            else ".cpython-311-x86_64-linux-gnu.so"
-        )
-        spec = wheels.WheelSpec("rel", dist, tag, ((f"{dist}/_C{suffix}", scenario),), requires=requires)
-        paths.append(wheels.write_wheel(out / spec.filename, spec, built))
-    return paths
+    return release_wheels(built, out, members, dist)
 
 
 def release(built: dict[str, Path], out: Path, members: list[Member]) -> list[WheelFacts]:
