@@ -13,6 +13,7 @@ from torchwheel.errors import InputError
 from torchwheel.install.fetch import DigestMismatch, Exhausted, HTTPFailure, NotFound, Unreachable
 from torchwheel.install.scanline import (
     TRANSIENT,
+    Gone,
     WheelSource,
     as_source,
     empty_line,
@@ -68,6 +69,7 @@ def test_as_source_refuses_anything_else(value: object) -> None:
     ("exc", "code"),
     [
         (NotFound("404", 404), "not-found"),
+        (Gone("gone"), "not-found"),
         (HTTPFailure("500", 500), "http"),
         (Exhausted("spent"), "budget"),
         (Unreachable("down"), "network"),
@@ -116,6 +118,7 @@ def test_read_whole_of_a_local_file(tmp_path: Path) -> None:
 
 
 def test_read_whole_of_a_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(InputError) as info:
+    with pytest.raises(Gone) as info:
         read_whole(WheelSource(str(tmp_path / "gone.whl")), tmp_path)
-    assert str(info.value) == f"{tmp_path / 'gone.whl'}: No such file or directory"
+    assert str(info.value) == f"{tmp_path / 'gone.whl'}: no such file (gone since it was listed)"
+    assert error_code(info.value) == "not-found"

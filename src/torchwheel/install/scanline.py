@@ -132,6 +132,8 @@ def read_whole(source: WheelSource, scratch: Path) -> Read:
         path = Path(source.location)
         try:
             digest = _sha256(path)
+        except FileNotFoundError as exc:  # listed, then gone: what a 404 is to a hosted wheel
+            raise Gone(f"{path}: no such file (gone since it was listed)") from exc
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from exc
         if source.sha256 and digest != source.sha256:
@@ -143,10 +145,15 @@ def read_whole(source: WheelSource, scratch: Path) -> Read:
     return Read(dest, WHOLE, dest.stat().st_size, digest, True if given else None)
 
 
+class Gone(InputError):
+    """A local wheel that a folder, page or list named is not there when it is read."""
+
+
 def error_code(exc: InputError) -> str:
     """The stable name of what stopped a wheel, for the report and the resume."""
     kinds: tuple[tuple[type[InputError], str], ...] = (
         (fetch.NotFound, "not-found"),
+        (Gone, "not-found"),
         (fetch.HTTPFailure, "http"),
         (fetch.Exhausted, "budget"),
         (fetch.Unreachable, "network"),
