@@ -8,7 +8,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import zipfile
 from email.parser import HeaderParser
@@ -140,19 +139,35 @@ def test_tagged_wheels_pass_check(tagged: dict[str, tuple[Path, Path]], tmp_path
         assert result.returncode == 0, (name, result.stdout)
 
 
+def _twine_passes(wheel: Path) -> bool:
+    """``twine check`` (its errors, not the warnings every fixture has for lacking a long
+    description), in this process: the same function its command line calls, without a
+    second of start-up per file."""
+    from twine.commands.check import check
+
+    failed: bool = check([str(wheel)])
+    return not failed
+
+
+def _check_wheel_contents_passes(wheel: Path) -> bool:
+    """check-wheel-contents' own command, with its defaults, run by click in this process."""
+    from check_wheel_contents.__main__ import main
+    from click.testing import CliRunner
+
+    return CliRunner().invoke(main, [str(wheel)]).exit_code == 0
+
+
 def test_twine_and_check_wheel_contents(tagged: dict[str, tuple[Path, Path]]) -> None:
+    """Whatever the peers accept before ``tag``, they accept after it."""
+    passed = {"twine": 0, "check-wheel-contents": 0}
     for name in TAGGABLE:
         src, out = tagged[name]
-        before = subprocess.run(
-            [BIN / "twine", "check", "--strict", str(src)], capture_output=True, text=True
-        )
-        after = subprocess.run([BIN / "twine", "check", "--strict", str(out)], capture_output=True, text=True)
-        if before.returncode == 0:
-            assert after.returncode == 0, (name, after.stdout, after.stderr)
-        cwc_in = subprocess.run([BIN / "check-wheel-contents", str(src)], capture_output=True, text=True)
-        cwc_out = subprocess.run([BIN / "check-wheel-contents", str(out)], capture_output=True, text=True)
-        if cwc_in.returncode == 0:
-            assert cwc_out.returncode == 0, (name, cwc_out.stdout)
+        for tool, passes in (("twine", _twine_passes), ("check-wheel-contents", _check_wheel_contents_passes)):
+            if passes(src):
+                passed[tool] += 1
+                assert passes(out), (name, tool)
+    # most inputs pass both: the comparison is not vacuous
+    assert min(passed.values()) >= len(TAGGABLE) // 2, passed
 
 
 def test_installs_with_pip_and_installer(tagged: dict[str, tuple[Path, Path]], tmp_path: Path) -> None:
