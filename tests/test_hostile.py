@@ -65,7 +65,7 @@ WRITES_INPUT = {"tag-inplace"}
 NODAC = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]  # root obeys mode bits
 
 CASES = [c for c in hostile.CASES.values() if LONG or not c.long]
-PAIRS = [(c.name, cmd) for c in CASES for cmd in c.commands(tuple(COMMANDS))]
+PAIRS = [(c.name, cmd) for c in CASES for cmd in c.commands(tuple(COMMANDS), LONG)]
 
 
 @dataclass
