@@ -260,3 +260,12 @@ def test_a_scan_line_of_the_wrong_shape_does_not_stop_the_report(tmp_path: Path,
     doc = summarize(scan).to_json()  # today: AttributeError / TypeError, "internal error" on the CLI
     assert doc["kind"]["stable"] == 1
     assert doc["stable_floor"] == {"2.10.0": 1}
+
+
+def test_a_line_nested_past_the_decoders_depth_is_no_scan_line(tmp_path: Path) -> None:
+    """json's decoder raises RecursionError, not ValueError, for 200,000 nested lists: the line
+    is counted, and the lines around it still are (it was an internal error)."""
+    good = _line("/w/a.whl", _need("stable", "2.10.0", ["any"]))
+    scan = _file(tmp_path / "scan.jsonl", good, tail="[" * 200_000 + "]" * 200_000 + "\n")
+    doc = summarize(scan).to_json()
+    assert (doc["wheels"], doc["not_scan_lines"]) == (1, 1)

@@ -92,7 +92,7 @@ def whole_lines(path: Path) -> Iterator[dict[str, Any] | None]:
                 return
             try:
                 value = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: a line nested past the C decoder's depth
                 yield None
                 continue
             yield value if is_line(value) else None
