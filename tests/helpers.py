@@ -44,8 +44,35 @@ def fixture_build() -> ModuleType:
     return load_script(_BUILD, FIXTURES / "build.py")
 
 
+# TORCHWHEEL_TEST_PROCESS=1 runs every ``torchwheel()`` call as a fresh process, as the suite
+# did before it ran commands in-process: the documented check that the two agree
+# (README, "Development").
+_PROCESS = os.environ.get("TORCHWHEEL_TEST_PROCESS") == "1"
+
+
 def torchwheel(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: int = 300
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: int = 300,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """The CLI in this process: the command's own exit-code decision (``cli.exits.run``), its
+    stdout and stderr, in ``cwd`` with exactly ``env`` as the environment. A fresh interpreter
+    costs 0.2-0.5 s a call, and the suite makes thousands; what only a real process shows
+    (the console script, signals, the interpreter's own exit) is proven by
+    ``torchwheel_process`` in the tests named for it (tests/e2e/test_console_script.py)."""
+    if _PROCESS:
+        return torchwheel_process(*args, cwd=cwd, env=env, timeout=timeout, input=input)
+    return _in_process(list(args), cwd=cwd, env=env, input=input)
+
+
+def torchwheel_process(
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: int = 300,
+    input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """The CLI as users run it: a fresh process, so exit codes and stderr are the real ones."""
     return subprocess.run(
@@ -55,7 +82,73 @@ def torchwheel(
         cwd=cwd,
         env=env,
         timeout=timeout,
+        input=input,
+        stdin=None if input is not None else subprocess.DEVNULL,
     )
+
+
+def _as_main() -> ModuleType:
+    """What ``python -m torchwheel`` leaves as ``__main__``: click names the program from it
+    (``Usage: python -m torchwheel ...``), as in a fresh process."""
+    main = ModuleType("__main__")
+    main.__package__ = "torchwheel"
+    return main
+
+
+def _in_process(
+    args: list[str], *, cwd: Path | None, env: dict[str, str] | None, input: str | None
+) -> subprocess.CompletedProcess[str]:
+    import tempfile as _tempfile
+
+    import torchwheel.cli as cli
+    from torchwheel.cli.exits import run
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    saved_argv, saved_main = sys.argv, sys.modules["__main__"]
+    saved_tempdir = _tempfile.tempdir
+    out, err = io.BytesIO(), io.BytesIO()
+    # a fresh process's streams: UTF-8 as under PYTHONIOENCODING/UTF-8 mode, stderr with
+    # backslashreplace as CPython sets it
+    stdout = io.TextIOWrapper(out, encoding="utf-8", errors="strict", write_through=True)
+    stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True)
+    stdin = io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8")
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        if cwd is not None:
+            os.chdir(cwd)
+        _tempfile.tempdir = None  # TMPDIR is read anew, as a new process reads it
+        sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
+        sys.argv = [str(Path(cli.__file__).with_name("__main__.py")), *args]
+        sys.modules["__main__"] = _as_main()
+        try:
+            code = run(cli.cli, args)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        stdout.flush()
+        stderr.flush()
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        sys.argv = saved_argv
+        sys.modules["__main__"] = saved_main
+        os.chdir(saved_cwd)
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(saved_env)
+        _tempfile.tempdir = saved_tempdir
+    return subprocess.CompletedProcess(
+        [sys.executable, "-m", "torchwheel", *args],
+        int(code),
+        _as_text(out.getvalue()),
+        _as_text(err.getvalue()),
+    )
+
+
+def _as_text(data: bytes) -> str:
+    """What ``subprocess.run(text=True)`` makes of a stream: UTF-8, universal newlines."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8").read()
 
 
 def scenario_names(bad: bool) -> list[str]:
