@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import compileall
+import fcntl
 import subprocess
 import sys
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,6 +22,54 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     machines) each would otherwise compile the ~80 modules a command imports again, about
     0.2 s a process. Up-to-date files are left alone; an edited module is recompiled."""
     compileall.compile_dir(REPO / "src" / "torchwheel", quiet=1)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the tests of a module that defines a module- or session-scoped
+    fixture run on one worker (``--dist loadgroup``), so the fixture is built once, not once
+    per worker: a venv, a served index, the hostile corpus's whole pool of runs. Every other
+    test is handed out one at a time. The fixtures of ``conftest.py`` are cached on disk
+    (``.cache/``) and shared by the workers, so they group nothing."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        homes = sorted(
+            {
+                d.baseid
+                for defs in info.name2fixturedefs.values()
+                for d in defs
+                if d.scope in ("module", "session") and d.baseid.endswith(".py")
+            }
+        )
+        if homes:
+            item.add_marker(pytest.mark.xdist_group(homes[0]))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The time per test folder (setup, call and teardown, summed over workers), beside
+    ``--durations``: a slow newcomer shows where it lives."""
+    per_folder: Counter[str] = Counter()
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            nodeid, duration = getattr(report, "nodeid", ""), getattr(report, "duration", None)
+            if nodeid and isinstance(duration, float):
+                path = nodeid.split("::", 1)[0]
+                per_folder[path.rsplit("/", 1)[0] if path.count("/") > 1 else "tests (root)"] += duration
+    if per_folder:
+        terminalreporter.write_sep("=", "time per test folder (all workers)")
+        for folder, seconds in per_folder.most_common():
+            terminalreporter.write_line(f"{seconds:8.1f}s  {folder}")
+
+
+@contextmanager
+def _locked(cache: Path) -> Iterator[None]:
+    """One downloader per cache folder: pytest-xdist's workers ask for the same wheel."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -47,6 +99,11 @@ def torch_wheel() -> Path:
     """The torch 2.13.0 wheel this machine's pip resolves locally (as the README's setup does),
     kept in ``.cache/torch-wheel``."""
     cache = REPO / ".cache" / "torch-wheel"
+    with _locked(cache):
+        return _torch_wheel(cache)
+
+
+def _torch_wheel(cache: Path) -> Path:
     found = sorted(cache.glob("torch-2.13.0*.whl"))
     if not found:
         subprocess.run(
@@ -62,6 +119,11 @@ def torch_platform_wheels() -> dict[str, Path]:
     """torch 2.13.0's macOS arm64 and Windows wheels (Mach-O and PE libraries of 300 MB),
     downloaded once into ``.cache/torch-wheels`` by pip, like ``torch_wheel``."""
     cache = REPO / ".cache" / "torch-wheels"
+    with _locked(cache):
+        return _torch_platform_wheels(cache)
+
+
+def _torch_platform_wheels(cache: Path) -> dict[str, Path]:
     out: dict[str, Path] = {}
     for key, platform in (("macos", "macosx_14_0_arm64"), ("windows", "win_amd64")):
         found = sorted(cache.glob(f"torch-2.13.0-*-{platform}.whl"))

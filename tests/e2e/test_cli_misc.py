@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from torchwheel.version import FeatureVersion
 
-from ..helpers import REPO, marker_hits, torchwheel
+from ..helpers import marker_hits, torchwheel
 
 
 def test_include_flag_compiles_the_marker(tmp_path: Path) -> None:
@@ -30,14 +29,8 @@ def test_include_flag_compiles_the_marker(tmp_path: Path) -> None:
     assert shown["files"][0]["slices"][0]["marker"]["version"] == "2.11.0"
 
 
-def test_symbols_update_from_a_torch_wheel(tmp_path: Path) -> None:
-    cache = REPO / ".cache" / "torch-wheel"
-    if not sorted(cache.glob("torch-2.13.0*.whl")):
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "torch==2.13.0", "-d", str(cache)],
-            check=True,
-        )
-    (wheel,) = sorted(cache.glob("torch-2.13.0*.whl"))
+def test_symbols_update_from_a_torch_wheel(torch_wheel: Path, tmp_path: Path) -> None:
+    wheel = torch_wheel
     out = tmp_path / "table.json"
     result = torchwheel("symbols", "update", "--replace", str(wheel), "-o", str(out), cwd=tmp_path)
     assert result.returncode == 0, result.stderr

@@ -191,21 +191,11 @@ def test_compat_against_site_packages_directory(real_wheels: dict[str, Path], tm
     assert _compat(list(real_wheels.values()), str(site), tmp_path) == (1, EXPECTED_MISSING)
 
 
-def test_compat_against_torch_wheel(
-    real_wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
-) -> None:
+def test_compat_against_torch_wheel(real_wheels: dict[str, Path], torch_wheel: Path, tmp_path: Path) -> None:
     """The same verdicts from the torch wheel itself, its libraries read out of the zip."""
     release = importlib.metadata.version("torch").split("+")[0]
-    out = tmp_path_factory.mktemp("torch_wheel")
-    got = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", f"torch=={release}", "--no-deps", "-d", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    wheels = sorted(out.glob("torch-*.whl"))
-    assert got.returncode == 0 and len(wheels) == 1, f"torch=={release} not downloadable: {got.stderr[-300:]}"
-    assert _compat(list(real_wheels.values()), str(wheels[0]), out) == (1, EXPECTED_MISSING)
+    assert torch_wheel.name.startswith(f"torch-{release}-"), (torch_wheel.name, release)
+    assert _compat(list(real_wheels.values()), str(torch_wheel), tmp_path) == (1, EXPECTED_MISSING)
 
 
 def test_compat_single_binary(real_wheels: dict[str, Path], installed_exts: Path, tmp_path: Path) -> None:
@@ -327,15 +317,12 @@ def test_tag_real_wheels(tagged_real: dict[str, Path]) -> None:
     assert tagged_real["stable"].name.endswith("-cp39-abi3-linux_x86_64.whl")
 
 
-def test_tagged_stable_wheel_runs_in_a_fresh_venv(tagged_real: dict[str, Path], tmp_path: Path) -> None:
+def test_tagged_stable_wheel_runs_in_a_fresh_venv(
+    tagged_real: dict[str, Path], torch_wheel: Path, tmp_path: Path
+) -> None:
     """The whole path: a fresh venv, torch 2.13.0 from this machine's disk, the tagged wheels
     installed by pip with their torch requirements resolved, and the op run."""
-    torch_dir = tmp_path / "torch-wheel"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "torch==2.13.0", "-d", str(torch_dir)],
-        check=True,
-        timeout=600,
-    )
+    torch_dir = torch_wheel.parent
     vpy = fresh_venv(tmp_path / "venv")
     result = pip_install(
         vpy,
