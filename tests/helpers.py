@@ -171,6 +171,30 @@ def fresh_venv(path: Path) -> Path:
     return path / "bin" / "python"
 
 
+def install_into(python: Path, wheel: Path) -> None:
+    """Install ``wheel`` into that venv with ``installer`` in this process, as pip would lay it
+    out (``INSTALLER`` says pip, no byte-code): a test's set-up, where pip's resolver and a
+    fresh interpreter cost a second or more and are not under test."""
+    from installer import install
+    from installer.destinations import SchemeDictionaryDestination
+    from installer.sources import WheelFile
+
+    root = python.parent.parent
+    (site,) = (root / "lib").glob("python3*/site-packages")
+    scheme = {
+        "purelib": site,
+        "platlib": site,
+        "headers": root / "include" / "site" / site.parent.name / wheel.name.split("-")[0],
+        "scripts": root / "bin",
+        "data": root,
+    }
+    destination = SchemeDictionaryDestination(
+        {key: str(path) for key, path in scheme.items()}, interpreter=str(python), script_kind="posix"
+    )
+    with WheelFile.open(wheel) as source:
+        install(source, destination, {"INSTALLER": b"pip\n"})
+
+
 def pip_install(python: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess[str]:
     """This environment's pip, installing into another interpreter's environment."""
     return subprocess.run(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import ssl
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -226,17 +227,25 @@ def serve(
         thread.join()
 
 
+_PEM: dict[str, bytes] = {}  # one key pair per test process: an RSA key costs 0.1-0.5 s
+
+
 def self_signed(folder: Path) -> Path:
     """A certificate for 127.0.0.1 made by the openssl command line (clients trust it through
-    ``SSL_CERT_FILE``)."""
+    ``SSL_CERT_FILE``), written into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-            "-keyout", str(folder / "key.pem"), "-out", str(folder / "cert.pem"),
-            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
+    if not _PEM:
+        with tempfile.TemporaryDirectory() as made:
+            subprocess.run(
+                [
+                    "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", f"{made}/key.pem", "-out", f"{made}/cert.pem",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                ],
+                check=True,
+                capture_output=True,
+            )  # fmt: skip
+            _PEM.update({name: Path(made, name).read_bytes() for name in ("key.pem", "cert.pem")})
+    for name, data in _PEM.items():
+        (folder / name).write_bytes(data)
     return folder

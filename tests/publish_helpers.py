@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from urllib.parse import quote
 
-from .helpers import fixture_wheels_module, fresh_venv, torchwheel
+from .helpers import fixture_wheels_module, fresh_venv, install_into, torchwheel
 from .release_set import stub_torch_wheel
 
 PLAT = "manylinux_2_28_x86_64"
@@ -131,8 +131,7 @@ def venv_with_torch(path: Path, torch: str | None, wheels: Path, cuda: str | Non
     CUDA build's ``torch/version.py`` too."""
     python = fresh_venv(path)
     if torch is not None:
-        result = pip(python, "--no-index", "--no-deps", str(stub_torch_wheel(torch, wheels, cuda)))
-        assert result.returncode == 0, result.stderr
+        install_into(python, stub_torch_wheel(torch, wheels, cuda))
     return python
 
 
