@@ -247,13 +247,18 @@ class _Walk:
                 self.out.skipped.append(Skipped(shown, f"linked from {where} but missing ({exc})"))
 
 
-def listing(sources: Iterable[str], session: fetch.Session) -> _Walk:
-    """Every wheel ``sources`` name, none of them read (``torchwheel scan`` reads each in a
+def listing(
+    sources: Iterable[str], session: fetch.Session, indexes: Iterable[str] = (), names: Iterable[str] = ()
+) -> _Walk:
+    """Every wheel ``sources`` and ``indexes`` (index roots: ``-i``) name, of the projects
+    ``names`` (all when empty), none of them read (``torchwheel scan`` reads each in a
     worker): ``.local`` (path, origin, the page's digests), ``.hosted``, and in ``.out`` what
     could not be listed (``skipped``) or is passed over (``unopened``: yanked)."""
-    walk = _Walk(frozenset(), Gathered(), session)
+    walk = _Walk(frozenset(canonicalize_name(n) for n in names), Gathered(), session)
     for source in sources:
         walk.source(source, index=False)
+    for source in indexes:
+        walk.source(source, index=True)
     return walk
 
 
