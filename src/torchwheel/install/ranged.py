@@ -28,9 +28,11 @@ import bisect
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from torchwheel.errors import InputError
 from torchwheel.install import fetch
+from torchwheel.limits import current
 from torchwheel.safeopen import open_regular
 from torchwheel.wheel import inflate
 from torchwheel.wheel.archive import WheelArchive
@@ -62,8 +64,9 @@ class RemoteFile:
         first, data, self.size = self._get(f"bytes=-{_TAIL}")
         self._keep(first, data)
 
-    def _get(self, span: str) -> tuple[int, bytes, int]:
-        """(first offset, bytes, file size) of one range request."""
+    def _get(self, span: str, sink: BinaryIO | None = None) -> tuple[int, bytes, int]:
+        """(first offset, bytes, file size) of one range request; with ``sink`` the bytes are
+        written to it at their offset as they come, and none are returned."""
         self.requests += 1
         with self.session.ranged(self.url, span) as (response, chunks):
             if response.status != 206:
@@ -71,14 +74,42 @@ class RemoteFile:
             got = _CONTENT_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
             if got is None:
                 raise InputError(f"{fetch.shown(self.url)}: a 206 answer without a Content-Range it can read")
-            data = b"".join(chunks)
-        self.fetched += len(data)
-        first, last, size = (int(g) for g in got.groups())
-        if len(data) != last - first + 1:
-            raise InputError(
-                f"{fetch.shown(self.url)}: the range {first}-{last} came with {len(data):,} bytes"
-            )
+            first, last, size = (int(g) for g in got.groups())
+            if sink is None:
+                data = b"".join(chunks)
+                length = len(data)
+            else:
+                data, length = b"", 0
+                sink.seek(first)
+                for chunk in chunks:
+                    sink.write(chunk)
+                    length += len(chunk)
+        self.fetched += length
+        if length != last - first + 1:
+            raise InputError(f"{fetch.shown(self.url)}: the range {first}-{last} came with {length:,} bytes")
         return first, data, size
+
+    @property
+    def holds_all(self) -> bool:
+        """Whether the spans held are the whole file (the first request of a small one)."""
+        return self.starts == [0] and len(self.spans[0]) == self.size
+
+    def write_whole(self, dest: Path) -> None:
+        """The whole file at ``dest``: the spans held, and each stretch between them fetched
+        in one request (no byte fetched twice: a wheel read whole this way costs its size)."""
+        current().max_download_bytes.check(f"{fetch.shown(self.url)}: the wheel's size", self.size)
+        with dest.open("wb") as fh:
+            at = 0
+            for start, data in [*zip(self.starts, self.spans, strict=True), (self.size, b"")]:
+                if start > at:
+                    first, _, size = self._get(f"bytes={at}-{start - 1}", fh)
+                    if first != at or size != self.size:
+                        raise InputError(
+                            f"{fetch.shown(self.url)}: the server answered bytes {at}- with others"
+                        )
+                fh.seek(start)
+                fh.write(data)
+                at = max(at, start + len(data))
 
     def fetch(self, lo: int, hi: int) -> bytes:
         """Bytes ``[lo, hi)``: from the spans held, else fetched and not kept (a member's compressed stream)."""
@@ -138,7 +169,12 @@ class RemoteFile:
 
 class RangedWheel(WheelArchive):
     """A ``WheelArchive`` whose bytes are a ``RemoteFile``'s: every check of a wheel file,
-    on the bytes it reads, without the bytes it does not."""
+    on the bytes it reads, without the bytes it does not. A member's local header is checked
+    when the member is first read (``lazy_local_headers``): checking all of them up front
+    reads every stretch of the file where members lie side by side (vLLM's 5,800 small
+    files: 24.5 MB of a 336 MB wheel; most of a pure-Python wheel)."""
+
+    lazy_local_headers = True
 
     def __init__(self, remote: RemoteFile, filename: str, scratch: Path) -> None:
         self.remote = remote  # before the archive reads its index through ``_read_at``
@@ -152,7 +188,7 @@ class RangedWheel(WheelArchive):
         return self.remote.read_at(offset, size)
 
     def inflating(self, name: str) -> Inflating:
-        return Inflating(self.remote, self.infos[name], self.path.name)
+        return Inflating(self.remote, self.member(name), self.path.name)
 
 
 class Inflating:
