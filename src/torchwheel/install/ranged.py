@@ -10,12 +10,14 @@ per-host caps and the retries of ``fairness``):
   answers 200: ``NoRanges``, and the caller downloads the wheel whole. Small reads (the
   directory, local headers, metadata) are served from the spans fetched so far, each miss
   fetching at least ``_READAHEAD`` bytes, twice as much as the one before while misses follow
-  each other closely: the local headers of 5,000 small members lie side by side, and each
-  request counts against ``--max-rate``.
+  each other closely (a big central directory; each request counts against ``--max-rate``).
+  Spans never overlap and a member's stream takes what they hold: no byte is fetched twice,
+  so neither a partial read nor ``write_whole`` (the rest of a wheel read whole) costs more
+  than a download.
 * ``RangedWheel``: ``wheel.archive.WheelArchive`` reading through a ``RemoteFile``, so the
-  index, the local-header checks, the name, ``WHEEL``, ``METADATA`` and ``RECORD`` are read
-  and refused exactly as for a downloaded wheel (a placeholder file of the wheel's size,
-  sparse on disk, stands in for the descriptor the archive asks the size of).
+  index, the name, ``WHEEL``, ``METADATA`` and ``RECORD`` are read and refused exactly as for
+  a downloaded wheel, and each member's local header when it is read (a placeholder file of
+  the wheel's size, sparse on disk, stands in for the descriptor the archive asks the size of).
 * ``Inflating``: one member's compressed bytes fetched in growing steps and inflated as they
   come, the decompressor's state kept, so a reader that asks for more extends the prefix
   without fetching or inflating a byte twice. Deflate is a stream: reaching offset X of a
@@ -39,7 +41,7 @@ from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.zipdir import Member
 
 _TAIL = 1 << 18  # the first request: end record and (most) central directories
-_READAHEAD = 1 << 16  # a small read that misses fetches at least this much, doubled while
+_READAHEAD = 1 << 14  # a small read that misses fetches at least this much, doubled while
 _MAX_AHEAD = 4 << 20  # misses follow each other closely (local headers side by side), to this
 _NEAR = 1 << 20  # "closely": within this of the previous miss's end
 _FIRST_STEP = 1 << 16  # a member's compressed bytes: first request, doubled each time ...
@@ -112,12 +114,21 @@ class RemoteFile:
                 at = max(at, start + len(data))
 
     def fetch(self, lo: int, hi: int) -> bytes:
-        """Bytes ``[lo, hi)``: from the spans held, else fetched and not kept (a member's compressed stream)."""
-        if hi <= lo:
-            return b""
-        held = self._held(lo, hi - lo)
-        if held is not None:
-            return held
+        """Bytes ``[lo, hi)``: what the spans hold from them, the rest fetched and not kept
+        (a member's compressed stream): no byte held is fetched again."""
+        pieces, pos = [], lo
+        while pos < hi:
+            end = min(hi, self._held_to(pos))
+            if end > pos:  # held
+                pieces.append(self._held(pos, end - pos) or b"")
+            else:
+                after = bisect.bisect_right(self.starts, pos)
+                end = min(hi, self.starts[after]) if after < len(self.starts) else hi
+                pieces.append(self._range(pos, end))
+            pos = end
+        return b"".join(pieces)
+
+    def _range(self, lo: int, hi: int) -> bytes:
         first, data, size = self._get(f"bytes={lo}-{hi - 1}")
         if first != lo or len(data) != hi - lo or size != self.size:
             raise InputError(f"{fetch.shown(self.url)}: the server answered bytes {lo}-{hi - 1} with others")
@@ -144,27 +155,33 @@ class RemoteFile:
         return None
 
     def read_at(self, offset: int, size: int) -> bytes:
-        """``os.pread`` over the remote file: short at its end, served from spans held; a
-        read that runs past the end of a span held fetches from that end on."""
+        """``os.pread`` over the remote file: short at its end, served from spans held; what
+        is not held is fetched, each stretch between spans once (spans never overlap, so no
+        byte is fetched twice), with the read-ahead past the read."""
         size = max(0, min(size, self.size - offset))
         held = self._held(offset, size)
         if held is not None:
             return held
-        start = offset
-        i = bisect.bisect_right(self.starts, offset) - 1
-        if i >= 0 and offset < self.starts[i] + len(self.spans[i]):
-            start = self.starts[i] + len(self.spans[i])  # the head of the read is held
-        near = abs(start - self._missed_to) < _NEAR
+        pos = self._held_to(offset)
+        near = abs(pos - self._missed_to) < _NEAR
         self._ahead = min(2 * self._ahead, _MAX_AHEAD) if near else _READAHEAD
-        hi = min(self.size, max(offset + size, start + self._ahead))
-        after = bisect.bisect_right(self.starts, start)
-        if after < len(self.starts) and offset + size <= self.starts[after] < hi:
-            hi = self.starts[after]  # the rest is held already
-        self._keep(start, self.fetch(start, hi))
-        self._missed_to = hi
+        goal = min(self.size, max(offset + size, pos + self._ahead))
+        while pos < goal:
+            after = bisect.bisect_right(self.starts, pos)
+            hi = min(goal, self.starts[after]) if after < len(self.starts) else goal
+            self._keep(pos, self._range(pos, hi))
+            pos = self._held_to(hi)
+        self._missed_to = goal
         got = self._held(offset, size)
-        assert got is not None  # held now: [offset, start) before, [start, hi) just fetched
+        assert got is not None  # every stretch of [offset, goal) is held now, in one span
         return got
+
+    def _held_to(self, pos: int) -> int:
+        """The first byte at or after ``pos`` that no span holds."""
+        i = bisect.bisect_right(self.starts, pos) - 1
+        if i >= 0 and pos < self.starts[i] + len(self.spans[i]):
+            return self.starts[i] + len(self.spans[i])  # spans that touch are joined: one step
+        return pos
 
 
 class RangedWheel(WheelArchive):

@@ -267,7 +267,7 @@ def check_local_headers(
         at = m.header_offset - buf_at
         if at < 0 or at + _LOCAL.size > len(buf):
             buf_at = m.header_offset
-            buf = read_at(buf_at, 1 << 16 if end - buf_at < _NEAR else _HEADER_GUESS)
+            buf = read_at(buf_at, 1 << 16 if only is None and end - buf_at < _NEAR else _HEADER_GUESS)
             at = 0
         head = buf[at : at + _LOCAL.size]
         if len(head) != _LOCAL.size or head[:4] != b"PK\x03\x04":
