@@ -207,6 +207,31 @@ def run(wheels: list[Path]) -> dict[str, Any]:
     return {"machine_cpus": os.cpu_count(), "total": total, "wheels": rows}
 
 
+def markdown(result: dict[str, Any]) -> str:
+    """The table of docs/scan.md."""
+    mb = lambda n: f"{n / 1e6:,.2f}"  # noqa: E731
+    out = [
+        "| wheel | size MB | read | fetched MB | requests | floor MB | of floor | of size | s (whole read) |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in result["wheels"]:
+        how = (
+            r["read"]
+            + (f" ({r['why_whole']})" if r["why_whole"] else "")
+            + (", tagged" if r.get("tagged") else "")
+        )
+        out.append(
+            f"| `{r['wheel']}` | {mb(r['size'])} | {how} | {mb(r['fetched'])} | {r['requests']} | {mb(r['floor'])} "
+            f"| {r['fetched'] / r['floor']:.2f}x | {r['fetched'] / r['size']:.1%} | {r['seconds']} ({r['whole_seconds']}) |"
+        )
+    t = result["total"]
+    out.append(
+        f"| **{t['wheels']} wheels, {t['projects']} projects** | {mb(t['size'])} | | {mb(t['fetched'])} | {t['requests']} "
+        f"| {mb(t['floor'])} | **{t['fetched_over_floor']:.3f}x** | {t['fetched_over_size']:.1%} | |"
+    )
+    return "\n".join(out)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--wheels", type=Path, default=REAL)
@@ -220,6 +245,7 @@ def main() -> int:
     result = run(wheels)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result["total"], indent=1))
+    print(markdown(result))
     return 0
 
 

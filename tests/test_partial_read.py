@@ -269,3 +269,18 @@ if _CACHED:
         path = corpus.ensure(entry, download=False)
         assert path is not None
         _corpus_case(entry, path, tmp_path)
+
+
+# The real wheels of ``benchmarks/partial_bench.py`` (torchao, torchcodec, xformers; Linux,
+# Windows, macOS, pure Python) when its ``--download`` cached them, and not collected
+# otherwise; the biggest (vLLM, xformers' CUDA builds) are the bench's alone.
+_BENCH = sorted(p for p in (REPO / ".cache" / "bench" / "real").glob("*.whl") if p.stat().st_size < 50 << 20)
+
+if _BENCH:
+
+    @pytest.mark.parametrize("path", _BENCH, ids=lambda p: p.name)
+    def test_cached_bench_wheel(path: Path, tmp_path: Path) -> None:
+        shutil.copy(path, tmp_path / path.name)
+        line = _read(tmp_path, path.name)
+        _agrees(line, path)
+        assert line["fetched_bytes"] <= path.stat().st_size

@@ -47,6 +47,7 @@ _NEAR = 1 << 20  # "closely": within this of the previous miss's end
 _FIRST_STEP = 1 << 16  # a member's compressed bytes: first request, doubled each time ...
 _MAX_STEP = 16 << 20  # ... up to this (what is fetched past the bytes needed stays below both)
 _OUT_CHUNK = 1 << 18
+_HOLD_WHOLE = 64 << 20  # member bytes held in memory (to be read again), at most this much
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 
 
@@ -59,7 +60,7 @@ class RemoteFile:
 
     def __init__(self, session: fetch.Session, url: str) -> None:
         self.session, self.url = session, url
-        self.fetched = self.requests = 0
+        self.fetched = self.requests = self.held_bytes = 0
         self.starts: list[int] = []  # spans held for small reads, sorted by start
         self.spans: list[bytes] = []
         self._ahead, self._missed_to = _READAHEAD, -1  # the read-ahead, and the last miss's end
@@ -136,6 +137,7 @@ class RemoteFile:
 
     def _keep(self, start: int, data: bytes) -> None:
         """Hold a span, joined to the ones it touches: a read across the seam is one slice."""
+        self.held_bytes += len(data)
         i = bisect.bisect_left(self.starts, start)
         if i < len(self.starts) and start + len(data) == self.starts[i]:
             data += self.spans.pop(i)
@@ -166,14 +168,19 @@ class RemoteFile:
         near = abs(pos - self._missed_to) < _NEAR
         self._ahead = min(2 * self._ahead, _MAX_AHEAD) if near else _READAHEAD
         goal = min(self.size, max(offset + size, pos + self._ahead))
-        while pos < goal:
-            after = bisect.bisect_right(self.starts, pos)
-            hi = min(goal, self.starts[after]) if after < len(self.starts) else goal
-            self._keep(pos, self._range(pos, hi))
-            pos = self._held_to(hi)
         self._missed_to = goal
-        got = self._held(offset, size)
-        assert got is not None  # every stretch of [offset, goal) is held now, in one span
+        return self.hold(offset, goal)[:size]
+
+    def hold(self, lo: int, hi: int) -> bytes:
+        """Bytes ``[lo, hi)``, held from now on: each stretch not held yet fetched once."""
+        pos = self._held_to(lo)
+        while pos < hi:
+            after = bisect.bisect_right(self.starts, pos)
+            end = min(hi, self.starts[after]) if after < len(self.starts) else hi
+            self._keep(pos, self._range(pos, end))
+            pos = self._held_to(end)
+        got = self._held(lo, hi - lo)
+        assert got is not None  # every stretch of [lo, hi) is held now, in one span
         return got
 
     def _held_to(self, pos: int) -> int:
@@ -235,7 +242,7 @@ class Inflating:
                     self.ended = True
                     return None
                 if self.at < self.end:
-                    raw = self.remote.fetch(self.at, min(self.end, self.at + self.step))
+                    raw = self._fetch(self.at, min(self.end, self.at + self.step))
                     self.at += len(raw)
                     self.step = min(2 * self.step, _MAX_STEP)
                     self.outs = self.decompressor.push(raw)
@@ -248,6 +255,14 @@ class Inflating:
         if self.produced + len(out) > size:
             raise InputError(f"{self.wheel}: member {name} inflates beyond its declared size: refusing")
         return out
+
+    def _fetch(self, lo: int, hi: int) -> bytes:
+        """A step of the member's compressed bytes, held while the wheel's spans stay under
+        ``_HOLD_WHOLE`` (a member read again from its start, ``layout``, fetches nothing
+        twice), else fetched and let go (a 300 MB CUDA library is not held in memory)."""
+        if self.remote.held_bytes + (hi - lo) <= _HOLD_WHOLE:
+            return self.remote.hold(lo, hi)
+        return self.remote.fetch(lo, hi)
 
     def advance(self, stop: int | None = None) -> Iterator[tuple[int, bytes]]:
         limit = self.info.file_size if stop is None else min(stop, self.info.file_size)
@@ -264,5 +279,10 @@ class Inflating:
 
 def stream_of(wheel: RangedWheel, name: str) -> Callable[[int | None], Iterator[bytes]]:
     """``memberscan``'s stream of a member: each call inflates afresh from its start, up to
-    ``stop`` (its fallback passes), for a reader that needs every byte."""
+    ``stop`` (its fallback passes), for a reader that needs every byte. A member of at most
+    ``_HOLD_WHOLE`` compressed bytes is fetched once and held, so a second pass fetches
+    nothing again."""
+    info = wheel.member(name)
+    if wheel.remote.held_bytes + info.compress_size <= _HOLD_WHOLE:
+        wheel.remote.hold(info.data_offset, info.data_offset + info.compress_size)
     return lambda stop: (chunk for _, chunk in wheel.inflating(name).advance(stop))
