@@ -6,7 +6,8 @@ and repeats no line; the Dask recipe of docs/scan.md next to ``--jobs 2``.
 
 Usage: ``python benchmarks/scan_bench.py [--wheels 2000] [--out benchmarks/results/scan.json]``;
 ``python benchmarks/scan_bench.py --vllm`` is the first "Measure" bullet instead (``vllm_case``:
-partial reads over HTTP ranges, ``benchmarks/results/scan_partial.json``).
+partial reads over HTTP ranges, ``benchmarks/results/scan_partial.json``); ``--real`` runs
+``partial_bench.py`` (partial reads of 16 real wheels of four projects against the floor).
 
 The index: ``--wheels`` distinct wheels (their own version, dist-info, RECORD and bytes)
 made from ``fixtures/demo``'s stable wheel, a real ELF extension. ``make_synthetic.py``'s
@@ -326,7 +327,10 @@ def main() -> int:
     parser.add_argument("--wheels", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--vllm", action="store_true", help="the partial-read case (vllm_case)")
+    parser.add_argument("--real", action="store_true", help="partial reads of real wheels (partial_bench.py)")
     args = parser.parse_args()
+    if args.real:
+        return subprocess.run([sys.executable, str(HERE / "partial_bench.py")], check=False).returncode
     if args.vllm:
         result = vllm_case()
         out = args.out or HERE / "results" / "scan_partial.json"

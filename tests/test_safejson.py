@@ -16,7 +16,7 @@ import pytest
 
 from torchwheel import limits, safejson
 from torchwheel.errors import InputError
-from torchwheel.install.pages import PEP691_PROJECT, PEP691_ROOT
+from torchwheel.install.pages import PEP691_FILE, PEP691_PROJECT, PEP691_ROOT
 from torchwheel.safejson import Int, List, Object, Str
 from torchwheel.torchabi.symtable import SymbolTable, load_shipped, shape
 from torchwheel.wheel import variant_json
@@ -171,13 +171,17 @@ def test_pep691_pages() -> None:
     assert safejson.load(json.dumps(root).encode(), "page", PEP691_ROOT) == root
     for change, says in (
         ({"files": {"a": 1}}, "$.files: expected a list"),
-        ({"files": [{"filename": "x.whl", "url": 5, "hashes": {}}]}, "$.files[0].url"),
-        ({"files": [{"filename": "x.whl", "url": "x", "hashes": {}, "yanked": 3}]}, "$.files[0].yanked"),
         ({"meta": {"api-version": "2.0"}}, "$.meta.api-version"),
     ):
         with pytest.raises(InputError) as info:
             safejson.load(json.dumps({**project, **change}).encode(), "page", PEP691_PROJECT)
         assert says in str(info.value)
+    # a file entry is checked on its own (one bad entry costs that entry: tests/install/test_pages.py)
+    for entry, says in (
+        ({"filename": "x.whl", "url": 5, "hashes": {}}, "$.files[0].url"),
+        ({"filename": "x.whl", "url": "x", "hashes": {}, "yanked": 3}, "$.files[0].yanked"),
+    ):
+        assert says in (PEP691_FILE.problem(entry, "$.files[0]") or "")
 
 
 def test_select_reads_local_pep691_pages(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:

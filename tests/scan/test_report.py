@@ -269,3 +269,54 @@ def test_a_line_nested_past_the_decoders_depth_is_no_scan_line(tmp_path: Path) -
     scan = _file(tmp_path / "scan.jsonl", good, tail="[" * 200_000 + "]" * 200_000 + "\n")
     doc = summarize(scan).to_json()
     assert (doc["wheels"], doc["not_scan_lines"]) == (1, 1)
+
+
+def _partial_line(
+    where: str, fetched: int, requests: int, size: int, not_read: tuple[str, ...]
+) -> dict[str, Any]:
+    line = _line(where, _need("stable", "2.10.0", "not read" if "torch_build" in not_read else ["any"]))
+    axes = ("kind", "floor", "releases", "releases_from", "requirements", "torch_build", "gpu_code", "marker")
+    line["fetched_bytes"] = fetched
+    line["partial"] = {
+        "axes": {a: "not read" if a in not_read else "decided" for a in axes},
+        "requests": requests,
+        "wheel_bytes": size,
+    }
+    return line
+
+
+def test_a_partial_scan_counts_each_axis_and_the_bytes(tmp_path: Path) -> None:
+    """Per axis, the wheels whose bytes decided it and those that did not; the bytes and
+    requests fetched against the wheels' sizes. A plain scan's lines add nothing to it, and
+    an older partial line (``axes``: the list of those decided) is read too."""
+    old = _partial_line("https://h/c.whl", 1_000, 3, 50_000, ())
+    old["partial"]["axes"] = ["kind", "floor", "releases", "releases_from", "requirements"]
+    scan = _file(
+        tmp_path / "scan.jsonl",
+        _partial_line("https://h/a.whl", 2_000, 4, 100_000, ("gpu_code", "marker")),
+        _partial_line("https://h/b.whl", 30_000, 1, 30_000, ()),  # small: read whole
+        old,
+        _line("https://h/d.whl", _need("stable", "2.10.0", ["any"])),  # a plain scan's line
+    )
+    summary = summarize(scan)
+    doc = summary.to_json()["partial"]
+    assert (doc["wheels"], doc["fetched_bytes"], doc["requests"], doc["wheel_bytes"]) == (
+        3,
+        33_000,
+        8,
+        180_000,
+    )
+    assert doc["axes"]["kind"] == {"decided": 3, "not read": 0}
+    assert doc["axes"]["gpu_code"] == {"decided": 1, "not read": 2}
+    assert doc["axes"]["marker"] == {"decided": 1, "not read": 2}
+    text = render(summary, "text").splitlines()
+    assert text[:6] == [
+        "4 wheels, 4 read, 0 unreadable",
+        "",
+        "partial reads: 3 wheels, 33,000 bytes fetched in 8 requests, of 180,000 bytes of wheels (18.3%)",
+        "",
+        "axis (partial reads)  decided  not read",
+        "kind                        3         0",
+    ]
+    assert "| `marker` | 1 | 2 |" in render(summary, "markdown").splitlines()
+    assert "partial" not in summarize(_file(tmp_path / "plain.jsonl", _line("/w/a.whl"))).to_json()

@@ -16,8 +16,10 @@ from torchwheel.cli.jsonout import json_failures
 from torchwheel.cli.options import (
     chosen_table,
     format_option,
+    index_options,
     network_options,
     no_config_option,
+    require_sources,
     symbols_option,
 )
 from torchwheel.errors import Exit, InputError
@@ -33,15 +35,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _sources(func: F) -> F:
     func = network_options(func)
-    func = click.option(
-        "-i",
-        "--index-url",
-        "index_urls",
-        multiple=True,
-        metavar="URL",
-        help="An index root (https://, a path or file://; PEP 503 HTML or PEP 691 JSON), e.g. a "
-        "per-target .../torch-2.12/simple; with --name only that project's page is read.",
-    )(func)
+    func = index_options(func)
     func = click.option(
         "-f",
         "--find-links",
@@ -67,13 +61,6 @@ def _sources(func: F) -> F:
     func = no_config_option(func)
     func = click.argument("sources", nargs=-1)(func)
     return func
-
-
-def _check_sources(
-    sources: tuple[str, ...], find_links: tuple[str, ...], index_urls: tuple[str, ...]
-) -> None:
-    if not (sources or find_links or index_urls):
-        raise click.UsageError("give candidate wheels, folders, -f DIR or -i INDEX")
 
 
 @click.command()
@@ -126,7 +113,7 @@ def select(
     )
     if planned and python is not None:
         raise click.UsageError("--python and a plan (--torch/--python-version/--platform) exclude each other")
-    _check_sources(sources, find_links, index_urls)
+    require_sources(sources, index_urls, find_links)
     target = (
         targets.target_from_options(torch_version, python_version, platforms, torch_backend)
         if planned
@@ -197,7 +184,7 @@ def install(
         if sources or find_links or index_urls or names or force or upgrade:
             raise click.UsageError("--repair-env takes no sources and no other option than --python")
         return _repair_only(python)
-    _check_sources(sources, find_links, index_urls)
+    require_sources(sources, index_urls, find_links)
     target = probe(python)
     if target.paths:  # before choosing: a killed install may have left the environment half-changed
         _say_repaired(repair_environment(target))

@@ -1,5 +1,5 @@
 """What every command shares: the options spelled once (``--format``, ``--symbols``,
-``--no-config``, ``--select``/``--ignore``, inputs) and the shim table choice. A failure is
+``--no-config``, ``--select``/``--ignore``, inputs, the indexes read) and the shim table choice. A failure is
 raised (``errors.InputError``, ``click.UsageError``), never exited on: ``cli.exits`` decides
 the code. The library is imported inside the functions: ``--help`` must stay instant.
 """
@@ -153,3 +153,46 @@ def network_options(func: F) -> F:
             help=help_text,
         )(func)
     return func
+
+
+def index_options(func: F) -> F:
+    """``-i/--index-url`` and ``--extra-index-url``, as pip and uv spell them, on every
+    command that reads an index (``select``, ``install``, ``matrix``, ``index``, ``scan``):
+    both name an index root, read alike (the command gets them together as ``index_urls``,
+    in the order given: ``-i`` first). pip keeps only the last ``-i``; here each is read,
+    as every ``--extra-index-url`` is. Credentials in a URL and the network budgets are the
+    session's, the same for every command (``install.fetch``)."""
+
+    @functools.wraps(func)
+    def command(
+        *args: Any, index_urls: tuple[str, ...], extra_index_urls: tuple[str, ...], **kwargs: Any
+    ) -> Any:
+        return func(*args, index_urls=index_urls + extra_index_urls, **kwargs)
+
+    with_extra = click.option(
+        "--extra-index-url",
+        "extra_index_urls",
+        multiple=True,
+        metavar="URL",
+        help="Another index root, read beside -i (repeatable).",
+    )(command)
+    return cast(
+        F,
+        click.option(
+            "-i",
+            "--index-url",
+            "index_urls",
+            multiple=True,
+            metavar="URL",
+            help="An index root (https://, a path or file://; PEP 503 HTML or PEP 691 JSON), e.g. "
+            "https://pypi.org/simple or a per-target .../torch-2.12/simple; with --name only that "
+            "project's page is read (repeatable).",
+        )(with_extra),
+    )
+
+
+def require_sources(sources: tuple[str, ...], index_urls: tuple[str, ...], *others: tuple[str, ...]) -> None:
+    """A command that reads wheels needs some: positional sources or an index (or ``others``,
+    such as ``-f``), else it is a misuse."""
+    if not (sources or index_urls or any(others)):
+        raise click.UsageError("give wheels, folders or index URLs, or -i INDEX")

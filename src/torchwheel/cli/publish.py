@@ -16,8 +16,10 @@ from torchwheel.cli.jsonout import error_object, json_failures, print_document
 from torchwheel.cli.options import (
     chosen_table,
     format_option,
+    index_options,
     network_options,
     no_config_option,
+    require_sources,
     symbols_option,
     wheel_dir_option,
 )
@@ -58,7 +60,8 @@ def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
 
 
 @click.command("index")
-@click.argument("sources", nargs=-1, required=True)
+@click.argument("sources", nargs=-1)
+@index_options
 @click.option(
     "-o",
     "--output",
@@ -73,14 +76,15 @@ def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
 @network_options
 def index_command(
     sources: tuple[str, ...],
+    index_urls: tuple[str, ...],
     output: Path,
     torches: tuple[str, ...],
     names: tuple[str, ...],
     symbols_file: Path | None,
     no_config: bool,
 ) -> Exit:
-    """Write a PEP 503 simple index of SOURCES (wheels, folders, or a hosted index) with one
-    sub-index per torch, and per torch and build.
+    """Write a PEP 503 simple index of SOURCES (wheels, folders, or a hosted index; or -i
+    INDEX) with one sub-index per torch, and per torch and build.
 
     OUT/simple/ lists every wheel; OUT/torch-X.Y/simple/ only the best wheel per release and
     tag set that loads on torch X.Y, so `pip install --index-url https://.../torch-X.Y/simple`
@@ -92,8 +96,10 @@ def index_command(
     from torchwheel.install.outcome import grid_exit_code
     from torchwheel.install.simple_index import write_indexes
 
+    require_sources(sources, index_urls)
     asked = _minors(torches)
-    result = write_indexes(sources, output, asked, names, chosen_table(symbols_file, no_config).table)
+    table = chosen_table(symbols_file, no_config).table
+    result = write_indexes(sources, output, asked, names, table, indexes=index_urls)
     for note in result.notes:
         click.echo(f"note: {safe(note)}", err=True)
     click.echo(safe_lines(_index_lines(output, result)))  # paths from the command line, names from the input
@@ -127,7 +133,8 @@ def _index_lines(output: Path, result: IndexResult) -> list[str]:
 
 
 @click.command("matrix")
-@click.argument("sources", nargs=-1, required=True)
+@click.argument("sources", nargs=-1)
+@index_options
 @format_option("text", "markdown", "json")
 @json_failures("matrix")
 @click.option("--why", is_flag=True, help="The reason behind each row's cells.")
@@ -138,6 +145,7 @@ def _index_lines(output: Path, result: IndexResult) -> list[str]:
 @network_options
 def matrix_command(
     sources: tuple[str, ...],
+    index_urls: tuple[str, ...],
     fmt: str,
     why: bool,
     torches: tuple[str, ...],
@@ -145,16 +153,18 @@ def matrix_command(
     symbols_file: Path | None,
     no_config: bool,
 ) -> Exit:
-    """Which of these wheels (files, folders or a hosted index) loads on which torch release:
-    a grid.
+    """Which of these wheels (files, folders or a hosted index; or -i INDEX) loads on which
+    torch release: a grid.
 
     Exit 0; 1 when a project has no wheel that loads on a --torch asked for; 2 when an input
     cannot be read (the readable wheels are still shown).
     """
     from torchwheel.install.discovery import gathering
 
+    require_sources(sources, index_urls)
     asked = _minors(torches)
-    with gathering(sources, names, table=chosen_table(symbols_file, no_config).table) as got:
+    table = chosen_table(symbols_file, no_config).table
+    with gathering(sources, names, indexes=index_urls, table=table) as got:
         return _matrix(got, fmt, why, asked)
 
 

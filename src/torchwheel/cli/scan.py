@@ -11,6 +11,7 @@ import click
 from torchwheel.cli.options import (
     chosen_table,
     format_option,
+    index_options,
     network_options,
     no_config_option,
     symbols_option,
@@ -29,6 +30,14 @@ def _report(report_file: Path, fmt: str) -> Exit:
 
 @click.command("scan")
 @click.argument("sources", nargs=-1)
+@index_options
+@click.option(
+    "--name",
+    "names",
+    multiple=True,
+    metavar="NAME",
+    help="Only this project's wheels (repeatable); with -i only its page is read.",
+)
 @click.option(
     "-o",
     "--output",
@@ -82,6 +91,8 @@ def _report(report_file: Path, fmt: str) -> Exit:
 @network_options
 def scan_command(
     sources: tuple[str, ...],
+    index_urls: tuple[str, ...],
+    names: tuple[str, ...],
     output: Path | None,
     jobs: int,
     report_file: Path | None,
@@ -95,8 +106,9 @@ def scan_command(
     no_config: bool,
 ) -> Exit:
     """Read and check every wheel of SOURCES (folders, PEP 503/691 indexes local or hosted,
-    wheel files or URLs, files listing wheel URLs one a line) into FILE.jsonl, one line per
-    wheel: the `show` and `check` documents and the need (`docs/scan.md`).
+    wheel files or URLs, files listing wheel URLs one a line) and of -i INDEX (with --name,
+    only those projects) into FILE.jsonl, one line per wheel: the `show` and `check`
+    documents and the need (`docs/scan.md`).
 
     A second run over the same FILE skips every wheel already in it (same sha256, or an
     unchanged local file). A wheel that cannot be read is a line with its error, and the
@@ -106,13 +118,13 @@ def scan_command(
     Exit 0 done, 2 a source that cannot be listed or a misuse.
     """
     if report_file is not None:
-        if sources or output is not None:
-            raise click.UsageError("--report reads a scan file: give no SOURCES and no -o")
+        if sources or index_urls or names or output is not None:
+            raise click.UsageError("--report reads a scan file: give no SOURCES, -i, --name or -o")
         return _report(report_file, fmt)
     if click.get_current_context().get_parameter_source("fmt") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--format is for --report")
-    if not sources or output is None:
-        raise click.UsageError("give SOURCES and -o FILE.jsonl (or --report FILE.jsonl)")
+    if not (sources or index_urls) or output is None:
+        raise click.UsageError("give SOURCES and -o FILE.jsonl (SOURCES or -i INDEX; or --report FILE.jsonl)")
     if gpu and not partial:
         raise click.UsageError("--gpu is for --partial (a whole read always reads GPU code)")
     from torchwheel.install.fairness import Policy
@@ -121,5 +133,11 @@ def scan_command(
     policy = Policy(host_connections=max_host_connections, rate=max_rate)
     tty = sys.stderr.isatty() if progress is None else progress
     read = ("partial+gpu" if gpu else "partial") if partial else "whole"
-    run_scan(sources, output, jobs, chosen_table(symbols_file, no_config), policy, sys.stderr, tty, read)
+    from torchwheel.install.urls import carry_credentials
+
+    table = chosen_table(symbols_file, no_config)
+    try:
+        run_scan(sources, output, jobs, table, policy, sys.stderr, tty, read, index_urls, names)
+    finally:
+        carry_credentials({})  # the index URLs' credentials end with the command
     return Exit.OK

@@ -163,6 +163,24 @@ class _Walk:
                 )
             else:
                 self.local.append((source_path(link.url), origin, link.hashes))
+        for bad in page.refused:
+            self._refused(bad, page.name, origin)
+
+    def _refused(self, bad: pages.Refused, project: str | None, origin: str) -> None:
+        """A malformed entry costs that entry: a wheel of the projects asked for (by its file
+        name, else the page's project) that could not be listed, as unreadable as a corrupt
+        download of it (it might have been the choice); another project's entry, or a file
+        that is no wheel, is nothing. A root page's malformed project link names no project:
+        it counts only when no project was named."""
+        if bad.filename is not None and not bad.filename.endswith(".whl"):
+            return  # an sdist or another file: torchwheel reads none
+        name = _project_of(bad.filename) if bad.filename else None
+        if name is None and project is not None:
+            name = canonicalize_name(project)
+        if not self._keeps(name):
+            return
+        where = f"{origin} {bad.entry}" + (f" ({bad.filename})" if bad.filename else "")
+        self.out.skipped.append(Skipped(where, f"a malformed index entry: {bad.reason}", name))
 
     def _local_page(self, page: Path, depth: int) -> None:
         found = _read_local_page(page)
@@ -229,13 +247,18 @@ class _Walk:
                 self.out.skipped.append(Skipped(shown, f"linked from {where} but missing ({exc})"))
 
 
-def listing(sources: Iterable[str], session: fetch.Session) -> _Walk:
-    """Every wheel ``sources`` name, none of them read (``torchwheel scan`` reads each in a
+def listing(
+    sources: Iterable[str], session: fetch.Session, indexes: Iterable[str] = (), names: Iterable[str] = ()
+) -> _Walk:
+    """Every wheel ``sources`` and ``indexes`` (index roots: ``-i``) name, of the projects
+    ``names`` (all when empty), none of them read (``torchwheel scan`` reads each in a
     worker): ``.local`` (path, origin, the page's digests), ``.hosted``, and in ``.out`` what
     could not be listed (``skipped``) or is passed over (``unopened``: yanked)."""
-    walk = _Walk(frozenset(), Gathered(), session)
+    walk = _Walk(frozenset(canonicalize_name(n) for n in names), Gathered(), session)
     for source in sources:
         walk.source(source, index=False)
+    for source in indexes:
+        walk.source(source, index=True)
     return walk
 
 

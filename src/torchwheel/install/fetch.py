@@ -45,7 +45,7 @@ from torchwheel import __version__
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
 from torchwheel.install import fairness
-from torchwheel.install.urls import HOST_PORT, REMOTE_SCHEMES
+from torchwheel.install.urls import HOST_PORT, REMOTE_SCHEMES, carried_credentials
 from torchwheel.install.urls import is_remote as is_remote  # re-exported: fetch.shown is the old home
 from torchwheel.install.urls import shown as shown
 from torchwheel.install.urls import split_credentials as split_credentials
@@ -240,10 +240,10 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
 
 @dataclass
 class Session:
-    """One command's requests: the credentials given in index URLs, by host, and the
-    command's network budget (``_Budget``)."""
+    """One command's requests: the credentials given in index URLs, by host (``credentials``,
+    and those carried into a scan worker), and the command's network budget (``_Budget``)."""
 
-    _auth: dict[str, str] = field(default_factory=dict)
+    credentials: dict[str, str] = field(default_factory=carried_credentials)
 
     def __post_init__(self) -> None:
         self.budget = _Budget()
@@ -260,7 +260,7 @@ class Session:
                 raise InputError(f"{shown(url)}: not a URL torchwheel can request (its host or port)")
             name, _, password = user.partition(":")
             token = base64.b64encode(f"{unquote(name)}:{unquote(password)}".encode()).decode()
-            self._auth[netloc.lower()] = f"Basic {token}"
+            self.credentials[netloc.lower()] = f"Basic {token}"
         return bare
 
     def _request(self, url: str, accept: str, span: str | None = None) -> urllib.request.Request:
@@ -281,7 +281,7 @@ class Session:
         return partial(kind, budget=self.budget, where=req.full_url)
 
     def authorize(self, req: urllib.request.Request) -> None:
-        auth = self._auth.get(urlsplit(req.full_url).netloc.lower())
+        auth = self.credentials.get(urlsplit(req.full_url).netloc.lower())
         if auth is not None:
             req.add_unredirected_header("Authorization", auth)
 

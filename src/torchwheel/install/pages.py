@@ -20,6 +20,7 @@ from dataclasses import field
 from functools import cached_property
 from html.parser import HTMLParser
 from posixpath import basename
+from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from packaging.utils import canonicalize_name
@@ -28,47 +29,44 @@ from torchwheel import safejson
 from torchwheel.errors import InputError, quoted
 from torchwheel.frozen import frozen
 from torchwheel.limits import current
-from torchwheel.safejson import ANY, Bool, Either, Int, List, Object, Str
+from torchwheel.safejson import ANY, Bool, Either, Int, List, Null, Object, Str
 
 # a PEP 691 filename names a file in one folder: no separators, no NUL, no "." or ".."
 _FILENAME = r"(?!\.{1,2}\Z)[^/\\\x00]+"
 
 # PEP 691 pages (api-version 1.x; PEP 700 and 714 add keys). Clients must ignore keys they do
-# not know, so every object takes others; what torchwheel reads is checked.
+# not know, so every object takes others; what torchwheel reads is checked. A page is checked
+# in two steps: its frame (``PEP691_PROJECT``: meta, name, a list of files), then each file
+# entry on its own (``PEP691_FILE``), so one malformed entry costs that entry, not the page.
+# Every optional key takes ``null`` as absent, as pip reads it (``file_data.get(key)``):
+# real pages say ``"requires-python": null`` for a file that declares none.
 _HASHES = Object(other=Str())
 _META = Object({"api-version": Str(r"1\.\d+")}, required=("api-version",), other=ANY)
-PEP691_PROJECT = Object(
+_OFFERED = Either((Bool(), _HASHES, Null()))  # PEP 658/714 metadata: true, false, or its hashes
+PEP691_FILE = Object(
     {
-        "meta": _META,
-        "name": Str(),
-        "files": List(
-            Object(
-                {
-                    "filename": Str(_FILENAME),
-                    "url": Str(),
-                    "hashes": _HASHES,
-                    "requires-python": Str(),
-                    "dist-info-metadata": Either((Bool(), _HASHES)),
-                    "core-metadata": Either((Bool(), _HASHES)),
-                    "gpg-sig": Bool(),
-                    "yanked": Either((Bool(), Str())),
-                    "size": Int(0),
-                    "upload-time": Str(),
-                },
-                required=("filename", "url", "hashes"),
-                other=ANY,
-            )
-        ),
-        "versions": List(Str()),
+        "filename": Str(_FILENAME),
+        "url": Str(),
+        "hashes": Either((_HASHES, Null())),
+        "requires-python": Either((Str(), Null())),
+        "core-metadata": _OFFERED,  # PEP 714
+        "dist-info-metadata": _OFFERED,  # PEP 658 as PEP 691 spelled it
+        "data-dist-info-metadata": _OFFERED,  # PyPI's JSON spelling before PEP 714: not read
+        "gpg-sig": Either((Bool(), Null())),
+        "yanked": Either((Bool(), Str(), Null())),
+        "size": Either((Int(0), Null())),
+        "upload-time": Either((Str(), Null())),
     },
+    required=("url",),  # pip drops an entry without one; the rest it reads as absent
+    other=ANY,
+)
+PEP691_PROJECT = Object(
+    {"meta": _META, "name": Str(), "files": List(), "versions": ANY},
     required=("meta", "name", "files"),
     other=ANY,
 )
-PEP691_ROOT = Object(
-    {"meta": _META, "projects": List(Object({"name": Str()}, required=("name",), other=ANY))},
-    required=("meta", "projects"),
-    other=ANY,
-)
+_PROJECT_LINK = Object({"name": Str()}, required=("name",), other=ANY)
+PEP691_ROOT = Object({"meta": _META, "projects": List()}, required=("meta", "projects"), other=ANY)
 
 # what a link to a distribution file ends with (anything else on a page is a project page)
 _DIST_SUFFIXES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tar.xz", ".tgz", ".tar", ".egg", ".exe", ".msi")
@@ -106,9 +104,21 @@ class Link:
 
 
 @frozen
+class Refused:
+    """One entry of a page that is malformed: ``entry`` names it on its page (``$.files[3]``),
+    ``reason`` says what is wrong, ``filename`` is its file name where one can be read."""
+
+    entry: str
+    reason: str
+    filename: str | None = None
+
+
+@frozen
 class Page:
     files: list[Link]  # distribution files (a project page)
     projects: list[Link]  # project pages (a root page)
+    refused: list[Refused] = field(default_factory=list)  # malformed entries, each on its own
+    name: str | None = None  # the project a PEP 691 project page says it is for
 
 
 def digests(text: str | None) -> dict[str, str]:
@@ -184,35 +194,65 @@ def _html(text: str, url: str, where: str) -> Page:
 
 
 def _offered(value: object) -> dict[str, str] | None:
-    """A PEP 691 ``core-metadata`` value: true, false, or the file's hashes."""
+    """A PEP 691 ``core-metadata`` value: true, false (or null), or the file's hashes."""
     if isinstance(value, dict):
         return {str(k).lower(): str(v).lower() for k, v in value.items()}
     return {} if value is True else None
 
 
+def _metadata(f: Mapping[str, object]) -> object:
+    """PEP 714's key, else PEP 658's as PEP 691 spelled it, as pip reads them (a ``false``
+    under the first is the answer; ``null`` is absent). ``data-dist-info-metadata``, the
+    HTML spelling PyPI once served in JSON too, is accepted and not read: pip reads it not,
+    and PyPI serves ``core-metadata`` beside it."""
+    found = f.get("core-metadata")
+    return f.get("dist-info-metadata") if found is None else found
+
+
+def _file(f: Mapping[str, Any], url: str, where: str) -> Link:
+    """One PEP 691 file entry that fits ``PEP691_FILE``. ``yanked`` as pip reads it: true or a
+    reason; false, null and "" (PEP 592 wants a reason that is not empty) are not yanked."""
+    yanked = f.get("yanked")
+    return Link(
+        urldefrag(urljoin(url, f["url"]))[0],
+        {k.lower(): v.lower() for k, v in (f.get("hashes") or {}).items()},
+        yanked is True or (isinstance(yanked, str) and yanked != ""),
+        requires_python(f.get("requires-python"), where),
+        _offered(_metadata(f)),
+        f.get("size"),
+        f.get("filename"),  # PEP 691 names the file (uv reads it; pip 26 still takes the URL's end)
+    )
+
+
+def _entry_name(f: object) -> str | None:
+    """A malformed entry's file name, where it has one that names a single file."""
+    name = f.get("filename") if isinstance(f, dict) else None
+    return name if isinstance(name, str) and Str(_FILENAME).problem(name, "") is None else None
+
+
 def _json(data: bytes, url: str, where: str) -> Page:
     doc = safejson.load(data, where, Either((PEP691_PROJECT, PEP691_ROOT)))
+    refused: list[Refused] = []
     if "files" in doc:
         _links(len(doc["files"]), where)
         files = []
-        for f in doc["files"]:
-            meta = f.get("core-metadata", f.get("dist-info-metadata"))  # PEP 714, else PEP 658
-            yanked = f.get("yanked", False)
-            files.append(
-                Link(
-                    urldefrag(urljoin(url, f["url"]))[0],
-                    {k.lower(): v.lower() for k, v in f["hashes"].items()},
-                    yanked is True or isinstance(yanked, str),
-                    requires_python(f.get("requires-python"), where),
-                    _offered(meta),
-                    f.get("size"),
-                    f["filename"],  # PEP 691 names the file (uv reads it; pip 26 still takes the URL's end)
-                )
-            )
-        return Page(files, [])
+        for i, f in enumerate(doc["files"]):
+            problem = PEP691_FILE.problem(f, f"$.files[{i}]")
+            if problem is None:
+                files.append(_file(f, url, where))
+            else:
+                refused.append(Refused(f"$.files[{i}]", problem, _entry_name(f)))
+        return Page(files, [], refused, doc["name"])
     _links(len(doc["projects"]), where)
     base = url if url.endswith("/") else url.rsplit("/", 1)[0] + "/"
-    return Page([], [Link(urljoin(base, f"{canonicalize_name(p['name'])}/")) for p in doc["projects"]])
+    projects = []
+    for i, p in enumerate(doc["projects"]):
+        problem = _PROJECT_LINK.problem(p, f"$.projects[{i}]")
+        if problem is None:
+            projects.append(Link(urljoin(base, f"{canonicalize_name(p['name'])}/")))
+        else:
+            refused.append(Refused(f"$.projects[{i}]", problem))
+    return Page([], projects, refused)
 
 
 def _text(data: bytes, charset: str | None, where: str) -> str:

@@ -3,17 +3,21 @@ through HTTP ranges (``ranged``), and its line (``docs/scan.md``).
 
 What is read is what ``api.need`` reads of a downloaded wheel, step by step and by the same
 code: the archive and its metadata (``RangedWheel`` is a ``WheelArchive``), the ``WHEEL``
-fields ``tag`` writes (then no binary is read at all), else every compiled member's facts
-(``partial_member``: ELF from the prefix its reader names, the rest whole).
+fields ``tag`` writes (then no binary is read at all, and every axis is WHEEL's), else every
+compiled member's facts (``partial_member``: ELF from the prefix its reader names, the rest
+whole).
 
-In a wheel that is not unstable, a member without an exported marker is finished
-(``partial_member.finish``: inflated to its end, every byte scanned): a marker record the
-loader cannot see is found only by a scan of every byte, and it sets a stable floor. An
-unstable wheel's need does not depend on one, so its members stay partial.
+A wheel that the first request holds whole (a small one), or whose compiled members are
+nearly all of it, is read whole instead: the rest of its bytes in one request, then the
+whole read's line (``scanline.scan_line``), which costs its size and answers every axis.
 
-The line reports the axes it answers as the full read does (``AXES``; with ``--gpu`` also
-``GPU_AXES``), says ``"read": "partial"``, the bytes fetched, and ``"hashes_verified":
-false``: no member was hashed against RECORD and the file not against its index's sha256.
+The line says, in ``partial.axes``, which axes the bytes read decided and which they did
+not (``"not read"``; the need's value of such an axis reads so too): ``gpu_code`` needs
+every compiled member read whole (``--gpu``); ``marker``, a marker record no symbol
+exports, is looked for only in members read whole (it could add a stable floor, so the
+floor and kind stand as the bytes read say, and ``check`` of the download has the last
+word). ``"read": "partial"``, the bytes fetched, and ``"hashes_verified": false``: no
+member was hashed against RECORD and the file not against its index's sha256.
 """
 
 from __future__ import annotations
@@ -27,11 +31,11 @@ from torchwheel.analysis import loaders
 from torchwheel.analysis.buildunits import flavour_pair_dirs
 from torchwheel.analysis.member import BinaryAnalysis, MemberBinary, UnreadableBinary, analyze_binary
 from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
-from torchwheel.binary import BinaryError, BinaryFacts
+from torchwheel.binary import BinaryError
 from torchwheel.errors import InputError
 from torchwheel.install import fetch, scanline
 from torchwheel.install.candidates import declared
-from torchwheel.install.partial_member import PARTIAL, Pass, finish, read_member
+from torchwheel.install.partial_member import PARTIAL, read_member
 from torchwheel.install.ranged import NoRanges, RangedWheel, RemoteFile
 from torchwheel.report.facts import SCHEMA_VERSION as DOCUMENT_VERSION
 from torchwheel.report.facts import need_json
@@ -39,10 +43,13 @@ from torchwheel.torchabi.need import TorchNeed
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.tablechoice import ChosenTable, choose_table
 from torchwheel.wheel.contents import is_compiled_name
-from torchwheel.wheel.metadata import parse_metadata
+from torchwheel.wheel.metadata import TORCH_ABI_FIELD, TORCH_BUILD_FIELD, parse_metadata
 
-AXES = ("kind", "floor", "releases", "releases_from", "requirements")
-GPU_AXES = ("torch_build", "gpu_code")
+AXES = ("kind", "floor", "releases", "releases_from", "requirements", "torch_build", "gpu_code")
+MARKER = "marker"  # a marker record no symbol exports: not an axis of the need, but it could set one
+DECIDED, NOT_READ = "decided", "not read"
+UNKNOWN_AXIS = {"version": "releases", "build": "torch_build", "gpu": "gpu_code"}  # need.unknown_axes
+_NEAR = 0.9  # an untagged wheel whose compiled members are this much of it is read whole
 
 
 def _unmarked(analysis: BinaryAnalysis) -> bool:
@@ -56,27 +63,12 @@ def _facts(wheel: RangedWheel, table: SymbolTable, gpu: bool) -> tuple[WheelFact
     c = wheel.contents
     results: dict[str, BinaryAnalysis | UnreadableBinary] = {}
     how: dict[str, Any] = {}
-    passes: dict[str, Pass] = {}
-
-    def analysed(member: str, got: BinaryFacts | BinaryError) -> None:
+    compiled = [m for m in c.members if is_compiled_name(m)]
+    for member in compiled:
+        got, how[member] = read_member(wheel, member, "gpu" if gpu else None)
         results[member] = (
             UnreadableBinary(member, str(got)) if isinstance(got, BinaryError) else analyze_binary(got, table)
         )
-
-    compiled = [m for m in c.members if is_compiled_name(m)]
-    for member in compiled:
-        got, how[member], kept = read_member(wheel, member, "gpu" if gpu else None)
-        analysed(member, got)
-        if kept is not None:
-            passes[member] = kept
-    readable = [r for r in results.values() if isinstance(r, BinaryAnalysis)]
-    if not any(s.torch.usage == "unstable" for r in readable for s in r.slices):
-        for member, kept in passes.items():
-            result = results[member]
-            if isinstance(result, BinaryAnalysis) and _unmarked(result):
-                got, how[member] = finish(kept, wheel)  # a hidden record would set the floor
-                analysed(member, got)
-    passes.clear()
     binaries = [MemberBinary(m, r) for m in compiled if isinstance(r := results[m], BinaryAnalysis)]
     unreadable = [r for m in compiled if isinstance(r := results[m], UnreadableBinary)]
     prefers = loaders.preferred_flavours(
@@ -93,14 +85,44 @@ def _facts(wheel: RangedWheel, table: SymbolTable, gpu: bool) -> tuple[WheelFact
     return facts, how
 
 
-def wheel_need(wheel: RangedWheel, table: SymbolTable, gpu: bool) -> tuple[TorchNeed, dict[str, Any]]:
-    """``api.need``'s answer (``candidates.read_candidate``), step by step, over the ranges:
-    a wheel ``check`` calls broken raises ``InputError`` with the same message."""
+def _axes(facts: WheelFacts | None, how: dict[str, Any]) -> dict[str, str]:
+    """Which axes the bytes read decided: every one for a tagged wheel (``facts`` None, its
+    need is WHEEL's); else ``gpu_code`` when every compiled member was read whole, and the
+    marker when every member without an exported marker was (or the wheel is unstable, whose
+    need no marker changes)."""
+    axes = dict.fromkeys((*AXES, MARKER), DECIDED)
+    if facts is None:
+        return axes
+    partly = {m for m, h in how.items() if h["read"] == PARTIAL}
+    if partly:
+        axes["gpu_code"] = NOT_READ
+    unstable = any(s.torch.usage == "unstable" for b in facts.binaries for s in b.analysis.slices)
+    if not unstable and any(b.member in partly and _unmarked(b.analysis) for b in facts.binaries):
+        axes[MARKER] = NOT_READ
+    return axes
+
+
+def wheel_need(
+    wheel: RangedWheel, table: SymbolTable, gpu: bool
+) -> tuple[TorchNeed, dict[str, Any], dict[str, str]]:
+    """``api.need``'s answer (``candidates.read_candidate``), step by step, over the ranges,
+    how each compiled member was read, and which axes that decided: a wheel ``check`` calls
+    broken raises ``InputError`` with the same message."""
     _, _, need = declared(wheel.contents, wheel.path.name, wheel.member_size)
     if need is not None:
-        return need, {}
+        return need, {}, _axes(None, {})
     facts, how = _facts(wheel, table, gpu)
-    return torch_need_of(facts), how
+    return torch_need_of(facts), how, _axes(facts, how)
+
+
+def _near_whole(wheel: RangedWheel) -> bool:
+    """An untagged wheel whose compiled members, with what was fetched already, are nearly
+    all of it: a partial read would fetch about as much in more requests."""
+    fields = wheel.contents.wheel_fields
+    if fields.get(TORCH_ABI_FIELD) and fields.get(TORCH_BUILD_FIELD):
+        return False  # tagged: WHEEL says it all (``need_from_fields``)
+    compiled = sum(i.compress_size for name, i in wheel.infos.items() if is_compiled_name(name))
+    return wheel.remote.fetched + compiled >= _NEAR * wheel.remote.size
 
 
 def _table(symbols: object) -> SymbolTable:
@@ -110,13 +132,44 @@ def _table(symbols: object) -> SymbolTable:
     return choose_table(Path(symbols) if isinstance(symbols, str | Path) else None, None).table
 
 
-def _reported(need: TorchNeed, axes: tuple[str, ...], url: str) -> dict[str, Any]:
-    """``api.need(...).to_json()`` with only the axes a partial read answers; the others
-    (and the summary, made of every axis) are ``"not read"``."""
+def _reported(need: TorchNeed, axes: dict[str, str], url: str) -> dict[str, Any]:
+    """``api.need(...).to_json()`` with only the axes the bytes decided; the others read
+    ``"not read"``, and so does the summary unless every axis was decided."""
     doc = need_json(need)
-    kept = {k: (v if k in axes or k in ("unknown", "source") else "not read") for k, v in doc.items()}
-    kept["unknown"] = [a for a in doc["unknown"] if a in axes]
+    kept = {k: (v if axes.get(k, DECIDED) == DECIDED else NOT_READ) for k, v in doc.items()}
+    kept["unknown"] = [a for a in doc["unknown"] if axes[UNKNOWN_AXIS[a]] == DECIDED]
+    if any(state != DECIDED for state in axes.values()):
+        kept["summary"] = NOT_READ
     return {"schema_version": DOCUMENT_VERSION, "path": url, "need": kept}
+
+
+def _whole(
+    source: scanline.WheelSource,
+    remote: RemoteFile,
+    scratch: Path,
+    why: str,
+    api: tuple[Callable[..., Any], Callable[..., Any], object],
+) -> dict[str, Any]:
+    """The whole read's line, of the bytes held and the rest fetched in one request (each
+    stretch between the spans held): the wheel costs its size, no byte twice."""
+    path = scratch / "whole" / (source.filename or "wheel.whl")
+    path.parent.mkdir()
+    remote.write_whole(path)
+
+    def held(_: scanline.WheelSource, __: Path) -> scanline.Read:
+        digest = scanline.file_sha256(path)  # checked as a download is
+        if source.sha256 and digest != source.sha256:
+            raise fetch.DigestMismatch(
+                f"{fetch.shown(source.location)}: sha256 differs from the one its index gives"
+            )
+        return scanline.Read(path, scanline.WHOLE, remote.fetched, digest, True if source.sha256 else None)
+
+    check, need, symbols = api
+    line = scanline.scan_line(source, check, need, symbols, reader=held)
+    axes = dict.fromkeys((*AXES, MARKER), DECIDED)
+    line["partial"] = {"axes": axes, "members": {}, "wheel_bytes": remote.size, "requests": remote.requests}
+    line["partial"]["whole"] = why
+    return line
 
 
 def partial_line(
@@ -127,7 +180,8 @@ def partial_line(
     gpu: bool = False,
 ) -> dict[str, Any]:
     """The line of one source read through ranges; a local file, or a server that ignores
-    ``Range``, gives the whole read's line (``scanline.scan_line``)."""
+    ``Range``, gives the whole read's line (``scanline.scan_line``), and so does a wheel read
+    whole (``_whole``: small, or nearly all compiled)."""
     try:
         source = scanline.as_source(value)
     except InputError as exc:
@@ -136,21 +190,24 @@ def partial_line(
         return scanline.scan_line(source, check, need, symbols)
     line = scanline.empty_line(source)
     line |= {"read": PARTIAL, "sha256": source.sha256, "hashes_verified": False}
-    axes = AXES + (GPU_AXES if gpu else ())
     remote: RemoteFile | None = None
     try:
         remote = RemoteFile(fetch.Session(), source.location)
         with tempfile.TemporaryDirectory(prefix="torchwheel-partial-") as scratch:
+            if remote.holds_all:
+                return _whole(source, remote, Path(scratch), "small", (check, need, symbols))
             wheel = RangedWheel(remote, source.filename or "wheel.whl", Path(scratch))
             with wheel:
+                if not gpu and _near_whole(wheel):
+                    return _whole(source, remote, Path(scratch), "compiled", (check, need, symbols))
                 try:
-                    found, how = wheel_need(wheel, _table(symbols), gpu)
+                    found, how, axes = wheel_need(wheel, _table(symbols), gpu)
                     line["need"] = _reported(found, axes, fetch.shown(source.location))
                 except InputError as exc:
-                    how = {}
+                    how, axes = {}, dict.fromkeys((*AXES, MARKER), NOT_READ)
                     line["need"] = {"schema_version": DOCUMENT_VERSION, "error": scanline.error_json(exc)}
         line["partial"] = {
-            "axes": list(axes),
+            "axes": axes,
             "members": how,
             "wheel_bytes": remote.size,
             "requests": remote.requests,

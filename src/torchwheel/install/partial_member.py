@@ -8,8 +8,9 @@ reaching it would inflate every byte, so the reader is shown the member as if it
 (``_sectionless``: ``e_shoff``/``e_shnum`` read as 0, in the copy the reader sees). The
 format row's protocol does the rest (``binary.format``): ``needed_ranges`` until it names
 nothing new, then ``read`` with ``raw_hits=[]``, each ``MissingRange`` inflated up to and
-read again. Every byte that goes by is scanned for marker records as ``memberscan`` scans
-it, so a member whose records must all be known (``finish``) goes on from where it stopped.
+read again. A marker record that no symbol exports is not looked for: finding one means
+inflating every byte of the member, which on today's wheels (none exports a marker) would
+cost the whole download; ``partial`` reports the marker axis as not read instead.
 
 Anything else is read whole by ``memberscan.scan``, the full read's own path: Mach-O and PE
 (their tables lie at the end), ``--gpu`` (GPU code needs the section table), and a member
@@ -18,14 +19,12 @@ whose reader named bytes it had already inflated past (``layout``).
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from torchwheel.binary import BinaryError, BinaryFacts, FormatReader, marker_record, sniff
+from torchwheel.binary import BinaryError, BinaryFacts, FormatReader, sniff
 from torchwheel.binary.capture import Capture, covered, merge
-from torchwheel.binary.common import coalesce
-from torchwheel.binary.memberscan import collect_markers, scan
+from torchwheel.binary.memberscan import scan
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
 from torchwheel.install.ranged import Inflating, RangedWheel, stream_of
 
@@ -44,23 +43,7 @@ def _zeroed(pieces: dict[int, bytes], lo: int, hi: int) -> None:
             pieces[start] = data[: a - start] + bytes(b - a) + data[b - start :]
 
 
-@dataclass
-class _Logged(SparseBuffer):
-    """A ``SparseBuffer`` that remembers every range read from it (``touched``): what a
-    reader used besides what it named (a GNU hash chain is searched a window at a time)."""
-
-    touched: list[tuple[int, int]] = field(default_factory=list)
-
-    def __getitem__(self, key: slice) -> bytes:
-        self.touched.append((key.start or 0, self.size if key.stop is None else key.stop))
-        return super().__getitem__(key)
-
-    def find(self, sub: bytes, start: int, end: int) -> int:
-        self.touched.append((start, end))
-        return super().find(sub, start, end)
-
-
-def _sectionless(pieces: dict[int, bytes], size: int) -> _Logged:
+def _sectionless(pieces: dict[int, bytes], size: int) -> SparseBuffer:
     """The captured bytes as the reader is shown them: an ELF header without a section table
     (``e_shoff``, ``e_shnum`` and ``e_shstrndx`` zero), so it takes the loader's route."""
     shown = dict(pieces)
@@ -72,15 +55,13 @@ def _sectionless(pieces: dict[int, bytes], size: int) -> _Logged:
         is64 = head[4] == 2
         _zeroed(shown, *((0x28, 0x30) if is64 else (0x20, 0x24)))  # e_shoff
         _zeroed(shown, *((0x3C, 0x40) if is64 else (0x30, 0x34)))  # e_shnum, e_shstrndx
-    view = SparseBuffer.from_ranges(size, shown)
-    return _Logged(view.size, view.starts, view.chunks)
+    return SparseBuffer.from_ranges(size, shown)
 
 
 class _Held:
     """What a member's reader holds: the ranges it named (``wanted``: inflated up to, and
-    kept), its head as far as the stream goes by anyway (``kept``: the first 1/32 of the
-    member, at least ``_KEEP``, as ``memberscan`` keeps it), and the marker records of every
-    byte that went by (``hits``, with ``memberscan``'s seams). The loader's tables lie in the
+    kept), and its head as far as the stream goes by anyway (``kept``: the first 1/32 of the
+    member, at least ``_KEEP``, as ``memberscan`` keeps it). The loader's tables lie in the
     head, but only the dynamic section names them, and it lies behind the code: on the way
     to it, the head goes by first."""
 
@@ -88,33 +69,16 @@ class _Held:
         self.size = size
         self.wanted = Capture([(0, min(size, _HEAD))], name)
         self.kept = Capture([(0, min(size, max(_KEEP, size // 32)))], name)
-        self.hits = marker_record.Hits()
-        self.carry = b""
 
     def feed(self, at: int, chunk: bytes) -> None:
         self.wanted.feed(at, chunk)
         self.kept.feed(at, chunk)
-
-    def take(self, pos: int, chunk: bytes) -> None:
-        """A chunk as it inflates (once each, in order): held, and scanned for records."""
-        self.feed(pos, chunk)
-        self.carry = collect_markers(self.hits, self.carry, pos, chunk)
 
     @property
     def pieces(self) -> dict[int, bytes]:
         pieces = dict(self.kept.pieces)
         merge(pieces, self.wanted.pieces)
         return pieces
-
-    def compact(self, touched: list[tuple[int, int]]) -> None:
-        """Only the ranges the reader named or read from now on: a member kept for
-        ``finish`` while the others are read holds its tables, not 8 MB of head."""
-        view = SparseBuffer.from_ranges(self.size, self.pieces)
-        spans = [*zip(self.wanted.los, self.wanted.his, strict=True), *touched]
-        self.wanted.pieces = {
-            lo: view[lo:hi] for lo, hi in coalesce(spans, self.size) if covered(view, lo, hi)
-        }
-        self.kept = Capture([], "")
 
 
 def _advance(inflating: Inflating, held: _Held, size: int) -> bool:
@@ -130,24 +94,22 @@ def _advance(inflating: Inflating, held: _Held, size: int) -> bool:
                 return False
             target = max(target, hi)
     for at, chunk in inflating.advance(target):
-        held.take(at, chunk)
+        held.feed(at, chunk)
     return True
 
 
 @dataclass
-class Pass:
-    """A member's partial read, kept to be finished (``finish``) or dropped."""
+class _Pass:
+    """A member's partial read: its reader asked, its prefix inflated, until it answers."""
 
     fmt: FormatReader
     inflating: Inflating
     held: _Held
     name: str
     size: int
-    touched: list[tuple[int, int]] = field(default_factory=list)
 
     def read(self) -> BinaryFacts | BinaryError | None:
-        """The facts from the prefix the reader names, or None: read the member whole;
-        ``touched``: what the last read read."""
+        """The facts from the prefix the reader names, or None: read the member whole."""
         capture = self.held.wanted
         for _ in range(_QUESTIONS):
             if not _advance(self.inflating, self.held, self.size):
@@ -158,7 +120,6 @@ class Pass:
                 if not any([capture.want(lo, hi) for lo, hi in new]):
                     return None  # named, wanted, and still not held: past the member's end
                 continue
-            self.touched = view.touched  # filled by the read
             try:
                 return self.fmt.read(view, self.name, [], None)
             except MissingRange as missing:
@@ -178,50 +139,23 @@ class Pass:
 
 def read_member(
     wheel: RangedWheel, name: str, whole: str | None
-) -> tuple[BinaryFacts | BinaryError, dict[str, Any], Pass | None]:
-    """One compiled member's facts; how it was read: ``partial`` (with ``Pass.stats``), or
-    ``whole`` and why (``whole``: a reason given, else ``format`` or ``layout``); and the
-    partial read, to ``finish``."""
+) -> tuple[BinaryFacts | BinaryError, dict[str, Any]]:
+    """One compiled member's facts, and how it was read: ``partial`` (with ``_Pass.stats``),
+    or ``whole`` and why (``whole``: a reason given, else ``format`` or ``layout``)."""
     size = wheel.member_size(name)
     how: dict[str, Any] = {"read": WHOLE, "why": whole or "format", "size": size}
     if size and whole is None:
         held = _Held(name, size)
         inflating = wheel.inflating(name)
         for at, chunk in inflating.advance(min(size, _HEAD)):
-            held.take(at, chunk)
+            held.feed(at, chunk)
         fmt = sniff(bytes(SparseBuffer.from_ranges(size, held.pieces)[0:4]))
         if fmt is not None and fmt.name == "elf":
-            member = Pass(fmt, inflating, held, name, size)
+            member = _Pass(fmt, inflating, held, name, size)
             facts = member.read()
             how |= member.stats(wheel)
             if facts is not None:
-                held.compact(member.touched)
-                return facts, how | {"read": PARTIAL, "why": None}, member
+                return facts, how | {"read": PARTIAL, "why": None}
             how["why"] = "layout"
     _, read = scan(name, size, stream_of(wheel, name), hashing=False)
-    return read, how, None
-
-
-def finish(member: Pass, wheel: RangedWheel) -> tuple[BinaryFacts | BinaryError, dict[str, Any]]:
-    """The rest of a partially read member inflated, every byte scanned for marker records,
-    and read again with the records found: what the whole read says, from where the partial
-    read stopped (no byte fetched twice)."""
-    before = member.stats(wheel)
-    for at, chunk in member.inflating.advance(None):  # to the end: its size and CRC checked
-        member.held.take(at, chunk)
-    hits = member.held.hits
-    how = {"read": WHOLE, "why": "marker", "size": member.size, "partial_pass": before}
-    try:
-        view = _sectionless(member.held.pieces, member.size)
-        facts = member.fmt.read(view, member.name, hits.ordered(), None)
-    except MissingRange:
-        _, read = scan(member.name, member.size, stream_of(wheel, member.name), hashing=False)
-        return read, how
-    except BinaryError as exc:
-        return exc, how
-    if hits.omitted:  # as memberscan counts records seen but not kept, on their slices
-        slices = tuple(
-            dataclasses.replace(s, raw_markers_omitted=hits.omitted_in(*s.file_range)) for s in facts.slices
-        )
-        facts = dataclasses.replace(facts, slices=slices)
-    return facts, how | {"compressed_bytes": member.inflating.at - wheel.infos[member.name].data_offset}
+    return read, how

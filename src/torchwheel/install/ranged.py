@@ -10,12 +10,14 @@ per-host caps and the retries of ``fairness``):
   answers 200: ``NoRanges``, and the caller downloads the wheel whole. Small reads (the
   directory, local headers, metadata) are served from the spans fetched so far, each miss
   fetching at least ``_READAHEAD`` bytes, twice as much as the one before while misses follow
-  each other closely: the local headers of 5,000 small members lie side by side, and each
-  request counts against ``--max-rate``.
+  each other closely (a big central directory; each request counts against ``--max-rate``).
+  Spans never overlap and a member's stream takes what they hold: no byte is fetched twice,
+  so neither a partial read nor ``write_whole`` (the rest of a wheel read whole) costs more
+  than a download.
 * ``RangedWheel``: ``wheel.archive.WheelArchive`` reading through a ``RemoteFile``, so the
-  index, the local-header checks, the name, ``WHEEL``, ``METADATA`` and ``RECORD`` are read
-  and refused exactly as for a downloaded wheel (a placeholder file of the wheel's size,
-  sparse on disk, stands in for the descriptor the archive asks the size of).
+  index, the name, ``WHEEL``, ``METADATA`` and ``RECORD`` are read and refused exactly as for
+  a downloaded wheel, and each member's local header when it is read (a placeholder file of
+  the wheel's size, sparse on disk, stands in for the descriptor the archive asks the size of).
 * ``Inflating``: one member's compressed bytes fetched in growing steps and inflated as they
   come, the decompressor's state kept, so a reader that asks for more extends the prefix
   without fetching or inflating a byte twice. Deflate is a stream: reaching offset X of a
@@ -28,21 +30,24 @@ import bisect
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from torchwheel.errors import InputError
 from torchwheel.install import fetch
+from torchwheel.limits import current
 from torchwheel.safeopen import open_regular
 from torchwheel.wheel import inflate
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.zipdir import Member
 
 _TAIL = 1 << 18  # the first request: end record and (most) central directories
-_READAHEAD = 1 << 16  # a small read that misses fetches at least this much, doubled while
+_READAHEAD = 1 << 14  # a small read that misses fetches at least this much, doubled while
 _MAX_AHEAD = 4 << 20  # misses follow each other closely (local headers side by side), to this
 _NEAR = 1 << 20  # "closely": within this of the previous miss's end
 _FIRST_STEP = 1 << 16  # a member's compressed bytes: first request, doubled each time ...
 _MAX_STEP = 16 << 20  # ... up to this (what is fetched past the bytes needed stays below both)
 _OUT_CHUNK = 1 << 18
+_HOLD_WHOLE = 64 << 20  # member bytes held in memory (to be read again), at most this much
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 
 
@@ -55,15 +60,16 @@ class RemoteFile:
 
     def __init__(self, session: fetch.Session, url: str) -> None:
         self.session, self.url = session, url
-        self.fetched = self.requests = 0
+        self.fetched = self.requests = self.held_bytes = 0
         self.starts: list[int] = []  # spans held for small reads, sorted by start
         self.spans: list[bytes] = []
         self._ahead, self._missed_to = _READAHEAD, -1  # the read-ahead, and the last miss's end
         first, data, self.size = self._get(f"bytes=-{_TAIL}")
         self._keep(first, data)
 
-    def _get(self, span: str) -> tuple[int, bytes, int]:
-        """(first offset, bytes, file size) of one range request."""
+    def _get(self, span: str, sink: BinaryIO | None = None) -> tuple[int, bytes, int]:
+        """(first offset, bytes, file size) of one range request; with ``sink`` the bytes are
+        written to it at their offset as they come, and none are returned."""
         self.requests += 1
         with self.session.ranged(self.url, span) as (response, chunks):
             if response.status != 206:
@@ -71,22 +77,59 @@ class RemoteFile:
             got = _CONTENT_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
             if got is None:
                 raise InputError(f"{fetch.shown(self.url)}: a 206 answer without a Content-Range it can read")
-            data = b"".join(chunks)
-        self.fetched += len(data)
-        first, last, size = (int(g) for g in got.groups())
-        if len(data) != last - first + 1:
-            raise InputError(
-                f"{fetch.shown(self.url)}: the range {first}-{last} came with {len(data):,} bytes"
-            )
+            first, last, size = (int(g) for g in got.groups())
+            if sink is None:
+                data = b"".join(chunks)
+                length = len(data)
+            else:
+                data, length = b"", 0
+                sink.seek(first)
+                for chunk in chunks:
+                    sink.write(chunk)
+                    length += len(chunk)
+        self.fetched += length
+        if length != last - first + 1:
+            raise InputError(f"{fetch.shown(self.url)}: the range {first}-{last} came with {length:,} bytes")
         return first, data, size
 
+    @property
+    def holds_all(self) -> bool:
+        """Whether the spans held are the whole file (the first request of a small one)."""
+        return self.starts == [0] and len(self.spans[0]) == self.size
+
+    def write_whole(self, dest: Path) -> None:
+        """The whole file at ``dest``: the spans held, and each stretch between them fetched
+        in one request (no byte fetched twice: a wheel read whole this way costs its size)."""
+        current().max_download_bytes.check(f"{fetch.shown(self.url)}: the wheel's size", self.size)
+        with dest.open("wb") as fh:
+            at = 0
+            for start, data in [*zip(self.starts, self.spans, strict=True), (self.size, b"")]:
+                if start > at:
+                    first, _, size = self._get(f"bytes={at}-{start - 1}", fh)
+                    if first != at or size != self.size:
+                        raise InputError(
+                            f"{fetch.shown(self.url)}: the server answered bytes {at}- with others"
+                        )
+                fh.seek(start)
+                fh.write(data)
+                at = max(at, start + len(data))
+
     def fetch(self, lo: int, hi: int) -> bytes:
-        """Bytes ``[lo, hi)``: from the spans held, else fetched and not kept (a member's compressed stream)."""
-        if hi <= lo:
-            return b""
-        held = self._held(lo, hi - lo)
-        if held is not None:
-            return held
+        """Bytes ``[lo, hi)``: what the spans hold from them, the rest fetched and not kept
+        (a member's compressed stream): no byte held is fetched again."""
+        pieces, pos = [], lo
+        while pos < hi:
+            end = min(hi, self._held_to(pos))
+            if end > pos:  # held
+                pieces.append(self._held(pos, end - pos) or b"")
+            else:
+                after = bisect.bisect_right(self.starts, pos)
+                end = min(hi, self.starts[after]) if after < len(self.starts) else hi
+                pieces.append(self._range(pos, end))
+            pos = end
+        return b"".join(pieces)
+
+    def _range(self, lo: int, hi: int) -> bytes:
         first, data, size = self._get(f"bytes={lo}-{hi - 1}")
         if first != lo or len(data) != hi - lo or size != self.size:
             raise InputError(f"{fetch.shown(self.url)}: the server answered bytes {lo}-{hi - 1} with others")
@@ -94,6 +137,7 @@ class RemoteFile:
 
     def _keep(self, start: int, data: bytes) -> None:
         """Hold a span, joined to the ones it touches: a read across the seam is one slice."""
+        self.held_bytes += len(data)
         i = bisect.bisect_left(self.starts, start)
         if i < len(self.starts) and start + len(data) == self.starts[i]:
             data += self.spans.pop(i)
@@ -113,32 +157,48 @@ class RemoteFile:
         return None
 
     def read_at(self, offset: int, size: int) -> bytes:
-        """``os.pread`` over the remote file: short at its end, served from spans held; a
-        read that runs past the end of a span held fetches from that end on."""
+        """``os.pread`` over the remote file: short at its end, served from spans held; what
+        is not held is fetched, each stretch between spans once (spans never overlap, so no
+        byte is fetched twice), with the read-ahead past the read."""
         size = max(0, min(size, self.size - offset))
         held = self._held(offset, size)
         if held is not None:
             return held
-        start = offset
-        i = bisect.bisect_right(self.starts, offset) - 1
-        if i >= 0 and offset < self.starts[i] + len(self.spans[i]):
-            start = self.starts[i] + len(self.spans[i])  # the head of the read is held
-        near = abs(start - self._missed_to) < _NEAR
+        pos = self._held_to(offset)
+        near = abs(pos - self._missed_to) < _NEAR
         self._ahead = min(2 * self._ahead, _MAX_AHEAD) if near else _READAHEAD
-        hi = min(self.size, max(offset + size, start + self._ahead))
-        after = bisect.bisect_right(self.starts, start)
-        if after < len(self.starts) and offset + size <= self.starts[after] < hi:
-            hi = self.starts[after]  # the rest is held already
-        self._keep(start, self.fetch(start, hi))
-        self._missed_to = hi
-        got = self._held(offset, size)
-        assert got is not None  # held now: [offset, start) before, [start, hi) just fetched
+        goal = min(self.size, max(offset + size, pos + self._ahead))
+        self._missed_to = goal
+        return self.hold(offset, goal)[:size]
+
+    def hold(self, lo: int, hi: int) -> bytes:
+        """Bytes ``[lo, hi)``, held from now on: each stretch not held yet fetched once."""
+        pos = self._held_to(lo)
+        while pos < hi:
+            after = bisect.bisect_right(self.starts, pos)
+            end = min(hi, self.starts[after]) if after < len(self.starts) else hi
+            self._keep(pos, self._range(pos, end))
+            pos = self._held_to(end)
+        got = self._held(lo, hi - lo)
+        assert got is not None  # every stretch of [lo, hi) is held now, in one span
         return got
+
+    def _held_to(self, pos: int) -> int:
+        """The first byte at or after ``pos`` that no span holds."""
+        i = bisect.bisect_right(self.starts, pos) - 1
+        if i >= 0 and pos < self.starts[i] + len(self.spans[i]):
+            return self.starts[i] + len(self.spans[i])  # spans that touch are joined: one step
+        return pos
 
 
 class RangedWheel(WheelArchive):
     """A ``WheelArchive`` whose bytes are a ``RemoteFile``'s: every check of a wheel file,
-    on the bytes it reads, without the bytes it does not."""
+    on the bytes it reads, without the bytes it does not. A member's local header is checked
+    when the member is first read (``lazy_local_headers``): checking all of them up front
+    reads every stretch of the file where members lie side by side (vLLM's 5,800 small
+    files: 24.5 MB of a 336 MB wheel; most of a pure-Python wheel)."""
+
+    lazy_local_headers = True
 
     def __init__(self, remote: RemoteFile, filename: str, scratch: Path) -> None:
         self.remote = remote  # before the archive reads its index through ``_read_at``
@@ -152,7 +212,7 @@ class RangedWheel(WheelArchive):
         return self.remote.read_at(offset, size)
 
     def inflating(self, name: str) -> Inflating:
-        return Inflating(self.remote, self.infos[name], self.path.name)
+        return Inflating(self.remote, self.member(name), self.path.name)
 
 
 class Inflating:
@@ -182,7 +242,7 @@ class Inflating:
                     self.ended = True
                     return None
                 if self.at < self.end:
-                    raw = self.remote.fetch(self.at, min(self.end, self.at + self.step))
+                    raw = self._fetch(self.at, min(self.end, self.at + self.step))
                     self.at += len(raw)
                     self.step = min(2 * self.step, _MAX_STEP)
                     self.outs = self.decompressor.push(raw)
@@ -195,6 +255,14 @@ class Inflating:
         if self.produced + len(out) > size:
             raise InputError(f"{self.wheel}: member {name} inflates beyond its declared size: refusing")
         return out
+
+    def _fetch(self, lo: int, hi: int) -> bytes:
+        """A step of the member's compressed bytes, held while the wheel's spans stay under
+        ``_HOLD_WHOLE`` (a member read again from its start, ``layout``, fetches nothing
+        twice), else fetched and let go (a 300 MB CUDA library is not held in memory)."""
+        if self.remote.held_bytes + (hi - lo) <= _HOLD_WHOLE:
+            return self.remote.hold(lo, hi)
+        return self.remote.fetch(lo, hi)
 
     def advance(self, stop: int | None = None) -> Iterator[tuple[int, bytes]]:
         limit = self.info.file_size if stop is None else min(stop, self.info.file_size)
@@ -211,5 +279,10 @@ class Inflating:
 
 def stream_of(wheel: RangedWheel, name: str) -> Callable[[int | None], Iterator[bytes]]:
     """``memberscan``'s stream of a member: each call inflates afresh from its start, up to
-    ``stop`` (its fallback passes), for a reader that needs every byte."""
+    ``stop`` (its fallback passes), for a reader that needs every byte. A member of at most
+    ``_HOLD_WHOLE`` compressed bytes is fetched once and held, so a second pass fetches
+    nothing again."""
+    info = wheel.member(name)
+    if wheel.remote.held_bytes + info.compress_size <= _HOLD_WHOLE:
+        wheel.remote.hold(info.data_offset, info.data_offset + info.compress_size)
     return lambda stop: (chunk for _, chunk in wheel.inflating(name).advance(stop))

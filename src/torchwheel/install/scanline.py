@@ -115,7 +115,7 @@ class Read:
 Reader = Callable[[WheelSource, Path], Read]
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     fd = open_regular(path)  # a FIFO or a device named as a wheel is refused, never read
     with open(fd, "rb") as fh:
@@ -131,7 +131,7 @@ def read_whole(source: WheelSource, scratch: Path) -> Read:
     if not source.hosted:
         path = Path(source.location)
         try:
-            digest = _sha256(path)
+            digest = file_sha256(path)
         except FileNotFoundError as exc:  # listed, then gone: what a 404 is to a hosted wheel
             raise Gone(f"{path}: no such file (gone since it was listed)") from exc
         except OSError as exc:
@@ -141,7 +141,7 @@ def read_whole(source: WheelSource, scratch: Path) -> Read:
         return Read(path, WHOLE, 0, digest, True if given else None)
     dest = scratch / (source.filename or "wheel.whl")
     fetch.Session().download(source.location, dest, given, source.size)
-    digest = source.sha256 or _sha256(dest)
+    digest = source.sha256 or file_sha256(dest)
     return Read(dest, WHOLE, dest.stat().st_size, digest, True if given else None)
 
 

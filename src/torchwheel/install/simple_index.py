@@ -290,10 +290,12 @@ def write_indexes(
     extra: Iterable[Minor] = (),
     names: Iterable[str] = (),
     table: SymbolTable | None = None,
+    indexes: Iterable[str] = (),
 ) -> IndexResult:
     """Sources may be hosted (every wheel is downloaded, hash-checked, and republished);
-    ``table``: the shim table untagged wheels are judged with (``--symbols``)."""
-    with gathering(sources, names, verify_hashes=True, table=table) as got:
+    ``table``: the shim table untagged wheels are judged with (``--symbols``); ``indexes``:
+    index roots (``-i``), read as ``discovery.gather`` reads them."""
+    with gathering(sources, names, indexes=indexes, verify_hashes=True, table=table) as got:
         entries, notes = index_entries(got)
         if not entries:
             raise InputError("no wheels to index")

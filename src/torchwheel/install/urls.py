@@ -65,3 +65,19 @@ def split_credentials(url: str) -> tuple[str, str | None]:
 
 def is_remote(url: str) -> bool:
     return urlsplit(split_credentials(url)[0]).scheme.lower() in REMOTE_SCHEMES
+
+
+# The credentials a command's index URLs gave (host -> Authorization), carried to the worker
+# processes of ``scan``: a worker's sessions fetch the wheels that the parent's pages listed,
+# and the URLs a scan line records carry no user part.
+_carried: dict[str, str] = {}
+
+
+def carry_credentials(auth: dict[str, str]) -> None:
+    """Every session made from now on in this process starts with these credentials."""
+    _carried.clear()
+    _carried.update(auth)
+
+
+def carried_credentials() -> dict[str, str]:
+    return dict(_carried)

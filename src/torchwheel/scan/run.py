@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from torchwheel import api, limits
 from torchwheel.frozen import frozen
-from torchwheel.install import fairness
+from torchwheel.install import fairness, urls
 from torchwheel.install.partial import partial_line
 from torchwheel.install.scanline import WheelSource, empty_line
 from torchwheel.scan import jsonl
@@ -32,10 +32,17 @@ _worker: dict[str, Any] = {}
 
 
 def _init(
-    budget: limits.Limits, table: ChosenTable, policy: fairness.Policy, shared: Any, read: str = "whole"
+    budget: limits.Limits,
+    table: ChosenTable,
+    policy: fairness.Policy,
+    shared: Any,
+    read: str = "whole",
+    credentials: dict[str, str] | None = None,
 ) -> None:
-    """A worker's start: the command's limits, its shim table, the shared per-host caps, and
-    how hosted wheels are read (``whole``, ``partial``, ``partial+gpu``)."""
+    """A worker's start: the command's limits, its shim table, the shared per-host caps, how
+    hosted wheels are read (``whole``, ``partial``, ``partial+gpu``), and the credentials of
+    the index URLs the wheels were listed from (a scan line's URL has none)."""
+    urls.carry_credentials(credentials or {})
     limits.set_max_member_size(str(budget.max_member_size.value))
     limits.set_network_budget("http_timeout", "--http-timeout", budget.http_timeout.value)
     limits.set_network_budget("max_http_seconds", "--max-http-seconds", budget.max_http_seconds.value)
@@ -88,7 +95,7 @@ def _pooled(
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     hosts = {urlsplit(w.location).netloc.lower() for w in todo if w.hosted}
     shared = fairness.shared_hosts(hosts, policy, context)
-    args = (limits.current(), table, policy, shared, read)
+    args = (limits.current(), table, policy, shared, read, urls.carried_credentials())
     pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init, initargs=args)
     pending: set[Future[dict[str, Any]]] = set()
     items = iter(todo)
@@ -127,11 +134,15 @@ def run_scan(
     stream: TextIO,
     tty: bool,
     read: str = "whole",
+    indexes: Iterable[str] = (),
+    names: Iterable[str] = (),
 ) -> Plan:
-    """Scan ``sources`` into ``out``, appending to what a previous run left there; ``read``:
-    ``whole``, or ``partial`` / ``partial+gpu`` for hosted wheels (``--partial [--gpu]``)."""
+    """Scan ``sources`` and ``indexes`` (of the projects ``names``, all when empty) into
+    ``out``, appending to what a previous run left there; ``read``: ``whole``, or
+    ``partial`` / ``partial+gpu`` for hosted wheels (``--partial [--gpu]``)."""
     fairness.configure(policy)
-    listed = list_sources(sources)
+    listed = list_sources(sources, indexes, names)
+    urls.carry_credentials(listed.credentials)  # for the sessions that fetch the wheels
     previous = jsonl.done(out)
     work = plan_scan(listed, previous)
     progress = Progress(len(work.todo) + len(work.unlisted), work.skipped, stream, tty)

@@ -31,6 +31,7 @@ class Listed:
     wheels: list[WheelSource] = field(default_factory=list)
     unlisted: list[tuple[str, str]] = field(default_factory=list)
     yanked: int = 0
+    credentials: dict[str, str] = field(default_factory=dict)  # host -> Authorization, from the URLs given
 
 
 def _url_list(path: Path) -> Iterator[str]:
@@ -82,8 +83,9 @@ def _local(path: Path, origin: str, sha256: str | None) -> WheelSource:
     return WheelSource(str(path), sha256, st.st_size, st.st_mtime_ns, origin)
 
 
-def list_sources(sources: Iterable[str]) -> Listed:
-    """Every wheel of ``sources``, once each (the same location or sha256 twice: once)."""
+def list_sources(sources: Iterable[str], indexes: Iterable[str] = (), names: Iterable[str] = ()) -> Listed:
+    """Every wheel of ``sources`` and ``indexes`` (index roots, ``-i``: with ``names`` only
+    those projects' pages are read), once each (the same location or sha256 twice: once)."""
     expanded = list(_expanded(sources))
     from_list = {_place(entry): named_by for entry, named_by in expanded if named_by is not None}
     # a wheel a list names that is not there is one bad input among many: its line says so
@@ -93,8 +95,9 @@ def list_sources(sources: Iterable[str]) -> Listed:
         for entry, named_by in expanded
         if named_by is not None and _plain_path(entry) and not os.path.lexists(entry)
     ]
-    walk = listing((entry for entry, named_by in expanded if (entry, named_by) not in gone), fetch.Session())
-    out = Listed(yanked=len(walk.out.unopened))
+    kept = (entry for entry, named_by in expanded if (entry, named_by) not in gone)
+    walk = listing(kept, fetch.Session(), indexes, names)
+    out = Listed(yanked=len(walk.out.unopened), credentials=dict(walk.session.credentials))
     out.unlisted = [(s.location, s.reason) for s in walk.out.skipped]
     seen: set[str] = set()
     found = [_local(Path(entry), named_by, None) for entry, named_by in gone if named_by is not None]

@@ -150,7 +150,9 @@ def merged_requirement(
     default: an author's pin may have reasons the binaries do not show, so widening it
     (TW502) is ``--relax-pin``'s, as is replacing one that excludes every usable torch."""
     new = narrowed(req, SpecifierSet(spec))
-    pinned = abi.kind == "stable" and (new is None or len(torch_releases.admitted_minors(SpecifierSet(new))) <= 1)
+    pinned = abi.kind == "stable" and (
+        new is None or len(torch_releases.admitted_minors(SpecifierSet(new))) <= 1
+    )
     if (pinned or new is None) and opts.relax_pin:
         return spec, [f"Requires-Dist: {clipped(req)} -> {clipped(_render(req, spec))} (relax-pin)"]
     if new is None:

@@ -60,6 +60,7 @@ class WheelArchive:
     """An open wheel: validated member list, metadata, and streaming member reads."""
 
     is_wheel_file = True
+    lazy_local_headers = False  # True: each member's local header is checked when first read
 
     def __init__(
         self, path: Path, filename: str | None = None, lenient_name: bool = False, fd: int | None = None
@@ -102,13 +103,14 @@ class WheelArchive:
         declared = 0
         lim = limits.current()
         try:
-            entries, _ = zipdir.read_index(self._read_at, size)
+            entries, self._cd_start = zipdir.read_index(self._read_at, size, not self.lazy_local_headers)
             for info in entries:
                 if not info.filename.endswith("/"):
                     _check_member(info, self.infos, lim)
                     declared += info.file_size
         except InputError as exc:
             raise InputError(f"{path.name}: {exc}") from exc
+        self._entries = entries if self.lazy_local_headers else []  # for ``member``'s check
         del entries
         if declared > _RATIO_FLOOR:  # the whole archive, not only each member, is bounded
             limits.current().max_inflate_ratio.check(
@@ -190,6 +192,17 @@ class WheelArchive:
     def _read_at(self, offset: int, size: int) -> bytes:
         return os.pread(self._fd, size, offset)  # no shared file position: thread-safe
 
+    def member(self, name: str) -> Member:
+        """A member's central entry, its local header checked (once, when the archive checks
+        them lazily: then only the local headers of the members read are ever read)."""
+        info = self.infos[name]
+        if not info.local_size:
+            try:
+                zipdir.check_local_headers(self._read_at, self._entries, self._cd_start, (name,))
+            except InputError as exc:
+                raise InputError(f"{self.path.name}: {exc}") from exc
+        return info
+
     def stream(self, name: str, stop: int | None = None) -> Iterator[bytes]:
         """Inflated chunks of one member, CRC and size checked at the end.
 
@@ -198,7 +211,7 @@ class WheelArchive:
         ``stop`` the stream ends once that many bytes came out (no CRC check then: a later
         full pass has checked it already).
         """
-        info = self.infos[name]
+        info = self.member(name)
         # output per step: never more than one byte past the declared size (enough to refuse)
         decompressor = inflate.decompressor(info, min(_OUT_CHUNK, info.file_size + 1))
         remaining = info.compress_size

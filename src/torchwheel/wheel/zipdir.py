@@ -24,7 +24,7 @@ member's bytes is ``inflate``'s.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -196,8 +196,10 @@ def _name(raw: bytes, flags: int, where: str) -> str:
         raise InputError(f"{where}: member name {raw!r} is flagged UTF-8 but is not") from None
 
 
-def read_index(read_at: ReadAt, file_size: int) -> tuple[list[Member], int]:
-    """The members in central-directory order, and where the directory starts."""
+def read_index(read_at: ReadAt, file_size: int, local_headers: bool = True) -> tuple[list[Member], int]:
+    """The members in central-directory order, and where the directory starts; with
+    ``local_headers`` False, no local header is read (``check_local_headers`` then checks
+    those of the members read, as they are read)."""
     lim = limits.current()
     count, cd_size, cd_start, concat = _end_record(read_at, file_size)
     lim.max_members.check("the archive's member count", count)
@@ -242,7 +244,8 @@ def read_index(read_at: ReadAt, file_size: int) -> tuple[list[Member], int]:
         append(Member(name, offset + concat, csize, usize, crc, method, flags, external, stamp))
     if len(members) != count:
         raise InputError(f"the central directory declares {count:,} entries but holds {len(members):,}")
-    _check_local_headers(read_at, members, cd_start)
+    if local_headers:
+        check_local_headers(read_at, members, cd_start)
     return members, cd_start
 
 
@@ -250,16 +253,21 @@ _NEAR = 1 << 14  # the next local header this close: read a 64 KiB window, not o
 _HEADER_GUESS = 512  # bytes read for one local header with its name and extra field
 
 
-def _check_local_headers(read_at: ReadAt, members: list[Member], cd_start: int) -> None:
-    """Local header == central entry, and no member's bytes reach into the next one's."""
+def check_local_headers(
+    read_at: ReadAt, members: list[Member], cd_start: int, only: Container[str] | None = None
+) -> None:
+    """Local header == central entry, and no member's bytes reach into the next one's; of
+    every member, or of those named ``only``."""
     ordered = sorted(members, key=lambda m: m.header_offset)
     buf, buf_at = b"", 0
     for i, m in enumerate(ordered):
+        if only is not None and m.filename not in only:
+            continue
         end = ordered[i + 1].header_offset if i + 1 < len(ordered) else cd_start
         at = m.header_offset - buf_at
         if at < 0 or at + _LOCAL.size > len(buf):
             buf_at = m.header_offset
-            buf = read_at(buf_at, 1 << 16 if end - buf_at < _NEAR else _HEADER_GUESS)
+            buf = read_at(buf_at, 1 << 16 if only is None and end - buf_at < _NEAR else _HEADER_GUESS)
             at = 0
         head = buf[at : at + _LOCAL.size]
         if len(head) != _LOCAL.size or head[:4] != b"PK\x03\x04":
