@@ -69,6 +69,15 @@ def _sources(func: F) -> F:
     return func
 
 
+def _pre_option(func: F) -> F:
+    return click.option(
+        "--pre",
+        is_flag=True,
+        help="Pre-releases may be the choice too (as pip's --pre); without it they count only "
+        "when no final release has a file for the target.",
+    )(func)
+
+
 def _check_sources(
     sources: tuple[str, ...], find_links: tuple[str, ...], index_urls: tuple[str, ...]
 ) -> None:
@@ -78,6 +87,7 @@ def _check_sources(
 
 @click.command()
 @_sources
+@_pre_option
 @click.option("--torch", "torch_version", metavar="X.Y", help="Plan: choose for this torch.")
 @click.option("--python-version", metavar="X.Y", help="Plan: choose for this CPython.")
 @click.option(
@@ -109,6 +119,7 @@ def select(
     fmt: str,
     symbols_file: Path | None,
     no_config: bool,
+    pre: bool,
 ) -> Exit:
     """Choose, among candidate wheels, the one that loads on the target's torch; explain
     every other. Exit 0 chosen, 1 nothing fits, 2 unreadable input (per project: the worst)."""
@@ -136,9 +147,9 @@ def select(
         target = targets.with_gpu(target, gpu)
     table = chosen_table(symbols_file, no_config).table
     with gathering(
-        [*sources, *find_links], names, indexes=index_urls, target=target, table=table
+        [*sources, *find_links], names, indexes=index_urls, target=target, table=table, pre=pre
     ) as gathered:
-        found = outcome.outcomes(choose(gathered.candidates, target), gathered, names)
+        found = outcome.outcomes(choose(gathered.candidates, target, pre=pre), gathered, names)
         click.echo(  # candidate names come from the input: escaped like every text report
             select_json(target, gathered, found)
             if fmt == "json"
@@ -155,6 +166,7 @@ def select(
 
 @click.command()
 @_sources
+@_pre_option
 @click.option("--force", is_flag=True, help="Install even when the torch checks refuse (loudly).")
 @click.option(
     "--upgrade",
@@ -179,6 +191,7 @@ def install(
     repair_env: bool,
     symbols_file: Path | None,
     no_config: bool,
+    pre: bool,
 ) -> Exit:
     """Select, then install the chosen wheel of each project into the target interpreter's
     environment with `installer`. Sources that hold several projects need --name for each to
@@ -194,7 +207,7 @@ def install(
     from torchwheel.install.target import probe
 
     if repair_env:
-        if sources or find_links or index_urls or names or force or upgrade:
+        if sources or find_links or index_urls or names or force or upgrade or pre:
             raise click.UsageError("--repair-env takes no sources and no other option than --python")
         return _repair_only(python)
     _check_sources(sources, find_links, index_urls)
@@ -203,9 +216,9 @@ def install(
         _say_repaired(repair_environment(target))
     table = chosen_table(symbols_file, no_config).table
     with gathering(
-        [*sources, *find_links], names, indexes=index_urls, target=target, table=table
+        [*sources, *find_links], names, indexes=index_urls, target=target, table=table, pre=pre
     ) as gathered:
-        found = outcome.outcomes(choose(gathered.candidates, target, force=force), gathered, names)
+        found = outcome.outcomes(choose(gathered.candidates, target, force, pre), gathered, names)
         code = outcome.exit_code(found, gathered)
         text = safe_lines(select_text(target, gathered, found).splitlines())
         if len(found) > 1 and not names:
@@ -250,8 +263,12 @@ def _say_refused(found: list[Outcome], gathered: Gathered) -> None:
         if o.kind == "absent":
             click.echo(f"torchwheel: install refused: {safe(absent_text(o.name, gathered))}", err=True)
     if any(o.kind == "nothing-fits" for o in found):
+        held = any(v.held_back for o in found for v in o.choice.verdicts)
         click.echo(
-            "torchwheel: install refused: no candidate loads on the target (--force overrides)", err=True
+            "torchwheel: install refused: no candidate loads on the target (--force overrides)"
+            if not held
+            else "torchwheel: install refused: only a pre-release loads on the target (--pre takes it)",
+            err=True,
         )
 
 
