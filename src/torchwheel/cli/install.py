@@ -85,7 +85,7 @@ def _check_sources(
         raise click.UsageError("give candidate wheels, folders, -f DIR or -i INDEX")
 
 
-@click.command()
+@click.command(short_help="Choose the wheel that loads on the target's torch, and say why.")
 @_sources
 @_pre_option
 @click.option("--torch", "torch_version", metavar="X.Y", help="Plan: choose for this torch.")
@@ -164,7 +164,7 @@ def select(
     return code
 
 
-@click.command()
+@click.command(short_help="Select the wheel that loads on the target, then install it.")
 @_sources
 @_pre_option
 @click.option("--force", is_flag=True, help="Install even when the torch checks refuse (loudly).")

@@ -57,7 +57,7 @@ def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
         raise InputError(f"--torch: {exc}") from exc
 
 
-@click.command("index")
+@click.command("index", short_help="Write a PEP 503 index, and one per torch of what loads there.")
 @click.argument("sources", nargs=-1, required=True)
 @click.option(
     "-o",
@@ -126,7 +126,7 @@ def _index_lines(output: Path, result: IndexResult) -> list[str]:
     return lines
 
 
-@click.command("matrix")
+@click.command("matrix", short_help="A grid of wheels by torch minor: which loads where.")
 @click.argument("sources", nargs=-1, required=True)
 @format_option("text", "markdown", "json")
 @json_failures("matrix")
