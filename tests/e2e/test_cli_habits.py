@@ -66,6 +66,11 @@ def test_statistics_count_every_code(fixture_wheels: dict[str, Path], tmp_path: 
         ), (row, lines)
     quiet = _check("--statistics", "-q", *wheels, cwd=tmp_path).stdout.splitlines()
     assert quiet == lines[:-1]
+    # findings past max-listed are counted, as the summary counts them
+    few = {**os.environ, "TORCHWHEEL_MAX_LISTED": "2"}
+    capped = torchwheel("check", "--statistics", "--format", "json", *wheels, cwd=tmp_path, env=few)
+    assert {r["code"]: r["count"] for r in json.loads(capped.stdout)["statistics"]} == counts
+    assert max(counts.values()) > 2  # so some were omitted
     github = _check("--statistics", "--format", "github", *wheels, cwd=tmp_path)
     assert github.returncode == 2 and "--statistics is for --format text or json" in github.stderr
 
