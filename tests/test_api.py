@@ -25,12 +25,22 @@ def _document(*args: str, cwd: Path, code: int = 0) -> dict[str, object]:
 
 def test_the_stable_names_are_exported() -> None:
     assert set(api.__all__) == {
+        "Axis",
+        "Cell",
         "CheckResult",
+        "Exit",
         "Facts",
+        "Finding",
         "InputError",
+        "InvalidValue",
         "LoadVerdict",
+        "MissingInput",
         "Need",
+        "NeedKind",
         "RewriteRefused",
+        "Severity",
+        "UnknownAxis",
+        "UnreadableInput",
         "check",
         "inspect_wheel",
         "loads_on",

@@ -98,12 +98,12 @@ def test_findings_past_max_listed_are_counted_in_every_format(
     assert "(x10 in 10 files: " in lines[0]
     assert lines[1].endswith("TW403 error: ... and 110 more TW403 findings, not listed (max-listed = 10 per "
                              "input and code; raise it with TORCHWHEEL_MAX_LISTED)")  # fmt: skip
-    assert lines[-1] == "1 input checked: 120 error(s), 0 warning(s)"
+    assert lines[-1] == "1 input checked: 120 error(s), 0 warning(s), 0 info(s)"
 
     code, out, _ = run(capsys, "check", "--format", "github", str(path))
     annotations = [line for line in out.splitlines() if line.startswith("::error")]
     assert len(annotations) == 11 and "and 110 more TW403 findings" in annotations[-1]
-    assert out.splitlines()[-1] == "1 input checked: 120 error(s), 0 warning(s)"
+    assert out.splitlines()[-1] == "1 input checked: 120 error(s), 0 warning(s), 0 info(s)"
 
 
 def test_the_text_collapse_sums_each_group_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -42,3 +42,4 @@ TorchABIPlugin.get_all_configs
 TorchABIPlugin.get_supported_configs
 SymbolTable.from_json  # to_json's reader, for tables as text: the tests round-trip through it
 WheelSource.from_json  # scripts/shim_exports.py reads its cached export lists with it
+__getattr__  # PEP 562: api's and results' Literal aliases, loaded when first asked for

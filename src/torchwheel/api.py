@@ -7,13 +7,16 @@ result serialises, with ``to_json()``, to the versioned document its command pri
 
 Stable (kept across releases, changed only with a deprecation): the functions
 ``inspect_wheel``, ``check``, ``need``, ``loads_on`` and ``tag``, their keyword arguments,
-the result classes' documented attributes and ``to_json()``, and ``InputError``. Provisional:
+the result classes' documented attributes and ``to_json()`` (``torchwheel.results``, every one
+exported here), ``InputError`` and its kinds. Provisional:
 the ``facts`` attribute (the internal per-wheel facts), the ``policy``/``table`` keywords
 the command line passes, and ``scan_one``. ``docs/api.md`` is the reference.
 
 Nothing here prints, exits or reads ``pyproject.toml``: configuration is the caller's (the
 command line reads ``[tool.torchwheel]`` and passes it in). Unreadable input raises
-``InputError`` with the same one-line message the command line prints.
+``InputError`` with the same one-line message the command line prints: ``MissingInput``
+(also a ``FileNotFoundError``), ``UnreadableInput`` (an ``OSError``) or ``InvalidValue`` (a
+``ValueError``) where one of those says it.
 """
 
 from __future__ import annotations
@@ -23,25 +26,36 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from torchwheel.errors import Exit, InputError
-from torchwheel.frozen import frozen
+from packaging.version import Version
+
+from torchwheel.errors import Exit, InputError, InvalidValue, MissingInput, UnreadableInput
+from torchwheel.results import CheckResult, Facts, Finding, LoadVerdict, Need
 
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
-    from torchwheel.rules.registry import Finding, Findings, Policy
+    from torchwheel.results import Axis, Cell, NeedKind, Severity, UnknownAxis
+    from torchwheel.rules.registry import Findings, Policy
     from torchwheel.tagging.apply import TagResult
     from torchwheel.tagging.options import TagOptions
-    from torchwheel.torchabi.need import TorchNeed
     from torchwheel.torchabi.tablechoice import ChosenTable
-    from torchwheel.torchabi.verdicts import Verdict
 
 __all__ = [
+    "Axis",
+    "Cell",
     "CheckResult",
+    "Exit",
     "Facts",
+    "Finding",
     "InputError",
+    "InvalidValue",
     "LoadVerdict",
+    "MissingInput",
     "Need",
+    "NeedKind",
     "RewriteRefused",
+    "Severity",
+    "UnknownAxis",
+    "UnreadableInput",
     "check",
     "inspect_wheel",
     "loads_on",
@@ -51,6 +65,15 @@ __all__ = [
 ]
 
 PathLike = str | Path
+
+
+def __getattr__(name: str) -> object:
+    """The ``Literal`` aliases of ``torchwheel.results`` (PEP 562: loaded when asked for)."""
+    from torchwheel import results
+
+    if name not in results.ALIASES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(results, name)
 
 
 class RewriteRefused(InputError):
@@ -78,25 +101,6 @@ def _paths(paths: PathLike | Iterable[PathLike]) -> tuple[Path, ...]:
     return (Path(paths),) if isinstance(paths, str | Path) else tuple(Path(p) for p in paths)
 
 
-@frozen
-class Facts:
-    """What ``show`` says of one or more inputs (wheels, unpacked wheels, binaries,
-    installed distributions). ``facts``: the per-input facts, one per input (provisional)."""
-
-    facts: tuple[WheelFacts, ...]
-    table: ChosenTable
-
-    @property
-    def paths(self) -> tuple[str, ...]:
-        return tuple(w.contents.path for w in self.facts)
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``torchwheel show --format json`` document."""
-        from torchwheel.report.facts import show_json
-
-        return show_json(list(self.facts), self.table.to_json())
-
-
 def inspect_wheel(
     paths: PathLike | Iterable[PathLike],
     *,
@@ -114,45 +118,6 @@ def inspect_wheel(
     return Facts(tuple(load(given, tuple(env), chosen.table, verify_hashes)), chosen)
 
 
-@frozen
-class CheckResult:
-    """``check``'s findings. ``exit_code`` is the command's: 0 without errors, 1 with."""
-
-    facts: Facts
-    found: Findings
-    verified_hashes: bool
-
-    @property
-    def findings(self) -> tuple[Finding, ...]:
-        """Each finding (code, severity, wheel, member, message), in report order; at most
-        ``max-listed`` of one code per input, the rest counted in ``omitted``."""
-        return tuple(self.found)
-
-    @property
-    def omitted(self) -> dict[tuple[str, str], int]:
-        return dict(self.found.omitted)
-
-    @property
-    def errors(self) -> int:
-        return self.found.severities()["error"]
-
-    @property
-    def warnings(self) -> int:
-        return self.found.severities()["warning"]
-
-    @property
-    def exit_code(self) -> Exit:
-        return Exit.NO if self.errors else Exit.OK
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``torchwheel check --format json`` document."""
-        from torchwheel.report.findings import check_json
-
-        document = check_json(list(self.facts.facts), self.found, self.verified_hashes)
-        document["symbol_table"] = self.facts.table.to_json()
-        return document
-
-
 def check(
     paths: PathLike | Iterable[PathLike],
     *,
@@ -164,7 +129,7 @@ def check(
     policy: Policy | None = None,
 ) -> CheckResult:
     """Run the rules (``docs/rules.md``). ``select``/``ignore``: codes or prefixes, as
-    ``--select``/``--ignore``; an unknown code raises ``InputError``. ``policy``: the
+    ``--select``/``--ignore``; an unknown code raises ``InvalidValue``. ``policy``: the
     command line's (``[tool.torchwheel]`` merged in; provisional)."""
     from torchwheel import rules
     from torchwheel.rules.codes import is_selector, unknown_code
@@ -172,38 +137,14 @@ def check(
 
     for where, given in (("select", select), ("ignore", ignore)):
         if isinstance(given, str):  # "TW501" would be read as the codes T, W, 5, ...
-            raise InputError(f"{where}: a sequence of codes, not one string ({given[:40]!r})")
+            raise InvalidValue(f"{where}: a sequence of codes, not one string ({given[:40]!r})")
         for code in given:
             if not is_selector(code):
-                raise InputError(unknown_code(code, where))
+                raise InvalidValue(unknown_code(code, where))
     if policy is None:
         policy = Policy(select=frozenset(select), ignore=frozenset(ignore))
     facts = inspect_wheel(paths, env=env, symbols=symbols, verify_hashes=verify_hashes)
     return CheckResult(facts, rules.run_all(facts.facts, policy), verify_hashes)
-
-
-@frozen
-class Need:
-    """Which torch one wheel loads on, every axis (``torchabi.need.TorchNeed``): ``kind``
-    (stable, unstable, any, none), the stable ``floor``, an unstable build's ``releases``,
-    the torch ``builds`` (CPU, CUDA major, ROCm, XPU), its ``gpu_code`` and its own torch
-    requirement; an axis nothing could read is in ``unknown``, never taken as "any"."""
-
-    path: str
-    need: TorchNeed
-
-    @property
-    def unknown(self) -> tuple[str, ...]:
-        return self.need.unknown_axes
-
-    def __str__(self) -> str:
-        return str(self.need)
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``need`` object of ``show --format json``, with the document's version."""
-        from torchwheel.report.facts import SCHEMA_VERSION, need_json
-
-        return {"schema_version": SCHEMA_VERSION, "path": self.path, "need": need_json(self.need)}
 
 
 def scan_one(source: object, *, symbols: PathLike | ChosenTable | None = None) -> dict[str, Any]:
@@ -228,70 +169,21 @@ def need(path: PathLike, *, symbols: PathLike | ChosenTable | None = None) -> Ne
     return Need(str(path), _candidate(path, symbols).torch)
 
 
-@frozen
-class LoadVerdict:
-    """Does the wheel load on that torch? ``cell``: loads, only (this minor only), some
-    (some patch releases of a minor: ``releases``), no, unknown (an axis of the wheel or
-    of the target could not be read). ``axis`` names what decided; ``reason`` says why."""
-
-    path: str
-    torch: str
-    backend: str | None
-    gpu: int | None
-    verdict: Verdict
-
-    @property
-    def loads(self) -> bool:
-        return self.verdict.loads
-
-    @property
-    def cell(self) -> str:
-        return self.verdict.cell
-
-    @property
-    def axis(self) -> str:
-        return self.verdict.axis
-
-    @property
-    def reason(self) -> str:
-        return self.verdict.reason
-
-    @property
-    def releases(self) -> tuple[str, ...]:
-        return tuple(str(v) for v in self.verdict.loads_on)
-
-    def to_json(self) -> dict[str, Any]:
-        """A cell of ``matrix --format json`` (``fit``, ``reason``, ``axis``, ``releases``)
-        with the target it judged."""
-        from torchwheel.report.facts import SCHEMA_VERSION
-
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "path": self.path,
-            "torch": self.torch,
-            "torch_backend": self.backend,
-            "gpu": f"sm_{self.gpu}" if self.gpu is not None else None,
-            "fit": self.cell,
-            "reason": self.reason,
-            "axis": self.axis,
-            "releases": list(self.releases),
-        }
-
-
 def loads_on(
     path: PathLike,
     *,
-    torch: str,
+    torch: str | Version,
     backend: str | None = None,
     gpu: str | int | None = None,
     symbols: PathLike | ChosenTable | None = None,
 ) -> LoadVerdict:
     """The one verdict (``torchabi.verdicts.verdict``) for one wheel file on one torch: ``torch`` ``2.13.0``
-    (that release) or ``2.13`` (every release of the minor: ``some`` when only some patch releases fit);
+    (that release) or ``2.13`` (every release of the minor: ``some`` when only some patch releases fit),
+    a string or a ``packaging.version.Version``;
     ``backend`` its build (``cpu``, ``cu130``, ``rocm7.1``, ``xpu``; None: not known, so a wheel that
     needs one build is ``unknown``); ``gpu`` the GPU (``sm_90``, ``9.0`` or 90; None: not judged).
     Requirement markers are evaluated for the wheel's own platform and lowest CPython."""
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import InvalidVersion
 
     from torchwheel.install.target import markers_for_tags
     from torchwheel.torchabi.backend import parse_backend
@@ -300,9 +192,9 @@ def loads_on(
     from torchwheel.torchabi.verdicts import minor_verdict, verdict
 
     try:
-        version = Version(torch)
-    except InvalidVersion as exc:
-        raise InputError(f"torch {torch[:40]!r}: not a version") from exc
+        version = torch if isinstance(torch, Version) else Version(torch)
+    except (InvalidVersion, TypeError) as exc:
+        raise InvalidValue(f"torch {str(torch)[:40]!r}: not a version") from exc
     build = parse_backend(backend) if backend is not None else None
     capability = gpu if isinstance(gpu, int) or gpu is None else parse_gpu(gpu)
     c = _candidate(path, symbols)
@@ -311,7 +203,7 @@ def loads_on(
         found = minor_verdict(c.torch, markers, minor_of(version), build, capability)
     else:
         found = verdict(c.torch, markers, version, build, capability)
-    return LoadVerdict(str(path), torch, build.backend if build else None, capability, found)
+    return LoadVerdict(str(path), str(torch), build.backend if build else None, capability, found)
 
 
 def tag_wheels(
@@ -387,7 +279,7 @@ def tag(
         try:
             FeatureVersion.parse(build_torch)
         except ValueError as exc:
-            raise InputError(f"build_torch {build_torch!r}: expected X.Y") from exc
+            raise InvalidValue(f"build_torch {build_torch!r}: expected X.Y") from exc
     options = TagOptions(
         upper_bound=upper_bound,
         build_torch=build_torch,

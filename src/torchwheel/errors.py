@@ -22,7 +22,41 @@ class Exit(IntEnum):
 
 
 class InputError(Exception):
-    """The input could not be read or used; the message names the file and the problem."""
+    """The input could not be read or used; the message names the file and the problem.
+
+    Where a standard exception says the same, the error is that too (``MissingInput`` is a
+    ``FileNotFoundError``, ``UnreadableInput`` an ``OSError``, ``InvalidValue`` a
+    ``ValueError``), so a caller of the library catches what it would catch anyway."""
+
+
+class _SystemInputError(InputError, OSError):
+    """An ``OSError`` with the one-line message: ``str()`` is the message, not OSError's
+    ``[Errno 2] ...`` form; ``errno``, ``strerror`` and ``filename`` are the system's."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class MissingInput(_SystemInputError, FileNotFoundError):
+    """An input that does not exist."""
+
+
+class UnreadableInput(_SystemInputError):
+    """An input the system will not let us read (permissions, an I/O error)."""
+
+
+class InvalidValue(InputError, ValueError):
+    """A value that is not one: a torch version, a rule code, a backend, a GPU, a wheel name."""
+
+
+def system_error(where: object, exc: OSError, message: str | None = None) -> InputError:
+    """The one-line error for ``exc`` on ``where``, keeping its kind: ``MissingInput`` for a
+    file that is not there, else ``UnreadableInput``. ``message``: what follows ``where``
+    (default: the system's words)."""
+    kind = MissingInput if isinstance(exc, FileNotFoundError) else UnreadableInput
+    error = kind(f"{where}: {message or exc.strerror or exc}")
+    error.errno, error.strerror, error.filename = exc.errno, exc.strerror, str(where)
+    return error
 
 
 def clipped(text: object, keep: int = 200) -> str:

@@ -63,3 +63,9 @@ def test_the_summary_colours_only_counts_that_are_not_zero() -> None:
     assert findings("1 input checked: 3 error(s), 1 warning(s)") == (
         f"1 input checked: {_RED}{_BOLD}3 error(s){_END}, {_YELLOW}1 warning(s){_END}"
     )
+    assert findings("1 input checked: 0 error(s), 0 warning(s), 0 info(s) - all clean") == (
+        f"1 input checked: 0 error(s), 0 warning(s), 0 info(s){_GREEN} - all clean{_END}"
+    )
+    assert findings("1 input checked: 0 error(s), 1 warning(s), 2 info(s)") == (
+        f"1 input checked: 0 error(s), {_YELLOW}1 warning(s){_END}, {_CYAN}2 info(s){_END}"
+    )

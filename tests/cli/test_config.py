@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from torchwheel.cli.config import configured_relax_pin, configured_symbols, find_pyproject, load_policy
+from torchwheel.cli.config import (
+    config_start,
+    configured_relax_pin,
+    configured_symbols,
+    find_pyproject,
+    load_policy,
+)
 from torchwheel.errors import InputError
 
 
@@ -25,11 +31,27 @@ def _refusal(start: Path) -> str:
     return str(info.value)
 
 
-def test_the_nearest_pyproject_is_found_upward(tmp_path: Path) -> None:
+def test_the_nearest_pyproject_with_the_table_is_found_upward(tmp_path: Path) -> None:
+    """As ruff finds [tool.ruff]: a pyproject.toml without the table is passed over."""
     sub = _project(tmp_path, "")
     assert find_pyproject(sub) == tmp_path / "pyproject.toml"
-    (sub / "pyproject.toml").write_text("[project]\n")
+    (sub / "pyproject.toml").write_text("[project]\nname = 'torchwheel-user'\n")  # the word, no table
+    assert find_pyproject(sub) == tmp_path / "pyproject.toml"
+    (sub / "pyproject.toml").write_text("[tool.torchwheel]\n")
     assert find_pyproject(sub) == sub / "pyproject.toml"
+
+
+def test_the_configuration_of_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``config_start``: the folder of the one table above the inputs, else the current one."""
+    a, b = _project(tmp_path / "a", ""), _project(tmp_path / "b", "")
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    monkeypatch.chdir(lone)
+    assert config_start([a / "x.whl", a]) == tmp_path / "a"
+    assert config_start([lone / "x.whl"]) == config_start([]) == lone
+    assert config_start([a / "x.whl", lone / "y.whl"]) == tmp_path / "a"
+    with pytest.raises(InputError, match=r"configured by different \[tool.torchwheel\] tables"):
+        config_start([a / "x.whl", b / "y.whl"])
 
 
 def test_a_full_policy(tmp_path: Path) -> None:
@@ -88,11 +110,19 @@ def test_an_unknown_code_in_the_file_names_the_file(tmp_path: Path) -> None:
     assert message.endswith("`torchwheel rule --all` lists every code)")
 
 
-def test_an_unknown_code_on_the_command_line(tmp_path: Path) -> None:
-    with pytest.raises(
-        InputError, match=r"^unknown rule code TW1,TW2 in --select \(one code each: TW1, TW2; "
-    ):
-        load_policy(tmp_path, select=("TW1,TW2",), use_config=False)
+def test_comma_lists_on_the_command_line(tmp_path: Path) -> None:
+    """As ruff's --select/--ignore: a value may list codes with commas."""
+    policy = load_policy(tmp_path, select=("TW1, TW2",), ignore=("TW201,TW503", "TW7"), use_config=False)
+    assert policy.select == frozenset({"TW1", "TW2"})
+    assert policy.ignore == frozenset({"TW201", "TW503", "TW7"})
+    with pytest.raises(InputError, match=r"^unknown rule code TW999 in --select \(did you mean "):
+        load_policy(tmp_path, select=("TW1,TW999",), use_config=False)
+
+
+def test_a_comma_list_inside_the_file_is_refused_with_the_codes(tmp_path: Path) -> None:
+    """In the TOML list each code is its own string: "TW1,TW2" there is a mistake, named."""
+    sub = _project(tmp_path, 'select = ["TW1,TW2"]')
+    assert "unknown rule code TW1,TW2 in [tool.torchwheel] select (one code each: TW1, TW2; " in _refusal(sub)
 
 
 def test_broken_toml_is_one_line(tmp_path: Path) -> None:

@@ -98,7 +98,7 @@ def test_build_repair_check_passes_clean(project: Path) -> None:
     assert "TW503 fixed by the rewrite" in repaired.stderr
     checked = _run("check", project)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "0 error(s), 0 warning(s) - all clean" in checked.stdout
+    assert "0 error(s), 0 warning(s), 0 info(s) - all clean" in checked.stdout
     (wheel,) = (project / "wheelhouse").glob("*.whl")
     assert "manylinux" in wheel.name and "linux_x86_64" not in wheel.name.replace("manylinux", "")
     assert _requires(wheel) == ["torch>=2.10"]

@@ -60,7 +60,7 @@ def test_every_rule_has_a_triggering_wheel() -> None:
 def test_clean_wheel_text_report(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
     result = torchwheel("check", str(fixture_wheels["clean"]), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "0 error(s), 0 warning(s) - all clean" in result.stdout
+    assert "0 error(s), 0 warning(s), 0 info(s) - all clean" in result.stdout
 
 
 def test_select_and_ignore(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pytest
 
@@ -114,10 +114,12 @@ def test_select_downloads_only_the_wheels_that_can_be_chosen(served: tuple[str, 
     assert project["chosen"]["file"] == labelled("212")
     assert project["chosen"]["url"] == f"{url}/files/{labelled('212').replace('+', '%2B')}"
     assert project["chosen"]["path"] is None  # the download is gone with the command
-    # the 2.13 build's .metadata pins torch==2.13.*: judged without downloading it
-    (passed,) = project["not_opened"]
-    assert "torch==2.13.*" in passed["reason"] and "excludes torch 2.12" in passed["reason"]
-    assert sorted(server.downloads()) == sorted([labelled("210"), labelled("212")])
+    # the 2.13 build's .metadata pins torch==2.13.*: judged without downloading it; the 2.10
+    # build ranks below the 2.12 one that fits (its local label is the lower version)
+    passed = {unquote(Path(p["location"]).name): p["reason"] for p in project["not_opened"]}
+    assert "torch==2.13.*" in passed[labelled("213")] and "excludes torch 2.12" in passed[labelled("213")]
+    assert "1.0.0+torch2.12 is a newer version (PEP 440 ranks the local label higher)" in passed[labelled("210")]
+    assert server.downloads() == [labelled("212")]
     assert f"/files/{labelled('213')}.metadata" in server.requests
     assert "/simple/" not in server.requests  # --name: straight to the project page, never the root
 
@@ -169,7 +171,7 @@ def test_pep_691_json_pages_by_content_negotiation(site: Path, tmp_path: Path) -
     with serve(root) as (url, server):
         code, out, err = _select("--torch", "2.13", *PLAN, "-i", f"{url}/simple/", "--name", "twidx")
     assert code == 0, err
-    assert _project(out)["chosen"]["file"] == labelled("212")
+    assert _project(out)["chosen"]["file"] == labelled("213")  # the highest version (as pip and uv)
     assert f"/files/{labelled('213')}" in server.requests  # 2.13 admits the unstable build: downloaded
 
 

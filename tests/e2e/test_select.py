@@ -80,7 +80,7 @@ def _folders(cands: dict[str, Path], *names: str) -> list[str]:
             "2.14.0",
             "s212",
             {
-                "s210": "but the choice's newer stable-ABI target (stable >= 2.12) ranks first",
+                "s210": "but 0.1.0+torch2.12 is the higher version: PEP 440 ranks a local label above",
                 "unstable": "Requires-Dist torch==2.13.* excludes torch 2.14.0",
             },
         ),
@@ -286,10 +286,14 @@ def test_install_list_uninstall_on_a_stub_torch(cands: dict[str, Path], venvs: d
     assert site_files(python) == before
 
 
-@pytest.mark.parametrize(("torch", "why"), [("none", "no torch"), ("2.9.0", "older than its target")])
+@pytest.mark.parametrize(
+    ("torch", "why", "forced_past"),
+    [("none", "no torch", "no torch"), ("2.9.0", "older than its target", "the target has 2.9")],
+)
 def test_install_refuses_and_force_overrides(
-    cands: dict[str, Path], venvs: dict[str, Path], torch: str, why: str
+    cands: dict[str, Path], venvs: dict[str, Path], torch: str, why: str, forced_past: str
 ) -> None:
+    """--force installs what pip would: the highest version (the +torch2.13 build)."""
     python = venvs[torch]
     before = site_files(python)
     result = torchwheel("install", "--python", str(python), *_folders(cands, "labels"))
@@ -298,7 +302,8 @@ def test_install_refuses_and_force_overrides(
     assert site_files(python) == before
     forced = torchwheel("install", "--force", "--python", str(python), *_folders(cands, "labels"))
     assert forced.returncode == 0, forced.stderr
-    assert "WARNING: --force" in forced.stderr and why in forced.stderr
+    assert "WARNING: --force" in forced.stderr and forced_past in forced.stderr
+    assert f"installed {cands['unstable'].name}" in forced.stderr
     assert _pip(python, "uninstall", "-y", "twdemo-stable").returncode == 0
     assert site_files(python) == before
 

@@ -19,7 +19,7 @@ from torchwheel.analysis.member import MemberBinary, analyze_binary
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.binary import BinaryError
 from torchwheel.binary.memberscan import scan_file
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, system_error
 from torchwheel.safeopen import kind
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.wheel.contents import WheelContents
@@ -55,9 +55,9 @@ def _mode(p: Path) -> int:
     try:
         return os.stat(p).st_mode
     except FileNotFoundError as exc:
-        raise InputError(f"{p}: no such file or directory") from exc
+        raise system_error(p, exc, "no such file or directory") from exc
     except OSError as exc:
-        raise InputError(f"{p}: {exc.strerror or exc}") from exc
+        raise system_error(p, exc) from exc
 
 
 def _directory_entry(folder: Path, entry: Path) -> Path:
@@ -77,7 +77,7 @@ def _binary_facts(path: Path, table: SymbolTable) -> WheelFacts:
     try:
         _, read = scan_file(path, str(path))
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from exc
+        raise system_error(path, exc) from exc
     if isinstance(read, BinaryError):
         raise InputError(f"{path}: {read}")
     contents = WheelContents.lone_binary(str(path), path.name)

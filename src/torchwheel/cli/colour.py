@@ -19,7 +19,9 @@ import click
 _SEVERITY = {"error": "red", "warning": "yellow", "info": "cyan"}
 # a finding line's "TW503 error" (and a collapsed line's "TW101 warning (x12 ...")
 _FINDING = re.compile(r"(?<=: )(TW\d{3}) (error|warning|info)\b")
-_SUMMARY = re.compile(r"^(\d+ inputs? checked: )(\d+) error\(s\), (\d+) warning\(s\)(.*)$", re.MULTILINE)
+_SUMMARY = re.compile(
+    r"^(\d+ inputs? checked: )(\d+) error\(s\), (\d+) warning\(s\)(?:, (\d+) info\(s\))?(.*)$", re.MULTILINE
+)
 
 
 def enabled(err: bool = False) -> bool:
@@ -38,12 +40,13 @@ def _severity(match: re.Match[str]) -> str:
 
 
 def _summary(match: re.Match[str]) -> str:
-    head, errors, warnings, rest = match.groups()
+    head, errors, warnings, infos, rest = match.groups()
     e = f"{errors} error(s)"
     w = f"{warnings} warning(s)"
     e = click.style(e, fg="red", bold=True) if errors != "0" else e
     w = click.style(w, fg="yellow") if warnings != "0" else w
-    return f"{head}{e}, {w}" + (click.style(rest, fg="green") if "clean" in rest else rest)
+    i = "" if infos is None else f", {click.style(f'{infos} info(s)', fg='cyan') if infos != '0' else f'{infos} info(s)'}"
+    return f"{head}{e}, {w}{i}" + (click.style(rest, fg="green") if "clean" in rest else rest)
 
 
 def findings(text: str) -> str:

@@ -1,8 +1,15 @@
-"""Project policy from ``[tool.torchwheel]`` in the nearest ``pyproject.toml``."""
+"""Project policy from ``[tool.torchwheel]`` in the nearest ``pyproject.toml``.
+
+Found as ruff finds ``[tool.ruff]``: from each input's folder upwards, the nearest
+``pyproject.toml`` that has the table (one without it is passed over); an input with none
+above it (a wheel in a temporary folder: cibuildwheel's repair) takes the one found from the
+current folder. The command line's ``--select``/``--ignore`` extend the file's.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +20,56 @@ from torchwheel.rules.registry import Policy
 _KEYS = {"select", "ignore", "unstable-allowlist", "require-torch", "symbols", "relax-pin", "gpu-archs"}
 
 
+def _read_table(candidate: Path) -> dict[str, Any] | None:
+    """``[tool.torchwheel]`` of one pyproject.toml, or None when it has no such table."""
+    try:
+        text = candidate.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{candidate}: cannot be read ({exc})") from exc
+    if "torchwheel" not in text:  # no such table, so no need to parse (tomllib: 5% of a small check)
+        return None
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{candidate}: cannot be read ({exc})") from exc
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict) or "torchwheel" not in tool:
+        return None
+    table = tool["torchwheel"]
+    if not isinstance(table, dict):
+        raise InputError(f"{candidate}: [tool.torchwheel] must be a table")
+    return table
+
+
 def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml from ``start`` upwards that has a ``[tool.torchwheel]``."""
     for directory in (start, *start.parents):
         candidate = directory / "pyproject.toml"
-        if candidate.is_file():
+        if candidate.is_file() and _read_table(candidate) is not None:
             return candidate
     return None
+
+
+def config_start(inputs: Iterable[Path | str]) -> Path:
+    """Where the configuration of a run over ``inputs`` is looked for: the folder of the one
+    pyproject.toml found above them (each from its own folder), else the current folder.
+    Inputs under different configurations are refused: a run has one policy (a run per
+    project, or ``--no-config``)."""
+    found: dict[Path, str] = {}
+    for given in inputs:
+        path = Path(given).absolute()
+        where = find_pyproject(path if path.is_dir() else path.parent)
+        if where is not None:
+            found.setdefault(where, str(given))
+    if len(found) > 1:
+        (a, first), (b, second) = list(found.items())[:2]
+        raise InputError(
+            f"{first} and {second} are configured by different [tool.torchwheel] tables ({a}, {b}): "
+            "check each project in a run of its own, or pass --no-config"
+        )
+    return next(iter(found)).parent if found else Path.cwd()
 
 
 def _strings(table: dict[str, Any], key: str, where: Path) -> tuple[str, ...]:
@@ -29,25 +80,11 @@ def _strings(table: dict[str, Any], key: str, where: Path) -> tuple[str, ...]:
 
 
 def _tool_table(start: Path) -> tuple[dict[str, Any], Path | None]:
-    """``[tool.torchwheel]`` of the nearest pyproject.toml, checked for unknown keys."""
+    """``[tool.torchwheel]`` of the nearest pyproject.toml that has one, checked for unknown keys."""
     where = find_pyproject(start)
     if where is None:
         return {}, None
-    try:
-        text = where.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{where}: cannot be read ({exc})") from exc
-    if "torchwheel" not in text:  # no such table, so no need to parse (tomllib: 5% of a small check)
-        return {}, where
-    import tomllib
-
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{where}: cannot be read ({exc})") from exc
-    table = data.get("tool", {}).get("torchwheel", {})
-    if not isinstance(table, dict):
-        raise InputError(f"{where}: [tool.torchwheel] must be a table")
+    table = _read_table(where) or {}
     unknown = set(table) - _KEYS
     if unknown:
         raise InputError(f"{where}: unknown [tool.torchwheel] keys: {', '.join(sorted(unknown))}")
@@ -101,12 +138,20 @@ def _selectors(values: tuple[str, ...], where: str, file: Path | None = None) ->
     return values
 
 
+def _listed(values: tuple[str, ...]) -> tuple[str, ...]:
+    """``("TW201,TW503", "TW7")`` -> ``("TW201", "TW503", "TW7")``: each part stripped; an
+    empty part is kept, to be refused as no code."""
+    return tuple(part.strip() for value in values for part in value.split(","))
+
+
 def load_policy(
     start: Path, select: tuple[str, ...] = (), ignore: tuple[str, ...] = (), use_config: bool = True
 ) -> Policy:
-    """Command-line codes extend the file's; the file is found upward from ``start``. An
-    unknown code, on the command line or in the file, is refused (exit 2, with a guess)."""
-    select, ignore = _selectors(select, "--select"), _selectors(ignore, "--ignore")
+    """Command-line codes extend the file's; the file is found upward from ``start``
+    (``config_start``). On the command line a value may list codes with commas, as ruff's
+    does (``--ignore TW201,TW503``). An unknown code, on the command line or in the file, is
+    refused (exit 2, with a guess)."""
+    select, ignore = _selectors(_listed(select), "--select"), _selectors(_listed(ignore), "--ignore")
     table, where = _tool_table(start) if use_config else ({}, None)
     require = table.get("require-torch", True)
     if not isinstance(require, bool):

@@ -63,8 +63,18 @@ def _sources(func: F) -> F:
     return func
 
 
-@click.command()
+def _pre_option(func: F) -> F:
+    return click.option(
+        "--pre",
+        is_flag=True,
+        help="Pre-releases may be the choice too (as pip's --pre); without it they count only "
+        "when no final release has a file for the target.",
+    )(func)
+
+
+@click.command(short_help="Choose the wheel that loads on the target's torch, and say why.")
 @_sources
+@_pre_option
 @click.option("--torch", "torch_version", metavar="X.Y", help="Plan: choose for this torch.")
 @click.option("--python-version", metavar="X.Y", help="Plan: choose for this CPython.")
 @click.option(
@@ -96,6 +106,7 @@ def select(
     fmt: str,
     symbols_file: Path | None,
     no_config: bool,
+    pre: bool,
 ) -> Exit:
     """Choose, among candidate wheels, the one that loads on the target's torch; explain
     every other. Exit 0 chosen, 1 nothing fits, 2 unreadable input (per project: the worst)."""
@@ -123,9 +134,9 @@ def select(
         target = targets.with_gpu(target, gpu)
     table = chosen_table(symbols_file, no_config).table
     with gathering(
-        [*sources, *find_links], names, indexes=index_urls, target=target, table=table
+        [*sources, *find_links], names, indexes=index_urls, target=target, table=table, pre=pre
     ) as gathered:
-        found = outcome.outcomes(choose(gathered.candidates, target), gathered, names)
+        found = outcome.outcomes(choose(gathered.candidates, target, pre=pre), gathered, names)
         click.echo(  # candidate names come from the input: escaped like every text report
             select_json(target, gathered, found)
             if fmt == "json"
@@ -140,8 +151,9 @@ def select(
     return code
 
 
-@click.command()
+@click.command(short_help="Select the wheel that loads on the target, then install it.")
 @_sources
+@_pre_option
 @click.option("--force", is_flag=True, help="Install even when the torch checks refuse (loudly).")
 @click.option(
     "--upgrade",
@@ -166,6 +178,7 @@ def install(
     repair_env: bool,
     symbols_file: Path | None,
     no_config: bool,
+    pre: bool,
 ) -> Exit:
     """Select, then install the chosen wheel of each project into the target interpreter's
     environment with `installer`. Sources that hold several projects need --name for each to
@@ -181,7 +194,7 @@ def install(
     from torchwheel.install.target import probe
 
     if repair_env:
-        if sources or find_links or index_urls or names or force or upgrade:
+        if sources or find_links or index_urls or names or force or upgrade or pre:
             raise click.UsageError("--repair-env takes no sources and no other option than --python")
         return _repair_only(python)
     require_sources(sources, index_urls, find_links)
@@ -190,9 +203,9 @@ def install(
         _say_repaired(repair_environment(target))
     table = chosen_table(symbols_file, no_config).table
     with gathering(
-        [*sources, *find_links], names, indexes=index_urls, target=target, table=table
+        [*sources, *find_links], names, indexes=index_urls, target=target, table=table, pre=pre
     ) as gathered:
-        found = outcome.outcomes(choose(gathered.candidates, target, force=force), gathered, names)
+        found = outcome.outcomes(choose(gathered.candidates, target, force, pre), gathered, names)
         code = outcome.exit_code(found, gathered)
         text = safe_lines(select_text(target, gathered, found).splitlines())
         if len(found) > 1 and not names:
@@ -237,8 +250,12 @@ def _say_refused(found: list[Outcome], gathered: Gathered) -> None:
         if o.kind == "absent":
             click.echo(f"torchwheel: install refused: {safe(absent_text(o.name, gathered))}", err=True)
     if any(o.kind == "nothing-fits" for o in found):
+        held = any(v.held_back for o in found for v in o.choice.verdicts)
         click.echo(
-            "torchwheel: install refused: no candidate loads on the target (--force overrides)", err=True
+            "torchwheel: install refused: no candidate loads on the target (--force overrides)"
+            if not held
+            else "torchwheel: install refused: only a pre-release loads on the target (--pre takes it)",
+            err=True,
         )
 
 

@@ -7,7 +7,7 @@ the code. The library is imported inside the functions: ``--help`` must stay ins
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -69,14 +69,16 @@ no_config_option = click.option(
 select_option = click.option(
     "--select",
     multiple=True,
-    metavar="CODE",
-    help="Only these codes (prefixes allowed: TW2); an unknown code is refused (`torchwheel rule --all`).",
+    metavar="CODE[,CODE]",
+    help="Only these codes, repeated or comma-separated (prefixes allowed: TW2); an unknown code is "
+    "refused (`torchwheel rule --all`).",
 )
 ignore_option = click.option(
     "--ignore",
     multiple=True,
-    metavar="CODE",
-    help="Skip these codes (prefixes allowed); an unknown code is refused.",
+    metavar="CODE[,CODE]",
+    help="Skip these codes, repeated or comma-separated (--ignore TW201,TW503; prefixes allowed); "
+    "an unknown code is refused.",
 )
 
 
@@ -98,11 +100,21 @@ env_option = click.option(
 )
 
 
-def chosen_table(symbols_file: Path | None, no_config: bool) -> ChosenTable:
+def config_folder(inputs: Iterable[Path], no_config: bool) -> Path:
+    """Where ``[tool.torchwheel]`` is looked for: from the inputs' folders upwards, as ruff
+    looks (``config.config_start``); the current folder with ``--no-config`` or no input."""
+    from torchwheel.cli.config import config_start
+
+    return Path.cwd() if no_config else config_start(inputs)
+
+
+def chosen_table(symbols_file: Path | None, no_config: bool, start: Path | None = None) -> ChosenTable:
+    """The shim table: ``--symbols``, else ``TORCHWHEEL_SYMBOLS``, else ``symbols`` of the
+    configuration found from ``start`` (default: the current folder), else the shipped one."""
     from torchwheel.cli.config import configured_symbols
     from torchwheel.torchabi.tablechoice import choose_table
 
-    return choose_table(symbols_file, configured_symbols(Path.cwd(), use_config=not no_config))
+    return choose_table(symbols_file, configured_symbols(start or Path.cwd(), use_config=not no_config))
 
 
 def require_inputs(inputs: tuple[Path, ...], env: tuple[str, ...]) -> tuple[Path, ...]:

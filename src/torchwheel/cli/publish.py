@@ -59,7 +59,7 @@ def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
         raise InputError(f"--torch: {exc}") from exc
 
 
-@click.command("index")
+@click.command("index", short_help="Write a PEP 503 index, and one per torch of what loads there.")
 @click.argument("sources", nargs=-1)
 @index_options
 @click.option(
@@ -132,7 +132,7 @@ def _index_lines(output: Path, result: IndexResult) -> list[str]:
     return lines
 
 
-@click.command("matrix")
+@click.command("matrix", short_help="A grid of wheels by torch minor: which loads where.")
 @click.argument("sources", nargs=-1)
 @index_options
 @format_option("text", "markdown", "json")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from torchwheel.cli.jsonout import json_failures, print_document
 from torchwheel.cli.options import (
     chosen_table,
+    config_folder,
     env_option,
     format_option,
     ignore_option,
@@ -22,8 +24,11 @@ from torchwheel.cli.options import (
 from torchwheel.errors import Exit, InputError
 from torchwheel.report.textsafe import safe
 
+if TYPE_CHECKING:
+    from torchwheel.results import CheckResult
 
-@click.command()
+
+@click.command(short_help="Show the torch and CPython facts of single compiled files.")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @format_option("text", "json")
 @json_failures("inspect")
@@ -36,7 +41,7 @@ def inspect(files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_con
     from torchwheel.binary.memberscan import scan_file
     from torchwheel.report.facts import binary_text, inspect_json
 
-    chosen = chosen_table(symbols_file, no_config)
+    chosen = chosen_table(symbols_file, no_config, config_folder(files, no_config))
     results = []
     for path in files:
         _, facts = scan_file(path, str(path))  # OSError (a FIFO, a device) is one line in main
@@ -52,7 +57,7 @@ def inspect(files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_con
     return Exit.OK
 
 
-@click.command()
+@click.command(short_help="Show the facts of wheels and of every compiled file in them.")
 @inputs_argument
 @env_option
 @format_option("text", "json")
@@ -70,7 +75,7 @@ def show(
     from torchwheel import api
     from torchwheel.report.show_text import wheel_text
 
-    chosen = chosen_table(symbols_file, no_config)
+    chosen = chosen_table(symbols_file, no_config, config_folder(inputs, no_config))
     facts = api.inspect_wheel(require_inputs(inputs, env), env=env, symbols=chosen)
     if fmt == "json":
         print_document(facts.to_json())
@@ -80,7 +85,7 @@ def show(
     return Exit.OK
 
 
-@click.command()
+@click.command(short_help="Run the rules on wheels: exit 1 on errors, 2 on unreadable input.")
 @inputs_argument
 @env_option
 @format_option("text", "json", "github")
@@ -106,6 +111,11 @@ def show(
     is_flag=True,
     help="Exit 0 even when errors are found (2 still means an input could not be read).",
 )
+@click.option(
+    "--statistics",
+    is_flag=True,
+    help="Instead of the findings, how many of each code (as ruff's --statistics); text or json.",
+)
 def check(
     inputs: tuple[Path, ...],
     env: tuple[str, ...],
@@ -117,22 +127,35 @@ def check(
     skip_hashes: bool,
     quiet: int,
     exit_zero: bool,
+    statistics: bool,
 ) -> Exit:
     """Check wheels; exit 1 when any error is found, 2 when an input cannot be read."""
     from torchwheel import api
-    from torchwheel.cli import colour
     from torchwheel.cli.config import load_policy
-    from torchwheel.report.findings import check_text, summary_line
-    from torchwheel.report.github import check_github
 
-    policy = load_policy(Path.cwd(), select, ignore, use_config=not no_config)
-    chosen = chosen_table(symbols_file, no_config)
+    if statistics and fmt == "github":
+        raise click.UsageError("--statistics is for --format text or json")
+    start = config_folder(inputs, no_config)
+    policy = load_policy(start, select, ignore, use_config=not no_config)
+    chosen = chosen_table(symbols_file, no_config, start)
     result = api.check(
         require_inputs(inputs, env), env=env, symbols=chosen, verify_hashes=not skip_hashes, policy=policy
     )
+    _show_check(result, fmt, quiet, statistics)
+    return Exit.OK if exit_zero else result.exit_code
+
+
+def _show_check(result: CheckResult, fmt: str, quiet: int, statistics: bool) -> None:
+    """``check``'s report: a document for tools (``--quiet`` does not thin it), annotations
+    with a summary for the log, or text: the findings (or ``--statistics``) and the summary,
+    the summary dropped by ``-q`` and everything by ``-qq``."""
+    from torchwheel.cli import colour
+    from torchwheel.report.findings import check_text, statistics_json, statistics_text, summary_line
+    from torchwheel.report.github import check_github
+
     wheels, findings = list(result.facts.facts), result.found
     if fmt == "json":
-        print_document(result.to_json())  # a document for tools: --quiet does not thin it
+        print_document(statistics_json(wheels, findings) if statistics else result.to_json())
     elif fmt == "github":
         out = check_github(findings)
         if out and quiet < 2:
@@ -140,15 +163,14 @@ def check(
         if not quiet:
             click.echo(summary_line(wheels, findings))  # for the log
     elif quiet < 2:
-        text = check_text(wheels, findings)
+        text = statistics_text(wheels, findings) if statistics else check_text(wheels, findings)
         if quiet:  # the findings alone: drop the summary, the last line
             text = text.rpartition("\n")[0]
         if text:
             colour.echo(text)
-    return Exit.OK if exit_zero else result.exit_code
 
 
-@click.command()
+@click.command(short_help="Would these wheels load on TORCH? Imports against its exports.")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--against",
@@ -177,7 +199,7 @@ def compat(
     from torchwheel.report.compat import compat_json, compat_text
     from torchwheel.torchabi.torchlibs import read_torch
 
-    chosen = chosen_table(symbols_file, no_config)
+    chosen = chosen_table(symbols_file, no_config, config_folder(inputs, no_config))
     wheels = load_inputs(inputs, (), chosen, verify_hashes=False)
     # only the exports the inputs ask for are kept: libtorch exports ~100k names
     torch = read_torch(against, torch_imports(wheels, chosen.table))

@@ -55,7 +55,7 @@ def _find(text: str) -> tuple[list[str], bool]:
     raise InputError(unknown_code(text))
 
 
-@click.command("rule")
+@click.command("rule", short_help="Explain a finding code: what, why, and how to fix it.")
 @click.argument("code", required=False)
 @click.option("--all", "every", is_flag=True, help="List every code, one line each.")
 @format_option("text", "json")

@@ -28,7 +28,7 @@ def _report(report_file: Path, fmt: str) -> Exit:
     return Exit.OK
 
 
-@click.command("scan")
+@click.command("scan", short_help="Read and check every wheel of whole indexes into JSON Lines.")
 @click.argument("sources", nargs=-1)
 @index_options
 @click.option(

@@ -10,7 +10,7 @@ import click
 from torchwheel.errors import Exit
 
 
-@click.command()
+@click.command(short_help="Print the -I flag for the marker header stable_abi_marker.h.")
 def include() -> Exit:
     """Print the compiler flag that puts torchwheel's marker header on the include path.
 
@@ -21,12 +21,12 @@ def include() -> Exit:
     return Exit.OK
 
 
-@click.group()
+@click.group(short_help="The stable shim table: the torch release that added each symbol.")
 def symbols() -> None:
     """The table of stable shim symbols and the torch release that introduced each."""
 
 
-@symbols.command("update")
+@symbols.command("update", short_help="Extend the shim table from torch wheels or installations.")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option(
     "-o",

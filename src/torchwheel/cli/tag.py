@@ -11,6 +11,7 @@ import click
 from torchwheel.cli import colour
 from torchwheel.cli.options import (
     chosen_table,
+    config_folder,
     ignore_option,
     no_config_option,
     select_option,
@@ -32,7 +33,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _tag_options(
-    upper_bound: str | None, keep: bool, build_torch: str | None, relax_pin: bool | None, use_config: bool
+    upper_bound: str | None,
+    keep: bool,
+    build_torch: str | None,
+    relax_pin: bool | None,
+    use_config: bool,
+    start: Path | None = None,
 ) -> TagOptions:
     from torchwheel.cli.config import configured_relax_pin
     from torchwheel.tagging.options import TagOptions
@@ -51,7 +57,7 @@ def _tag_options(
         except ValueError as exc:
             raise InputError(f"--build-torch {build_torch!r}: expected X.Y (or 'installed')") from exc
     if relax_pin is None:  # the command line wins over [tool.torchwheel] relax-pin
-        relax_pin = configured_relax_pin(Path.cwd(), use_config)
+        relax_pin = configured_relax_pin(start or Path.cwd(), use_config)
     return TagOptions(
         upper_bound=upper_bound, keep_correct=keep, build_torch=build_torch, relax_pin=relax_pin
     )
@@ -96,7 +102,7 @@ def _report_tag(result: TagResult) -> None:
     click.echo(safe_lines([f"{status} {result.target}", *(f"  - {change}" for change in result.changes)]))
 
 
-@click.command()
+@click.command(short_help="Write the torch ABI into wheels: WHEEL, the requirement, RECORD.")
 @click.argument("wheels", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @wheel_dir_option("Write here (default: next to the input).")
 @click.option("--in-place", is_flag=True, help="Replace the input wheel (atomically).")
@@ -149,7 +155,8 @@ def tag(
 
     if in_place and wheel_dir is not None:
         raise click.UsageError("--in-place and -w/--wheel-dir exclude each other")
-    opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config)
+    start = config_folder(wheels, no_config)
+    opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config, start)
     opts = dataclasses.replace(opts, build_tag=build_tag, local_label=local_label)
     try:
         api.tag_wheels(
@@ -161,7 +168,7 @@ def tag(
             verbose=verbose,
             variant=variant,
             release=release,
-            symbols=chosen_table(symbols_file, no_config),
+            symbols=chosen_table(symbols_file, no_config, start),
             each=_report_tag,
         )
     except api.RewriteRefused as refused:
@@ -177,7 +184,7 @@ def tag(
     return Exit.OK
 
 
-@click.command()
+@click.command(short_help="cibuildwheel's repair-wheel-command: check, then tag into DIR.")
 @click.argument("wheel", type=click.Path(dir_okay=False, path_type=Path))
 @wheel_dir_option("cibuildwheel's {dest_dir}.", required=True)
 @no_config_option
@@ -209,9 +216,10 @@ def repair(
     from torchwheel.cli.config import load_policy
     from torchwheel.tagging.chain import first_stage
 
-    policy = load_policy(Path.cwd(), select, ignore, use_config=not no_config)
-    chosen = chosen_table(symbols_file, no_config)
-    opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config)
+    start = config_folder([wheel], no_config)
+    policy = load_policy(start, select, ignore, use_config=not no_config)
+    chosen = chosen_table(symbols_file, no_config, start)
+    opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config, start)
     if repair_with is None:
         return _repair(wheel, wheel_dir, policy, chosen, opts)
     with first_stage(repair_with, wheel) as repaired:

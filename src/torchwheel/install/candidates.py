@@ -35,7 +35,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, system_error
 from torchwheel.frozen import frozen
 from torchwheel.safeopen import open_regular, read_chunks
 from torchwheel.torchabi.need import TorchNeed, need_from_fields
@@ -117,7 +117,7 @@ def _opened(path: Path, origin: str, page_hashes: Mapping[str, str], sha256: str
     try:
         fd = open_regular(path)
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from exc
+        raise system_error(path, exc) from exc
     try:
         if not sha256 or page_hashes:
             sha256, differs = _whole_file(fd, page_hashes)
@@ -126,12 +126,12 @@ def _opened(path: Path, origin: str, page_hashes: Mapping[str, str], sha256: str
     except BaseException as exc:
         os.close(fd)
         if isinstance(exc, OSError):  # a read error: one line, as for the open
-            raise InputError(f"{path}: {exc.strerror or exc}") from exc
+            raise system_error(path, exc) from exc
         raise
     try:  # an invalid name is read, to be refused by TW414 beside what else is wrong with it
         return WheelArchive(path, lenient_name=True, fd=fd), sha256
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from exc
+        raise system_error(path, exc) from exc
 
 
 def declared(

@@ -271,12 +271,14 @@ def gather(
     target: TorchTarget | None = None,
     scratch: Path | None = None,
     table: SymbolTable | None = None,
+    pre: bool = False,
 ) -> Gathered:
     """Every candidate of ``sources`` and ``indexes`` (index roots: ``-i``), of the projects
     ``names`` (all when empty). Hosted wheels are downloaded into ``scratch`` (``gathering``
     makes one): for a ``target`` only those that can still be chosen, else all.
     ``verify_hashes``: every member hashed against RECORD too (``read_candidate``); ``table``:
-    the shim table an untagged wheel's binaries are judged with (``--symbols``)."""
+    the shim table an untagged wheel's binaries are judged with (``--symbols``); ``pre``:
+    pre-releases may be the choice (``--pre``), so they are downloaded too."""
     out = Gathered()
     walk = _Walk(frozenset(canonicalize_name(n) for n in names), out, fetch.Session())
     for source in sources:
@@ -308,7 +310,7 @@ def gather(
             raise InputError("hosted wheels need a download folder (discovery.gathering)")
         local = list(out.candidates)
         for cand in remote.fetch_all(
-            walk.hosted, local, target, walk.session, scratch, verify_hashes, out, table
+            walk.hosted, local, target, walk.session, scratch, verify_hashes, out, table, pre=pre
         ):
             add(cand)
     return out
@@ -323,6 +325,7 @@ def gathering(
     verify_hashes: bool = False,
     target: TorchTarget | None = None,
     table: SymbolTable | None = None,
+    pre: bool = False,
 ) -> Iterator[Gathered]:
     """``gather`` with a download folder that lives as long as the block: an install or an
     index needs the downloaded files after choosing; none is left behind."""
@@ -335,4 +338,5 @@ def gathering(
             target=target,
             scratch=Path(scratch),
             table=table,
+            pre=pre,
         )

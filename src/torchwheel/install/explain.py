@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from packaging.version import Version
+from packaging.tags import Tag
 
 from torchwheel.errors import Exit
 from torchwheel.install.candidates import Candidate, Gathered
-from torchwheel.install.choose import Choice, Judged
+from torchwheel.install.choose import HELD_BACK, Choice, Judged, tag_order, tag_rank
 from torchwheel.install.outcome import Outcome, absent_text, exit_code, strays, unreadable_line
 from torchwheel.install.target import TorchTarget
 from torchwheel.report.textsafe import json_text
@@ -45,24 +45,53 @@ def _torch_preference(c: Candidate, chosen: Candidate) -> str:
     )
 
 
-def lower_reason(v: Judged, chosen: Candidate) -> str:
-    """Why a candidate that fits lost to the choice: the first ranking step that differs,
-    named with the preference behind it."""
+def _newer(v: Judged, chosen: Candidate) -> str:
+    if v.candidate.version.public == chosen.version.public:  # the local labels differ
+        return (
+            f"fits ({v.verdict.reason}), but {chosen.version} is the higher version: PEP 440 ranks a "
+            "local label above the plain version and compares labels part by part (as pip and uv do)"
+        )
+    return f"fits ({v.verdict.reason}), but {chosen.version} is a newer release"
+
+
+def lower_reason(v: Judged, chosen: Candidate, order: dict[Tag, int]) -> str:
+    """Why a candidate that fits lost to the choice: the first ranking step that differs
+    (``choose.rank``), named with the preference behind it."""
     c = v.candidate
-    if Version(c.version.public) != Version(chosen.version.public):
-        return f"fits, but {chosen.version.public} is a newer release"
-    if c.tags != chosen.tags:
+    if v.held_back:
+        return f"fits, but {HELD_BACK}"
+    if c.version != chosen.version:
+        return _newer(v, chosen)
+    if tag_rank(c, order) != tag_rank(chosen, order):
         return (
             f"fits ({v.verdict.reason}), but the choice's tags {_tags(chosen)} come first in the target's "
-            "order of tags (as pip ranks files)"
+            "order of tags (as pip and uv rank files)"
         )
+    if c.build != chosen.build:
+        theirs = "".join(map(str, chosen.build)) or "none"
+        mine = "".join(map(str, c.build)) or "none"
+        return f"fits, but the choice has the higher build tag ({theirs} > {mine}; as pip and uv rank files)"
     if c.torch != chosen.torch:
         return f"fits ({v.verdict.reason}), but {_torch_preference(c, chosen)}"
-    if c.build != chosen.build:
-        theirs = chosen.build[0] if chosen.build else 0
-        mine = c.build[0] if c.build else 0
-        return f"fits, but the choice has a higher build tag ({theirs} > {mine})"
-    return "fits, but ranks after the choice (same release, tags and torch ABI)"
+    return "fits, but ranks after the choice (same version, tags, build tag and torch ABI)"
+
+
+def why_not(v: Judged, choice: Choice, order: dict[Tag, int]) -> str:
+    """A candidate that is not the choice: why it lost, or why it does not fit."""
+    if v.held_back and choice.chosen is None:
+        return f"loads ({v.verdict.reason}), but {HELD_BACK}"
+    if v.verdict.loads and choice.chosen is not None:
+        return lower_reason(v, choice.chosen, order)
+    return v.verdict.reason
+
+
+def _pre_note(choice: Choice) -> str:
+    chosen = choice.chosen
+    if chosen is None or not chosen.version.is_prerelease:
+        return ""
+    if choice.pre:
+        return "; a pre-release (--pre)"
+    return "; a pre-release: no final release has a file for the target, so pre-releases count (as in pip and uv)"
 
 
 def _target_line(target: TorchTarget) -> str:
@@ -74,7 +103,7 @@ def _target_line(target: TorchTarget) -> str:
 def _head(o: Outcome, gathered: Gathered) -> str:
     chosen = o.choice.chosen
     chose = (
-        f"{_label(chosen)}: {o.choice.verdicts[0].verdict.reason} [from {chosen.torch.source}]"
+        f"{_label(chosen)}: {o.choice.verdicts[0].verdict.reason} [from {chosen.torch.source}]{_pre_note(o.choice)}"
         if chosen is not None
         else ""
     )
@@ -90,15 +119,12 @@ def _head(o: Outcome, gathered: Gathered) -> str:
 
 def select_text(target: TorchTarget, gathered: Gathered, found: list[Outcome]) -> str:
     lines = [_target_line(target)]
+    order = tag_order(target)
     for o in found:
         lines.append(_head(o, gathered))
         for v in o.choice.verdicts:
-            if v.candidate is o.choice.chosen:
-                continue
-            why = (
-                lower_reason(v, o.choice.chosen) if v.verdict.loads and o.choice.chosen else v.verdict.reason
-            )
-            lines.append(f"  rejected {_label(v.candidate)}: {why}")
+            if v.candidate is not o.choice.chosen:
+                lines.append(f"  rejected {_label(v.candidate)}: {why_not(v, o.choice, order)}")
         lines += [f"  not opened {s.location}: {s.reason}" for s in gathered.unopened if s.name == o.name]
         lines += [f"  skipped {s.location}: {s.reason}" for s in o.unreadable]
     lines += [f"  skipped {s.location}: {s.reason}" for s in strays(gathered)]
@@ -116,6 +142,7 @@ def candidate_json(c: Candidate) -> dict[str, Any]:
         "origin": c.origin,
         "name": c.name,
         "version": str(c.version),
+        "pre_release": c.version.is_prerelease,
         "build": f"{c.build[0]}{c.build[1]}" if c.build else None,
         "variant": c.variant,
         "tags": sorted(map(str, c.tags)),
@@ -135,15 +162,15 @@ def candidate_json(c: Candidate) -> dict[str, Any]:
     }
 
 
-def _entry(v: Judged, choice: Choice) -> dict[str, Any]:
-    lost = v.verdict.loads and choice.chosen is not None and v.candidate is not choice.chosen
+def _entry(v: Judged, choice: Choice, order: dict[Tag, int]) -> dict[str, Any]:
     return {
         **candidate_json(v.candidate),
         "chosen": v.candidate is choice.chosen,
         "fits": v.verdict.loads,
+        "held_back": v.held_back,
         "verdict": v.verdict.cell,
         "axis": v.verdict.axis,
-        "reason": lower_reason(v, choice.chosen) if lost and choice.chosen else v.verdict.reason,
+        "reason": v.verdict.reason if v.candidate is choice.chosen else why_not(v, choice, order),
     }
 
 
@@ -162,7 +189,7 @@ def select_json(target: TorchTarget, gathered: Gathered, found: list[Outcome]) -
                 "name": o.name,
                 "outcome": o.kind,
                 "chosen": candidate_json(o.choice.chosen) if o.choice.chosen else None,
-                "candidates": [_entry(v, o.choice) for v in o.choice.verdicts],
+                "candidates": [_entry(v, o.choice, tag_order(target)) for v in o.choice.verdicts],
                 "not_opened": [
                     {"location": s.location, "reason": s.reason}
                     for s in gathered.unopened

@@ -14,9 +14,11 @@ three steps, each only as far as the answer needs:
 3. the wheel itself, downloaded and checked against the page's digests, for the rest.
 
 For a target (``select``, ``install``) the files are walked in the order ``choose`` ranks
-them (the newest release, then the tags in the target's order): once a rank group holds a
-wheel that fits, every file ranked after it cannot be the choice and is not downloaded. The
-choice is then the one a full download would give. ``matrix`` and ``index`` show or
+them (the highest version, local label included, then the tags in the target's order): once
+a rank group holds a wheel that fits, every file ranked after it cannot be the choice and is
+not downloaded. Pre-releases held back (``choose.holds_back_pre``: a final release has a file
+for the target, and no ``--pre``) are not downloaded either. The choice is then the one a
+full download would give. ``matrix`` and ``index`` show or
 republish every wheel, so they download all of them (each once).
 """
 
@@ -36,7 +38,7 @@ from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
 from torchwheel.install import fetch, pages
 from torchwheel.install.candidates import Candidate, Gathered, Skipped, read_candidate
-from torchwheel.install.choose import judge, tag_rank, tag_reason
+from torchwheel.install.choose import HELD_BACK, holds_back_pre, judge, tag_order, tag_rank, tag_reason
 from torchwheel.install.target import TorchTarget
 from torchwheel.limits import current
 from torchwheel.torchabi import torch_releases
@@ -64,7 +66,7 @@ class _Listed:
 
     @property
     def key(self) -> tuple[Version, int]:
-        return Version(self.wheel.version.public), self.rank
+        return self.wheel.version, self.rank
 
 
 def _python_excludes(spec: str | None, target: TorchTarget, source: str) -> str:
@@ -181,7 +183,8 @@ def _listed(files: list[HostedFile], out: Gathered) -> Iterator[tuple[HostedFile
 def _after(key: tuple[Version, int], best: tuple[Version, int]) -> str:
     """Why a file ranked at ``key`` cannot beat a fitting one at ``best`` ("" if it can)."""
     if key[0] < best[0]:
-        return f"not downloaded: {best[0]} is a newer release that fits"
+        what = "release" if key[0].public != best[0].public else "version (PEP 440 ranks the local label higher)"
+        return f"not downloaded: {best[0]} is a newer {what} that fits"
     if key[0] == best[0] and key[1] > best[1]:
         return "not downloaded: a fitting file of this release has tags the target ranks first"
     return ""
@@ -196,6 +199,8 @@ def fetch_all(
     verify_hashes: bool,
     out: Gathered,
     table: SymbolTable | None = None,
+    *,
+    pre: bool = False,
 ) -> list[Candidate]:
     """The hosted wheels as candidates: every one without a target, else only those that can
     still be chosen beside ``local`` (read already); the rest go to ``out.unopened``."""
@@ -203,7 +208,7 @@ def fetch_all(
     listed = list(_listed(files, out))
     if target is None:
         return [c for f, w in listed if (c := fetcher.download(f, w.name)) is not None]
-    order = {t: i for i, t in enumerate(target.tags)}
+    order = tag_order(target)
     by_name: dict[NormalizedName, list[_Listed]] = {}
     for f, w in listed:
         rank = tag_rank(w, order)
@@ -215,8 +220,17 @@ def fetch_all(
             by_name.setdefault(w.name, []).append(_Listed(f, w, rank or 0))
     got: list[Candidate] = []
     for name, items in by_name.items():
-        fits = [c for c in local if c.name == name and judge(c, target, order).verdict.loads]
-        keys = [(Version(c.version.public), tag_rank(c, order) or 0) for c in fits]
+        mine = [c for c in local if c.name == name]
+        held = holds_back_pre([*mine, *(i.wheel for i in items)], order, pre)
+        for item in [i for i in items if held and i.wheel.version.is_prerelease]:
+            out.unopened.append(Skipped(item.file.where, f"not downloaded: {HELD_BACK}", name))
+        items = [i for i in items if not (held and i.wheel.version.is_prerelease)]
+        fits = [
+            c
+            for c in mine
+            if judge(c, target, order).verdict.loads and not (held and c.version.is_prerelease)
+        ]
+        keys = [(c.version, tag_rank(c, order) or 0) for c in fits]
         best = max(keys, key=lambda k: (k[0], -k[1])) if keys else None
         got += _walk(items, best, target, fetcher)
     return got
@@ -227,7 +241,7 @@ def _walk(
 ) -> Iterator[Candidate]:
     """One project's hosted files in ``choose``'s order, downloaded until a rank group holds
     a fit (``best``: the best-ranked fit so far, local ones included)."""
-    order = {t: i for i, t in enumerate(target.tags)}
+    order = tag_order(target)
     items.sort(key=lambda i: (i.key[0], -i.key[1]), reverse=True)
     for item in items:
         passed = _after(item.key, best) if best is not None else ""

@@ -77,9 +77,51 @@ def _collapsed(findings: Findings) -> list[str]:
 def summary_line(wheels: list[WheelFacts], findings: Findings) -> str:
     s = summary(findings)
     n = len(wheels)
-    return f"{n} input{'s' if n != 1 else ''} checked: {s['errors']} error(s), {s['warnings']} warning(s)" + (
-        "" if findings else " - all clean"
+    return (
+        f"{n} input{'s' if n != 1 else ''} checked: {s['errors']} error(s), {s['warnings']} warning(s), "
+        f"{s['infos']} info(s)" + ("" if findings else " - all clean")
     )
+
+
+def statistics(findings: Findings) -> list[dict[str, Any]]:
+    """``check --statistics``, as ruff's: each code found, with how many times (omitted ones
+    counted), most first; ``fixed_by`` the commands whose rewrite fixes it."""
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[f.code] = counts.get(f.code, 0) + 1
+    for (_, code), more in findings.omitted.items():
+        counts[code] = counts.get(code, 0) + more
+    rows = []
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        c = BY_CODE[code]
+        fixed = list(c.fixed_by.commands) if c.fixed_by is not None else []
+        rows.append({"code": code, "name": c.name, "severity": c.severity, "count": count, "fixed_by": fixed})
+    return rows
+
+
+def statistics_text(wheels: list[WheelFacts], findings: Findings) -> str:
+    """One line a code (count, code, severity, ``[*]`` when a rewrite fixes it: ``tag``,
+    ``repair`` or ``unlabel``, name), a legend when a ``[*]`` is shown, then the summary line."""
+    rows = statistics(findings)
+    width = max((len(str(r["count"])) for r in rows), default=1)
+    lines = [
+        f"{r['count']:>{width}}  {r['code']}  {r['severity']:<7}  {'[*] ' if r['fixed_by'] else ''}{r['name']}"
+        for r in rows
+    ]
+    if any(r["fixed_by"] for r in rows):
+        lines.append("[*] a torchwheel rewrite fixes it (`torchwheel rule CODE` names the command)")
+    return "\n".join([*lines, summary_line(wheels, findings)])
+
+
+def statistics_json(wheels: list[WheelFacts], findings: Findings) -> dict[str, Any]:
+    from torchwheel.report.facts import SCHEMA_VERSION  # deferred: 2 ms at start-up for one number
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "inputs": [w.contents.path for w in wheels],
+        "statistics": statistics(findings),
+        "summary": summary(findings),
+    }
 
 
 def check_text(wheels: list[WheelFacts], findings: Findings) -> str:

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 from typing import Literal
 
-from torchwheel.errors import InputError, clipped
+from torchwheel.errors import InputError, InvalidValue, clipped
 from torchwheel.frozen import frozen
 
 Kind = Literal["cpu", "cuda", "rocm", "xpu"]
@@ -94,7 +94,7 @@ def parse_backend(name: str) -> TorchBuild:
     """``cpu``, ``cu126``, ``cu130``, ``rocm7.0``, ``xpu`` (uv's ``--torch-backend`` names)."""
     m = _BACKEND.match(name.strip().lower())
     if m is None:
-        raise InputError(f"torch backend {name!r}: expected cpu, cuXYZ (cu126, cu130), rocmX.Y or xpu")
+        raise InvalidValue(f"torch backend {name!r}: expected cpu, cuXYZ (cu126, cu130), rocmX.Y or xpu")
     if m.group(1):
         return TorchBuild("cpu")
     if m.group(2):

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 
 from torchwheel.binary.gpucode import CudaImage, GpuCode
-from torchwheel.errors import InputError
+from torchwheel.errors import InvalidValue
 
 # PTX ISA -> the first CUDA toolkit that writes (and whose driver JITs) it, from NVIDIA's
 # PTX ISA release notes: 7.x is CUDA 11.x, 8.0-8.4 are 12.0-12.4, 8.5 is 12.5 and 12.6,
@@ -64,7 +64,7 @@ def parse_gpu(text: str) -> int:
     """A GPU by compute capability: ``sm_90``, ``9.0``, ``sm_120``, ``12.0`` -> 90, 120."""
     m = _GPU.fullmatch(text.strip().lower())
     if m is None:
-        raise InputError(f"GPU {text[:40]!r}: expected a compute capability like sm_90 or 9.0")
+        raise InvalidValue(f"GPU {text[:40]!r}: expected a compute capability like sm_90 or 9.0")
     return int(m.group(1)) * 10 + int(m.group(2))
 
 

@@ -50,6 +50,7 @@ _LOCAL_TORCH = re.compile(r"(?:^|[._])torch(\d+)[._]?(\d+)(?:$|[._])")  # +torch
 
 Release = tuple[int, ...]  # the torch release a build was made for: a minor (2, 4) or a patch (2, 2, 1)
 Kind = Literal["stable", "unstable", "any", "none"]
+UnknownAxis = Literal["version", "build", "gpu"]  # the axes a wheel's own facts may leave unread
 # where an unstable build's torch releases were read: per-release file names, the torch
 # exports its imports exist in, a +torchX.Y label, a one-minor pin, WHEEL Torch-ABI(-Builds)
 ReleasesFrom = Literal["names", "exports", "label", "pin", "wheel", ""]
@@ -136,9 +137,9 @@ class TorchNeed:
         return {(b[0], b[1]) for b in self.releases}
 
     @property
-    def unknown_axes(self) -> tuple[str, ...]:
+    def unknown_axes(self) -> tuple[UnknownAxis, ...]:
         """The axes nothing could read: said wherever the need is shown."""
-        axes = []
+        axes: list[UnknownAxis] = []
         if self.kind == "unstable" and not self.releases:
             axes.append("version")
         if self.builds is None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from packaging.tags import Tag
 
 from torchwheel import limits
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, system_error
 from torchwheel.safeopen import open_regular
 from torchwheel.wheel import inflate, zipdir
 from torchwheel.wheel.contents import InvalidWheelName, WheelContents, WheelName, parse_filename, salvaged
@@ -85,7 +85,7 @@ class WheelArchive:
         try:
             self._fd = open_regular(path) if fd is None else fd  # never a FIFO or device (safeopen)
         except OSError as exc:
-            raise InputError(f"{path}: {exc.strerror or exc}") from exc
+            raise system_error(path, exc) from exc
         try:
             self._index(path, parsed, invalid)
             if invalid is not None and not lenient_name:

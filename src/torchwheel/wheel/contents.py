@@ -13,7 +13,7 @@ from packaging.utils import InvalidWheelFilename, NormalizedName, canonicalize_n
 from packaging.version import InvalidVersion, Version
 
 from torchwheel import limits
-from torchwheel.errors import InputError, quoted
+from torchwheel.errors import InputError, InvalidValue, quoted
 from torchwheel.frozen import frozen
 from torchwheel.wheel.metadata import parse_metadata, parse_wheel_fields
 from torchwheel.wheel.record import RecordEntry, RecordProblem
@@ -124,7 +124,7 @@ class WheelName:
     variant: str | None
 
 
-class InvalidWheelName(InputError):
+class InvalidWheelName(InvalidValue):
     """A file name packaging refuses; ``reason`` is packaging's, without the name repeated."""
 
     def __init__(self, filename: str, reason: str) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from torchwheel import limits
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, system_error
 from torchwheel.safeopen import kind, open_regular, read_chunks, read_regular
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.contents import WheelContents
@@ -131,7 +131,7 @@ def _read_text(path: Path, follow_symlinks: bool) -> str:
     try:
         data = read_regular(path, limits.current().max_metadata_bytes.value, follow_symlinks)
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from exc
+        raise system_error(path, exc) from exc
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -1,0 +1,222 @@
+"""What the library face (``torchwheel.api``) returns, typed as the JSON documents are.
+
+Each class is the answer of one function of ``api`` and serialises, with ``to_json()``, to
+the document its command prints with ``--format json`` (``docs/json.md``). Where a JSON
+value is one of a closed set, the attribute is a ``Literal`` of that set (``Severity``,
+``Cell``, ``Axis``, ``NeedKind``, ``UnknownAxis``: each the one definition the code itself
+uses); where the JSON has ``null``, the attribute is ``None``.
+
+The classes live apart from ``api`` so that ``api`` stays the list of functions; ``api``
+exports every one of them (``docs/api.md``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from torchwheel.errors import Exit
+from torchwheel.frozen import frozen
+
+if TYPE_CHECKING:
+    from torchwheel.analysis.wheelfacts import WheelFacts
+    from torchwheel.rules.codes import Severity
+    from torchwheel.rules.registry import Findings
+    from torchwheel.torchabi.need import Kind as NeedKind
+    from torchwheel.torchabi.need import TorchNeed, UnknownAxis
+    from torchwheel.torchabi.tablechoice import ChosenTable
+    from torchwheel.torchabi.verdicts import Axis, Cell, Verdict
+
+# the closed sets, each imported where it is defined when first asked for: importing the
+# library must not load the rules (``docs/performance.md``, "Start-up")
+ALIASES = {
+    "Severity": ("torchwheel.rules.codes", "Severity"),
+    "Cell": ("torchwheel.torchabi.verdicts", "Cell"),
+    "Axis": ("torchwheel.torchabi.verdicts", "Axis"),
+    "NeedKind": ("torchwheel.torchabi.need", "Kind"),
+    "UnknownAxis": ("torchwheel.torchabi.need", "UnknownAxis"),
+}
+
+
+def __getattr__(name: str) -> object:
+    """PEP 562: the ``Literal`` aliases of ``ALIASES``, at run time (``typing.get_args``)."""
+    if name not in ALIASES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    module, attribute = ALIASES[name]
+    return getattr(importlib.import_module(module), attribute)
+
+__all__ = [
+    "Axis",
+    "Cell",
+    "CheckResult",
+    "Facts",
+    "Finding",
+    "LoadVerdict",
+    "Need",
+    "NeedKind",
+    "Severity",
+    "UnknownAxis",
+]
+
+
+@frozen
+class Facts:
+    """What ``show`` says of one or more inputs (wheels, unpacked wheels, binaries,
+    installed distributions). ``facts``: the per-input facts, one per input (provisional)."""
+
+    facts: tuple[WheelFacts, ...]
+    table: ChosenTable
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(w.contents.path for w in self.facts)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``torchwheel show --format json`` document."""
+        from torchwheel.report.facts import show_json
+
+        return show_json(list(self.facts), self.table.to_json())
+
+
+@frozen
+class Finding:
+    """One finding, as an element of ``findings`` in ``check --format json``: ``wheel`` is
+    the document's ``path``, and ``member`` is None for the wheel as a whole (JSON null)."""
+
+    code: str
+    severity: Severity
+    wheel: str
+    member: str | None
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "path": self.wheel,
+            "member": self.member,
+            "message": self.message,
+        }
+
+
+@frozen
+class CheckResult:
+    """``check``'s findings. ``exit_code`` is the command's: 0 without errors, 1 with."""
+
+    facts: Facts
+    found: Findings
+    verified_hashes: bool
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        """Each finding (code, severity, wheel, member, message), in report order; at most
+        ``max-listed`` of one code per input, the rest counted in ``omitted``."""
+        return tuple(Finding(f.code, f.severity, f.wheel, f.member or None, f.message) for f in self.found)
+
+    @property
+    def omitted(self) -> dict[tuple[str, str], int]:
+        return dict(self.found.omitted)
+
+    @property
+    def errors(self) -> int:
+        return self.found.severities()["error"]
+
+    @property
+    def warnings(self) -> int:
+        return self.found.severities()["warning"]
+
+    @property
+    def infos(self) -> int:
+        return self.found.severities()["info"]
+
+    @property
+    def exit_code(self) -> Exit:
+        return Exit.NO if self.errors else Exit.OK
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``torchwheel check --format json`` document."""
+        from torchwheel.report.findings import check_json
+
+        document = check_json(list(self.facts.facts), self.found, self.verified_hashes)
+        document["symbol_table"] = self.facts.table.to_json()
+        return document
+
+
+@frozen
+class Need:
+    """Which torch one wheel loads on, every axis (``torchabi.need.TorchNeed``): ``kind``
+    (stable, unstable, any, none), the stable ``floor``, an unstable build's ``releases``,
+    the torch ``builds`` (CPU, CUDA major, ROCm, XPU), its ``gpu_code`` and its own torch
+    requirement; an axis nothing could read is in ``unknown``, never taken as "any"."""
+
+    path: str
+    need: TorchNeed
+
+    @property
+    def kind(self) -> NeedKind:
+        return self.need.kind
+
+    @property
+    def unknown(self) -> tuple[UnknownAxis, ...]:
+        return self.need.unknown_axes
+
+    def __str__(self) -> str:
+        return str(self.need)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``need`` object of ``show --format json``, with the document's version."""
+        from torchwheel.report.facts import SCHEMA_VERSION, need_json
+
+        return {"schema_version": SCHEMA_VERSION, "path": self.path, "need": need_json(self.need)}
+
+
+@frozen
+class LoadVerdict:
+    """Does the wheel load on that torch? ``cell``: loads, only (this minor only), some
+    (some patch releases of a minor: ``releases``), no, unknown (an axis of the wheel or
+    of the target could not be read). ``axis`` names what decided; ``reason`` says why.
+    ``backend`` and ``gpu`` are None where the JSON's ``torch_backend`` and ``gpu`` are null."""
+
+    path: str
+    torch: str
+    backend: str | None
+    gpu: int | None
+    verdict: Verdict
+
+    @property
+    def loads(self) -> bool:
+        return self.verdict.loads
+
+    @property
+    def cell(self) -> Cell:
+        return self.verdict.cell
+
+    @property
+    def axis(self) -> Axis:
+        return self.verdict.axis
+
+    @property
+    def reason(self) -> str:
+        return self.verdict.reason
+
+    @property
+    def releases(self) -> tuple[str, ...]:
+        return tuple(str(v) for v in self.verdict.loads_on)
+
+    def to_json(self) -> dict[str, Any]:
+        """A cell of ``matrix --format json`` (``fit``, ``reason``, ``axis``, ``releases``)
+        with the target it judged."""
+        from torchwheel.report.facts import SCHEMA_VERSION
+
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "path": self.path,
+            "torch": self.torch,
+            "torch_backend": self.backend,
+            "gpu": f"sm_{self.gpu}" if self.gpu is not None else None,
+            "fit": self.cell,
+            "reason": self.reason,
+            "axis": self.axis,
+            "releases": list(self.releases),
+        }
