@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import compileall
 import fcntl
 import subprocess
@@ -10,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,27 +26,49 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     compileall.compile_dir(REPO / "src" / "torchwheel", quiet=1)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist, the tests of a module that defines a module- or session-scoped
-    fixture run on one worker (``--dist loadgroup``), so the fixture is built once, not once
-    per worker: a venv, a served index, the hostile corpus's whole pool of runs. Every other
-    test is handed out one at a time. The fixtures of ``conftest.py`` are cached on disk
-    (``.cache/``) and shared by the workers, so they group nothing."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        homes = sorted(
-            {
-                d.baseid
-                for defs in info.name2fixturedefs.values()
-                for d in defs
-                if d.scope in ("module", "session") and d.baseid.endswith(".py")
-            }
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's scheduler, with one unit of work per test, except that the tests of a
+    module defining a module- or session-scoped fixture go to one worker together, so that
+    fixture is built once, not once per worker (a venv, a served index, the hostile corpus's
+    whole pool of runs). The fixtures of ``conftest.py`` are cached on disk (``.cache/``) and
+    shared by the workers, so they group nothing. The largest units go first (xdist's
+    ``loadscope`` order), so the long ones do not start last. (``--dist loadgroup`` with
+    ``xdist_group`` marks would say the same, but pytest 9.2 ignores the node ids xdist 3.8
+    rewrites for it.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    grouped = _fixture_homes(config.rootpath)
+
+    class _ByFixtureHome(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path in grouped else nodeid
+
+    return _ByFixtureHome(config, log)
+
+
+def _fixture_homes(root: Path) -> set[str]:
+    """The test modules (as node ids name them) that define a module- or session-scoped
+    fixture, read from their source."""
+    homes = set()
+    for path in sorted((root / "tests").rglob("test_*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and any(_wide_fixture(d) for d in node.decorator_list):
+                homes.add(path.relative_to(root).as_posix())
+                break
+    return homes
+
+
+def _wide_fixture(decorator: ast.expr) -> bool:
+    return (
+        isinstance(decorator, ast.Call)
+        and ast.unparse(decorator.func) in ("pytest.fixture", "fixture")
+        and any(
+            k.arg == "scope" and isinstance(k.value, ast.Constant) and k.value.value in ("module", "session")
+            for k in decorator.keywords
         )
-        if homes:
-            item.add_marker(pytest.mark.xdist_group(homes[0]))
+    )
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

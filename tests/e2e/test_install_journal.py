@@ -267,61 +267,77 @@ def test_a_locked_environment_is_refused(env: Any, marks: dict[str, int]) -> Non
 
 
 _LAUNCHER = """
-import os, signal, sys
+import json, os, signal, sys
 from torchwheel.cli import main
-from torchwheel.install import installing
-at, signum = int(sys.argv[1]), int(sys.argv[2])
+from torchwheel.install import installing, journal
+stage, after, signum, site = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 from kill_sweep import _watched as watched
 real = installing.install_wheel
+def _reached():
+    for home in journal.pending([__import__("pathlib").Path(site)]):
+        try:
+            lines = (home / "journal").read_text().splitlines()
+        except OSError:
+            continue
+        if any(json.loads(line).get("op") == stage for line in lines if line.endswith("}")):
+            return True
+    return False
 def armed(*args, **kwargs):
-    count = 0
+    count = None
     def profile(frame, event, arg):
         nonlocal count
         if event == "c_call" and watched(arg):
-            count += 1
-            if count == at:
-                sys.setprofile(None)
-                os.kill(os.getpid(), signum)
+            if count is None and _reached():
+                count = 0
+            if count is not None:
+                count += 1
+                if count == after:
+                    sys.setprofile(None)
+                    os.kill(os.getpid(), signum)
     sys.setprofile(profile)
     try:
         return real(*args, **kwargs)
     finally:
         sys.setprofile(None)
 installing.install_wheel = armed
-sys.argv = ["torchwheel", *sys.argv[3:]]
+sys.argv = ["torchwheel", *sys.argv[5:]]
 main()
 """
 
 
-def _cli_killed(env: Any, at: int, signum: int) -> subprocess.CompletedProcess[str]:
+def _cli_killed(env: Any, stage: str, after: int, signum: int) -> subprocess.CompletedProcess[str]:
     """The real command (``torchwheel.cli.main``, its own signal handlers), signalled at the
-    ``at``-th file operation of the install."""
+    ``after``-th file operation once the journal holds its first ``stage`` record. Counted from
+    the record, not from the start: a fresh process makes more or fewer file operations
+    before it than a forked test worker, by what the worker has loaded already."""
     env.reset("1.0")
     code = f"import sys; sys.path.insert(0, {str(REPO / 'benchmarks')!r})\n" + _LAUNCHER
     args = ["install", "--upgrade", "--python", str(env.python), str(env.wheels["2.0"].path)]
     return subprocess.run(
-        [sys.executable, "-c", code, str(at), str(int(signum)), *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code, stage, str(after), str(int(signum)), str(_site(env)), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
 @pytest.mark.parametrize("stage", ["begin", "aside", "write"])
-def test_the_command_rolls_back_on_sigint_and_sigterm(env: Any, marks: dict[str, int], stage: str) -> None:
-    at = marks[stage] + 2
-    interrupted = _cli_killed(env, at, signal.SIGINT)
+def test_the_command_rolls_back_on_sigint_and_sigterm(env: Any, stage: str) -> None:
+    interrupted = _cli_killed(env, stage, 2, signal.SIGINT)
     assert interrupted.returncode == 2, interrupted.stderr
     assert interrupted.stderr.splitlines()[-1] == (
         "torchwheel: error: twkill-2.0-py3-none-any.whl: install interrupted (SIGINT), nothing left "
         "behind; twkill-1.0.dist-info is back in place"
     )
     assert env.which() == "1.0"
-    terminated = _cli_killed(env, at, signal.SIGTERM)
+    terminated = _cli_killed(env, stage, 2, signal.SIGTERM)
     assert terminated.returncode == -signal.SIGTERM, terminated.stderr  # dies by the signal, after the rollback
     assert terminated.stderr.splitlines()[-1] == "torchwheel: error: terminated by SIGTERM"
     assert env.which() == "1.0"
 
 
-def test_the_command_after_sigkill(env: Any, marks: dict[str, int]) -> None:
-    killed = _cli_killed(env, marks["write"] + 8, signal.SIGKILL)
+def test_the_command_after_sigkill(env: Any) -> None:
+    killed = _cli_killed(env, "write", 8, signal.SIGKILL)
     assert killed.returncode == -signal.SIGKILL
     assert journal.pending([_site(env)])
     assert env.which() is None  # half-way: what the journal is for
