@@ -17,6 +17,10 @@ first pattern (an ``or`` whose first operand names the accelerated flavour and a
 the CPU flavour, through a literal or f-string) and nothing cleverer: any other loader
 counts as picking by the torch it finds, and ``show`` says that the build depends on it.
 Read through ``pyimports.python_sources`` (its bounds); only files that mention ``_cpu`` are parsed.
+
+A second pattern (``fallback_units``): the builds are tried inside a ``try`` whose handler
+catches what a failed load raises and goes on (a stand-in, ``None``): then the package
+imports wherever one build loads, or none, and the set loads where any member does.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from torchwheel.analysis.pyimports import python_sources
 
@@ -45,14 +49,21 @@ def _flavour_of(node: ast.AST) -> str | None:
     return found
 
 
-def preferred_flavour(source: bytes, member: str) -> str | None:
-    """The accelerated flavour this file's loader takes whenever its file exists, before the
-    CPU one (``cuda_spec or cpu_spec``); None when it does not read so."""
+def _parsed(source: bytes, member: str) -> ast.Module | None:
+    """The file's syntax tree, or None for what does not parse (never executed)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
-            tree = ast.parse(source, filename=member)
+            return ast.parse(source, filename=member)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def preferred_flavour(source: bytes, member: str) -> str | None:
+    """The accelerated flavour this file's loader takes whenever its file exists, before the
+    CPU one (``cuda_spec or cpu_spec``); None when it does not read so."""
+    tree = _parsed(source, member)
+    if tree is None:
         return None
     named: dict[str, str] = {}
     for node in ast.walk(tree):
@@ -86,3 +97,102 @@ def preferred_flavours(
         if flavour is not None:
             out[member.rpartition("/")[0]] = flavour
     return out
+
+
+# -- a loader with a fallback: the builds of a library are tried, and the package goes on
+# without them where none loads (bitsandbytes' ``get_native_library()`` in a ``try`` whose
+# ``except Exception`` installs a stand-in; a ``try: from . import _C_cuda`` / ``except
+# ImportError: _C_cuda = None``). Then the set loads where any member does.
+
+# calls that open a library or import a module: ctypes, torch.ops, importlib, dlopen
+_LOADING_CALLS = frozenset(
+    {"CDLL", "PyDLL", "WinDLL", "LoadLibrary", "load_library", "import_module", "dlopen", "load_dynamic",
+     "exec_module", "__import__"}
+)  # fmt: skip
+# what a load failure raises: an import that fails, a library the loader cannot open
+_LOAD_FAILURES = frozenset(
+    {"ImportError", "ModuleNotFoundError", "OSError", "RuntimeError", "Exception", "BaseException"}
+)
+
+
+def _called(node: ast.Call) -> str:
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _loading_functions(tree: ast.Module) -> set[str]:
+    """The module's functions that load a library, directly or through another of them."""
+    bodies = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    found: set[str] = set()
+    for _ in range(8):  # a few levels of helpers, never a runaway
+        more = {
+            name
+            for name, fn in bodies.items()
+            if name not in found
+            and any(isinstance(c, ast.Call) and _called(c) in _LOADING_CALLS | found for c in ast.walk(fn))
+        }
+        if not more:
+            break
+        found |= more
+    return found
+
+
+def _loads(body: list[ast.stmt], helpers: set[str], stem: str) -> bool:
+    """Does this block load a library: a loading call, a call of a helper that makes one, or
+    an import of a module named for the library (``from . import _C_cuda``)?"""
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and _called(node) in _LOADING_CALLS | helpers:
+                return True
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [a.name for a in node.names] + (
+                    [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+                )
+                if any(stem in n for n in names):
+                    return True
+    return False
+
+
+def _catches_load_failure(handler: ast.ExceptHandler) -> bool:
+    """A handler that catches what a failed load raises and does not raise again."""
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    caught = handler.type is None or any(
+        (k.id if isinstance(k, ast.Name) else k.attr if isinstance(k, ast.Attribute) else "")
+        in _LOAD_FAILURES
+        for k in kinds
+        if k is not None
+    )
+    return caught and not any(isinstance(n, ast.Raise) for s in handler.body for n in ast.walk(s))
+
+
+def falls_back(source: bytes, member: str, stem: str) -> bool:
+    """Does this file load a library inside a ``try`` whose handler goes on without it?"""
+    tree = _parsed(source, member)
+    if tree is None:
+        return False
+    helpers = _loading_functions(tree)
+    return any(
+        isinstance(node, ast.Try)
+        and _loads(node.body, helpers, stem)
+        and any(map(_catches_load_failure, node.handlers))
+        for node in ast.walk(tree)
+    )
+
+
+def fallback_units(
+    members: Iterable[str], size: Callable[[str], int], read: Callable[[str], bytes], units: Mapping[str, str]
+) -> frozenset[str]:
+    """The flavour sets (``unit_key`` -> the library's name stem, ``libbitsandbytes``) whose
+    package loader falls back where no build loads: read in the ``.py`` files of the set's
+    directory and its parent that name the stem."""
+    where: dict[str, list[tuple[str, str]]] = {}
+    for key, stem in units.items():
+        folder = key.rpartition("/")[0]
+        for d in dict.fromkeys((folder, folder.rpartition("/")[0])):
+            where.setdefault(d, []).append((key, stem))
+    found: set[str] = set()
+    for member, data in python_sources(members, size, read, lambda m: m.rpartition("/")[0] in where):
+        for key, stem in where[member.rpartition("/")[0]]:
+            if key not in found and stem.encode() in data and falls_back(data, member, stem):
+                found.add(key)
+    return frozenset(found)
