@@ -223,3 +223,28 @@ def test_a_labelled_pin_decides_release_and_build(
     )
     assert result.returncode == (0 if chosen else 1), result.stderr
     assert says in result.stdout
+
+
+def test_the_loader_binds_nothing_of_a_torch_build_for_a_static_runtime(
+    built_fixtures: dict[str, Path],
+) -> None:
+    """What the build axis of `fallback_backends` rests on, asked of the dynamic loader in a
+    process with no torch and no GPU driver: nvcc's static-runtime library opens (it binds no
+    torch and no runtime a torch build brings), the ROCm backend does not (its libamdhip64.so.7
+    comes only with a ROCm build of torch)."""
+    import subprocess
+    import sys
+
+    from torchwheel.analysis.buildunits import binds_no_build
+    from torchwheel.api import inspect_wheel
+
+    static = Path(__file__).resolve().parents[2] / "fixtures" / "cuda" / "bin" / "cu13_static.so"
+    probe = "import ctypes, os, sys\ntry:\n    ctypes.CDLL(sys.argv[1], os.RTLD_NOW)\nexcept OSError as e:\n    print(e)\n"
+    for lib, opens in ((static, True), (built_fixtures["elf_rocm_runtime"], False)):
+        run = subprocess.run(
+            [sys.executable, "-c", probe, str(lib)], capture_output=True, text=True, timeout=60
+        )
+        assert (run.stdout == "") is opens, run.stdout
+        facts = inspect_wheel(lib).facts[0]
+        assert binds_no_build(facts.binaries[0].analysis.needs) is opens
+    assert "libamdhip64.so.7: cannot open shared object file" in run.stdout
