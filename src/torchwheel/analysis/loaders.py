@@ -125,11 +125,12 @@ def _loading_functions(tree: ast.Module) -> set[str]:
     bodies = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     found: set[str] = set()
     for _ in range(8):  # a few levels of helpers, never a runaway
+        calls = _LOADING_CALLS | found
         more = {
             name
             for name, fn in bodies.items()
             if name not in found
-            and any(isinstance(c, ast.Call) and _called(c) in _LOADING_CALLS | found for c in ast.walk(fn))
+            and any(isinstance(c, ast.Call) and _called(c) in calls for c in ast.walk(fn))
         }
         if not more:
             break
@@ -137,20 +138,20 @@ def _loading_functions(tree: ast.Module) -> set[str]:
     return found
 
 
-def _loads(body: list[ast.stmt], helpers: set[str], stem: str) -> bool:
-    """Does this block load a library: a loading call, a call of a helper that makes one, or
-    an import of a module named for the library (``from . import _C_cuda``)?"""
+def _loaded(body: list[ast.stmt], calls: frozenset[str], stems: Iterable[str]) -> set[str]:
+    """The stems whose library this block loads: every one where it makes a loading call (or
+    calls a helper that does), else those an import names (``from . import _C_cuda``)."""
+    stems = set(stems)
+    named: set[str] = set()
     for stmt in body:
         for node in ast.walk(stmt):
-            if isinstance(node, ast.Call) and _called(node) in _LOADING_CALLS | helpers:
-                return True
+            if isinstance(node, ast.Call) and _called(node) in calls:
+                return stems
             if isinstance(node, ast.Import | ast.ImportFrom):
-                names = [a.name for a in node.names] + (
-                    [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
-                )
-                if any(stem in n for n in names):
-                    return True
-    return False
+                names = [a.name for a in node.names]
+                names += [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+                named |= {stem for stem in stems if any(stem in n for n in names)}
+    return named
 
 
 def _catches_load_failure(handler: ast.ExceptHandler) -> bool:
@@ -165,18 +166,28 @@ def _catches_load_failure(handler: ast.ExceptHandler) -> bool:
     return caught and not any(isinstance(n, ast.Raise) for s in handler.body for n in ast.walk(s))
 
 
-def falls_back(source: bytes, member: str, stem: str) -> bool:
-    """Does this file load a library inside a ``try`` whose handler goes on without it?"""
+def fallback_stems(source: bytes, member: str, stems: Iterable[str]) -> set[str]:
+    """The stems (``libbitsandbytes``, ``_C``) whose library this file loads inside a ``try``
+    whose handler goes on without it."""
     tree = _parsed(source, member)
     if tree is None:
-        return False
-    helpers = _loading_functions(tree)
-    return any(
-        isinstance(node, ast.Try)
-        and _loads(node.body, helpers, stem)
-        and any(map(_catches_load_failure, node.handlers))
-        for node in ast.walk(tree)
-    )
+        return set()
+    calls = frozenset(_LOADING_CALLS | _loading_functions(tree))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(map(_catches_load_failure, node.handlers)):
+            out |= _loaded(node.body, calls, stems)
+    return out
+
+
+def falls_back(source: bytes, member: str, stem: str) -> bool:
+    """Does this file load the library named ``stem`` inside a ``try`` that goes on without it?"""
+    return stem in fallback_stems(source, member, (stem,))
+
+
+# a real package has a few flavour sets per directory: reading more would cost every
+# ``.py`` file's bytes once per set, with nothing to learn
+_MAX_SETS_PER_DIR = 64
 
 
 def fallback_units(
@@ -189,10 +200,16 @@ def fallback_units(
     for key, stem in units.items():
         folder = key.rpartition("/")[0]
         for d in dict.fromkeys((folder, folder.rpartition("/")[0])):
-            where.setdefault(d, []).append((key, stem))
+            if len(where.setdefault(d, [])) < _MAX_SETS_PER_DIR:
+                where[d].append((key, stem))
     found: set[str] = set()
     for member, data in python_sources(members, size, read, lambda m: m.rpartition("/")[0] in where):
-        for key, stem in where[member.rpartition("/")[0]]:
-            if key not in found and stem.encode() in data and falls_back(data, member, stem):
-                found.add(key)
+        named = [
+            (k, stem)
+            for k, stem in where[member.rpartition("/")[0]]
+            if k not in found and stem.encode() in data
+        ]
+        if named:
+            stems = fallback_stems(data, member, {stem for _, stem in named})
+            found |= {k for k, stem in named if stem in stems}
     return frozenset(found)
