@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchwheel.analysis.loaders import fallback_units, falls_back, preferred_flavour, preferred_flavours
+from torchwheel.analysis.loaders import fallback_stems, fallback_units, preferred_flavour, preferred_flavours
 
 # torch_scatter/__init__.py, as its releases write it
 _PYG = b"""
@@ -104,7 +104,7 @@ except Exception as e:
     ],
 )
 def test_falls_back(source: bytes, stem: str, fallback: bool) -> None:
-    assert falls_back(source, "pkg/__init__.py", stem) is fallback
+    assert fallback_stems(source, "pkg/__init__.py", {stem}) == ({stem} if fallback else set())
 
 
 def test_fallback_units_read_the_sets_directory_and_its_parent() -> None:

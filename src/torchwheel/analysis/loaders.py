@@ -180,11 +180,6 @@ def fallback_stems(source: bytes, member: str, stems: Iterable[str]) -> set[str]
     return out
 
 
-def falls_back(source: bytes, member: str, stem: str) -> bool:
-    """Does this file load the library named ``stem`` inside a ``try`` that goes on without it?"""
-    return stem in fallback_stems(source, member, (stem,))
-
-
 # a real package has a few flavour sets per directory: reading more would cost every
 # ``.py`` file's bytes once per set, with nothing to learn
 _MAX_SETS_PER_DIR = 64
