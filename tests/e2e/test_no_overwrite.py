@@ -34,14 +34,19 @@ def test_the_command_refuses_an_existing_output(
     wheel, stale = _stale_output(fixture_wheels, tmp_path)
     refused = torchwheel(command, "--no-config", "-w", str(stale.parent), str(wheel))
     assert refused.returncode == 2
-    assert refused.stderr.splitlines()[-1] == f"torchwheel: error: {stale}: exists; pass --overwrite to replace it"
+    assert (
+        refused.stderr.splitlines()[-1]
+        == f"torchwheel: error: {stale}: exists; pass --overwrite to replace it"
+    )
     assert stale.read_bytes() == STALE and list(stale.parent.iterdir()) == [stale]
     replaced = torchwheel(command, "--no-config", "--overwrite", "-w", str(stale.parent), str(wheel))
     assert replaced.returncode == 0, replaced.stderr
     assert stale.read_bytes() != STALE and stale.read_bytes()[:2] == b"PK"
 
 
-def test_tag_refuses_before_writing_the_first_of_several(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+def test_tag_refuses_before_writing_the_first_of_several(
+    fixture_wheels: dict[str, Path], tmp_path: Path
+) -> None:
     """Two wheels, the second one's output taken: nothing is written, not even the first."""
     wheel, stale = _stale_output(fixture_wheels, tmp_path)
     first = fixture_wheels["clean"]
@@ -50,7 +55,9 @@ def test_tag_refuses_before_writing_the_first_of_several(fixture_wheels: dict[st
     assert list(stale.parent.iterdir()) == [stale]
 
 
-def test_tag_variant_refuses_an_existing_variant_copy(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+def test_tag_variant_refuses_an_existing_variant_copy(
+    fixture_wheels: dict[str, Path], tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     made = torchwheel("tag", "--no-config", "--variant", "-w", str(out), str(fixture_wheels["clean"]))
     assert made.returncode == 0, made.stderr

@@ -61,7 +61,9 @@ def test_a_refusal_names_the_users_wheel_and_counts_only_what_the_rewrite_cannot
         assert not (project / "wheelhouse").exists() or not list((project / "wheelhouse").iterdir())
 
 
-def test_a_repaired_wheels_report_names_the_users_wheel(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+def test_a_repaired_wheels_report_names_the_users_wheel(
+    fixture_wheels: dict[str, Path], tmp_path: Path
+) -> None:
     dist = tmp_path / "dist"
     dist.mkdir()
     wheel = Path(shutil.copy(fixture_wheels["tw503"], dist))

@@ -69,7 +69,10 @@ _TAG_OPTIONS = [
         help="Keep the project's torch requirement when it already matches the binaries.",
     ),
     click.option(
-        "--build-torch", metavar="X.Y", help="The torch an unstable wheel was built with (pin torch==X.Y.*)."
+        "--build-torch",
+        metavar="X.Y|installed",
+        help="The torch an unstable wheel was built with, or 'installed' (the torch installed here): "
+        "pins torch==X.Y.*.",
     ),
     click.option(
         "--relax-pin/--keep-pin",

@@ -108,7 +108,7 @@ def index_entries(got: Gathered) -> tuple[list[Entry], list[str]]:
     ]
     notes += [
         f"{c.filename}: unstable build whose torch minor is unknown: in no per-torch index "
-        "(tag it with --build-torch X.Y)"
+        "(tag it with --build-torch X.Y, or --build-torch installed where it was built)"
         for c in got.candidates
         if c.torch.kind == "unstable" and not c.torch.releases
     ]
