@@ -24,6 +24,10 @@ class Exit(IntEnum):
 class InputError(Exception):
     """The input could not be read or used; the message names the file and the problem."""
 
+    # the command-line input it is about, set where inputs are read (``analysis.load``): a CI
+    # annotation points at that file; None for a misuse (an option, the configuration)
+    input_path: str | None = None
+
 
 def clipped(text: object, keep: int = 200) -> str:
     """``text`` for a one-line message, cut after ``keep`` characters: a requirement from

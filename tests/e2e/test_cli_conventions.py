@@ -135,5 +135,7 @@ def test_github_format_annotates_an_unreadable_wheel(fixture_wheels: dict[str, P
     )
     assert result.returncode == 2
     (line,) = result.stdout.splitlines()
-    assert line.startswith("::error title=torchwheel::x-1.0-py3-none-any.whl: "), line
+    assert line.startswith(
+        f"::error file={unreadable},title=torchwheel (input error)::x-1.0-py3-none-any.whl: "
+    ), line
     assert result.stderr.startswith("torchwheel: error: x-1.0-py3-none-any.whl: ")
