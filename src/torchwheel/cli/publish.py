@@ -205,12 +205,15 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) ->
             doc["error"] = error_object(failure)
         print_document(doc)
     else:
-        render = matrix.markdown if fmt == "markdown" else matrix.text
-        out = "\n\n".join(render(m, why, legend=m is grids[-1]) for m in grids)
+        out = matrix.render(grids, fmt == "markdown", why, installed, here)
         click.echo(safe_lines(out.splitlines()))  # wheel names come from the input
-    if failure is not None:  # listed in the report (text: below the grid); stderr: the one line of an exit 2
+    if failure is not None:  # listed in the report (below the grid); stderr: the one line of an exit 2
         if fmt != "json":
-            click.echo(safe_lines([f"skipped {s.location}: {s.reason}" for s in got.skipped]))
+            bullet = (
+                "- " if fmt == "markdown" else ""
+            )  # a list of its own in markdown, not the legend's paragraph
+            skips = [f"{bullet}skipped {s.location}: {s.reason}" for s in got.skipped]
+            click.echo(safe_lines(["", *skips] if fmt == "markdown" else skips))
         raise InputError(failure)
     code, missing = grid_exit_code(got.candidates, asked)
     for line in missing:
