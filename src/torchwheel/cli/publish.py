@@ -66,6 +66,11 @@ def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
     type=click.Path(path_type=Path),
     help="The index directory (replaced atomically if torchwheel wrote it before).",
 )
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="Where OUT will be served (https://example.org/whl): the front page's install lines name it.",
+)
 @_TORCH
 @_NAME
 @symbols_option
@@ -74,6 +79,7 @@ def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
 def index_command(
     sources: tuple[str, ...],
     output: Path,
+    base_url: str | None,
     torches: tuple[str, ...],
     names: tuple[str, ...],
     symbols_file: Path | None,
@@ -86,14 +92,17 @@ def index_command(
     tag set that loads on torch X.Y, so `pip install --index-url https://.../torch-X.Y/simple`
     gets the right build, and OUT/torch-X.Y/constraints.txt keeps pip and uv to it beside
     another index; OUT/torch-X.Y-BUILD/ (cpu, cu130, ...) the same for one torch build.
-    Metadata only (WHEEL Torch-ABI); untagged wheels are read once. Exit 0 written, 1 a
-    project has nothing for a --torch asked for, 2 unreadable input (nothing written).
+    OUT/index.html is the page for people: per project, the matrix of what loads where, each
+    cell linking its wheel and the pip and uv lines that install it. Metadata only (WHEEL
+    Torch-ABI); untagged wheels are read once. Exit 0 written, 1 a project has nothing for a
+    --torch asked for, 2 unreadable input (nothing written).
     """
     from torchwheel.install.outcome import grid_exit_code
     from torchwheel.install.simple_index import write_indexes
 
     asked = _minors(torches)
-    result = write_indexes(sources, output, asked, names, chosen_table(symbols_file, no_config).table)
+    table = chosen_table(symbols_file, no_config).table
+    result = write_indexes(sources, output, asked, names, table, base_url)
     for note in result.notes:
         click.echo(f"note: {safe(note)}", err=True)
     click.echo(safe_lines(_index_lines(output, result)))  # paths from the command line, names from the input
