@@ -202,6 +202,7 @@ def test_clean_and_warning_wheels_pass(
 ) -> None:
     inputs = workflow_inputs()
     assert inputs == {"wheels": "wheelhouse/*.whl"}
+    assert ACTION["inputs"]["version"]["default"] == ""  # until a release: the action's own checkout
     wheels = {k: fixture_wheels[k] for k in ("clean", "tw101")}  # tw101: one warning
     workspace = workspace_with(tmp_path, wheels)
     run = run_action({**inputs, **OFFLINE}, workspace, tmp_path / "temp", action_path, runner_env)
