@@ -218,16 +218,16 @@ def tag_wheels(
     release: bool | None = None,
     symbols: PathLike | ChosenTable | None = None,
     each: Callable[[TagResult], None] | None = None,
+    overwrite: bool = False,
 ) -> list[TagResult]:
     """Every wheel ``tag`` writes, in order (with ``variant``: the variant copy before each
     plain one); ``each`` hears of each as it is written, so a later failure loses no word of
-    what was written before it. Every refusal (a contradiction, a pin) comes before the first
-    wheel is written; ``RewriteRefused`` when the facts make any rewrite dishonest.
-    Provisional: the command line's entry; ``tag`` is the stable one."""
+    what was written before it. Every refusal (a contradiction, a pin, an output that exists
+    without ``overwrite``) comes before the first wheel is written; ``RewriteRefused`` when the
+    facts make any rewrite dishonest. Provisional: the command line's entry; ``tag`` is stable."""
     from torchwheel import rules
     from torchwheel.analysis.load import opened
     from torchwheel.tagging import apply
-    from torchwheel.tagging.plan import plan
     from torchwheel.tagging.release_requirements import release_sets
 
     dest = Path(out_dir) if out_dir is not None else None
@@ -241,20 +241,18 @@ def tag_wheels(
                 "refusing to rewrite: the facts above make the new metadata untrustworthy", blocking, wheels
             )
         shared = release_sets(wheels, options, release)
-        for w in wheels:
-            plan(w, dataclasses.replace(options, release_requirements=shared.get(id(w))))
+        for w in wheels:  # plans (and their refusals), outputs that exist: before the first write
+            opts = dataclasses.replace(options, release_requirements=shared.get(id(w)))
+            apply.refuse_outputs(w, opts, dest, in_place, variant, overwrite or dry_run)
         for w, fd in loaded:
             opts = dataclasses.replace(options, release_requirements=shared.get(id(w)))
-            if variant:  # first, while the input is still where it was (--in-place replaces it)
-                written = apply.tag(
-                    w, opts, dest, False, dry_run, with_facts=verbose, archive=fd, variant=True
+            # the variant copy first, while the input is still where it was (--in-place replaces it)
+            for copy in (True, False) if variant else (False,):
+                results.append(
+                    apply.tag(w, opts, dest, in_place and not copy, dry_run, verbose, fd, copy, overwrite)
                 )
-                results.append(written)
                 if each is not None:
-                    each(written)
-            results.append(apply.tag(w, opts, dest, in_place, dry_run, with_facts=verbose, archive=fd))
-            if each is not None:
-                each(results[-1])
+                    each(results[-1])
     return results
 
 
@@ -268,10 +266,12 @@ def tag(
     upper_bound: str | None = None,
     relax_pin: bool = False,
     symbols: PathLike | ChosenTable | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Write the tagged copy of one wheel into ``out_dir`` and return its path (the input is
     never modified): ``Torch-ABI`` and correct ``Tag`` lines in WHEEL, the torch requirement,
-    the facts side file, RECORD. Options as ``torchwheel tag``'s."""
+    the facts side file, RECORD. Options as ``torchwheel tag``'s; a file already at the
+    output's name is ``InputError`` unless ``overwrite``."""
     from torchwheel.tagging.options import TagOptions
     from torchwheel.version import FeatureVersion
 
@@ -287,6 +287,6 @@ def tag(
         build_tag=build_tag,
         local_label=local_label,
     )
-    (result,) = tag_wheels([path], out_dir, options, release=False, symbols=symbols)
+    (result,) = tag_wheels([path], out_dir, options, release=False, symbols=symbols, overwrite=overwrite)
     assert result.target is not None  # not a dry run
     return result.target

@@ -28,6 +28,10 @@ class InputError(Exception):
     ``FileNotFoundError``, ``UnreadableInput`` an ``OSError``, ``InvalidValue`` a
     ``ValueError``), so a caller of the library catches what it would catch anyway."""
 
+    # the command-line input it is about, set where inputs are read (``analysis.load``): a CI
+    # annotation points at that file; None for a misuse (an option, the configuration)
+    input_path: str | None = None
+
 
 class _SystemInputError(InputError, OSError):
     """An ``OSError`` with the one-line message: ``str()`` is the message, not OSError's

@@ -48,8 +48,20 @@ def test_a_document_already_printed_is_not_followed_by_another() -> None:
 
 
 def test_github_failure_is_an_annotation() -> None:
+    """An InputError no input was named in is the command line's or the configuration's: a
+    usage error (``analysis.load`` names the input of the errors it reads)."""
     out, _ = _run(False, "github")
-    assert out == "::error title=torchwheel::x.whl: not a zip archive\n"
+    assert out == "::error title=torchwheel (usage error)::x.whl: not a zip archive\n"
+
+
+def test_github_failure_of_an_input_names_its_file() -> None:
+    from torchwheel.report.github import failure
+
+    assert (
+        failure("x.whl: junk", "dist/x.whl")
+        == "::error file=dist/x.whl,title=torchwheel (input error)::x.whl: junk"
+    )
+    assert failure("out of memory") == "::error title=torchwheel::out of memory"
 
 
 @pytest.mark.parametrize("fmt", ["text", "markdown"])

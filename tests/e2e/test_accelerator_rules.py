@@ -154,6 +154,10 @@ def test_numbered_flavours_load_on_each_build(fixture_wheels: dict[str, Path], t
         ("cuda_flavours", "cpu, cuda-13, rocm, xpu"),  # the same pair without that loader
         ("tw708", "any"),  # brings its own CUDA 13 runtime: no build of torch is needed
         ("cuda13", "cuda-13"),  # relies on torch's runtime: ties the build
+        # issue 41: the build axis comes from what the loader binds
+        ("fallback_backends", "any"),  # static CUDA runtime, ROCm 7, a fallback: loads where any does
+        ("backends_no_fallback", "cpu, cuda, rocm-7, xpu"),  # picked by the torch found: not ROCm 6
+        ("pin_local_cpu", "cpu"),  # torch==2.8.0+cpu: the pin's label names the build
     ],
 )
 def test_how_a_package_picks_its_libraries_decides_the_build(
@@ -176,3 +180,71 @@ def test_show_says_who_picks_the_flavour_and_never_contradicts_itself(
     picked = torchwheel("show", "--no-config", str(fixture_wheels["runtime_picked"])).stdout
     assert "the package picks one by the torch it finds" in picked
     assert "has builds that need CUDA 12 or CUDA 13" in picked and "CUDA 12 + CUDA 13" not in picked
+
+
+def test_show_names_the_members_of_a_set_with_a_fallback(fixture_wheels: dict[str, Path]) -> None:
+    """Issue 41, layout 1: the set's own members and the builds each loads on, and its GPU code
+    reported (TW710, info) rather than turned into a build requirement."""
+    wheel = str(fixture_wheels["fallback_backends"])
+    text = torchwheel("show", "--no-config", wheel).stdout
+    assert (
+        "_backend_{cuda,rocm}.so: its loader (wfallback/*.py) tries them and goes on without them where none "
+        "loads, so the package loads where any does (any build of torch): _backend_cuda.so (any), "
+        "_backend_rocm.so (rocm-7)"
+    ) in text
+    assert "torch build      loads on" not in text  # any build: no line narrows it
+    check = json.loads(torchwheel("check", "--no-config", "--format", "json", wheel).stdout)
+    assert [(f["code"], f["severity"], f["member"]) for f in check["findings"]] == [
+        ("TW710", "info", "wfallback/_backend_cuda.so")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("backend", "chosen", "says"),
+    [
+        ("cpu", True, "pinned to torch 2.8"),
+        ("cu128", False, "needs a CPU build of torch, the target's torch is a CUDA 12.8 build (cu128)"),
+    ],
+)
+def test_a_labelled_pin_decides_release_and_build(
+    fixture_wheels: dict[str, Path], backend: str, chosen: bool, says: str
+) -> None:
+    """Issue 41, layout 3: `torch==2.8.0+cpu` on an unstable wheel names torch 2.8.0 and the CPU
+    build; select judges both, as pip would install it only beside torch 2.8.0+cpu."""
+    plan = ("--torch", "2.8", "--torch-backend", backend, "--python-version", "3.11")
+    result = torchwheel(
+        "select",
+        "--format",
+        "json",
+        *plan,
+        "--platform",
+        "manylinux_2_28_x86_64",
+        str(fixture_wheels["pin_local_cpu"]),
+    )
+    assert result.returncode == (0 if chosen else 1), result.stderr
+    assert says in result.stdout
+
+
+def test_the_loader_binds_nothing_of_a_torch_build_for_a_static_runtime(
+    built_fixtures: dict[str, Path],
+) -> None:
+    """What the build axis of `fallback_backends` rests on, asked of the dynamic loader in a
+    process with no torch and no GPU driver: nvcc's static-runtime library opens (it binds no
+    torch and no runtime a torch build brings), the ROCm backend does not (its libamdhip64.so.7
+    comes only with a ROCm build of torch)."""
+    import subprocess
+    import sys
+
+    from torchwheel.analysis.buildunits import binds_no_build
+    from torchwheel.api import inspect_wheel
+
+    static = Path(__file__).resolve().parents[2] / "fixtures" / "cuda" / "bin" / "cu13_static.so"
+    probe = "import ctypes, os, sys\ntry:\n    ctypes.CDLL(sys.argv[1], os.RTLD_NOW)\nexcept OSError as e:\n    print(e)\n"
+    for lib, opens in ((static, True), (built_fixtures["elf_rocm_runtime"], False)):
+        run = subprocess.run(
+            [sys.executable, "-c", probe, str(lib)], capture_output=True, text=True, timeout=60
+        )
+        assert (run.stdout == "") is opens, run.stdout
+        facts = inspect_wheel(lib).facts[0]
+        assert binds_no_build(facts.binaries[0].analysis.needs) is opens
+    assert "libamdhip64.so.7: cannot open shared object file" in run.stdout

@@ -33,6 +33,8 @@ ACTION = yaml.safe_load((REPO / "action.yml").read_text())
 DOC = (REPO / "docs" / "cibuildwheel.md").read_text()
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 STEP_KEYS = {"name", "id", "shell", "env", "run"}
+GITHUB = {"github.action_repository": "OWNER/torchwheel", "github.action_ref": "v1"}
+RULES = "https://github.com/OWNER/torchwheel/blob/v1/docs/rules.md"
 
 
 @dataclass
@@ -79,6 +81,8 @@ def run_action(
             return values[m[1]]
         if expression == "github.action_path":
             return str(action_path)
+        if expression in GITHUB:  # the runner's github context for the step of an action
+            return GITHUB[expression]
         if m := re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expression):
             return run.step_outputs.get(m[1], {}).get(m[2], "")
         raise AssertionError(f"an expression this test does not evaluate: {expression}")
@@ -136,7 +140,8 @@ def action_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     files of this repository that action.yml and the pip install need."""
     path = tmp_path_factory.mktemp("action") / "torchwheel"
     path.mkdir()
-    for name in ("action.yml", "pyproject.toml", "README.md"):
+    for name in ("action.yml", "pyproject.toml", "README.md", "scripts/action_summary.py"):
+        (path / name).parent.mkdir(exist_ok=True)
         shutil.copy(REPO / name, path / name)
     shutil.copytree(REPO / "src", path / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     return path
@@ -197,6 +202,7 @@ def test_clean_and_warning_wheels_pass(
 ) -> None:
     inputs = workflow_inputs()
     assert inputs == {"wheels": "wheelhouse/*.whl"}
+    assert ACTION["inputs"]["version"]["default"] == ""  # until a release: the action's own checkout
     wheels = {k: fixture_wheels[k] for k in ("clean", "tw101")}  # tw101: one warning
     workspace = workspace_with(tmp_path, wheels)
     run = run_action({**inputs, **OFFLINE}, workspace, tmp_path / "temp", action_path, runner_env)
@@ -204,7 +210,7 @@ def test_clean_and_warning_wheels_pass(
     assert run.ran == [s["name"] for s in ACTION["runs"]["steps"]]
     assert run.annotations("error") == []
     (warning,) = run.annotations("warning")
-    assert warning.startswith(f"::warning file=wheelhouse/{wheels['tw101'].name},title=TW101 ")
+    assert warning.startswith(f"::warning file=wheelhouse/{wheels['tw101'].name},title=torchwheel (TW101)::")
     assert run.outputs == {"exit-code": "0", "errors": "0", "warnings": "1", "wheels": "2"}
     assert "torchwheel, version 0.1.0" in run.stdout
     # the torchwheel that ran is the one the install step put in its own environment
@@ -216,9 +222,14 @@ def test_clean_and_warning_wheels_pass(
     )  # fmt: skip
     assert Path(where.stdout.strip()).is_relative_to(Path(tool).parents[1])
     assert "`torchwheel check` passed: 0 error(s), 1 warning(s) in 2 input(s)." in run.summary
+    # the warning is listed too, with its rule's link
+    (row,) = [line for line in run.summary.splitlines() if "TW101" in line]
+    assert row.startswith(
+        f"| `wheelhouse/{wheels['tw101'].name}` | [TW101]({RULES}#tw101-marker-missing-warning) "
+    )
     assert re.search(r"^\| wheel \|.*\n\|---\|", run.summary, re.M)
     for wheel in wheels.values():
-        assert re.search(rf"^\| `{re.escape(wheel.name)}` \|", run.summary, re.M)
+        assert re.search(rf"^\| `{re.escape(wheel.name)}` \|", run.summary, re.M)  # no wheel marked failing
 
 
 def test_errors_fail_the_job_after_the_summary(
@@ -230,12 +241,23 @@ def test_errors_fail_the_job_after_the_summary(
     run = run_action(inputs, workspace, tmp_path / "temp", action_path, runner_env)
     assert (run.failed, run.code) == ("Verdict", 1), run.stdout + run.stderr
     (error,) = run.annotations("error")
-    assert error.startswith(f"::error file=dist/{wheels['tw201'].name},title=TW201 ")
+    name = wheels["tw201"].name
+    assert error.startswith(f"::error file=dist/{name},title=torchwheel (TW201)::w201/elf_contract_violation")
     assert run.annotations("warning") == []  # --ignore TW101 reached check
     assert "torchwheel check found errors (exit 1)" in run.stderr
     assert run.outputs == {"exit-code": "1", "errors": "1", "warnings": "0", "wheels": "2"}
     assert "`torchwheel check` failed: errors found: 1 error(s), 0 warning(s) in 2 input(s)." in run.summary
-    assert f"| `{wheels['tw201'].name}` |" in run.summary
+    # every finding in the summary: wheel, code with its rule's link, severity, message
+    link = f"[TW201]({RULES}#tw201-target-too-old-error)"
+    (row,) = [line for line in run.summary.splitlines() if line.startswith(f"| `dist/{name}` |")]
+    message = r"w201/elf\_contract\_violation.abi3.so: \[x86\_64\] declares torch 2.10.0 but imports "
+    assert row.startswith(
+        f"| `dist/{name}` | {link} | error | {message}"
+    )  # markdown's own characters escaped
+    assert "torch\\_from\\_blob (2.11)" in row
+    # and the failing wheel is marked in the matrix; the other is not
+    assert f"| ⛔ `{name}` (errors: TW201) |" in run.summary
+    assert f"| `{wheels['tw101'].name}` |" in run.summary
 
 
 def test_an_unreadable_wheel_is_exit_2_with_an_annotation(
@@ -243,14 +265,58 @@ def test_an_unreadable_wheel_is_exit_2_with_an_annotation(
 ) -> None:
     workspace = workspace_with(tmp_path, {"clean": fixture_wheels["clean"]})
     shutil.copy(fixture_wheels["bad_not_a_zip"], workspace / "wheelhouse" / "bad-1.0%-py3-none-any.whl")
-    run = run_action({"summary": "false", **OFFLINE}, workspace, tmp_path / "temp", action_path, runner_env)
+    run = run_action(OFFLINE, workspace, tmp_path / "temp", action_path, runner_env)
     assert (run.failed, run.code) == ("Verdict", 2), run.stdout + run.stderr
-    assert "torchwheel: error: bad-1.0%-py3-none-any.whl: " in run.stderr
-    (error,) = run.annotations("error")  # the same line as a workflow command, its % escaped
-    assert error.startswith("::error title=torchwheel::bad-1.0%25-py3-none-any.whl: ")
+    # said once in the log: the annotation, with file= and its % escaped; no stderr line of
+    # check's or of the matrix's repeats it
+    (error,) = run.annotations("error")
+    assert error.startswith(
+        "::error file=wheelhouse/bad-1.0%25-py3-none-any.whl,title=torchwheel (input error)::"
+        "bad-1.0%25-py3-none-any.whl: not a zip archive"
+    )
+    assert (run.stdout + run.stderr).count("not a zip archive") == 1
+    assert "torchwheel check could not read an input (exit 2)" in run.stderr
     # check printed no summary line: no counts rather than made-up ones
     assert run.outputs == {"exit-code": "2", "errors": "", "warnings": "", "wheels": "2"}
-    assert run.summary == ""  # summary: false
+    assert "`torchwheel check` failed: an input could not be read (exit 2) (2 input(s))." in run.summary
+    assert (
+        "| `wheelhouse/bad-1.0%-py3-none-any.whl` | bad-1.0%-py3-none-any.whl: not a zip archive"
+        in run.summary
+    )
+    assert "see the job log" not in run.summary
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ("--ignore TW999", "unknown rule code TW999 in --ignore (did you mean "),
+        ("--bogus", "No such option '--bogus'"),  # click's own: the action makes the annotation
+    ],
+)
+def test_a_usage_error_is_reported_as_one(
+    args: str,
+    message: str,
+    fixture_wheels: dict[str, Path],
+    tmp_path: Path,
+    action_path: Path,
+    runner_env: dict[str, str],
+) -> None:
+    workspace = workspace_with(tmp_path, {"clean": fixture_wheels["clean"]})
+    summary = "false" if args == "--bogus" else "true"
+    inputs = {"args": args, "summary": summary, **OFFLINE}
+    run = run_action(inputs, workspace, tmp_path / "temp", action_path, runner_env)
+    assert (run.failed, run.code) == ("Verdict", 2), run.stdout + run.stderr
+    (error,) = run.annotations("error")
+    assert error.startswith(f"::error title=torchwheel (usage error)::{message}"), error
+    assert "torchwheel check refused its arguments (a usage error, exit 2)" in run.stderr
+    assert "torchwheel: error:" not in run.stderr  # said once, as the annotation
+    if summary == "false":
+        assert run.summary == ""
+        return
+    assert "an input could not be read" not in run.summary
+    assert (
+        f"`torchwheel check` failed: a usage error (exit 2), no wheel was checked: {message}" in run.summary
+    )
 
 
 def test_a_pattern_that_matches_nothing_fails_at_once(

@@ -89,7 +89,7 @@ def test_github_annotations(fixture_wheels: dict[str, Path], tmp_path: Path) -> 
     result = torchwheel("check", "--format", "github", str(fixture_wheels["tw201"]), cwd=tmp_path)
     assert result.returncode == 1
     first = result.stdout.splitlines()[0]
-    assert first.startswith("::error file=") and ",title=TW201 " in first
+    assert first.startswith("::error file=") and ",title=torchwheel (TW201)::w201/" in first
     assert "torch_from_blob" in first
 
 

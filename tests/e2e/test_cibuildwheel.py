@@ -57,45 +57,40 @@ SECTIONS = {
 
 def block(heading: str) -> str:
     """The one TOML block under a heading of the page (up to the next heading)."""
-    match = re.search(rf"^#+ {re.escape(heading)}\n(.*?)(?=^#+ |\Z)", DOC, re.M | re.S)
+    match = re.search(rf"^#+ {re.escape(heading)}\n(.*?)```toml\n(.*?)```", DOC, re.M | re.S)
     assert match is not None, heading
-    (toml,) = re.findall(r"```toml\n(.*?)```", match.group(1), re.S)
-    return str(toml)
+    assert not re.search(r"^#", match.group(1), re.M), f"no TOML block under {heading!r}"
+    return match.group(2)
 
 
 def recipe(platform: str) -> str:
     """The repair-wheel-command of one platform section ("" for the plain one), as TOML hands it over."""
-    config = tomllib.loads(block(SECTIONS[platform or "plain"]))["tool"]["cibuildwheel"]
-    command = config[platform]["repair-wheel-command"] if platform else config["repair-wheel-command"]
+    config = tomllib.loads(block(SECTIONS[platform or "plain"]))
+    command = (
+        config["tool"]["cibuildwheel"][platform]["repair-wheel-command"]
+        if platform
+        else config["repair-wheel-command"]
+    )
     assert isinstance(command, str)
     return command
 
 
-def pyproject(*blocks: str) -> str:
-    """Blocks of the page merged into one file: the lines under each table header joined,
-    so a key set twice is a duplicate tomllib refuses."""
-    tables: dict[str, list[str]] = {}
-    for text in blocks:
-        header = ""
-        for line in text.splitlines():
-            if re.fullmatch(r"\[[^\]]+\]", line.strip()):
-                header = line.strip()
-                tables.setdefault(header, [])
-            elif line.strip():
-                tables.setdefault(header, []).append(line)
-    out = "\n\n".join("\n".join([h, *lines]) for h, lines in tables.items()) + "\n"
-    tomllib.loads(out)
-    return out
+def pasted(*blocks: str) -> str:
+    """The page's blocks pasted one after the other into one file, as its paragraph under the
+    first block says: text after text, nothing merged, so a table the blocks declare twice is
+    the error cibuildwheel's reader stops on."""
+    return "\n".join([block(SECTIONS[""]), *blocks])
 
 
 Platform = Literal["linux", "macos", "windows"]
 
 
 def build_options(project: Path, platform: Platform, *blocks: str) -> BuildOptions:
-    """cibuildwheel's options reader on a pyproject.toml of the common block, the platform's
-    and ``blocks``, for the platform's CPython 3.11 build."""
+    """cibuildwheel's options reader on a pyproject.toml of the common block followed by
+    ``blocks`` (the lines of an audit block first, as the page orders them), for the
+    platform's CPython 3.11 build."""
     project.mkdir(exist_ok=True)
-    (project / "pyproject.toml").write_text(pyproject(block(SECTIONS[""]), *blocks))
+    (project / "pyproject.toml").write_text(pasted(*blocks))
     args = dataclasses.replace(CommandLineArguments.defaults(), package_dir=project, platform=platform)
     options = Options(platform, args, env={})
     options.check_for_invalid_configuration([IDENTIFIERS[platform]])
@@ -190,6 +185,49 @@ def test_the_pages_blocks_are_cibuildwheel_options(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("audit", ["torchwheel audit", "both audits"])
+def test_the_whole_page_pasted_together_is_one_configuration(audit: str, tmp_path: Path) -> None:
+    """Every block the page tells you to paste, in its order, in one file: cibuildwheel reads
+    it for each platform (no table declared twice), with the audit and that platform's repair."""
+    blocks = [block(SECTIONS[audit]), *(block(SECTIONS[p]) for p in ("linux", "macos", "windows"))]
+    tomllib.loads(pasted(*blocks))
+    audit_command = tomllib.loads(block(SECTIONS[audit]))["audit-command"]
+    platforms: tuple[Platform, ...] = ("linux", "macos", "windows")
+    for platform in platforms:
+        bo = build_options(tmp_path / platform, platform, *blocks)
+        assert bo.repair_command == recipe(platform)
+        assert bo.audit_command == (audit_command if isinstance(audit_command, list) else [audit_command])
+        assert bo.before_build == "pip install torchwheel"
+    plain = build_options(tmp_path / "plain", "linux", block(SECTIONS[audit]), block(SECTIONS["plain"]))
+    assert plain.repair_command == recipe("")
+
+
+def test_a_table_declared_twice_is_refused(tmp_path: Path) -> None:
+    # the guard of the test above: the header the page's audit blocks used to repeat
+    with pytest.raises(tomllib.TOMLDecodeError):
+        tomllib.loads(pasted("[tool.cibuildwheel]\n" + block(SECTIONS["torchwheel audit"])))
+
+
+def test_the_install_line_that_works_before_a_release(tmp_path: Path) -> None:
+    """The page's stand-in for `torchwheel` until it is on PyPI is one requirement, valid in all
+    three places it names."""
+    from packaging.requirements import Requirement
+
+    (line,) = set(re.findall(r"`(torchwheel @ git\+https://[^`]+)`", DOC))
+    req = Requirement(line)
+    assert req.name == "torchwheel" and req.url == "git+https://github.com/OWNER/torchwheel@v1"
+    assert f'`pip install "{line}"`' in DOC
+    common = block(SECTIONS[""]).replace('"torchwheel"', json.dumps(line))
+    common = common.replace('"pip install torchwheel"', json.dumps(f'pip install "{line}"'))
+    audit = block(SECTIONS["torchwheel audit"]).replace('["torchwheel"]', json.dumps([line]))
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("\n".join([common, audit, block(SECTIONS["linux"])]))
+    args = dataclasses.replace(CommandLineArguments.defaults(), package_dir=project, platform="linux")
+    bo = Options("linux", args, env={}).build_options(IDENTIFIERS["linux"])
+    assert bo.audit_requires == [line] and shlex.split(bo.before_build or "")[2] == line
+
+
 def test_a_wrong_option_name_is_refused(tmp_path: Path) -> None:
     # the guard of the test above: cibuildwheel's reader does refuse what it does not know
     with pytest.raises(errors.ConfigurationError, match="audit-command"):
@@ -202,7 +240,7 @@ def test_the_quoted_default_audit_is_cibuildwheels(tmp_path: Path) -> None:
     import cibuildwheel
 
     defaults = tomllib.loads((Path(cibuildwheel.__file__).parent / "resources" / "defaults.toml").read_text())
-    quoted = tomllib.loads(block(SECTIONS["default audit"]))["tool"]["cibuildwheel"]
+    quoted = tomllib.loads(block(SECTIONS["default audit"]))
     for key in ("audit-requires", "audit-command"):
         assert quoted[key] == defaults["tool"]["cibuildwheel"][key]
     bo = build_options(tmp_path, "linux", block(SECTIONS["linux"]))
@@ -214,7 +252,7 @@ def test_linux_recipe_through_cibuildwheels_container_call(
     fixture_wheels: dict[str, Path], tmp_path: Path, audit_env: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     project = tmp_path / "project"
-    bo = build_options(project, "linux", block(SECTIONS["linux"]), block(SECTIONS["both audits"]))
+    bo = build_options(project, "linux", block(SECTIONS["both audits"]), block(SECTIONS["linux"]))
     built = tmp_path / "built_wheel" / fixture_wheels["recipe_linux_cuda"].name
     built.parent.mkdir()
     shutil.copy(fixture_wheels["recipe_linux_cuda"], built)
@@ -276,7 +314,7 @@ def test_the_audit_fails_a_wheel_with_errors(
     audit_env: Path,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    bo = build_options(tmp_path / "project", "linux", block(SECTIONS["linux"]), block(SECTIONS[audits]))
+    bo = build_options(tmp_path / "project", "linux", block(SECTIONS[audits]), block(SECTIONS["linux"]))
     # the audit environment here already holds both tools: each command's must be required
     assert {shlex.split(c)[0] for c in bo.audit_command} <= set(bo.audit_requires)
     wheel = fixture_wheels["tw201"]
@@ -291,7 +329,7 @@ def test_the_abi3_audit_is_skipped_for_a_non_abi3_wheel(
     fixture_wheels: dict[str, Path], tmp_path: Path, audit_env: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     bo = build_options(
-        tmp_path / "project", "linux", block(SECTIONS["linux"]), block(SECTIONS["both audits"])
+        tmp_path / "project", "linux", block(SECTIONS["both audits"]), block(SECTIONS["linux"])
     )
     wheel = fixture_wheels["tw302_near"]  # cp312-cp312, clean
     assert "abi3" not in wheel.name

@@ -113,7 +113,9 @@ def test_repair_logs_fixes_as_fixed_and_names_what_was_there(
     assert second.returncode == 0, second.stderr
     old = next(p.name for p in out.iterdir() if p.name.startswith("w503"))
     assert f"already held 1 other wheel(s), left as they were: {old}" in second.stderr
-    again = torchwheel("repair", "--no-config", "-w", str(out), str(fixture_wheels["tw501"]), cwd=tmp_path)
+    again = torchwheel(
+        "repair", "--no-config", "--overwrite", "-w", str(out), str(fixture_wheels["tw501"]), cwd=tmp_path
+    )
     assert "replaced the older w501-" in again.stderr
     assert len(list(out.iterdir())) == 2
 
@@ -133,5 +135,7 @@ def test_github_format_annotates_an_unreadable_wheel(fixture_wheels: dict[str, P
     )
     assert result.returncode == 2
     (line,) = result.stdout.splitlines()
-    assert line.startswith("::error title=torchwheel::x-1.0-py3-none-any.whl: "), line
+    assert line.startswith(
+        f"::error file={unreadable},title=torchwheel (input error)::x-1.0-py3-none-any.whl: "
+    ), line
     assert result.stderr.startswith("torchwheel: error: x-1.0-py3-none-any.whl: ")

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from ..helpers import REPO, fresh_venv, load_script, pip_install, torchwheel
+from ..helpers import REPO, fixture_wheels_module, fresh_venv, load_script, pip_install, torchwheel
 
 REAL_EXT = REPO / "fixtures" / "real_ext"
 _MODULE = "torchwheel_real_ext_build"
@@ -341,3 +341,31 @@ def test_tagged_stable_wheel_runs_in_a_fresh_venv(
     run = subprocess.run([vpy, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split("\n")[:2] == ["2.13.0", "[0.0, 2.5, 5.0, 7.5]"]
+
+
+def test_a_per_release_build_is_held_to_the_release_its_name_claims(
+    real_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    """Issue 41, layout 2: the real unstable extension (torch 2.13's headers; its imports are
+    exported by torch 2.12-2.15, the shipped exports index says) shipped as the per-release
+    builds ``_C_2_11_0.so`` and ``_C_2_13_0.so``. The package picks the first on torch 2.11,
+    whose libtorch lacks its imports: TW507 there, not on the build named for 2.13."""
+    import zipfile
+
+    with zipfile.ZipFile(real_wheels["unstable"]) as zf:
+        (so,) = [n for n in zf.namelist() if n.endswith(".so")]
+        lib = tmp_path / "_C.so"
+        lib.write_bytes(zf.read(so))
+    wheels = fixture_wheels_module()
+    spec = wheels.WheelSpec(
+        "real_per_release",
+        "wrealrel",
+        "cp311-cp311-linux_x86_64",
+        (("wrealrel/_C_2_11_0.so", "real"), ("wrealrel/_C_2_13_0.so", "real")),
+        requires=("torch>=2.11,<2.14",),
+    )
+    wheel = wheels.write_wheel(tmp_path / spec.filename, spec, {"real": lib})
+    doc = _json(torchwheel("check", "--no-config", "--format", "json", str(wheel)))
+    found = [(f["member"], f["severity"]) for f in doc["findings"] if f["code"] == "TW507"]
+    assert found == [("wrealrel/_C_2_11_0.so", "warning")]
+    assert not any(f["code"] == "TW504" for f in doc["findings"])  # per-release builds: no pin demanded

@@ -71,6 +71,7 @@ def test_tw501_silenced_by_require_torch_false(fixture_wheels: dict[str, Path]) 
         "clean",  # requires torch>=2.10
         "tw504_no_requirement",  # unstable and no requirement: TW504, the error, says it
         "tw103",  # no torch symbol at all: nothing to require
+        "per_release_full",  # per-release builds, no requirement: TW505 judges it against the builds
     ],
 )
 def test_tw501_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
@@ -227,6 +228,7 @@ def test_tw504_no_requirement_and_require_torch_false(fixture_wheels: dict[str, 
         "tw204",  # torch==2.13.*: one minor
         "unstable_patch_pin",  # torch==2.9.1: one patch release is a pin too
         "per_minor",  # per-minor builds pick their own library: TW505's
+        "pin_local_cpu",  # torch==2.8.0+cpu admits torch 2.8.0 (the CPU build) only
         "clean",  # stable
     ],
 )
@@ -245,7 +247,24 @@ def test_tw505_bare_requirement_over_per_minor_builds(fixture_wheels: dict[str, 
             "",
             "'torch' admits torch 2.0.0-2.3.1, 2.10.0 and newer, for which the wheel has no build (it has "
             "2.4-2.9): unless its Python code works there without them, require only the releases it has "
-            "builds for",
+            "builds for ('torch>=2.4,<2.10')",
+        )
+    ]
+
+
+def test_tw505_no_requirement_over_per_release_builds(fixture_wheels: dict[str, Path]) -> None:
+    """Issue 41, layout 2: builds named ``_ops_2_11_0`` ... ``_ops_2_13_0``, a main module that
+    links no torch, no torch requirement. No TW504 (an error): the missing requirement is judged
+    against the builds, as a warning that names the requirement that would fit them."""
+    wheel = fixture_wheels["per_release_full"]
+    assert hits(requirements.unstable_torch_unpinned, wheel) == []
+    assert hits(requirements.builds_gap, wheel) == [
+        (
+            "",
+            "METADATA names no torch, so installers put it beside any torch, also torch 2.0.0-2.10.0, 2.14.0 "
+            "and newer, for which the wheel has no build (it has 2.11.0, 2.12.0, 2.12.1, 2.13.0): unless its "
+            "Python code works there without them, require only the releases it has builds for "
+            "('torch>=2.11.0,<=2.13.0')",
         )
     ]
 
@@ -264,6 +283,7 @@ def test_tw505_per_patch_builds_miss_one_patch(fixture_wheels: dict[str, Path]) 
     "scenario",
     [
         "per_minor_ranged",  # >=2.6,<2.9 over builds 2.6-2.8: exact
+        "per_release_pt",  # >=2.11,<2.13 over builds in pt2.11/ and pt2.12/: exact
         "tw504",  # one unstable build, not per-minor builds
         "clean",  # stable
     ],

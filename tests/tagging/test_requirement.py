@@ -93,14 +93,17 @@ def test_an_undated_unstable_build_is_refused_with_what_names_its_torch() -> Non
         desired_spec(one, (Requirement("torch>=2.0"),), TagOptions(), named="2.10")
     assert str(info.value) == (
         "the wheel uses unstable libtorch symbols and its torch requirement does not name the build torch: "
-        "pass --build-torch X.Y (its name says torch 2.10; its imports exist in the exports of torch 2.12); "
+        "pass --build-torch X.Y (its name says torch 2.10; its imports exist in the exports of torch 2.12), "
+        "or --build-torch installed (the torch installed here); "
         "`torchwheel compat --against TORCH WHEEL` (a torch 2.10 wheel, or `installed`) checks it first"
     )
 
 
 def test_an_undated_unstable_build_without_clues() -> None:
     with pytest.raises(
-        InputError, match=r"pass --build-torch X\.Y; `torchwheel compat .*\(a torch X\.Y wheel"
+        InputError,
+        match=r"pass --build-torch X\.Y, or --build-torch installed \(the torch installed here\); "
+        r"`torchwheel compat .*\(a torch X\.Y wheel",
     ):
         desired_spec(_need("unstable"), (), TagOptions())
 

@@ -3,8 +3,9 @@ torch releases, of which the package's Python code loads the one matching the ru
 
 Published wheels ship one unstable library per torch minor, the release in the file name
 (``libtorch_c_dlpack_addon_torch24-cpu.so`` ... ``_torch29-cpu.so``, CPU and CUDA flavours),
-in a directory per minor (``pkg/torch-2.6/lib/...``), or even per patch release
-(``libdgl_sparse_pytorch_2.2.1.so``), with a bare ``Requires-Dist: torch`` or a range: the
+in a directory per minor (``pkg/torch-2.6/lib/...``, ``pkg/pt27/_C.abi3.so``), or even per
+patch release (``libdgl_sparse_pytorch_2.2.1.so``, ``_C_2_12_1.so`` beside ``_C_2_13_0.so``),
+with a bare ``Requires-Dist: torch``, a range, or none at all: the
 wheel loads where it has a build, and a pin would break it everywhere else. Such a set is
 recognised by its names alone (the same path but for the torch release, at least two
 releases), keeping the granularity the names have: a build named ``2.2.1`` says nothing
@@ -19,9 +20,13 @@ from collections.abc import Iterable
 from torchwheel.frozen import frozen
 from torchwheel.torchabi.need import Release
 
-# torch24, torch29, torch210, torch2_10, torch-2.9, torch_2_4, pytorch_2.2.1: a word of its own
+# torch24, torch29, torch210, torch2_10, torch-2.9, torch_2_4, pytorch_2.2.1, pt27, pt2.12, or
+# the bare release with its separators (_2_12, _2_12_1, -2.12): a word of its own, never a
+# soname's version (libfoo.so.2.1)
 _TOKEN = re.compile(
-    r"(?<![A-Za-z0-9])(?:py)?torch[_.-]?(2)[_.-]?(\d{1,2})(?:[_.-](\d{1,2}))?(?![0-9])", re.IGNORECASE
+    r"(?<![A-Za-z0-9])(?<!\.so\.)(?:(?:(?:py)?torch|pt)[_.-]?(2)[_.-]?(\d{1,2})|(2)[_.](\d{1,2}))"
+    r"(?:[_.-](\d{1,2}))?(?![0-9])",
+    re.IGNORECASE,
 )
 
 
@@ -32,7 +37,7 @@ def build_of(member: str) -> tuple[str, Release] | None:
     if len(found) != 1:
         return None  # no release, or an ambiguous path: not a per-release build by its name
     m = found[0]
-    build = tuple(int(g) for g in m.groups() if g is not None)
+    build = tuple(int(g) for g in m.groups() if g is not None)  # (2, 12) or (2, 12, 1)
     return f"{member[: m.start()]}*{member[m.end() :]}", build
 
 

@@ -19,7 +19,15 @@ from torchwheel.errors import clipped
 from torchwheel.frozen import frozen
 from torchwheel.torchabi import accelerators
 from torchwheel.torchabi.accelerators import AcceleratorNeeds, LinkedLibrary
-from torchwheel.torchabi.backend import ANY_BUILD, NO_BUILD, BuildSet, TorchBuild, describe_builds, normalized
+from torchwheel.torchabi.backend import (
+    ANY_BUILD,
+    NO_BUILD,
+    BuildSet,
+    TorchBuild,
+    builds_text,
+    describe_builds,
+    normalized,
+)
 from torchwheel.torchabi.grafting import bundled
 
 # component -> toolkit major (None: a major it does not name) -> what brings it
@@ -75,12 +83,23 @@ def brings_own_runtime(needs: AcceleratorNeeds, brought: Brought) -> bool:
     return bool(runtimes) and len(own_runtimes(needs, brought)) == len(runtimes)
 
 
+def binds_no_build(needs: AcceleratorNeeds) -> bool:
+    """Does the loader bind nothing of a torch build for this library? It links no torch and
+    no accelerator library but the driver's (``libcuda.so.1``, which the machine brings, or
+    none: nvcc's static runtime opens it at run time). Its GPU code then runs through the
+    driver beside any build of torch: reported (``gpu_code``, TW710), never a build need."""
+    if needs.links_torch or not needs.accelerators:
+        return False
+    return all(lib.role == "driver" for lib in needs.libraries if lib.accelerator is not None)
+
+
 def _library_builds(needs: AcceleratorNeeds, brought: Brought) -> BuildSet:
-    """The torch builds one library loads on: every build when it needs no accelerator, or
-    when it links no torch and the wheel brings every toolkit runtime it needs (its own
-    requirements or bundled copies: ``brings_own_runtime``); none when it needs two
-    accelerators or two CUDA majors at once."""
-    if not needs.accelerators or brings_own_runtime(needs, brought):
+    """The torch builds one library loads on, from what the loader binds: every build when
+    it needs no accelerator, when it binds nothing a torch build brings (``binds_no_build``:
+    a statically linked CUDA runtime), or when it links no torch and the wheel brings every
+    toolkit runtime it needs (its own requirements or bundled copies: ``brings_own_runtime``);
+    none when it needs two accelerators or two CUDA majors at once."""
+    if not needs.accelerators or binds_no_build(needs) or brings_own_runtime(needs, brought):
         return ANY_BUILD
     if len(needs.accelerators) > 1:
         return NO_BUILD
@@ -107,12 +126,16 @@ class BuildUnit:
 
     ``preferred``: the flavour the package's loader takes whenever its file exists (the PyG
     pattern, ``analysis.loaders``), which then alone decides; "" when the package picks by
-    the torch it finds (``_fits``), or there is one build."""
+    the torch it finds (``_fits``), or there is one build. ``fallback``: the loader tries
+    the builds and goes on without them where none loads (``loaders.fallback_units``): the
+    set loads where any member does."""
 
     key: str  # ``analysis.alternatives.unit_key``
     members: tuple[tuple[str, AcceleratorNeeds], ...]  # (member, needs)
     builds: BuildSet
     preferred: str = ""
+    fallback: bool = False
+    each: tuple[tuple[str, BuildSet], ...] = ()  # a set with a fallback: (member, its builds)
 
     @property
     def flavours(self) -> tuple[str, ...]:
@@ -160,10 +183,14 @@ def _grouped(binaries: Sequence[MemberBinary]) -> dict[str, list[tuple[str, Acce
 
 
 def build_units(
-    binaries: Sequence[MemberBinary], brought: Brought, loader_prefers: Mapping[str, str]
+    binaries: Sequence[MemberBinary],
+    brought: Brought,
+    loader_prefers: Mapping[str, str],
+    fallbacks: frozenset[str] = frozenset(),
 ) -> tuple[BuildUnit, ...]:
     """The wheel's compiled members grouped into libraries, as ``loads_on`` and the
-    accelerator rules (TW701) judge them."""
+    accelerator rules (TW701) judge them; ``fallbacks``: the flavour sets whose loader goes
+    on without them where none loads (``loaders.fallback_units``)."""
     out = []
     for key, members in _grouped(binaries).items():
         preferred = ""
@@ -174,12 +201,28 @@ def build_units(
             if picked:
                 preferred, chosen = wanted, picked
         options = [_library_builds(n, brought) for _, n in chosen]
-        if flavoured(m for m, _ in chosen):
+        fallback = not preferred and key in fallbacks
+        if flavoured(m for m, _ in chosen) and not fallback:
             builds = _summary(t for t in _PROBE_BUILDS if _fits(options, t))
-        else:  # one build, per-release builds of one flavour, or the flavour the loader prefers
+        else:  # one build, per-release builds of one flavour, the flavour the loader prefers,
+            # or a set with a fallback: it loads where any member does
             builds = normalized(b for o in options for b in o)
-        out.append(BuildUnit(key, tuple(members), builds, preferred))
+        each = tuple((m, o) for (m, _), o in zip(chosen, options, strict=True)) if fallback else ()
+        out.append(BuildUnit(key, tuple(members), builds, preferred, fallback, each))
     return tuple(out)
+
+
+def flavour_sets(binaries: Sequence[MemberBinary]) -> dict[str, str]:
+    """``unit_key`` -> the library's name stem (``libbitsandbytes``, ``_C``) of every set of
+    flavours of one library: where a package's loader may fall back (``loaders.fallback_units``)."""
+    out = {}
+    for key, members in _grouped(binaries).items():
+        if flavoured(m for m, _ in members):
+            base = key.rpartition("/")[2]
+            stem = base.split("~", 1)[0].strip("_.-") or base.split("~", 1)[-1].split(".", 1)[0].strip("_.-")
+            if stem:
+                out[key] = stem
+    return out
 
 
 def flavour_pair_dirs(binaries: Sequence[MemberBinary]) -> set[str]:
@@ -201,7 +244,15 @@ def build_choices(units: Iterable[BuildUnit]) -> list[str]:
     for unit in units:
         if len(unit.flavours) < 2 or all(not n.accelerators for _, n in unit.members):
             continue  # one build, or flavours that need no accelerator either way
-        if unit.preferred:
+        if unit.fallback:
+            where = unit.members[0][0].rpartition("/")[0] or "the top level"
+            named = [f"{m.rpartition('/')[2]} ({builds_text(b)})" for m, b in unit.each]
+            each = ", ".join(named[:6]) + (f" and {len(named) - 6} more" if len(named) > 6 else "")
+            how = (
+                f"its loader ({where}/*.py) tries them and goes on without them where none loads, so the "
+                f"package loads where any does ({describe_builds(unit.builds)}): {each}"
+            )
+        elif unit.preferred:
             where = unit.members[0][0].rpartition("/")[0] or "the top level"
             how = (
                 f"its loader ({where}/*.py) takes `_{unit.preferred}` whenever the file exists, so these "

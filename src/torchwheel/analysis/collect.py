@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 
 from torchwheel.analysis import loaders, pyimports
-from torchwheel.analysis.buildunits import flavour_pair_dirs
+from torchwheel.analysis.buildunits import flavour_pair_dirs, flavour_sets
 from torchwheel.analysis.member import BinaryAnalysis, MemberBinary, UnreadableBinary, analyze_binary
 from torchwheel.analysis.pythonabi import parse_suffix
 from torchwheel.analysis.wheelfacts import WheelFacts
@@ -126,6 +126,9 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
     loader_prefers = loaders.preferred_flavours(
         contents.members, source.member_size, source.read, flavour_pair_dirs(readable)
     )
+    fallbacks = loaders.fallback_units(
+        contents.members, source.member_size, source.read, flavour_sets(readable)
+    )
     record = verify_record(
         contents.record,
         contents.dist_info,
@@ -146,4 +149,5 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
         kind="wheel" if source.is_wheel_file else "directory",
         py_imports=py_imports,
         loader_prefers=loader_prefers,
+        loader_fallbacks=fallbacks,
     )

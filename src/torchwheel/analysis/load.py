@@ -93,16 +93,40 @@ def _open(path: Path, lenient_name: bool = False) -> Source:
     return WheelArchive(path, lenient_name=lenient_name)
 
 
+@contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """An ``InputError`` raised while reading ``path`` names it (``InputError.input_path``)."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.input_path is None:
+            exc.input_path = str(path)
+        raise
+
+
+def _expanded(paths: tuple[Path, ...]) -> list[Path]:
+    out: list[Path] = []
+    for given in paths:
+        with reading(given):
+            out += expand((given,))
+    return out
+
+
 def load(
     paths: tuple[Path, ...], env: tuple[str, ...], table: SymbolTable, verify_hashes: bool = True
 ) -> Iterator[WheelFacts]:
-    for path in expand(paths):
+    for path in _expanded(paths):
         if path.is_file() and path.suffix != ".whl":
-            yield _binary_facts(path, table)
+            with reading(path):
+                facts = _binary_facts(path, table)
+            yield facts
             continue
-        source = _open(path, lenient_name=True)
+        with reading(path):
+            source = _open(path, lenient_name=True)
         try:
-            yield collect(source, table, verify_hashes)
+            with reading(path):
+                facts = collect(source, table, verify_hashes)
+            yield facts
         finally:
             source.close()
     for name in env:
@@ -122,13 +146,14 @@ def opened(
     ``lock`` runs on each wheel before it is read (``--in-place``: one rewriter a file)."""
     with ExitStack() as stack:
         out: list[tuple[WheelFacts, WheelArchive | None]] = []
-        for path in expand(paths):
-            if path.is_file() and path.suffix != ".whl":
-                out.append((_binary_facts(path, table), None))
-                continue
-            source = stack.enter_context(closing(_open(path)))
-            archive = source if isinstance(source, WheelArchive) else None
-            if archive is not None and lock is not None:
-                lock(archive)
-            out.append((collect(source, table), archive))
+        for path in _expanded(paths):
+            with reading(path):
+                if path.is_file() and path.suffix != ".whl":
+                    out.append((_binary_facts(path, table), None))
+                    continue
+                source = stack.enter_context(closing(_open(path)))
+                archive = source if isinstance(source, WheelArchive) else None
+                if archive is not None and lock is not None:
+                    lock(archive)
+                out.append((collect(source, table), archive))
         yield out

@@ -30,7 +30,14 @@ from torchwheel.torchabi import accelerators, cuda_archs
 from torchwheel.torchabi.accelerators import AcceleratorNeeds
 from torchwheel.torchabi.backend import BuildSet
 from torchwheel.torchabi.cxxnames import is_unstable
-from torchwheel.torchabi.need import Kind, Release, TorchNeed, claimed_releases
+from torchwheel.torchabi.need import (
+    Kind,
+    Release,
+    TorchNeed,
+    claimed_releases,
+    narrowed_builds,
+    pinned_builds,
+)
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.contents import WheelContents
 from torchwheel.wheel.metadata import MetadataFacts
@@ -59,6 +66,9 @@ class WheelFacts:
     # package directory -> the flavour its loader takes whenever that file exists (``cuda``):
     # ``analysis.loaders``, read only where a CPU and an accelerated flavour sit side by side
     loader_prefers: Mapping[str, str] = field(default_factory=dict)
+    # the flavour sets (``unit_key``) whose loader goes on without them where none loads:
+    # ``analysis.loaders.fallback_units``; such a set loads where any member does
+    loader_fallbacks: frozenset[str] = frozenset()
 
     @property
     def is_wheel_file(self) -> bool:
@@ -73,7 +83,9 @@ class WheelFacts:
     @cached_property
     def build_units(self) -> tuple[BuildUnit, ...]:
         """The compiled members grouped into libraries, with the torch builds each loads on."""
-        return buildunits.build_units(self.binaries, self.brought_runtimes, self.loader_prefers)
+        return buildunits.build_units(
+            self.binaries, self.brought_runtimes, self.loader_prefers, self.loader_fallbacks
+        )
 
     @cached_property
     def torch_builds(self) -> BuildSet | None:
@@ -154,11 +166,15 @@ def _torch_need(w: WheelFacts) -> TorchNeed:
     """``WheelFacts.torch_need``. An unstable build's releases come from its per-release file
     names, else from the torch releases that export its imports (``torchabi.exports``: the
     binary dates itself), else from its own words (a ``+torchX.Y`` label, a one-minor pin),
-    which the need then names."""
+    which the need then names. The build axis is the binaries', narrowed to the build an
+    exact pin's local label names (``torch==2.8.0+cpu``): installers put it nowhere else."""
     declared = max(w.declared_targets.values(), default=None)
-    builds, why = w.torch_builds, buildunits.build_evidence(w.build_units)
-    gpu = None if w.unreadable else frozenset(cuda_archs.code_names(w.accelerator_needs.gpu))
     reqs, source = w.metadata.torch_requirements, _UNTAGGED
+    builds, why = (
+        narrowed_builds(w.torch_builds, pinned_builds(reqs)),
+        buildunits.build_evidence(w.build_units),
+    )
+    gpu = None if w.unreadable else frozenset(cuda_archs.code_names(w.accelerator_needs.gpu))
     if w._unstable_members:
         found, how = _per_release(w), "names"
         if not found:
@@ -201,4 +217,20 @@ def dated_by_exports(binaries: Sequence[MemberBinary]) -> frozenset[Release]:
             return frozenset()
         minors = frozenset(dating.minors)
         found = minors if found is None else found & minors
+    return found or frozenset()
+
+
+def indexed_minors(binary: MemberBinary) -> frozenset[tuple[int, int]]:
+    """The torch minors the shipped exports index has read for every platform of this
+    binary's unstable slices: where ``dated_by_exports`` can tell a release apart."""
+    from torchwheel.torchabi.exports import exports_index, platform_of  # deferred: as above
+
+    found: frozenset[tuple[int, int]] | None = None
+    for s in binary.analysis.slices:
+        if s.torch.usage == "unstable":
+            index = exports_index(platform_of(binary.analysis.facts.format, s.facts.arch))
+            minors = (
+                frozenset((r.major, r.minor) for r in index.releases) if index is not None else frozenset()
+            )
+            found = minors if found is None else found & minors
     return found or frozenset()

@@ -59,14 +59,16 @@ EXITS: tuple[ExitRow, ...] = (
         "written (`--dry-run`: the diff shown)",
         "refused, nothing written: findings that make any rewrite dishonest (shown)",
         "nothing written: an input that cannot be read; an option that contradicts the wheel "
-        "(`--local-label`, `--build-torch`, a pin no torch it loads on meets); a misuse",
+        "(`--local-label`, `--build-torch`, a pin no torch it loads on meets); an output that "
+        "exists (without `--overwrite`); a misuse",
     ),
     ExitRow(
         "repair",
         "tagged into WHEEL_DIR",
         "refused, nothing written: errors the rewrite cannot fix, or no honest rewrite "
         "(a pin, an unknown build torch)",
-        "an input that cannot be read; `--repair-with` failed; a misuse",
+        "an input that cannot be read; `--repair-with` failed or its tool is not installed; an "
+        "output that exists (without `--overwrite`); a misuse",
     ),
     ExitRow(
         "unlabel",

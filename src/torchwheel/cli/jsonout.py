@@ -53,9 +53,14 @@ def json_failures(command: str) -> Callable[[F], F]:
             except BaseException as exc:
                 message = failure_message(exc)
                 if message is not None and fmt == "github":
+                    from torchwheel.errors import InputError
                     from torchwheel.report.github import failure
 
-                    click.echo(failure(message))
+                    path = exc.input_path if isinstance(exc, InputError) else None
+                    usage = isinstance(exc, click.UsageError) or (
+                        isinstance(exc, InputError) and path is None
+                    )
+                    click.echo(failure(message, path, usage))
                 elif message is not None and documents_rendered() == before:
                     document = {"schema_version": SCHEMA_VERSION, "command": command}
                     print_document(document | {"error": error_object(message)})

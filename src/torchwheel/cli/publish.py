@@ -69,6 +69,11 @@ def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
     type=click.Path(path_type=Path),
     help="The index directory (replaced atomically if torchwheel wrote it before).",
 )
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="Where OUT will be served (https://example.org/whl): the front page's install lines name it.",
+)
 @_TORCH
 @_NAME
 @symbols_option
@@ -78,6 +83,7 @@ def index_command(
     sources: tuple[str, ...],
     index_urls: tuple[str, ...],
     output: Path,
+    base_url: str | None,
     torches: tuple[str, ...],
     names: tuple[str, ...],
     symbols_file: Path | None,
@@ -90,8 +96,10 @@ def index_command(
     tag set that loads on torch X.Y, so `pip install --index-url https://.../torch-X.Y/simple`
     gets the right build, and OUT/torch-X.Y/constraints.txt keeps pip and uv to it beside
     another index; OUT/torch-X.Y-BUILD/ (cpu, cu130, ...) the same for one torch build.
-    Metadata only (WHEEL Torch-ABI); untagged wheels are read once. Exit 0 written, 1 a
-    project has nothing for a --torch asked for, 2 unreadable input (nothing written).
+    OUT/index.html is the page for people: per project, the matrix of what loads where, each
+    cell linking its wheel and the pip and uv lines that install it. Metadata only (WHEEL
+    Torch-ABI); untagged wheels are read once. Exit 0 written, 1 a project has nothing for a
+    --torch asked for, 2 unreadable input (nothing written).
     """
     from torchwheel.install.outcome import grid_exit_code
     from torchwheel.install.simple_index import write_indexes
@@ -99,7 +107,7 @@ def index_command(
     require_sources(sources, index_urls)
     asked = _minors(torches)
     table = chosen_table(symbols_file, no_config).table
-    result = write_indexes(sources, output, asked, names, table, indexes=index_urls)
+    result = write_indexes(sources, output, asked, names, table, base_url, indexes=index_urls)
     for note in result.notes:
         click.echo(f"note: {safe(note)}", err=True)
     click.echo(safe_lines(_index_lines(output, result)))  # paths from the command line, names from the input
@@ -215,12 +223,15 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) ->
             doc["error"] = error_object(failure)
         print_document(doc)
     else:
-        render = matrix.markdown if fmt == "markdown" else matrix.text
-        out = "\n\n".join(render(m, why, legend=m is grids[-1]) for m in grids)
+        out = matrix.render(grids, fmt == "markdown", why, installed, here)
         click.echo(safe_lines(out.splitlines()))  # wheel names come from the input
-    if failure is not None:  # listed in the report (text: below the grid); stderr: the one line of an exit 2
+    if failure is not None:  # listed in the report (below the grid); stderr: the one line of an exit 2
         if fmt != "json":
-            click.echo(safe_lines([f"skipped {s.location}: {s.reason}" for s in got.skipped]))
+            bullet = (
+                "- " if fmt == "markdown" else ""
+            )  # a list of its own in markdown, not the legend's paragraph
+            skips = [f"{bullet}skipped {s.location}: {s.reason}" for s in got.skipped]
+            click.echo(safe_lines(["", *skips] if fmt == "markdown" else skips))
         raise InputError(failure)
     code, missing = grid_exit_code(got.candidates, asked)
     for line in missing:

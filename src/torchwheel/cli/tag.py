@@ -19,6 +19,7 @@ from torchwheel.cli.options import (
     wheel_dir_option,
 )
 from torchwheel.errors import Exit, InputError
+from torchwheel.frozen import frozen
 from torchwheel.report.textsafe import safe
 
 if TYPE_CHECKING:
@@ -74,7 +75,10 @@ _TAG_OPTIONS = [
         help="Keep the project's torch requirement when it already matches the binaries.",
     ),
     click.option(
-        "--build-torch", metavar="X.Y", help="The torch an unstable wheel was built with (pin torch==X.Y.*)."
+        "--build-torch",
+        metavar="X.Y|installed",
+        help="The torch an unstable wheel was built with, or 'installed' (the torch installed here): "
+        "pins torch==X.Y.*.",
     ),
     click.option(
         "--relax-pin/--keep-pin",
@@ -83,6 +87,11 @@ _TAG_OPTIONS = [
         "narrow; also [tool.torchwheel] relax-pin).",
     ),
 ]
+
+
+_OVERWRITE = click.option(
+    "--overwrite", is_flag=True, help="Replace an output file of the same name (default: refuse, exit 2)."
+)
 
 
 def _with_tag_options(func: F) -> F:
@@ -106,6 +115,7 @@ def _report_tag(result: TagResult) -> None:
 @click.argument("wheels", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @wheel_dir_option("Write here (default: next to the input).")
 @click.option("--in-place", is_flag=True, help="Replace the input wheel (atomically).")
+@_OVERWRITE
 @click.option("--dry-run", is_flag=True, help="Print the metadata diff (WHEEL, METADATA); write nothing.")
 @click.option("-v", "--verbose", is_flag=True, help="With --dry-run: also the facts side file's diff.")
 @click.option(
@@ -133,6 +143,7 @@ def tag(
     wheels: tuple[Path, ...],
     wheel_dir: Path | None,
     in_place: bool,
+    overwrite: bool,
     dry_run: bool,
     verbose: bool,
     variant: bool,
@@ -170,6 +181,7 @@ def tag(
             release=release,
             symbols=chosen_table(symbols_file, no_config, start),
             each=_report_tag,
+            overwrite=overwrite,
         )
     except api.RewriteRefused as refused:
         colour.echo(check_text(refused.wheels, refused.findings))
@@ -187,6 +199,7 @@ def tag(
 @click.command(short_help="cibuildwheel's repair-wheel-command: check, then tag into DIR.")
 @click.argument("wheel", type=click.Path(dir_okay=False, path_type=Path))
 @wheel_dir_option("cibuildwheel's {dest_dir}.", required=True)
+@_OVERWRITE
 @no_config_option
 @select_option
 @ignore_option
@@ -200,6 +213,7 @@ def tag(
 def repair(
     wheel: Path,
     wheel_dir: Path,
+    overwrite: bool,
     no_config: bool,
     select: tuple[str, ...],
     ignore: tuple[str, ...],
@@ -220,64 +234,94 @@ def repair(
     policy = load_policy(start, select, ignore, use_config=not no_config)
     chosen = chosen_table(symbols_file, no_config, start)
     opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config, start)
+    out = _Output(wheel_dir, overwrite, str(wheel))
     if repair_with is None:
-        return _repair(wheel, wheel_dir, policy, chosen, opts)
+        return _repair(wheel, out, policy, chosen, opts)
     with first_stage(repair_with, wheel) as repaired:
-        return _repair(repaired, wheel_dir, policy, chosen, opts)
+        return _repair(repaired, out, policy, chosen, opts)
 
 
-def _repair(wheel: Path, wheel_dir: Path, policy: Policy, chosen: ChosenTable, opts: TagOptions) -> Exit:
+@frozen
+class _Output:
+    """Where repair writes, whether it may replace a file there, and the name its report gives
+    the wheel: the user's, never the repair tool's temporary copy, gone when the log is read."""
+
+    wheel_dir: Path
+    overwrite: bool
+    shown: str
+
+
+def _repair(wheel: Path, out: _Output, policy: Policy, chosen: ChosenTable, opts: TagOptions) -> Exit:
     """Judge the wheel as the rewrite will leave it: what ``tag`` fixes is no reason to refuse."""
     from torchwheel.analysis.load import opened
 
     with opened((wheel,), chosen.table) as loaded:  # the output is copied from this descriptor
-        return _repair_loaded([w for w, _ in loaded], loaded[0][1], wheel_dir, policy, opts)
+        return _repair_loaded([w for w, _ in loaded], loaded[0][1], out, policy, opts)
 
 
 def _repair_loaded(
-    facts: list[WheelFacts], archive: WheelArchive | None, wheel_dir: Path, policy: Policy, opts: TagOptions
+    facts: list[WheelFacts], archive: WheelArchive | None, out: _Output, policy: Policy, opts: TagOptions
 ) -> Exit:
     from torchwheel import rules
-    from torchwheel.report.findings import check_text
+    from torchwheel.rules.registry import Findings
     from torchwheel.tagging import apply
     from torchwheel.tagging.plan import plan, planned_facts
 
-    findings = rules.run_all(facts, policy)
-    blocking = rules.run_all(facts, rules.rewrite_blockers())
-    blockers = [f for f in blocking if f.severity == "error"]
-    if blockers:  # as tag: facts that make any rewrite dishonest, whatever it would fix
-        click.echo(check_text(facts, findings or blocking))
-        codes = ", ".join(sorted({f.code for f in blockers}))
-        click.echo(f"torchwheel: repair refused: {codes} make the new metadata untrustworthy", err=True)
-        return Exit.NO
+    path = facts[0].contents.path
+    findings = rules.run_all(facts, policy).relabelled(path, out.shown)
+    blocking = rules.run_all(facts, rules.rewrite_blockers()).relabelled(path, out.shown)
+    blockers = sorted({f.code for f in blocking if f.severity == "error"})
     try:
-        planned = plan(facts[0], opts)
+        planned, refusal = plan(facts[0], opts), ""
     except InputError as exc:  # no honest rewrite exists (an unknown build torch, a pin conflict)
-        if findings:
-            click.echo(check_text(facts, findings), err=True)
-        click.echo(f"torchwheel: repair refused: {safe(str(exc))}", err=True)
+        planned, refusal = None, str(exc)
+    after = Findings() if planned is None else rules.run(planned_facts(facts[0], planned), policy)
+    after = after.relabelled(path, out.shown)
+    fixed = {f.code for f in findings} - {f.code for f in after} if planned is not None else set()
+    remaining = sorted({f.code for f in after if f.severity == "error"})
+    if blockers:  # as tag: facts that make any rewrite dishonest, whatever it would fix
+        refusal = f"{', '.join(blockers)} make the new metadata untrustworthy"
+        findings = findings or blocking
+    elif remaining and not refusal:
+        refusal = f"the rewrite cannot fix {', '.join(remaining)}; fix them in the build"
+    if refusal:
+        _report_refused(facts, findings, fixed)
+        click.echo(f"torchwheel: repair refused: {safe(refusal)}", err=True)
         return Exit.NO
-    after = rules.run(planned_facts(facts[0], planned), policy)
-    remaining = [f for f in after if f.severity == "error"]
-    if remaining:
-        click.echo(check_text(facts, findings))
-        codes = ", ".join(sorted({f.code for f in remaining}))
-        click.echo(
-            f"torchwheel: repair refused: the rewrite cannot fix {codes}; fix them in the build", err=True
-        )
-        return Exit.NO
-    before = _present_dir(wheel_dir)
+    assert planned is not None
+    before = _present_dir(out.wheel_dir)
     try:
-        result = apply.tag(facts[0], opts, wheel_dir, False, False, archive=archive)
-    except InputError:
-        if findings:  # an exit 2 is one line on stderr: what was found goes to stdout
-            click.echo(check_text(facts, findings))
+        result = apply.tag(
+            facts[0], opts, out.wheel_dir, False, False, archive=archive, overwrite=out.overwrite
+        )
+    except InputError:  # an exit 2 is one line on stderr: what the rewrite would not fix goes to stdout
+        if any(f.code not in fixed for f in findings):
+            _report_refused(facts, findings, fixed)
         raise
-    fixed_codes = {f.code for f in findings} - {f.code for f in after}
-    _report_repair(facts, [f for f in findings if f.code in fixed_codes], after)
+    _report_repair(facts, [f for f in findings if f.code in fixed], after)
     _report_tag(result)
-    _note_others(wheel_dir, before, result.target)
+    _note_others(out.wheel_dir, before, result.target)
     return Exit.OK
+
+
+def _report_refused(facts: list[WheelFacts], findings: Findings, fixed: set[str]) -> None:
+    """A refused repair's report on stdout, as ``check`` prints it, but counting only what the
+    rewrite cannot fix: a finding it fixes is said as such, never counted as an error."""
+    from torchwheel.report.findings import check_text
+    from torchwheel.report.textsafe import safe_lines
+    from torchwheel.rules.registry import Findings
+
+    if not findings:
+        return
+    omitted = {key: n for key, n in findings.omitted.items() if key[1] not in fixed}
+    kept = Findings([f for f in findings if f.code not in fixed], omitted)
+    body, _, summary = check_text(facts, kept).rpartition("\n")
+    fixes = [
+        f"{f.location}: {f.code} fixed by the rewrite (not counted): {f.message}"
+        for f in findings
+        if f.code in fixed
+    ]
+    colour.echo("\n".join(filter(None, [body, safe_lines(fixes), summary])))
 
 
 def _report_repair(facts: list[WheelFacts], fixed: list[Finding], after: Findings) -> None:

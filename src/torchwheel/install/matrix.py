@@ -10,6 +10,7 @@ summaries (``$GITHUB_STEP_SUMMARY``); JSON has every minor and the reason of eve
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,12 +23,21 @@ from torchwheel.torchabi.torch_releases import Minor, known_minors, show_minor
 from torchwheel.torchabi.verdicts import Verdict
 
 SCHEMA_VERSION = 1
-SYMBOL = {"loads": "yes", "only": "only", "some": "some", "no": "-", "unknown": "?"}
-LEGEND = (
-    "yes = loads (stable ABI target <= this torch, or no torch symbols); "
-    "only = loads on this minor only (unstable build); some = on some patch releases of it; "
-    "- = does not load; ? = unknown: an axis of the wheel could not be read (the reason says which)"
-)
+SYMBOL = {"loads": "yes", "only": "only", "some": "some", "no": "-", "unknown": "?"}  # --format text
+# markdown (CI job summaries, the index's front page): told apart at a glance
+MARK = {"loads": "✅", "only": "✅ only", "some": "⚠️ some", "no": "❌", "unknown": "❓"}
+MEANING = {
+    "loads": "loads (stable ABI target <= this torch, or no torch symbols)",
+    "only": "loads on this minor only (unstable build)",
+    "some": "on some patch releases of it",
+    "no": "does not load",
+    "unknown": "unknown: an axis of the wheel could not be read (the reason says which)",
+}
+
+
+def mark(cell: str, markdown: bool) -> str:
+    """A cell's mark; a verdict state without a markdown mark of its own shows its text one."""
+    return MARK.get(cell, SYMBOL[cell]) if markdown else SYMBOL[cell]
 
 
 @frozen
@@ -82,21 +92,24 @@ def build_matrix(
     return Matrix(cols, installed, rows, torch_build)
 
 
-def _groups(m: Matrix) -> list[list[int]]:
-    """Column indexes merged for display: neighbouring minors (2.10, 2.11) with the same cell
-    in every row; the installed torch's column always stands alone."""
-    groups: list[list[int]] = []
-    for i, t in enumerate(m.torches):
-        if groups:
-            j = groups[-1][-1]
-            prev = m.torches[j]
-            same = all(r.cells[i].cell == r.cells[j].cell for r in m.rows)
+def groups(grids: list[Matrix]) -> list[list[int]]:
+    """Column indexes merged for display, the same in every grid of a run: neighbouring minors
+    (2.10, 2.11) with the same cell in every row of every grid; a marked installed torch's
+    column always stands alone."""
+    torches = grids[0].torches
+    starred = {g.installed for g in grids if g.installed is not None}
+    merged: list[list[int]] = []
+    for i, t in enumerate(torches):
+        if merged:
+            j = merged[-1][-1]
+            prev = torches[j]
+            same = all(r.cells[i].cell == r.cells[j].cell for g in grids for r in g.rows)
             adjacent = t == (prev[0], prev[1] + 1)
-            if same and adjacent and m.installed not in (t, prev):
-                groups[-1].append(i)
+            if same and adjacent and not starred & {t, prev}:
+                merged[-1].append(i)
                 continue
-        groups.append([i])
-    return groups
+        merged.append([i])
+    return merged
 
 
 def _header(m: Matrix, groups: list[list[int]]) -> list[str]:
@@ -113,38 +126,74 @@ _WORDS = {
     "only": "loads only on",
     "some": "loads on some releases of",
     "no": "does not load on",
-    "unknown": "cannot tell (an unknown build torch) on",
+    "unknown": "cannot tell on",
 }
+_T = "\x00"  # stands for the torch a reason names, while runs of minors are compared
+
+
+def minors_text(minors: list[Minor]) -> str:
+    """``2.3, 2.10-2.15``: neighbouring minors as one range."""
+    runs: list[list[Minor]] = []
+    for t in minors:
+        if runs and t == (runs[-1][-1][0], runs[-1][-1][1] + 1):
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+    return ", ".join(
+        show_minor(r[0]) if len(r) == 1 else f"{show_minor(r[0])}-{show_minor(r[-1])}" for r in runs
+    )
+
+
+def _general(reason: str, minor: Minor) -> str:
+    """The reason with the torch of its minor (a release, ``torch 2.9.1``, or the minor, ``the
+    target has 2.9``) as ``_T``: minors refused for the same reason compare equal."""
+    torch = rf"{minor[0]}\.{minor[1]}(?:\.\d+)?(?![\w.])"
+    return re.sub(rf"(?:(?<=torch )|(?<=the target has )){torch}", _T, reason)
 
 
 def _why(m: Matrix) -> list[str]:
-    """One line per row and outcome (the per-cell reasons are in the JSON)."""
+    """Per row, each run of minors with the same outcome and reason, worded as ``select``
+    words the refusal: ``does not load on torch 2.0-2.15: needs a CUDA 13 build of torch, ...``."""
     lines = []
     for r in m.rows:
         lines.append(f"{r.cand.filename}: {r.cand.torch} (from {r.cand.torch.source})")
-        groups: dict[str, list[str]] = {}
-        for t, cell in zip(m.torches, r.cells, strict=True):
-            groups.setdefault(cell.cell, []).append(show_minor(t))
-        lines += [f"  {_WORDS[f]} torch {', '.join(ts)}" for f, ts in groups.items()]
-        lines += [
-            f"  {show_minor(t)}: {cell.reason}"
-            for t, cell in zip(m.torches, r.cells, strict=True)
-            if cell.cell == "some"
-        ]
+        runs: list[tuple[str, str, list[Minor], str]] = []  # (cell, general reason, minors, reason)
+        for t, verdict in zip(m.torches, r.cells, strict=True):
+            key = (verdict.cell, "" if verdict.cell == "loads" else _general(verdict.reason, t))
+            if runs and runs[-1][:2] == key:
+                runs[-1][2].append(t)
+            else:
+                runs.append((*key, [t], verdict.reason))
+        for cell, general, minors, reason in runs:
+            said = reason if len(minors) == 1 else general.replace(_T, minors_text(minors))
+            lines.append(f"  {_WORDS[cell]} torch {minors_text(minors)}" + (f": {said}" if general else ""))
     return lines
 
 
-def _footer(m: Matrix) -> str:
-    return LEGEND + ("; * = installed torch" if m.installed else "; no torch installed here")
+def legend(grids: list[Matrix], markdown: bool, installed: Minor | None, build: TorchBuild | None) -> str:
+    """What every mark means, and where the torch installed here is, true for the whole run:
+    the grid of its build marks it, and a run none of whose grids is its build says so."""
+    marks = "; ".join(f"{mark(c, markdown)} = {MEANING[c]}" for c in SYMBOL)
+    here = show_minor(installed) if installed else ""
+    if build is not None and installed is not None:
+        here += f", {build}"
+    if installed is None:
+        return f"{marks}; no torch installed here"
+    if any(g.installed is not None for g in grids):
+        return f"{marks}; * = installed torch ({here})"
+    return f"{marks}; the installed torch ({here}) is none of these builds: no column is marked"
 
 
-def heading(m: Matrix) -> list[str]:
-    """A grid of the backend axis names its build (``torch build cu130 (CUDA 13.0 build)``)."""
-    return [f"torch build {m.torch_build.backend}: {m.torch_build}", ""] if m.torch_build is not None else []
+def render(
+    grids: list[Matrix], markdown: bool, why: bool, installed: Minor | None, build: TorchBuild | None
+) -> str:
+    """Every grid of a run with the same columns, then one legend for all; ``--why`` per grid."""
+    merged = groups(grids)
+    tables = [(_markdown if markdown else _text)(g, merged, why) for g in grids]
+    return "\n\n".join([*tables, legend(grids, markdown, installed, build)])
 
 
-def text(m: Matrix, why: bool, legend: bool = True) -> str:
-    groups = _groups(m)
+def _text(m: Matrix, groups: list[list[int]], why: bool) -> str:
     names = [r.cand.filename for r in m.rows]
     width = max(len("wheel"), *map(len, names))
     head = _header(m, groups)
@@ -156,14 +205,12 @@ def text(m: Matrix, why: bool, legend: bool = True) -> str:
     for r in m.rows:
         cells = [SYMBOL[r.cells[g[0]].cell].rjust(w) for g, w in zip(groups, cw, strict=True)]
         lines.append("  ".join([r.cand.filename.ljust(width), *cells]))
-    lines += ["", _footer(m)] if legend else []
     if why:
         lines += ["", *_why(m)]
     return "\n".join(lines)
 
 
-def markdown(m: Matrix, why: bool, legend: bool = True) -> str:
-    groups = _groups(m)
+def _markdown(m: Matrix, groups: list[list[int]], why: bool) -> str:
     head = _header(m, groups)
     lines = [
         *(f"**{line}**" if line else line for line in heading(m)),
@@ -171,12 +218,16 @@ def markdown(m: Matrix, why: bool, legend: bool = True) -> str:
         "|---|" + "|".join(":-:" for _ in head) + "|",
     ]
     for r in m.rows:
-        cells = [SYMBOL[r.cells[g[0]].cell] for g in groups]
+        cells = [mark(r.cells[g[0]].cell, True) for g in groups]
         lines.append(f"| `{markdown_cell(r.cand.filename)}` | " + " | ".join(cells) + " |")
-    lines += ["", _footer(m)] if legend else []
     if why:
         lines += ["", "```", *map(markdown_code, _why(m)), "```"]
     return "\n".join(lines)
+
+
+def heading(m: Matrix) -> list[str]:
+    """A grid of the backend axis names its build (``torch build cu130 (CUDA 13.0 build)``)."""
+    return [f"torch build {m.torch_build.backend}: {m.torch_build}", ""] if m.torch_build is not None else []
 
 
 def to_json_all(grids: list[Matrix]) -> dict[str, Any]:

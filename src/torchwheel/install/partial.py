@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from torchwheel.analysis import loaders
-from torchwheel.analysis.buildunits import flavour_pair_dirs
+from torchwheel.analysis.buildunits import flavour_pair_dirs, flavour_sets
 from torchwheel.analysis.member import BinaryAnalysis, MemberBinary, UnreadableBinary, analyze_binary
 from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
 from torchwheel.binary import BinaryError
@@ -74,6 +74,7 @@ def _facts(wheel: RangedWheel, table: SymbolTable, gpu: bool) -> tuple[WheelFact
     prefers = loaders.preferred_flavours(
         c.members, wheel.member_size, wheel.read, flavour_pair_dirs(binaries)
     )
+    fallbacks = loaders.fallback_units(c.members, wheel.member_size, wheel.read, flavour_sets(binaries))
     facts = WheelFacts(
         c,
         parse_metadata(c.metadata_text),
@@ -81,6 +82,7 @@ def _facts(wheel: RangedWheel, table: SymbolTable, gpu: bool) -> tuple[WheelFact
         unreadable=tuple(unreadable),
         hashes_verified=False,
         loader_prefers=prefers,
+        loader_fallbacks=fallbacks,
     )
     return facts, how
 

@@ -33,6 +33,7 @@ from packaging.version import Version
 from torchwheel import __version__, safejson
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
+from torchwheel.install import front_page
 from torchwheel.install.candidates import Candidate, Gathered
 from torchwheel.install.choose import fit, preference
 from torchwheel.install.discovery import gathering
@@ -108,7 +109,7 @@ def index_entries(got: Gathered) -> tuple[list[Entry], list[str]]:
     ]
     notes += [
         f"{c.filename}: unstable build whose torch minor is unknown: in no per-torch index "
-        "(tag it with --build-torch X.Y)"
+        "(tag it with --build-torch X.Y, or --build-torch installed where it was built)"
         for c in got.candidates
         if c.torch.kind == "unstable" and not c.torch.releases
     ]
@@ -221,8 +222,10 @@ def write(
     targets: dict[Minor, list[Entry]],
     out: Path,
     backend_targets: dict[tuple[Minor, str], list[Entry]] | None = None,
+    front: str = "",
 ) -> list[str]:
-    """Build the whole tree in a temp dir beside ``out``, then swap it in."""
+    """Build the whole tree in a temp dir beside ``out``, then swap it in; ``front``: the front
+    page for people (``front_page``), ``OUT/index.html`` beside ``simple/``."""
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file())):
         raise InputError(
             f"{out}: exists and is not an index torchwheel wrote; choose an empty or new directory"
@@ -252,6 +255,8 @@ def write(
             (tmp / f"torch-{show_minor(torch)}" / CONSTRAINTS).write_text(
                 constraints(entries, chosen, torch), "utf-8"
             )
+        if front:
+            (tmp / "index.html").write_text(front, "utf-8")
         (tmp / MARKER).write_text(f"torchwheel {__version__}\n", "utf-8")
         tmp.chmod(0o755)
         _swap(tmp, out)
@@ -290,11 +295,13 @@ def write_indexes(
     extra: Iterable[Minor] = (),
     names: Iterable[str] = (),
     table: SymbolTable | None = None,
+    base_url: str | None = None,
     indexes: Iterable[str] = (),
 ) -> IndexResult:
     """Sources may be hosted (every wheel is downloaded, hash-checked, and republished);
-    ``table``: the shim table untagged wheels are judged with (``--symbols``); ``indexes``:
-    index roots (``-i``), read as ``discovery.gather`` reads them."""
+    ``table``: the shim table untagged wheels are judged with (``--symbols``); ``base_url``:
+    where OUT is served, for the front page's install lines; ``indexes``: index roots
+    (``-i``), read as ``discovery.gather`` reads them."""
     with gathering(sources, names, indexes=indexes, verify_hashes=True, table=table) as got:
         entries, notes = index_entries(got)
         if not entries:
@@ -306,5 +313,6 @@ def write_indexes(
             for torch, chosen in plan_targets(entries, extra, b).items():
                 if chosen:
                     per_backend[(torch, b.backend)] = chosen
-        vfiles = write(entries, targets, out, per_backend)
+        front = front_page.page([e.cand for e in entries], extra, base_url)
+        vfiles = write(entries, targets, out, per_backend, front)
     return IndexResult(out, entries, targets, per_backend, notes, vfiles)

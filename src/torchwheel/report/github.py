@@ -27,24 +27,39 @@ def escape_property(text: str) -> str:
 _LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
-def _command(severity: str, wheel: str, title: str, message: str) -> str:
-    return (
-        f"::{_LEVEL[severity]} file={escape_property(wheel)},title={escape_property(title)}"
-        f"::{escape_data(message)}"
-    )
+def _command(level: str, title: str, message: str, file: str | None = None) -> str:
+    where = f"file={escape_property(file)}," if file is not None else ""
+    return f"::{level} {where}title={escape_property(title)}::{escape_data(message)}"
 
 
-def failure(message: str) -> str:
+def title(code: str) -> str:
+    """What a job's summary page shows above each annotation, as ruff's ``Ruff (F401)``."""
+    return f"torchwheel ({code})"
+
+
+INPUT_ERROR, USAGE_ERROR = title("input error"), title("usage error")
+
+
+def failure(message: str, input_path: str | None = None, usage: bool = False) -> str:
     """The exit-2 failure as an annotation: a job whose check could not read a wheel shows
-    why on its summary page, not only in the raw log."""
-    return f"::error title=torchwheel::{escape_data(message)}"
+    why on its summary page, not only in the raw log. ``input_path``: the input it is about
+    (``file=``); ``usage``: the command line or configuration was refused, no input read."""
+    if input_path is not None:
+        return _command("error", INPUT_ERROR, message, input_path)
+    return _command("error", USAGE_ERROR if usage else "torchwheel", message)
 
 
 def check_github(findings: Findings) -> str:
-    """One annotation per finding kept, and one per (input, code) for those only counted."""
-    lines = [_command(f.severity, f.wheel, f.code + " " + (f.member or ""), f.message) for f in findings]
+    """One annotation per finding kept (its member first in the message), and one per (input,
+    code) for those only counted."""
+    lines = [
+        _command(
+            _LEVEL[f.severity], title(f.code), f"{f.member}: {f.message}" if f.member else f.message, f.wheel
+        )
+        for f in findings
+    ]
     lines += [
-        _command(BY_CODE[code].severity, wheel, code, more_text(code, count))
+        _command(_LEVEL[BY_CODE[code].severity], title(code), more_text(code, count), wheel)
         for (wheel, code), count in findings.omitted.items()
     ]
     return "\n".join(lines)

@@ -15,11 +15,12 @@ from collections.abc import Callable, Iterator
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from torchwheel.analysis.buildunits import BuildUnit, brings_own_runtime, own_runtimes
+from torchwheel.analysis.buildunits import BuildUnit, binds_no_build, brings_own_runtime, own_runtimes
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.binary.gpucode import CudaImage
 from torchwheel.rules.codes import BY_CODE
 from torchwheel.rules.registry import Check, Hit, Policy, rule
+from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.accelerators import AcceleratorNeeds, LinkedLibrary, Role
 from torchwheel.torchabi.backend import (
     ANY_BUILD,
@@ -29,7 +30,7 @@ from torchwheel.torchabi.backend import (
     from_cuda_digits,
     from_local_label,
 )
-from torchwheel.torchabi.cuda_archs import KNOWN_GPUS, runs_on
+from torchwheel.torchabi.cuda_archs import KNOWN_GPUS, code_names, runs_on
 from torchwheel.torchabi.grafting import EXCLUDE_FLAG, Tool, bundled
 
 # -- TW701, TW702: which build of torch -----------------------------------------------------
@@ -107,7 +108,11 @@ def claims(w: WheelFacts) -> Iterator[tuple[str, TorchBuild]]:
         yield f"the local version label +{local}", labelled
     for req in w.metadata.requirements:
         name = canonicalize_name(req.name)
-        if m := _NVIDIA_REQ.match(name):
+        if name == "torch" and req.marker is None:  # an exact pin's label: torch==2.8.0+cu128
+            for label in torch_releases.local_labels(req.specifier):
+                if (pinned := from_local_label(label)) is not None:
+                    yield f"the requirement {req}", pinned
+        elif m := _NVIDIA_REQ.match(name):
             yield f"the requirement {req.name}", from_cuda_digits(m.group(1))
         elif name.startswith("nvidia-"):
             for extra in sorted(req.extras):
@@ -225,6 +230,25 @@ def own_accelerator_runtime(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             f"{needs.label.split()[0]} major two runtimes share the process; link torch's runtime (require "
             "what torch's build requires) if it shares memory or streams with torch",
         )
+
+
+@rule("TW710")
+def gpu_code_any_build(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """Info: the loader binds nothing of a torch build for this library (no torch, its CUDA
+    runtime linked in, at most the driver), so its GPU code is not a build requirement;
+    said where the wheel loads on any build, so that the GPU code is not taken for one."""
+    if w.torch_builds != ANY_BUILD:
+        return
+    for b in w.binaries:
+        needs = b.analysis.needs
+        if binds_no_build(needs) and (code := ", ".join(code_names(needs.gpu))):
+            yield (
+                b.member,
+                f"carries GPU code ({code}) but links no torch and no runtime a torch build brings "
+                f"({_names(needs) if needs.libraries else 'its CUDA runtime linked in'}): it loads beside any "
+                "torch build and runs its kernels where the machine's driver does; nothing to fix unless it "
+                "should share torch's runtime",
+            )
 
 
 _ACCELERATED_CLAIM = ("cuda", "rocm", "xpu")

@@ -132,6 +132,7 @@ CODES: tuple[Code, ...] = (
     Code("TW503", "torch-requirement-too-loose", _E, "the torch requirement admits a torch the binaries cannot load on", CONSUMER_WHEEL, fixed_by=TAG_NARROW),
     Code("TW504", "unstable-torch-unpinned", _E, "an unstable-ABI wheel does not pin the torch minor it was built with", CONSUMER_WHEEL, fixed_by=TAG_BUILD_TORCH),
     Code("TW505", "builds-gap", _W, "the requirement admits torch releases no per-minor build of the wheel is for", CONSUMER_WHEEL),
+    Code("TW507", "release-build-mismatch", _W, "a per-release build's imports are not exported by the torch release its name claims", CONSUMER_BINARY),
     # TW6xx: one release (rules/release_agreement.py)
     Code("TW601", "release-requirements-differ", _E, "wheels of one release declare different torch requirements", RELEASE, fixed_by=TAG_RELEASE),
     Code("TW602", "release-targets-differ", _W, "the stable-ABI targets of one release differ between platforms without markers to say so", RELEASE, fixed_by=TAG_RELEASE_MARKERS),
@@ -146,6 +147,7 @@ CODES: tuple[Code, ...] = (
     Code("TW707", "bundles-gpu-driver", _E, "the wheel ships a copy of the GPU driver's library, which must come from the machine", CONSUMER_WHEEL),
     Code("TW708", "own-accelerator-runtime", _W, "a library that links no torch brings its own accelerator runtime: two runtimes in one process where torch's major differs", CONSUMER_BINARY),
     Code("TW709", "accelerator-name-without-code", _I, "the distribution is named for an accelerator, but no binary needs one or carries GPU code", CONSUMER_WHEEL),
+    Code("TW710", "gpu-code-any-build", _I, "a library carries GPU code but binds nothing of a torch build (no torch, its CUDA runtime linked in): it loads beside any build", CONSUMER_BINARY),
 )  # fmt: skip
 
 BY_CODE = {c.code: c for c in CODES}

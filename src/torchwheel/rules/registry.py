@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from torchwheel import limits
@@ -93,6 +93,13 @@ class Findings:
         for (_, code), n in self.omitted.items():
             counts[BY_CODE[code].severity] += n
         return counts
+
+    def relabelled(self, old: str, new: str) -> Findings:
+        """The same findings with input ``old`` named ``new``: ``repair`` reports on the
+        user's wheel, not on the repair tool's temporary copy of it."""
+        kept = [replace(f, wheel=new) if f.wheel == old else f for f in self.kept]
+        omitted = {(new if wheel == old else wheel, code): n for (wheel, code), n in self.omitted.items()}
+        return Findings(kept, omitted)
 
     def add(self, kept: list[Finding], more: int, wheel: str, code: str) -> None:
         self.kept.extend(kept)

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from torchwheel.analysis.wheelfacts import WheelFacts
+from torchwheel.analysis.wheelfacts import WheelFacts, dated_by_exports, indexed_minors
 from torchwheel.errors import quoted
 from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.torchabi import torch_releases
-from torchwheel.torchabi.need import TorchNeed, release_matches, show_releases
+from torchwheel.torchabi.need import Release, TorchNeed, release_matches, show_release, show_releases
 
 
 def _admits(req: Requirement) -> str:
@@ -36,8 +36,11 @@ def torch_requirement_missing(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = w.torch_need
     if not policy.require_torch or abi.kind in ("none", "any") or w.metadata.torch_requirements:
         return
-    if _pins_one_build(abi):
-        return  # it admits every torch and loads on one: TW504, an error, says so
+    if _pins_one_build(abi) or abi.per_release:
+        # one build: TW504, an error, says so; per-release builds: TW505 judges the missing
+        # requirement against the builds (a bare 'torch' would admit just as much, and an
+        # optional torch part must not pull torch in)
+        return
     want = f"torch>={abi.label}" if abi.kind == "stable" else "torch"
     yield (
         "",
@@ -94,7 +97,8 @@ def unstable_torch_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     if not _pins_one_build(abi):
         return
     fix = (
-        "pin the torch minor it was built with, 'torch==X.Y.*' (`torchwheel tag --build-torch X.Y` writes it)"
+        "pin the torch minor it was built with, 'torch==X.Y.*' (`torchwheel tag --build-torch X.Y` "
+        "writes it; `--build-torch installed` takes the torch installed where it runs)"
     )
     if abi.releases_from == "exports":  # the binaries date themselves: say where
         fix += f"; its imports are exported by torch {show_releases(abi.releases)} only"
@@ -129,11 +133,48 @@ def builds_gap(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     ]
     future = all(torch_releases.admits_future(r.specifier) for r in reqs)
     gap = [v for v in admitted if not any(release_matches(b, v) for b in abi.releases)]
-    if gap or future:
-        said = "; ".join(str(r) for r in reqs) or "no torch requirement"
-        yield (
-            "",
-            f"{said!r} admits torch {torch_releases.runs(gap, future)}, for which the wheel has no build (it has "
-            f"{show_releases(abi.releases)}): unless its Python code works there without them, require only "
-            "the releases it has builds for",
-        )
+    if not (gap or future):
+        return
+    span = _builds_span(abi.releases)
+    if reqs:
+        said = "; ".join(str(r) for r in reqs)
+        what = f"{said!r} admits torch {torch_releases.runs(gap, future)}"
+    else:  # an optional torch part: the package must do without its builds there
+        what = f"METADATA names no torch, so installers put it beside any torch, also torch {torch_releases.runs(gap, future)}"
+    yield (
+        "",
+        f"{what}, for which the wheel has no build (it has {show_releases(abi.releases)}): unless its Python "
+        f"code works there without them, require only the releases it has builds for ({span!r})",
+    )
+
+
+def _builds_span(releases: frozenset[Release]) -> str:
+    """The requirement that admits the releases of a per-release set and none past its ends:
+    ``torch>=2.4,<2.10`` (minors), ``torch>=2.0.0,<=2.2.1`` (patches)."""
+    low, high = min(releases), max(releases)
+    if all(len(b) == 2 for b in releases):
+        return f"torch>={show_release(low)},<{high[0]}.{high[1] + 1}"
+    return f"torch>={show_release(low)},<={show_release(high)}"
+
+
+@rule("TW507")
+def release_build_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """A warning: the shipped exports index (one release per minor, its last patch) dates the
+    build; a per-patch build may differ from the patch the index read."""
+    if not w.torch_need.per_release:
+        return
+    by_member = {b.member: b for b in w.binaries}
+    for alternatives in w.alternatives:
+        for release, member in alternatives.members:
+            binary = by_member.get(member)
+            claimed = release[:2]
+            if binary is None or claimed not in indexed_minors(binary):
+                continue
+            dated = dated_by_exports([binary])
+            if dated and claimed not in dated:
+                yield (
+                    member,
+                    f"named for torch {show_release(release)}, where the package picks it, but its unstable "
+                    f"imports are exported by torch {show_releases(dated)} only (the shipped exports index): on "
+                    f"torch {show_release(release)} it fails to load; rebuild it against that torch, or rename it",
+                )

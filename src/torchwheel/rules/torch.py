@@ -56,7 +56,9 @@ def unstable_in_stable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 member,
                 (
                     f"[{arch}] declares the stable ABI but imports {s.torch.unstable_count} unstable "
-                    f"libtorch symbols ({sample}): port them to torch::stable or the C shim"
+                    f"libtorch symbols ({sample}): port them to torch::stable or the C shim, or drop the "
+                    "marker and TORCH_TARGET_VERSION from this library and pin it "
+                    "(`torchwheel tag --build-torch installed`)"
                 ),
             )
 

@@ -106,6 +106,57 @@ def _matching_dist_info(w: WheelFacts) -> None:
         )
 
 
+def _planned(w: WheelFacts, opts: TagOptions, variant: bool) -> tuple[Plan, str]:
+    """The plan and the plain wheel's name (installer parses that one; a variant label is a
+    draft form): with ``variant``, the plan of the variant copy."""
+    p = plan(w, opts)
+    if not variant:
+        return p, p.filename
+    from torchwheel.tagging.variant_tag import variant_plan
+
+    return variant_plan(p, p.dist_info or w.contents.dist_info, w), p.filename  # --local-label renames it
+
+
+def _out_dir(source: Path, dest: Path | None, in_place: bool) -> Path:
+    return source.parent if in_place or dest is None else dest
+
+
+def output_path(
+    w: WheelFacts, opts: TagOptions, dest: Path | None, in_place: bool, variant: bool = False
+) -> Path:
+    """Where ``tag`` writes this wheel: asked before the first wheel is written, so that an
+    output that exists refuses the whole run, not its second half."""
+    source = Path(w.contents.path)
+    return _out_dir(source, dest, in_place) / _planned(w, opts, variant)[0].filename
+
+
+def refuse_existing(target: Path, overwrite: bool) -> None:
+    """No silent overwrite (as ``unlabel``): a file at the output's name is replaced only when asked."""
+    if not overwrite and (target.exists() or target.is_symlink()):
+        raise InputError(f"{target}: exists; pass --overwrite to replace it")
+
+
+def refuse_outputs(
+    w: WheelFacts, opts: TagOptions, dest: Path | None, in_place: bool, variant: bool, overwrite: bool
+) -> None:
+    """The plan's refusals, and every output file of one wheel (the variant copy too) that
+    exists, other than the input itself: asked of every wheel before the first is written."""
+    source = Path(w.contents.path).resolve()
+    outputs = [output_path(w, opts, dest, False, variant=True)] if variant else []
+    for target in [*outputs, output_path(w, opts, dest, in_place)]:
+        if target.resolve() != source:
+            refuse_existing(target, overwrite)
+
+
+def _before_replace(source: Path, fd: int, in_place: bool, other: Path | None, overwrite: bool) -> None:
+    """The last look before the rename: the input is still the file analysed (``--in-place``),
+    and no file appeared at the output's name meanwhile."""
+    if in_place:
+        _still_the_input(source, fd)
+    if other is not None:
+        refuse_existing(other, overwrite)
+
+
 def tag(
     w: WheelFacts,
     opts: TagOptions,
@@ -115,18 +166,15 @@ def tag(
     with_facts: bool = False,
     archive: WheelArchive | None = None,
     variant: bool = False,
+    overwrite: bool = False,
 ) -> TagResult:
     """``archive``: the open input ``w`` was collected from (``analysis.load.opened``); every byte
     written comes from its descriptor. Without it the wheel is opened again here (library
     callers holding only facts), and the CRC pass of the verification still guards it.
-    ``variant``: write the wheel-variant copy instead (``tagging.variant_tag``)."""
+    ``variant``: write the wheel-variant copy instead (``tagging.variant_tag``).
+    ``overwrite``: replace an existing output file (other than the input); else refused."""
     source = Path(w.contents.path)
-    p = plan(w, opts)
-    plain_name = p.filename  # installer parses this name (a variant label is a draft form)
-    if variant:
-        from torchwheel.tagging.variant_tag import variant_plan
-
-        p = variant_plan(p, p.dist_info or w.contents.dist_info, w)  # --local-label renames it
+    p, plain_name = _planned(w, opts, variant)
     existing = _existing(w)
     same = unchanged(p, source, existing)
     if dry_run:
@@ -134,11 +182,13 @@ def tag(
     _matching_dist_info(w)
     if archive is None:
         with WheelArchive(source) as reopened:
-            return tag(w, opts, dest, in_place, dry_run, with_facts, reopened, variant)
-    out_dir = source.parent if in_place or dest is None else dest
-    target = out_dir / p.filename
+            return tag(w, opts, dest, in_place, dry_run, with_facts, reopened, variant, overwrite)
+    target = _out_dir(source, dest, in_place) / p.filename
+    other = target.resolve() != source.resolve()  # a file of its own, not the input
+    if other:
+        refuse_existing(target, overwrite)
     if same:
-        if target.resolve() != source.resolve():
+        if other:
             copy_file_atomically(archive.fd, target)
         return TagResult(source, target, False, ["already tagged: nothing to change"])
     if target.resolve() == source.resolve() and not in_place:
@@ -157,7 +207,9 @@ def tag(
         hashes,
         source_date_epoch(),
         verify=lambda written: verify_written(written, plain_name, p.members, hashes, infos, raw_crcs),
-        before_replace=(lambda: _still_the_input(source, archive.fd)) if in_place else (lambda: None),
+        before_replace=lambda: _before_replace(
+            source, archive.fd, in_place, target if other else None, overwrite
+        ),
     )
     if in_place and target.resolve() != source.resolve():
         _still_the_input(source, archive.fd)  # never unlink a file someone put there meanwhile

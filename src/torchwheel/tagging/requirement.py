@@ -92,7 +92,8 @@ def desired_spec(
         guess = named or (show_releases(abi.releases) if len(abi.releases) == 1 else "X.Y")
         raise InputError(
             "the wheel uses unstable libtorch symbols and its torch requirement does not name the build "
-            f"torch: pass --build-torch X.Y{' (' + '; '.join(said) + ')' if said else ''}; "
+            f"torch: pass --build-torch X.Y{' (' + '; '.join(said) + ')' if said else ''}, or "
+            "--build-torch installed (the torch installed here); "
             f"`torchwheel compat --against TORCH WHEEL` (a torch {guess} wheel, or `installed`) checks it first"
         )
     return None

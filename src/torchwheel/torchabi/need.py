@@ -150,11 +150,40 @@ class TorchNeed:
 
 
 def pinned_minor(reqs: Iterable[Requirement]) -> Minor | None:
-    """The torch minor an unstable build names by its unconditional one-minor requirement."""
+    """The torch minor an unstable build names by its unconditional one-minor requirement,
+    read as an installer reads it (``==2.8.0+cpu`` names 2.8.0: ``torch_releases.admits``)."""
     for req in reqs:
         if req.marker is None and (minor := torch_releases.pinned_minor(req.specifier)) is not None:
             return minor
     return None
+
+
+def pinned_builds(reqs: Iterable[Requirement]) -> BuildSet | None:
+    """The torch builds the unconditional requirements admit by the local labels of their
+    exact pins (``torch==2.8.0+cpu``: the CPU build, ``+cu128``: CUDA 12, ``+rocm7.1``,
+    ``+xpu``); None when no pin names a build. Two requirements naming different builds
+    admit none."""
+    found: BuildSet | None = None
+    for req in reqs:
+        if req.marker is not None:
+            continue
+        named = {
+            b
+            for label in torch_releases.local_labels(req.specifier)
+            if (b := backend.from_local_label(label))
+        }
+        if named:
+            mine = frozenset(backend.TorchBuild(b.kind, b.major) for b in named)
+            found = mine if found is None else frozenset(b for b in found if b in mine)
+    return found
+
+
+def narrowed_builds(builds: BuildSet | None, pinned: BuildSet | None) -> BuildSet | None:
+    """The build axis of the binaries (``builds``) narrowed to what the requirement's pin
+    admits: an installer puts the wheel only beside that build. Unknown stays unknown."""
+    if builds is None or pinned is None:
+        return builds
+    return backend.normalized(p for p in pinned if any(b.admits(p) for b in builds))
 
 
 def local_minor(version: Version) -> Minor | None:
@@ -165,8 +194,9 @@ def local_minor(version: Version) -> Minor | None:
 def claimed_releases(
     reqs: Iterable[Requirement], version: Version
 ) -> tuple[frozenset[Release], ReleasesFrom]:
-    """The torch minor an unstable build's own words name, when its binaries do not: its
-    ``+torchX.Y`` label, else its one-minor pin."""
+    """The torch minor an unstable build's own words name, when its binaries do not:
+    its ``+torchX.Y`` label, else its one-minor pin (a patch pin, ``==2.9.1``, names the minor:
+    the requirement itself keeps the other patches out)."""
     if (minor := local_minor(version)) is not None:
         return frozenset({minor}), "label"
     if (minor := pinned_minor(reqs)) is not None:

@@ -79,14 +79,38 @@ def release_of(text: str) -> Version | None:
         return None
 
 
+def local_labels(spec: SpecifierSet) -> tuple[str, ...]:
+    """The local labels an exact pin names (``==2.8.0+cpu``, ``===2.8.0+cu128``): the torch
+    build it asks for (``backend.from_local_label`` reads which)."""
+    found = []
+    for clause in spec:
+        if clause.operator in ("==", "===") and "+" in clause.version and "*" not in clause.version:
+            found.append(clause.version.rsplit("+", 1)[1].lower())
+    return tuple(dict.fromkeys(found))
+
+
+def admits(spec: SpecifierSet, version: Version) -> bool:
+    """Does ``spec`` admit this torch, as an installer reads it? ``==2.8.0+cpu`` names the
+    release 2.8.0 and the build ``cpu``: a torch version without a local label (a release of
+    the list, a target whose build is not known) is admitted when a build of it with the
+    pin's label would be (the build is the build axis's to judge), and a version with a label
+    is judged as written, or by its public part (``>=2.8`` admits ``2.8.0+cu128``; ``===2.8.0``
+    does not)."""
+    if spec.contains(version, prereleases=True):
+        return True
+    if version.local is not None:  # ``===`` compares the whole string: no public part there
+        return all(c.operator != "===" for c in spec) and spec.contains(Version(version.public), prereleases=True)
+    return any(spec.contains(Version(f"{version}+{label}"), prereleases=True) for label in local_labels(spec))
+
+
 def admitted(spec: SpecifierSet) -> tuple[Version, ...]:
-    """The known releases ``spec`` admits, oldest first."""
-    return tuple(v for v in releases() if spec.contains(v, prereleases=True))
+    """The known releases ``spec`` admits, oldest first (``admits``)."""
+    return tuple(v for v in releases() if admits(spec, v))
 
 
 def admits_future(spec: SpecifierSet) -> bool:
     """Does ``spec`` also admit releases newer than every known one (a lower bound does)?"""
-    return spec.contains(future(), prereleases=True)
+    return admits(spec, future())
 
 
 def admitted_minors(spec: SpecifierSet) -> list[Minor]:

@@ -93,9 +93,7 @@ def requirement_excludes(
     for req in reqs:
         if req.marker is not None and (markers is None or not req.marker.evaluate(dict(markers))):
             continue
-        if not req.specifier.contains(torch, prereleases=True) and not req.specifier.contains(
-            Version(torch.public), prereleases=True
-        ):
+        if not torch_releases.admits(req.specifier, torch):  # as installers read it (==2.8.0+cpu)
             return f"Requires-Dist {clipped(req)} excludes torch {torch.public}"
     return ""
 
