@@ -149,6 +149,13 @@ class Limits:
     # past either is refused whole before anything is touched.
     max_journal_line_bytes: Limit = Limit("max-journal-line-bytes", 1 << 20)
     max_journal_entries: Limit = Limit("max-journal-entries", 500_000)
+    # the paths or names one library call takes (``torchwheel.arguments``; a command line holds
+    # fewer, ARG_MAX bounds it): an endless generator is refused after this many
+    max_inputs: Limit = Limit("max-inputs", 100_000)
+    # the shim headers ``symbols update`` reads of one torch (a wheel, a folder), all together:
+    # torch 2.13's are 200 KB in 12 files; every declaration costs a scan and a table entry
+    # (12 MB of them took 34 s and 304 MB)
+    max_shim_header_bytes: Limit = Limit("max-shim-header-bytes", 2 << 20)
     # A configuration file read whole (``pyproject.toml`` for ``[tool.torchwheel]``)
     max_config_bytes: Limit = Limit("max-config-bytes", 4 << 20)
 

@@ -199,7 +199,7 @@ def _refusal_case(case: str, release: Path, built: dict[str, Path], tmp: Path) -
             "nothing keeps installers off other torches; pin it first (`torchwheel tag --build-torch 2.13`",
         ),
         ("given-twice", "given twice"),
-        ("bad-build-tag", "--build-tag 'x1': must start with a digit"),
+        ("bad-build-tag", "--build-tag 'x1': a digit, then letters, digits, '_' and '.' only"),
         ("not-a-wheel", "elf_marker_2_10.so: unlabel rewrites wheel files"),
         ("unreadable", "not a zip archive"),
         ("missing", "no such file or directory"),

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
 
-from torchwheel.errors import InputError, quoted
+from torchwheel import limits
+from torchwheel.errors import InputError, clipped, quoted
 from torchwheel.rules.codes import is_selector, unknown_code
 from torchwheel.rules.registry import Policy
+from torchwheel.safeopen import read_regular
 
 _KEYS = {"select", "ignore", "unstable-allowlist", "require-torch", "symbols", "relax-pin", "gpu-archs"}
 
 
 def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` upward from ``start``: the first name that exists, of
+    whatever kind (a FIFO or a link to a device there is refused when read, not passed over
+    for one further up)."""
     for directory in (start, *start.parents):
         candidate = directory / "pyproject.toml"
-        if candidate.is_file():
+        if os.path.lexists(candidate):
             return candidate
     return None
 
@@ -28,15 +34,24 @@ def _strings(table: dict[str, Any], key: str, where: Path) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _read(where: Path) -> str:
+    """The file's text: a regular file (``safeopen``) within ``max-config-bytes``."""
+    limit = limits.current().max_config_bytes
+    try:
+        size = os.stat(where).st_size
+        limit.check(f"{where}'s size", size)
+        return read_regular(where, limit.value).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(f"{where}: cannot be read ({why})") from exc
+
+
 def _tool_table(start: Path) -> tuple[dict[str, Any], Path | None]:
     """``[tool.torchwheel]`` of the nearest pyproject.toml, checked for unknown keys."""
     where = find_pyproject(start)
     if where is None:
         return {}, None
-    try:
-        text = where.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{where}: cannot be read ({exc})") from exc
+    text = _read(where)
     if "torchwheel" not in text:  # no such table, so no need to parse (tomllib: 5% of a small check)
         return {}, where
     import tomllib
@@ -45,12 +60,18 @@ def _tool_table(start: Path) -> tuple[dict[str, Any], Path | None]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{where}: cannot be read ({exc})") from exc
-    table = data.get("tool", {}).get("torchwheel", {})
+    except RecursionError as exc:  # tomllib recurses once per nested array or inline table
+        raise InputError(f"{where}: cannot be read (nested deeper than a TOML reader goes)") from exc
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise InputError(f"{where}: [tool] must be a table")
+    table = tool.get("torchwheel", {})
     if not isinstance(table, dict):
         raise InputError(f"{where}: [tool.torchwheel] must be a table")
     unknown = set(table) - _KEYS
     if unknown:
-        raise InputError(f"{where}: unknown [tool.torchwheel] keys: {', '.join(sorted(unknown))}")
+        shown = ", ".join(clipped(k, 40) for k in sorted(unknown)[:5])
+        raise InputError(f"{where}: unknown [tool.torchwheel] keys: {shown}")
     return table, where
 
 
@@ -63,8 +84,8 @@ def configured_symbols(start: Path, use_config: bool = True) -> Path | None:
     value = table.get("symbols")
     if value is None or where is None:
         return None
-    if not isinstance(value, str) or not value:
-        raise InputError(f"{where}: [tool.torchwheel] symbols must be a file path (a string)")
+    if not isinstance(value, str) or not value or "\x00" in value:
+        raise InputError(f"{where}: [tool.torchwheel] symbols must be a file path (a string without NUL)")
     return where.parent / value
 
 

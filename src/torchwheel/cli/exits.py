@@ -17,18 +17,21 @@ import os
 
 import click
 
-from torchwheel.errors import Exit, InputError
+from torchwheel.errors import Exit, InputError, Unfinished
 from torchwheel.frozen import frozen
 
 
 @frozen
 class ExitRow:
-    """One command's meaning of each exit code; ``no`` is None when it never exits 1."""
+    """One command's meaning of each exit code; ``no`` is None when it never exits 1,
+    ``unfinished`` None when it never exits 3 (only a command that changes an environment can
+    begin what it cannot finish)."""
 
     command: str
     ok: str
     no: str | None
     input: str
+    unfinished: str | None = None
 
 
 _READ = "an input that cannot be read; a misuse"
@@ -92,7 +95,12 @@ EXITS: tuple[ExitRow, ...] = (
         "refused: as `select` (without `--force`); another version installed "
         "without `--upgrade`; an installed version that cannot be replaced safely",
         "nothing installed: as `select`; several projects without `--name`; torch itself; an "
-        "install that failed and was undone",
+        "install that failed and was undone; a journal of a killed install that is not replayed "
+        "(another format, a path outside the environment or through a link, over a limit): "
+        "nothing changed",
+        "a rollback of a killed install that could not finish (a file it did not write where an old "
+        "file goes back, a file changed since it was written, a file system error): what was left "
+        "and how to finish by hand on stderr",
     ),
     ExitRow(
         "index",
@@ -146,11 +154,17 @@ def failure_message(exc: BaseException) -> str | None:
     return f"internal error: {type(exc).__name__}: {exc} (TORCHWHEEL_DEBUG=1 shows where)"
 
 
-def _failed(message: str) -> Exit:
+_MESSAGE_CHARS = 4000  # a message quoting a 100,000-character path is still read as one line
+
+
+def _failed(message: str, code: Exit = Exit.INPUT) -> Exit:
     from torchwheel.report.textsafe import safe
 
+    if len(message) > _MESSAGE_CHARS:  # the start says what, the end what to do
+        cut = len(message) - _MESSAGE_CHARS
+        message = f"{message[: _MESSAGE_CHARS // 2]}... ({cut:,} characters left out) ...{message[-_MESSAGE_CHARS // 2 :]}"
     click.echo(f"torchwheel: error: {safe(message)}", err=True)  # messages quote member names
-    return Exit.INPUT
+    return code
 
 
 def run(group: click.Group, args: list[str] | None = None) -> int:
@@ -167,5 +181,6 @@ def run(group: click.Group, args: list[str] | None = None) -> int:
     except Exception as exc:  # the promise is one line, never a traceback
         if os.environ.get("TORCHWHEEL_DEBUG") and not isinstance(exc, _EXPECTED):
             raise
-        return _failed(failure_message(exc) or f"internal error: {type(exc).__name__}")
+        code = Exit.UNFINISHED if isinstance(exc, Unfinished) else Exit.INPUT
+        return _failed(failure_message(exc) or f"internal error: {type(exc).__name__}", code)
     return int(code) if isinstance(code, int) else Exit.OK

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchwheel.analysis.wheelfacts import WheelFacts
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, quoted
 from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.plan import Plan, plan
 from torchwheel.wheel.archive import WheelArchive
@@ -106,6 +106,15 @@ def _matching_dist_info(w: WheelFacts) -> None:
         )
 
 
+def _output_path(out_dir: Path, filename: str) -> Path:
+    """The output wheel's path: a plain name in the output folder, so its temporary file goes
+    there too (``wheel.temps``), never a folder above or below it."""
+    target = out_dir / filename
+    if target.parent != out_dir or filename in (".", "..") or "\x00" in filename:
+        raise InputError(f"{quoted(filename, 80)}: not a plain file name for {out_dir}: nothing written")
+    return target
+
+
 def tag(
     w: WheelFacts,
     opts: TagOptions,
@@ -136,7 +145,7 @@ def tag(
         with WheelArchive(source) as reopened:
             return tag(w, opts, dest, in_place, dry_run, with_facts, reopened, variant)
     out_dir = source.parent if in_place or dest is None else dest
-    target = out_dir / p.filename
+    target = _output_path(out_dir, p.filename)
     if same:
         if target.resolve() != source.resolve():
             copy_file_atomically(archive.fd, target)
