@@ -14,6 +14,7 @@ command adds its row here and in that table (``None``: the command never exits 1
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 
@@ -167,6 +168,29 @@ def _failed(message: str, code: Exit = Exit.INPUT) -> Exit:
     return code
 
 
+def pipe_closed() -> Exit | None:
+    """After click ended a command on EPIPE (it then swaps standard output for a wrapper that
+    drops what is left, and exits 1 saying nothing): the one line and exit 2 instead; None
+    when that was not how the command ended. The entry point asks, on such an exit."""
+    if type(sys.stdout).__name__ != "_PacifyFlushWrapper":
+        return None
+    return _failed("standard output: Broken pipe (its reader closed it before the report was written)")
+
+
+def _stdout_broken(exc: OSError) -> bool:
+    """Whether ``exc`` was standard output failing (a full disk, ``/dev/full``): raised
+    where ``click.echo`` writes the report. Standard output is then set aside, so that the
+    interpreter's last flush does not fail once more, on stderr."""
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "echo" and frame.f_globals.get("__name__") == "click.utils":
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+            return True
+        tb = tb.tb_next
+    return False
+
+
 def run(group: click.Group, args: list[str] | None = None) -> int:
     """Run the command line and decide its exit code: what the command returned (None is
     0), or for what it raised one line on stderr and 2. A signal's unwinding (not an
@@ -181,6 +205,8 @@ def run(group: click.Group, args: list[str] | None = None) -> int:
     except Exception as exc:  # the promise is one line, never a traceback
         if os.environ.get("TORCHWHEEL_DEBUG") and not isinstance(exc, _EXPECTED):
             raise
+        if isinstance(exc, OSError) and exc.filename is None and _stdout_broken(exc):
+            return _failed(f"standard output: {exc.strerror or exc} (writing the report)")
         code = Exit.UNFINISHED if isinstance(exc, Unfinished) else Exit.INPUT
         return _failed(failure_message(exc) or f"internal error: {type(exc).__name__}", code)
     return int(code) if isinstance(code, int) else Exit.OK

@@ -152,6 +152,10 @@ def replace_atomically(
         if kind_of is not None:
             check_replaceable(target, kind_of)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # a write error names no file
+            raise OSError(
+                exc.errno, f"{exc.strerror or exc} (writing it, through {tmp.name})", str(target)
+            ) from exc
         raise
