@@ -52,15 +52,15 @@ _SCHEMAS = {
 
 @frozen
 class Move:
-    original: Path
+    original: str  # absolute, normalized (strings: a journal at its limit holds 500,000)
     held: str  # its name in aside/
 
 
 @frozen
 class Write:
-    path: Path
-    temp: Path
-    dirs: tuple[Path, ...]
+    path: str
+    temp: str
+    dirs: tuple[str, ...]
     sha256: str | None = None  # its ``wrote`` record; None: the write a kill cut short
     size: int | None = None
 
@@ -91,7 +91,7 @@ def _refused(home: Path, why: str) -> RepairFailed:
     return RepairFailed(f"{home}/journal {why}: {_LEFT}")
 
 
-def same_bytes(path: Path, sha256: str, size: int | None) -> bool:
+def same_bytes(path: str, sha256: str, size: int | None) -> bool:
     """``path`` is a regular file (not a link) with this size and sha256 (RECORD's base64)."""
     try:
         st = os.lstat(path)
@@ -109,32 +109,38 @@ def same_bytes(path: Path, sha256: str, size: int | None) -> bool:
     return base64.urlsafe_b64encode(h.digest()).decode().rstrip("=") == sha256
 
 
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
 class _Paths:
     """Journal paths made absolute and held inside the environment, every folder on the way
-    (below the scheme folder it lies in) checked with ``lstat`` once."""
+    (below the scheme folder it lies in) checked with ``lstat`` once. Strings, not
+    ``pathlib``: a journal at its limit names a million paths."""
 
     def __init__(self, home: Path, root: Path, allowed: tuple[Path, ...]) -> None:
-        self.home, self.root = home, root
-        self.allowed = sorted({Path(os.path.normpath(a)) for a in allowed}, key=lambda a: -len(a.parts))
-        self._real: set[Path] = set()
+        self.home, self.root = home, str(root)
+        self._home = str(home)
+        self.allowed = sorted({os.path.normpath(a) for a in allowed}, key=len, reverse=True)
+        self._real: set[str] = set()
 
-    def path(self, rel: str, last_may_be_link: bool = True) -> Path:
+    def path(self, rel: str, last_may_be_link: bool = True) -> str:
         if not rel or "\x00" in rel:
             raise _refused(self.home, f"names {'an empty path' if not rel else 'a path with a NUL byte'}")
         shown = rel if len(rel) <= 200 else rel[:200] + "..."
         if os.path.isabs(rel):
             raise _refused(self.home, f"names the absolute path {shown!r}, outside the environment")
-        path = Path(os.path.normpath(self.root / rel))
-        base = next((a for a in self.allowed if path.is_relative_to(a)), None)
-        if base is None or path == self.root or path.is_relative_to(self.home):
+        path = os.path.normpath(os.path.join(self.root, rel))
+        base = next((a for a in self.allowed if _under(path, a)), None)
+        if base is None or path == self.root or _under(path, self._home):
             raise _refused(self.home, f"names {shown}, outside the environment")
         self._walk(base, path, shown, last_may_be_link)
         return path
 
-    def _walk(self, base: Path, path: Path, shown: str, last_may_be_link: bool) -> None:
+    def _walk(self, base: str, path: str, shown: str, last_may_be_link: bool) -> None:
         here = base
-        for part in path.relative_to(base).parts:
-            here = here / part
+        for part in path[len(base) :].strip(os.sep).split(os.sep) if path != base else ():
+            here = os.path.join(here, part)
             if here in self._real:
                 continue
             try:
@@ -226,10 +232,13 @@ def _records(home: Path) -> Iterator[tuple[int, dict[str, Any], int]]:
             end += len(raw)
             where = f"{home}/journal line {n}"
             try:
-                record = safejson.load(raw, where, _HAS_OP)
+                record = safejson.load(raw, where, ANY)  # bounded, no NaN, no key twice
             except InputError as exc:
                 raise RepairFailed(f"{exc}: {_LEFT}") from None
-            problem = _SCHEMAS[record["op"]].problem(record, "$")
+            op = record.get("op") if isinstance(record, dict) else None
+            if op not in _SCHEMAS:
+                raise RepairFailed(f"{where}: {_HAS_OP.problem(record, '$')}: {_LEFT}")
+            problem = _SCHEMAS[op].problem(record, "$")
             if problem is not None:
                 raise RepairFailed(f"{where} is no {record['op']} record ({problem}): {_LEFT}")
             yield n, record, end
@@ -281,72 +290,77 @@ class _Reader:
         self.open_write: Write | None = None
         self.entries = 0
         self.held: set[str] = set()
-        self.originals: set[Path] = set()
-        self.written: set[Path] = set()
+        self.originals: set[str] = set()
+        self.written: set[str] = set()
 
     def _wrong(self, n: int, why: str) -> RepairFailed:
         return _refused(self.plan.home, f"line {n} {why}")
 
     def read(self, records: Iterator[tuple[int, dict[str, Any], int]]) -> None:
-        plan = self.plan
+        """Each record's paths are checked first (a path outside or through a link is what the
+        refusal names, whatever the order), then its place among the others."""
+        acts = {"aside": self._aside, "write": self._write, "wrote": self._wrote, "commit": self._commit}
+        acts |= {"undone": self._undone, "begin": lambda n, record: self._order(n, "begin")}
         for n, record, end in records:
-            op = record["op"]
-            self._paths_of(record)  # a path outside or through a link is named first, whatever the order
-            if plan.undone or (plan.committed and op != "commit") or op == "begin":
-                raise self._wrong(n, f"is a {op} record where none can follow")
-            if op != "wrote" and self.open_write is not None and op != "undone":
-                raise self._wrong(n, f"follows a write without its wrote record ({op})")
-            acts = {"aside": self._aside, "write": self._write, "wrote": self._wrote, "commit": self._commit}
-            acts.get(op, self._undone)(n, record)
-            plan.journal_end = end
+            acts[record["op"]](n, record)
+            self.plan.journal_end = end
         if self.open_write is not None:
-            plan.writes.append(self.open_write)
+            self.plan.writes.append(self.open_write)
 
-    def _paths_of(self, record: dict[str, Any]) -> None:
-        for rel in [record.get("path"), *record.get("dirs", []), *(m[0] for m in record.get("moves", []))]:
-            if rel is not None:
-                self.paths.path(rel, last_may_be_link=False)
+    def _order(self, n: int, op: str) -> None:
+        plan = self.plan
+        if plan.undone or (plan.committed and op != "commit") or op == "begin":
+            raise self._wrong(n, f"is a {op} record where none can follow")
+        if op not in ("wrote", "undone") and self.open_write is not None:
+            raise self._wrong(n, f"follows a write without its wrote record ({op})")
 
     def _count(self, n: int) -> None:
         self.entries += n
         limits.current().max_journal_entries.check(f"{self.plan.home}/journal's entries", self.entries)
 
     def _aside(self, n: int, record: dict[str, Any]) -> None:
+        moves = record["moves"]
+        if any(len(m) != 2 or not m[1].isdigit() for m in moves):
+            raise self._wrong(n, "holds a move it cannot have made")
+        originals = [self.paths.path(m[0], last_may_be_link=False) for m in moves]
+        self._order(n, "aside")
         if self.plan.writes or self.open_write is not None:
             raise self._wrong(n, "moves files aside after the install began writing")
-        self._count(len(record["moves"]))
-        for move in record["moves"]:
-            if len(move) != 2 or not move[1].isdigit() or move[1] in self.held:
-                raise self._wrong(n, "holds a move it cannot have made")
-            original = self.paths.path(move[0], last_may_be_link=False)
-            if original in self.originals:
+        self._count(len(moves))
+        for original, (_, held) in zip(originals, moves, strict=True):
+            if held in self.held or original in self.originals:
                 raise self._wrong(n, "moves one file aside twice")
-            self.held.add(move[1])
+            self.held.add(held)
             self.originals.add(original)
-            self.plan.moves.append(Move(original, move[1]))
+            self.plan.moves.append(Move(original, held))
 
     def _write(self, n: int, record: dict[str, Any]) -> None:
-        self._count(1)
         path = self.paths.path(record["path"], last_may_be_link=False)
+        dirs = tuple(self.paths.path(d, last_may_be_link=False) for d in record["dirs"])
+        self._order(n, "write")
+        self._count(1)
         if path in self.written:
             raise self._wrong(n, "writes one file twice")
-        dirs = tuple(self.paths.path(d, last_may_be_link=False) for d in record["dirs"])
-        if any(not path.is_relative_to(d) for d in dirs):
+        if any(not _under(path, d) for d in dirs):
             raise self._wrong(n, "names a folder it would create that does not hold its file")
         self.written.add(path)
-        self.open_write = Write(path, path.with_name(record["temp"]), dirs)
+        self.open_write = Write(path, os.path.join(os.path.dirname(path), record["temp"]), dirs)
 
     def _wrote(self, n: int, record: dict[str, Any]) -> None:
+        path = self.paths.path(record["path"], last_may_be_link=False)
+        self._order(n, "wrote")
         w = self.open_write
-        if w is None or self.paths.path(record["path"]) != w.path:
+        if w is None or path != w.path:
             raise self._wrong(n, "says a file was written that no write record names")
         self.plan.writes.append(Write(w.path, w.temp, w.dirs, record["sha256"], record["size"]))
         self.open_write = None
 
     def _commit(self, n: int, record: dict[str, Any]) -> None:
+        self._order(n, "commit")
         if self.plan.committed:
             raise self._wrong(n, "commits twice")
         self.plan.committed = True
 
     def _undone(self, n: int, record: dict[str, Any]) -> None:
+        self._order(n, "undone")
         self.plan.undone = True

@@ -56,7 +56,7 @@ def replay(home: Path, root: Path, allowed: tuple[Path, ...]) -> str:
     return f"rolled back an install of {plan.wheel} that was interrupted{back}"
 
 
-def _rel(plan: Plan, path: Path) -> str:
+def _rel(plan: Plan, path: Path | str) -> str:
     return os.path.relpath(path, plan.root)
 
 
@@ -83,7 +83,7 @@ class _Act:
             for w in reversed(plan.writes):
                 self._unwrite(w)
             for w in reversed(plan.writes):
-                for d in reversed(w.dirs):
+                for d in map(Path, reversed(w.dirs)):
                     self._rmdir_empty(d / "__pycache__")
                     self._rmdir_empty(d)
             # Said before the old version moves back, to the paths the new one wrote: a replay
@@ -93,7 +93,7 @@ class _Act:
         for m in reversed(plan.moves):  # ...then the old one back
             held = plan.aside / m.held
             if os.path.lexists(held):
-                self._put_back(held, m.original, m)
+                self._put_back(held, Path(m.original), m)
         if plan.aside_exists:
             for p in sorted(plan.aside.iterdir()):
                 if not p.name.endswith(".partial") and not any(p.name == m.held for m in plan.moves):
@@ -107,7 +107,7 @@ class _Act:
         the ``wrote`` record names (with the bytecode Python wrote for it)."""
         with contextlib.suppress(FileNotFoundError):
             if stat.S_ISREG(os.lstat(w.temp).st_mode):
-                self._unlink(w.temp)
+                self._unlink(Path(w.temp))
         if not os.path.lexists(w.path):
             return
         if w.sha256 is None:  # the write a kill cut short: its file is made only after its wrote record
@@ -120,11 +120,12 @@ class _Act:
                 f"{_rel(self.plan, w.path)} (not the bytes the install wrote: changed since, or never its)"
             )
             return
-        self._unlink(w.path)
-        cache = w.path.parent / "__pycache__"
+        path = Path(w.path)
+        self._unlink(path)
+        cache = path.parent / "__pycache__"
         found = _lstat(cache)
-        if w.path.suffix == ".py" and found is not None and stat.S_ISDIR(found.st_mode):
-            for pyc in cache.glob(f"{w.path.stem}.*.pyc"):  # bytecode a concurrent import wrote of it
+        if path.suffix == ".py" and found is not None and stat.S_ISDIR(found.st_mode):
+            for pyc in cache.glob(f"{path.stem}.*.pyc"):  # bytecode a concurrent import wrote of it
                 if stat.S_ISREG(os.lstat(pyc).st_mode):
                     self._unlink(pyc)
 
@@ -169,12 +170,12 @@ class _Act:
         for w in plan.writes:  # never there after a commit; a leftover is ours by its name
             with contextlib.suppress(FileNotFoundError):
                 if stat.S_ISREG(os.lstat(w.temp).st_mode):
-                    self._unlink(w.temp)
+                    self._unlink(Path(w.temp))
         if plan.aside_exists:
             shutil.rmtree(plan.aside)
             self.changed = True
         for m in plan.moves:
-            for d in m.original.parents:  # folders only the old version used
+            for d in Path(m.original).parents:  # folders only the old version used
                 if d in plan.keep or not d.is_relative_to(plan.root):
                     break
                 self._rmdir_empty(d / "__pycache__")
