@@ -12,6 +12,7 @@ import csv
 import hashlib
 import io
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -245,7 +246,11 @@ def test_overwrite_replaces_only_its_own_name_and_dry_run_writes_nothing(
     first = torchwheel("unlabel", src, "-w", str(out))
     assert first.returncode == 0, first.stderr
     made = (out / PUBLIC).read_bytes()
-    (out / PUBLIC).write_bytes(b"stale")
+    (out / PUBLIC).write_bytes(b"stale")  # no wheel: not replaced, even when asked to overwrite
+    refused = torchwheel("unlabel", "--overwrite", src, "-w", str(out))
+    assert refused.returncode == 2 and "not a wheel: not replaced" in refused.stderr, refused.stderr
+    assert (out / PUBLIC).read_bytes() == b"stale"
+    shutil.copy(src, out / PUBLIC)  # a stale wheel (the labelled build's bytes): replaced
     again = torchwheel("unlabel", "--overwrite", src, "-w", str(out))
     assert again.returncode == 0, again.stderr
     assert (out / PUBLIC).read_bytes() == made  # deterministic: the same input, the same bytes

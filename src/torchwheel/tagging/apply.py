@@ -152,6 +152,8 @@ def tag(
         return TagResult(source, target, False, ["already tagged: nothing to change"])
     if target.resolve() == source.resolve() and not in_place:
         raise InputError(f"{source.name}: writing would replace the input; pass --in-place or -w DIR")
+    if in_place:  # the path must still name the analysed file: said before any other refusal
+        _still_the_input(source, archive.fd)
     ren = p.renames  # a local label renames the .dist-info: every input name seen as its new one
     infos = {ren.get(n, n): i for n, i in archive.infos.items()} if ren else archive.infos
     hashes = {ren.get(n, n): h for n, h in w.hashes.items()}
