@@ -405,3 +405,19 @@ def test_the_pre_existing_file_is_deleted_only_with_its_own_bytes(
     assert "pyvenv.cfg (not the bytes the install wrote" in err
     code, err = _repair(env, capsys)  # the rest was done: the next replay only removes the journal
     assert code == 0 and env.which() == "1.0", err
+
+
+def test_an_install_never_writes_through_a_link(env: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """The package's folder a link to a folder outside: the install refuses before it writes
+    there (its files would land outside, where no replay could check them), and rolls back."""
+    env.reset("none")
+    planted = _site(env) / "twkill"
+    planted.symlink_to(env.outside)
+    outside, whole = sweeper.tree(env.outside), sweeper.tree(env.root)
+    capsys.readouterr()
+    code = run(cli, ["install", "--python", str(env.python), str(env.wheels["2.0"].path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "would be written through the symbolic link" in err, err
+    assert sweeper.tree(env.outside) == outside
+    assert sweeper.tree(env.root) == whole  # rolled back: nothing of it is left
+    planted.unlink()

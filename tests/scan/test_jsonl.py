@@ -93,6 +93,8 @@ def test_a_missing_file_holds_nothing_and_is_not_created(tmp_path: Path) -> None
     found = jsonl.check_output(tmp_path / "none.jsonl")
     assert (found.keys, found.lines, found.end, found.checked) == (set(), 0, 0, None)
     assert not (tmp_path / "none.jsonl").exists()
+    with pytest.raises(InputError, match="no such folder to write the scan file in"):
+        jsonl.check_output(tmp_path / "missing" / "none.jsonl")
 
 
 def test_the_keys_a_file_holds_line_by_line(tmp_path: Path) -> None:

@@ -57,9 +57,23 @@ class _JournaledDestination(SchemeDictionaryDestination):
     there is refused, as ``installer`` refuses it: it is not ours to replace or remove."""
 
     txn: journal.Journal = field(kw_only=True)
+    _real: set[Path] = field(default_factory=set, kw_only=True)  # folders seen not to be links
+
+    def _no_link_on_the_way(self, scheme: Scheme, target: Path) -> None:
+        """Never through a symbolic link below the scheme's folder: the file would land
+        outside the environment, and no replay could check where it went."""
+        top = Path(os.path.abspath(self.scheme_dict[scheme]))
+        for folder in reversed([target.parent, *target.parent.parents]):
+            if folder in self._real or not folder.is_relative_to(top) or folder == top:
+                continue
+            if folder.is_symlink():
+                raise InstallerError(f"{target}: would be written through the symbolic link {folder}")
+            if folder.is_dir():
+                self._real.add(folder)
 
     def write_to_fs(self, scheme: Scheme, path: str, stream: BinaryIO, is_executable: bool) -> RecordEntry:
         target = self._path_with_destdir(scheme, path)
+        self._no_link_on_the_way(scheme, target)
         if os.path.lexists(target):
             raise FileExistsError(f"File already exists: {target!s}")
         missing = [p for p in [target.parent, *target.parent.parents] if not p.exists()]

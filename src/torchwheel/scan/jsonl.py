@@ -248,6 +248,8 @@ def check_output(path: Path) -> Done:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
+        if not os.path.isdir(path.parent):  # said now, before a single request
+            raise InputError(f"{path}: no such folder to write the scan file in") from None
         return Done()
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc} (checking the scan file)") from exc
