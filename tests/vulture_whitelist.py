@@ -9,6 +9,7 @@ from torchwheel.cli import _LazyGroup, _max_member_size, publish, read, rule, sc
 from torchwheel.cli.exits import EXITS, ExitRow
 from torchwheel.cli.symbols import symbols_update
 from torchwheel.install.fetch import _HTTP, _HTTPS, _TimedConnection, _TimedReader
+from torchwheel.install.installing import _JournaledDestination
 from torchwheel.install.pages import _Anchors
 from torchwheel.install.variant_plugin import FeatureConfig, TorchABIPlugin
 from torchwheel.torchabi.symtable import SymbolTable, WheelSource
@@ -29,7 +30,9 @@ scan.scan_command
 EXITS  # the exit-code table that docs/exit-codes.md prints (tests/cli/test_exits.py holds them equal)
 ExitRow.no
 ExitRow.input
+ExitRow.unfinished
 _Anchors.handle_starttag  # html.parser.HTMLParser calls it
+_JournaledDestination.write_to_fs  # installer's destination calls it for every file
 _TimedReader.readable  # io.BufferedReader asks its raw stream
 _TimedConnection.response_class  # http.client.HTTPConnection.getresponse builds it
 _HTTP.http_open  # urllib's OpenerDirector calls <scheme>_open

@@ -25,6 +25,7 @@ from packaging.markers import default_environment
 from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
 
+from torchwheel import limits
 from torchwheel.errors import InputError, quoted
 from torchwheel.frozen import frozen
 from torchwheel.torchabi import backend
@@ -231,7 +232,7 @@ def target_from_options(
     else:
         build = here.build if torch is None else None
     try:
-        torch_version = Version(torch) if torch else here.torch
+        torch_version = Version(limits.check_version("--torch", torch)) if torch else here.torch
     except InvalidVersion as exc:
         raise InputError(f"--torch {torch!r}: not a version") from exc
     minor_only = torch_version is not None and torch is not None and len(torch_version.release) == 2
