@@ -28,6 +28,7 @@ from torchwheel.frozen import frozen
 
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
+    from torchwheel.install.doctor import Doctor
     from torchwheel.rules.registry import Finding, Findings, Policy
     from torchwheel.tagging.apply import TagResult
     from torchwheel.tagging.options import TagOptions
@@ -43,6 +44,7 @@ __all__ = [
     "Need",
     "RewriteRefused",
     "check",
+    "doctor",
     "inspect_wheel",
     "loads_on",
     "need",
@@ -312,6 +314,36 @@ def loads_on(
     else:
         found = verdict(c.torch, markers, version, build, capability)
     return LoadVerdict(str(path), torch, build.backend if build else None, capability, found)
+
+
+def doctor(
+    *,
+    python: PathLike | None = None,
+    torch: str | None = None,
+    torch_backend: str | None = None,
+    against: PathLike | None = None,
+    gpu: str | None = None,
+    explain: str | None = None,
+    symbols: PathLike | ChosenTable | None = None,
+) -> Doctor:
+    """``torchwheel doctor``: every installed distribution of the environment of ``python``
+    (default: this interpreter's, asked in a subprocess) with compiled torch code, read in
+    place and judged against its torch, or against ``torch`` (``2.16``, ``2.16.1``; with
+    ``torch_backend``, ``cu130``) or the torch wheel or folder ``against``. ``explain``: a
+    module name or an ``ImportError``'s text. The result's ``diagnosis.rows`` hold each
+    distribution's verdict and fix, ``exit_code`` the command's; the documents are
+    ``report.doctor_report``'s. An environment that cannot be read raises ``InputError``."""
+    from torchwheel.install.doctor import run
+
+    return run(
+        _chosen(symbols).table,
+        python=str(python) if python is not None else None,
+        torch=torch,
+        torch_backend=torch_backend,
+        against=str(against) if against is not None else None,
+        gpu=gpu,
+        explain=explain,
+    )
 
 
 def tag_wheels(
