@@ -119,6 +119,7 @@ def diagnose(
         if installed is not None:
             row = replace(row, before=judge(d, installed, table).verdict)
         rows.append(row)
+    rows += [Row(u.name, u.version, u.where, None, Verdict("unknown", u.reason)) for u in env.unreadable]
     rows += [not_read_row(n) for n in env.not_read]
     return Diagnosis(judged, tuple(rows), env.without_torch, installed)
 
@@ -138,7 +139,7 @@ def judge(d: Distribution, judged: Judged, table: SymbolTable) -> Row:
     if d.outside:
         first = d.outside[0]
         why = f"its RECORD names compiled files outside the environment ({first.path}: {first.detail})"
-        return Row(name, version, where, None, Verdict("unknown", why), "reinstall it")
+        return Row(name, version, where, None, Verdict("unknown", why), f"reinstall {name}")
     need = torch_need_of(w, "binaries")
     missing = _missing(w, judged.libraries, table) if judged.libraries is not None else ()
     found = _verdict(need, judged, missing)

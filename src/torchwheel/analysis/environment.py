@@ -60,6 +60,8 @@ class Environment:
     without_torch: int
     not_read: tuple[NotRead, ...]
     owner: Distribution | Installed | None = None  # of the file ``read_environment`` was asked about
+    # files its RECORD lists that touch torch (or might) but cannot be read (mode 000, shrank)
+    unreadable: tuple[NotRead, ...] = ()
 
 
 def read_environment(
@@ -70,6 +72,7 @@ def read_environment(
     torch: Installed | None = None
     with_torch: list[Distribution] = []
     not_read: list[NotRead] = []
+    unreadable: list[NotRead] = []
     without = 0
     owner: Distribution | Installed | None = None
     for item in items:
@@ -80,7 +83,9 @@ def read_environment(
             torch = item
             continue
         found = _read_one(item, table)
-        if isinstance(found, NotRead):
+        if isinstance(found, _Unreadable):
+            unreadable.append(found.item)
+        elif isinstance(found, NotRead):
             not_read.append(found)
         elif isinstance(found, Distribution):
             with_torch.append(found)
@@ -88,11 +93,16 @@ def read_environment(
             without += 1
         if owner_of is not None and owner is None and _lists(found, item, owner_of):
             owner = found if isinstance(found, Distribution) else item
-    return Environment(torch, tuple(with_torch), without, tuple(not_read), owner)
+    return Environment(torch, tuple(with_torch), without, tuple(not_read), owner, tuple(unreadable))
 
 
-def _lists(found: Distribution | NotRead | WheelContents, item: Installed, path: str) -> bool:
-    if isinstance(found, NotRead):
+@frozen
+class _Unreadable:
+    item: NotRead
+
+
+def _lists(found: Distribution | NotRead | _Unreadable | WheelContents, item: Installed, path: str) -> bool:
+    if isinstance(found, NotRead | _Unreadable):
         return False
     contents = found.facts.contents if isinstance(found, Distribution) else found
     inside = path.rstrip(os.sep) + os.sep  # a package directory: any file below it
@@ -103,7 +113,7 @@ def _lists(found: Distribution | NotRead | WheelContents, item: Installed, path:
     return False
 
 
-def _read_one(item: Installed, table: SymbolTable) -> Distribution | NotRead | WheelContents:
+def _read_one(item: Installed, table: SymbolTable) -> Distribution | NotRead | _Unreadable | WheelContents:
     """The distribution read whole when it touches torch; else its contents (it has no
     torch code); a ``NotRead`` when it cannot be known."""
     editable = item.editable_from()
@@ -130,8 +140,8 @@ def _read_one(item: Installed, table: SymbolTable) -> Distribution | NotRead | W
         return contents
     try:
         facts = collect(source, table, verify_hashes=False)
-    except InputError as exc:
-        return NotRead(item.name, item.version, str(item.dist_info), str(exc))
+    except InputError as exc:  # a file RECORD lists cannot be read: its need is unknown
+        return _Unreadable(NotRead(item.name, item.version, str(item.dist_info), str(exc)))
     return Distribution(item, facts, outside)
 
 

@@ -120,9 +120,8 @@ def installed(search_path: Iterable[str], prefixes: Iterable[str]) -> Iterator[I
             names = sorted(
                 e.name for e in os.scandir(directory) if e.name.endswith((".dist-info", ".egg-info"))
             )
-        except OSError as exc:
-            yield NotRead("", "", str(directory), f"cannot be listed ({exc.strerror or exc})")
-            continue
+        except OSError as exc:  # every distribution in it unknown: the environment cannot be read
+            raise InputError(f"{directory}: cannot be listed ({exc.strerror or exc})") from exc
         for entry in names:
             name, version = _split(entry)
             key = canonicalize_name(name) if name else entry
@@ -147,9 +146,9 @@ def _one(directory: Path, entry: str, name: str, version: str, boundary: Path) -
             return NotRead(name, version, where, "not a directory")
     except OSError as exc:
         return NotRead(name, version, where, f"cannot be read ({exc.strerror or exc})")
-    for file in _METADATA_FILES:
+    for file in _METADATA_FILES:  # in a folder inside the boundary, only a link can leave it
         part = path / file
-        if os.path.lexists(part) and not _inside(part, boundary):
+        if os.path.islink(part) and not _inside(part, boundary):
             real = os.path.realpath(part)
             return NotRead(
                 name, version, where, f"its {file} is a link out of the environment (to {real}): not read"
