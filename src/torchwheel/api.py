@@ -9,7 +9,8 @@ Stable (kept across releases, changed only with a deprecation): the functions
 ``inspect_wheel``, ``check``, ``need``, ``loads_on`` and ``tag``, their keyword arguments,
 the result classes' documented attributes and ``to_json()``, and ``InputError``. Provisional:
 the ``facts`` attribute (the internal per-wheel facts), the ``policy``/``table`` keywords
-the command line passes, and ``scan_one``. ``docs/api.md`` is the reference.
+the command line passes, ``scan_one``, and ``doctor`` with ``DoctorResult``. ``docs/api.md``
+is the reference.
 
 Nothing here prints, exits or reads ``pyproject.toml``: configuration is the caller's (the
 command line reads ``[tool.torchwheel]`` and passes it in). Unreadable input raises
@@ -27,8 +28,10 @@ from torchwheel.errors import Exit, InputError
 from torchwheel.frozen import frozen
 
 if TYPE_CHECKING:
+    from torchwheel.analysis.diagnosis import Diagnosis, Row
+    from torchwheel.analysis.import_error import Explanation
     from torchwheel.analysis.wheelfacts import WheelFacts
-    from torchwheel.install.doctor import Doctor
+    from torchwheel.install.target import TorchTarget
     from torchwheel.rules.registry import Finding, Findings, Policy
     from torchwheel.tagging.apply import TagResult
     from torchwheel.tagging.options import TagOptions
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CheckResult",
+    "DoctorResult",
     "Facts",
     "InputError",
     "LoadVerdict",
@@ -316,6 +320,30 @@ def loads_on(
     return LoadVerdict(str(path), torch, build.backend if build else None, capability, found)
 
 
+@frozen
+class DoctorResult:
+    """What ``torchwheel doctor`` says of an environment: ``rows``, one per distribution with
+    compiled torch code (``name``, ``version``, ``need``, ``verdict``, ``fix``, ``state``:
+    loads, no, unknown or not read; ``breaks``: in a plan, loads now and not then), the
+    ``diagnosis`` they belong to (the torch judged, the count without torch code), the
+    ``explanation`` of ``explain``, the ``target`` interpreter, ``exit_code`` and ``to_json()``
+    (the ``doctor --format json`` document)."""
+
+    target: TorchTarget
+    diagnosis: Diagnosis
+    explanation: Explanation | None
+    exit_code: int
+
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        return self.diagnosis.rows
+
+    def to_json(self) -> dict[str, Any]:
+        from torchwheel.report.doctor_report import doctor_json
+
+        return doctor_json(self.target.description, self.diagnosis, self.explanation)
+
+
 def doctor(
     *,
     python: PathLike | None = None,
@@ -325,17 +353,16 @@ def doctor(
     gpu: str | None = None,
     explain: str | None = None,
     symbols: PathLike | ChosenTable | None = None,
-) -> Doctor:
+) -> DoctorResult:
     """``torchwheel doctor``: every installed distribution of the environment of ``python``
-    (default: this interpreter's, asked in a subprocess) with compiled torch code, read in
-    place and judged against its torch, or against ``torch`` (``2.16``, ``2.16.1``; with
-    ``torch_backend``, ``cu130``) or the torch wheel or folder ``against``. ``explain``: a
-    module name or an ``ImportError``'s text. The result's ``diagnosis.rows`` hold each
-    distribution's verdict and fix, ``exit_code`` the command's; the documents are
-    ``report.doctor_report``'s. An environment that cannot be read raises ``InputError``."""
+    (default: this interpreter's, asked in a subprocess; nothing of it is imported here) with
+    compiled torch code, read in place through its RECORD and judged against its torch, or
+    against ``torch`` (``2.16``, ``2.16.1``; ``torch_backend``: its build, ``cu130``) or the
+    torch wheel or folder ``against``, whose exports then decide. ``explain``: a module name
+    or an ``ImportError``'s text. An environment that cannot be read raises ``InputError``."""
     from torchwheel.install.doctor import run
 
-    return run(
+    found = run(
         _chosen(symbols).table,
         python=str(python) if python is not None else None,
         torch=torch,
@@ -344,6 +371,7 @@ def doctor(
         gpu=gpu,
         explain=explain,
     )
+    return DoctorResult(found.target, found.diagnosis, found.explanation, found.exit_code)
 
 
 def tag_wheels(

@@ -265,6 +265,9 @@ def test_the_other_formats(
     failing = sorted(n for n, said in truth["cpu"].items() if said != "loads")
     found = api.doctor(python=env)
     assert found.exit_code == 1
+    assert (
+        found.to_json() == _doctor(capsys, "--python", str(env))[1]
+    )  # the library's document is the command's
     github = doctor_github(found.diagnosis).splitlines()
     assert len([line for line in github if line.startswith("::error ")]) == len(failing), github
     markdown = doctor_markdown(found.target.description, found.diagnosis)

@@ -71,7 +71,7 @@ def doctor(
     """
     from torchwheel import api
     from torchwheel.analysis.diagnosis import summary
-    from torchwheel.report.doctor_report import doctor_github, doctor_json, doctor_markdown, doctor_text
+    from torchwheel.report.doctor_report import doctor_github, doctor_markdown, doctor_text
 
     found = api.doctor(
         python=python,
@@ -84,7 +84,7 @@ def doctor(
     )
     where = found.target.description
     if fmt == "json":
-        print_document(doctor_json(where, found.diagnosis, found.explanation))
+        print_document(found.to_json())
     elif fmt == "markdown":
         click.echo(doctor_markdown(where, found.diagnosis))
     elif fmt == "github":
