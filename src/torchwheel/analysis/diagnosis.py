@@ -25,7 +25,7 @@ from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
 from torchwheel.errors import clipped
 from torchwheel.frozen import frozen
 from torchwheel.torchabi import torch_releases
-from torchwheel.torchabi.backend import TorchBuild, describe_builds
+from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, describe_builds
 from torchwheel.torchabi.cxxnames import demangle
 from torchwheel.torchabi.need import TorchNeed, release_matches, show_release, show_releases
 from torchwheel.torchabi.symtable import SymbolTable
@@ -115,10 +115,9 @@ def diagnose(
     environment's own torch too); those not read are rows of their own, ``unknown``."""
     rows = []
     for d in env.with_torch:
-        row = judge(d, judged, table)
-        if installed is not None:
-            row = replace(row, before=judge(d, installed, table).verdict)
-        rows.append(row)
+        before = judge(d, installed, table).verdict if installed is not None else None
+        row = judge(d, judged, table, loads_now=before.loads if before is not None else None)
+        rows.append(replace(row, before=before))
     rows += [Row(u.name, u.version, u.where, None, Verdict("unknown", u.reason)) for u in env.unreadable]
     rows += [not_read_row(n) for n in env.not_read]
     return Diagnosis(judged, tuple(rows), env.without_torch, installed)
@@ -128,8 +127,9 @@ def not_read_row(item: NotRead) -> Row:
     return Row(item.name, item.version, item.where, None, Verdict("unknown", item.reason), not_read=True)
 
 
-def judge(d: Distribution, judged: Judged, table: SymbolTable) -> Row:
-    """The verdict on one distribution (module docstring) and its fix."""
+def judge(d: Distribution, judged: Judged, table: SymbolTable, loads_now: bool | None = None) -> Row:
+    """The verdict on one distribution (module docstring) and its fix; ``loads_now``: in a
+    plan, whether it loads on the environment's own torch (then "keep torch" is a fix)."""
     w = d.facts
     name, version, where = d.name, d.version, str(d.installed.dist_info)
     if w.unreadable:
@@ -143,7 +143,7 @@ def judge(d: Distribution, judged: Judged, table: SymbolTable) -> Row:
     need = torch_need_of(w, "binaries")
     missing = _missing(w, judged.libraries, table) if judged.libraries is not None else ()
     found = _verdict(need, judged, missing)
-    return Row(name, version, where, need, found, fix_for(name, need, found, judged), missing)
+    return Row(name, version, where, need, found, fix_for(name, need, found, judged, loads_now), missing)
 
 
 def _verdict(need: TorchNeed, judged: Judged, missing: tuple[str, ...]) -> Verdict:
@@ -225,17 +225,19 @@ def keep_words(need: TorchNeed) -> str:
     return ""
 
 
-def fix_for(name: str, need: TorchNeed, found: Verdict, judged: Judged) -> str:
-    """What to do, in a line: nothing for a distribution that loads."""
+def fix_for(name: str, need: TorchNeed, found: Verdict, judged: Judged, loads_now: bool | None = None) -> str:
+    """What to do, in a line: nothing for a distribution that loads. Keeping the torch one
+    has is a fix only where the distribution loads on it (``loads_now``)."""
     if found.loads:
         return ""
     if found.cell == "unknown":
         return _to_decide(need, found)
     here = f"torch {show_minor(minor_of(judged.version))}" if judged.version is not None else "this torch"
     keep = keep_words(need)
-    keep_or = (
-        f", or {'keep' if judged.how != 'installed' else 'install'} {keep}" if keep and judged.version else ""
-    )
+    verb = "keep" if judged.how != "installed" and loads_now is not False else "install"
+    if keep and need.builds is not None and need.builds != ANY_BUILD:
+        keep += f" ({describe_builds(need.builds)})"
+    keep_or = f", or {verb} {keep}" if keep and judged.version else ""
     if found.axis == "build":
         built = f"for torch's {judged.build}" if judged.build is not None else "for this torch's build"
         return f"reinstall {name} built {built}, or install the torch build it needs ({describe_builds(need.builds)})"
@@ -243,7 +245,6 @@ def fix_for(name: str, need: TorchNeed, found: Verdict, judged: Judged) -> str:
         return f"reinstall {name} with GPU code for sm_{judged.gpu}"
     if found.axis == "requirement":
         pins = ", ".join(str(r) for r in need.requirements)
-        verb = "keep" if judged.how != "installed" else "install"
         return f"install a {name} release whose requirement admits {here}, or {verb} {pins}"
     text = f"reinstall {name} built for {here}{keep_or}"
     if need.kind == "unstable" and not need.requirements and keep:
