@@ -108,7 +108,7 @@ def rows(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 class Installed:
     """One published wheel as installed in the set's venv: its files by its RECORD."""
 
-    def __init__(self, wheel: lt.Wheel, site: Path, tw: str) -> None:
+    def __init__(self, wheel: lt.Wheel, site: Path, tw: str, imports: list[str] | None = None) -> None:
         self.wheel, self.key = wheel, canonicalize_name(wheel.project)
         info = next(site.glob(f"{wheel.project.replace('-', '_')}-{wheel.version}.dist-info"), None)
         info = info or next(
@@ -121,8 +121,10 @@ class Installed:
         ]  # fmt: skip
         top = info / "top_level.txt"
         names = top.read_text().split() if top.is_file() else []
-        self.modules = names or sorted(
-            {m.split("/")[0] for m in members if m.endswith("/__init__.py") and m.count("/") == 1}
+        self.modules = (
+            imports
+            or names
+            or sorted({m.split("/")[0] for m in members if m.endswith("/__init__.py") and m.count("/") == 1})
         )
         show = lt.tw_show(tw, wheel.path)
         alternatives = show["torch_abi"].get("alternatives") or []
@@ -202,7 +204,8 @@ def run_set(spec: dict[str, Any], envs: dict[str, lt.Env], tw: str, download: bo
     pip(python, "install", "-q", f"torch=={path[0].torch}")
     pip(python, "install", "-q", "--no-deps", *(str(w.path) for w in chosen), *spec.get("support", []))
     site = next(root.glob("lib/python3*/site-packages"))
-    dists = [Installed(w, site, tw) for w in chosen]
+    imports = spec.get("imports", {})
+    dists = [Installed(w, site, tw, imports.get(w.project)) for w in chosen]
     record: dict[str, Any] = {
         "why": spec.get("why", ""),
         "path": spec["path"],

@@ -26,14 +26,12 @@ def _document(*args: str, cwd: Path, code: int = 0) -> dict[str, object]:
 def test_the_stable_names_are_exported() -> None:
     assert set(api.__all__) == {
         "CheckResult",
-        "DoctorResult",  # provisional, as doctor
         "Facts",
         "InputError",
         "LoadVerdict",
         "Need",
         "RewriteRefused",
         "check",
-        "doctor",  # provisional (docs/api.md)
         "inspect_wheel",
         "loads_on",
         "need",

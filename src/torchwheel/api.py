@@ -9,8 +9,7 @@ Stable (kept across releases, changed only with a deprecation): the functions
 ``inspect_wheel``, ``check``, ``need``, ``loads_on`` and ``tag``, their keyword arguments,
 the result classes' documented attributes and ``to_json()``, and ``InputError``. Provisional:
 the ``facts`` attribute (the internal per-wheel facts), the ``policy``/``table`` keywords
-the command line passes, ``scan_one``, and ``doctor`` with ``DoctorResult``. ``docs/api.md``
-is the reference.
+the command line passes, ``scan_one`` and ``doctor``. ``docs/api.md`` is the reference.
 
 Nothing here prints, exits or reads ``pyproject.toml``: configuration is the caller's (the
 command line reads ``[tool.torchwheel]`` and passes it in). Unreadable input raises
@@ -28,10 +27,7 @@ from torchwheel.errors import Exit, InputError
 from torchwheel.frozen import frozen
 
 if TYPE_CHECKING:
-    from torchwheel.analysis.diagnosis import Diagnosis, Row
-    from torchwheel.analysis.import_error import Explanation
     from torchwheel.analysis.wheelfacts import WheelFacts
-    from torchwheel.install.target import TorchTarget
     from torchwheel.rules.registry import Finding, Findings, Policy
     from torchwheel.tagging.apply import TagResult
     from torchwheel.tagging.options import TagOptions
@@ -41,14 +37,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CheckResult",
-    "DoctorResult",
     "Facts",
     "InputError",
     "LoadVerdict",
     "Need",
     "RewriteRefused",
     "check",
-    "doctor",
     "inspect_wheel",
     "loads_on",
     "need",
@@ -70,18 +64,13 @@ class RewriteRefused(InputError):
 
 
 def _chosen(symbols: PathLike | ChosenTable | None) -> ChosenTable:
-    """``symbols``: a table file (``torchwheel symbols update -o``), an already chosen table
-    (the command line's, which knows about ``pyproject.toml``), or None: ``TORCHWHEEL_SYMBOLS``,
-    else the shipped table."""
+    """``symbols``: a table file (``symbols update -o``), an already chosen table (the command
+    line's, which knows ``pyproject.toml``), or None: ``TORCHWHEEL_SYMBOLS``, else the shipped one."""
     from torchwheel.torchabi.tablechoice import ChosenTable, choose_table
 
     if isinstance(symbols, ChosenTable):
         return symbols
     return choose_table(Path(symbols) if symbols is not None else None, None)
-
-
-def _paths(paths: PathLike | Iterable[PathLike]) -> tuple[Path, ...]:
-    return (Path(paths),) if isinstance(paths, str | Path) else tuple(Path(p) for p in paths)
 
 
 @frozen
@@ -114,7 +103,8 @@ def inspect_wheel(
     ``env``: also installed distributions of this interpreter, by name."""
     from torchwheel.analysis.load import load
 
-    chosen, given = _chosen(symbols), _paths(paths)
+    given = (Path(paths),) if isinstance(paths, str | Path) else tuple(Path(p) for p in paths)
+    chosen = _chosen(symbols)
     if not given and not env:
         raise InputError("give at least one wheel, directory or binary (or an installed distribution)")
     return Facts(tuple(load(given, tuple(env), chosen.table, verify_hashes)), chosen)
@@ -267,8 +257,7 @@ class LoadVerdict:
         return tuple(str(v) for v in self.verdict.loads_on)
 
     def to_json(self) -> dict[str, Any]:
-        """A cell of ``matrix --format json`` (``fit``, ``reason``, ``axis``, ``releases``)
-        with the target it judged."""
+        """A ``matrix --format json`` cell (``fit``, ``reason``, ``axis``, ``releases``) and its target."""
         from torchwheel.report.facts import SCHEMA_VERSION
 
         return {
@@ -320,60 +309,6 @@ def loads_on(
     return LoadVerdict(str(path), torch, build.backend if build else None, capability, found)
 
 
-@frozen
-class DoctorResult:
-    """What ``torchwheel doctor`` says of an environment: ``rows``, one per distribution with
-    compiled torch code (``name``, ``version``, ``need``, ``verdict``, ``fix``, ``state``:
-    loads, no, unknown or not read; ``breaks``: in a plan, loads now and not then), the
-    ``diagnosis`` they belong to (the torch judged, the count without torch code), the
-    ``explanation`` of ``explain``, the ``target`` interpreter, ``exit_code`` and ``to_json()``
-    (the ``doctor --format json`` document)."""
-
-    target: TorchTarget
-    diagnosis: Diagnosis
-    explanation: Explanation | None
-    exit_code: int
-
-    @property
-    def rows(self) -> tuple[Row, ...]:
-        return self.diagnosis.rows
-
-    def to_json(self) -> dict[str, Any]:
-        from torchwheel.report.doctor_report import doctor_json
-
-        return doctor_json(self.target.description, self.diagnosis, self.explanation)
-
-
-def doctor(
-    *,
-    python: PathLike | None = None,
-    torch: str | None = None,
-    torch_backend: str | None = None,
-    against: PathLike | None = None,
-    gpu: str | None = None,
-    explain: str | None = None,
-    symbols: PathLike | ChosenTable | None = None,
-) -> DoctorResult:
-    """``torchwheel doctor``: every installed distribution of the environment of ``python``
-    (default: this interpreter's, asked in a subprocess; nothing of it is imported here) with
-    compiled torch code, read in place through its RECORD and judged against its torch, or
-    against ``torch`` (``2.16``, ``2.16.1``; ``torch_backend``: its build, ``cu130``) or the
-    torch wheel or folder ``against``, whose exports then decide. ``explain``: a module name
-    or an ``ImportError``'s text. An environment that cannot be read raises ``InputError``."""
-    from torchwheel.install.doctor import run
-
-    found = run(
-        _chosen(symbols).table,
-        python=str(python) if python is not None else None,
-        torch=torch,
-        torch_backend=torch_backend,
-        against=str(against) if against is not None else None,
-        gpu=gpu,
-        explain=explain,
-    )
-    return DoctorResult(found.target, found.diagnosis, found.explanation, found.exit_code)
-
-
 def tag_wheels(
     paths: Sequence[PathLike],
     out_dir: PathLike | None,
@@ -387,11 +322,10 @@ def tag_wheels(
     symbols: PathLike | ChosenTable | None = None,
     each: Callable[[TagResult], None] | None = None,
 ) -> list[TagResult]:
-    """Every wheel ``tag`` writes, in order (with ``variant``: the variant copy before each
-    plain one); ``each`` hears of each as it is written, so a later failure loses no word of
-    what was written before it. Every refusal (a contradiction, a pin) comes before the first
-    wheel is written; ``RewriteRefused`` when the facts make any rewrite dishonest.
-    Provisional: the command line's entry; ``tag`` is the stable one."""
+    """Every wheel ``tag`` writes, in order (with ``variant``: the variant copy before each plain one);
+    ``each`` hears of each as it is written, so a later failure loses no word of what was written before
+    it. Every refusal (a contradiction, a pin) comes before the first wheel is written; ``RewriteRefused``
+    when the facts make any rewrite dishonest. Provisional (the command line's entry; ``tag`` is stable)."""
     from torchwheel import rules
     from torchwheel.analysis.load import opened
     from torchwheel.tagging import apply
@@ -458,3 +392,9 @@ def tag(
     (result,) = tag_wheels([path], out_dir, options, release=False, symbols=symbols)
     assert result.target is not None  # not a dry run
     return result.target
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: ``doctor`` (``install.checkup``), imported when first asked for
+    if name not in ("doctor", "DoctorResult"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(__import__("torchwheel.install.checkup", fromlist=[name]), name)

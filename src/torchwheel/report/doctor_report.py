@@ -11,8 +11,7 @@ from torchwheel.analysis.diagnosis import Diagnosis, Judged, Row, summary
 from torchwheel.analysis.import_error import Explanation, shown_symbol
 from torchwheel.limits import listed
 from torchwheel.report.facts import SCHEMA_VERSION, need_json
-from torchwheel.report.github import escape_data, escape_property
-from torchwheel.report.textsafe import markdown_cell, safe_lines
+from torchwheel.report.textsafe import escape_data, escape_property, markdown_cell, safe_lines
 from torchwheel.torchabi.cxxnames import demangle
 
 _WORD = {"loads": "loads", "no": "DOES NOT LOAD", "unknown": "unknown", "not read": "not read"}

@@ -15,10 +15,11 @@ import os
 import platform
 import sys
 from pathlib import Path
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from torchwheel.analysis.diagnosis import Diagnosis, Judged, diagnose, judge
+from torchwheel.analysis.diagnosis import Diagnosis, Judged, Row, diagnose, judge
 from torchwheel.analysis.environment import Distribution, Environment, read_environment
 from torchwheel.analysis.import_error import (
     Explanation,
@@ -33,20 +34,29 @@ from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.install import target as targets
 from torchwheel.install.target import TorchTarget
+from torchwheel.report.doctor_report import doctor_json
 from torchwheel.torchabi.backend import parse_backend
 from torchwheel.torchabi.exports import platform_of
 from torchwheel.torchabi.symtable import SymbolTable
+from torchwheel.torchabi.tablechoice import ChosenTable, choose_table
 from torchwheel.torchabi.torchlibs import TorchLibraries, read_files, read_torch
 from torchwheel.wheel.installed import Installed, NotRead, installed, source_of
 
 
 @frozen
-class Doctor:
-    """One run: the target's description, the diagnosis, and the ``--explain`` answer."""
+class DoctorResult:
+    """What ``torchwheel doctor`` says of an environment (``api.doctor``): the ``target``
+    interpreter, the ``diagnosis`` (``rows``: one per distribution with compiled torch code,
+    each ``name``, ``version``, ``need``, ``verdict``, ``fix``, ``state``, ``breaks``), the
+    ``explanation`` of ``--explain``, ``exit_code`` and ``to_json()`` (the command's document)."""
 
     target: TorchTarget
     diagnosis: Diagnosis
     explanation: Explanation | None = None
+
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        return self.diagnosis.rows
 
     @property
     def exit_code(self) -> int:
@@ -54,6 +64,39 @@ class Doctor:
             row = self.explanation.row
             return 0 if row is not None and row.verdict.loads else 1
         return self.diagnosis.exit_code
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``doctor --format json`` document."""
+        return doctor_json(self.target.description, self.diagnosis, self.explanation)
+
+
+def doctor(
+    *,
+    python: str | os.PathLike[str] | None = None,
+    torch: str | None = None,
+    torch_backend: str | None = None,
+    against: str | os.PathLike[str] | None = None,
+    gpu: str | None = None,
+    explain: str | None = None,
+    symbols: str | os.PathLike[str] | ChosenTable | None = None,
+) -> DoctorResult:
+    """``torchwheel.api.doctor`` (``docs/api.md``): the installed distributions of the
+    environment of ``python`` (default: this interpreter's; nothing of it is imported here)
+    with compiled torch code, judged against its torch, a planned ``torch`` (``2.16``,
+    ``2.16.1``; ``torch_backend`` its build, ``cu130``) or the torch wheel or folder
+    ``against``, whose exports then decide. ``explain``: a module name or an ``ImportError``'s
+    text. ``symbols``: a shim table file (``TORCHWHEEL_SYMBOLS`` when None). An environment
+    that cannot be read raises ``InputError``."""
+    chosen = symbols if isinstance(symbols, ChosenTable) else choose_table(_path(symbols), None)
+    return run(chosen.table, _text(python), torch, torch_backend, _text(against), gpu, explain)
+
+
+def _path(value: str | os.PathLike[str] | None) -> Path | None:
+    return Path(value) if value is not None else None
+
+
+def _text(value: str | os.PathLike[str] | None) -> str | None:
+    return os.fspath(value) if value is not None else None
 
 
 def run(
@@ -64,7 +107,7 @@ def run(
     against: str | None = None,
     gpu: str | None = None,
     explain: str | None = None,
-) -> Doctor:
+) -> DoctorResult:
     """Probe, read, judge (module docstring); ``InputError`` for an environment that cannot
     be read or options that contradict each other."""
     if torch is not None and against is not None:
@@ -91,7 +134,7 @@ def run(
         judged = _against(target, libraries)
     diagnosis = diagnose(env, judged, table, own if judged is not own else None)
     explanation = _explain(question, asked, env, judged, table) if question is not None else None
-    return Doctor(target, diagnosis, explanation)
+    return DoctorResult(target, diagnosis, explanation)
 
 
 def _planned(target: TorchTarget, torch: str, backend: str | None) -> Judged:
