@@ -39,8 +39,13 @@ BEGIN, END = "<!-- doctor: begin -->", "<!-- doctor: end -->"
 WORDS = {"loads": "loads", "no": "refuses", "unknown": "unknown", "not read": "unknown"}
 
 _IMPORT = r"""
-import importlib, json, os, sys, warnings
+import importlib, json, logging, os, sys, warnings
 import torch  # noqa: F401
+logged = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        logged.append(record.getMessage())
+logging.getLogger().addHandler(Keep(logging.WARNING))
 out = {}
 for name, modules in json.loads(sys.argv[1]).items():
     r, w = os.pipe()
@@ -55,7 +60,8 @@ for name, modules in json.loads(sys.argv[1]).items():
                     importlib.import_module(m)
             except BaseException as exc:
                 said = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-        loud = [str(c.message).splitlines()[0][:200] for c in caught if "load" in str(c.message).lower()]
+        said_by = [str(c.message) for c in caught] + logged
+        loud = [m.splitlines()[0][:200] for m in said_by if m and ("load" in m.lower() or "extension" in m.lower())]
         if said == "imports" and loud:
             said = "imports, warning: " + loud[0]
         os.write(w, said.encode())

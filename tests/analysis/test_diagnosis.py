@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from packaging.requirements import Requirement
 from packaging.version import Version
 
@@ -89,6 +91,9 @@ def test_a_torch_newer_than_the_tables_is_said_never_guessed() -> None:
     unstable = _need("unstable", frozenset({(last.major, last.minor)}))
     found = _past_tables(unstable, later, _one_verdict(unstable, later))
     assert found.cell == "unknown" and "newer than this torchwheel's tables" in found.reason
+    per_release = replace(unstable, releases=frozenset({(2, 12), (2, 13)}), releases_from="names")
+    found = _past_tables(per_release, later, _one_verdict(per_release, later))
+    assert found.cell == "no" and "has builds for torch 2.12, 2.13" in found.reason  # no file for it: certain
     stable = _need("stable", floor="2.10")
     found = _past_tables(stable, later, _one_verdict(stable, later))
     assert found.loads and "the stable ABI's promise, not the tables" in found.reason

@@ -174,16 +174,18 @@ def _one_verdict(need: TorchNeed, judged: Judged) -> Verdict:
 
 
 def _past_tables(need: TorchNeed, judged: Judged, found: Verdict) -> Verdict:
-    """A torch newer than the release list: an unstable build's releases there cannot be
-    told (its imports were dated by tables that end before it), a stable build's "loads"
-    rests on the stable ABI's promise; both said, never guessed."""
+    """A torch newer than the release list: an unstable build dated by its imports cannot be
+    judged there (the exports index ends before it), a stable build's "loads" rests on the
+    stable ABI's promise; both said, never guessed. Per-release builds (by their file names)
+    without one for that torch do not load there, whatever the tables say."""
     if not judged.newer_than_tables or getattr(found, "newer", False) or judged.version is None:
         return found
     note = (
         f"torch {show_minor(minor_of(judged.version))} is newer than this torchwheel's tables "
         f"(newest known: {torch_releases.newest()})"
     )
-    if need.kind == "unstable" and found.cell in ("no", "loads", "only", "some") and found.axis == "version":
+    dated = need.kind == "unstable" and need.releases_from == "exports"  # by an index that ends before it
+    if dated and found.axis == "version":
         return Verdict("unknown", f"{need}: {note}: whether it loads there cannot be told", "version")
     if found.loads and need.kind == "stable":
         return replace(found, reason=f"{found.reason} ({note}: the stable ABI's promise, not the tables)")
