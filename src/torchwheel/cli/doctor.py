@@ -86,7 +86,7 @@ def doctor(
     if fmt == "json":
         print_document(found.to_json())
     elif fmt == "markdown":
-        click.echo(doctor_markdown(where, found.diagnosis))
+        click.echo(doctor_markdown(where, found.diagnosis, found.explanation))
     elif fmt == "github":
         out = doctor_github(found.diagnosis)
         if out:

@@ -11,7 +11,7 @@ from torchwheel.analysis.diagnosis import Diagnosis, Judged, Row, summary
 from torchwheel.analysis.import_error import Explanation, shown_symbol
 from torchwheel.limits import listed
 from torchwheel.report.facts import SCHEMA_VERSION, need_json
-from torchwheel.report.textsafe import escape_data, escape_property, markdown_cell, safe_lines
+from torchwheel.report.textsafe import escape_data, escape_property, markdown_cell, markdown_code, safe_lines
 from torchwheel.torchabi.cxxnames import demangle
 
 _WORD = {"loads": "loads", "no": "DOES NOT LOAD", "unknown": "unknown", "not read": "not read"}
@@ -91,8 +91,8 @@ def explain_text(e: Explanation) -> str:
     return safe_lines(lines)
 
 
-def doctor_markdown(python: str, d: Diagnosis) -> str:
-    """A table for a CI job summary (``$GITHUB_STEP_SUMMARY``)."""
+def doctor_markdown(python: str, d: Diagnosis, explanation: Explanation | None = None) -> str:
+    """A table for a CI job summary (``$GITHUB_STEP_SUMMARY``); ``--explain``'s answer after it."""
     rows, more = _rows(d)
     out = [
         "### torchwheel doctor",
@@ -110,6 +110,8 @@ def doctor_markdown(python: str, d: Diagnosis) -> str:
         out.append("| " + " | ".join(f"`{markdown_cell(c)}`" if c else "" for c in cells) + " |")
     if more:
         out.append(f"| ... and {more} more | | | | |")
+    if explanation is not None:
+        out += ["", "```", *map(markdown_code, explain_text(explanation).splitlines()), "```"]
     return "\n".join(out)
 
 
