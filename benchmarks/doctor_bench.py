@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """``torchwheel doctor`` timed on real environments, beside ``pip check`` and the whole read.
 
-    .venv/bin/python benchmarks/doctor_bench.py [--runs 3] [ENV_PYTHON ...]
+    .venv/bin/python benchmarks/doctor_bench.py [--runs 3] [[LABEL=]ENV_PYTHON ...]
 
 For each environment (default: ``.venv`` and ``.venv-cu130`` of ``scripts/dev-setup``): the
 wall time of ``doctor --python ENV`` (a fresh process, as users run it), of ``pip check``
@@ -51,16 +51,18 @@ def timed(cmd: list[str]) -> float:
     return time.monotonic() - start
 
 
-def bench(python: Path, runs: int) -> dict[str, object]:
+def bench(label: str, python: Path, runs: int) -> dict[str, object]:
     tw = [str(REPO / ".venv" / "bin" / "torchwheel")]
     doctor = [timed([*tw, "doctor", "--python", str(python)]) for _ in range(runs)]
     pip = [timed([sys.executable, "-m", "pip", "--python", str(python), "check"]) for _ in range(runs)]
     whole = []
     for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", _WHOLE, str(python)], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", _WHOLE, str(python)], capture_output=True, text=True, check=True
+        )
         whole.append(float(out.stdout.split()[0]))
     row = {
-        "env": str(python),
+        "env": label,
         "doctor_s": round(statistics.median(doctor), 2),
         "pip_check_s": round(statistics.median(pip), 2),
         "whole_read_s": round(statistics.median(whole), 2),
@@ -72,10 +74,11 @@ def bench(python: Path, runs: int) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("envs", nargs="*", type=Path)
+    parser.add_argument("envs", nargs="*", help="LABEL=PYTHON, or PYTHON (labelled by its path)")
     args = parser.parse_args(argv)
-    envs = args.envs or [REPO / ".venv" / "bin" / "python", REPO / ".venv-cu130" / "bin" / "python"]
-    rows = [bench(p, args.runs) for p in envs]
+    given = args.envs or [".venv=.venv/bin/python", ".venv-cu130=.venv-cu130/bin/python"]
+    envs = [(e.partition("=")[0], Path(e.partition("=")[2])) if "=" in e else (e, Path(e)) for e in given]
+    rows = [bench(label, REPO / path, args.runs) for label, path in envs]
     for row in rows:
         print(json.dumps(row))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

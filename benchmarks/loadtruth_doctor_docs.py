@@ -3,6 +3,7 @@ results: written between its markers, the rest of the page left as it is."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -15,6 +16,14 @@ HOW = {
     "against": "`doctor --against NEXT_TORCH_WHEEL` before the upgrade, against the loader after it",
 }
 COLUMNS = ("loads", "refuses", "unknown")
+
+
+_SITE = re.compile(r"/\S*?/site-packages/")
+
+
+def _words(text: str, size: int) -> str:
+    """A cell of the pair table: the machine's paths cut to ``site-packages/``, then clipped."""
+    return lt._md(_SITE.sub("site-packages/", text)[:size])
 
 
 def _cell(p: dict[str, Any]) -> str:
@@ -65,6 +74,22 @@ def section(results: dict[str, Any]) -> str:
             "",
         ]
         lines += [f"- {lt.CELLS[k]}: **{v}**" for k, v in counts.items() if v]
+    cannot = sorted(
+        {
+            (p["dist"], p["torch"], _words(p["loader_words"], 200))
+            for st in sets.values()
+            for p in st["installed"]
+            if p["loader"] == "undetermined"
+        }
+    )
+    lines += [
+        "",
+        "The loader cannot tell where a library stops at a dependency that is not torch's: "
+        + "; ".join(f"{d} on torch {t} ({w})" for d, t, w in cannot)
+        + ". A real `import` is no referee either: the wheels are installed without their Python",
+        "dependencies (a `ModuleNotFoundError` says nothing of torch), and packages catch their own",
+        "library's failure (torchao and xformers import with a warning on a torch they cannot load).",
+    ]
     lines += [
         "",
         "### Every pair",
@@ -77,8 +102,8 @@ def section(results: dict[str, Any]) -> str:
             for p in s[how]:
                 said = p["doctor"] if how == "installed" else f"{p['doctor']} ({'--' + how})"
                 lines.append(
-                    f"| {name} | {p['dist']} | {p['torch']} | {said} | {p['loader']}: {lt._md(p['loader_words'][:160])} "
-                    f"| {lt._md(p['import'][:120])} | {lt._md(p['reason'][:200])} |"
+                    f"| {name} | {p['dist']} | {p['torch']} | {said} | {p['loader']}: {_words(p['loader_words'], 160)} "
+                    f"| {_words(p['import'], 120)} | {_words(p['reason'], 200)} |"
                 )
     return "\n".join([*lines, END])
 
