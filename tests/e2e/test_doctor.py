@@ -164,12 +164,15 @@ def _truth(python: Path, libraries: dict[str, list[str]], tmp: Path) -> dict[str
     (tmp / "standins.c").write_text(STANDINS)
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(standins), str(tmp / "standins.c")], check=True)
     groups = json.dumps([{"name": n, "files": f} for n, f in libraries.items()])
-    done = subprocess.run(
-        [str(python), "-W", "ignore", "-c", _PROBE, str(standins), groups],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    try:
+        done = subprocess.run(
+            [str(python), "-W", "ignore", "-c", _PROBE, str(standins), groups],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    except OSError as exc:
+        pytest.fail(f"{python}: does not run ({exc}): run `bash scripts/dev-setup`")
     if done.returncode != 0:
         pytest.fail(
             f"{python}: the loader probe failed: {done.stderr.strip()[-400:]} (bash scripts/dev-setup)"
