@@ -59,6 +59,7 @@ COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
     "matrix": lambda i, o: ["matrix", str(i)],
     "check-symbols": lambda i, o: ["check", "--symbols", str(i), str(i.with_name(hostile.hz.FILENAME))],
     "select-page": lambda i, o: ["select", *PLAN, "-i", str(i)],
+    "doctor": lambda i, o: ["doctor", "--python", str(i)],
 }
 assert tuple(COMMANDS) == hostile.COMMANDS
 WRITES_INPUT = {"tag-inplace"}

@@ -5,7 +5,8 @@ dead code; each name here says who uses it.
 """
 
 # ruff: noqa
-from torchwheel.cli import _LazyGroup, _max_member_size, publish, read, rule, scan, symbols
+from torchwheel import api
+from torchwheel.cli import _LazyGroup, _max_member_size, doctor, publish, read, rule, scan, symbols
 from torchwheel.cli.exits import EXITS, ExitRow
 from torchwheel.cli.symbols import symbols_update
 from torchwheel.install.fetch import _HTTP, _HTTPS, _TimedConnection, _TimedReader
@@ -27,6 +28,8 @@ publish.index_command
 publish.matrix_command
 publish.unlabel_command
 scan.scan_command
+doctor.doctor
+api.__getattr__  # PEP 562: Python asks it for api.doctor, which is imported when first used
 EXITS  # the exit-code table that docs/exit-codes.md prints (tests/cli/test_exits.py holds them equal)
 ExitRow.no
 ExitRow.input

@@ -10,7 +10,7 @@ Stable (kept across releases, changed only with a deprecation): the functions
 the result classes' documented attributes and ``to_json()`` (``torchwheel.results``, every one
 exported here), ``InputError`` and its kinds. Provisional:
 the ``facts`` attribute (the internal per-wheel facts), the ``policy``/``table`` keywords
-the command line passes, and ``scan_one``. ``docs/api.md`` is the reference.
+the command line passes, ``scan_one`` and ``doctor``. ``docs/api.md`` is the reference.
 
 Nothing here prints, exits or reads ``pyproject.toml``: configuration is the caller's (the
 command line reads ``[tool.torchwheel]`` and passes it in). Unreadable input raises
@@ -34,6 +34,7 @@ from torchwheel.results import CheckResult, Facts, Finding, LoadVerdict, Need
 
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
+    from torchwheel.install.checkup import DoctorResult, doctor
     from torchwheel.results import Axis, Cell, NeedKind, Severity, UnknownAxis
     from torchwheel.rules.registry import Findings, Policy
     from torchwheel.tagging.apply import TagResult
@@ -44,6 +45,7 @@ __all__ = [
     "Axis",
     "Cell",
     "CheckResult",
+    "DoctorResult",
     "Exit",
     "Facts",
     "Finding",
@@ -58,6 +60,7 @@ __all__ = [
     "UnknownAxis",
     "UnreadableInput",
     "check",
+    "doctor",
     "inspect_wheel",
     "loads_on",
     "need",
@@ -69,7 +72,12 @@ PathLike = str | Path
 
 
 def __getattr__(name: str) -> object:
-    """The ``Literal`` aliases of ``torchwheel.results`` (PEP 562: loaded when asked for)."""
+    """``doctor`` and ``DoctorResult`` (``install.checkup``) and the ``Literal`` aliases of
+    ``torchwheel.results``, loaded when asked for (PEP 562): ``import torchwheel.api`` stays light."""
+    if name in ("doctor", "DoctorResult"):
+        from torchwheel.install import checkup
+
+        return getattr(checkup, name)
     from torchwheel import results
 
     if name not in results.ALIASES:
@@ -88,9 +96,8 @@ class RewriteRefused(InputError):
 
 
 def _chosen(symbols: PathLike | ChosenTable | None) -> ChosenTable:
-    """``symbols``: a table file (``torchwheel symbols update -o``), an already chosen table
-    (the command line's, which knows about ``pyproject.toml``), or None: ``TORCHWHEEL_SYMBOLS``,
-    else the shipped table."""
+    """``symbols``: a table file (``symbols update -o``), an already chosen table (the command
+    line's, which knows ``pyproject.toml``), or None: ``TORCHWHEEL_SYMBOLS``, else the shipped one."""
     from torchwheel.torchabi.tablechoice import ChosenTable, choose_table
 
     if isinstance(symbols, ChosenTable):
@@ -294,3 +301,4 @@ def tag(
     (result,) = tag_wheels([path], out_dir, options, release=False, symbols=symbols, overwrite=overwrite)
     assert result.target is not None  # not a dry run
     return result.target
+

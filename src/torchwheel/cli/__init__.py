@@ -29,6 +29,7 @@ COMMANDS = {
     "tag": "tag:tag",
     "repair": "tag:repair",
     "compat": "read:compat",
+    "doctor": "doctor:doctor",
     "include": "symbols:include",
     "symbols": "symbols:symbols",
     "rule": "rule:rule_command",

@@ -59,6 +59,14 @@ EXITS: tuple[ExitRow, ...] = (
         "an input or TORCH that cannot be read; a misuse",
     ),
     ExitRow(
+        "doctor",
+        "every installed distribution with compiled torch code loads on the torch judged "
+        "(`--explain`: the file's distribution loads)",
+        "one does not load, or cannot be judged (unknown: it says why); one whose files cannot be known is listed as not read and does not count",
+        "an environment that cannot be read (`--python` not a Python); a TORCH that cannot be read; "
+        "an `--explain` that names nothing found; a misuse",
+    ),
+    ExitRow(
         "tag",
         "written (`--dry-run`: the diff shown)",
         "refused, nothing written: findings that make any rewrite dishonest (shown)",

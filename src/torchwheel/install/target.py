@@ -49,6 +49,9 @@ class TorchTarget:
     ``--torch-backend``; None when nothing says (then the build is not judged, and said so).
     ``gpu``: the GPU's compute capability (90 for ``sm_90``), from ``--gpu`` or, for this
     machine, ``nvidia-smi`` when it is there; None: not known, GPU code not judged.
+    ``search_path``: the directories its ``importlib.metadata`` finds distributions in (its
+    ``sys.path``, in order), and ``prefixes`` its installation prefixes (venv, base): what
+    ``doctor`` reads, and the boundary nothing it reads may leave.
     """
 
     description: str
@@ -61,6 +64,8 @@ class TorchTarget:
     torch_minor_only: bool = False
     build: TorchBuild | None = None
     gpu: int | None = None
+    search_path: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
 
 
 _PROBE = r"""
@@ -78,11 +83,14 @@ try:
 except m.PackageNotFoundError:
     torch = None
 paths = sysconfig.get_paths()
+search = [p for p in sys.path if isinstance(p, str)]
+prefixes = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
 sys.path.insert(0, sys.argv[1])
 from packaging import tags
 from packaging.markers import default_environment
 print(json.dumps({
     "torch": torch, "paths": paths, "version_py": version_py, "requires": requires,
+    "search_path": search, "prefixes": prefixes,
     "python": sys.executable, "version": ".".join(map(str, sys.version_info[:3])),
     "tags": [str(t) for t in tags.sys_tags()], "markers": default_environment(),
 }))
@@ -138,7 +146,14 @@ def probe(python: str | None = None) -> TorchTarget:
         paths=dict(doc["paths"]),
         build=build,
         gpu=gpu,
+        search_path=_strings(doc.get("search_path")),
+        prefixes=_strings(doc.get("prefixes")),
     )
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    """A list of paths from the probe's answer; anything else in it is dropped."""
+    return tuple(v for v in value if isinstance(v, str) and v) if isinstance(value, list) else ()
 
 
 def with_gpu(target: TorchTarget, gpu: str) -> TorchTarget:
@@ -297,6 +312,8 @@ def probe_here() -> TorchTarget:
         python=sys.executable,
         paths=dict(sysconfig.get_paths()),
         build=build,
+        search_path=tuple(p for p in sys.path if p),
+        prefixes=(sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix),
     )
 
 
