@@ -451,14 +451,14 @@ def sweep_again(env: Env, stride: int = 1, gap: int = 2, pip_every: int = 25) ->
                 n += 1
 
 
-def sweep_repair(env: Env, every: int = 25, pip_every: int = 25) -> Iterator[Point]:
+def sweep_repair(env: Env, every: int = 25, pip_every: int = 25, stride: int = 1) -> Iterator[Point]:
     """SIGKILL at every ``every``-th file operation of each scenario, then SIGKILL again at
-    every file operation of the recovery, then the recovery once more."""
+    every (``stride``-th) file operation of the recovery, then the recovery once more."""
     n = 0
     for scenario in SCENARIOS:
         total = count_points(env, scenario)
         for at in range(every // 2 or 1, total + 1, every):
-            for repair_at in range(1, count_repair_points(env, scenario, at) + 1):
+            for repair_at in range(1, count_repair_points(env, scenario, at) + 1, stride):
                 yield run_point(
                     env, scenario, "SIGKILL", at=at, repair_at=repair_at, pip_check=n % pip_every == 0
                 )

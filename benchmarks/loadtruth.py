@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/loadtruth.py --write-docs              # everything, current code
     .venv/bin/python benchmarks/loadtruth.py --torchwheel /path/to/torchwheel --only torchvision
     .venv/bin/python benchmarks/loadtruth.py --envs torch-2.13.0,torch-2.14.1 --no-download
+    .venv/bin/python benchmarks/loadtruth.py --doctor --write-docs    # installed envs, real upgrades
 
 ``benchmarks/corpus.py`` compares torchwheel with verdicts people wrote down; those can only be
 as right as the person who read the symbols. Here the referee is ``ld.so``: each wheel is
@@ -860,6 +861,11 @@ def judge(p: Prepared, env: Env, tw: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--doctor" in argv:  # installed environments through real upgrades: loadtruth_doctor.py
+        import loadtruth_doctor
+
+        return loadtruth_doctor.main([a for a in argv if a != "--doctor"])
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     default_tw = REPO / ".venv" / "bin" / "torchwheel"
     parser.add_argument(
@@ -929,9 +935,19 @@ def main(argv: list[str] | None = None) -> int:
     for klass, n in counts.items():
         print(f"{n:4}  {CELLS[klass]}")
     if args.write_docs:
-        DOCS.write_text(write_docs(results), encoding="utf-8")
+        DOCS.write_text(write_docs(results) + kept_sections(), encoding="utf-8")
         print(f"wrote {DOCS.relative_to(REPO)}")
     return 1 if results["errors"] else 0
+
+
+def kept_sections() -> str:
+    """The sections other benchmarks write into the page between their markers
+    (``<!-- NAME: begin -->`` ... ``<!-- NAME: end -->``: ``loadtruth_doctor.py``'s): a new run
+    of this harness keeps them."""
+    page = DOCS.read_text(encoding="utf-8") if DOCS.is_file() else ""
+    kept = re.findall(r"<!-- ([a-z-]+): begin -->.*?<!-- \1: end -->", page, re.DOTALL)
+    spans = [re.search(rf"<!-- {name}: begin -->.*?<!-- {name}: end -->", page, re.DOTALL) for name in kept]
+    return "".join("\n" + m.group(0) + "\n" for m in spans if m)
 
 
 def tally(results: dict[str, Any]) -> dict[str, int]:

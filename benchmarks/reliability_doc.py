@@ -1,7 +1,8 @@
 """Render docs/reliability.md: the limits (read from src/torchwheel/limits.py), the hostile
 corpus summary (fixtures/hostile.py), the long fuzz run (benchmarks/results/fuzz.json), the
-side-by-side table (benchmarks/results/hostile_peers.json) and the scaling in the number of
-findings (benchmarks/results/findings_scaling*.json).
+side-by-side table (benchmarks/results/hostile_peers.json), the scaling in the number of
+findings (benchmarks/results/findings_scaling*.json) and issue 39's own-run families
+(benchmarks/results/hostile_round4.json).
 
     python benchmarks/reliability_doc.py            # rewrite the generated sections
     python benchmarks/reliability_doc.py --check    # exit 1 when they drifted (the tests do this)
@@ -168,6 +169,29 @@ def scaling_table() -> str:
     return "\n".join(out).strip() or "_Not recorded yet: run `python benchmarks/findings_scaling.py`._"
 
 
+def round4_table() -> str:
+    """benchmarks/hostile_own_bench.py: each case of issue 39's own-run families in a fresh
+    process: what the fuzzers saw (the case's summary), then exit, time, peak RSS and what the
+    folder looked like afterwards."""
+    path = RESULTS / "hostile_round4.json"
+    if not path.exists():
+        return "_Not recorded yet: run `python benchmarks/hostile_own_bench.py --long --json ...`._"
+    data = json.loads(path.read_text())
+    rows = [
+        f"Each case in a fresh process of its own, {data['date']}, on a {data['machine']} (wall time "
+        "includes the interpreter's start, about 0.3 s):",
+        "",
+        "| class | case | what the fuzzers saw | exit | time | peak RSS | afterwards |",
+        "|---|---|---|---:|---:|---:|---|",
+    ]
+    for r in data["cases"]:
+        rows.append(
+            f"| {r['klass']} | `{r['name']}` | {_md(r['summary'])} | {r['exit']} | {r['seconds']} s "
+            f"| {r['peak_mb']} MB | {_md(r['after'])} |"
+        )
+    return "\n".join(rows)
+
+
 def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("`", "'") or "(nothing)"
 
@@ -178,6 +202,7 @@ SECTIONS = {
     "fuzz": fuzz_table,
     "peers": peers_table,
     "scaling": scaling_table,
+    "round4": round4_table,
 }
 
 

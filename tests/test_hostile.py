@@ -13,7 +13,6 @@ cases (1M members, 1M RECORD rows) run with TORCHWHEEL_HOSTILE_LONG=1.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -31,6 +30,7 @@ import pytest
 from torchwheel.limits import MEMORY_BUDGET_MB
 
 from .helpers import REPO, measured_run
+from .own_runner import snapshot
 
 sys.path.insert(0, str(REPO / "fixtures"))
 import hostile
@@ -59,6 +59,7 @@ COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
     "matrix": lambda i, o: ["matrix", str(i)],
     "check-symbols": lambda i, o: ["check", "--symbols", str(i), str(i.with_name(hostile.hz.FILENAME))],
     "select-page": lambda i, o: ["select", *PLAN, "-i", str(i)],
+    "doctor": lambda i, o: ["doctor", "--python", str(i)],
 }
 assert tuple(COMMANDS) == hostile.COMMANDS
 WRITES_INPUT = {"tag-inplace"}
@@ -116,29 +117,6 @@ def _server() -> _Server:
         _local.server = _Server()
         _servers.append(_local.server)
     return _local.server  # type: ignore[no-any-return]
-
-
-def _snapshot(root: Path) -> dict[str, str]:
-    """Every entry under ``root``: a regular file by content, anything else by kind."""
-    out: dict[str, str] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            rel = str(p.relative_to(root))
-            st = p.lstat()
-            if p.is_symlink():
-                out[rel] = "link:" + os.readlink(p)
-            elif p.is_dir():
-                out[rel] = "dir"
-            elif not p.is_file():
-                out[rel] = f"special:{st.st_mode:o}"
-            elif st.st_size > 64 << 20:
-                out[rel] = f"big:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"  # a sparse GB: no rehash
-            elif st.st_mode & 0o444 == 0:
-                out[rel] = f"unreadable:{st.st_size}:{st.st_mtime_ns}"
-            else:
-                out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
 
 
 def _valid_wheel(path: Path, check: str) -> list[str]:
@@ -223,7 +201,7 @@ def _judge(case: hostile.Case, command: str, inputs: dict[str, Path] | None, run
     args = COMMANDS[command](target, out)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCHWHEEL_", "PYTEST", "GITHUB_"))}
     env["TMPDIR"] = str(run / "tmp")
-    before = _snapshot(run)
+    before = snapshot(run)
     if FRESH or case.setup in ("nodac", "ro-out"):
         prefix = NODAC if case.setup in ("nodac", "ro-out") else []
         m = measured_run([*prefix, sys.executable, "-m", "torchwheel", *args], cwd=run, env=env,
@@ -268,7 +246,7 @@ def _check_files(
     case: hostile.Case, command: str, code: int, target: Path, out: Path, run: Path, before: dict[str, str]
 ) -> list[str]:
     problems: list[str] = []
-    after = _snapshot(run)
+    after = snapshot(run)
     left = [k for k in after if k.startswith("tmp/")]
     if left:
         problems.append(f"left in TMPDIR: {left[:3]}")

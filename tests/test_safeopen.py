@@ -58,7 +58,7 @@ def test_read_regular_refuses_a_file_over_its_limit(tmp_path: Path) -> None:
     f.write_bytes(b"x" * 1001)
     assert read_regular(f, 1001) == b"x" * 1001
     with pytest.raises(
-        OSError, match=r"^\[Errno 0\] 1,001 bytes, more than the 1,000 a metadata file may have"
+        OSError, match=r"^\[Errno 0\] 1,001 bytes, more than the 1,000 torchwheel reads of such a file"
     ):
         read_regular(f, 1000)
 

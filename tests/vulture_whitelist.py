@@ -5,10 +5,12 @@ dead code; each name here says who uses it.
 """
 
 # ruff: noqa
-from torchwheel.cli import _LazyGroup, _max_member_size, publish, read, rule, scan, symbols
+from torchwheel import api
+from torchwheel.cli import _LazyGroup, _max_member_size, doctor, publish, read, rule, scan, symbols
 from torchwheel.cli.exits import EXITS, ExitRow
 from torchwheel.cli.symbols import symbols_update
 from torchwheel.install.fetch import _HTTP, _HTTPS, _TimedConnection, _TimedReader
+from torchwheel.install.installing import _JournaledDestination
 from torchwheel.install.pages import _Anchors
 from torchwheel.install.variant_plugin import FeatureConfig, TorchABIPlugin
 from torchwheel.torchabi.symtable import SymbolTable, WheelSource
@@ -26,10 +28,14 @@ publish.index_command
 publish.matrix_command
 publish.unlabel_command
 scan.scan_command
+doctor.doctor
+api.__getattr__  # PEP 562: Python asks it for api.doctor, which is imported when first used
 EXITS  # the exit-code table that docs/exit-codes.md prints (tests/cli/test_exits.py holds them equal)
 ExitRow.no
 ExitRow.input
+ExitRow.unfinished
 _Anchors.handle_starttag  # html.parser.HTMLParser calls it
+_JournaledDestination.write_to_fs  # installer's destination calls it for every file
 _TimedReader.readable  # io.BufferedReader asks its raw stream
 _TimedConnection.response_class  # http.client.HTTPConnection.getresponse builds it
 _HTTP.http_open  # urllib's OpenerDirector calls <scheme>_open

@@ -10,7 +10,7 @@ Stable (kept across releases, changed only with a deprecation): the functions
 the result classes' documented attributes and ``to_json()`` (``torchwheel.results``, every one
 exported here), ``InputError`` and its kinds. Provisional:
 the ``facts`` attribute (the internal per-wheel facts), the ``policy``/``table`` keywords
-the command line passes, and ``scan_one``. ``docs/api.md`` is the reference.
+the command line passes, ``scan_one`` and ``doctor``. ``docs/api.md`` is the reference.
 
 Nothing here prints, exits or reads ``pyproject.toml``: configuration is the caller's (the
 command line reads ``[tool.torchwheel]`` and passes it in). Unreadable input raises
@@ -28,11 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
+from torchwheel import arguments
 from torchwheel.errors import Exit, InputError, InvalidValue, MissingInput, UnreadableInput
 from torchwheel.results import CheckResult, Facts, Finding, LoadVerdict, Need
 
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
+    from torchwheel.install.checkup import DoctorResult, doctor
     from torchwheel.results import Axis, Cell, NeedKind, Severity, UnknownAxis
     from torchwheel.rules.registry import Findings, Policy
     from torchwheel.tagging.apply import TagResult
@@ -43,6 +45,7 @@ __all__ = [
     "Axis",
     "Cell",
     "CheckResult",
+    "DoctorResult",
     "Exit",
     "Facts",
     "Finding",
@@ -57,6 +60,7 @@ __all__ = [
     "UnknownAxis",
     "UnreadableInput",
     "check",
+    "doctor",
     "inspect_wheel",
     "loads_on",
     "need",
@@ -68,7 +72,12 @@ PathLike = str | Path
 
 
 def __getattr__(name: str) -> object:
-    """The ``Literal`` aliases of ``torchwheel.results`` (PEP 562: loaded when asked for)."""
+    """``doctor`` and ``DoctorResult`` (``install.checkup``) and the ``Literal`` aliases of
+    ``torchwheel.results``, loaded when asked for (PEP 562): ``import torchwheel.api`` stays light."""
+    if name in ("doctor", "DoctorResult"):
+        from torchwheel.install import checkup
+
+        return getattr(checkup, name)
     from torchwheel import results
 
     if name not in results.ALIASES:
@@ -87,18 +96,13 @@ class RewriteRefused(InputError):
 
 
 def _chosen(symbols: PathLike | ChosenTable | None) -> ChosenTable:
-    """``symbols``: a table file (``torchwheel symbols update -o``), an already chosen table
-    (the command line's, which knows about ``pyproject.toml``), or None: ``TORCHWHEEL_SYMBOLS``,
-    else the shipped table."""
+    """``symbols``: a table file (``symbols update -o``), an already chosen table (the command
+    line's, which knows ``pyproject.toml``), or None: ``TORCHWHEEL_SYMBOLS``, else the shipped one."""
     from torchwheel.torchabi.tablechoice import ChosenTable, choose_table
 
     if isinstance(symbols, ChosenTable):
         return symbols
-    return choose_table(Path(symbols) if symbols is not None else None, None)
-
-
-def _paths(paths: PathLike | Iterable[PathLike]) -> tuple[Path, ...]:
-    return (Path(paths),) if isinstance(paths, str | Path) else tuple(Path(p) for p in paths)
+    return choose_table(arguments.path(symbols, "symbols") if symbols is not None else None, None)
 
 
 def inspect_wheel(
@@ -112,7 +116,7 @@ def inspect_wheel(
     ``env``: also installed distributions of this interpreter, by name."""
     from torchwheel.analysis.load import load
 
-    chosen, given = _chosen(symbols), _paths(paths)
+    chosen, given, env = _chosen(symbols), arguments.paths(paths), arguments.names(env, "env")
     if not given and not env:
         raise InputError("give at least one wheel, directory or binary (or an installed distribution)")
     return Facts(tuple(load(given, tuple(env), chosen.table, verify_hashes)), chosen)
@@ -135,10 +139,9 @@ def check(
     from torchwheel.rules.codes import is_selector, unknown_code
     from torchwheel.rules.registry import Policy
 
+    select, ignore = arguments.names(select, "select"), arguments.names(ignore, "ignore")
     for where, given in (("select", select), ("ignore", ignore)):
-        if isinstance(given, str):  # "TW501" would be read as the codes T, W, 5, ...
-            raise InvalidValue(f"{where}: a sequence of codes, not one string ({given[:40]!r})")
-        for code in given:
+        for code in given:  # "TW501" alone would be read as the codes T, W, 5, ...: refused above
             if not is_selector(code):
                 raise InvalidValue(unknown_code(code, where))
     if policy is None:
@@ -159,7 +162,8 @@ def scan_one(source: object, *, symbols: PathLike | ChosenTable | None = None) -
 def _candidate(path: PathLike, symbols: PathLike | ChosenTable | None) -> Any:
     from torchwheel.install.candidates import read_candidate
 
-    return read_candidate(Path(path), str(Path(path).parent), table=_chosen(symbols).table)
+    given = arguments.path(path, "path")
+    return read_candidate(given, str(given.parent), table=_chosen(symbols).table)
 
 
 def need(path: PathLike, *, symbols: PathLike | ChosenTable | None = None) -> Need:
@@ -191,12 +195,15 @@ def loads_on(
     from torchwheel.torchabi.torch_releases import minor_of
     from torchwheel.torchabi.verdicts import minor_verdict, verdict
 
+    torch = arguments.text(torch, "torch", version=True) or ""
     try:
-        version = torch if isinstance(torch, Version) else Version(torch)
-    except (InvalidVersion, TypeError) as exc:
-        raise InvalidValue(f"torch {str(torch)[:40]!r}: not a version") from exc
+        version = Version(torch)
+    except InvalidVersion as exc:
+        raise InvalidValue(f"torch {torch[:40]!r}: not a version") from exc
+    backend = arguments.text(backend, "backend", version=True)
     build = parse_backend(backend) if backend is not None else None
-    capability = gpu if isinstance(gpu, int) or gpu is None else parse_gpu(gpu)
+    given = arguments.gpu(gpu)
+    capability = given if isinstance(given, int) or given is None else parse_gpu(given)
     c = _candidate(path, symbols)
     markers = markers_for_tags(c.tags)
     if len(version.release) == 2:
@@ -230,10 +237,10 @@ def tag_wheels(
     from torchwheel.tagging import apply
     from torchwheel.tagging.release_requirements import release_sets
 
-    dest = Path(out_dir) if out_dir is not None else None
+    dest = arguments.path(out_dir, "out_dir") if out_dir is not None else None
     lock = apply.lock_input if in_place and not dry_run else None
     results: list[TagResult] = []
-    with opened(tuple(Path(p) for p in paths), _chosen(symbols).table, lock) as loaded:
+    with opened(arguments.paths(paths), _chosen(symbols).table, lock) as loaded:
         wheels = [w for w, _ in loaded]
         blocking = rules.run_all(wheels, rules.rewrite_blockers())
         if blocking:
@@ -275,18 +282,23 @@ def tag(
     from torchwheel.tagging.options import TagOptions
     from torchwheel.version import FeatureVersion
 
-    if build_torch is not None:
+    arguments.path(out_dir, "out_dir")
+    given = {"build_tag": build_tag, "local_label": local_label, "build_torch": build_torch}
+    given |= {"upper_bound": upper_bound}
+    chosen = {name: arguments.text(value, name, version=True) for name, value in given.items()}
+    if chosen["build_torch"] is not None:
         try:
-            FeatureVersion.parse(build_torch)
+            FeatureVersion.parse(chosen["build_torch"])
         except ValueError as exc:
-            raise InvalidValue(f"build_torch {build_torch!r}: expected X.Y") from exc
+            raise InvalidValue(f"build_torch {chosen['build_torch']!r}: expected X.Y") from exc
     options = TagOptions(
-        upper_bound=upper_bound,
-        build_torch=build_torch,
+        upper_bound=chosen["upper_bound"],
+        build_torch=chosen["build_torch"],
         relax_pin=relax_pin,
-        build_tag=build_tag,
-        local_label=local_label,
+        build_tag=chosen["build_tag"],
+        local_label=chosen["local_label"],
     )
     (result,) = tag_wheels([path], out_dir, options, release=False, symbols=symbols, overwrite=overwrite)
     assert result.target is not None  # not a dry run
     return result.target
+

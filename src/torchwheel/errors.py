@@ -1,4 +1,4 @@
-"""How a command ends: the three exit codes every command shares (``Exit``; the table of
+"""How a command ends: the exit codes every command shares (``Exit``; the table of
 what each one means per command is ``cli/exits.py`` and ``docs/exit-codes.md``), and the error
 that ends a command with exit 2 and one line on stderr.
 
@@ -19,6 +19,7 @@ class Exit(IntEnum):
     OK = 0  # done, and the answer is yes: clean, chosen, written, shown
     NO = 1  # done, and the answer is no: errors found, nothing fits, a refusal the wheel's content causes
     INPUT = 2  # not done: an input that cannot be read or used, a misuse, an interruption
+    UNFINISHED = 3  # begun and not finished: what was left is said, and how to finish by hand
 
 
 class InputError(Exception):
@@ -61,6 +62,12 @@ def system_error(where: object, exc: OSError, message: str | None = None) -> Inp
     error = kind(f"{where}: {message or exc.strerror or exc}")
     error.errno, error.strerror, error.filename = exc.errno, exc.strerror, str(where)
     return error
+
+
+class Unfinished(InputError):
+    """A change torchwheel began and could not finish (a rollback of a killed install that met
+    a file it did not write): exit 3, not 2, since exit 2 promises nothing changed. The message
+    says what was left and how to finish by hand."""
 
 
 def clipped(text: object, keep: int = 200) -> str:

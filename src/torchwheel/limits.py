@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Generic, TypeVar
 
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, quoted
 from torchwheel.frozen import frozen
 
 T = TypeVar("T")
@@ -47,6 +47,7 @@ class Limit:
     name: str
     value: int
     option: str | None = None  # the CLI option that raises it, if any
+    minimum: int = 0  # a smaller value set is refused (a timeout of 0 s would make sockets non-blocking)
 
     @property
     def env(self) -> str:
@@ -109,8 +110,8 @@ class Limits:
     max_page_bytes: Limit = Limit("max-page-bytes", 16 << 20)
     max_download_bytes: Limit = Limit("max-download-bytes", 8 << 30)
     max_index_projects: Limit = Limit("max-index-projects", 1000)
-    http_timeout: Limit = Limit("http-timeout", 60, "--http-timeout")
-    max_http_seconds: Limit = Limit("max-http-seconds", 3600, "--max-http-seconds")
+    http_timeout: Limit = Limit("http-timeout", 60, "--http-timeout", minimum=1)
+    max_http_seconds: Limit = Limit("max-http-seconds", 3600, "--max-http-seconds", minimum=1)
     # requests one command may make (pages, .metadata files, downloads, each redirect hop).
     # `select` reads a page per project, then a .metadata file and a download per wheel it
     # still has to judge; `matrix` and `index` download every wheel of the projects named
@@ -134,6 +135,29 @@ class Limits:
     # names, 0.9 MB); a 4.6 MB wheel can import a million names, each up to 16 MB long.
     max_listed: Limit = Limit("max-listed", 10_000)
     max_listed_bytes: Limit = Limit("max-listed-bytes", 4 << 20)
+    # A version or a build tag, measured before packaging converts its digits (int() refuses
+    # 4,300 digits with a ValueError, and is quadratic below that): real ones are short
+    # ("2.5.1+cu124.post1": 17 characters; PyPI's longest are under 100).
+    max_version_length: Limit = Limit("max-version-length", 256)
+    # One line of a scan file (``scan -o``, ``scan --report``): what ``scan`` writes stays under
+    # it (a longer line keeps its source and need and says why its documents were left out),
+    # and a longer line read back is no scan line, skipped in 64 KiB steps, never held.
+    max_scan_line_bytes: Limit = Limit("max-scan-line-bytes", 8 << 20)
+    # An install journal (``install/journal.py``): a line (a record; the moves of an upgrade are
+    # written in records of at most 256 KiB) and the entries of all records (each move and each
+    # write: a wheel has at most max-members files, an upgrade moves as many again). A journal
+    # past either is refused whole before anything is touched.
+    max_journal_line_bytes: Limit = Limit("max-journal-line-bytes", 1 << 20)
+    max_journal_entries: Limit = Limit("max-journal-entries", 500_000)
+    # the paths or names one library call takes (``torchwheel.arguments``; a command line holds
+    # fewer, ARG_MAX bounds it): an endless generator is refused after this many
+    max_inputs: Limit = Limit("max-inputs", 100_000)
+    # the shim headers ``symbols update`` reads of one torch (a wheel, a folder), all together:
+    # torch 2.13's are 200 KB in 12 files; every declaration costs a scan and a table entry
+    # (12 MB of them took 34 s and 304 MB)
+    max_shim_header_bytes: Limit = Limit("max-shim-header-bytes", 2 << 20)
+    # A configuration file read whole (``pyproject.toml`` for ``[tool.torchwheel]``)
+    max_config_bytes: Limit = Limit("max-config-bytes", 4 << 20)
 
 
 class Listing(Generic[T]):
@@ -178,7 +202,9 @@ def _from_env(limits: Limits) -> Limits:
         try:
             value = _parse_size(raw)
         except ValueError as exc:
-            raise InputError(f"{limit.env}={raw!r}: {exc}") from exc
+            raise InputError(f"{limit.env}={quoted(raw, 40)}: {exc}") from exc
+        if value < limit.minimum:
+            raise InputError(f"{limit.env}={quoted(raw, 40)}: expected at least {limit.minimum}")
         changes[field_name] = replace(limit, value=value)
     return replace(limits, **changes)
 
@@ -189,8 +215,10 @@ def _parse_size(text: str) -> int:
     s = text.strip().upper().removesuffix("B").removesuffix("I")
     factor = units.get(s[-1:], 1)
     number = s[:-1] if s[-1:] in units else s
-    if not number.isdigit():
-        raise ValueError("expected a whole number, optionally with K, M, G or T")
+    # ASCII digits only ("²".isdigit() holds, int() refuses it), and few enough that int() is
+    # cheap: 2^64 has 20 digits, no budget needs more
+    if not (number.isascii() and number.isdigit() and len(number) <= 20):
+        raise ValueError("expected a whole number of at most 20 digits, optionally with K, M, G or T")
     return int(number) * factor
 
 
@@ -209,6 +237,14 @@ def reset() -> None:
     """Forget what the command line set: the next ``current()`` reads the environment again."""
     global _current
     _current = None
+
+
+def check_version(what: str, text: str) -> str:
+    """``text``, a version or build tag from outside, once its length is within
+    ``max-version-length``: packaging converts every run of digits with ``int()``, which
+    refuses 4,300 of them with a ValueError no caller expects."""
+    current().max_version_length.check(f"{what}'s length in characters", len(text))
+    return text
 
 
 def describe() -> str:

@@ -51,6 +51,10 @@ class FeatureVersion:
     def parse(cls, text: str) -> FeatureVersion:
         """Accept what users type: ``2.10``, ``2.10.0``, ``2.10.0+abi7`` or a hex integer."""
         stripped = text.strip()
+        if len(stripped) > 64:  # four packed bytes spell in 20 characters; int() of 4,300 digits raises
+            raise ValueError(
+                f"not a torch feature version: {stripped[:40]!r}... ({len(stripped):,} characters)"
+            )
         if stripped.lower().startswith("0x"):
             try:
                 return cls.from_int(int(stripped, 16))

@@ -144,9 +144,10 @@ def test_symbols_are_relative_to_the_pyproject(tmp_path: Path) -> None:
     assert configured_symbols(_project(tmp_path / "other", "")) is None
 
 
-def test_symbols_must_be_a_path(tmp_path: Path) -> None:
-    sub = _project(tmp_path, 'symbols = ""')
-    with pytest.raises(InputError, match=r"symbols must be a file path \(a string\)$"):
+@pytest.mark.parametrize("value", ['""', '"a\\u0000b"', "5"])
+def test_symbols_must_be_a_path(tmp_path: Path, value: str) -> None:
+    sub = _project(tmp_path, f"symbols = {value}")
+    with pytest.raises(InputError, match=r"symbols must be a file path \(a string without NUL\)$"):
         configured_symbols(sub)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from torchwheel.cli import cli
 from torchwheel.cli.exits import EXITS, ExitRow, run
-from torchwheel.errors import Exit, InputError
+from torchwheel.errors import Exit, InputError, Unfinished
 from torchwheel.install import outcome
 
 from ..helpers import REPO
@@ -93,14 +93,22 @@ def test_every_command_returns_its_code(name: str) -> None:
 def _doc_table() -> list[ExitRow]:
     """The exit-code table of ``docs/exit-codes.md``, parsed."""
     lines = (REPO / "docs" / "exit-codes.md").read_text(encoding="utf-8").splitlines()
-    head = lines.index("| command | 0 | 1 | 2 |")
-    assert lines[head + 1] == "|---|---|---|---|"
+    head = lines.index("| command | 0 | 1 | 2 | 3 |")
+    assert lines[head + 1] == "|---|---|---|---|---|"
     rows = []
     for line in lines[head + 2 :]:
         if not line.startswith("|"):
             break
-        command, ok, no, unusable = (cell.strip() for cell in line.strip("|").split(" | "))
-        rows.append(ExitRow(command.strip("`"), ok, None if no == "-" else no, unusable))
+        command, ok, no, unusable, unfinished = (cell.strip() for cell in line.strip("|").split(" | "))
+        rows.append(
+            ExitRow(
+                command.strip("`"),
+                ok,
+                None if no == "-" else no,
+                unusable,
+                None if unfinished == "-" else unfinished,
+            )
+        )
     return rows
 
 
@@ -109,8 +117,9 @@ def test_the_docs_table_is_the_code_table() -> None:
 
 
 def test_the_codes_are_the_library_codes() -> None:
-    assert [int(e) for e in Exit] == [0, 1, 2]
-    assert set(outcome.EXIT.values()) == set(Exit)
+    assert [int(e) for e in Exit] == [0, 1, 2, 3]
+    assert set(outcome.EXIT.values()) == set(Exit) - {Exit.UNFINISHED}  # per project: a choice, no change
+    assert [r.command for r in EXITS if r.unfinished] == ["install"]  # only it changes an environment
     assert outcome.EXIT["chosen"] is Exit.OK and outcome.EXIT["unreadable"] is Exit.INPUT
 
 
@@ -127,6 +136,11 @@ def _answer_no() -> Exit:
 @_demo.command("unreadable")
 def _unreadable() -> Exit:
     raise InputError("x.whl: not a zip\nsecond line")
+
+
+@_demo.command("unfinished")
+def _unfinished() -> Exit:
+    raise Unfinished("rolled back only in part: left x.py")
 
 
 @_demo.command("bug")
@@ -148,6 +162,8 @@ def test_run_decides_the_code(capsys: pytest.CaptureFixture[str], monkeypatch: p
     assert capsys.readouterr().err == "torchwheel: error: x.whl: not a zip\\nsecond line\n"  # one line
     assert run(_demo, ["nope"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+    assert run(_demo, ["unfinished"]) == 3  # begun, not finished: exit 2 would promise nothing changed
+    assert capsys.readouterr().err == "torchwheel: error: rolled back only in part: left x.py\n"
     assert run(_demo, ["bug"]) == 2
     assert "internal error: RuntimeError: boom" in capsys.readouterr().err
     assert run(_demo, []) == 0  # no command: the help, on stdout

@@ -5,7 +5,9 @@ refusal comes before anything is written, and the file that was there is left as
 
 from __future__ import annotations
 
+import io
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,17 @@ from torchwheel.errors import InputError
 
 from ..helpers import torchwheel
 
-STALE = b"a wheel a run before this one wrote"
+
+def _zip(text: str) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("note.txt", text)
+    return buf.getvalue()
+
+
+# an older wheel a run before this one wrote (a zip: a file of another kind is never replaced,
+# --overwrite or not; tests/test_hostile_own.py holds that)
+STALE = _zip("a wheel a run before this one wrote")
 
 
 def _stale_output(fixture_wheels: dict[str, Path], tmp_path: Path, key: str = "tw503") -> tuple[Path, Path]:

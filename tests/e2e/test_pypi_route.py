@@ -12,6 +12,7 @@ import csv
 import hashlib
 import io
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -199,7 +200,7 @@ def _refusal_case(case: str, release: Path, built: dict[str, Path], tmp: Path) -
             "nothing keeps installers off other torches; pin it first (`torchwheel tag --build-torch 2.13`",
         ),
         ("given-twice", "given twice"),
-        ("bad-build-tag", "--build-tag 'x1': must start with a digit"),
+        ("bad-build-tag", "--build-tag 'x1': a digit, then letters, digits, '_' and '.' only"),
         ("not-a-wheel", "elf_marker_2_10.so: unlabel rewrites wheel files"),
         ("unreadable", "not a zip archive"),
         ("missing", "no such file or directory"),
@@ -245,7 +246,11 @@ def test_overwrite_replaces_only_its_own_name_and_dry_run_writes_nothing(
     first = torchwheel("unlabel", src, "-w", str(out))
     assert first.returncode == 0, first.stderr
     made = (out / PUBLIC).read_bytes()
-    (out / PUBLIC).write_bytes(b"stale")
+    (out / PUBLIC).write_bytes(b"stale")  # no wheel: not replaced, even when asked to overwrite
+    refused = torchwheel("unlabel", "--overwrite", src, "-w", str(out))
+    assert refused.returncode == 2 and "not a wheel: not replaced" in refused.stderr, refused.stderr
+    assert (out / PUBLIC).read_bytes() == b"stale"
+    shutil.copy(src, out / PUBLIC)  # a stale wheel (the labelled build's bytes): replaced
     again = torchwheel("unlabel", "--overwrite", src, "-w", str(out))
     assert again.returncode == 0, again.stderr
     assert (out / PUBLIC).read_bytes() == made  # deterministic: the same input, the same bytes

@@ -40,8 +40,9 @@ REFUSED = {
     "tw407_duplicate_name",
     "tw408",
 }
-# tw414: an invalid file name, exit 2 (tests/e2e/test_invalid_names.py)
-REFUSED |= {"tw409", "tw409_version", "tw411", "tw411_long", "tw414", "tw503_pin_conflict"}
+# tw414: an invalid file name, exit 2 (tests/e2e/test_invalid_names.py); tw416: a WHEEL Build
+# past max-version-length
+REFUSED |= {"tw409", "tw409_version", "tw411", "tw411_long", "tw414", "tw416", "tw503_pin_conflict"}
 TAGGABLE = sorted(n for n in WHEELS if n not in REFUSED)
 BIN = Path(sys.executable).parent
 

@@ -1,5 +1,5 @@
-"""scan/jsonl.py: the scan file is only ever appended to, and a resume trusts a line only
-once its newline is there. These tests hold the promises a four-hour scan rests on: a torn
+"""scan/jsonl.py: the scan file is only ever appended to, a resume trusts a line only
+once its newline is there, and a file that is not a scan file is never changed. These tests hold the promises a four-hour scan rests on: a torn
 tail left by a kill is cut off before the next line and every whole line is kept, the resume
 keys name a wheel before a byte of it is read (sha256, URL, path + size + mtime), and a
 line whose error is the network's is not trusted, so the wheel is asked again."""
@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from torchwheel import api
+from torchwheel import api, limits
 from torchwheel.errors import InputError
-from torchwheel.install.scanline import WheelSource
+from torchwheel.install.scanline import WheelSource, empty_line
 from torchwheel.scan import jsonl
 from torchwheel.scan.sources import list_sources
 
@@ -27,13 +30,17 @@ A, B, C = "aa" * 32, "bb" * 32, "cc" * 32
 
 
 def _line(source: dict[str, Any], sha256: str | None = None, code: str | None = None) -> dict[str, Any]:
-    """A scan line as ``api.scan_one`` shapes it, with only what the resume reads filled in."""
+    """A scan line as ``api.scan_one`` shapes it (``empty_line``), with what the resume reads."""
     error = {"code": code, "message": f"{code} happened"} if code else None
-    return {"schema_version": 1, "source": source, "sha256": sha256, "error": error}
+    return empty_line(None, error) | {"source": source, "sha256": sha256}
+
+
+def _bytes(*lines: dict[str, Any]) -> bytes:
+    return b"".join(json.dumps(line, separators=(",", ":")).encode() + b"\n" for line in lines)
 
 
 def _write(path: Path, *lines: dict[str, Any], tail: bytes = b"") -> None:
-    path.write_bytes(b"".join(json.dumps(line).encode() + b"\n" for line in lines) + tail)
+    path.write_bytes(_bytes(*lines) + tail)
 
 
 # keys_of / fingerprint: what names a work item before it is read
@@ -79,12 +86,15 @@ def test_a_local_file_known_by_nothing_has_no_key() -> None:
     assert jsonl.keys_of(WheelSource("/srv/w/x.whl")) == set()
 
 
-# lines / done: what a file already holds
+# check_output: what a file already holds, once it is a scan file
 
 
-def test_done_of_a_missing_file_is_empty(tmp_path: Path) -> None:
-    found = jsonl.done(tmp_path / "none.jsonl")
-    assert (found.keys, found.lines, found.end) == (set(), 0, 0)
+def test_a_missing_file_holds_nothing_and_is_not_created(tmp_path: Path) -> None:
+    found = jsonl.check_output(tmp_path / "none.jsonl")
+    assert (found.keys, found.lines, found.end, found.checked) == (set(), 0, 0, None)
+    assert not (tmp_path / "none.jsonl").exists()
+    with pytest.raises(InputError, match="no such folder to write the scan file in"):
+        jsonl.check_output(tmp_path / "missing" / "none.jsonl")
 
 
 def test_the_keys_a_file_holds_line_by_line(tmp_path: Path) -> None:
@@ -97,7 +107,7 @@ def test_the_keys_a_file_holds_line_by_line(tmp_path: Path) -> None:
         _line({"url": "https://h/simple/gone/"}, code="unlisted"),  # a page that could not be listed
         _line({"url": "https://h/d.whl"}, code="not-found"),  # the wheel's own answer: trusted
     )
-    assert jsonl.done(out).keys == {
+    assert jsonl.check_output(out).keys == {
         "path:/w/a.whl:10:5",
         f"sha256:{A}",
         f"sha256:{B}",
@@ -113,7 +123,7 @@ def test_the_keys_a_file_holds_line_by_line(tmp_path: Path) -> None:
 def test_a_line_whose_error_is_the_networks_is_counted_but_not_trusted(tmp_path: Path, code: str) -> None:
     out = tmp_path / "scan.jsonl"
     _write(out, _line({"url": "https://h/b.whl", "sha256": B}, code=code), _line({"url": "https://h/c.whl"}))
-    found = jsonl.done(out)
+    found = jsonl.check_output(out)
     assert found.keys == {"url:https://h/c.whl"}  # b is asked again
     assert found.lines == 2
 
@@ -122,63 +132,138 @@ def test_a_line_whose_error_is_the_networks_is_counted_but_not_trusted(tmp_path:
 def test_a_line_whose_error_is_the_wheels_is_trusted(tmp_path: Path, code: str) -> None:
     out = tmp_path / "scan.jsonl"
     _write(out, _line({"url": "https://h/b.whl", "sha256": B}, code=code))
-    assert jsonl.done(out).keys == {f"sha256:{B}", "url:https://h/b.whl"}
+    assert jsonl.check_output(out).keys == {f"sha256:{B}", "url:https://h/b.whl"}
 
 
-def test_a_torn_tail_is_not_a_line_and_ends_before_the_cut(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b"{",
+        b'{"schema_version":1,"sou',
+        b'{"schema_version":1,"source":{"url":"https://h/c.w',
+        b'{"schema_version": 1, "so',
+    ],
+    ids=["one-byte", "in-a-key", "in-the-source", "spaced-by-json.dumps"],
+)
+def test_a_torn_tail_is_not_a_line_and_ends_before_the_cut(tmp_path: Path, tail: bytes) -> None:
     out = tmp_path / "scan.jsonl"
-    first = b'{"schema_version":1,"source":{"url":"https://h/a.whl"},"error":null}\n'
-    second = b'{"schema_version":1,"source":{"url":"https://h/b.whl"},"error":null}\n'
-    out.write_bytes(first + second + b'{"schema_version":1,"source":{"url":"https://h/c.w')
-    found = jsonl.done(out)
-    assert (found.lines, found.end) == (2, len(first) + len(second))
+    whole = _bytes(_line({"url": "https://h/a.whl"}), _line({"url": "https://h/b.whl"}))
+    out.write_bytes(whole + tail)
+    found = jsonl.check_output(out)
+    assert (found.lines, found.end) == (2, len(whole))
     assert found.keys == {"url:https://h/a.whl", "url:https://h/b.whl"}
-    assert [line["source"]["url"] for line in jsonl.lines(out)] == ["https://h/a.whl", "https://h/b.whl"]
 
 
 def test_a_tail_that_parses_but_lacks_its_newline_is_not_trusted(tmp_path: Path) -> None:
     out = tmp_path / "scan.jsonl"
-    whole = b'{"schema_version":1,"source":{"url":"https://h/a.whl"},"error":null}'
-    out.write_bytes(whole)  # killed just before the newline
-    found = jsonl.done(out)
+    out.write_bytes(_bytes(_line({"url": "https://h/a.whl"}))[:-1])  # killed just before the newline
+    found = jsonl.check_output(out)
     assert (found.keys, found.lines, found.end) == (set(), 0, 0)
-    assert list(jsonl.lines(out)) == []
 
 
-def test_what_is_not_a_scan_line_is_passed_over_and_counted_in_the_end(tmp_path: Path) -> None:
+_GOOD = _line({"url": "https://h/a.whl"})
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"line one\nmy precious last line", "line 1 is no scan line (not JSON"),
+        (_bytes(_GOOD) + b"my precious last line", "ends in 21 bytes that are not the start of a scan line"),
+        (_bytes(_GOOD) + b"\n", "line 2 is no scan line (not JSON"),
+        (DEMO.read_bytes(), "line 1 is no scan line (not"),
+        (
+            _bytes(_GOOD | {"schema_version": 2}),
+            "line 1 is no scan line ($.schema_version: 2 is outside 1..1",
+        ),
+        (_bytes(_GOOD | {"schema_version": True}), "$.schema_version: expected an integer, found true"),
+        (_bytes(_GOOD | {"source": {"path": 5}}), "$.source"),
+        (_bytes(_GOOD | {"source": {"path": "/w/a.whl", "size": "x"}}), "$.source"),
+        (_bytes(_GOOD | {"fetched_bytes": 1e300}), "$.fetched_bytes: expected an integer, found a number"),
+        (_bytes(_GOOD)[:-1].replace(b'"fetched_bytes":0', b'"fetched_bytes":NaN') + b"\n", "NaN is not JSON"),
+        (
+            _bytes(_GOOD)[:-1].replace(b'"fetched_bytes":0', b'"fetched_bytes":1e999999') + b"\n",
+            "found a number",
+        ),
+        (_bytes(_GOOD | {"error": {"code": 5, "message": "x"}}), "$.error"),
+        (b"[" * 200_000 + b"]" * 200_000 + b"\n", "the JSON nesting depth"),
+    ],
+    ids=[
+        "notes",
+        "notes-after-a-line",
+        "empty-line",
+        "a-wheel",
+        "schema-2",
+        "version-true",
+        "path-a-number",
+        "size-a-string",
+        "bytes-a-float",
+        "bytes-nan",
+        "bytes-inf",
+        "error-code-a-number",
+        "nested",
+    ],
+)
+def test_a_file_that_is_not_a_scan_file_is_refused_and_left_as_it_is(
+    tmp_path: Path, content: bytes, why: str
+) -> None:
+    out = tmp_path / "notes.txt"
+    out.write_bytes(content)
+    with pytest.raises(InputError, match=re.escape(why)) as info:
+        jsonl.check_output(out)
+    assert "not a scan file; left as it is" in str(info.value)
+    assert out.read_bytes() == content
+
+
+def test_a_line_past_the_limit_is_refused_in_bounded_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TORCHWHEEL_MAX_SCAN_LINE_BYTES", "1K")
+    limits.reset()
+    try:
+        out = tmp_path / "scan.jsonl"
+        out.write_bytes(_bytes(_GOOD) + b"x" * 5000 + b"\n")
+        with pytest.raises(InputError, match="line 2 is longer than max-scan-line-bytes = 1,024 bytes"):
+            jsonl.check_output(out)
+        with out.open("rb") as fh:  # the long line skipped in steps, its bytes never returned
+            assert [(r.data is None, r.size, r.whole) for r in jsonl.raw_lines(fh)] == [
+                (False, len(_bytes(_GOOD)), True),
+                (True, 5001, True),
+            ]
+    finally:
+        limits.reset()
+
+
+@pytest.mark.parametrize("what", ["folder", "fifo", "link", "dangling-link", "device"])
+def test_what_is_not_a_regular_file_is_refused_before_it_is_opened(tmp_path: Path, what: str) -> None:
     out = tmp_path / "scan.jsonl"
-    good = b'{"schema_version":1,"source":{"url":"https://h/a.whl"},"error":null}\n'
-    others = [
-        b"not json at all\n",
-        b'{"schema_version":2,"source":{"url":"https://h/b.whl"}}\n',  # another schema
-        b'{"schema_version":1}\n',  # no source
-        b"[1, 2]\n",
-        b'{"schema_version":1,"source":{"url":"https://h/\xff.whl"}}\n',  # not UTF-8
-        b"\n",
-    ]
-    out.write_bytes(b"".join(others[:3]) + good + b"".join(others[3:]))
-    found = jsonl.done(out)
-    assert found.keys == {"url:https://h/a.whl"}
-    assert (found.lines, found.end) == (1, len(good) + sum(len(o) for o in others))
-    assert [line["source"] for line in jsonl.lines(out)] == [{"url": "https://h/a.whl"}]
+    target = tmp_path / "elsewhere.jsonl"
+    target.write_bytes(_bytes(_GOOD))
+    if what == "folder":
+        out.mkdir()
+    elif what == "fifo":
+        os.mkfifo(out)  # opening it to read would wait for a writer forever
+    elif what == "link":
+        out.symlink_to(target)
+    elif what == "dangling-link":
+        out.symlink_to(tmp_path / "nowhere.jsonl")
+    else:
+        out = Path("/dev/full")
+    with pytest.raises(InputError, match="symbolic link" if "link" in what else "not a regular file"):
+        jsonl.check_output(out)
+    assert target.read_bytes() == _bytes(_GOOD)
+    assert not (tmp_path / "nowhere.jsonl").exists()
 
 
-def test_is_line_and_identity() -> None:
-    assert jsonl.is_line({"schema_version": 1, "source": {}})
-    assert not jsonl.is_line({"schema_version": 1, "source": None})  # names no source: no scan line
-    assert not jsonl.is_line({"schema_version": 1, "source": "/w/a.whl"})
-    assert not jsonl.is_line({"schema_version": 2, "source": {}})
-    assert not jsonl.is_line({"schema_version": 1})
-    assert not jsonl.is_line([1])
+def test_a_proc_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="/proc/version: line 1 is no scan line"):
+        jsonl.check_output(Path("/proc/version"))
+    with pytest.raises(InputError, match="a /proc or /sys entry"):  # reads as an empty file would
+        jsonl.check_output(Path("/proc/self/timers"))
+
+
+def test_identity() -> None:
     assert jsonl.identity({"source": {"url": "https://h/a.whl", "path": "/x"}}) == "https://h/a.whl"
     assert jsonl.identity({"source": {"path": "/w/a.whl"}}) == "/w/a.whl"
-    assert jsonl.identity({"source": None}) == ""
-
-
-def test_done_of_a_folder_is_an_input_error(tmp_path: Path) -> None:
-    (tmp_path / "scan.jsonl").mkdir()
-    with pytest.raises(InputError, match=r"scan\.jsonl: Is a directory"):
-        jsonl.done(tmp_path / "scan.jsonl")
 
 
 # Appender: one write per whole line, after the last whole line
@@ -186,28 +271,93 @@ def test_done_of_a_folder_is_an_input_error(tmp_path: Path) -> None:
 
 def test_the_appender_cuts_a_torn_tail_and_keeps_every_whole_line(tmp_path: Path) -> None:
     out = tmp_path / "scan.jsonl"
-    kept = b'{"schema_version":1,"source":{"path":"/w/a.whl"}}\n{"schema_version":1,"source":{"path":"/w/b.whl"}}\n'
+    kept = _bytes(_line({"path": "/w/a.whl"}), _line({"path": "/w/b.whl"}))
     out.write_bytes(kept + b'{"schema_version":1,"sou')
-    appender = jsonl.Appender(out, jsonl.done(out).end)
-    appender.write({"schema_version": 1, "source": {"path": "/w/ü.whl"}, "error": None})
+    appender = jsonl.Appender(out, jsonl.check_output(out))
+    appender.write(_line({"path": "/w/ü.whl"}))
     appender.close()
-    assert (
-        out.read_bytes() == kept + '{"schema_version":1,"source":{"path":"/w/ü.whl"},"error":null}\n'.encode()
-    )
+    assert out.read_bytes() == kept + _bytes(_line({"path": "/w/ü.whl"})).decode("unicode_escape").encode()
+    assert jsonl.check_output(out).lines == 3
 
 
 def test_a_second_appender_appends(tmp_path: Path) -> None:
     out = tmp_path / "scan.jsonl"
     for name in ("a", "b"):
-        appender = jsonl.Appender(out, jsonl.done(out).end)
-        appender.write({"n": name})
+        appender = jsonl.Appender(out, jsonl.check_output(out))
+        appender.write(_line({"path": f"/w/{name}.whl"}))
         appender.close()
-    assert out.read_bytes() == b'{"n":"a"}\n{"n":"b"}\n'
+    assert out.read_bytes() == _bytes(_line({"path": "/w/a.whl"}), _line({"path": "/w/b.whl"}))
 
 
 def test_the_appender_refuses_a_folder_that_is_not_there(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"missing/scan\.jsonl: No such file or directory"):
-        jsonl.Appender(tmp_path / "missing" / "scan.jsonl", 0)
+        jsonl.Appender(tmp_path / "missing" / "scan.jsonl", jsonl.Done())
+
+
+def test_the_appender_refuses_a_file_changed_since_it_was_checked(tmp_path: Path) -> None:
+    out = tmp_path / "scan.jsonl"
+    _write(out, _GOOD)
+    checked = jsonl.check_output(out)
+    with out.open("ab") as fh:
+        fh.write(b"written by someone else\n")
+    with pytest.raises(InputError, match="changed since it was checked"):
+        jsonl.Appender(out, checked)
+    new = tmp_path / "new.jsonl"
+    nothing = jsonl.check_output(new)
+    new.write_bytes(b"appeared meanwhile\n")
+    with pytest.raises(InputError, match="File exists"):
+        jsonl.Appender(new, nothing)
+    assert new.read_bytes() == b"appeared meanwhile\n"
+
+
+def test_a_line_past_the_limit_is_written_without_its_documents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TORCHWHEEL_MAX_SCAN_LINE_BYTES", "2K")
+    limits.reset()
+    try:
+        out = tmp_path / "scan.jsonl"
+        appender = jsonl.Appender(out, jsonl.check_output(out))
+        appender.write(
+            _GOOD | {"check": {"findings": [{"code": "TW403", "severity": "error", "x": "y" * 4000}]}}
+        )
+        appender.close()
+        (line,) = out.read_bytes().splitlines()
+        doc = json.loads(line)
+        assert len(line) <= 2048 and doc["check"] is None and doc["error"]["code"] == "limit"
+        assert "exceeds the limit max-scan-line-bytes = 2,048" in doc["error"]["message"]
+        assert jsonl.check_output(out).lines == 1  # what scan writes, it reads back
+    finally:
+        limits.reset()
+
+
+def test_a_write_that_fails_names_the_file_and_leaves_no_half_line(tmp_path: Path) -> None:
+    """A full disk, for real: RLIMIT_FSIZE makes the kernel refuse the bytes past it (EFBIG),
+    in a child so the limit stays there."""
+    out = tmp_path / "scan.jsonl"
+    _write(out, _GOOD)
+    size = out.stat().st_size
+    code = (
+        "import resource, signal, sys\n"
+        "from pathlib import Path\n"
+        "from torchwheel.scan import jsonl\n"
+        "from torchwheel.install.scanline import empty_line\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({size + 100}, {size + 100}))\n"
+        "out = Path(sys.argv[1])\n"
+        "a = jsonl.Appender(out, jsonl.check_output(out))\n"
+        "try:\n"
+        "    a.write(empty_line() | {'source': {'path': '/w/' + 'x' * 500 + '.whl'}})\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+        "a.close()\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"InputError {out}: File too large (appending scan line 2); the 1 whole")
+    assert out.read_bytes() == _bytes(_GOOD)
 
 
 # a real line: what a resume skips without reading
@@ -220,15 +370,15 @@ def test_a_local_wheel_is_skipped_until_it_changes(tmp_path: Path) -> None:
     os.utime(wheel, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
     (source,) = list_sources([str(folder)]).wheels
     out = tmp_path / "scan.jsonl"
-    appender = jsonl.Appender(out, 0)
+    appender = jsonl.Appender(out, jsonl.check_output(out))
     appender.write(api.scan_one(source))
     appender.close()
     size = DEMO.stat().st_size
     fingerprint = f"path:{wheel}:{size}:1700000000000000000"
-    assert fingerprint in jsonl.done(out).keys
+    assert fingerprint in jsonl.check_output(out).keys
     assert jsonl.keys_of(source) == {fingerprint}
 
     os.utime(wheel, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_001))  # touched
     (again,) = list_sources([str(folder)]).wheels
     assert jsonl.keys_of(again) == {f"path:{wheel}:{size}:1700000000000000001"}
-    assert not jsonl.keys_of(again) & jsonl.done(out).keys
+    assert not jsonl.keys_of(again) & jsonl.check_output(out).keys

@@ -7,14 +7,16 @@ text and markdown tables exactly, escapes included: the keys come from wheels.""
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from torchwheel import api
+from torchwheel import api, limits
 from torchwheel.errors import InputError
+from torchwheel.install.scanline import empty_line
 from torchwheel.scan.report import Summary, render, summarize
 
 
@@ -33,7 +35,7 @@ def _line(
 ) -> dict[str, Any]:
     """A line shaped as ``api.scan_one``'s, with what the report reads."""
     key = "url" if "://" in where else "path"
-    line: dict[str, Any] = {"schema_version": 1, "source": {key: where}, "show": None, "check": None}
+    line: dict[str, Any] = empty_line() | {"source": {key: where}}
     line["need"] = {"schema_version": 1, "need": need} if need is not None else None
     if refused:  # a wheel `check` calls broken: api.need refused it
         line["need"] = {"schema_version": 1, "error": {"code": "unreadable", "message": "TW401"}}
@@ -68,7 +70,7 @@ def test_what_is_counted(tmp_path: Path) -> None:
         _line("https://h/i.whl", error="not-found"),
         _line("https://h/j.whl", error="digest"),
         _line("https://h/k.whl", error="unreadable"),
-        {"schema_version": 2, "source": {"path": "/w/z.whl"}, "error": None},  # not a scan line
+        empty_line() | {"schema_version": 2, "source": {"path": "/w/z.whl"}},  # not a scan line
         tail='{"schema_version":1,"source":{"path":"/w/torn.whl"}',  # a kill's torn tail
     )
     assert summarize(scan).to_json() == {
@@ -124,12 +126,22 @@ def test_a_file_without_lines_counts_nothing(tmp_path: Path) -> None:
     assert render(summarize(empty), "text") == "0 wheels, 0 read, 0 unreadable"
 
 
-@pytest.mark.parametrize("folder", [False, True])
-def test_no_scan_file_is_an_input_error(tmp_path: Path, folder: bool) -> None:
-    if folder:
-        (tmp_path / "scan.jsonl").mkdir()
+def test_no_scan_file_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"scan\.jsonl: no such scan file$"):
         summarize(tmp_path / "scan.jsonl")
+
+
+@pytest.mark.parametrize("what", ["folder", "fifo", "device"])
+def test_what_is_no_regular_file_is_refused_before_it_is_read(tmp_path: Path, what: str) -> None:
+    path = tmp_path / "scan.jsonl"
+    if what == "folder":
+        path.mkdir()
+    elif what == "fifo":
+        os.mkfifo(path)  # reading it would wait for a writer forever
+    else:
+        path = Path("/dev/zero")  # reading it would never end
+    with pytest.raises(InputError, match=r"not a regular file: not opened \(reading the scan file\)$"):
+        summarize(path)
 
 
 def test_real_lines_of_fixture_wheels(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
@@ -251,15 +263,69 @@ def test_a_line_that_does_not_parse_is_counted(tmp_path: Path) -> None:
         {"check": {"findings": ["TW201"]}},  # report.py _count: f.get
         {"need": {"need": {"kind": "unstable", "torch_build": [12]}}},  # report.py _count: join
         {"source": "/w/b.whl"},  # jsonl.identity: source.get
+        {"source": {"path": 5}},
+        {"source": {"path": "/w/b.whl", "size": "x"}},
+        {"schema_version": True},
+        {"fetched_bytes": 1e300},
+        {"fetched_bytes": -1},
+        {"sha256": "not hex"},
+        {"error": {"code": "x"}},
+        {"read": "guessed"},
+        {"hashes_verified": "yes"},
+        {"surprise": 1},
     ],
-    ids=["need-a-string", "show-wheel-a-number", "finding-a-string", "build-a-number", "source-a-string"],
+    ids=[
+        "need-a-string",
+        "show-wheel-a-number",
+        "finding-a-string",
+        "build-a-number",
+        "source-a-string",
+        "path-a-number",
+        "size-a-string",
+        "version-true",
+        "bytes-a-float",
+        "bytes-negative",
+        "sha256-not-hex",
+        "error-without-message",
+        "read-unknown",
+        "verified-a-string",
+        "unknown-key",
+    ],
 )
-def test_a_scan_line_of_the_wrong_shape_does_not_stop_the_report(tmp_path: Path, bad: dict[str, Any]) -> None:
-    line = {"schema_version": 1, "source": {"path": "/w/b.whl"}, "error": None} | bad
+def test_a_scan_line_of_the_wrong_shape_is_no_scan_line(tmp_path: Path, bad: dict[str, Any]) -> None:
+    """docs/scan.md: a field of another shape than the line's makes it no scan line."""
+    line = empty_line() | {"source": {"path": "/w/b.whl"}} | bad
     scan = _file(tmp_path / "scan.jsonl", _line("/w/a.whl", _need("stable", "2.10.0", ["any"])), line)
-    doc = summarize(scan).to_json()  # today: AttributeError / TypeError, "internal error" on the CLI
-    assert doc["kind"]["stable"] == 1
-    assert doc["stable_floor"] == {"2.10.0": 1}
+    doc = summarize(scan).to_json()
+    assert doc["kind"] == {"stable": 1} and doc["stable_floor"] == {"2.10.0": 1}
+    assert (doc["wheels"], doc["not_scan_lines"]) == (1, 1)
+
+
+def test_nan_and_infinity_are_no_scan_line(tmp_path: Path) -> None:
+    good = json.dumps(_line("/w/a.whl"), separators=(",", ":"))
+    scan = tmp_path / "scan.jsonl"
+    scan.write_text(
+        good.replace('"fetched_bytes":0', '"fetched_bytes":NaN')
+        + "\n"
+        + good.replace('"fetched_bytes":0', '"fetched_bytes":1e999999')
+        + "\n"
+    )
+    doc = summarize(scan).to_json()
+    assert (doc["wheels"], doc["not_scan_lines"]) == (0, 2)
+
+
+def test_a_line_past_the_limit_is_counted_and_never_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TORCHWHEEL_MAX_SCAN_LINE_BYTES", "4K")
+    limits.reset()
+    try:
+        big = _line("/w/b.whl", _need("stable", "2.10.0", ["any"]), findings=(("TW201", "error"),) * 200)
+        scan = _file(tmp_path / "scan.jsonl", _line("/w/a.whl", _need("unstable")), big)
+        doc = summarize(scan).to_json()
+        assert (doc["wheels"], doc["not_scan_lines"], doc["kind"]) == (1, 1, {"unstable": 1})
+    finally:
+        limits.reset()
 
 
 def test_a_line_nested_past_the_decoders_depth_is_no_scan_line(tmp_path: Path) -> None:

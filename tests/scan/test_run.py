@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from torchwheel import api
 from torchwheel.install import fairness
 from torchwheel.install.scanline import WheelSource
 from torchwheel.scan.jsonl import Done
@@ -78,11 +79,27 @@ def test_plan_of_a_first_run_does_everything() -> None:
     )
 
 
-def test_a_wheel_whose_reading_raises_is_a_line_not_a_stopped_scan() -> None:
+def test_a_path_with_a_nul_byte_is_an_unreadable_line() -> None:
+    """It was an internal error (``ValueError: embedded null byte``); safeopen names it now."""
     line = scan_item(WheelSource("bad\x00-1.0-py3-none-any.whl"))
-    assert line["error"] == {"code": "internal", "message": "internal error: ValueError: embedded null byte"}
+    assert line["error"] == {
+        "code": "unreadable",
+        "message": "bad\x00-1.0-py3-none-any.whl: a path with a NUL byte names no file",
+    }
     assert line["source"]["path"] == "bad\x00-1.0-py3-none-any.whl"
     assert (line["show"], line["check"], line["need"]) == (None, None, None)
+
+
+def test_a_wheel_whose_reading_raises_is_a_line_not_a_stopped_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What no limit caught (a bug, here raised on purpose) is a line too."""
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(api, "scan_one", boom)
+    line = scan_item(WheelSource("/w/a-1.0-py3-none-any.whl"))
+    assert line["error"] == {"code": "internal", "message": "internal error: RuntimeError: boom"}
+    assert line["source"]["path"] == "/w/a-1.0-py3-none-any.whl"
 
 
 def _index(root: Path) -> tuple[Path, Path, str]:

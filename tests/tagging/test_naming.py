@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from torchwheel.errors import InputError
+from torchwheel.limits import LimitExceeded
 from torchwheel.tagging.naming import naming, renamed_dist_info
 from torchwheel.tagging.options import TagOptions
 
@@ -73,11 +74,29 @@ def test_a_build_tag_replaces_the_file_names_and_is_kept_when_equal() -> None:
     assert naming(built, _META, _WHEEL, TagOptions(build_tag="1"))[3] == []
 
 
-@pytest.mark.parametrize("tag", ["a1", "1-2", "1 2", ""])
-def test_a_build_tag_must_start_with_a_digit_and_hold_no_dash(tag: str) -> None:
+@pytest.mark.parametrize(
+    "tag", ["a1", "1-2", "1 2", "", "1/../../../x", "1\\..\\x", "1\x00", "1\n", "1+x", "1é"]
+)
+def test_a_build_tag_is_what_the_binary_distribution_format_allows(tag: str) -> None:
+    """A digit, then letters, digits, "_" and ".": "1/../../../x" made `tag -w A/B/out` write its
+    temporary wheel two folders above the output folder."""
     with pytest.raises(InputError) as info:
         naming(_FILE, _META, _WHEEL, TagOptions(build_tag=tag))
-    assert str(info.value) == f"--build-tag {tag!r}: must start with a digit and contain no '-'"
+    assert str(info.value) == (
+        f"--build-tag {tag!r}: a digit, then letters, digits, '_' and '.' only (the binary distribution format)"
+    )
+
+
+@pytest.mark.parametrize("option", ["build_tag", "local_label"])
+def test_a_build_tag_or_label_past_max_version_length_is_refused_before_packaging_reads_it(
+    option: str,
+) -> None:
+    """5,000 digits: packaging's int() raised ValueError (an internal error)."""
+    with pytest.raises(
+        LimitExceeded, match="'s length in characters \\(5,000\\) exceeds the limit max-version-length"
+    ):
+        naming(_FILE, _META, _WHEEL, TagOptions(**{option: "1" * 5000}))
+    assert naming(_FILE, _META, _WHEEL, TagOptions(build_tag="1" * 200))[0].count("1" * 200) == 1
 
 
 def test_both_at_once() -> None:

@@ -29,6 +29,7 @@ COMMANDS = {
     "tag": "tag:tag",
     "repair": "tag:repair",
     "compat": "read:compat",
+    "doctor": "doctor:doctor",
     "include": "symbols:include",
     "symbols": "symbols:symbols",
     "rule": "rule:rule_command",
@@ -120,9 +121,15 @@ def main() -> None:
 
 
 def _main() -> None:
-    from torchwheel.cli.exits import run  # the one decision of every command's exit code
+    from torchwheel.cli.exits import pipe_closed, run  # the one decision of every command's exit code
 
-    code = run(cli)
+    try:
+        code = run(cli)
+    except SystemExit:  # click's own exit on a closed standard output (EPIPE): one line, exit 2
+        closed = pipe_closed()
+        if closed is None:
+            raise
+        code = closed
     # The interpreter's last collection would walk every object alive only to free it with
     # the process: 10-20 ms of a 0.1 s `check`. Frozen objects are skipped.
     gc.freeze()

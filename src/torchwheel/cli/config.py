@@ -8,24 +8,26 @@ current folder. The command line's ``--select``/``--ignore`` extend the file's.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from torchwheel.errors import InputError, quoted
+from torchwheel import limits
+from torchwheel.errors import InputError, clipped, quoted
 from torchwheel.rules.codes import is_selector, unknown_code
 from torchwheel.rules.registry import Policy
+from torchwheel.safeopen import read_regular
 
 _KEYS = {"select", "ignore", "unstable-allowlist", "require-torch", "symbols", "relax-pin", "gpu-archs"}
 
 
 def _read_table(candidate: Path) -> dict[str, Any] | None:
-    """``[tool.torchwheel]`` of one pyproject.toml, or None when it has no such table."""
-    try:
-        text = candidate.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{candidate}: cannot be read ({exc})") from exc
+    """``[tool.torchwheel]`` of one pyproject.toml, or None when it has no such table. Read as
+    a regular file within ``max-config-bytes`` (``_read``): a FIFO or a device named
+    pyproject.toml is refused, never waited on."""
+    text = _read(candidate)
     if "torchwheel" not in text:  # no such table, so no need to parse (tomllib: 5% of a small check)
         return None
     import tomllib
@@ -34,8 +36,12 @@ def _read_table(candidate: Path) -> dict[str, Any] | None:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{candidate}: cannot be read ({exc})") from exc
+    except RecursionError as exc:  # tomllib recurses once per nested array or inline table
+        raise InputError(f"{candidate}: cannot be read (nested deeper than a TOML reader goes)") from exc
     tool = data.get("tool", {})
-    if not isinstance(tool, dict) or "torchwheel" not in tool:
+    if not isinstance(tool, dict):
+        raise InputError(f"{candidate}: [tool] must be a table")
+    if "torchwheel" not in tool:
         return None
     table = tool["torchwheel"]
     if not isinstance(table, dict):
@@ -44,10 +50,12 @@ def _read_table(candidate: Path) -> dict[str, Any] | None:
 
 
 def find_pyproject(start: Path) -> Path | None:
-    """The nearest pyproject.toml from ``start`` upwards that has a ``[tool.torchwheel]``."""
+    """The nearest pyproject.toml from ``start`` upwards that has a ``[tool.torchwheel]``
+    (one without the table is passed over, as ruff does; one that cannot be read, a FIFO or a
+    link to a device, is refused, not passed over)."""
     for directory in (start, *start.parents):
         candidate = directory / "pyproject.toml"
-        if candidate.is_file() and _read_table(candidate) is not None:
+        if os.path.lexists(candidate) and _read_table(candidate) is not None:
             return candidate
     return None
 
@@ -79,6 +87,18 @@ def _strings(table: dict[str, Any], key: str, where: Path) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _read(where: Path) -> str:
+    """The file's text: a regular file (``safeopen``) within ``max-config-bytes``."""
+    limit = limits.current().max_config_bytes
+    try:
+        size = os.stat(where).st_size
+        limit.check(f"{where}'s size", size)
+        return read_regular(where, limit.value).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(f"{where}: cannot be read ({why})") from exc
+
+
 def _tool_table(start: Path) -> tuple[dict[str, Any], Path | None]:
     """``[tool.torchwheel]`` of the nearest pyproject.toml that has one, checked for unknown keys."""
     where = find_pyproject(start)
@@ -87,7 +107,8 @@ def _tool_table(start: Path) -> tuple[dict[str, Any], Path | None]:
     table = _read_table(where) or {}
     unknown = set(table) - _KEYS
     if unknown:
-        raise InputError(f"{where}: unknown [tool.torchwheel] keys: {', '.join(sorted(unknown))}")
+        shown = ", ".join(clipped(k, 40) for k in sorted(unknown)[:5])
+        raise InputError(f"{where}: unknown [tool.torchwheel] keys: {shown}")
     return table, where
 
 
@@ -100,8 +121,8 @@ def configured_symbols(start: Path, use_config: bool = True) -> Path | None:
     value = table.get("symbols")
     if value is None or where is None:
         return None
-    if not isinstance(value, str) or not value:
-        raise InputError(f"{where}: [tool.torchwheel] symbols must be a file path (a string)")
+    if not isinstance(value, str) or not value or "\x00" in value:
+        raise InputError(f"{where}: [tool.torchwheel] symbols must be a file path (a string without NUL)")
     return where.parent / value
 
 

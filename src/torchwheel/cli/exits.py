@@ -14,21 +14,25 @@ command adds its row here and in that table (``None``: the command never exits 1
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 
-from torchwheel.errors import Exit, InputError
+from torchwheel.errors import Exit, InputError, Unfinished
 from torchwheel.frozen import frozen
 
 
 @frozen
 class ExitRow:
-    """One command's meaning of each exit code; ``no`` is None when it never exits 1."""
+    """One command's meaning of each exit code; ``no`` is None when it never exits 1,
+    ``unfinished`` None when it never exits 3 (only a command that changes an environment can
+    begin what it cannot finish)."""
 
     command: str
     ok: str
     no: str | None
     input: str
+    unfinished: str | None = None
 
 
 _READ = "an input that cannot be read; a misuse"
@@ -53,6 +57,14 @@ EXITS: tuple[ExitRow, ...] = (
         "every input loads on TORCH",
         "a torch symbol an input imports is missing from TORCH",
         "an input or TORCH that cannot be read; a misuse",
+    ),
+    ExitRow(
+        "doctor",
+        "every installed distribution with compiled torch code loads on the torch judged "
+        "(`--explain`: the file's distribution loads)",
+        "one does not load, or cannot be judged (unknown: it says why); one whose files cannot be known is listed as not read and does not count",
+        "an environment that cannot be read (`--python` not a Python); a TORCH that cannot be read; "
+        "an `--explain` that names nothing found; a misuse",
     ),
     ExitRow(
         "tag",
@@ -94,7 +106,12 @@ EXITS: tuple[ExitRow, ...] = (
         "refused: as `select` (without `--force`); another version installed "
         "without `--upgrade`; an installed version that cannot be replaced safely",
         "nothing installed: as `select`; several projects without `--name`; torch itself; an "
-        "install that failed and was undone",
+        "install that failed and was undone; a journal of a killed install that is not replayed "
+        "(another format, a path outside the environment or through a link, over a limit): "
+        "nothing changed",
+        "a rollback of a killed install that could not finish (a file it did not write where an old "
+        "file goes back, a file changed since it was written, a file system error): what was left "
+        "and how to finish by hand on stderr",
     ),
     ExitRow(
         "index",
@@ -148,11 +165,40 @@ def failure_message(exc: BaseException) -> str | None:
     return f"internal error: {type(exc).__name__}: {exc} (TORCHWHEEL_DEBUG=1 shows where)"
 
 
-def _failed(message: str) -> Exit:
+_MESSAGE_CHARS = 4000  # a message quoting a 100,000-character path is still read as one line
+
+
+def _failed(message: str, code: Exit = Exit.INPUT) -> Exit:
     from torchwheel.report.textsafe import safe
 
+    if len(message) > _MESSAGE_CHARS:  # the start says what, the end what to do
+        cut = len(message) - _MESSAGE_CHARS
+        message = f"{message[: _MESSAGE_CHARS // 2]}... ({cut:,} characters left out) ...{message[-_MESSAGE_CHARS // 2 :]}"
     click.echo(f"torchwheel: error: {safe(message)}", err=True)  # messages quote member names
-    return Exit.INPUT
+    return code
+
+
+def pipe_closed() -> Exit | None:
+    """After click ended a command on EPIPE (it then swaps standard output for a wrapper that
+    drops what is left, and exits 1 saying nothing): the one line and exit 2 instead; None
+    when that was not how the command ended. The entry point asks, on such an exit."""
+    if type(sys.stdout).__name__ != "_PacifyFlushWrapper":
+        return None
+    return _failed("standard output: Broken pipe (its reader closed it before the report was written)")
+
+
+def _stdout_broken(exc: OSError) -> bool:
+    """Whether ``exc`` was standard output failing (a full disk, ``/dev/full``): raised
+    where ``click.echo`` writes the report. Standard output is then set aside, so that the
+    interpreter's last flush does not fail once more, on stderr."""
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "echo" and frame.f_globals.get("__name__") == "click.utils":
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def run(group: click.Group, args: list[str] | None = None) -> int:
@@ -169,5 +215,8 @@ def run(group: click.Group, args: list[str] | None = None) -> int:
     except Exception as exc:  # the promise is one line, never a traceback
         if os.environ.get("TORCHWHEEL_DEBUG") and not isinstance(exc, _EXPECTED):
             raise
-        return _failed(failure_message(exc) or f"internal error: {type(exc).__name__}")
+        if isinstance(exc, OSError) and exc.filename is None and _stdout_broken(exc):
+            return _failed(f"standard output: {exc.strerror or exc} (writing the report)")
+        code = Exit.UNFINISHED if isinstance(exc, Unfinished) else Exit.INPUT
+        return _failed(failure_message(exc) or f"internal error: {type(exc).__name__}", code)
     return int(code) if isinstance(code, int) else Exit.OK

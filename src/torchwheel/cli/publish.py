@@ -247,7 +247,11 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) ->
     metavar="N",
     help="Give the copy this build tag (file name and WHEEL Build); default: the input's own, if any.",
 )
-@click.option("--overwrite", is_flag=True, help="Replace an output file of the same name.")
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace an output wheel of the same name (never a file that is no wheel).",
+)
 @click.option("--dry-run", is_flag=True, help="Say what would be written; write nothing.")
 def unlabel_command(
     wheels: tuple[Path, ...], wheel_dir: Path, build_tag: str | None, overwrite: bool, dry_run: bool

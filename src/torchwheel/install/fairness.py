@@ -16,6 +16,7 @@ waits ``max_wait`` at most), and no wait outlives the command's network deadline
 from __future__ import annotations
 
 import email.utils
+import math
 import os
 import threading
 import time
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, quoted
 from torchwheel.frozen import frozen
 
 # 501 (not implemented) and 505 (HTTP version) will not change on a retry
@@ -54,13 +55,23 @@ def from_env(env: Mapping[str, str] = os.environ) -> Policy:
     """The policy of a command that sets none: ``TORCHWHEEL_MAX_HOST_CONNECTIONS`` and
     ``TORCHWHEEL_MAX_REQUEST_RATE`` (requests per second per host), else the defaults."""
     connections, rate = env.get("TORCHWHEEL_MAX_HOST_CONNECTIONS"), env.get("TORCHWHEEL_MAX_REQUEST_RATE")
-    try:
-        return Policy(
-            host_connections=int(connections) if connections else Policy.host_connections,
-            rate=float(rate) if rate else None,
+    if connections and not (
+        connections.isascii() and connections.strip().isdigit() and len(connections) <= 6
+    ):
+        raise InputError(
+            f"TORCHWHEEL_MAX_HOST_CONNECTIONS={quoted(connections, 40)}: expected a whole number"
         )
-    except ValueError as exc:
-        raise InputError(f"TORCHWHEEL_MAX_HOST_CONNECTIONS / TORCHWHEEL_MAX_REQUEST_RATE: {exc}") from exc
+    try:
+        per_second = float(rate) if rate else None
+    except ValueError:
+        per_second = math.nan
+    if per_second is not None and not math.isfinite(per_second):
+        raise InputError(
+            f"TORCHWHEEL_MAX_REQUEST_RATE={quoted(rate, 40)}: expected a number of requests per second"
+        )
+    return Policy(
+        host_connections=int(connections) if connections else Policy.host_connections, rate=per_second
+    )
 
 
 def retryable(status: int) -> bool:

@@ -27,16 +27,16 @@ from typing import BinaryIO, NoReturn
 from installer import install
 from installer.destinations import SchemeDictionaryDestination
 from installer.exceptions import InstallerError
-from installer.records import RecordEntry, parse_record_file
+from installer.records import Hash, RecordEntry, parse_record_file
 from installer.sources import WheelFile
-from installer.utils import Scheme, get_launcher_kind
+from installer.utils import Scheme, copyfileobj_with_hashing, get_launcher_kind, make_file_executable
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from torchwheel import __version__
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
-from torchwheel.install import journal, signals
+from torchwheel.install import journal, recovery, signals
 from torchwheel.install.candidates import Candidate
 from torchwheel.install.target import TorchTarget
 from torchwheel.wheel.headers import parse_headers
@@ -50,19 +50,42 @@ class InstallRefused(Exception):
 
 @dataclass
 class _JournaledDestination(SchemeDictionaryDestination):
-    """``installer``'s own destination, recording each file it is about to create (and the
-    folders it will create for it) in the journal first, so a rollback, now or after a kill,
-    removes exactly what this install made. A file that is already there is not recorded:
-    ``installer`` refuses to overwrite it, and it is not ours to remove."""
+    """``installer``'s own destination, each file written the journal's way: recorded, its
+    bytes into a temporary file beside it, their digest recorded, then the file made under its
+    name (``journal.Journal.wrote``). So a rollback, now or after a kill, removes exactly what
+    this install made, and only while it still holds those bytes. A file that is already
+    there is refused, as ``installer`` refuses it: it is not ours to replace or remove."""
 
     txn: journal.Journal = field(kw_only=True)
+    _real: set[Path] = field(default_factory=set, kw_only=True)  # folders seen not to be links
+
+    def _no_link_on_the_way(self, scheme: Scheme, target: Path) -> None:
+        """Never through a symbolic link below the scheme's folder: the file would land
+        outside the environment, and no replay could check where it went."""
+        top = Path(os.path.abspath(self.scheme_dict[scheme]))
+        for folder in reversed([target.parent, *target.parent.parents]):
+            if folder in self._real or not folder.is_relative_to(top) or folder == top:
+                continue
+            if folder.is_symlink():
+                raise InstallerError(f"{target}: would be written through the symbolic link {folder}")
+            if folder.is_dir():
+                self._real.add(folder)
 
     def write_to_fs(self, scheme: Scheme, path: str, stream: BinaryIO, is_executable: bool) -> RecordEntry:
         target = self._path_with_destdir(scheme, path)
-        if not target.exists():
-            missing = [p for p in [target.parent, *target.parent.parents] if not p.exists()]
-            self.txn.will_write(target, list(reversed(missing)))
-        return super().write_to_fs(scheme, path, stream, is_executable)
+        self._no_link_on_the_way(scheme, target)
+        if os.path.lexists(target):
+            raise FileExistsError(f"File already exists: {target!s}")
+        missing = [p for p in [target.parent, *target.parent.parents] if not p.exists()]
+        temp = self.txn.will_write(target, list(reversed(missing)))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        with os.fdopen(fd, "wb") as out:
+            digest, size = copyfileobj_with_hashing(stream, out, "sha256")
+        if is_executable:
+            make_file_executable(temp)
+        self.txn.wrote(target, temp, digest, size)
+        return RecordEntry(path, Hash("sha256", digest), size)
 
 
 @frozen
@@ -183,7 +206,7 @@ def _keep(scheme: dict[str, str]) -> set[Path]:
 def _repair(scheme: dict[str, str]) -> list[str]:
     root, allowed = Path(scheme["data"]), _allowed(scheme)
     return [
-        f"{home.parent}: {journal.replay(home, root, allowed)}" for home in journal.pending(_sites(scheme))
+        f"{home.parent}: {recovery.replay(home, root, allowed)}" for home in journal.pending(_sites(scheme))
     ]
 
 
@@ -286,7 +309,7 @@ def _settle(txn: journal.Journal, scheme: dict[str, str]) -> bool:
     txn.close()
     if not txn.home.exists():
         return False
-    return journal.replay(txn.home, Path(scheme["data"]), _allowed(scheme)).startswith("finished")
+    return recovery.replay(txn.home, Path(scheme["data"]), _allowed(scheme)).startswith("finished")
 
 
 def _failed(

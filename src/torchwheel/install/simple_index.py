@@ -226,6 +226,10 @@ def write(
 ) -> list[str]:
     """Build the whole tree in a temp dir beside ``out``, then swap it in; ``front``: the front
     page for people (``front_page``), ``OUT/index.html`` beside ``simple/``."""
+    if out.is_symlink():
+        raise InputError(
+            f"{out}: a symbolic link: index writes a folder of its own there, never through a link"
+        )
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file())):
         raise InputError(
             f"{out}: exists and is not an index torchwheel wrote; choose an empty or new directory"
@@ -260,8 +264,12 @@ def write(
         (tmp / MARKER).write_text(f"torchwheel {__version__}\n", "utf-8")
         tmp.chmod(0o755)
         _swap(tmp, out)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # a write error names no file
+            raise OSError(
+                exc.errno, f"{exc.strerror or exc} (writing the index, through {tmp.name})", str(out)
+            ) from exc
         raise
     return sorted(v for v, _ in variants_files.values())
 

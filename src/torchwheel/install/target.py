@@ -25,6 +25,7 @@ from packaging.markers import default_environment
 from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
 
+from torchwheel import limits
 from torchwheel.errors import InputError, quoted
 from torchwheel.frozen import frozen
 from torchwheel.torchabi import backend
@@ -48,6 +49,9 @@ class TorchTarget:
     ``--torch-backend``; None when nothing says (then the build is not judged, and said so).
     ``gpu``: the GPU's compute capability (90 for ``sm_90``), from ``--gpu`` or, for this
     machine, ``nvidia-smi`` when it is there; None: not known, GPU code not judged.
+    ``search_path``: the directories its ``importlib.metadata`` finds distributions in (its
+    ``sys.path``, in order), and ``prefixes`` its installation prefixes (venv, base): what
+    ``doctor`` reads, and the boundary nothing it reads may leave.
     """
 
     description: str
@@ -60,6 +64,8 @@ class TorchTarget:
     torch_minor_only: bool = False
     build: TorchBuild | None = None
     gpu: int | None = None
+    search_path: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
 
 
 _PROBE = r"""
@@ -77,11 +83,14 @@ try:
 except m.PackageNotFoundError:
     torch = None
 paths = sysconfig.get_paths()
+search = [p for p in sys.path if isinstance(p, str)]
+prefixes = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
 sys.path.insert(0, sys.argv[1])
 from packaging import tags
 from packaging.markers import default_environment
 print(json.dumps({
     "torch": torch, "paths": paths, "version_py": version_py, "requires": requires,
+    "search_path": search, "prefixes": prefixes,
     "python": sys.executable, "version": ".".join(map(str, sys.version_info[:3])),
     "tags": [str(t) for t in tags.sys_tags()], "markers": default_environment(),
 }))
@@ -137,7 +146,14 @@ def probe(python: str | None = None) -> TorchTarget:
         paths=dict(doc["paths"]),
         build=build,
         gpu=gpu,
+        search_path=_strings(doc.get("search_path")),
+        prefixes=_strings(doc.get("prefixes")),
     )
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    """A list of paths from the probe's answer; anything else in it is dropped."""
+    return tuple(v for v in value if isinstance(v, str) and v) if isinstance(value, list) else ()
 
 
 def with_gpu(target: TorchTarget, gpu: str) -> TorchTarget:
@@ -231,7 +247,7 @@ def target_from_options(
     else:
         build = here.build if torch is None else None
     try:
-        torch_version = Version(torch) if torch else here.torch
+        torch_version = Version(limits.check_version("--torch", torch)) if torch else here.torch
     except InvalidVersion as exc:
         raise InputError(f"--torch {torch!r}: not a version") from exc
     minor_only = torch_version is not None and torch is not None and len(torch_version.release) == 2
@@ -296,6 +312,8 @@ def probe_here() -> TorchTarget:
         python=sys.executable,
         paths=dict(sysconfig.get_paths()),
         build=build,
+        search_path=tuple(p for p in sys.path if p),
+        prefixes=(sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix),
     )
 
 

@@ -6,22 +6,11 @@ where ESC, BEL or a bidi override would act as they do in a terminal."""
 from __future__ import annotations
 
 from torchwheel.report.findings import more_text
-from torchwheel.report.textsafe import defuse
+from torchwheel.report.textsafe import escape_data, escape_property
 from torchwheel.rules.codes import BY_CODE
 from torchwheel.rules.registry import Findings
 
-
-def escape_data(text: str) -> str:
-    """A command's message: the control characters defused (``textsafe``), then the
-    workflow-command escaping (actions/toolkit ``escapeData``). ``defuse`` already shows CR
-    and LF as ``\\r``/``\\n``; they are escaped here too so this stays right on its own."""
-    return defuse(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def escape_property(text: str) -> str:
-    """A property value (``file=``, ``title=``): also ``:`` and ``,``, which would end it
-    (actions/toolkit ``escapeProperty``)."""
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+__all__ = ["check_github", "escape_data", "escape_property", "failure"]
 
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "notice"}

@@ -10,8 +10,8 @@ and one escape decide what is unsafe for every format, so the renderers cannot d
 
 - text (``safe``, ``safe_lines``): ``repr``-style escapes (``\\n``, ``\\x1b``, ``\\u202e``),
   so nothing is lost for a human reading the log;
-- GitHub annotations (``report/github.py``): the same escapes, then the workflow-command
-  escaping on top;
+- GitHub annotations (``escape_data``, ``escape_property``: ``check``'s and ``doctor``'s):
+  the same escapes, then the workflow-command escaping on top;
 - markdown cells (``markdown_cell``) and index HTML (``html_text``): the same escapes, then
   their own quoting;
 - JSON (``json_text``): every document is ASCII (``ensure_ascii``), so C0, DEL, C1 and bidi
@@ -62,6 +62,19 @@ def safe(text: str) -> str:
 def safe_lines(lines: Iterable[str]) -> str:
     """Lines joined by newlines, each escaped: the only newlines left are ours."""
     return "\n".join(safe(line) for line in lines)
+
+
+def escape_data(text: str) -> str:
+    """A GitHub workflow command's message: the control characters defused (``textsafe``), then the
+    workflow-command escaping (actions/toolkit ``escapeData``). ``defuse`` already shows CR
+    and LF as ``\\r``/``\\n``; they are escaped here too so this stays right on its own."""
+    return defuse(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A property value (``file=``, ``title=``): also ``:`` and ``,``, which would end it
+    (actions/toolkit ``escapeProperty``)."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def markdown_cell(text: str) -> str:

@@ -10,49 +10,42 @@ network error); a line that does not parse is counted as such, never guessed at.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
 from torchwheel.report.textsafe import markdown_cell, safe
-from torchwheel.safejson import ANY, Either, Int, List, Null, Object, Str
+from torchwheel.safeopen import open_regular
 from torchwheel.scan import jsonl
 
-# What the counts read of a line, and nothing more: a line of another shape (another tool's,
-# or edited by hand) is counted as not a scan line instead of stopping the report.
-_NEED = Object({"kind": ANY, "floor": ANY, "torch_build": Either((Str(), List(Str()), Null()))}, other=ANY)
-_LINE = Object(
-    {
-        "error": Either((Null(), Object(other=ANY))),
-        "need": Either((Null(), Object({"need": Either((Null(), _NEED))}, other=ANY))),
-        "show": Either(
-            (
-                Null(),
-                Object({"wheels": List(Object({"need": Either((Null(), _NEED))}, other=ANY))}, other=ANY),
-            )
-        ),
-        "check": Either((Null(), Object({"findings": List(Object(other=ANY))}, other=ANY))),
-        "fetched_bytes": Either((Null(), Int(0))),
-        # a --partial line: each axis decided or "not read" (a list: the axes decided)
-        "partial": Either(
-            (
-                Null(),
-                Object(
-                    {
-                        "axes": Either((Object(other=Str()), List(Str()))),
-                        "wheel_bytes": Either((Null(), Int(0))),
-                        "requests": Either((Null(), Int(0))),
-                    },
-                    other=ANY,
-                ),
-            )
-        ),
-    },
-    other=ANY,
-)
 _AXES = ("kind", "floor", "releases", "releases_from", "requirements", "torch_build", "gpu_code", "marker")
+
+
+@frozen
+class _Partial:
+    """A --partial line's cost and the axes its bytes decided."""
+
+    fetched: int
+    requests: int
+    wheel_bytes: int
+    decided: frozenset[str]
+
+
+@frozen
+class _Counted:
+    """What the counts read of one line (``jsonl.LINE`` checked its shape): a file of
+    100,000 lines keeps 100,000 of these, not 100,000 parsed documents."""
+
+    error: str | None
+    kind: str
+    floor: str | None
+    builds: str | None
+    findings: tuple[str, ...]
+    partial: _Partial | None = None
 
 
 @dataclass
@@ -98,69 +91,93 @@ class Summary:
 
 
 def _need(line: dict[str, Any]) -> dict[str, Any] | None:
-    need = (line.get("need") or {}).get("need")
-    if isinstance(need, dict):
-        return need
-    wheels = (line.get("show") or {}).get("wheels") or [{}]
+    need = (line["need"] or {}).get("need")
+    if need is not None:
+        return dict(need)
+    wheels = (line["show"] or {}).get("wheels") or [{}]
     found = wheels[0].get("need")
-    return found if isinstance(found, dict) else None
+    return dict(found) if found is not None else None
 
 
-def _count_partial(summary: Summary, line: dict[str, Any], part: dict[str, Any]) -> None:
+def _partial(line: dict[str, Any]) -> _Partial | None:
     """A --partial line's axes (an older line lists the axes it decided) and its cost."""
-    summary.partial += 1
-    summary.fetched += line.get("fetched_bytes") or 0
-    summary.requests += part.get("requests") or 0
-    summary.wheel_bytes += part.get("wheel_bytes") or 0
+    part = line.get("partial")
+    if part is None:
+        return None
     axes = part["axes"]
-    for axis in _AXES:
-        state = (
-            axes.get(axis, "not read")
-            if isinstance(axes, dict)
-            else ("decided" if axis in axes else "not read")
-        )
-        summary.axes.setdefault(axis, Counter())["decided" if state == "decided" else "not read"] += 1
+    decided = {a for a, state in axes.items() if state == "decided"} if isinstance(axes, dict) else set(axes)
+    fetched = line["fetched_bytes"]
+    return _Partial(fetched, part.get("requests") or 0, part.get("wheel_bytes") or 0, frozenset(decided))
 
 
-def _count(summary: Summary, line: dict[str, Any]) -> None:
-    summary.wheels += 1
-    error = line.get("error")
-    if isinstance(line.get("partial"), dict):
-        _count_partial(summary, line, line["partial"])
-    if isinstance(error, dict):
-        summary.errors[str(error.get("code"))] += 1
-        return
-    summary.read += 1
+def _counted(line: dict[str, Any]) -> _Counted:
+    error = line["error"]
+    if error is not None:
+        return _Counted(str(error["code"]), "", None, None, (), _partial(line))
     need = _need(line)
     kind = str(need.get("kind")) if need else "unknown"
-    summary.kinds[kind] += 1
-    if need and kind == "stable" and need.get("floor"):
-        summary.floors[str(need["floor"])] += 1
+    floor = str(need["floor"]) if need and kind == "stable" and need.get("floor") else None
+    builds = None
     if need:
-        builds = need.get("torch_build") or ["none"]  # "not read" on a partial line without --gpu
-        summary.builds[builds if isinstance(builds, str) else ", ".join(builds)] += 1
-    findings = (line.get("check") or {}).get("findings") or []
-    for code in sorted({f.get("code") for f in findings if f.get("severity") == "error"}):
-        summary.findings[str(code)] += 1
+        found = need.get("torch_build") or ["none"]  # "not read" on a partial line without --gpu
+        builds = found if isinstance(found, str) else ", ".join(found)
+    findings = (line["check"] or {}).get("findings") or []
+    codes = tuple(sorted({str(f["code"]) for f in findings if f["severity"] == "error"}))
+    return _Counted(None, kind, floor, builds, codes, _partial(line))
+
+
+def _count_partial(summary: Summary, part: _Partial) -> None:
+    summary.partial += 1
+    summary.fetched += part.fetched
+    summary.requests += part.requests
+    summary.wheel_bytes += part.wheel_bytes
+    for axis in _AXES:
+        summary.axes.setdefault(axis, Counter())["decided" if axis in part.decided else "not read"] += 1
+
+
+def _count(summary: Summary, line: _Counted) -> None:
+    summary.wheels += 1
+    if line.partial is not None:
+        _count_partial(summary, line.partial)
+    if line.error is not None:
+        summary.errors[line.error] += 1
+        return
+    summary.read += 1
+    summary.kinds[line.kind] += 1
+    if line.floor is not None:
+        summary.floors[line.floor] += 1
+    if line.builds is not None:
+        summary.builds[line.builds] += 1
+    for code in line.findings:
+        summary.findings[code] += 1
 
 
 def summarize(path: Path) -> Summary:
-    if not path.is_file():
-        raise InputError(f"{path}: no such scan file")
-    newest: dict[str, dict[str, Any]] = {}
+    """The counts of the scan file ``path`` (a regular file: a FIFO or device is refused
+    before it is opened), in memory bounded by its lines' counts, not their documents."""
+    newest: dict[str, _Counted] = {}
     summary = Summary()
     try:
-        for line in jsonl.whole_lines(path):
-            if line is None or _LINE.problem(line, "line") is not None:
-                summary.not_lines += 1
-                continue
-            key = jsonl.identity(line)
-            newest.pop(key, None)  # the newest line of a source keeps its place at the end
-            newest[key] = line
+        fd = open_regular(path)
+    except FileNotFoundError as exc:
+        raise InputError(f"{path}: no such scan file") from exc
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from exc
-    for line in newest.values():
-        _count(summary, line)
+        raise InputError(f"{path}: {exc.strerror or exc} (reading the scan file)") from exc
+    try:
+        with open(fd, "rb", closefd=False) as fh:
+            for line, _ in jsonl.whole_lines(fh, str(path)):
+                if line is None:
+                    summary.not_lines += 1
+                    continue
+                key = jsonl.identity(line)
+                newest.pop(key, None)  # the newest line of a source keeps its place at the end
+                newest[key] = _counted(line)
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc} (reading the scan file)") from exc
+    finally:
+        os.close(fd)
+    for counted in newest.values():
+        _count(summary, counted)
     return summary
 
 

@@ -141,12 +141,12 @@ def run_scan(
     ``out``, appending to what a previous run left there; ``read``: ``whole``, or
     ``partial`` / ``partial+gpu`` for hosted wheels (``--partial [--gpu]``)."""
     fairness.configure(policy)
+    previous = jsonl.check_output(out)  # before the network: a file that is no scan file is refused at once
     listed = list_sources(sources, indexes, names)
     urls.carry_credentials(listed.credentials)  # for the sessions that fetch the wheels
-    previous = jsonl.done(out)
     work = plan_scan(listed, previous)
     progress = Progress(len(work.todo) + len(work.unlisted), work.skipped, stream, tty)
-    appender = jsonl.Appender(out, previous.end)
+    appender = jsonl.Appender(out, previous)
     try:
         for where, why in work.unlisted:
             line = empty_line(WheelSource(where), {"code": "unlisted", "message": why})

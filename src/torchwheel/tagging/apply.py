@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchwheel.analysis.wheelfacts import WheelFacts
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, quoted
 from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.plan import Plan, plan
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.metadata import SIDE_FILE
 from torchwheel.wheel.readback import verify_written
-from torchwheel.wheel.writer import copy_file_atomically, source_date_epoch, write_wheel
+from torchwheel.wheel.temps import check_replaceable
+from torchwheel.wheel.writer import WHEEL_FILE, copy_file_atomically, source_date_epoch, write_wheel
 
 
 @dataclass
@@ -106,6 +107,15 @@ def _matching_dist_info(w: WheelFacts) -> None:
         )
 
 
+def _output_path(out_dir: Path, filename: str) -> Path:
+    """The output wheel's path: a plain name in the output folder, so its temporary file goes
+    there too (``wheel.temps``), never a folder above or below it."""
+    target = out_dir / filename
+    if target.parent != out_dir or filename in (".", "..") or "\x00" in filename:
+        raise InputError(f"{quoted(filename, 80)}: not a plain file name for {out_dir}: nothing written")
+    return target
+
+
 def _planned(w: WheelFacts, opts: TagOptions, variant: bool) -> tuple[Plan, str]:
     """The plan and the plain wheel's name (installer parses that one; a variant label is a
     draft form): with ``variant``, the plan of the variant copy."""
@@ -127,12 +137,15 @@ def output_path(
     """Where ``tag`` writes this wheel: asked before the first wheel is written, so that an
     output that exists refuses the whole run, not its second half."""
     source = Path(w.contents.path)
-    return _out_dir(source, dest, in_place) / _planned(w, opts, variant)[0].filename
+    return _output_path(_out_dir(source, dest, in_place), _planned(w, opts, variant)[0].filename)
 
 
 def refuse_existing(target: Path, overwrite: bool) -> None:
-    """No silent overwrite (as ``unlabel``): a file at the output's name is replaced only when asked."""
-    if not overwrite and (target.exists() or target.is_symlink()):
+    """No silent overwrite (as ``unlabel``): a file at the output's name is replaced only when
+    asked, and only when it is a wheel (``wheel.temps.check_replaceable``): never a link, a
+    folder, a FIFO or a file of another kind, ``--overwrite`` or not."""
+    check_replaceable(target, WHEEL_FILE)
+    if not overwrite and os.path.lexists(target):
         raise InputError(f"{target}: exists; pass --overwrite to replace it")
 
 
@@ -183,7 +196,7 @@ def tag(
     if archive is None:
         with WheelArchive(source) as reopened:
             return tag(w, opts, dest, in_place, dry_run, with_facts, reopened, variant, overwrite)
-    target = _out_dir(source, dest, in_place) / p.filename
+    target = _output_path(_out_dir(source, dest, in_place), p.filename)
     other = target.resolve() != source.resolve()  # a file of its own, not the input
     if other:
         refuse_existing(target, overwrite)
@@ -193,6 +206,8 @@ def tag(
         return TagResult(source, target, False, ["already tagged: nothing to change"])
     if target.resolve() == source.resolve() and not in_place:
         raise InputError(f"{source.name}: writing would replace the input; pass --in-place or -w DIR")
+    if in_place:  # the path must still name the analysed file: said before any other refusal
+        _still_the_input(source, archive.fd)
     ren = p.renames  # a local label renames the .dist-info: every input name seen as its new one
     infos = {ren.get(n, n): i for n, i in archive.infos.items()} if ren else archive.infos
     hashes = {ren.get(n, n): h for n, h in w.hashes.items()}

@@ -15,11 +15,14 @@ import re
 
 from packaging.version import InvalidVersion, Version
 
+from torchwheel import limits
 from torchwheel.analysis.wheelfacts import WheelFacts
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, quoted
 from torchwheel.tagging.options import TagOptions
 
-_BUILD_TAG = re.compile(r"^\d[^-\s]*$")  # the binary distribution format: starts with a digit
+# the binary distribution format: a digit first; a file name's parts hold only letters, digits,
+# "_" and "." (anything else is escaped to "_" by the spec), so no "/", "..", "-" or space
+_BUILD_TAG = re.compile(r"\d[A-Za-z0-9_.]*")
 
 
 def plain_wheel_only(w: WheelFacts, where: str, not_a_wheel: str, variant_advice: str) -> None:
@@ -58,6 +61,7 @@ def naming(
     build = parts[2] if len(parts) == 6 else None
     notes: list[str] = []
     if opts.local_label is not None:
+        limits.check_version("--local-label", opts.local_label)
         try:
             new_version = Version(f"{Version(version).public}+{opts.local_label}")
         except InvalidVersion as exc:
@@ -70,8 +74,12 @@ def naming(
                 "serve this wheel from your own index (docs/authors.md)"
             )
     if opts.build_tag is not None:
-        if not _BUILD_TAG.match(opts.build_tag):
-            raise InputError(f"--build-tag {opts.build_tag!r}: must start with a digit and contain no '-'")
+        limits.check_version("--build-tag", opts.build_tag)
+        if not _BUILD_TAG.fullmatch(opts.build_tag):
+            raise InputError(
+                f"--build-tag {quoted(opts.build_tag, 60)}: a digit, then letters, digits, '_' and '.' only "
+                "(the binary distribution format)"
+            )
         if build != opts.build_tag:
             build = opts.build_tag
             kept = [ln for ln in wheel_text.splitlines() if ln.strip() and not ln.startswith("Build:")]

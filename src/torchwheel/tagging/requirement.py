@@ -12,8 +12,9 @@ import re
 
 from packaging.requirements import Requirement
 from packaging.specifiers import Specifier, SpecifierSet
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
+from torchwheel import limits
 from torchwheel.errors import InputError, clipped, quoted
 from torchwheel.tagging.options import TagOptions
 from torchwheel.torchabi import torch_releases
@@ -64,6 +65,15 @@ def named_minor(name: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+def _upper_bound(text: str) -> str:
+    """``--upper-bound``: a version, bounded before packaging converts its digits."""
+    limits.check_version("--upper-bound", text)
+    try:
+        return str(Version(text))
+    except InvalidVersion as exc:
+        raise InputError(f"--upper-bound {quoted(text, 60)}: not a version") from exc
+
+
 def desired_spec(
     abi: TorchNeed, reqs: tuple[Requirement, ...], opts: TagOptions, named: str | None = None
 ) -> str | None:
@@ -73,7 +83,7 @@ def desired_spec(
         t: FeatureVersion = abi.floor
         _known(t.minor_release, "the binaries need")
         spec = f">={t.minor_release if t.patch == 0 else t.release}"
-        return spec + (f",<{opts.upper_bound}" if opts.upper_bound else "")
+        return spec + (f",<{_upper_bound(opts.upper_bound)}" if opts.upper_bound else "")
     if abi.per_release:
         return None  # per-minor builds: no pin (it would break every other minor)
     if abi.kind == "unstable":

@@ -38,7 +38,7 @@ _VERSION_HEADERS = (
 _INCLUDE_PREFIX = "torch/include/"
 
 _VERSION_MACRO = re.compile(
-    r"^\s*#\s*define\s+TORCH_VERSION_(?P<part>MAJOR|MINOR|PATCH)\s+(?P<value>\d+)\b",
+    r"^\s*#\s*define\s+TORCH_VERSION_(?P<part>MAJOR|MINOR|PATCH)\s+(?P<value>\d{1,9})\b",
     re.MULTILINE,
 )
 
@@ -74,13 +74,15 @@ def _read_wheel(path: Path) -> tuple[FeatureVersion, dict[str, str]]:
         }
 
         def read(relative: str) -> str:
-            return wheel.read(names[relative]).decode("utf-8", errors="replace")
+            return wheel.read_bounded(names[relative]).decode("utf-8", errors="replace")  # max-metadata-bytes
 
         version_header = next((h for h in _VERSION_HEADERS if h in names), None)
         if version_header is None:
             raise ValueError(f"{path}: no torch/include version header; not a torch wheel?")
         version = _parse_version_header(read(version_header), f"{path}!{version_header}")
-        headers = {rel: read(rel) for rel in sorted(names) if _is_shim_header(rel)}
+        shims = sorted(rel for rel in names if _is_shim_header(rel))
+        _bounded(path, sum(wheel.member_size(names[rel]) for rel in shims))
+        headers = {rel: read(rel) for rel in shims}
     return version, headers
 
 
@@ -93,14 +95,30 @@ def _include_root(path: Path) -> Path:
     )
 
 
+def _bounded(source: Path, size: int) -> None:
+    from torchwheel import limits
+
+    limits.current().max_shim_header_bytes.check(f"{source}: its shim headers' size", size)
+
+
+def _read_text(path: Path) -> str:
+    """A header of a torch folder: a regular file (a FIFO named ``.h`` would block the read,
+    a link to ``/dev/zero`` never end it) within ``max-metadata-bytes``."""
+    from torchwheel import limits
+    from torchwheel.safeopen import read_regular
+
+    try:
+        return read_regular(path, limits.current().max_metadata_bytes.value).decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise ValueError(f"{path}: {exc.strerror or exc}") from exc
+
+
 def _read_directory(path: Path) -> tuple[FeatureVersion, dict[str, str]]:
     root = _include_root(path)
     for name in _VERSION_HEADERS:
         version_file = root / name
         if version_file.is_file():
-            version = _parse_version_header(
-                version_file.read_text(encoding="utf-8", errors="replace"), str(version_file)
-            )
+            version = _parse_version_header(_read_text(version_file), str(version_file))
             break
     else:
         raise ValueError(f"{root}: no torch version header ({', '.join(_VERSION_HEADERS)})")
@@ -111,7 +129,8 @@ def _read_directory(path: Path) -> tuple[FeatureVersion, dict[str, str]]:
             continue
         for header in sorted(base.rglob("*.h")):
             relative = PurePosixPath(header.relative_to(root)).as_posix()
-            headers[relative] = header.read_text(encoding="utf-8", errors="replace")
+            headers[relative] = _read_text(header)
+            _bounded(path, sum(map(len, headers.values())))
     return version, headers
 
 

@@ -7,14 +7,15 @@ table the new gates without waiting for a torchwheel release.
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 from typing import BinaryIO
 
 from torchwheel.errors import InputError
 from torchwheel.torchabi.shim_headers import scan_headers
-from torchwheel.torchabi.symtable import SymbolTable, load_shipped, merge_all
-from torchwheel.wheel.temps import replace_atomically
+from torchwheel.torchabi.symtable import SymbolTable, load_shipped, merge_all, shape
+from torchwheel.wheel.temps import OutputKind, replace_atomically
 
 __all__ = ["regenerate", "write_atomically"]
 
@@ -53,4 +54,21 @@ def write_atomically(path: Path, text: str) -> None:
     def write(out: BinaryIO) -> None:
         out.write(text.encode("utf-8"))
 
-    replace_atomically(path, write, mode)
+    replace_atomically(path, write, mode, kind_of=SYMBOL_TABLE)
+
+
+def _is_table(fd: int) -> bool:
+    """A file a previous ``symbols update -o`` wrote: a table ``--symbols`` reads (bounded and
+    schema-checked by ``safejson``), not a file that only happens to be where one would go."""
+    from torchwheel import limits, safejson
+
+    limit = limits.current().max_json_bytes.value
+    data = os.pread(fd, limit + 1, 0)
+    try:
+        SymbolTable.from_document(safejson.load(data, "table", shape()), "table")
+    except InputError:
+        return False
+    return True
+
+
+SYMBOL_TABLE = OutputKind("symbol table", _is_table)

@@ -159,6 +159,32 @@ def _read_lib_dir(lib: Path, wanted: frozenset[str] | None) -> TorchLibraries:
     return _facts(read(), str(lib), _version_from(text), wanted, text)
 
 
+def read_files(
+    files: Iterable[tuple[str, Path]],
+    origin: str,
+    version: str | None,
+    version_py: str | None,
+    wanted: frozenset[str] | None = None,
+) -> TorchLibraries:
+    """An installed torch given file by file, ``(member, path)``: ``doctor`` reads the
+    environment's torch through its RECORD, whose every path was found inside the
+    environment, and passes the runtime libraries of ``torch/lib`` here."""
+
+    def read() -> Iterator[tuple[str, BinaryFacts]]:
+        for member, path in files:
+            if (
+                member.startswith(_LIB_DIR)
+                and "/" not in member[len(_LIB_DIR) :]
+                and is_runtime_library(member)
+            ):
+                try:
+                    yield PurePosixPath(member).name, read_path(path, raw_scan=False)
+                except BinaryError as exc:
+                    raise InputError(f"{path}: {exc}") from exc
+
+    return _facts(read(), origin, version, wanted, version_py)
+
+
 def _lib_dir(path: Path) -> Path:
     """``torch/lib`` under a site-packages or unpacked wheel, the torch package, or itself."""
     for candidate in (path / "torch" / "lib", path / "lib", path):

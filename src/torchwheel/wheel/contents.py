@@ -167,8 +167,10 @@ def parse_wheel_name(filename: str) -> WheelName:
 
 def parse_filename(filename: str) -> WheelName:
     """packaging's parse (and the variant label's), after bounding the compressed tag set it
-    would expand."""
+    would expand and the version and build tag it would convert (``max-version-length``)."""
     parts = filename.removesuffix(".whl").split("-")
+    for what, part in zip(("the file name's version", "the file name's build tag"), parts[1:3], strict=False):
+        limits.check_version(what, part)
     for tags in {tuple(parts[-3:]), tuple(parts[-4:-1])}:  # with and without a variant label
         if len(parts) >= 5 and len(tags) == 3:
             tag_set_size(f"the file name's tags {quoted('-'.join(tags), 60)}", [list(tags)])
@@ -185,7 +187,11 @@ def salvaged(filename: str) -> tuple[str, str]:
     Both or neither: a version that does not parse says the parts are not where they belong
     (``not-a-valid-wheel-name.whl``), and its first part is then no project either."""
     parts = filename.removesuffix(".whl").split("-")
-    if len(parts) not in (5, 6) or not _PROJECT.match(parts[0]):
+    if (
+        len(parts) not in (5, 6)
+        or not _PROJECT.match(parts[0])
+        or len(parts[1]) > limits.current().max_version_length.value
+    ):
         return "", ""
     try:
         return parts[0], str(Version(parts[1]))
@@ -215,6 +221,8 @@ def suggested_name(project: str, version: str, tag_lines: list[str]) -> str | No
             continue
     parts = [sorted({getattr(t, f) for t in tags}) for f in ("interpreter", "abi", "platform")]
     if not tags or len(parts[0]) * len(parts[1]) * len(parts[2]) != len(tags):
+        return None
+    if len(version) > limits.current().max_version_length.value:
         return None
     try:
         name = f"{canonicalize_name(project).replace('-', '_')}-{Version(version)}-{'-'.join('.'.join(p) for p in parts)}.whl"

@@ -25,6 +25,7 @@ from torchwheel.wheel.metadata import (
     TORCH_ABI_FIELD,
     MetadataFacts,
     check_torch_abi_lines,
+    overlong,
     parse_metadata,
     wheel_problems,
 )
@@ -69,7 +70,10 @@ class Defect:
 
 def comparable_version(text: str) -> Version | str:
     """A version as packaging reads it, or the text as written when it does not parse (TW407
-    says so) so that two spellings can still be compared."""
+    says so) or is past ``max-version-length`` (TW416), so that two spellings can still be
+    compared."""
+    if len(text) > limits.current().max_version_length.value:
+        return text
     try:
         return Version(text)
     except InvalidVersion:
@@ -215,6 +219,20 @@ def filename_invalid(w: Archive) -> Iterator[Hit]:
     )
 
 
+def version_too_long(w: Archive) -> Iterator[Hit]:
+    """A version (METADATA's, a requirement's) or build tag past ``max-version-length``:
+    packaging converts each run of digits with ``int()``, which refuses 4,300 of them, so
+    pip and every packaging-based tool fail on it; torchwheel reads the wheel without it."""
+    c = w.contents
+    fix = "shorten it in the build (real versions are under 100 characters)"
+    for text in w.metadata.overlong:
+        yield f"{c.dist_info}/METADATA", f"{text}: packaging-based tools cannot read it; {fix}"
+    for build in c.wheel_fields.get("Build", []):
+        found = overlong("Build", build)
+        if found is not None:
+            yield f"{c.dist_info}/WHEEL", f"{found}: packaging-based tools cannot read it; {fix}"
+
+
 # every error the archive alone shows, in code order (tests/wheel/test_defects.py holds it
 # to the error codes of TW4xx in ``rules.codes``, but the binaries' TW405 and TW406)
 CHECKS: dict[str, Callable[[Archive], Iterator[Hit]]] = {
@@ -227,6 +245,7 @@ CHECKS: dict[str, Callable[[Archive], Iterator[Hit]]] = {
     "TW410": torch_abi_invalid,
     "TW411": member_name_uninstallable,
     "TW414": filename_invalid,
+    "TW416": version_too_long,
 }
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from torchwheel import limits
 from torchwheel.errors import clipped, quoted
 from torchwheel.frozen import frozen
 from torchwheel.version import FeatureVersion
@@ -131,9 +132,32 @@ class MetadataFacts:
     torch_requirements: tuple[Requirement, ...]
     problems: tuple[str, ...]
     name: str | None = None  # as METADATA spells it (the first Name field)
-    version: str | None = None
+    version: str | None = None  # None too when it is past max-version-length (``overlong`` says so)
     # every valid Requires-Dist (the accelerator rules read ``nvidia-*-cu12`` names in them)
     requirements: tuple[Requirement, ...] = ()
+    # the fields past max-version-length (TW416), left unparsed: packaging would convert their digits
+    overlong: tuple[str, ...] = ()
+
+
+_WORD = re.compile(r"[^\s,;()<>=!~'\"\[\]]+")
+
+
+def longest_word(text: str) -> int:
+    """The longest word of a requirement or version specifier (a version, a name, a marker's
+    value): packaging converts the digits of each version word with ``int()``, which refuses
+    4,300 of them with a ValueError (and is slow long before), so a text whose words are past
+    ``max-version-length`` is not given to packaging at all."""
+    return max((len(w) for w in _WORD.findall(text)), default=0)
+
+
+def overlong(field: str, text: str) -> str | None:
+    limit = limits.current().max_version_length
+    whole = field in ("Version", "Build")
+    n = len(text) if whole else longest_word(text)
+    if n <= limit.value:
+        return None
+    what = f"{field} {quoted(text, 60)}" + (" has" if whole else " holds a word of")
+    return f"{what} {n:,} characters, over {limit.name} = {limit.value:,} ({limit.env} raises it)"
 
 
 # Core metadata fields that may appear once (core metadata spec; ``packaging.metadata``
@@ -155,14 +179,17 @@ def parse_metadata(text: str) -> MetadataFacts:
     """
     msg = parse_headers(text)
     problems: list[str] = []
+    overlong: list[str] = []
     requires_python: SpecifierSet | None = None
-    if msg.get("Requires-Python"):
+    if msg.get("Requires-Python") and not _past(overlong, "Requires-Python", str(msg["Requires-Python"])):
         try:
             requires_python = SpecifierSet(str(msg["Requires-Python"]))
         except InvalidSpecifier:
             problems.append(f"Requires-Python {msg['Requires-Python']!r} is not a valid specifier")
     every: list[Requirement] = []
     for raw in msg.get_all("Requires-Dist") or []:
+        if _past(overlong, "Requires-Dist", str(raw)):
+            continue
         try:
             every.append(Requirement(str(raw)))
         except InvalidRequirement:
@@ -177,4 +204,16 @@ def parse_metadata(text: str) -> MetadataFacts:
             problems.append(f"METADATA has {counts[key]} {key.title()} fields: a field that may appear once")
     name = str(msg["Name"]).strip() if msg.get("Name") else None
     version = str(msg["Version"]).strip() if msg.get("Version") else None
-    return MetadataFacts(requires_python, tuple(torch), tuple(problems), name, version, tuple(every))
+    if version is not None and _past(overlong, "Version", version):
+        version = None
+    return MetadataFacts(
+        requires_python, tuple(torch), tuple(problems), name, version, tuple(every), tuple(overlong)
+    )
+
+
+def _past(found: list[str], field: str, text: str) -> bool:
+    """Whether ``text`` is past max-version-length (then said in ``found``)."""
+    problem = overlong(field, text)
+    if problem is not None:
+        found.append(problem)
+    return problem is not None

@@ -14,11 +14,16 @@ from __future__ import annotations
 import os
 import re
 import signal
+import stat
 import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
+
+from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
+from torchwheel.safeopen import kind
 
 TEMP_PREFIX = ".torchwheel-tmp-"  # then the writer's pid: a leftover is recognisable
 _TEMP = re.compile(re.escape(TEMP_PREFIX) + r"(\d+)-.*\.tmp$")
@@ -85,17 +90,56 @@ def release_signals() -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, _previous_mask.pop())
 
 
+@frozen
+class OutputKind:
+    """What torchwheel writes at an output path: an existing file there is replaced only
+    when ``looks_like`` says it is one (a wheel, a symbol table), never another file, a link,
+    a folder, a FIFO or a device."""
+
+    what: str  # "wheel", "symbol table"
+    looks_like: Callable[[int], bool]  # given a descriptor open for reading at its start
+
+
+def check_replaceable(target: Path, kind_of: OutputKind) -> None:
+    """``InputError`` naming ``target`` unless it is missing or a regular file of the kind."""
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InputError(f"{target}: {exc.strerror or exc} (checking the output)") from exc
+    keep = f"not replaced (torchwheel replaces only a {kind_of.what} it could have written; remove it or write elsewhere)"
+    if stat.S_ISLNK(st.st_mode):
+        raise InputError(f"{target}: a symbolic link: {keep}")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{target}: {kind(st.st_mode)}, not a {kind_of.what}: {keep}")
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise InputError(f"{target}: {exc.strerror or exc} (checking the output)") from exc
+    try:
+        if not (stat.S_ISREG(os.fstat(fd).st_mode) and kind_of.looks_like(fd)):
+            raise InputError(f"{target}: not a {kind_of.what}: {keep}")
+    finally:
+        os.close(fd)
+
+
 def replace_atomically(
     target: Path,
     write: Callable[[BinaryIO], None],
     mode: int,
     check: Callable[[Path], None] = lambda written: None,
+    kind_of: OutputKind | None = None,
 ) -> None:
     """The one way torchwheel replaces a file: ``write`` fills a temp file beside ``target``
     (same filesystem), which is synced, given ``mode`` (mkstemp makes it private), handed
     to ``check`` (which may refuse by raising), and only then renamed onto ``target``. On
     any exception, KeyboardInterrupt and SIGTERM/SIGHUP included, the temp file is removed
-    and ``target`` is as it was."""
+    and ``target`` is as it was. With ``kind_of``, a file already at ``target`` is replaced
+    only when it is of that kind (``check_replaceable``, before and again just before the
+    rename)."""
+    if kind_of is not None:
+        check_replaceable(target, kind_of)
     fd, tmp = temp_in(target.parent)
     try:
         release_signals()
@@ -105,7 +149,13 @@ def replace_atomically(
             os.fsync(out.fileno())
         check(tmp)
         tmp.chmod(mode)
+        if kind_of is not None:
+            check_replaceable(target, kind_of)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # a write error names no file
+            raise OSError(
+                exc.errno, f"{exc.strerror or exc} (writing it, through {tmp.name})", str(target)
+            ) from exc
         raise

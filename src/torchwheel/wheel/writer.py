@@ -24,7 +24,7 @@ from typing import BinaryIO
 
 from torchwheel.errors import InputError
 from torchwheel.wheel.record import record_hash
-from torchwheel.wheel.temps import replace_atomically
+from torchwheel.wheel.temps import OutputKind, replace_atomically
 from torchwheel.wheel.zipdir import Member, local_data_offset
 
 _LOCAL = struct.Struct("<4sHHHHHIIIHH")
@@ -36,6 +36,13 @@ _MAX32 = 0xFFFFFFFF
 _UTF8_FLAG = 0x800
 _COPY_CHUNK = 1 << 22
 
+
+def _is_zip(fd: int) -> bool:
+    """A zip archive begins with a local header, or (an empty one) with its end record."""
+    return os.pread(fd, 4, 0) in (b"PK\x03\x04", b"PK\x05\x06")
+
+
+WHEEL_FILE = OutputKind("wheel", _is_zip)  # what tag, repair and unlabel replace in their output folder
 
 SourceEntry = Member | zipfile.ZipInfo  # the input's central-directory entry (tests pass ZipInfo)
 
@@ -200,7 +207,7 @@ def write_wheel(
         before_replace()
 
     # mkstemp made the temp file private; the output keeps the input's mode
-    replace_atomically(target, write, os.fstat(source_fd).st_mode & 0o777, check)
+    replace_atomically(target, write, os.fstat(source_fd).st_mode & 0o777, check, WHEEL_FILE)
 
 
 def _record_bytes(rows: list[tuple[str, str, str]]) -> bytes:
@@ -301,4 +308,4 @@ def copy_file_atomically(source_fd: int, target: Path) -> None:
             dst.write(chunk)
             at += len(chunk)
 
-    replace_atomically(target, write, os.fstat(source_fd).st_mode & 0o777)
+    replace_atomically(target, write, os.fstat(source_fd).st_mode & 0o777, kind_of=WHEEL_FILE)

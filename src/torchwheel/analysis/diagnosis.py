@@ -1,0 +1,291 @@
+"""Which installed distributions load on a torch (``doctor``): the one verdict
+(``torchabi.verdicts``) on each distribution with compiled torch code, the torch libraries'
+own exports deciding where they were read, and the fix in a line.
+
+Three torches are judged the same way (``Judged``): the environment's own (its version and
+build from its distribution, its exports from its ``torch/lib``), a planned one (``--torch``,
+``--torch-backend``: the verdict alone) and a torch wheel or folder (``--against``: its
+exports too). Where exports were read, a torch import they lack makes the distribution "does
+not load" whatever its need says, and an unstable build whose every torch import is there is
+dated by that torch itself. A torch newer than this torchwheel's release list is said to be
+so: an unstable build's verdict there is "unknown", never a guess (issue 38's
+``Verdict.newer``, where present, says the same and is taken as it is).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from packaging.version import Version
+
+from torchwheel.analysis.environment import Distribution, Environment
+from torchwheel.analysis.torchcompat import compare_slice
+from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
+from torchwheel.errors import clipped
+from torchwheel.frozen import frozen
+from torchwheel.torchabi import torch_releases
+from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, describe_builds
+from torchwheel.torchabi.cxxnames import demangle
+from torchwheel.torchabi.need import TorchNeed, release_matches, show_release, show_releases
+from torchwheel.torchabi.symtable import SymbolTable
+from torchwheel.torchabi.torch_releases import minor_of, show_minor
+from torchwheel.torchabi.torchlibs import TorchLibraries
+from torchwheel.torchabi.verdicts import Verdict, minor_verdict, verdict
+from torchwheel.wheel.installed import NotRead
+
+
+@frozen
+class Judged:
+    """The torch a diagnosis judges against. ``how``: ``installed`` (the environment's own),
+    ``planned`` (``--torch``) or ``against`` (a torch wheel or folder). ``libraries``: its
+    exports, where they were read; ``minor_only``: a plan that named a minor (every known
+    release of it is judged, ``verdicts.minor_verdict``)."""
+
+    version: Version | None
+    build: TorchBuild | None
+    gpu: int | None
+    markers: Mapping[str, str]
+    how: str = "installed"
+    libraries: TorchLibraries | None = None
+    minor_only: bool = False
+    libraries_problem: str = ""  # why the exports of the installed torch were not read
+
+    @property
+    def label(self) -> str:
+        if self.version is None:
+            return "no torch"
+        shown = show_minor(minor_of(self.version)) if self.minor_only else self.version.public
+        built = f", {self.build}" if self.build is not None else ", build not known"
+        return f"torch {shown}{built}"
+
+    @property
+    def newer_than_tables(self) -> bool:
+        """Is this torch newer than every release this torchwheel knows?"""
+        return self.version is not None and minor_of(self.version) > minor_of(torch_releases.newest())
+
+
+@frozen
+class Row:
+    """One distribution: its need, the verdict, the fix. ``missing``: torch symbols its
+    libraries import that the judged torch's exports lack; ``before``: in a plan, the
+    verdict on the environment's own torch (what the change breaks)."""
+
+    name: str
+    version: str
+    where: str
+    need: TorchNeed | None
+    verdict: Verdict
+    fix: str = ""
+    missing: tuple[str, ...] = ()
+    before: Verdict | None = None
+    not_read: bool = False  # its files cannot be known (no RECORD, editable, a link out): not judged
+
+    @property
+    def state(self) -> str:
+        """``loads``, ``no``, ``unknown`` or ``not read``: the word the summary counts by."""
+        if self.not_read:
+            return "not read"
+        return "loads" if self.verdict.loads else "unknown" if self.verdict.cell == "unknown" else "no"
+
+    @property
+    def breaks(self) -> bool:
+        """Loads on the environment's own torch, not on the one judged."""
+        return self.before is not None and self.before.loads and not self.verdict.loads
+
+
+@frozen
+class Diagnosis:
+    judged: Judged
+    rows: tuple[Row, ...]
+    without_torch: int
+    installed: Judged | None = None  # in a plan or --against: the environment's own torch
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a distribution with compiled torch code does not load or cannot be judged,
+        else 0 (``cli/exits.py``): one whose files cannot be known is listed, not judged."""
+        return 1 if any(r.state in ("no", "unknown") for r in self.rows) else 0
+
+
+def diagnose(
+    env: Environment, judged: Judged, table: SymbolTable, installed: Judged | None = None
+) -> Diagnosis:
+    """Every distribution of ``env`` judged against ``judged`` (and, for a plan, against the
+    environment's own torch too); those not read are rows of their own, ``unknown``."""
+    rows = []
+    for d in env.with_torch:
+        before = judge(d, installed, table).verdict if installed is not None else None
+        row = judge(d, judged, table, loads_now=before.loads if before is not None else None)
+        rows.append(replace(row, before=before))
+    rows += [Row(u.name, u.version, u.where, None, Verdict("unknown", u.reason)) for u in env.unreadable]
+    rows += [not_read_row(n) for n in env.not_read]
+    return Diagnosis(judged, tuple(rows), env.without_torch, installed)
+
+
+def not_read_row(item: NotRead) -> Row:
+    return Row(item.name, item.version, item.where, None, Verdict("unknown", item.reason), not_read=True)
+
+
+def judge(d: Distribution, judged: Judged, table: SymbolTable, loads_now: bool | None = None) -> Row:
+    """The verdict on one distribution (module docstring) and its fix; ``loads_now``: in a
+    plan, whether it loads on the environment's own torch (then "keep torch" is a fix)."""
+    w = d.facts
+    name, version, where = d.name, d.version, str(d.installed.dist_info)
+    if w.unreadable:
+        bad = w.unreadable[0]
+        why = f"its compiled file {bad.member} cannot be read ({clipped(bad.error, 160)})"
+        return Row(name, version, where, None, Verdict("unknown", why), "`torchwheel show` on it says more")
+    if d.outside:
+        first = d.outside[0]
+        why = f"its RECORD names compiled files outside the environment ({first.path}: {first.detail})"
+        return Row(name, version, where, None, Verdict("unknown", why), f"reinstall {name}")
+    need = torch_need_of(w, "binaries")
+    missing = _missing(w, judged.libraries, table) if judged.libraries is not None else ()
+    found = _verdict(need, judged, missing)
+    return Row(name, version, where, need, found, fix_for(name, need, found, judged, loads_now), missing)
+
+
+def _verdict(need: TorchNeed, judged: Judged, missing: tuple[str, ...]) -> Verdict:
+    """The one verdict, with the exports where they were read: an axis that refuses on its
+    own (the build, the requirement) says so first, a missing export refuses what the need
+    alone would let load, and an unstable build whose imports are all there is dated by
+    this very torch."""
+    torch = judged.version
+    if torch is None or judged.libraries is None:
+        return _past_tables(need, judged, _one_verdict(need, judged))
+    if not missing and need.kind == "unstable" and need.releases_from != "names":
+        need = replace(need, releases=frozenset({minor_of(torch)}), releases_from="exports")
+    found = _one_verdict(need, judged)
+    if not missing:
+        return found
+    shown = ", ".join(clipped(demangle(m) or m, 100) for m in missing[:2])
+    more = f" and {len(missing) - 2} more" if len(missing) > 2 else ""
+    lacking = f"torch {torch.public} does not export {shown}{more}, which it imports"
+    if found.cell == "no" and found.axis != "version":
+        return replace(found, reason=f"{found.reason}; and {lacking}")
+    return Verdict("no", f"{need}: {lacking}", "version")
+
+
+def _one_verdict(need: TorchNeed, judged: Judged) -> Verdict:
+    if judged.minor_only and judged.version is not None:
+        return minor_verdict(need, judged.markers, minor_of(judged.version), judged.build, judged.gpu)
+    return verdict(need, judged.markers, judged.version, judged.build, judged.gpu)
+
+
+def _past_tables(need: TorchNeed, judged: Judged, found: Verdict) -> Verdict:
+    """A torch newer than the release list: an unstable build dated by its imports cannot be
+    judged there (the exports index ends before it), a stable build's "loads" rests on the
+    stable ABI's promise; both said, never guessed. Per-release builds (by their file names)
+    without one for that torch do not load there, whatever the tables say."""
+    if not judged.newer_than_tables or getattr(found, "newer", False) or judged.version is None:
+        return found
+    note = (
+        f"torch {show_minor(minor_of(judged.version))} is newer than this torchwheel's tables "
+        f"(newest known: {torch_releases.newest()})"
+    )
+    dated = need.kind == "unstable" and need.releases_from == "exports"  # by an index that ends before it
+    if dated and found.axis == "version":
+        return Verdict("unknown", f"{need}: {note}: whether it loads there cannot be told", "version")
+    if found.loads and need.kind == "stable":
+        return replace(found, reason=f"{found.reason} ({note}: the stable ABI's promise, not the tables)")
+    return found
+
+
+def _missing(w: WheelFacts, torch: TorchLibraries, table: SymbolTable) -> tuple[str, ...]:
+    """The torch symbols the libraries the package loads on this torch import (strongly)
+    that the torch's exports lack, less what the distribution's own libraries export."""
+    release = torch_releases.release_of(torch.version) if torch.version else None
+    others: set[str] = set()
+    if release is not None:
+        for group in w.alternatives:
+            others.update(m for build, m in group.members if not release_matches(build, release))
+    own = {e for b in w.binaries for s in b.analysis.facts.slices for e in s.exports}
+    lacking: set[str] = set()
+    for b in w.binaries:
+        if b.member in others:
+            continue
+        for s in b.analysis.slices:
+            found = compare_slice(b.member, b.analysis.facts.format, s.facts, torch, table)
+            lacking.update(found.missing)
+    return tuple(sorted(lacking - own))
+
+
+# -- the fix -------------------------------------------------------------------------------------
+
+
+def keep_words(need: TorchNeed) -> str:
+    """The torch releases a distribution loads on, as a constraint: ``torch>=2.10``,
+    ``torch 2.13.*``, ``torch 2.4-2.9``; "" when nothing dates it."""
+    if need.kind == "stable" and need.floor is not None:
+        return f"torch>={need.floor.minor_release if need.floor.patch == 0 else need.floor.release}"
+    if need.kind == "unstable" and need.releases:
+        if len(need.releases) == 1:
+            (only,) = need.releases
+            return f"torch=={show_release(only)}" + (".*" if len(only) == 2 else "")
+        return f"torch {show_releases(need.releases)}"
+    return ""
+
+
+def fix_for(name: str, need: TorchNeed, found: Verdict, judged: Judged, loads_now: bool | None = None) -> str:
+    """What to do, in a line: nothing for a distribution that loads. Keeping the torch one
+    has is a fix only where the distribution loads on it (``loads_now``)."""
+    if found.loads:
+        return ""
+    if found.cell == "unknown":
+        return _to_decide(need, found)
+    here = f"torch {show_minor(minor_of(judged.version))}" if judged.version is not None else "this torch"
+    keep = keep_words(need)
+    verb = "keep" if judged.how != "installed" and loads_now is not False else "install"
+    if keep and need.builds is not None and need.builds != ANY_BUILD:
+        keep += f" ({describe_builds(need.builds)})"
+    keep_or = f", or {verb} {keep}" if keep and judged.version else ""
+    if found.axis == "build":
+        built = f"for torch's {judged.build}" if judged.build is not None else "for this torch's build"
+        return f"reinstall {name} built {built}, or install the torch build it needs ({describe_builds(need.builds)})"
+    if found.axis == "gpu":
+        return f"reinstall {name} with GPU code for sm_{judged.gpu}"
+    if found.axis == "requirement":
+        pins = ", ".join(str(r) for r in need.requirements)
+        return f"install a {name} release whose requirement admits {here}, or {verb} {pins}"
+    text = f"reinstall {name} built for {here}{keep_or}"
+    if need.kind == "unstable" and not need.requirements and keep:
+        text += f" ({name} declares no torch requirement, so pip does not keep torch at {keep})"
+    return text
+
+
+def _to_decide(need: TorchNeed, found: Verdict) -> str:
+    if found.axis == "build" and need.builds is not None:
+        return "give --torch-backend (cpu, cu128, cu130, rocm7.1, xpu) to judge its build"
+    if found.axis == "version" and need.kind == "unstable" and not need.releases:
+        return "`torchwheel doctor --against TORCH_WHEEL` compares its imports with that torch's exports"
+    return ""
+
+
+def summary(d: Diagnosis) -> str:
+    """One line: what the torch judged means for the environment (a plan: what it breaks)."""
+    named = {state: [r.name for r in d.rows if r.state == state] for state in ("no", "unknown", "not read")}
+    head = d.judged.label
+    if d.installed is not None:
+        broken = [r.name for r in d.rows if r.breaks]
+        already = [r.name for r in d.rows if r.state == "no" and not r.breaks]
+        verb = f"moving to {head}" if d.judged.how == "planned" else f"{head} ({d.judged.how})"
+        parts = [f"{verb} breaks {_names(broken)}" if broken else f"{verb} breaks nothing that loads now"]
+        if already:
+            parts.append(f"does not load on it either: {_names(already)}")
+    else:
+        judged = [r for r in d.rows if r.state != "not read"]
+        loads = sum(1 for r in judged if r.state == "loads")
+        parts = [f"{head}: {loads} of {len(judged)} with compiled torch code load"]
+        if named["no"]:
+            parts.append(f"does not load: {_names(named['no'])}")
+    if named["unknown"]:
+        parts.append(f"unknown: {_names(named['unknown'])}")
+    if named["not read"]:
+        parts.append(f"not read: {_names(named['not read'])}")
+    return "; ".join(parts) + f" ({d.without_torch} without compiled torch code, not listed)"
+
+
+def _names(names: Iterable[str]) -> str:
+    found = list(names)
+    return ", ".join(found[:8]) + (f" and {len(found) - 8} more" if len(found) > 8 else "")

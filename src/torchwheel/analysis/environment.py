@@ -1,0 +1,175 @@
+"""An environment's installed distributions as facts: which carry compiled torch code, read
+whole; which do not, counted; which cannot be read, with why (``doctor``'s read edge).
+
+Every distribution is read in place through its RECORD (``wheel.installed``: nothing outside
+the environment's boundary is opened). Its compiled files are first read for their tables
+alone (``binary.tables``: a few hundred KB of a 500 MB cuBLAS), which says whether it
+touches torch: imports a torch symbol, links a torch library, carries the marker, or links a
+toolkit runtime (``libcudart.so.13``) it does not bring itself and so relies on torch's build
+for. Only those are then read whole (``collect``: GPU code, marker records), so the time is
+linear in the compiled bytes of the distributions that matter and in the tables of the rest.
+The torch distribution itself is the environment's torch, not one of its extensions.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from torchwheel.analysis.buildunits import own_runtimes
+from torchwheel.analysis.collect import collect
+from torchwheel.analysis.member import MemberBinary, analyze_binary
+from torchwheel.analysis.wheelfacts import WheelFacts
+from torchwheel.binary import BinaryError
+from torchwheel.binary.tables import read_tables
+from torchwheel.errors import InputError
+from torchwheel.frozen import frozen
+from torchwheel.torchabi.symtable import SymbolTable
+from torchwheel.wheel.contents import WheelContents, is_compiled_name
+from torchwheel.wheel.installed import Installed, NotRead, source_of
+from torchwheel.wheel.metadata import MetadataFacts, parse_metadata
+from torchwheel.wheel.record import RecordProblem
+from torchwheel.wheel.sources import DirectorySource
+
+
+@frozen
+class Distribution:
+    """One distribution with compiled torch code, read whole. ``outside``: compiled files its
+    RECORD names outside the environment (never read)."""
+
+    installed: Installed
+    facts: WheelFacts
+    outside: tuple[RecordProblem, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.facts.metadata.name or self.installed.name
+
+    @property
+    def version(self) -> str:
+        return self.facts.metadata.version or self.installed.version
+
+
+@frozen
+class Environment:
+    """What ``read_environment`` found: ``torch`` (the environment's own torch distribution),
+    the distributions with compiled torch code, how many have none, and those not read."""
+
+    torch: Installed | None
+    with_torch: tuple[Distribution, ...]
+    without_torch: int
+    not_read: tuple[NotRead, ...]
+    owner: Distribution | Installed | None = None  # of the file ``read_environment`` was asked about
+    # files its RECORD lists that touch torch (or might) but cannot be read (mode 000, shrank)
+    unreadable: tuple[NotRead, ...] = ()
+
+
+def read_environment(
+    items: Iterable[Installed | NotRead], table: SymbolTable, owner_of: str | None = None
+) -> Environment:
+    """Read every distribution (module docstring); ``owner_of``: a file's real path, whose
+    distribution (the one whose RECORD lists it) is ``Environment.owner``."""
+    torch: Installed | None = None
+    with_torch: list[Distribution] = []
+    not_read: list[NotRead] = []
+    unreadable: list[NotRead] = []
+    without = 0
+    owner: Distribution | Installed | None = None
+    for item in items:
+        if isinstance(item, NotRead):
+            not_read.append(item)
+            continue
+        if torch is None and item.key == "torch":
+            torch = item
+            continue
+        found = _read_one(item, table)
+        if isinstance(found, _Unreadable):
+            unreadable.append(found.item)
+        elif isinstance(found, NotRead):
+            not_read.append(found)
+        elif isinstance(found, Distribution):
+            with_torch.append(found)
+        else:
+            without += 1
+        if owner_of is not None and owner is None and _lists(found, item, owner_of):
+            owner = found if isinstance(found, Distribution) else item
+    return Environment(torch, tuple(with_torch), without, tuple(not_read), owner, tuple(unreadable))
+
+
+@frozen
+class _Unreadable:
+    item: NotRead
+
+
+def _lists(found: Distribution | NotRead | _Unreadable | WheelContents, item: Installed, path: str) -> bool:
+    if isinstance(found, NotRead | _Unreadable):
+        return False
+    contents = found.facts.contents if isinstance(found, Distribution) else found
+    inside = path.rstrip(os.sep) + os.sep  # a package directory: any file below it
+    for m in contents.members:
+        real = os.path.realpath(item.site / m)
+        if real == path or real.startswith(inside):
+            return True
+    return False
+
+
+def _read_one(item: Installed, table: SymbolTable) -> Distribution | NotRead | _Unreadable | WheelContents:
+    """The distribution read whole when it touches torch; else its contents (it has no
+    torch code); a ``NotRead`` when it cannot be known."""
+    editable = item.editable_from()
+    if editable is not None:
+        return NotRead(
+            item.name, item.version, str(item.dist_info),
+            f"an editable install: its files are in its source tree ({editable}), which its RECORD does not list",
+        )  # fmt: skip
+    source = source_of(item)
+    if isinstance(source, NotRead):
+        return source
+    contents = source.contents
+    outside = tuple(
+        p for p in contents.record_problems if p.problem == "outside-environment" and is_compiled_name(p.path)
+    )
+    compiled = [m for m in contents.members if is_compiled_name(m)]
+    if not compiled and not outside:
+        return contents
+    try:
+        metadata = parse_metadata(contents.metadata_text)
+    except InputError as exc:
+        return NotRead(item.name, item.version, str(item.dist_info), f"METADATA cannot be read ({exc})")
+    if not outside and not _touches(source, compiled, metadata, table):
+        return contents
+    try:
+        facts = collect(source, table, verify_hashes=False)
+    except InputError as exc:  # a file RECORD lists cannot be read: its need is unknown
+        return _Unreadable(NotRead(item.name, item.version, str(item.dist_info), str(exc)))
+    return Distribution(item, facts, outside)
+
+
+def _touches(
+    source: DirectorySource, compiled: list[str], metadata: MetadataFacts, table: SymbolTable
+) -> bool:
+    """Does the distribution touch torch, by its compiled files' tables? True too when one of
+    them cannot be read that way: only the whole read can tell (and says why)."""
+    binaries = []
+    for member in compiled:
+        try:
+            facts = read_tables(source.root / member, member, follow_symlinks=True)
+        except (BinaryError, OSError):
+            return True
+        binaries.append(MemberBinary(member, analyze_binary(facts, table)))
+    return touches_torch(WheelFacts(source.contents, metadata, binaries=tuple(binaries), kind="directory"))
+
+
+def touches_torch(w: WheelFacts) -> bool:
+    """Does any compiled file import from torch, link a torch library, carry the marker, or
+    link a toolkit runtime the distribution does not bring itself (then torch's build must)?
+    A library that only carries GPU code of its own (cuBLAS, NCCL) does not."""
+    if w.torch_need.kind != "none":
+        return True
+    brought = w.brought_runtimes
+    for b in w.binaries:
+        needs = b.analysis.needs
+        runtimes = [lib for lib in needs.libraries if lib.role == "runtime"]
+        if runtimes and len(own_runtimes(needs, brought)) < len(runtimes):
+            return True
+    return False

@@ -1,0 +1,161 @@
+"""``doctor --explain``: an import that failed, read back to the file, the distribution that
+owns it, the symbol or library it lacks, the torch releases that have it, and the fix.
+
+The question is a module name (``xformers._C``) or the text of the error Python printed
+(``ImportError: /…/_C.so: undefined symbol: _ZN3c10…``, ``libc10_cuda.so: cannot open
+shared object file``). A symbol is demangled (``cxxnames``) and dated: a shim name by the
+shim table (the release that added it), an unstable C++ name by the shipped exports index
+(the minors that export it); whether the installed torch exports it is read from its own
+libraries. A missing library is classified (``torchabi.accelerators``): ``libc10_cuda.so``
+ships only with torch's CUDA builds, ``libcudart.so.12`` with a CUDA 12 torch.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from torchwheel.analysis.diagnosis import Row
+from torchwheel.errors import InputError, clipped
+from torchwheel.frozen import frozen
+from torchwheel.torchabi.accelerators import classify_library
+from torchwheel.torchabi.cxxnames import demangle, is_unstable
+from torchwheel.torchabi.symtable import SymbolTable
+from torchwheel.torchabi.torch_releases import show_minor
+from torchwheel.torchabi.usage import is_shim_name
+from torchwheel.wheel.contents import is_compiled_name
+
+_MODULE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_UNDEFINED = re.compile(r"(?P<path>[^\s:'\"]+):\s*undefined symbol:\s*(?P<symbol>[^\s,;:'\"()]+)")
+_MISSING_LIB = re.compile(r"(?P<lib>[^\s:'\"/]+):\s*cannot open shared object file")
+_ASKED = 4096  # the most of a pasted error text read
+
+
+@frozen
+class Question:
+    """What ``--explain`` was given, taken apart: a module, or a file with the symbol it
+    lacks, or a library the loader did not find."""
+
+    asked: str
+    module: str | None = None
+    path: str | None = None
+    symbol: str | None = None
+    library: str | None = None
+
+
+def parse(text: str) -> Question:
+    """A module name or an ``ImportError``'s text; ``InputError`` for anything else."""
+    asked = text.strip()[:_ASKED]
+    if _MODULE.fullmatch(asked):
+        return Question(asked, module=asked)
+    undefined = list(_UNDEFINED.finditer(asked))
+    if undefined:
+        last = undefined[-1]
+        return Question(asked, path=last.group("path"), symbol=last.group("symbol"))
+    missing = _MISSING_LIB.search(asked)
+    if missing:
+        return Question(asked, library=missing.group("lib"))
+    raise InputError(
+        f"--explain {clipped(asked, 80)!r}: neither a module name nor an import error naming an "
+        "'undefined symbol' or a library that 'cannot open shared object file'"
+    )
+
+
+def module_file(module: str, search_path: Iterable[str]) -> Path | None:
+    """The compiled file the module name is, in the first directory of the search path that
+    holds it (``a.b.c``: ``a/b/c.*.so``, ``c.pyd``...), or its package directory; None
+    when the search path holds neither."""
+    *packages, last = module.split(".")
+    for site in search_path:
+        folder = Path(site, *packages)
+        try:
+            names = sorted(e.name for e in os.scandir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(last + ".") and is_compiled_name(name):
+                return folder / name
+        if last in names and (folder / last).is_dir():
+            return folder / last
+    return None
+
+
+@frozen
+class Dated:
+    """Which torch releases have a symbol, in words, and how that was read."""
+
+    words: str
+    shim_since: str | None = None  # a shim: the release that added it
+    minors: tuple[str, ...] = ()  # an unstable name: the indexed minors that export it
+
+
+def date_symbol(symbol: str, table: SymbolTable, platform: str) -> Dated:
+    """Which torch releases export ``symbol``: the shim table for a shim, the exports index
+    of ``platform`` (``linux-x86_64``) for unstable C++; "not known" otherwise."""
+    if is_shim_name(symbol) or symbol in table.symbols:
+        try:
+            since = table.introduced(symbol)
+        except KeyError:
+            return Dated(
+                f"a shim this torchwheel's table does not know (newer than {table.newest.minor_release}?)"
+            )
+        first = since.minor_release if since is not None else "every release the table covers"
+        return Dated(f"the stable C shim, in torch {first} and newer (the shim table)", first)
+    if not is_unstable(symbol):
+        return Dated("not a torch symbol (neither the C shim nor libtorch's C++)")
+    from torchwheel.torchabi.exports import exports_index
+
+    index = exports_index(platform)
+    if index is None:
+        return Dated(f"unstable C++; no exports index ships for {platform}")
+    dating = index.dating([symbol])
+    covered = f"{index.releases[0].major}.{index.releases[0].minor}-{index.releases[-1].major}.{index.releases[-1].minor}"
+    if not dating.known:
+        return Dated(f"unstable C++ that no indexed torch ({covered}, {platform}) exports")
+    minors = tuple(show_minor(m) for m in sorted(dating.minors))
+    return Dated(
+        f"unstable C++, exported by torch {', '.join(minors)} of those indexed ({covered})", minors=minors
+    )
+
+
+_ACCELERATOR = {"cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU"}
+
+
+def library_words(library: str) -> str:
+    """What a library the loader did not find says about the torch it needs."""
+    lib = classify_library(library)
+    if lib is None:
+        return "not a torch or toolkit library: another project's, or the system's"
+    if lib.role in ("torch", "torch-python"):
+        if lib.accelerator is None:
+            return "one of torch's own libraries, in every build: torch is not where the extension looks"
+        return f"one of torch's own libraries, shipped only by its {_ACCELERATOR[lib.accelerator]} builds"
+    kind = _ACCELERATOR.get(lib.accelerator or "", "a toolkit")
+    major = f" {lib.toolkit_major}" if lib.toolkit_major is not None else ""
+    if lib.role == "driver":
+        return f"the {kind} driver's library: the machine's driver, not torch, provides it"
+    return f"the {kind}{major} {lib.component} library, which a {kind}{major} build of torch brings"
+
+
+@frozen
+class Explanation:
+    """The answer to ``--explain``: the file, its distribution (``row``: the doctor's row of
+    it, None when no distribution's RECORD lists the file), and what it lacks: a symbol,
+    dated (``dated``) and looked up in the installed torch (``installed_exports``: None
+    when its exports were not read), or a library (``library``, with the distributions
+    whose libraries need it)."""
+
+    question: Question
+    file: str | None
+    row: Row | None
+    dated: Dated | None = None
+    installed_exports: bool | None = None
+    library: str | None = None
+    needing: tuple[str, ...] = ()
+
+
+def shown_symbol(symbol: str) -> str:
+    text = demangle(symbol)
+    return f"{clipped(text, 200)} ({clipped(symbol, 120)})" if text else clipped(symbol, 200)

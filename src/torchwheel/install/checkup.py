@@ -1,0 +1,246 @@
+"""``torchwheel doctor``: read a target environment and judge every installed extension
+against a torch: its own, a planned one (``--torch``) or a torch wheel (``--against``).
+
+The edges of the command: the interpreter is probed in a subprocess (``target.probe``: its
+search path, prefixes, torch version and build; nothing of the environment is imported
+here), its distributions are read in place (``wheel.installed``, ``analysis.environment``),
+its torch's exports read through the torch distribution's own RECORD, and the judgement is
+``analysis.diagnosis``, pure. ``--explain`` reads the same environment for the one file an
+import error names (``analysis.import_error``).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from torchwheel.analysis.diagnosis import Diagnosis, Judged, Row, diagnose, judge
+from torchwheel.analysis.environment import Distribution, Environment, read_environment
+from torchwheel.analysis.import_error import (
+    Explanation,
+    Question,
+    date_symbol,
+    library_words,
+    module_file,
+    parse,
+)
+from torchwheel.analysis.torchcompat import torch_imports
+from torchwheel.errors import InputError, clipped
+from torchwheel.frozen import frozen
+from torchwheel.install import target as targets
+from torchwheel.install.target import TorchTarget
+from torchwheel.report.doctor_report import doctor_json
+from torchwheel.torchabi.backend import parse_backend
+from torchwheel.torchabi.exports import platform_of
+from torchwheel.torchabi.symtable import SymbolTable
+from torchwheel.torchabi.tablechoice import ChosenTable, choose_table
+from torchwheel.torchabi.torchlibs import TorchLibraries, read_files, read_torch
+from torchwheel.wheel.installed import Installed, NotRead, installed, source_of
+
+
+@frozen
+class DoctorResult:
+    """What ``torchwheel doctor`` says of an environment (``api.doctor``): the ``target``
+    interpreter, the ``diagnosis`` (``rows``: one per distribution with compiled torch code,
+    each ``name``, ``version``, ``need``, ``verdict``, ``fix``, ``state``, ``breaks``), the
+    ``explanation`` of ``--explain``, ``exit_code`` and ``to_json()`` (the command's document)."""
+
+    target: TorchTarget
+    diagnosis: Diagnosis
+    explanation: Explanation | None = None
+
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        return self.diagnosis.rows
+
+    @property
+    def exit_code(self) -> int:
+        if self.explanation is not None:
+            row = self.explanation.row
+            return 0 if row is not None and row.verdict.loads else 1
+        return self.diagnosis.exit_code
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``doctor --format json`` document."""
+        return doctor_json(self.target.description, self.diagnosis, self.explanation)
+
+
+def doctor(
+    *,
+    python: str | os.PathLike[str] | None = None,
+    torch: str | None = None,
+    torch_backend: str | None = None,
+    against: str | os.PathLike[str] | None = None,
+    gpu: str | None = None,
+    explain: str | None = None,
+    symbols: str | os.PathLike[str] | ChosenTable | None = None,
+) -> DoctorResult:
+    """``torchwheel.api.doctor`` (``docs/api.md``): the installed distributions of the
+    environment of ``python`` (default: this interpreter's; nothing of it is imported here)
+    with compiled torch code, judged against its torch, a planned ``torch`` (``2.16``,
+    ``2.16.1``; ``torch_backend`` its build, ``cu130``) or the torch wheel or folder
+    ``against``, whose exports then decide. ``explain``: a module name or an ``ImportError``'s
+    text. ``symbols``: a shim table file (``TORCHWHEEL_SYMBOLS`` when None). An environment
+    that cannot be read raises ``InputError``."""
+    chosen = symbols if isinstance(symbols, ChosenTable) else choose_table(_path(symbols), None)
+    return run(chosen.table, _text(python), torch, torch_backend, _text(against), gpu, explain)
+
+
+def _path(value: str | os.PathLike[str] | None) -> Path | None:
+    return Path(value) if value is not None else None
+
+
+def _text(value: str | os.PathLike[str] | None) -> str | None:
+    return os.fspath(value) if value is not None else None
+
+
+def run(
+    table: SymbolTable,
+    python: str | None = None,
+    torch: str | None = None,
+    torch_backend: str | None = None,
+    against: str | None = None,
+    gpu: str | None = None,
+    explain: str | None = None,
+) -> DoctorResult:
+    """Probe, read, judge (module docstring); ``InputError`` for an environment that cannot
+    be read or options that contradict each other."""
+    if torch is not None and against is not None:
+        raise InputError("--torch and --against exclude each other: judge a planned torch or a torch wheel")
+    if torch_backend is not None and torch is None:
+        raise InputError("--torch-backend names the build of a planned torch: give --torch too")
+    question = parse(explain) if explain is not None else None
+    target = targets.probe(python)
+    if gpu is not None:
+        target = targets.with_gpu(target, gpu)
+    if not target.search_path:
+        raise InputError(f"--python {target.python}: its search path names no directory to read")
+    asked = _asked_file(question, target) if question is not None else None
+    env = read_environment(installed(target.search_path, target.prefixes), table, asked)
+    wanted = torch_imports((d.facts for d in env.with_torch), table)
+    if question is not None and question.symbol:
+        wanted |= {question.symbol}
+    own = _installed_judged(target, env, wanted)
+    judged = own
+    if torch is not None:
+        judged = _planned(target, torch, torch_backend)
+    elif against is not None:
+        libraries = read_torch(against, wanted)
+        judged = _against(target, libraries)
+    diagnosis = diagnose(env, judged, table, own if judged is not own else None)
+    explanation = _explain(question, asked, env, judged, table) if question is not None else None
+    return DoctorResult(target, diagnosis, explanation)
+
+
+def _planned(target: TorchTarget, torch: str, backend: str | None) -> Judged:
+    try:
+        version = Version(torch)
+    except InvalidVersion as exc:
+        raise InputError(f"--torch {clipped(torch, 40)!r}: not a version (X.Y or X.Y.Z)") from exc
+    if len(version.release) not in (2, 3) or version.local or version.is_prerelease:
+        raise InputError(f"--torch {clipped(torch, 40)!r}: give a torch release as X.Y or X.Y.Z")
+    build = parse_backend(backend) if backend is not None else None
+    return Judged(version, build, target.gpu, target.markers, "planned", minor_only=len(version.release) == 2)
+
+
+def _against(target: TorchTarget, libraries: TorchLibraries) -> Judged:
+    try:
+        version = Version(libraries.version) if libraries.version else None
+    except InvalidVersion:
+        version = None
+    if version is None:
+        raise InputError(f"{libraries.origin}: the torch's version cannot be read (no torch/version.py)")
+    return Judged(version, libraries.build, target.gpu, target.markers, "against", libraries)
+
+
+def _installed_judged(target: TorchTarget, env: Environment, wanted: frozenset[str]) -> Judged:
+    """The environment's own torch, its exports read through its RECORD when it has one
+    (else judged by its version and build alone, and said so)."""
+    libraries, problem = None, ""
+    if env.torch is not None and target.torch is not None:
+        libraries, problem = _torch_exports(env.torch, str(target.torch), wanted)
+    elif target.torch is not None:
+        problem = "its distribution was not found on the search path"
+    return Judged(
+        target.torch,
+        target.build,
+        target.gpu,
+        target.markers,
+        "installed",
+        libraries,
+        libraries_problem=problem,
+    )
+
+
+def _torch_exports(
+    torch: Installed, version: str, wanted: frozenset[str]
+) -> tuple[TorchLibraries | None, str]:
+    source = source_of(torch)
+    if isinstance(source, NotRead):
+        return None, source.reason
+    members = source.contents.members
+    version_py = None
+    if "torch/version.py" in members:
+        try:
+            version_py = source.read("torch/version.py").decode("utf-8", "replace")[: 1 << 16]
+        except InputError:
+            version_py = None
+    files = [(m, Path(os.path.realpath(torch.site / m))) for m in members if m.startswith("torch/lib/")]
+    try:
+        return read_files(files, str(torch.site / "torch" / "lib"), version, version_py, wanted), ""
+    except InputError as exc:
+        return None, str(exc)
+
+
+def _asked_file(question: Question, target: TorchTarget) -> str:
+    """The real path of the file an import error or module name points at."""
+    if question.library is not None:
+        return ""
+    found = (
+        module_file(question.module, target.search_path)
+        if question.module is not None
+        else Path(question.path or "")
+    )
+    if found is None or not found.exists():
+        where = question.module or question.path
+        raise InputError(f"--explain: {clipped(str(where), 120)}: not found on {target.python}'s search path")
+    return os.path.realpath(found)
+
+
+def _explain(
+    question: Question, asked: str | None, env: Environment, judged: Judged, table: SymbolTable
+) -> Explanation:
+    owner = env.owner
+    row = judge(owner, judged, table) if isinstance(owner, Distribution) else None
+    if question.library is not None:
+        wanted = question.library
+        needing = tuple(
+            d.name
+            for d in env.with_torch
+            if any(wanted in s.needed for b in d.facts.binaries for s in b.analysis.facts.slices)
+        )
+        return Explanation(question, None, None, library=library_words(wanted), needing=needing)
+    dated = None
+    exported = None
+    if question.symbol is not None:
+        dated = date_symbol(question.symbol, table, _platform(asked, owner))
+        if judged.libraries is not None:
+            exported = question.symbol in judged.libraries.all_exports
+    return Explanation(question, asked, row, dated, exported)
+
+
+def _platform(asked: str | None, owner: Distribution | Installed | None) -> str:
+    """The exports index's key (``linux-x86_64``) of the file asked about, from its
+    distribution's facts; this machine's for a file no distribution lists (never read)."""
+    if isinstance(owner, Distribution) and asked:
+        for b in owner.facts.binaries:
+            if os.path.realpath(owner.installed.site / b.member) == asked and b.analysis.facts.slices:
+                return platform_of(b.analysis.facts.format, b.analysis.facts.slices[0].arch)
+    machine = platform.machine().lower().replace("amd64", "x86_64").replace("aarch64", "arm64")
+    system = {"linux": "elf", "darwin": "macho", "win32": "pe"}.get(sys.platform, "elf")
+    return platform_of(system, machine if system != "elf" else platform.machine().lower())

@@ -1,0 +1,54 @@
+"""``analysis.import_error``: an import error taken apart, its symbol dated, its library named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from torchwheel.analysis.import_error import date_symbol, library_words, module_file, parse
+from torchwheel.errors import InputError
+from torchwheel.torchabi.symtable import load_shipped
+
+TORCHRL = "_ZN5torch8autograd24fire_node_creation_hooksERKN3c1013intrusive_ptrINS0_4NodeENS1_6detail34intrusive_target_default_null_typeIS3_EEEE"
+
+
+def test_parse_the_three_questions() -> None:
+    assert parse("xformers._C").module == "xformers._C"
+    q = parse("ImportError: /v/site-packages/x/_C.so: undefined symbol: _ZN3c104cuda9device_countEv")
+    assert (q.path, q.symbol) == ("/v/site-packages/x/_C.so", "_ZN3c104cuda9device_countEv")
+    q = parse("ImportError: libc10_cuda.so: cannot open shared object file: No such file or directory")
+    assert q.library == "libc10_cuda.so"
+    with pytest.raises(InputError, match="neither a module name"):
+        parse("ModuleNotFoundError: No module named 'tensordict'")
+
+
+def test_symbols_are_dated() -> None:
+    table = load_shipped()
+    assert date_symbol("torch_has_storage", table, "linux-x86_64").shim_since == "2.14"
+    dated = date_symbol(TORCHRL, table, "linux-x86_64")
+    assert dated.minors == ("2.14", "2.15"), dated  # torchrl 0.14.1 imports it: torch 2.14 added it
+    assert date_symbol("_ZN3c1099no_such_thingEv", table, "linux-x86_64").words.startswith(
+        "unstable C++ that no indexed torch"
+    )
+    assert date_symbol("memcpy", table, "linux-x86_64").words.startswith("not a torch symbol")
+
+
+def test_libraries_say_which_build() -> None:
+    assert "only by its CUDA builds" in library_words("libc10_cuda.so")
+    assert "CUDA 12 cudart library, which a CUDA 12 build of torch brings" in library_words("libcudart.so.12")
+    assert "driver" in library_words("libcuda.so.1")
+    assert "another project's" in library_words("libavutil.so.58")
+
+
+def test_a_module_is_found_on_the_search_path(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    (second / "pkg").mkdir(parents=True)
+    (second / "pkg" / "_C.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
+    first.mkdir()
+    assert (
+        module_file("pkg._C", [str(first), str(second)])
+        == second / "pkg" / "_C.cpython-311-x86_64-linux-gnu.so"
+    )
+    assert module_file("pkg", [str(second)]) == second / "pkg"
+    assert module_file("nothere._C", [str(first), str(second)]) is None
