@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import compileall
 import fcntl
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -85,6 +86,18 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("=", "time per test folder (all workers)")
         for folder, seconds in per_folder.most_common():
             terminalreporter.write_line(f"{seconds:8.1f}s  {folder}")
+
+
+@pytest.fixture(autouse=True)
+def _signals_as_found() -> Iterator[None]:
+    """A test leaves the process's signal handlers and mask as it found them: a child a later
+    test starts inherits both (a SIGINT held back or ignored there makes an interrupted
+    command run to its end), and a library call that leaks them is a bug for its callers."""
+    watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    before = [signal.getsignal(n) for n in watched], signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    yield
+    after = [signal.getsignal(n) for n in watched], signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    assert after == before, f"signal handlers or mask changed: {before} -> {after}"
 
 
 @contextmanager

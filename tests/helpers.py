@@ -9,6 +9,7 @@ import importlib.util
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -95,6 +96,9 @@ def _as_main() -> ModuleType:
     return main
 
 
+_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE]
+
+
 def _in_process(
     args: list[str], *, cwd: Path | None, env: dict[str, str] | None, input: str | None
 ) -> subprocess.CompletedProcess[str]:
@@ -107,6 +111,11 @@ def _in_process(
     saved_streams = sys.stdin, sys.stdout, sys.stderr
     saved_argv, saved_main = sys.argv, sys.modules["__main__"]
     saved_tempdir = _tempfile.tempdir
+    # what a command may change and a process would take with it: the handlers of the signals
+    # it catches (install's rollback ignores SIGINT while it runs) and the signal mask (a
+    # write holds SIGTERM back): a child a later test starts inherits both
+    saved_handlers = {n: signal.getsignal(n) for n in _SIGNALS}
+    saved_mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
     out, err = io.BytesIO(), io.BytesIO()
     # a fresh process's streams: UTF-8 as under PYTHONIOENCODING/UTF-8 mode, stderr with
     # backslashreplace as CPython sets it
@@ -138,6 +147,9 @@ def _in_process(
             os.environ.clear()
             os.environ.update(saved_env)
         _tempfile.tempdir = saved_tempdir
+        for number, handler in saved_handlers.items():
+            signal.signal(number, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, saved_mask)
     return subprocess.CompletedProcess(
         [sys.executable, "-m", "torchwheel", *args],
         int(code),

@@ -271,6 +271,8 @@ def test_a_locked_environment_is_refused(env: Any, marks: dict[str, int]) -> Non
 
 _LAUNCHER = """
 import json, os, signal, sys
+signal.pthread_sigmask(signal.SIG_SETMASK, [])  # as a shell starts a command: nothing held back
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from torchwheel.cli import main
 from torchwheel.install import installing, journal
 stage, after, signum, site = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
