@@ -190,7 +190,8 @@ def test_tw503_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
 # -- TW504 unstable-torch-unpinned ------------------------------------------------------------
 
 _PIN_FIX = (
-    "pin the torch minor it was built with, 'torch==X.Y.*' (`torchwheel tag --build-torch X.Y` writes it)"
+    "pin the torch minor it was built with, 'torch==X.Y.*' (`torchwheel tag --build-torch X.Y` "
+    "writes it; `--build-torch installed` takes the torch installed where it runs)"
 )
 
 
