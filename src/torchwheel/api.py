@@ -67,10 +67,10 @@ def _chosen(symbols: PathLike | ChosenTable | None) -> ChosenTable:
     """``symbols``: a table file (``torchwheel symbols update -o``), an already chosen table
     (the command line's, which knows about ``pyproject.toml``), or None: ``TORCHWHEEL_SYMBOLS``,
     else the shipped table."""
-    from torchwheel.torchabi.tablechoice import ChosenTable, choose_table
+    from torchwheel.torchabi.tablechoice import ChosenTable, activate, choose_table
 
     if isinstance(symbols, ChosenTable):
-        return symbols
+        return activate(symbols)
     return choose_table(Path(symbols) if symbols is not None else None, None)
 
 
@@ -275,6 +275,7 @@ class LoadVerdict:
             "reason": self.reason,
             "axis": self.axis,
             "releases": list(self.releases),
+            "newer_than_tables": self.verdict.newer,
         }
 
 

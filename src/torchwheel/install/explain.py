@@ -128,6 +128,7 @@ def candidate_json(c: Candidate) -> dict[str, Any]:
             "torch_build": builds_text(c.torch.builds),
             "gpu_code": sorted(c.torch.gpu_code) if c.torch.gpu_code is not None else "unknown",
             "unknown": list(c.torch.unknown_axes),
+            "newer_than_tables": c.torch.newer_json,
             "summary": str(c.torch),
             "source": c.torch.source,
         },
@@ -143,6 +144,7 @@ def _entry(v: Judged, choice: Choice) -> dict[str, Any]:
         "fits": v.verdict.loads,
         "verdict": v.verdict.cell,
         "axis": v.verdict.axis,
+        "newer_than_tables": v.verdict.newer,
         "reason": lower_reason(v, choice.chosen) if lost and choice.chosen else v.verdict.reason,
     }
 

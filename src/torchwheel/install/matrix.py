@@ -18,7 +18,13 @@ from torchwheel.install.candidates import Candidate
 from torchwheel.install.choose import fit, needed_minors
 from torchwheel.report.textsafe import markdown_cell, markdown_code
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, builds_text, representative_backends
-from torchwheel.torchabi.torch_releases import Minor, known_minors, show_minor
+from torchwheel.torchabi.torch_releases import (
+    TABLES_WORDS,
+    Minor,
+    known_minors,
+    newer_than_tables,
+    show_minor,
+)
 from torchwheel.torchabi.verdicts import Verdict
 
 SCHEMA_VERSION = 1
@@ -113,7 +119,7 @@ _WORDS = {
     "only": "loads only on",
     "some": "loads on some releases of",
     "no": "does not load on",
-    "unknown": "cannot tell (an unknown build torch) on",
+    "unknown": "cannot tell on",
 }
 
 
@@ -129,13 +135,25 @@ def _why(m: Matrix) -> list[str]:
         lines += [
             f"  {show_minor(t)}: {cell.reason}"
             for t, cell in zip(m.torches, r.cells, strict=True)
-            if cell.cell == "some"
+            if cell.cell in ("some", "unknown")
         ]
     return lines
 
 
+def newer_columns(m: Matrix) -> list[Minor]:
+    """The minors past the tables: their cells rest on the stable ABI's promise, or are "?"."""
+    return [
+        t for t in m.torches if newer_than_tables(t) or any(r.cells[m.torches.index(t)].newer for r in m.rows)
+    ]
+
+
 def _footer(m: Matrix) -> str:
-    return LEGEND + ("; * = installed torch" if m.installed else "; no torch installed here")
+    text = LEGEND + ("; * = installed torch" if m.installed else "; no torch installed here")
+    newer = newer_columns(m)
+    if newer:
+        shown = ", ".join(show_minor(t) for t in newer)
+        text += f"\ntorch {shown}: {TABLES_WORDS}"
+    return text
 
 
 def heading(m: Matrix) -> list[str]:
@@ -201,6 +219,7 @@ def to_json(m: Matrix) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "torches": [show_minor(t) for t in m.torches],
         "installed_torch": show_minor(m.installed) if m.installed else None,
+        "newer_than_tables": [show_minor(t) for t in newer_columns(m)],
         "wheels": [
             {
                 "file": r.cand.filename,
@@ -214,6 +233,7 @@ def to_json(m: Matrix) -> dict[str, Any]:
                         "reason": cell.reason,
                         "axis": cell.axis,
                         "releases": [str(v) for v in cell.loads_on],
+                        "newer_than_tables": cell.newer,
                     }
                     for t, cell in zip(m.torches, r.cells, strict=True)
                 },

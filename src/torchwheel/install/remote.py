@@ -88,7 +88,9 @@ def _torch_excludes(text: str, target: TorchTarget) -> str:
     if target.torch is None or not reqs:
         return ""
     torches = (
-        torch_releases.releases_of(torch_releases.minor_of(target.torch)) if target.torch_minor_only else (target.torch,)
+        torch_releases.releases_of(torch_releases.minor_of(target.torch))
+        if target.torch_minor_only
+        else (target.torch,)
     )
     reasons = [requirement_excludes(reqs, target.markers, t) for t in torches]
     return reasons[-1] if all(reasons) else ""

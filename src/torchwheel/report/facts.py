@@ -214,6 +214,7 @@ def need_json(need: TorchNeed) -> dict[str, Any]:
         "gpu_code": sorted(need.gpu_code) if need.gpu_code is not None else "unknown",
         "requirements": [str(r) for r in need.requirements],
         "unknown": list(need.unknown_axes),
+        "newer_than_tables": need.newer_json,
         "summary": str(need),
         "source": need.source,
     }

@@ -70,7 +70,7 @@ def torch_requirement_too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         return
     floor = Version(abi.floor.release)
     if torch_releases.minor_of(abi.floor) > torch_releases.minor_of(torch_releases.newest()):
-        return  # a target no torch release has (TW107 says which it likely meant): no torch to require
+        return  # a target newer than the tables (TW207 says so): no known torch to require
     for req in w.metadata.torch_requirements:
         too_old = torch_releases.older_admitted(req.specifier, abi.floor) is not None
         loads = [
@@ -96,7 +96,9 @@ def unstable_torch_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     fix = (
         "pin the torch minor it was built with, 'torch==X.Y.*' (`torchwheel tag --build-torch X.Y` writes it)"
     )
-    if abi.releases_from == "exports":  # the binaries date themselves: say where
+    if abi.newer:  # imports no torch of the tables exports: TW207 says so
+        fix += "; its imports include names newer than this torchwheel's tables (TW207)"
+    elif abi.releases_from == "exports":  # the binaries date themselves: say where
         fix += f"; its imports are exported by torch {show_releases(abi.releases)} only"
     if not w.metadata.torch_requirements and policy.require_torch:
         yield (
