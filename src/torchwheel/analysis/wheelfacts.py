@@ -251,7 +251,8 @@ def dated_by_exports(binaries: Sequence[MemberBinary]) -> Dated:
         if index is None or dating is None or not dating.known:
             return Dated()
         found = dating.minors if found is None else found & dating.minors
-        newer += dating.unknown
+        if not dating.decides:  # some names no indexed release exports: newer than the index
+            newer += dating.unknown
         newest.append(index.newest)
     if not newer and not found:
         return Dated()

@@ -112,11 +112,6 @@ def read_tables(path: Path, how: str) -> ChosenTable:
     return ChosenTable(table, str(path), how, releases, indexes)
 
 
-def read_table(path: Path) -> SymbolTable:
-    """The shim table of a tables file (``read_tables``)."""
-    return read_tables(path, "--symbols").table
-
-
 def _releases(texts: list[str], where: str) -> tuple[Version, ...]:
     try:
         found = sorted({Version(t) for t in texts})

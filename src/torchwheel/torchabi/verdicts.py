@@ -172,9 +172,11 @@ def verdict(
             return Verdict("loads", "uses no torch symbols")
         return Verdict("no", f"{need}: the target has no torch (torchwheel never installs torch)")
     found = _version_verdict(need, torch)
+    excluded = requirement_excludes(need.requirements, markers, torch)
+    if found.cell == "unknown" and excluded:  # the wheel's own requirement decides: an installer swaps torch
+        return Verdict("no", f"{excluded} (and {found.reason})", "requirement")
     if not found.loads:
         return found
-    excluded = requirement_excludes(need.requirements, markers, torch)
     also = f"; and {excluded}" if excluded else ""  # a refusal names every axis that refuses
     fits, why = backend.builds_fit(need.builds, build)
     if fits is None:  # the requirement alone decides where the build cannot be read
