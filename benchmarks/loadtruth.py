@@ -929,9 +929,19 @@ def main(argv: list[str] | None = None) -> int:
     for klass, n in counts.items():
         print(f"{n:4}  {CELLS[klass]}")
     if args.write_docs:
-        DOCS.write_text(write_docs(results), encoding="utf-8")
+        DOCS.write_text(write_docs(results) + kept_sections(), encoding="utf-8")
         print(f"wrote {DOCS.relative_to(REPO)}")
     return 1 if results["errors"] else 0
+
+
+def kept_sections() -> str:
+    """The sections other benchmarks write into the page (``stale_tables.py``'s, between its
+    markers): a new run of this harness keeps them."""
+    page = DOCS.read_text(encoding="utf-8") if DOCS.is_file() else ""
+    begin, end = "<!-- stale-tables: begin -->", "<!-- stale-tables: end -->"
+    if begin not in page or end not in page:
+        return ""
+    return "\n" + page[page.index(begin) : page.index(end) + len(end)] + "\n"
 
 
 def tally(results: dict[str, Any]) -> dict[str, int]:

@@ -104,7 +104,9 @@ def _counted(entries: list[dict[str, Any]], masks: Mapping[int, int]) -> list[di
     return [{**e, "names": n} for e, n in zip(entries, counts, strict=True)]
 
 
-def restrict(index: ExportIndex, newest: tuple[int, int], generated: str, generator: str) -> bytes:
+def restrict(
+    index: ExportIndex, newest: tuple[int, int], generated: str, generator: str, compression: str | None = None
+) -> bytes:
     """The index as a generator run over its releases up to minor ``newest`` would have
     written it: each name's mask is the OR of its releases' bits, so dropping the later bits
     (and the names left with none) is that run, without its wheels."""
@@ -114,8 +116,8 @@ def restrict(index: ExportIndex, newest: tuple[int, int], generated: str, genera
     wanted = (1 << (keep[-1] + 1)) - 1  # releases are ascending: a prefix of the bits
     masks = {h: m & wanted for h, m in index.entries() if m & wanted}
     entries = [e for i, e in enumerate(_entries(index)) if i in keep]
-    compression = str(index.header.get("compression", "xz"))
-    return encode(index.platform, entries, masks, generated, generator, compression)
+    packed = compression or str(index.header.get("compression", "xz"))
+    return encode(index.platform, entries, masks, generated, generator, packed)
 
 
 def add_release(

@@ -85,6 +85,8 @@ def update_tables(
     from the run's index), and each one's release to ``releases``. A source without libraries
     (an include tree) refreshes the shim table only, and the notes say so."""
     table = regenerate(sources, None, extend=not replace, base=base)
+    if not replace:
+        table = _not_earlier(table, base)
     known = set(releases)
     out: dict[str, bytes] = {}
     current: dict[str, ExportIndex | None] = {p: None if replace else i for p, i in indexes.items()}
@@ -107,6 +109,21 @@ def update_tables(
         if platform not in out and index is not None and platform in indexes:
             out[platform] = index.raw  # as it was read
     return Tables(table, tuple(sorted(known)), out, tuple(notes))
+
+
+def _not_earlier(table: SymbolTable, base: SymbolTable) -> SymbolTable:
+    """A newer release's headers may raise a date the base has (a retro-gate on a shim older
+    headers declared ungated) but never lower it: the base read the older releases, and knows
+    the first that declared the shim (2.15's ``c_shim_xpu.h`` gates
+    ``aoti_torch_xpu_grid_sampler_3d`` at 2.13, which no header before 2.14 declares)."""
+    from torchwheel.torchabi.headergates import max_gate
+
+    symbols = dict(table.symbols)
+    for name, version in base.symbols.items():
+        if name in symbols:
+            symbols[name] = max_gate((version, symbols[name]))
+    origins = {n: table.origin(n) for n in symbols}
+    return SymbolTable(symbols, table.sources, origins, table.wheels)
 
 
 def _libraries(source: Path, notes: list[str]) -> TorchLibraries | None:
