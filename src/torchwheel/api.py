@@ -260,6 +260,11 @@ class LoadVerdict:
     def releases(self) -> tuple[str, ...]:
         return tuple(str(v) for v in self.verdict.loads_on)
 
+    @property
+    def newer_than_tables(self) -> bool:
+        """The torch is past the tables the verdict rests on (``docs/tables.md``)."""
+        return self.verdict.newer
+
     def to_json(self) -> dict[str, Any]:
         """A cell of ``matrix --format json`` (``fit``, ``reason``, ``axis``, ``releases``)
         with the target it judged."""
@@ -275,7 +280,7 @@ class LoadVerdict:
             "reason": self.reason,
             "axis": self.axis,
             "releases": list(self.releases),
-            "newer_than_tables": self.verdict.newer,
+            "newer_than_tables": self.newer_than_tables,
         }
 
 

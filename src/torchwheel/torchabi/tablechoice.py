@@ -32,7 +32,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
@@ -105,21 +105,16 @@ def read_tables(path: Path, how: str) -> ChosenTable:
     try:
         document = safejson.load_file(path, where, shape())
         table = SymbolTable.from_document(document, where)
-        releases = _releases(document.get("releases", []), where)
+        releases = _releases(document.get("releases", []))
         indexes = _indexes(document.get("exports", {}), where)
     except InputError as exc:
         raise InputError(f"{exc} (write one with `torchwheel symbols update`)") from exc
     return ChosenTable(table, str(path), how, releases, indexes)
 
 
-def _releases(texts: list[str], where: str) -> tuple[Version, ...]:
-    try:
-        found = sorted({Version(t) for t in texts})
-    except InvalidVersion as exc:
-        raise InputError(f"{where}: releases: {exc}") from exc
-    if any(v.local or v.is_prerelease or v.is_devrelease for v in found):
-        raise InputError(f"{where}: releases: only final public torch versions belong in the list")
-    return tuple(found)
+def _releases(texts: list[str]) -> tuple[Version, ...]:
+    """The release list: ``shape()`` lets only dotted digits through, so each is a final release."""
+    return tuple(sorted({Version(t) for t in texts}))
 
 
 def _indexes(encoded: dict[str, str], where: str) -> dict[str, ExportIndex]:
