@@ -268,7 +268,13 @@ def declared_need(
         found = parse_releases(abi_builds or abi_exports or "") if abi_builds or abi_exports else frozenset()
         if not found:
             found, how = claimed_releases(reqs, version)
-        return TorchNeed("unstable", None, found, how, builds, gpu, reqs, source)
+        # dated by the tagger's export index: past it (and past this torchwheel's), unknown
+        horizon = (
+            max([minor_of(torch_releases.newest()), *((b[0], b[1]) for b in found)])
+            if how == "exports"
+            else None
+        )
+        return TorchNeed("unstable", None, found, how, builds, gpu, reqs, source, tables=horizon)
     if value in ("none", "any"):
         return TorchNeed(value, None, frozenset(), "", builds, gpu, reqs, source)  # type: ignore[arg-type]
     try:

@@ -23,8 +23,6 @@ indexes stay. Choosing installs the file's release list and indexes for the whol
 
 from __future__ import annotations
 
-import base64
-import binascii
 import os
 import sys
 from collections.abc import Mapping
@@ -119,6 +117,9 @@ def _releases(texts: list[str]) -> tuple[Version, ...]:
 
 def _indexes(encoded: dict[str, str], where: str) -> dict[str, ExportIndex]:
     """Each platform's index, read and checked here, at the edge, like the rest of the file."""
+    import base64
+    import binascii
+
     from torchwheel.torchabi.exports import ExportIndex
 
     out: dict[str, ExportIndex] = {}
