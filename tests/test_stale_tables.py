@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,13 @@ extern char tw_new[] __asm__("{NEW_2_13}");
 extern char tw_old[] __asm__("{SHARED}");
 void* tw_refs[] = {{tw_new, tw_old}};
 """
+
+
+@pytest.fixture(autouse=True)
+def shipped_tables_after() -> Iterator[None]:
+    """The API makes the tables it is given the process's: the next test starts from the shipped."""
+    yield
+    tablechoice.choose_table(None, None)
 
 
 @pytest.fixture(scope="session")

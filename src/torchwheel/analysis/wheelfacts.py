@@ -228,10 +228,12 @@ class Dated:
 def dated_by_exports(binaries: Sequence[MemberBinary]) -> Dated:
     """The torch minors whose exports hold every strong unstable torch import of the wheel
     (``torchabi.exports``: the loader's sense of "loads"), per platform, with the newest minor
-    the indexes speak for. Imports no indexed release exports are ``newer``: then the minors
-    are only where the known ones meet (the others may come from a newer torch or from
-    another library). Empty when no index can say (none for a platform, or it knows none of
-    the names), or no indexed torch exports the names together: then the version is unknown."""
+    the indexes speak for. Imports no indexed release exports are ``newer`` when the known ones
+    meet in the newest indexed minor (a build for a torch after it: the minors are then only
+    where the known ones meet, and the others may also come from another library). Empty when
+    no index can say (none for a platform, or it knows none of the names), when no indexed
+    torch exports the names together, or when the known ones do not reach the newest minor (a
+    build for a torch older than the index, or not torch's names): then the version is unknown."""
     # deferred: exports (lzma, the index format) costs 3 ms at start-up; only an unstable
     # wheel is dated by it
     from torchwheel.torchabi.exports import exports_index, platform_of
@@ -254,6 +256,6 @@ def dated_by_exports(binaries: Sequence[MemberBinary]) -> Dated:
         if not dating.decides:  # some names no indexed release exports: newer than the index
             newer += dating.unknown
         newest.append(index.newest)
-    if not newer and not found:
-        return Dated()
-    return Dated(found or frozenset(), tuple(sorted(set(newer))[:_NEWER_KEPT]), min(newest))
+    if not found or (newer and min(newest) not in found):
+        return Dated()  # its known imports are not the newest torch's: an older build, or not torch's
+    return Dated(found, tuple(sorted(set(newer))[:_NEWER_KEPT]), min(newest))
