@@ -86,7 +86,10 @@ def restrict_symbols(table: Any, newest: Minor) -> Any:
 
 
 def stale_tables(
-    newest: Minor, generated: Path | None, compression: str | None = None, platforms: Iterable[str] = PLATFORMS
+    newest: Minor,
+    generated: Path | None,
+    compression: str | None = None,
+    platforms: Iterable[str] = PLATFORMS,
 ) -> Any:
     """Every table as it was before the minor after ``newest``: from the generators' output in
     ``generated``, else cut from the shipped tables (``compression``: the cut indexes', zlib

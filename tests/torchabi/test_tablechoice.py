@@ -64,10 +64,8 @@ def test_a_shim_table_file_of_schema_2_keeps_the_shipped_list(tmp_path: Path) ->
     path.write_text(json.dumps({**doc, "schema_version": 2}))
     chosen = tablechoice.choose_table(path, None)
     assert (
-        (chosen.releases == ()
-        and torch_releases.newest() == tablechoice.choose_table(None, None).newest)
-        or True
-    )
+        chosen.releases == () and torch_releases.newest() == tablechoice.choose_table(None, None).newest
+    ) or True
     assert chosen.table.symbols == {"torch_x": None}
 
 

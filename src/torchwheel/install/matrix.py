@@ -32,7 +32,8 @@ SYMBOL = {"loads": "yes", "only": "only", "some": "some", "no": "-", "unknown": 
 LEGEND = (
     "yes = loads (stable ABI target <= this torch, or no torch symbols); "
     "only = loads on this minor only (unstable build); some = on some patch releases of it; "
-    "- = does not load; ? = unknown: an axis of the wheel could not be read (the reason says which)"
+    "- = does not load; ? = unknown: an axis of the wheel could not be read, or the torch is newer than "
+    "the tables (the reason says which)"
 )
 
 

@@ -158,7 +158,9 @@ def newer_than_tables(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     """A target, a requirement or unstable imports newer than the tables (shims: TW203):
     torchwheel cannot tell a torch released since from a mistake, so it says which it sees."""
     newest = torch_releases.newest()
-    update = f"run `torchwheel symbols update TORCH_WHEEL_OR_ENV` with that torch (these tables end at {newest})"
+    update = (
+        f"run `torchwheel symbols update TORCH_WHEEL_OR_ENV` with that torch (these tables end at {newest})"
+    )
     for member, arch, s in iter_slices(w):
         d = s.declared
         if d is None or d.record.version is None or not torch_releases.newer_than_tables(d.record.version):
@@ -172,7 +174,10 @@ def newer_than_tables(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         )
     for req in w.metadata.torch_requirements:
         if not torch_releases.admitted(req.specifier) and torch_releases.admits_future(req.specifier):
-            yield "", f"Requires-Dist {quoted(req)} admits only torch newer than this torchwheel's tables; {update}"
+            yield (
+                "",
+                f"Requires-Dist {quoted(req)} admits only torch newer than this torchwheel's tables; {update}",
+            )
     need = w.torch_need
     if need.kind == "unstable" and need.newer and need.tables is not None:
         shown = ", ".join(need.newer[:3]) + (", ..." if len(need.newer) > 3 else "")

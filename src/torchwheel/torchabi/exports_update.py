@@ -105,7 +105,11 @@ def _counted(entries: list[dict[str, Any]], masks: Mapping[int, int]) -> list[di
 
 
 def restrict(
-    index: ExportIndex, newest: tuple[int, int], generated: str, generator: str, compression: str | None = None
+    index: ExportIndex,
+    newest: tuple[int, int],
+    generated: str,
+    generator: str,
+    compression: str | None = None,
 ) -> bytes:
     """The index as a generator run over its releases up to minor ``newest`` would have
     written it: each name's mask is the OR of its releases' bits, so dropping the later bits
