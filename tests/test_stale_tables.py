@@ -109,10 +109,10 @@ def test_a_shim_of_the_new_minor_refuses_known_torches_and_is_unknown_past_them(
     simulated: dict[str, Path],
 ) -> None:
     old = _verdict(simulated["stable"], "2.12.1", simulated["stale"])
-    assert (old.cell, old.axis, old.newer_than_tables) == ("no", "version", False)
+    assert (old.cell, old.axis, old.verdict.newer) == ("no", "version", False)
     assert SHIM_2_13 in old.reason and "no torch up to 2.12 does" in old.reason
     new = _verdict(simulated["stable"], "2.13.0", simulated["stale"])
-    assert (new.cell, new.newer_than_tables) == ("unknown", True)
+    assert (new.cell, new.verdict.newer) == ("unknown", True)
     assert "torch 2.13 is newer than this torchwheel's tables (newest 2.12)" in new.reason
     assert "torchwheel symbols update" in new.reason
     need = api.need(simulated["stable"], symbols=simulated["stale"]).to_json()["need"]
@@ -146,7 +146,7 @@ def test_an_unstable_name_of_the_new_minor_is_unknown_where_the_tables_cannot_te
     on_old = _verdict(simulated["unstable"], "2.12.1", simulated["stale"])
     assert on_old.cell == "unknown" and "newer than the tables or from another library" in on_old.reason
     on_new = _verdict(simulated["unstable"], "2.13.0", simulated["stale"])
-    assert (on_new.cell, on_new.newer_than_tables) == ("unknown", True)
+    assert (on_new.cell, on_new.verdict.newer) == ("unknown", True)
     need = api.need(simulated["unstable"], symbols=simulated["stale"]).to_json()["need"]
     assert need["newer_than_tables"] == {"imports": [NEW_2_13], "tables": "2.12"}
 
@@ -205,9 +205,9 @@ def test_one_update_with_a_new_minor_fills_the_user_tables_file(
     env["XDG_DATA_HOME"] = str(tmp_path / "data")
     monkeypatch.setenv("XDG_DATA_HOME", env["XDG_DATA_HOME"])  # the in-process API looks there too
     before = _verdict(simulated["unstable"], "2.16.0", None)
-    assert (before.cell, before.newer_than_tables) == ("unknown", True)
+    assert (before.cell, before.verdict.newer) == ("unknown", True)
     stable = _verdict(simulated["stable"], "2.16.0", None)
-    assert (stable.cell, stable.newer_than_tables) == ("loads", True)  # the stable ABI holds forward
+    assert (stable.cell, stable.verdict.newer) == ("loads", True)  # the stable ABI holds forward
     new = relabelled_torch(tmp_path / "torch216", 16)
     done = torchwheel("symbols", "update", str(new), env=env)
     assert done.returncode == 0, done.stderr
@@ -217,9 +217,9 @@ def test_one_update_with_a_new_minor_fills_the_user_tables_file(
     assert shown["symbol_table"]["chosen_by"] == tablechoice.USER_FILE
     assert shown["symbol_table"]["releases_newest"] == "2.16.0"
     after = _verdict(simulated["unstable"], "2.16.0", None)
-    assert (after.cell, after.newer_than_tables) == ("only", False), after.reason
+    assert (after.cell, after.verdict.newer) == ("only", False), after.reason
     stable = _verdict(simulated["stable"], "2.16.0", None)
-    assert (stable.cell, stable.newer_than_tables) == ("loads", False)
+    assert (stable.cell, stable.verdict.newer) == ("loads", False)
     user.write_bytes(simulated["updated"].read_bytes())  # tables to 2.13: an upgrade outgrew them
     shown = json.loads(torchwheel("show", "--format", "json", str(simulated["stable"]), env=env).stdout)
     assert shown["symbol_table"]["chosen_by"] == "shipped"

@@ -64,9 +64,8 @@ class RewriteRefused(InputError):
 
 
 def _chosen(symbols: PathLike | ChosenTable | None) -> ChosenTable:
-    """``symbols``: a table file (``torchwheel symbols update -o``), an already chosen table
-    (the command line's, which knows about ``pyproject.toml``), or None: ``TORCHWHEEL_SYMBOLS``,
-    else the shipped table."""
+    """``symbols``: a tables file, the command line's chosen tables (it knows ``pyproject.toml``),
+    or None: ``TORCHWHEEL_SYMBOLS``, the user tables file, the shipped ones (``tablechoice``)."""
     from torchwheel.torchabi.tablechoice import ChosenTable, activate, choose_table
 
     if isinstance(symbols, ChosenTable):
@@ -260,11 +259,6 @@ class LoadVerdict:
     def releases(self) -> tuple[str, ...]:
         return tuple(str(v) for v in self.verdict.loads_on)
 
-    @property
-    def newer_than_tables(self) -> bool:
-        """The torch is past the tables the verdict rests on (``docs/tables.md``)."""
-        return self.verdict.newer
-
     def to_json(self) -> dict[str, Any]:
         """A cell of ``matrix --format json`` (``fit``, ``reason``, ``axis``, ``releases``)
         with the target it judged."""
@@ -280,7 +274,7 @@ class LoadVerdict:
             "reason": self.reason,
             "axis": self.axis,
             "releases": list(self.releases),
-            "newer_than_tables": self.newer_than_tables,
+            "newer_than_tables": self.verdict.newer,
         }
 
 
