@@ -149,6 +149,16 @@ def test_an_unstable_name_of_the_new_minor_is_unknown_where_the_tables_cannot_te
     assert (on_new.cell, on_new.verdict.newer) == ("unknown", True)
     need = api.need(simulated["unstable"], symbols=simulated["stale"]).to_json()["need"]
     assert need["newer_than_tables"] == {"imports": [NEW_2_13], "tables": "2.12"}
+    found = api.check(simulated["unstable"], symbols=simulated["stale"]).findings
+    (message,) = [f.message for f in found if f.code == "TW207"]
+    assert message.startswith(
+        f"unstable imports no torch up to 2.12 exports ({NEW_2_13}): built for a newer torch"
+    )
+    assert not [
+        f
+        for f in api.check(simulated["unstable"], symbols=simulated["updated"]).findings
+        if f.code == "TW207"
+    ]
 
 
 def test_commands_name_the_state_and_agree(simulated: dict[str, Path], tmp_path: Path) -> None:
