@@ -115,3 +115,25 @@ def test_a_chosen_list_replaces_the_shipped_one_until_reset() -> None:
         (Path(torch_releases.__file__).parent.parent / "data" / "torch_releases.json").read_text()
     )
     assert torch_releases.newest() == Version(shipped["releases"][-1])
+
+
+def test_a_build_whose_imports_left_torch_before_the_index_ends_is_refused_past_it() -> None:
+    """Dated 2.9 by an index that ends at 2.12: 2.10-2.12 already lack its imports, so a later
+    torch does too; only a build whose imports reach the index's newest minor is unknown past it."""
+    old = TorchNeed(
+        "unstable", None, frozenset({(2, 9)}), "exports", ANY_BUILD, frozenset(), (), tables=(2, 12)
+    )
+    found = verdict(old, None, Version("2.13.0"))
+    assert found.cell == "no"
+    assert "torch 2.9 (dated by its imports)" in found.reason
+
+
+def test_an_unknown_version_on_a_torch_of_another_build_is_refused() -> None:
+    from torchwheel.torchabi.backend import TorchBuild
+
+    rocm = TorchNeed(
+        "unstable", None, frozenset({(2, 12)}), "exports", frozenset({TorchBuild("rocm", 7)}), frozenset(), (),
+        tables=(2, 12), evidence="x/_C.so: libamdhip64.so.7",
+    )  # fmt: skip
+    found = verdict(rocm, None, Version("2.13.0"), TorchBuild("cuda", 13))
+    assert (found.cell, found.axis) == ("no", "build") and "x/_C.so: libamdhip64.so.7" in found.reason

@@ -83,11 +83,12 @@ def _tables_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
     if need.tables is None or not (need.newer or need.releases_from == "exports"):
         return None
     here = minor_of(torch)
-    if here > need.tables:
+    reaches = bool(need.newer) or need.tables in {(b[0], b[1]) for b in need.releases}
+    if here > need.tables and reaches:
         note = torch_releases.tables_note(here, need.tables)
         return Verdict("unknown", f"{need}: {note}", newer=True)
     if not need.newer:
-        return None
+        return None  # dated by imports that left torch by the tables' newest minor: the usual verdict
     last = show_minor(need.tables)
     if need.kind == "unstable" and here in need.named_minors:  # its other imports are there
         return Verdict(
@@ -152,6 +153,17 @@ def _gpu_verdict(need: TorchNeed, gpu: int | None) -> Verdict | None:
     )
 
 
+def _refused_anyway(need: TorchNeed, found: Verdict, excluded: str, build: TorchBuild | None) -> Verdict:
+    """An unknown version, unless the wheel's own requirement excludes the torch (an installer
+    swaps it) or the wheel needs another torch build: those refuse whatever the version."""
+    if excluded:
+        return Verdict("no", f"{excluded} (and {found.reason})", "requirement")
+    fits, why = backend.builds_fit(need.builds, build)
+    if fits is False:
+        return Verdict("no", f"{why} ({need.evidence})" if need.evidence else why, "build")
+    return found
+
+
 def verdict(
     need: TorchNeed,
     markers: Mapping[str, str] | None,
@@ -173,8 +185,8 @@ def verdict(
         return Verdict("no", f"{need}: the target has no torch (torchwheel never installs torch)")
     found = _version_verdict(need, torch)
     excluded = requirement_excludes(need.requirements, markers, torch)
-    if found.cell == "unknown" and excluded:  # the wheel's own requirement decides: an installer swaps torch
-        return Verdict("no", f"{excluded} (and {found.reason})", "requirement")
+    if found.cell == "unknown":  # another axis that refuses still decides
+        return _refused_anyway(need, found, excluded, build)
     if not found.loads:
         return found
     also = f"; and {excluded}" if excluded else ""  # a refusal names every axis that refuses
