@@ -25,7 +25,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from torchwheel.torchabi.exports import ExportIndex, shipped_index
+from torchwheel.torchabi.exports import ExportIndex, exports_index
 from torchwheel.torchabi.symtable import BASELINE, SymbolTable
 
 PLATFORMS = ("linux-x86_64", "macos-arm64", "windows-x86_64")
@@ -116,15 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from torchwheel.torchabi import torch_releases
     from torchwheel.torchabi.symtable import load_shipped
-    from torchwheel.torchabi.tablechoice import ChosenTable, read_tables
+    from torchwheel.torchabi.tablechoice import ChosenTable, activate, read_tables
 
-    chosen = (
-        read_tables(args.tables, "--tables")
-        if args.tables
-        else ChosenTable(load_shipped(), "shipped", "shipped")
-    )
-    torch_releases.use(chosen.releases or None)
-    indexes = {p: chosen.indexes.get(p) or shipped_index(p) for p in PLATFORMS}
+    shipped = ChosenTable(load_shipped(), "shipped", "shipped")
+    chosen = activate(read_tables(args.tables, "--tables") if args.tables else shipped)
+    indexes = {p: exports_index(p) for p in PLATFORMS}
     if args.versions:
         available = finals(Version(v) for v in args.versions.split(","))
     else:

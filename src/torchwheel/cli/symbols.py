@@ -54,7 +54,10 @@ def symbols_update(
     from torchwheel.torchabi.tableupdate import update_tables, write_tables
 
     base = chosen_table(symbols_file, no_config)
-    tables = update_tables(list(sources), base.table, torch_releases.releases(), base.indexes, replace)
+    from torchwheel.torchabi.exports import exports_index
+
+    indexes = {p: exports_index(p) for p in base.indexes}  # the base file's own, read and checked
+    tables = update_tables(list(sources), base.table, torch_releases.releases(), indexes, replace)
     target = output if output is not None else user_tables_path()
     if str(target) == "-":
         click.echo(tables.to_json(), nl=False)

@@ -342,22 +342,34 @@ def platform_of(fmt: str, arch: str) -> str:
     return f"{_OS.get(fmt, fmt)}-{arch}"
 
 
-_chosen: dict[str, ExportIndex] = {}  # platform -> a tables file's index
+_chosen: dict[str, tuple[bytes, str]] = {}  # platform -> a tables file's index, and where it is
+_parsed: dict[str, ExportIndex] = {}
 
 
-def use(indexes: dict[str, ExportIndex]) -> None:
-    """Judge with these indexes (a tables file's, ``tablechoice``) where they name the platform,
-    the shipped ones elsewhere; ``{}`` goes back to the shipped ones. Process-wide, like the
-    release list: every verdict of a run reads one set of tables."""
+def use(indexes: dict[str, tuple[bytes, str]]) -> None:
+    """Judge with these indexes (a tables file's, ``tablechoice``: the bytes and where they
+    are) where they name the platform, the shipped ones elsewhere; ``{}`` goes back to the
+    shipped ones. Process-wide, like the release list: every verdict of a run reads one set
+    of tables. Each is read and checked when a verdict first needs it, as the shipped ones
+    are (most runs judge no unstable wheel): a defect is one ``InputError`` then."""
     _chosen.clear()
+    _parsed.clear()
     _chosen.update(indexes)
 
 
 def exports_index(platform: str) -> ExportIndex | None:
     """The index for ``platform`` (the shim table's keys: ``linux-x86_64``, ``macos-arm64``,
     ``windows-x86_64``): a chosen tables file's, else the shipped one; None when neither has one."""
-    chosen = _chosen.get(platform)
-    return chosen if chosen is not None else shipped_index(platform)
+    if platform not in _chosen:
+        return shipped_index(platform)
+    index = _parsed.get(platform)
+    if index is None:
+        data, where = _chosen[platform]
+        index = ExportIndex.from_bytes(data, where)
+        if index.platform != platform:
+            raise InputError(f"{where}: the index inside is for {index.platform!r}")
+        _parsed[platform] = index
+    return index
 
 
 @functools.cache

@@ -28,7 +28,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from packaging.version import Version
 
@@ -36,9 +36,6 @@ from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.symtable import SymbolTable, load_shipped, shape
-
-if TYPE_CHECKING:  # deferred: the index format (lzma) costs 3 ms at start-up
-    from torchwheel.torchabi.exports import ExportIndex
 
 _EXPORTS_MODULE = "torchwheel.torchabi.exports"
 
@@ -56,7 +53,7 @@ class ChosenTable:
     origin: str  # "shipped" or the file the tables were read from
     how: str  # "--symbols", ENV_VAR, "pyproject.toml", USER_FILE or "shipped"
     releases: tuple[Version, ...] = ()
-    indexes: Mapping[str, ExportIndex] = field(default_factory=dict, repr=False, compare=False)
+    indexes: Mapping[str, bytes] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def newest(self) -> Version:
@@ -115,24 +112,20 @@ def _releases(texts: list[str]) -> tuple[Version, ...]:
     return tuple(sorted({Version(t) for t in texts}))
 
 
-def _indexes(encoded: dict[str, str], where: str) -> dict[str, ExportIndex]:
-    """Each platform's index, read and checked here, at the edge, like the rest of the file."""
+def _indexes(encoded: dict[str, str], where: str) -> dict[str, bytes]:
+    """Each platform's index file; the index itself is read and checked where a verdict first
+    needs it (``exports.use``), as the shipped ones are."""
     import base64
     import binascii
 
-    from torchwheel.torchabi.exports import ExportIndex
-
-    out: dict[str, ExportIndex] = {}
+    out: dict[str, bytes] = {}
     for platform, text in encoded.items():
-        at = f"{where}: exports {clipped(platform, 40)!r}"
         try:
-            data = base64.b64decode(text, validate=True)
+            out[platform] = base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError) as exc:
-            raise InputError(f"{at}: not base64 ({clipped(str(exc), 80)})") from exc
-        index = ExportIndex.from_bytes(data, at)
-        if index.platform != platform:
-            raise InputError(f"{at}: the index inside is for {clipped(index.platform, 40)!r}")
-        out[platform] = index
+            raise InputError(
+                f"{where}: exports {clipped(platform, 40)!r}: not base64 ({clipped(exc, 80)})"
+            ) from exc
     return out
 
 
@@ -149,7 +142,8 @@ def activate(chosen: ChosenTable) -> ChosenTable:
     if chosen.indexes or _EXPORTS_MODULE in sys.modules:  # nothing to undo in a module not loaded
         from torchwheel.torchabi import exports
 
-        exports.use(dict(chosen.indexes))
+        where = f"{chosen.origin} ({chosen.how})"
+        exports.use({p: (data, f"{where}: exports {clipped(p, 40)!r}") for p, data in chosen.indexes.items()})
     return chosen
 
 
