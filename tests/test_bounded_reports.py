@@ -59,12 +59,11 @@ def listed_10(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     """The command line in this process (so a test can patch what it calls)."""
-    sys.argv = ["torchwheel", *args]
-    code = 0
-    try:
-        torchwheel.cli.main()
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 0
+    from torchwheel.cli.exits import run as run_command
+
+    # the command's own exit decision, without main()'s process-wide set-up (its SIGTERM
+    # handler, gc.freeze): this process goes on after it
+    code = int(run_command(torchwheel.cli.cli, list(args)))
     limits.reset()
     out = capsys.readouterr()
     return code, out.out, out.err
