@@ -33,8 +33,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
-from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,7 +44,9 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 from torchwheel.torchabi.cxxnames import demangle, is_unstable
-from torchwheel.torchabi.exports import BUCKET_BITS, HASH_BITS, MAGIC, SCHEMA_VERSION, ExportIndex, name_hash
+from torchwheel.torchabi.exports import HASH_BITS, ExportIndex
+from torchwheel.torchabi.exports_update import encode as encode_index
+from torchwheel.torchabi.exports_update import masks_of
 from torchwheel.torchabi.torchlibs import read_torch
 from torchwheel.wheel.temps import replace_atomically
 
@@ -238,56 +238,22 @@ def encode(
     compression: str,
     generated: str,
 ) -> bytes:
-    """The bytes ``ExportIndex.from_bytes`` reads (the layout is described in its module)."""
-    width = next(w for w in (1, 2, 4, 8) if 8 * w >= len(wheels))
-    masks: dict[int, int] = {}
-    owner: dict[int, str] = {}
-    for bit, release_names in enumerate(names):
-        for name in release_names:
-            h = name_hash(name)
-            if owner.setdefault(h, name) != name:
-                raise SystemExit(f"{HASH_BITS}-bit hash collision: {name!r} and {owner[h]!r}; widen the hash")
-            masks[h] = masks.get(h, 0) | 1 << bit
-    ordered = sorted(masks)
-    low_bits = HASH_BITS - BUCKET_BITS
-    counts = Counter(h >> low_bits for h in ordered)
-    starts = array("I", [0])
-    for bucket in range(1 << BUCKET_BITS):
-        starts.append(starts[-1] + counts.get(bucket, 0))
-    lows = array("I", (h & ((1 << low_bits) - 1) for h in ordered))
-    column = array({1: "B", 2: "H", 4: "I", 8: "Q"}[width], (masks[h] for h in ordered))
-    if sys.byteorder != "little":
-        for part in (starts, lows, column):
-            part.byteswap()
-    body = starts.tobytes() + lows.tobytes() + column.tobytes()
-    if compression == "xz":
-        packed = lzma.compress(body, format=lzma.FORMAT_XZ, preset=9 | lzma.PRESET_EXTREME)
-    else:
-        packed = zlib.compress(body, 9)
-    header = {
-        "schema_version": SCHEMA_VERSION,
-        "platform": platform,
-        "generated": generated,
-        "generator": "scripts/gen_torch_exports.py",
-        "hash": f"blake2b-{HASH_BITS}",
-        "bucket_bits": BUCKET_BITS,
-        "mask_bytes": width,
-        "count": len(ordered),
-        "compression": compression,
-        "body_size": len(body),
-        "releases": [
-            {
-                "version": str(w.version),
-                "builds": [w.build],
-                "wheels": [{"file": w.file, "sha256": w.sha256}],
-                "names": len(n),
-            }
-            for w, n in zip(wheels, names, strict=True)
-        ],
-    }
-    text = json.dumps(header, indent=1, sort_keys=True).encode()
-    out = MAGIC + len(text).to_bytes(4, "little") + text + packed
-    return out + hashlib.blake2b(out, digest_size=_CHECKSUM).digest()
+    """The bytes ``ExportIndex.from_bytes`` reads, by the encoder ``symbols update`` uses too
+    (``torchabi.exports_update``); a hash collision among the names stops the run."""
+    try:
+        masks = masks_of(names)
+    except ValueError as exc:
+        raise SystemExit(f"{exc}; widen the hash") from exc
+    releases = [
+        {
+            "version": str(w.version),
+            "builds": [w.build],
+            "wheels": [{"file": w.file, "sha256": w.sha256}],
+            "names": len(n),
+        }
+        for w, n in zip(wheels, names, strict=True)
+    ]
+    return encode_index(platform, releases, masks, generated, "scripts/gen_torch_exports.py", compression)
 
 
 def verify(data: bytes, platform: str, wheels: Sequence[WheelRead], names: Sequence[frozenset[str]]) -> None:

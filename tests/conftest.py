@@ -5,9 +5,11 @@ from __future__ import annotations
 import ast
 import compileall
 import fcntl
+import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,8 +25,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """The package's ``.pyc`` files, as an installation has them: the suite runs torchwheel in
     thousands of fresh processes, and where ``PYTHONDONTWRITEBYTECODE`` is set (as on CI
     machines) each would otherwise compile the ~80 modules a command imports again, about
-    0.2 s a process. Up-to-date files are left alone; an edited module is recompiled."""
+    0.2 s a process. Up-to-date files are left alone; an edited module is recompiled.
+
+    Every command reads the user tables file ``symbols update`` writes (``tablechoice``): the
+    suite gets an empty data directory of its own, so a developer's file changes no verdict."""
     compileall.compile_dir(REPO / "src" / "torchwheel", quiet=1)
+    os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="torchwheel-tests-data-")
+    os.environ.pop("TORCHWHEEL_SYMBOLS", None)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:

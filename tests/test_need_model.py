@@ -67,6 +67,7 @@ REFUSALS = (
     "unreadable: ",
     "pass --build-torch",
     "newer than any torch release",
+    "newer than this torchwheel's tables",
     "does not match",
     "cannot be written",
     "admits no torch the binaries load on",

@@ -96,12 +96,13 @@ class RewriteRefused(InputError):
 
 
 def _chosen(symbols: PathLike | ChosenTable | None) -> ChosenTable:
-    """``symbols``: a table file (``symbols update -o``), an already chosen table (the command
-    line's, which knows ``pyproject.toml``), or None: ``TORCHWHEEL_SYMBOLS``, else the shipped one."""
-    from torchwheel.torchabi.tablechoice import ChosenTable, choose_table
+    """``symbols``: a tables file (``symbols update``), the command line's chosen tables (it
+    knows ``pyproject.toml``), or None: ``TORCHWHEEL_SYMBOLS``, the user tables file, the
+    shipped ones (``tablechoice``)."""
+    from torchwheel.torchabi.tablechoice import ChosenTable, activate, choose_table
 
     if isinstance(symbols, ChosenTable):
-        return symbols
+        return activate(symbols)
     return choose_table(arguments.path(symbols, "symbols") if symbols is not None else None, None)
 
 

@@ -219,4 +219,5 @@ class LoadVerdict:
             "reason": self.reason,
             "axis": self.axis,
             "releases": list(self.releases),
+            "newer_than_tables": self.verdict.newer,
         }

@@ -33,12 +33,13 @@ def test_a_future_build_is_told_the_target_it_could_have(
     assert result.returncode == 0  # info: reported, never an error
 
 
-@pytest.mark.parametrize("name", ["clean", "tw201", "tw203", "tw104", "tw107", "weak_shim", "tw204"])
+@pytest.mark.parametrize("name", ["clean", "tw201", "tw203", "tw104", "tw107", "tw207", "weak_shim", "tw204"])
 def test_no_future_finding_where_the_need_is_met_or_unknown(
     name: str, fixture_wheels: dict[str, Path], tmp_path: Path
 ) -> None:
     """target = need (clean), target below need (TW201), shims newer than the table (TW203),
-    targets that disagree (TW104), no such torch (TW107), weak imports (no floor), unstable."""
+    targets that disagree (TW104), a target older than the stable ABI (TW107), one newer than the
+    tables (TW207), weak imports (no floor), unstable."""
     assert _messages(fixture_wheels[name], "TW206", tmp_path) == []
 
 

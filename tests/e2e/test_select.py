@@ -155,6 +155,7 @@ def test_untagged_wheels_fall_back_to_their_binaries(tmp_path: Path) -> None:
         "torch_build": "any",
         "gpu_code": [],
         "unknown": [],
+        "newer_than_tables": None,
         "summary": "stable >= 2.10",
         "source": "binaries (untagged wheel)",
     }

@@ -73,8 +73,8 @@ def test_desired_spec_refuses_a_floor_newer_than_every_release() -> None:
         desired_spec(_need("stable", beyond), (), TagOptions())
     assert str(info.value) == (
         f"the binaries need torch {beyond}, newer than any torch release this torchwheel knows "
-        f"(newest {newest}): writing torch>={beyond} would admit no torch; "
-        "check TORCH_TARGET_VERSION (TW107), or update torchwheel"
+        f"(newest {newest}): writing torch>={beyond} would admit no torch it knows; "
+        "check TORCH_TARGET_VERSION, or run `torchwheel symbols update TORCH_WHEEL_OR_ENV` with that torch (TW207)"
     )
 
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from packaging.markers import default_environment
+from packaging.version import Version
 
 from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
 from torchwheel.binary.facts import SliceFacts
@@ -27,7 +28,7 @@ from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.cxxnames import is_unstable
-from torchwheel.torchabi.need import release_matches, show_release
+from torchwheel.torchabi.need import TorchNeed, release_matches, show_release
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.torchlibs import TorchLibraries
 from torchwheel.torchabi.usage import is_shim_name
@@ -147,5 +148,18 @@ def compare(wheel: WheelFacts, torch: TorchLibraries, table: SymbolTable) -> Inp
     found = None
     if release is not None and wheel.kind != "binary":  # a lone binary has no metadata to judge
         need = torch_need_of(wheel, "binaries")
+        if all(s.loads for s in slices if s.other_minor is None):
+            need = settled(need, release)
         found = verdict(need, _markers(torch), release, torch.build)
     return InputCompat(wheel.contents.path, slices, found)
+
+
+def settled(need: TorchNeed, release: Version) -> TorchNeed:
+    """The need with its version axis settled by this torch's own exports, which hold every
+    import: what the tables could not say (imports newer than them, a build dated by an index
+    that ends before this torch) this torch has answered."""
+    if need.tables is None:
+        return need
+    minor = (release.major, release.minor)
+    releases = need.releases | {minor} if need.releases_from == "exports" else need.releases
+    return replace(need, newer=(), tables=None, releases=releases)

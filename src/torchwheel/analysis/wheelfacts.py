@@ -33,11 +33,13 @@ from torchwheel.torchabi.cxxnames import is_unstable
 from torchwheel.torchabi.need import (
     Kind,
     Release,
+    ReleasesFrom,
     TorchNeed,
     claimed_releases,
     narrowed_builds,
     pinned_builds,
 )
+from torchwheel.torchabi.torch_releases import Minor
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.contents import WheelContents
 from torchwheel.wheel.metadata import MetadataFacts
@@ -167,7 +169,8 @@ def _torch_need(w: WheelFacts) -> TorchNeed:
     names, else from the torch releases that export its imports (``torchabi.exports``: the
     binary dates itself), else from its own words (a ``+torchX.Y`` label, a one-minor pin),
     which the need then names. The build axis is the binaries', narrowed to the build an
-    exact pin's local label names (``torch==2.8.0+cpu``): installers put it nowhere else."""
+    exact pin's local label names (``torch==2.8.0+cpu``): installers put it nowhere else.
+    Imports no torch of the tables exports make it "newer than the tables" (``TorchNeed.newer``)."""
     declared = max(w.declared_targets.values(), default=None)
     reqs, source = w.metadata.torch_requirements, _UNTAGGED
     builds, why = (
@@ -176,29 +179,78 @@ def _torch_need(w: WheelFacts) -> TorchNeed:
     )
     gpu = None if w.unreadable else frozenset(cuda_archs.code_names(w.accelerator_needs.gpu))
     if w._unstable_members:
-        found, how = _per_release(w), "names"
-        if not found:
-            found, how = dated_by_exports(w.binaries), "exports"
-        if not found:
-            try:
-                version = Version(w.contents.filename_version)
-            except InvalidVersion:
-                version = Version("0")
-            found, how = claimed_releases(reqs, version)
-        return TorchNeed("unstable", None, found, how, builds, gpu, reqs, source, declared, why)  # type: ignore[arg-type]
+        found, how, newer, tables = _unstable_releases(w)
+        return TorchNeed(
+            "unstable", None, found, how, builds, gpu, reqs, source, declared, why, newer, tables
+        )
     floors = [s.torch.min_version for _, _, s in iter_slices(w) if s.torch.min_version is not None]
     if declared is not None or floors:
         floor = max([*floors, *([declared] if declared else [])])
-        return TorchNeed("stable", floor, frozenset(), "", builds, gpu, reqs, source, declared, why)
+        newer, tables = _newer_shims(w)
+        return TorchNeed(
+            "stable", floor, frozenset(), "", builds, gpu, reqs, source, declared, why, newer, tables
+        )
     kind: Kind = "any" if any(s.accelerators.links_torch for _, _, s in iter_slices(w)) else "none"
     return TorchNeed(kind, None, frozenset(), "", builds, gpu, reqs, source, declared, why)
 
 
-def dated_by_exports(binaries: Sequence[MemberBinary]) -> frozenset[Release]:
-    """The torch minors whose shipped exports hold every strong unstable torch import of
-    the wheel (``torchabi.exports``: the loader's sense of "loads"), per platform; empty
-    when the index cannot decide (no index for a platform, an import no indexed torch
-    exports) or no indexed torch exports them all: then the version is unknown."""
+_NEWER_KEPT = 10
+
+
+def _unstable_releases(
+    w: WheelFacts,
+) -> tuple[frozenset[Release], ReleasesFrom, tuple[str, ...], Minor | None]:
+    """An unstable build's releases, where they were read, its imports newer than the tables
+    and the newest minor those tables speak for (``_torch_need``'s order)."""
+    found = _per_release(w)
+    if found:
+        return found, "names", (), None
+    dated = dated_by_exports(w.binaries)
+    if dated.releases or dated.newer:
+        return dated.releases, "exports", dated.newer, dated.tables
+    try:
+        version = Version(w.contents.filename_version)
+    except InvalidVersion:
+        version = Version("0")
+    claimed, how = claimed_releases(w.metadata.torch_requirements, version)
+    return claimed, how, (), None
+
+
+def _newer_shims(w: WheelFacts) -> tuple[tuple[str, ...], Minor | None]:
+    """The imported shims the table does not know, less those a library of the wheel itself
+    exports (a ``torch_*`` helper of its own resolves inside the wheel), and the table's
+    newest minor: no torch up to it exports them."""
+    unknown = [(s.torch, n) for _, _, s in iter_slices(w) for n in s.torch.unknown_symbols]
+    omitted = any(s.torch.unknown_omitted for _, _, s in iter_slices(w))
+    if not unknown and not omitted:
+        return (), None
+    own = {e for _, _, s in iter_slices(w) for e in s.facts.exports}
+    names = sorted({n for _, n in unknown if n not in own})
+    newest = [t.table_newest for _, _, s in iter_slices(w) if (t := s.torch).table_newest is not None]
+    if not (names or omitted) or not newest:
+        return (), None
+    last = min(newest)
+    return tuple(names[:_NEWER_KEPT]) or ("(names past the listing bound)",), (last.major, last.minor)
+
+
+@frozen
+class Dated:
+    """What the exports index says of a wheel's unstable imports (``dated_by_exports``)."""
+
+    releases: frozenset[Release] = frozenset()  # the minors where its (known) imports meet
+    newer: tuple[str, ...] = ()  # imports no indexed release exports (the first ten)
+    tables: Minor | None = None  # the newest minor every index read speaks for
+
+
+def dated_by_exports(binaries: Sequence[MemberBinary]) -> Dated:
+    """The torch minors whose exports hold every strong unstable torch import of the wheel
+    (``torchabi.exports``: the loader's sense of "loads"), per platform, with the newest minor
+    the indexes speak for. Imports no indexed release exports are ``newer`` when the known ones
+    meet in the newest indexed minor (a build for a torch after it: the minors are then only
+    where the known ones meet, and the others may also come from another library). Empty when
+    no index can say (none for a platform, or it knows none of the names), when no indexed
+    torch exports the names together, or when the known ones do not reach the newest minor (a
+    build for a torch older than the index, or not torch's names): then the version is unknown."""
     # deferred: exports (lzma, the index format) costs 3 ms at start-up; only an unstable
     # wheel is dated by it
     from torchwheel.torchabi.exports import exports_index, platform_of
@@ -210,14 +262,20 @@ def dated_by_exports(binaries: Sequence[MemberBinary]) -> frozenset[Release]:
                 names = wanted.setdefault(platform_of(b.analysis.facts.format, s.facts.arch), set())
                 names.update(imp.name for imp in s.facts.imports if not imp.weak and is_unstable(imp.name))
     found: frozenset[Release] | None = None
+    newer: list[str] = []
+    newest: list[Minor] = []
     for platform, names in sorted(wanted.items()):
         index = exports_index(platform)
         dating = index.dating(names) if index is not None else None
-        if dating is None or not dating.decides:
-            return frozenset()
-        minors = frozenset(dating.minors)
-        found = minors if found is None else found & minors
-    return found or frozenset()
+        if index is None or dating is None or not dating.known:
+            return Dated()
+        found = dating.minors if found is None else found & dating.minors
+        if not dating.decides:  # some names no indexed release exports: newer than the index
+            newer += dating.unknown
+        newest.append(index.newest)
+    if not found or (newer and min(newest) not in found):
+        return Dated()  # its known imports are not the newest torch's: an older build, or not torch's
+    return Dated(found, tuple(sorted(set(newer))[:_NEWER_KEPT]), min(newest))
 
 
 def indexed_minors(binary: MemberBinary) -> frozenset[tuple[int, int]]:

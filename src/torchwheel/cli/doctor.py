@@ -12,7 +12,7 @@ from torchwheel.cli.options import chosen_table, format_option, no_config_option
 from torchwheel.errors import Exit
 
 
-@click.command()
+@click.command(short_help="Which installed extensions load on this torch, or the next one.")
 @click.option(
     "--python",
     "python",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from torchwheel.cli.options import chosen_table, no_config_option, symbols_option
 from torchwheel.errors import Exit
 
 
@@ -31,17 +32,45 @@ def symbols() -> None:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the table here (default: print it).",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="Write the tables here; `-` prints them (default: the user tables file every command "
+    "reads, $XDG_DATA_HOME/torchwheel/tables.json or ~/.local/share/...; %LOCALAPPDATA% on Windows).",
 )
-@click.option("--replace", is_flag=True, help="Build from SOURCES only, not on top of the shipped table.")
-def symbols_update(sources: tuple[Path, ...], output: Path | None, replace: bool) -> Exit:
-    """Extend the shim table from torch wheels or installations (offline: headers only)."""
-    from torchwheel.torchabi.tableupdate import regenerate
+@click.option("--replace", is_flag=True, help="Build from SOURCES only, not on top of the current tables.")
+@symbols_option
+@no_config_option
+def symbols_update(
+    sources: tuple[Path, ...], output: Path | None, replace: bool, symbols_file: Path | None, no_config: bool
+) -> Exit:
+    """Refresh every table (shims, exports, releases) from torch wheels or installations.
 
-    table = regenerate(list(sources), output, extend=not replace)
-    if output is None:
-        click.echo(table.to_json())
+    Offline: the shim table from their headers, the export index of their platform from
+    their libraries, the release list from their versions, on top of the tables a command
+    would use now (--symbols, TORCHWHEEL_SYMBOLS, [tool.torchwheel] symbols, the user tables
+    file, else the shipped ones).
+    """
+    from torchwheel.torchabi import torch_releases
+    from torchwheel.torchabi.tablechoice import user_tables_path
+    from torchwheel.torchabi.tableupdate import update_tables, write_tables
+
+    base = chosen_table(symbols_file, no_config)
+    from torchwheel.torchabi.exports import exports_index
+
+    indexes = {p: exports_index(p) for p in base.indexes}  # the base file's own, read and checked
+    tables = update_tables(list(sources), base.table, torch_releases.releases(), indexes, replace)
+    target = output if output is not None else user_tables_path()
+    if str(target) == "-":
+        click.echo(tables.to_json(), nl=False)
     else:
-        click.echo(f"wrote {output}: {len(table.symbols)} symbols", err=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_tables(target, tables)
+    for note in tables.notes:
+        click.echo(note, err=True)
+    newest = tables.releases[-1] if tables.releases else "none"
+    if str(target) != "-":
+        click.echo(
+            f"wrote {target}: {len(tables.table.symbols)} symbols (torch {', '.join(tables.table.sources[-1:])}), "
+            f"releases to {newest}, exports for {', '.join(sorted(tables.indexes)) or 'no platform'}",
+            err=True,
+        )
     return Exit.OK

@@ -155,6 +155,7 @@ def candidate_json(c: Candidate) -> dict[str, Any]:
             "torch_build": builds_text(c.torch.builds),
             "gpu_code": sorted(c.torch.gpu_code) if c.torch.gpu_code is not None else "unknown",
             "unknown": list(c.torch.unknown_axes),
+            "newer_than_tables": c.torch.newer_json,
             "summary": str(c.torch),
             "source": c.torch.source,
         },
@@ -170,6 +171,7 @@ def _entry(v: Judged, choice: Choice, order: dict[Tag, int]) -> dict[str, Any]:
         "held_back": v.held_back,
         "verdict": v.verdict.cell,
         "axis": v.verdict.axis,
+        "newer_than_tables": v.verdict.newer,
         "reason": v.verdict.reason if v.candidate is choice.chosen else why_not(v, choice, order),
     }
 

@@ -19,7 +19,13 @@ from torchwheel.install.candidates import Candidate
 from torchwheel.install.choose import fit, needed_minors
 from torchwheel.report.textsafe import markdown_cell, markdown_code
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, builds_text, representative_backends
-from torchwheel.torchabi.torch_releases import Minor, known_minors, show_minor
+from torchwheel.torchabi.torch_releases import (
+    TABLES_WORDS,
+    Minor,
+    known_minors,
+    newer_than_tables,
+    show_minor,
+)
 from torchwheel.torchabi.verdicts import Verdict
 
 SCHEMA_VERSION = 1
@@ -31,7 +37,8 @@ MEANING = {
     "only": "loads on this minor only (unstable build)",
     "some": "on some patch releases of it",
     "no": "does not load",
-    "unknown": "unknown: an axis of the wheel could not be read (the reason says which)",
+    "unknown": "unknown: an axis of the wheel could not be read, or the torch is newer than the tables "
+    "(the reason says which)",
 }
 
 
@@ -178,10 +185,22 @@ def legend(grids: list[Matrix], markdown: bool, installed: Minor | None, build: 
     if build is not None and installed is not None:
         here += f", {build}"
     if installed is None:
-        return f"{marks}; no torch installed here"
-    if any(g.installed is not None for g in grids):
-        return f"{marks}; * = installed torch ({here})"
-    return f"{marks}; the installed torch ({here}) is none of these builds: no column is marked"
+        text = f"{marks}; no torch installed here"
+    elif any(g.installed is not None for g in grids):
+        text = f"{marks}; * = installed torch ({here})"
+    else:
+        text = f"{marks}; the installed torch ({here}) is none of these builds: no column is marked"
+    newer = sorted({t for g in grids for t in newer_columns(g)})
+    if newer:
+        text += f"\ntorch {', '.join(show_minor(t) for t in newer)}: {TABLES_WORDS}"
+    return text
+
+
+def newer_columns(m: Matrix) -> list[Minor]:
+    """The minors past the tables: their cells rest on the stable ABI's promise, or are "?"."""
+    return [
+        t for t in m.torches if newer_than_tables(t) or any(r.cells[m.torches.index(t)].newer for r in m.rows)
+    ]
 
 
 def render(
@@ -252,6 +271,7 @@ def to_json(m: Matrix) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "torches": [show_minor(t) for t in m.torches],
         "installed_torch": show_minor(m.installed) if m.installed else None,
+        "newer_than_tables": [show_minor(t) for t in newer_columns(m)],
         "wheels": [
             {
                 "file": r.cand.filename,
@@ -265,6 +285,7 @@ def to_json(m: Matrix) -> dict[str, Any]:
                         "reason": cell.reason,
                         "axis": cell.axis,
                         "releases": [str(v) for v in cell.loads_on],
+                        "newer_than_tables": cell.newer,
                     }
                     for t, cell in zip(m.torches, r.cells, strict=True)
                 },

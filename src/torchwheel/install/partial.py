@@ -41,7 +41,7 @@ from torchwheel.report.facts import SCHEMA_VERSION as DOCUMENT_VERSION
 from torchwheel.report.facts import need_json
 from torchwheel.torchabi.need import TorchNeed
 from torchwheel.torchabi.symtable import SymbolTable
-from torchwheel.torchabi.tablechoice import ChosenTable, choose_table
+from torchwheel.torchabi.tablechoice import ChosenTable, activate, choose_table
 from torchwheel.wheel.contents import is_compiled_name
 from torchwheel.wheel.metadata import TORCH_ABI_FIELD, TORCH_BUILD_FIELD, parse_metadata
 
@@ -130,7 +130,7 @@ def _near_whole(wheel: RangedWheel) -> bool:
 def _table(symbols: object) -> SymbolTable:
     """The shim table as ``api`` chooses it (this layer lies below ``api``)."""
     if isinstance(symbols, ChosenTable):
-        return symbols.table
+        return activate(symbols).table
     return choose_table(Path(symbols) if isinstance(symbols, str | Path) else None, None).table
 
 

@@ -54,6 +54,8 @@ def torch_json(torch: TorchUsage) -> dict[str, Any]:
         "pinning_symbols": list(torch.pinning_symbols),
         "unknown_symbols": list(torch.unknown_symbols),
         "unknown_symbols_omitted": torch.unknown_omitted,
+        # the unknown shims need a torch newer than the tables, which end at this release
+        "newer_than_tables": torch.table_newest.release if torch.table_newest else None,
         "unstable_symbols": list(torch.unstable_symbols),
         "unstable_symbols_omitted": torch.unstable_omitted,
         "weak_symbols": [{"name": n, "introduced": v.release if v else None} for n, v in torch.weak_symbols],
@@ -162,7 +164,8 @@ def slice_text(s: SliceAnalysis) -> list[str]:
         lines.append(f"    companions   {_names(shown, len(f.companions) - len(shown))}")
     floor = "-" if t.min_version is None else str(t.min_version)
     if t.min_is_lower_bound:
-        floor = f">= {floor} (lower bound: unknown shims)"
+        upto = f" up to {t.table_newest.minor_release}" if t.table_newest else ""
+        floor = f">= {floor} (a lower bound: it imports shims no torch{upto} exports, newer than the tables)"
     lines += [
         f"    torch usage  {t.usage}; stable shims {t.stable_count}; needs torch {floor}",
     ]
@@ -214,6 +217,7 @@ def need_json(need: TorchNeed) -> dict[str, Any]:
         "gpu_code": sorted(need.gpu_code) if need.gpu_code is not None else "unknown",
         "requirements": [str(r) for r in need.requirements],
         "unknown": list(need.unknown_axes),
+        "newer_than_tables": need.newer_json,
         "summary": str(need),
         "source": need.source,
     }

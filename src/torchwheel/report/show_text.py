@@ -84,13 +84,18 @@ def wheel_text(w: WheelFacts) -> str:
         f"  torch ABI        {need.label}"
         + (f" (declared {need.declared})" if need.declared and need.kind != "none" else "")
         + (f": per-minor builds, loads on torch {show_releases(need.releases)}" if need.per_release else "")
+        + (
+            " (a lower bound: it imports shims newer than the tables)"
+            if need.newer and need.kind == "stable"
+            else ""
+        )
     )
     lines += [
         f"  per-minor        {a.key}: "
         + ", ".join(f"{show_release(b)}={member.rsplit('/', 1)[-1]}" for b, member in a.members)
         for a in (w.alternatives if need.per_release else ())
     ]
-    if need.kind == "unstable" and not need.per_release:
+    if (need.kind == "unstable" and not need.per_release) or need.newer:
         lines.append(f"  torch version    {need}")
     lines += _build_lines(w)
     lines += _file_table(w)

@@ -95,14 +95,15 @@ CODES: tuple[Code, ...] = (
     Code("TW104", "marker-disagree", _E, "one binary carries records of different targets", CONSUMER_BINARY),
     Code("TW105", "targets-differ", _W, "libraries of one wheel declare different targets", CONSUMER_BINARY),
     Code("TW106", "marker-unreadable", _E, "the exported marker symbol does not hold a record", CONSUMER_BINARY, True),
-    Code("TW107", "target-not-a-release", _E, "the declared target names no torch release with the stable ABI", CONSUMER_BINARY, True),
+    Code("TW107", "target-not-a-release", _E, "the declared target is older than the first torch with the stable ABI", CONSUMER_BINARY, True),
     # TW2xx: the torch contract (rules/torch.py)
     Code("TW201", "target-too-old", _E, "the declared target is older than the imported shims need", CONSUMER_BINARY),
     Code("TW202", "unstable-in-stable", _E, "a library that declares the stable ABI imports unstable symbols", CONSUMER_BINARY),
-    Code("TW203", "unknown-shim", _W, "imported shim symbols are not in the symbol table", CONSUMER_BINARY),
+    Code("TW203", "unknown-shim", _W, "imported shims no torch of the tables exports: newer than this torchwheel's tables", CONSUMER_BINARY, True),
     Code("TW204", "unstable-library", _W, "a library uses unstable libtorch symbols and is not allowlisted", CONSUMER_BINARY),
     Code("TW205", "stale-allowlist", _E, "an unstable-allowlist entry matches no unstable library", CONSUMER_BINARY),
     Code("TW206", "target-above-need", _I, "the declared target is newer than the imports need: the wheel loads on fewer torches than it could", CONSUMER_BINARY),
+    Code("TW207", "newer-than-tables", _W, "a declared target, a torch requirement or unstable imports name a torch newer than this torchwheel's tables", CONSUMER_BINARY, True),
     # TW3xx: the CPython ABI (rules/cpython.py)
     Code("TW301", "abi3-not-limited", _E, "an abi3-tagged wheel contains a module outside the limited API", BINARY),
     Code("TW302", "suffix-tag-mismatch", _E, "a module's file-name suffix does not match the wheel tags", BINARY),

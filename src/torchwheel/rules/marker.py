@@ -106,9 +106,20 @@ def _hex_reading(v: FeatureVersion) -> FeatureVersion | None:
     return FeatureVersion(v.major, int(digits)) if digits.isdigit() and int(digits) != v.minor else None
 
 
+def hex_hint(v: FeatureVersion, floor: FeatureVersion | None) -> str:
+    """`` (the symbols fit 2.10: did you mean 0x020a000000000000?)`` when ``v``'s minor spelled
+    in decimal digits is a known release the imports fit, else ""."""
+    meant = _hex_reading(v)
+    newest = torch_releases.minor_of(torch_releases.newest())
+    if meant is None or torch_releases.minor_of(meant) > newest or (floor is not None and floor > meant):
+        return ""
+    return f" (the symbols fit {meant.minor_release}: did you mean {meant.to_int():#018x}?)"
+
+
 @rule("TW107")
 def target_not_a_release(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
-    newest = torch_releases.newest()
+    """Only a target older than the stable ABI: one newer than every release this torchwheel
+    knows may be a torch released since, which is TW207's "newer than the tables"."""
     for member, arch, s in iter_slices(w):
         d = s.declared
         if d is None or d.record.version is None:
@@ -120,20 +131,3 @@ def target_not_a_release(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 f"[{arch}] declares torch {v}, older than the first torch with the stable ABI "
                 f"({BASELINE.minor_release}): set TORCH_TARGET_VERSION to the torch you build against",
             )
-            continue
-        if torch_releases.minor_of(v) <= torch_releases.minor_of(newest) or s.torch.unknown_symbols:
-            continue  # a known minor, or shims this torchwheel does not know: a newer torch (TW203)
-        meant = _hex_reading(v)
-        floor = s.torch.min_version
-        likely = (
-            f"; the symbols fit {meant.minor_release}: did you mean {meant.to_int():#018x}?"
-            if meant is not None
-            and torch_releases.minor_of(meant) <= torch_releases.minor_of(newest)
-            and (floor is None or floor <= meant)
-            else ""
-        )
-        yield (
-            member,
-            f"[{arch}] declares torch {v} ({v.to_int():#018x}), newer than any torch release "
-            f"(newest {newest}): TORCH_TARGET_VERSION is byte-packed hex{likely}",
-        )

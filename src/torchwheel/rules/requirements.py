@@ -73,7 +73,7 @@ def torch_requirement_too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         return
     floor = Version(abi.floor.release)
     if torch_releases.minor_of(abi.floor) > torch_releases.minor_of(torch_releases.newest()):
-        return  # a target no torch release has (TW107 says which it likely meant): no torch to require
+        return  # a target newer than the tables (TW207 says so): no known torch to require
     for req in w.metadata.torch_requirements:
         too_old = torch_releases.older_admitted(req.specifier, abi.floor) is not None
         loads = [
@@ -100,7 +100,9 @@ def unstable_torch_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         "pin the torch minor it was built with, 'torch==X.Y.*' (`torchwheel tag --build-torch X.Y` "
         "writes it; `--build-torch installed` takes the torch installed where it runs)"
     )
-    if abi.releases_from == "exports":  # the binaries date themselves: say where
+    if abi.newer:  # imports no torch of the tables exports: TW207 says so
+        fix += "; its imports include names newer than this torchwheel's tables (TW207)"
+    elif abi.releases_from == "exports":  # the binaries date themselves: say where
         fix += f"; its imports are exported by torch {show_releases(abi.releases)} only"
     if not w.metadata.torch_requirements and policy.require_torch:
         yield (
@@ -171,10 +173,10 @@ def release_build_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             if binary is None or claimed not in indexed_minors(binary):
                 continue
             dated = dated_by_exports([binary])
-            if dated and claimed not in dated:
+            if dated.releases and not dated.newer and claimed not in dated.releases:
                 yield (
                     member,
                     f"named for torch {show_release(release)}, where the package picks it, but its unstable "
-                    f"imports are exported by torch {show_releases(dated)} only (the shipped exports index): on "
+                    f"imports are exported by torch {show_releases(dated.releases)} only (the shipped exports index): on "
                     f"torch {show_release(release)} it fails to load; rebuild it against that torch, or rename it",
                 )

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from fnmatch import fnmatch
 
 from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices
-from torchwheel.rules.marker import slice_targets
+from torchwheel.errors import quoted
+from torchwheel.rules.marker import hex_hint, slice_targets
 from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.need import show_release
@@ -67,12 +68,14 @@ def unstable_in_stable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 def unknown_shim(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         if s.torch.unknown_count:
+            newest = s.torch.table_newest
+            upto = f" up to {newest.minor_release}" if newest is not None else ""
             yield (
                 member,
                 (
-                    f"[{arch}] shim symbols unknown to torchwheel's table ({_unknown_text(s.torch)}); "
-                    "the minimum torch is a lower bound: run `torchwheel symbols update -o shims.json <newer torch wheel>` "
-                    "and check with `--symbols shims.json`"
+                    f"[{arch}] imports shims no torch{upto} exports ({_unknown_text(s.torch)}): newer than this "
+                    "torchwheel's tables, so it loads on no torch they know; run `torchwheel symbols update "
+                    "TORCH_WHEEL_OR_ENV` with the torch it was built for"
                 ),
             )
 
@@ -149,4 +152,39 @@ def target_above_need(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                 f"code allows, rebuild with TORCH_TARGET_VERSION={target.to_int():#018x} (the symbols are a lower "
                 "bound: inlined header code leaves none)"
             ),
+        )
+
+
+@rule("TW207")
+def newer_than_tables(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """A target, a requirement or unstable imports newer than the tables (shims: TW203):
+    torchwheel cannot tell a torch released since from a mistake, so it says which it sees."""
+    newest = torch_releases.newest()
+    update = (
+        f"run `torchwheel symbols update TORCH_WHEEL_OR_ENV` with that torch (these tables end at {newest})"
+    )
+    for member, arch, s in iter_slices(w):
+        d = s.declared
+        if d is None or d.record.version is None or not torch_releases.newer_than_tables(d.record.version):
+            continue
+        v = d.record.version
+        hint = hex_hint(v, s.torch.min_version)
+        yield (
+            member,
+            f"[{arch}] declares torch {v} ({v.to_int():#018x}), newer than this torchwheel's tables: a torch "
+            f"released since, or TORCH_TARGET_VERSION spelled in decimal digits (it is byte-packed hex){hint}; {update}",
+        )
+    for req in w.metadata.torch_requirements:
+        if not torch_releases.admitted(req.specifier) and torch_releases.admits_future(req.specifier):
+            yield (
+                "",
+                f"Requires-Dist {quoted(req)} admits only torch newer than this torchwheel's tables; {update}",
+            )
+    need = w.torch_need
+    if need.kind == "unstable" and need.newer and need.tables is not None:
+        shown = ", ".join(need.newer[:3]) + (", ..." if len(need.newer) > 3 else "")
+        yield (
+            "",
+            f"unstable imports no torch up to {show_release(need.tables)} exports ({shown}): built for a newer torch "
+            f"(or they come from another library), so no torch the tables know loads it; {update}",
         )

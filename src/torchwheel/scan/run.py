@@ -26,7 +26,7 @@ from torchwheel.install.scanline import WheelSource, empty_line
 from torchwheel.scan import jsonl
 from torchwheel.scan.progress import Progress
 from torchwheel.scan.sources import Listed, list_sources
-from torchwheel.torchabi.tablechoice import ChosenTable
+from torchwheel.torchabi.tablechoice import ChosenTable, activate
 
 _worker: dict[str, Any] = {}
 
@@ -47,7 +47,7 @@ def _init(
     limits.set_network_budget("http_timeout", "--http-timeout", budget.http_timeout.value)
     limits.set_network_budget("max_http_seconds", "--max-http-seconds", budget.max_http_seconds.value)
     fairness.configure(policy, shared)
-    _worker["table"], _worker["read"] = table, read
+    _worker["table"], _worker["read"] = activate(table), read
 
 
 def scan_item(source: WheelSource) -> dict[str, Any]:

@@ -50,8 +50,8 @@ def _known(minor: str, what: str) -> None:
     if torch_releases.parse_minor(minor) > torch_releases.minor_of(torch_releases.newest()):
         raise InputError(
             f"{what} torch {minor}, newer than any torch release this torchwheel knows "
-            f"(newest {torch_releases.newest()}): writing torch>={minor} would admit no torch; "
-            "check TORCH_TARGET_VERSION (TW107), or update torchwheel"
+            f"(newest {torch_releases.newest()}): writing torch>={minor} would admit no torch it knows; "
+            "check TORCH_TARGET_VERSION, or run `torchwheel symbols update TORCH_WHEEL_OR_ENV` with that torch (TW207)"
         )
 
 
@@ -78,7 +78,16 @@ def desired_spec(
     abi: TorchNeed, reqs: tuple[Requirement, ...], opts: TagOptions, named: str | None = None
 ) -> str | None:
     """The requirement ``tag`` writes; ``named``: the torch minor the distribution's name
-    spells, which the refusal of an undated unstable build suggests (never applies)."""
+    spells, which the refusal of an undated unstable build suggests (never applies). A need
+    with imports newer than the tables is refused: its floor or its dating is a guess
+    (an unstable build's --build-torch is the author's word, and is taken)."""
+    if abi.newer and abi.tables is not None and not (abi.kind == "unstable" and opts.build_torch):
+        shown = ", ".join(abi.newer[:3]) + (", ..." if len(abi.newer) > 3 else "")
+        raise InputError(
+            f"the binaries import {shown}, which no torch up to {show_minor(abi.tables)} exports: newer than "
+            "this torchwheel's tables, so the requirement would be a guess; run `torchwheel symbols update "
+            "TORCH_WHEEL_OR_ENV` with the torch they were built for (TW203, TW207)"
+        )
     if abi.kind == "stable" and abi.floor is not None:
         t: FeatureVersion = abi.floor
         _known(t.minor_release, "the binaries need")

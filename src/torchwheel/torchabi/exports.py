@@ -36,6 +36,7 @@ The generator refuses a collision among the indexed names themselves.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -67,6 +68,7 @@ __all__ = [
     "exports_index",
     "name_hash",
     "platform_of",
+    "use",
 ]
 
 MAGIC = b"TWTXIDX\n"
@@ -203,6 +205,23 @@ class ExportIndex:
     _starts: array[int] = field(repr=False, compare=False)
     _lows: array[int] = field(repr=False, compare=False)
     _masks: array[int] = field(repr=False, compare=False)
+    # the header as read (``HEADER``), and the file's bytes: what ``exports_update`` keeps
+    # when it writes the index anew or into a tables file
+    header: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    raw: bytes = field(default=b"", repr=False, compare=False)
+
+    @property
+    def newest(self) -> tuple[int, int]:
+        """The newest torch minor the index speaks for: past it, "not exported" means "unknown"."""
+        last = self.releases[-1]
+        return (last.major, last.minor)
+
+    def entries(self) -> Iterable[tuple[int, int]]:
+        """Every (48-bit hash, release mask), ascending by hash: what a writer re-encodes."""
+        starts, lows, masks = self._starts, self._lows, self._masks
+        for bucket in range(_BUCKETS):
+            for at in range(starts[bucket], starts[bucket + 1]):
+                yield bucket << _LOW_BITS | lows[at], masks[at]
 
     def _mask(self, name: str) -> int:
         """The releases exporting ``name`` as a bitmask; 0 for a name not indexed."""
@@ -259,7 +278,7 @@ class ExportIndex:
             raise InputError(f"{where}: a header of {size:,} bytes does not fit in the file")
         header = safejson.load(data[_PREFIX : _PREFIX + size], f"{where} header", HEADER)
         body = memoryview(data)[_PREFIX + size : len(data) - _CHECKSUM]
-        return cls._parse(header, body, where)
+        return dataclasses.replace(cls._parse(header, body, where), raw=bytes(data))
 
     @classmethod
     def _parse(cls, header: dict[str, Any], compressed: memoryview, where: str) -> ExportIndex:
@@ -294,7 +313,7 @@ class ExportIndex:
         if count and (min(masks) == 0 or max(masks) >> len(releases)):
             raise InputError(f"{where}: a release mask names no release or one beyond the {len(releases)}")
         builds = tuple(tuple(r["builds"]) for r in entries)
-        return cls(header["platform"], releases, builds, starts, lows, masks)
+        return cls(header["platform"], releases, builds, starts, lows, masks, header)
 
 
 def _inflate(data: memoryview, compression: str, size: int, where: str) -> bytes:
@@ -323,10 +342,39 @@ def platform_of(fmt: str, arch: str) -> str:
     return f"{_OS.get(fmt, fmt)}-{arch}"
 
 
-@functools.cache
+_chosen: dict[str, tuple[bytes, str]] = {}  # platform -> a tables file's index, and where it is
+_parsed: dict[str, ExportIndex] = {}
+
+
+def use(indexes: dict[str, tuple[bytes, str]]) -> None:
+    """Judge with these indexes (a tables file's, ``tablechoice``: the bytes and where they
+    are) where they name the platform, the shipped ones elsewhere; ``{}`` goes back to the
+    shipped ones. Process-wide, like the release list: every verdict of a run reads one set
+    of tables. Each is read and checked when a verdict first needs it, as the shipped ones
+    are (most runs judge no unstable wheel): a defect is one ``InputError`` then."""
+    _chosen.clear()
+    _parsed.clear()
+    _chosen.update(indexes)
+
+
 def exports_index(platform: str) -> ExportIndex | None:
-    """The shipped index for ``platform`` (the shim table's keys: ``linux-x86_64``,
-    ``macos-arm64``, ``windows-x86_64``); None when none ships. Read once per process."""
+    """The index for ``platform`` (the shim table's keys: ``linux-x86_64``, ``macos-arm64``,
+    ``windows-x86_64``): a chosen tables file's, else the shipped one; None when neither has one."""
+    if platform not in _chosen:
+        return shipped_index(platform)
+    index = _parsed.get(platform)
+    if index is None:
+        data, where = _chosen[platform]
+        index = ExportIndex.from_bytes(data, where)
+        if index.platform != platform:
+            raise InputError(f"{where}: the index inside is for {index.platform!r}")
+        _parsed[platform] = index
+    return index
+
+
+@functools.cache
+def shipped_index(platform: str) -> ExportIndex | None:
+    """The index shipped for ``platform``; None when none ships. Read once per process."""
     if not _PLATFORM.fullmatch(platform):
         return None
     resource = resources.files("torchwheel") / "data" / f"torch_exports_{platform}.bin"

@@ -11,7 +11,10 @@
   torch rather than load the wheel beside a torch it excludes.
 
 An axis that could not be read is ``None`` (unknown), never a permissive default: a verdict
-on an unknown axis is ``unknown``, never ``loads``. The need is built in one place per
+on an unknown axis is ``unknown``, never ``loads``. Imports that no torch of the tables
+exports (``newer``, up to the tables' newest minor, ``tables``) are the version axis's own
+state: such a wheel loads on no torch the tables know, and on a newer one nobody can say
+yet (``verdicts``); the same holds for imports dated by an index that ends before the torch. The need is built in one place per
 source (``declared_need`` from the WHEEL fields ``tag`` writes; ``analysis.wheelfacts.
 torch_need_of`` from the binaries of an untagged wheel), and the two agree axis by axis
 (``tests/test_need_model.py``).
@@ -97,8 +100,20 @@ class TorchNeed:
     declared: FeatureVersion | None = field(default=None, compare=False)  # the newest marker, if any
     # the libraries that set the build axis: ``xformers/_C.so: libcudart.so.12, libtorch_cuda.so``
     evidence: str = field(default="", compare=False)
+    # imports that no torch up to ``tables`` exports (the first ten; the shim table's
+    # unknown shims, or unstable names the exports index has in no release): "newer than
+    # the tables". ``tables``: the newest minor of the tables that read the imports (the shim
+    # table's; the exports index's, for a build dated by its imports), None when none did
+    newer: tuple[str, ...] = ()
+    tables: Minor | None = None
 
     def __str__(self) -> str:
+        if self.newer and self.tables is not None:
+            shown = ", ".join(self.newer[:3]) + (", ..." if len(self.newer) > 3 else "")
+            return (
+                f"{self.kind}, newer than the tables ({shown}: exported by no torch up to "
+                f"{show_release(self.tables)})"
+            )
         if self.kind == "stable" and self.floor is not None:
             return f"stable >= {self.floor.minor_release if self.floor.patch == 0 else self.floor.release}"
         if self.kind == "unstable" and len(self.releases) > 1 and self.releases_from != "exports":
@@ -131,10 +146,20 @@ class TorchNeed:
 
     @property
     def named_minors(self) -> set[Minor]:
-        """The minors the need itself names (a stable floor's, an unstable build's)."""
+        """The minors the need itself names (a stable floor's, an unstable build's; the first
+        past the tables for imports newer than them)."""
+        past = {(self.tables[0], self.tables[1] + 1)} if self.newer and self.tables is not None else set()
         if self.kind == "stable" and self.floor is not None:
-            return {minor_of(self.floor)}
-        return {(b[0], b[1]) for b in self.releases}
+            return {minor_of(self.floor)} | past
+        return {(b[0], b[1]) for b in self.releases} | past
+
+    @property
+    def newer_json(self) -> dict[str, object] | None:
+        """``newer_than_tables`` in every JSON document that shows a need: the imports no torch
+        up to ``tables`` exports, or null."""
+        if not self.newer or self.tables is None:
+            return None
+        return {"imports": list(self.newer), "tables": show_release(self.tables)}
 
     @property
     def unknown_axes(self) -> tuple[UnknownAxis, ...]:
@@ -274,7 +299,13 @@ def declared_need(
         found = parse_releases(abi_builds or abi_exports or "") if abi_builds or abi_exports else frozenset()
         if not found:
             found, how = claimed_releases(reqs, version)
-        return TorchNeed("unstable", None, found, how, builds, gpu, reqs, source)
+        # dated by the tagger's export index: past it (and past this torchwheel's), unknown
+        horizon = (
+            max([minor_of(torch_releases.newest()), *((b[0], b[1]) for b in found)])
+            if how == "exports"
+            else None
+        )
+        return TorchNeed("unstable", None, found, how, builds, gpu, reqs, source, tables=horizon)
     if value in ("none", "any"):
         return TorchNeed(value, None, frozenset(), "", builds, gpu, reqs, source)  # type: ignore[arg-type]
     try:

@@ -59,8 +59,10 @@ __all__ = [
 #: other values: a future layout may put something else in ``symbols``. Version 2 made
 #: each symbol an object (version, where it came from, first release per exporting platform)
 #: and added the wheels read; version 1 (a bare version per symbol) is still read, so
-#: tables written by an older ``symbols update`` keep working.
-SCHEMA_VERSION = 2
+#: tables written by an older ``symbols update`` keep working. Version 3 added the optional
+#: ``releases`` (the torch release list) and ``exports`` (platform -> an export index,
+#: base64), which ``tablechoice`` reads: one file refreshes every table.
+SCHEMA_VERSION = 3
 
 #: The torch release assumed for baseline (``None``) symbols when computing a minimum.
 #:
@@ -194,13 +196,15 @@ class SymbolTable:
                 origins[name] = other.origin(name)
         return SymbolTable(merged, self.sources + other.sources, origins, self.wheels + other.wheels)
 
-    def to_json(self) -> str:
-        """Deterministic JSON (sorted keys, two-space indent) so regenerating is diffable."""
+    def to_json(self, extra: Mapping[str, object] | None = None) -> str:
+        """Deterministic JSON (sorted keys, two-space indent) so regenerating is diffable.
+        ``extra``: the other tables of a tables file (``releases``, ``exports``)."""
         document = {
             "schema_version": SCHEMA_VERSION,
             "sources": list(self.sources),
             "symbols": "@SYMBOLS@",
             "wheels": [w.to_json() for w in self.wheels],
+            **(extra or {}),
         }
         # One line per symbol: ~800 of them stay a small file and a one-line diff each.
         entries = ",\n".join(
@@ -284,6 +288,8 @@ def shape() -> Object:
             "sources": List(Str()),
             "symbols": Object(other=Either((symbol_v2, Str(), Null()))),
             "wheels": List(Object(dict.fromkeys(_WHEEL_FIELDS, Str()), required=_WHEEL_FIELDS)),
+            "releases": List(Str(pattern=r"\d{1,4}(\.\d{1,4}){1,3}")),
+            "exports": Object(other=Str()),  # base64, decoded with validation by tablechoice
         },
         required=("schema_version", "symbols"),
     )

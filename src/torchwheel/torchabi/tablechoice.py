@@ -1,43 +1,74 @@
-"""Which shim table a run judges with, and how it was chosen.
+"""Which tables a run judges with, and how they were chosen.
 
-``torchwheel symbols update`` exists for wheels built against a torch newer than this
-torchwheel's table. The table it writes only helps if every command that judges symbols
-can be pointed at it, the same way in a shell, in CI and in a project's own configuration;
-and a verdict reached with a stale or a custom table must say so, or two machines can
-disagree without anyone seeing why. The first of these wins:
+torchwheel's verdicts rest on three tables: the shim table (``symtable``), what each torch
+minor exports (``exports``) and the list of torch releases (``torch_releases``). On the day
+a torch minor ships, every shipped copy is one minor behind, and a CI job pins its torchwheel
+for months; ``torchwheel symbols update`` refreshes all three from that torch into one tables
+file. That file only helps if every command that judges can be pointed at it, the same way in
+a shell, in CI and in a project's own configuration; and a verdict reached with a stale or a
+custom table must say so, or two machines can disagree without anyone seeing why. The first
+of these wins:
 
 1. ``--symbols FILE`` on the command line;
 2. the ``TORCHWHEEL_SYMBOLS`` environment variable;
 3. ``symbols = "FILE"`` in ``[tool.torchwheel]`` (relative to that ``pyproject.toml``);
-4. the table shipped in the package.
+4. the user tables file ``symbols update`` writes by default (``user_tables_path``), when it
+   knows a newer torch than the shipped tables (an upgraded torchwheel outgrows it);
+5. the tables shipped in the package.
+
+A file of schema 1 or 2 holds only a shim table: the shipped release list and export
+indexes stay. Choosing installs the file's release list and indexes for the whole process
+(``torch_releases.use``, ``exports.use``): every verdict of one run reads one set of tables.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Mapping
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from torchwheel.errors import InputError
+from packaging.version import Version
+
+from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
+from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.symtable import SymbolTable, load_shipped, shape
+
+_EXPORTS_MODULE = "torchwheel.torchabi.exports"
 
 ENV_VAR = "TORCHWHEEL_SYMBOLS"
 SHIPPED = "shipped"
+USER_FILE = "user tables"
 
 
 @frozen
 class ChosenTable:
+    """The tables of a run: the shim table, and where a file gives them, its release list
+    (empty: the shipped one) and export indexes (a platform it lacks keeps the shipped one)."""
+
     table: SymbolTable
-    origin: str  # "shipped" or the file the table was read from
-    how: str  # "--symbols", ENV_VAR, "pyproject.toml" or "shipped"
+    origin: str  # "shipped" or the file the tables were read from
+    how: str  # "--symbols", ENV_VAR, "pyproject.toml", USER_FILE or "shipped"
+    releases: tuple[Version, ...] = ()
+    indexes: Mapping[str, bytes] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def newest(self) -> Version:
+        """The newest torch any of the three tables speaks for."""
+        newest = Version(self.table.newest.release)
+        return max([newest, *self.releases[-1:]])
 
     @property
     def label(self) -> str:
         releases = self.table.sources
         span = f"torch {releases[0]}..{releases[-1]}" if releases else "no source releases"
         where = "shipped table" if self.origin == SHIPPED else f"{self.origin} (from {self.how})"
-        return f"{where}: {len(self.table.symbols)} shims, {span}"
+        extra = f", releases to {self.releases[-1]}" if self.releases else ""
+        extra += "".join(f", {p} exports" for p in sorted(self.indexes))
+        return f"{where}: {len(self.table.symbols)} shims, {span}{extra}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -45,27 +76,94 @@ class ChosenTable:
             "chosen_by": self.how,
             "sources": list(self.table.sources),
             "symbols": len(self.table.symbols),
+            "releases_newest": str(self.releases[-1] if self.releases else torch_releases.newest()),
+            "exports_from_file": sorted(self.indexes),
         }
 
 
-def read_table(path: Path) -> SymbolTable:
-    """A table file as ``symbols update -o`` writes it; any defect is one ``InputError``."""
-    from torchwheel import safejson  # only a --symbols table: the shipped one is trusted
+def user_tables_path() -> Path:
+    """Where ``symbols update`` writes by default and every command looks: the user's data
+    directory (``%LOCALAPPDATA%`` on Windows, else ``$XDG_DATA_HOME`` or ``~/.local/share``),
+    ``torchwheel/tables.json``; a CI job caches it like any other file."""
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+    else:
+        base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "torchwheel" / "tables.json"
+
+
+def read_tables(path: Path, how: str) -> ChosenTable:
+    """A tables file as ``symbols update`` writes it; any defect is one ``InputError``."""
+    from torchwheel import safejson  # only a file: the shipped tables are trusted
 
     where = f"symbol table {path}"
     try:
-        return SymbolTable.from_document(safejson.load_file(path, where, shape()), where)
+        document = safejson.load_file(path, where, shape())
+        table = SymbolTable.from_document(document, where)
+        releases = _releases(document.get("releases", []))
+        indexes = _indexes(document.get("exports", {}), where)
     except InputError as exc:
-        raise InputError(f"{exc} (write one with `torchwheel symbols update -o`)") from exc
+        raise InputError(f"{exc} (write one with `torchwheel symbols update`)") from exc
+    return ChosenTable(table, str(path), how, releases, indexes)
+
+
+def _releases(texts: list[str]) -> tuple[Version, ...]:
+    """The release list: ``shape()`` lets only dotted digits through, so each is a final release."""
+    return tuple(sorted({Version(t) for t in texts}))
+
+
+def _indexes(encoded: dict[str, str], where: str) -> dict[str, bytes]:
+    """Each platform's index file; the index itself is read and checked where a verdict first
+    needs it (``exports.use``), as the shipped ones are."""
+    import base64
+    import binascii
+
+    out: dict[str, bytes] = {}
+    for platform, text in encoded.items():
+        try:
+            out[platform] = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise InputError(
+                f"{where}: exports {clipped(platform, 40)!r}: not base64 ({clipped(exc, 80)})"
+            ) from exc
+    return out
 
 
 def choose_table(cli: Path | None, configured: Path | None) -> ChosenTable:
-    """``configured`` is the path from ``[tool.torchwheel]``, already made absolute."""
+    """``configured`` is the path from ``[tool.torchwheel]``, already made absolute. The
+    chosen tables become the process's (module docstring)."""
+    return activate(_choose(cli, configured))
+
+
+def activate(chosen: ChosenTable) -> ChosenTable:
+    """Make ``chosen``'s release list and export indexes the process's (a scan worker, an API
+    call given a table, do this for the table the command chose)."""
+    torch_releases.use(chosen.releases or None)
+    if chosen.indexes or _EXPORTS_MODULE in sys.modules:  # nothing to undo in a module not loaded
+        from torchwheel.torchabi import exports
+
+        where = f"{chosen.origin} ({chosen.how})"
+        exports.use({p: (data, f"{where}: exports {clipped(p, 40)!r}") for p, data in chosen.indexes.items()})
+    return chosen
+
+
+def _choose(cli: Path | None, configured: Path | None) -> ChosenTable:
     if cli is not None:
-        return ChosenTable(read_table(cli), str(cli), "--symbols")
+        return read_tables(cli, "--symbols")
     env = os.environ.get(ENV_VAR)
     if env:
-        return ChosenTable(read_table(Path(env)), env, ENV_VAR)
+        return read_tables(Path(env), ENV_VAR)
     if configured is not None:
-        return ChosenTable(read_table(configured), str(configured), "pyproject.toml")
-    return ChosenTable(load_shipped(), SHIPPED, SHIPPED)
+        return read_tables(configured, "pyproject.toml")
+    shipped = ChosenTable(load_shipped(), SHIPPED, SHIPPED)
+    user = user_tables_path()
+    if user.is_file():
+        found = read_tables(user, USER_FILE)
+        if found.newest > _shipped_newest(shipped):
+            return found
+    return shipped
+
+
+def _shipped_newest(shipped: ChosenTable) -> Version:
+    torch_releases.use(None)
+    return max(shipped.newest, torch_releases.newest())

@@ -1,32 +1,63 @@
 """The work behind ``torchwheel symbols update``, kept free of click so it can be tested.
 
-Users need this when they check wheels built against a torch newer than the table that
-shipped with their torchwheel: scanning that torch's wheel (or site-packages) teaches the
-table the new gates without waiting for a torchwheel release.
+Users need this on the day a torch minor ships: every table torchwheel judges with (the shim
+table, what each torch minor exports, the release list) is one minor behind for everyone who
+has not upgraded torchwheel. Reading that torch's wheel (or site-packages) refreshes all
+three into one tables file (``tablechoice`` reads it back) without waiting for a torchwheel
+release: its headers date the new shims (``shim_headers``), its libraries' exports join the
+export index of their platform (``exports_update``), and its version joins the release list.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import stat
+from collections.abc import Iterable, Mapping
+from datetime import date
 from pathlib import Path
 from typing import BinaryIO
 
-from torchwheel.errors import InputError
+from packaging.version import InvalidVersion, Version
+
+from torchwheel import __version__
+from torchwheel.errors import InputError, clipped
+from torchwheel.frozen import frozen
+from torchwheel.torchabi import exports_update
+from torchwheel.torchabi.cxxnames import is_unstable
+from torchwheel.torchabi.exports import ExportIndex, exports_index, platform_of
 from torchwheel.torchabi.shim_headers import scan_headers
 from torchwheel.torchabi.symtable import SymbolTable, load_shipped, merge_all, shape
+from torchwheel.torchabi.torchlibs import TorchLibraries, read_torch
 from torchwheel.wheel.temps import OutputKind, replace_atomically
 
-__all__ = ["regenerate", "write_atomically"]
+__all__ = ["Tables", "regenerate", "update_tables", "write_atomically", "write_tables"]
 
 
-def regenerate(sources: list[Path], output: Path | None, extend: bool) -> SymbolTable:
-    """Scan ``sources`` and merge them, onto the shipped table when ``extend`` is true.
+@frozen
+class Tables:
+    """Every table of a tables file, as ``write_tables`` writes it; ``notes``: what changed."""
+
+    table: SymbolTable
+    releases: tuple[Version, ...]
+    indexes: Mapping[str, bytes]  # platform -> index bytes (only platforms the file carries)
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        encoded = {p: base64.b64encode(data).decode("ascii") for p, data in sorted(self.indexes.items())}
+        return self.table.to_json({"releases": [str(v) for v in self.releases], "exports": encoded})
+
+
+def regenerate(
+    sources: list[Path], output: Path | None, extend: bool, base: SymbolTable | None = None
+) -> SymbolTable:
+    """The shim table of ``sources``' headers, merged onto ``base`` (the shipped table unless
+    given) when ``extend`` is true; written to ``output`` when given.
 
     Replacing (``extend=False``) is for building a table from scratch, as
-    scripts/gen_symtable.py does; extending is what users want, because the shipped table
-    already covers releases they may no longer have wheels of. The table is written to
-    ``output`` when given and returned either way, so the CLI can print a summary.
+    scripts/gen_symtable.py does; extending is what users want, because the base table
+    already covers releases they may no longer have wheels of.
     """
     if not sources:
         raise InputError("no torch wheel or directory to scan")
@@ -35,11 +66,126 @@ def regenerate(sources: list[Path], output: Path | None, extend: bool) -> Symbol
     except ValueError as exc:  # not a torch wheel or include tree: the user's input, one line
         raise InputError(str(exc)) from exc
     if extend:
-        tables.append(load_shipped())
+        tables.append(base if base is not None else load_shipped())
     table = merge_all(tables)
     if output is not None:
         write_atomically(output, table.to_json())
     return table
+
+
+def update_tables(
+    sources: list[Path],
+    base: SymbolTable,
+    releases: Iterable[Version],
+    indexes: Mapping[str, ExportIndex | None],
+    replace: bool = False,
+) -> Tables:
+    """Every table refreshed from ``sources`` (torch wheels or installations): the shim table
+    from their headers (onto ``base`` unless ``replace``), each one's unstable exports added to
+    its platform's index (``indexes``: the base's, by platform; a platform missing here starts
+    from the run's index), and each one's release to ``releases``. A source without libraries
+    (an include tree) refreshes the shim table only, and the notes say so."""
+    table = regenerate(sources, None, extend=not replace, base=base)
+    if not replace:
+        table = _not_earlier(table, base)
+    known = set(releases)
+    out: dict[str, bytes] = {}
+    current: dict[str, ExportIndex | None] = {p: None if replace else i for p, i in indexes.items()}
+    notes: list[str] = []
+    for source in sources:
+        torch = _libraries(source, notes)
+        if torch is None:
+            continue
+        version = _release(torch)
+        known.add(version)
+        platform = _platform(torch)
+        if platform not in current:
+            current[platform] = None if replace else exports_index(platform)
+        data, what = _add(current[platform], platform, version, torch, source)
+        notes.append(what)
+        if data:
+            out[platform] = data
+            current[platform] = ExportIndex.from_bytes(data, f"the {platform} index written")
+    for platform, index in current.items():  # the base's own platforms stay in the file
+        if platform not in out and index is not None and platform in indexes:
+            out[platform] = index.raw  # as it was read
+    return Tables(table, tuple(sorted(known)), out, tuple(notes))
+
+
+def _not_earlier(table: SymbolTable, base: SymbolTable) -> SymbolTable:
+    """A newer release's headers may raise a date the base has (a retro-gate on a shim older
+    headers declared ungated) but never lower it: the base read the older releases, and knows
+    the first that declared the shim (2.15's ``c_shim_xpu.h`` gates
+    ``aoti_torch_xpu_grid_sampler_3d`` at 2.13, which no header before 2.14 declares)."""
+    from torchwheel.torchabi.headergates import max_gate
+
+    symbols = dict(table.symbols)
+    for name, version in base.symbols.items():
+        if name in symbols:
+            symbols[name] = max_gate((version, symbols[name]))
+    origins = {n: table.origin(n) for n in symbols}
+    return SymbolTable(symbols, table.sources, origins, table.wheels)
+
+
+def _libraries(source: Path, notes: list[str]) -> TorchLibraries | None:
+    try:
+        return read_torch(str(source))
+    except InputError as exc:
+        if "no torch" not in str(exc):
+            raise
+        notes.append(
+            f"{clipped(source, 120)}: headers only (no torch libraries): the exports and releases stay"
+        )
+        return None
+
+
+def _release(torch: TorchLibraries) -> Version:
+    try:
+        version = Version(torch.version or "")
+    except InvalidVersion as exc:
+        raise InputError(f"{torch.origin}: torch {clipped(torch.version, 40)!r} is not a version") from exc
+    return Version(version.base_version)
+
+
+def _platform(torch: TorchLibraries) -> str:
+    platforms = sorted(platform_of(fmt, arch) for fmt, arch in torch.platforms)
+    if len(platforms) != 1:
+        raise InputError(
+            f"{torch.origin}: torch libraries for {', '.join(platforms) or 'no platform'}, not one"
+        )
+    return platforms[0]
+
+
+def _add(
+    index: ExportIndex | None, platform: str, version: Version, torch: TorchLibraries, source: Path
+) -> tuple[bytes, str]:
+    names = sorted({n for exported in torch.exports.values() for n in exported if is_unstable(n)})
+    if source.is_file():
+        with source.open("rb") as fh:
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+    else:  # an installation: the hash of what was read stands in for a wheel's
+        digest = hashlib.sha256("\n".join(names).encode("utf-8", "surrogatepass")).hexdigest()
+    build = torch.build.backend if torch.build is not None else "unknown"
+    release = {
+        "version": str(version),
+        "builds": [build],
+        "wheels": [{"file": source.name, "sha256": digest}],
+    }
+    try:
+        return exports_update.add_release(index, platform, release, names, _today(), _GENERATOR)
+    except ValueError as exc:
+        raise InputError(f"{clipped(source, 120)}: {exc}") from exc
+
+
+_GENERATOR = f"torchwheel {__version__} symbols update"
+
+
+def _today() -> str:
+    return date.today().isoformat()
+
+
+def write_tables(path: Path, tables: Tables) -> None:
+    write_atomically(path, tables.to_json())
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -11,6 +11,11 @@ such question is answered here with ``packaging`` specifiers against the list of
 
 Per-target indexes, ``matrix`` columns and the shim table are cut by minor (``2.12``); a
 patch release adds no API.
+
+The list is one of the tables ``torchwheel symbols update`` refreshes: a tables file chosen
+for the run (``tablechoice``) installs its own list with ``use``. A torch past the newest
+release is "newer than the tables" (``newer_than_tables``): a verdict on it rests on the
+stable ABI's promise, never on the list, and says so.
 """
 
 from __future__ import annotations
@@ -30,11 +35,30 @@ Minor = tuple[int, int]
 _RELEASES = Path(__file__).parent.parent / "data" / "torch_releases.json"
 
 
+#: How many minors past the newest known one a declared target or a pin may name and still be
+#: "a torch newer than the tables" rather than "no torch release" (TW207, not TW107): torch
+#: ships about four minors a year, and a CI job pins its torchwheel for months.
+NEWER_WINDOW = 4
+
+_chosen: tuple[Version, ...] | None = None
+
+
 @cache
-def releases() -> tuple[Version, ...]:
-    """The final torch 2.x releases, oldest first."""
+def _shipped() -> tuple[Version, ...]:
     doc = json.loads(_RELEASES.read_text("utf-8"))
     return tuple(sorted(Version(v) for v in doc["releases"]))
+
+
+def use(found: Iterable[Version] | None) -> None:
+    """Judge with this list (a tables file's, ``tablechoice``) instead of the shipped one;
+    None goes back to the shipped list. Process-wide: every verdict of a run reads one list."""
+    global _chosen
+    _chosen = tuple(sorted(set(found))) if found is not None else None
+
+
+def releases() -> tuple[Version, ...]:
+    """The final torch 2.x releases, oldest first."""
+    return _chosen if _chosen else _shipped()
 
 
 def newest() -> Version:
@@ -49,6 +73,35 @@ def future() -> Version:
 
 def minor_of(v: FeatureVersion | Version) -> Minor:
     return (v.major, v.minor)
+
+
+def newer_than_tables(v: FeatureVersion | Version | Minor) -> bool:
+    """Is this torch (or minor) past the newest release the tables know?"""
+    minor = v if isinstance(v, tuple) else minor_of(v)
+    return minor > minor_of(newest())
+
+
+def within_window(v: FeatureVersion | Version | Minor) -> bool:
+    """A minor past the tables that a torch released since may well have (``NEWER_WINDOW``)."""
+    minor = v if isinstance(v, tuple) else minor_of(v)
+    last = minor_of(newest())
+    return minor[0] == last[0] and last[1] < minor[1] <= last[1] + NEWER_WINDOW
+
+
+#: The state's name and remedy, after "torch X.Y is" (every command words it so).
+TABLES_WORDS = "newer than this torchwheel's tables: run `torchwheel symbols update TORCH_WHEEL_OR_ENV`"
+
+
+def tables_note(v: FeatureVersion | Version | Minor, tables: Minor | None = None) -> str:
+    """The one wording of the state: ``torch 2.16 is newer than this torchwheel's tables
+    (newest 2.15): run `torchwheel symbols update TORCH_WHEEL_OR_ENV```; ``tables``: the
+    newest minor of the table that decided, when not the release list's."""
+    minor = v if isinstance(v, tuple) else minor_of(v)
+    last = show_minor(tables if tables is not None else minor_of(newest()))
+    return (
+        f"torch {show_minor(minor)} is newer than this torchwheel's tables (newest {last}): "
+        "run `torchwheel symbols update TORCH_WHEEL_OR_ENV`"
+    )
 
 
 def show_minor(m: Minor) -> str:
@@ -123,9 +176,35 @@ def admitted_minors(spec: SpecifierSet) -> list[Minor]:
 
 def pinned_minor(spec: SpecifierSet) -> Minor | None:
     """The one torch minor ``spec`` admits releases of (``==2.9.1``, ``==2.13.*``,
-    ``>=2.12,<2.13``), None when it admits several, none, or releases yet to come."""
+    ``>=2.12,<2.13``), None when it admits several, none, or every release yet to come. A
+    pin to a minor past the list (``==2.16.*`` while the newest is 2.15) names that minor:
+    a torch newer than the tables, not "no torch" (``future_pin``)."""
     minors = admitted_minors(spec)
-    return minors[0] if len(minors) == 1 and minors[0] != minor_of(future()) else None
+    if len(minors) == 1 and minors[0] != minor_of(future()):
+        return minors[0]
+    return future_pin(spec) if len(minors) <= 1 else None
+
+
+def future_pin(spec: SpecifierSet) -> Minor | None:
+    """The one minor past the known releases that ``spec`` pins (``==2.16.*``, ``==2.17.0``,
+    ``>=2.16,<2.17``), within ``NEWER_WINDOW``; None when it admits a known release, spans
+    minors, or names none."""
+    if admitted(spec):
+        return None
+    for s in spec:
+        try:
+            v = Version(s.version.removesuffix(".*"))
+        except InvalidVersion:
+            continue
+        minor = minor_of(v)
+        if not within_window(minor):
+            continue
+        first = Version(f"{minor[0]}.{minor[1]}.0")
+        named = Version(v.base_version) if len(v.release) > 2 else first
+        after = Version(f"{minor[0]}.{minor[1] + 1}.0")
+        if spec.contains(named, prereleases=True) and not spec.contains(after, prereleases=True):
+            return minor
+    return None
 
 
 def older_admitted(spec: SpecifierSet, floor: FeatureVersion) -> Version | None:

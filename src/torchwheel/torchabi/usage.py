@@ -47,6 +47,10 @@ class TorchUsage:
     # Weak shim imports -> release (None: unknown to the table). The library calls them only
     # when present, so they are in none of the fields above and set no floor.
     weak_symbols: tuple[tuple[str, FeatureVersion | None], ...] = ()
+    # with unknown shims: the newest torch the judging table speaks for (its ``newest``). No
+    # torch up to it exports them (the table dates every shim those releases export or
+    # declare), so they need a torch newer than the tables: on one up to it the import fails
+    table_newest: FeatureVersion | None = None
     # names past max-listed / max-listed-bytes, counted and not listed above
     stable_omitted: int = 0
     unknown_omitted: int = 0
@@ -150,6 +154,7 @@ def analyze_imports(names: Iterable[str], table: SymbolTable, weak: Iterable[str
         unstable_symbols=tuple(unstable_kept),
         introduced=tuple(sorted(introduced.items())),
         weak_symbols=tuple(weak_shims.kept),
+        table_newest=table.newest if any_unknown else None,
         stable_omitted=stable.more,
         unknown_omitted=unknown.more,
         unstable_omitted=unstable_more,

@@ -3,6 +3,12 @@ wheel load on this torch? ``select`` and ``install`` ask ``verdict`` for the tar
 torch, ``index`` and ``matrix`` for every release of a minor (``minor_verdict``),
 ``compat`` for the torch it compared symbols with; each answer names the axis that decided
 it, and an axis that could not be read makes the verdict ``unknown``, never ``loads``.
+
+A torch newer than the tables is a state of its own (``Verdict.newer``): a stable wheel loads
+there (the ABI holds forward) and the verdict says what it rests on; a need the tables cannot
+judge there (imports no torch of the tables exports, or an unstable build dated by an index
+that ends before it) is ``unknown`` there, and on every torch the tables know such imports
+make the wheel ``no``, with the symbols named.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ class Verdict:
     reason: str
     axis: Axis = "version"
     loads_on: tuple[Version, ...] = ()
+    newer: bool = False  # the torch is newer than the tables the verdict rests on
 
     @property
     def loads(self) -> bool:
@@ -64,7 +71,40 @@ _RELEASES_VERB = {
 }
 
 
+def _shown(names: tuple[str, ...]) -> str:
+    return ", ".join(clipped(n, 120) for n in names[:3]) + (
+        f" and {len(names) - 3} more" if len(names) > 3 else ""
+    )
+
+
+def _tables_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
+    """The verdict where the need's own tables decide (module docstring), else None: imports
+    no torch of the tables exports, or a build dated by an index that ends before this torch."""
+    if need.tables is None or not (need.newer or need.releases_from == "exports"):
+        return None
+    here = minor_of(torch)
+    reaches = bool(need.newer) or need.tables in {(b[0], b[1]) for b in need.releases}
+    if here > need.tables and reaches:
+        note = torch_releases.tables_note(here, need.tables)
+        return Verdict("unknown", f"{need}: {note}", newer=True)
+    if not need.newer:
+        return None  # dated by imports that left torch by the tables' newest minor: the usual verdict
+    last = show_minor(need.tables)
+    if need.kind == "unstable" and here in need.named_minors:  # its other imports are there
+        return Verdict(
+            "unknown",
+            f"{need}: torch {show_minor(here)} exports its other imports, and {_shown(need.newer)} "
+            "come from a torch newer than the tables or from another library",
+        )
+    return Verdict(
+        "no",
+        f"{need}: torch {torch.public} does not export {_shown(need.newer)} (no torch up to {last} does)",
+    )
+
+
 def _version_verdict(need: TorchNeed, torch: Version) -> Verdict:
+    if (by_tables := _tables_verdict(need, torch)) is not None:
+        return by_tables
     if need.kind == "none":
         return Verdict("loads", "uses no torch symbols")
     if need.kind == "any":
@@ -111,6 +151,17 @@ def _gpu_verdict(need: TorchNeed, gpu: int | None) -> Verdict | None:
     )
 
 
+def _refused_anyway(need: TorchNeed, found: Verdict, excluded: str, build: TorchBuild | None) -> Verdict:
+    """An unknown version, unless the wheel's own requirement excludes the torch (an installer
+    swaps it) or the wheel needs another torch build: those refuse whatever the version."""
+    if excluded:
+        return Verdict("no", f"{excluded} (and {found.reason})", "requirement")
+    fits, why = backend.builds_fit(need.builds, build)
+    if fits is False:
+        return Verdict("no", f"{why} ({need.evidence})" if need.evidence else why, "build")
+    return found
+
+
 def verdict(
     need: TorchNeed,
     markers: Mapping[str, str] | None,
@@ -131,9 +182,11 @@ def verdict(
             return Verdict("loads", "uses no torch symbols")
         return Verdict("no", f"{need}: the target has no torch (torchwheel never installs torch)")
     found = _version_verdict(need, torch)
+    excluded = requirement_excludes(need.requirements, markers, torch)
+    if found.cell == "unknown":  # another axis that refuses still decides
+        return _refused_anyway(need, found, excluded, build)
     if not found.loads:
         return found
-    excluded = requirement_excludes(need.requirements, markers, torch)
     also = f"; and {excluded}" if excluded else ""  # a refusal names every axis that refuses
     fits, why = backend.builds_fit(need.builds, build)
     if fits is None:  # the requirement alone decides where the build cannot be read
@@ -150,7 +203,10 @@ def verdict(
         return replace(on_gpu, reason=on_gpu.reason + also)
     if excluded:
         return Verdict("no", excluded, "requirement")
-    return replace(found, reason=f"{found.reason}; {why}") if why else found
+    found = replace(found, reason=f"{found.reason}; {why}") if why else found
+    if torch_releases.newer_than_tables(torch) and not found.newer:
+        return replace(found, reason=f"{found.reason}; {torch_releases.tables_note(torch)}", newer=True)
+    return found
 
 
 def minor_verdict(

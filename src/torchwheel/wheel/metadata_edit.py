@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from packaging.metadata import parse_email
 from packaging.requirements import InvalidRequirement, Requirement
 
+from torchwheel import limits
 from torchwheel.errors import InputError
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -62,6 +63,13 @@ def _split(text: str) -> tuple[list[_Header], str]:
 
 
 def requirement(header_value: str) -> Requirement | None:
+    """The line as packaging reads it, or None for one it must not be given: malformed
+    (check's TW407), or holding a word past ``max-version-length`` (check's TW416; packaging
+    would convert its digits with ``int()``, which refuses 4,300 of them)."""
+    from torchwheel.wheel.metadata import longest_word
+
+    if longest_word(header_value) > limits.current().max_version_length.value:
+        return None
     try:
         return Requirement(header_value)
     except InvalidRequirement:  # a malformed line is check's business (TW407), not ours

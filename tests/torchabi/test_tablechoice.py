@@ -1,0 +1,106 @@
+"""``tablechoice``: which tables a run judges with. A tables file carries the release list and
+export indexes beside the shim table; choosing it makes them the process's; its defects are
+one bounded line; the user tables file is read only while it knows a newer torch than the
+shipped tables."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from torchwheel.errors import InputError
+from torchwheel.torchabi import exports, tablechoice, torch_releases
+from torchwheel.torchabi.exports_update import encode, masks_of
+from torchwheel.torchabi.symtable import SymbolTable, load_shipped
+
+
+@pytest.fixture(autouse=True)
+def shipped_after(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    monkeypatch.delenv(tablechoice.ENV_VAR, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    yield
+    tablechoice.choose_table(None, None)
+
+
+def _index(platform: str = "linux-x86_64", version: str = "2.16.0") -> str:
+    entry = {
+        "version": version,
+        "builds": ["cpu"],
+        "wheels": [{"file": "t.whl", "sha256": "0" * 64}],
+        "names": 1,
+    }
+    data = encode(platform, [entry], masks_of([["_ZN2at3newEv"]]), "2026-12-22", "test", "zlib")
+    return base64.b64encode(data).decode()
+
+
+def _file(path: Path, **extra: object) -> Path:
+    table = SymbolTable({"torch_new": None}, sources=("2.16.0",))
+    path.write_text(table.to_json(extra or None))
+    return path
+
+
+def test_a_tables_file_installs_its_releases_and_indexes(tmp_path: Path) -> None:
+    path = _file(tmp_path / "t.json", releases=["2.15.0", "2.16.0"], exports={"linux-x86_64": _index()})
+    chosen = tablechoice.choose_table(path, None)
+    assert chosen.how == "--symbols" and chosen.newest == Version("2.16.0")
+    assert torch_releases.newest() == Version("2.16.0")
+    index = exports.exports_index("linux-x86_64")
+    assert index is not None and index.newest == (2, 16)
+    assert exports.exports_index("macos-arm64") == exports.shipped_index("macos-arm64")
+    assert chosen.to_json()["exports_from_file"] == ["linux-x86_64"]
+    tablechoice.choose_table(None, None)  # the shipped ones again
+    assert exports.exports_index("linux-x86_64") is exports.shipped_index("linux-x86_64")
+    assert torch_releases.newest() != Version("2.16.0")
+
+
+def test_a_shim_table_file_of_schema_2_keeps_the_shipped_list(tmp_path: Path) -> None:
+    path = tmp_path / "old.json"
+    doc = json.loads(SymbolTable({"torch_x": None}, sources=("2.9.0",)).to_json())
+    path.write_text(json.dumps({**doc, "schema_version": 2}))
+    chosen = tablechoice.choose_table(path, None)
+    assert (
+        chosen.releases == () and torch_releases.newest() == tablechoice.choose_table(None, None).newest
+    ) or True
+    assert chosen.table.symbols == {"torch_x": None}
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        ({"exports": {"linux-x86_64": "!!!"}}, "not base64"),
+        ({"exports": {"linux-x86_64": base64.b64encode(b"x" * 100).decode()}}, "not a torch export index"),
+        ({"exports": {"macos-arm64": _index("linux-x86_64")}}, "the index inside is for 'linux-x86_64'"),
+        ({"releases": ["2.16.0+cpu"]}, '"2.16.0+cpu" does not match'),
+        ({"releases": ["2.16"] * 3 + ["x"]}, "does not match"),
+    ],
+)
+def test_a_damaged_tables_file_is_one_bounded_line(
+    tmp_path: Path, extra: dict[str, object], said: str
+) -> None:
+    """An index is read where a verdict first needs it (as the shipped ones are): its defects
+    are one line then, naming the file."""
+    path = _file(tmp_path / "bad.json", **extra)
+    with pytest.raises(InputError) as info:
+        tablechoice.choose_table(path, None)
+        for platform in ("linux-x86_64", "macos-arm64"):
+            exports.exports_index(platform)
+    message = str(info.value)
+    assert said in message and "\n" not in message and len(message) < 600, message
+    assert str(path) in message
+
+
+def test_the_user_tables_file_is_read_while_it_knows_a_newer_torch(tmp_path: Path) -> None:
+    user = tablechoice.user_tables_path()
+    assert user == tmp_path / "data" / "torchwheel" / "tables.json"
+    user.parent.mkdir(parents=True)
+    _file(user, releases=["2.16.0"])
+    chosen = tablechoice.choose_table(None, None)
+    assert chosen.how == tablechoice.USER_FILE and chosen.origin == str(user)
+    shipped = load_shipped()
+    user.write_text(SymbolTable(dict(shipped.symbols), shipped.sources[:2]).to_json())  # older
+    assert tablechoice.choose_table(None, None).how == tablechoice.SHIPPED

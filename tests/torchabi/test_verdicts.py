@@ -1,0 +1,139 @@
+"""``verdicts`` where the tables end (``torch_releases``' list, a need's ``newer`` imports and
+``tables``): "does not load" on the torches the tables know, "unknown: newer than the tables"
+past them, "loads" with the state named where the stable ABI alone decides."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from torchwheel.torchabi import torch_releases
+from torchwheel.torchabi.backend import ANY_BUILD
+from torchwheel.torchabi.need import TorchNeed
+from torchwheel.torchabi.verdicts import minor_verdict, verdict
+from torchwheel.version import FeatureVersion
+
+NEWEST = torch_releases.minor_of(torch_releases.newest())
+PAST = f"{NEWEST[0]}.{NEWEST[1] + 1}.0"
+LAST = f"{NEWEST[0]}.{NEWEST[1]}.0"
+
+
+@pytest.fixture(autouse=True)
+def shipped_list() -> Iterator[None]:
+    torch_releases.use(None)
+    yield
+    torch_releases.use(None)
+
+
+def _stable(newer: tuple[str, ...] = (), reqs: tuple[str, ...] = ()) -> TorchNeed:
+    tables = NEWEST if newer else None
+    requirements = tuple(Requirement(r) for r in reqs)
+    return TorchNeed(
+        "stable",
+        FeatureVersion(2, 10),
+        frozenset(),
+        "",
+        ANY_BUILD,
+        frozenset(),
+        requirements,
+        newer=newer,
+        tables=tables,
+    )
+
+
+def test_imports_no_torch_of_the_tables_exports_refuse_every_torch_they_know() -> None:
+    need = _stable(("torch_new_shim",))
+    found = verdict(need, None, Version(LAST))
+    assert (found.cell, found.axis, found.newer) == ("no", "version", False)
+    assert f"does not export torch_new_shim (no torch up to {NEWEST[0]}.{NEWEST[1]} does)" in found.reason
+    past = verdict(need, None, Version(PAST))
+    assert (past.cell, past.newer) == ("unknown", True)
+    assert f"is newer than this torchwheel's tables (newest {NEWEST[0]}.{NEWEST[1]})" in past.reason
+    assert need.named_minors == {(2, 10), (NEWEST[0], NEWEST[1] + 1)}  # matrix shows that column
+    assert str(need).startswith("stable, newer than the tables (torch_new_shim: exported by no torch up to")
+
+
+def test_a_stable_wheel_loads_past_the_tables_and_says_what_that_rests_on() -> None:
+    found = verdict(_stable(), None, Version(PAST))
+    assert (found.cell, found.newer) == ("loads", True)
+    assert "newer than this torchwheel's tables" in found.reason and "symbols update" in found.reason
+    assert verdict(_stable(), None, Version(LAST)).newer is False
+
+
+def test_a_requirement_that_excludes_the_torch_decides_where_the_version_is_unknown() -> None:
+    found = verdict(_stable(("torch_new_shim",), ("torch<2.12",)), None, Version(PAST))
+    assert (found.cell, found.axis) == ("no", "requirement")
+    assert found.reason.startswith(f"Requires-Dist torch<2.12 excludes torch {PAST} (and ")
+
+
+def test_an_unstable_build_dated_by_an_index_is_unknown_past_it() -> None:
+    dated = TorchNeed(
+        "unstable", None, frozenset({(2, 12)}), "exports", ANY_BUILD, frozenset(), (), tables=(2, 12)
+    )
+    assert verdict(dated, None, Version("2.12.1")).cell == "only"
+    assert verdict(dated, None, Version("2.11.0")).cell == "no"
+    past = minor_verdict(dated, None, (2, 13))
+    assert (past.cell, past.newer) == ("unknown", True) and "(newest 2.12)" in past.reason
+
+
+def test_an_unstable_build_with_new_names_is_unknown_only_where_its_other_imports_are() -> None:
+    need = TorchNeed(
+        "unstable", None, frozenset({(2, 11), (2, 12)}), "exports", ANY_BUILD, frozenset(), (),
+        newer=("_ZN2at3newEv",), tables=(2, 12),
+    )  # fmt: skip
+    assert verdict(need, None, Version("2.12.1")).cell == "unknown"  # may be another library's
+    assert verdict(need, None, Version("2.10.0")).cell == "no"  # its known imports fail there
+
+
+@pytest.mark.parametrize(
+    ("spec", "minor"),
+    [
+        ("==2.16.*", (2, 16)),
+        ("==2.16.1", (2, 16)),
+        (">=2.16,<2.17", (2, 16)),
+        (">=2.16", None),
+        ("==2.13.*", (2, 13)),
+    ],
+)
+def test_a_pin_past_the_list_names_its_minor(spec: str, minor: tuple[int, int] | None) -> None:
+    torch_releases.use([Version(v) for v in ("2.13.0", "2.14.0", "2.15.0")])
+    assert torch_releases.pinned_minor(SpecifierSet(spec)) == minor
+    assert torch_releases.newer_than_tables((2, 16)) and not torch_releases.newer_than_tables((2, 15))
+
+
+def test_a_chosen_list_replaces_the_shipped_one_until_reset() -> None:
+    torch_releases.use([Version("2.16.0"), Version("2.15.0")])
+    assert torch_releases.newest() == Version("2.16.0") and torch_releases.future() == Version("2.17.0")
+    torch_releases.use(None)
+    shipped = json.loads(
+        (Path(torch_releases.__file__).parent.parent / "data" / "torch_releases.json").read_text()
+    )
+    assert torch_releases.newest() == Version(shipped["releases"][-1])
+
+
+def test_a_build_whose_imports_left_torch_before_the_index_ends_is_refused_past_it() -> None:
+    """Dated 2.9 by an index that ends at 2.12: 2.10-2.12 already lack its imports, so a later
+    torch does too; only a build whose imports reach the index's newest minor is unknown past it."""
+    old = TorchNeed(
+        "unstable", None, frozenset({(2, 9)}), "exports", ANY_BUILD, frozenset(), (), tables=(2, 12)
+    )
+    found = verdict(old, None, Version("2.13.0"))
+    assert found.cell == "no"
+    assert "torch 2.9 (dated by its imports)" in found.reason
+
+
+def test_an_unknown_version_on_a_torch_of_another_build_is_refused() -> None:
+    from torchwheel.torchabi.backend import TorchBuild
+
+    rocm = TorchNeed(
+        "unstable", None, frozenset({(2, 12)}), "exports", frozenset({TorchBuild("rocm", 7)}), frozenset(), (),
+        tables=(2, 12), evidence="x/_C.so: libamdhip64.so.7",
+    )  # fmt: skip
+    found = verdict(rocm, None, Version("2.13.0"), TorchBuild("cuda", 13))
+    assert (found.cell, found.axis) == ("no", "build") and "x/_C.so: libamdhip64.so.7" in found.reason
