@@ -26,7 +26,7 @@ REPO = HERE.parent
 RESULTS = HERE / "results" / "doctor.json"
 _WHOLE = r"""
 import sys, time
-from torchwheel.install.target import probe
+from torchwheel.selection.target import probe
 from torchwheel.wheel.installed import installed, Installed
 from torchwheel.analysis.collect import collect
 from torchwheel.torchabi.symtable import load_shipped

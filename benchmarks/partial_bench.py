@@ -135,7 +135,8 @@ def _forced(source: Any) -> dict[str, Any]:
     """The partial line as if no wheel were read whole (small, or nearly all compiled): what
     each member's reader named, for the floor, and what a partial read would have cost."""
     from torchwheel import api
-    from torchwheel.install import partial, ranged
+    from torchwheel.net import ranged
+    from torchwheel.scan import partial
 
     saved = ranged._TAIL, partial._NEAR
     ranged._TAIL, partial._NEAR = 4096, 2.0
@@ -147,8 +148,8 @@ def _forced(source: Any) -> dict[str, Any]:
 
 def measure(wheel: Path, base: str) -> dict[str, Any]:
     from torchwheel import api
-    from torchwheel.install.partial import partial_line
-    from torchwheel.install.scanline import WheelSource
+    from torchwheel.scan.partial import partial_line
+    from torchwheel.scan.scanline import WheelSource
 
     source = WheelSource(f"{base}/{wheel.name}", size=wheel.stat().st_size)
     started = time.perf_counter()

@@ -25,8 +25,8 @@ def test_mypy_strict_clean() -> None:
 
 def test_import_layers_and_no_circles() -> None:
     """The contracts of ``[tool.importlinter]`` in pyproject.toml: each stage of src/torchwheel
-    imports only the stages below it, no package has an import circle, and install never
-    imports the rules, function-level imports included (grimp reads every import statement)."""
+    imports only the stages below it, no package has an import circle, and choosing, installing,
+    publishing, scanning and the network never import the rules, function-level imports included (grimp reads every import statement)."""
     result = subprocess.run(
         [str(Path(sys.executable).with_name("lint-imports"))], cwd=ROOT, capture_output=True, text=True
     )

@@ -17,10 +17,10 @@ from packaging.version import Version
 
 from torchwheel.analysis.load import load
 from torchwheel.analysis.torchcompat import compare, torch_imports
-from torchwheel.install import matrix, simple_index
-from torchwheel.install.choose import choose
-from torchwheel.install.discovery import gather
-from torchwheel.install.target import TorchTarget, target_from_options
+from torchwheel.publish import matrix, simple_index
+from torchwheel.selection.choose import choose
+from torchwheel.selection.discovery import gather
+from torchwheel.selection.target import TorchTarget, target_from_options
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, parse_backend
 from torchwheel.torchabi.symtable import load_shipped
@@ -303,7 +303,7 @@ def test_the_five_commands_agree_on_every_fixture_wheel_and_torch(
 
 
 def _wheel_markers(c: object) -> dict[str, str]:
-    from torchwheel.install.target import markers_for_tags
+    from torchwheel.selection.target import markers_for_tags
 
     return markers_for_tags(c.tags)  # type: ignore[attr-defined]
 

@@ -16,7 +16,7 @@ import pytest
 
 from torchwheel import limits
 from torchwheel.errors import InputError
-from torchwheel.install.scanline import WheelSource
+from torchwheel.scan.scanline import WheelSource
 from torchwheel.scan.sources import list_sources
 
 from ..helpers import REPO

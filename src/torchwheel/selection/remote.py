@@ -36,11 +36,11 @@ from packaging.version import InvalidVersion, Version
 
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
-from torchwheel.install import fetch, pages
-from torchwheel.install.candidates import Candidate, Gathered, Skipped, read_candidate
-from torchwheel.install.choose import HELD_BACK, holds_back_pre, judge, tag_order, tag_rank, tag_reason
-from torchwheel.install.target import TorchTarget
 from torchwheel.limits import current
+from torchwheel.net import fetch, pages
+from torchwheel.selection.candidates import Candidate, Gathered, Skipped, read_candidate
+from torchwheel.selection.choose import HELD_BACK, holds_back_pre, judge, tag_order, tag_rank, tag_reason
+from torchwheel.selection.target import TorchTarget
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.verdicts import requirement_excludes
