@@ -20,7 +20,7 @@ from torchwheel.analysis.wheelfacts import torch_need_of
 from torchwheel.errors import InputError
 from torchwheel.selection.candidates import read_candidate
 from torchwheel.tagging.apply import tag
-from torchwheel.tagging.options import TagOptions
+from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, parse_backend
 from torchwheel.torchabi.need import TorchNeed

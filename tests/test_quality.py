@@ -34,6 +34,16 @@ def test_import_layers_and_no_circles() -> None:
     assert "3 kept, 0 broken" in result.stdout, result.stdout
 
 
+def test_no_two_modules_share_a_name() -> None:
+    """A traceback or a grep hit that names ``explain.py`` names one file: no module name
+    under src/torchwheel is used twice (``__init__`` aside)."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "src" / "torchwheel").rglob("*.py")):
+        if path.stem != "__init__":
+            seen.setdefault(path.stem, []).append(str(path.relative_to(ROOT / "src")))
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}
+
+
 def test_no_dead_code() -> None:
     """vulture over the package, with the names only a framework calls listed (and
     explained) in tests/vulture_whitelist.py: a function nothing calls is deleted, not kept.

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from torchwheel.results import Axis, Cell, NeedKind, Severity, UnknownAxis
     from torchwheel.rules.registry import Findings, Policy
     from torchwheel.tagging.apply import TagResult
-    from torchwheel.tagging.options import TagOptions
+    from torchwheel.tagging.tag_options import TagOptions
     from torchwheel.torchabi.tablechoice import ChosenTable
 
 __all__ = [
@@ -280,7 +280,7 @@ def tag(
     never modified): ``Torch-ABI`` and correct ``Tag`` lines in WHEEL, the torch requirement,
     the facts side file, RECORD. Options as ``torchwheel tag``'s; a file already at the
     output's name is ``InputError`` unless ``overwrite``."""
-    from torchwheel.tagging.options import TagOptions
+    from torchwheel.tagging.tag_options import TagOptions
     from torchwheel.version import FeatureVersion
 
     arguments.path(out_dir, "out_dir")

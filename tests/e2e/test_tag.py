@@ -287,7 +287,7 @@ def test_failure_mid_write_leaves_nothing(
     """A full disk or Ctrl-C while copying members: no partial wheel, input untouched."""
     from torchwheel.analysis import load
     from torchwheel.tagging import apply
-    from torchwheel.tagging.options import TagOptions
+    from torchwheel.tagging.tag_options import TagOptions
     from torchwheel.torchabi.symtable import load_shipped
     from torchwheel.wheel import writer
 

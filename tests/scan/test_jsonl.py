@@ -20,8 +20,8 @@ import pytest
 from torchwheel import api, limits
 from torchwheel.errors import InputError
 from torchwheel.scan import jsonl
+from torchwheel.scan.listing import list_sources
 from torchwheel.scan.scanline import WheelSource, empty_line
-from torchwheel.scan.sources import list_sources
 
 from ..helpers import REPO
 

@@ -21,9 +21,9 @@ from torchwheel import api
 from torchwheel.net import fairness
 from torchwheel.scan import run
 from torchwheel.scan.jsonl import Done
+from torchwheel.scan.listing import Listed
 from torchwheel.scan.run import Judges, plan_scan, run_scan, scan_item
 from torchwheel.scan.scanline import WheelSource
-from torchwheel.scan.sources import Listed
 from torchwheel.torchabi.tablechoice import choose_table
 
 from ..helpers import REPO

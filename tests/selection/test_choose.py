@@ -15,7 +15,7 @@ from packaging.version import Version
 from torchwheel.publish.simple_index import Entry, plan_targets
 from torchwheel.selection.candidates import Candidate
 from torchwheel.selection.choose import choose, preference
-from torchwheel.selection.explain import why_not
+from torchwheel.selection.reasons import why_not
 from torchwheel.selection.target import TorchTarget, markers_for_tags
 from torchwheel.torchabi.need import declared_need
 from torchwheel.torchabi.torch_releases import minor_of

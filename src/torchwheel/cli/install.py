@@ -114,7 +114,7 @@ def select(
     from torchwheel.selection import target as targets
     from torchwheel.selection.choose import choose
     from torchwheel.selection.discovery import gathering
-    from torchwheel.selection.explain import select_json, select_text
+    from torchwheel.selection.reasons import select_json, select_text
 
     planned = (
         torch_version is not None
@@ -190,7 +190,7 @@ def install(
     from torchwheel.selection import outcome
     from torchwheel.selection.choose import choose
     from torchwheel.selection.discovery import gathering
-    from torchwheel.selection.explain import select_text
+    from torchwheel.selection.reasons import select_text
     from torchwheel.selection.target import probe
 
     if repair_env:

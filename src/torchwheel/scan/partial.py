@@ -35,8 +35,8 @@ from torchwheel.binary import BinaryError
 from torchwheel.errors import InputError
 from torchwheel.net import fetch
 from torchwheel.net.ranged import NoRanges, RangedWheel, RemoteFile
-from torchwheel.report.facts import SCHEMA_VERSION as DOCUMENT_VERSION
-from torchwheel.report.facts import need_json
+from torchwheel.report.facts_document import SCHEMA_VERSION as DOCUMENT_VERSION
+from torchwheel.report.facts_document import need_json
 from torchwheel.scan import scanline
 from torchwheel.scan.partial_member import PARTIAL, read_member
 from torchwheel.selection.candidates import declared

@@ -24,10 +24,10 @@ from torchwheel import limits
 from torchwheel.frozen import frozen
 from torchwheel.net import fairness, urls
 from torchwheel.scan import jsonl
+from torchwheel.scan.listing import Listed, list_sources
 from torchwheel.scan.partial import partial_line
 from torchwheel.scan.progress import Progress
 from torchwheel.scan.scanline import WheelSource, empty_line, scan_line
-from torchwheel.scan.sources import Listed, list_sources
 from torchwheel.torchabi.tablechoice import ChosenTable, activate
 
 _worker: dict[str, Any] = {}

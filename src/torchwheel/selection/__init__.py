@@ -4,5 +4,5 @@ every other one does not.
 ``discovery`` finds what is on offer (files, folders, indexes; ``remote``: which hosted wheels
 to download), ``candidates`` reads each one (metadata only), ``target`` describes where it
 goes, ``choose`` decides (a pure function of the two), ``outcome`` gives each project its
-exit code and ``explain`` says why.
+exit code and ``reasons`` says why each other wheel was not chosen.
 """
