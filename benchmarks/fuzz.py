@@ -3,6 +3,9 @@
     python benchmarks/fuzz.py --target elf --runs 200000        # one reader, 200k executions
     python benchmarks/fuzz.py --target all --runs 200000 --json out.json
 
+Reproduces ``docs/reliability.md`` ("Fuzzing", through ``reliability_doc.py``): ``python
+benchmarks/fuzz.py --target all --runs 200000 --json benchmarks/results/fuzz.json``.
+
 Targets: zip (open a wheel, read and scan every member), elf, macho, pe (``read_binary``),
 marker (``scan`` + ``decode``), record, metadata, wheel (the text parsers), json (every JSON
 document reader: ``variant_json.json``, a ``--symbols`` table, the ``torchwheel.json`` facts file

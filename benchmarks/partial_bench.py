@@ -5,7 +5,9 @@ the reader needs, with the whole read's answer beside it on every axis the parti
 reports.
 
 Usage: ``python benchmarks/partial_bench.py [--wheels DIR] [--out FILE]``, or
-``python benchmarks/scan_bench.py --real``. The wheels are every ``*.whl`` in
+``python benchmarks/scan_bench.py --real``; ``python benchmarks/partial_bench.py --download``
+reproduces ``docs/scan.md`` ("Real wheels against the floor",
+``benchmarks/results/scan_partial_real.json``). The wheels are every ``*.whl`` in
 ``.cache/bench/real`` (gitignored; ``--download`` fetches the set below with pip, by name,
 exact version and platform), and ``torchwheel tag``'s copy of each untagged Linux wheel of
 ``TAGGED`` (made once into ``.cache/bench/tagged``). They are served from 127.0.0.1 with
