@@ -321,7 +321,11 @@ def main(argv: list[str] | None = None) -> int:
         from corpus_docs import write_docs
 
         everything = load_corpus()
-        diffs = {e.filename: differences(e, results[e.filename]["torchwheel"]) for e in everything if e.filename in results}
+        diffs = {
+            e.filename: differences(e, results[e.filename]["torchwheel"])
+            for e in everything
+            if e.filename in results
+        }
         DOCS.write_text(write_docs(everything, results, diffs), encoding="utf-8")
         print(f"wrote {DOCS.relative_to(REPO)}")
     return 1 if failed else 0

@@ -302,11 +302,19 @@ def main(argv: list[str] | None = None) -> int:
             print(line)
         print()
         base = results[0]
-        counted = {t.name: instructions(t, wheel, args.cwd.resolve()) for t in subjects} if args.instructions else {}
+        counted = (
+            {t.name: instructions(t, wheel, args.cwd.resolve()) for t in subjects}
+            if args.instructions
+            else {}
+        )
         for name, count in counted.items():
             first = counted[subjects[0].name]
             ratio = f" ({_ratio(count, first)}x torchwheel check)" if count and first else ""
-            print(f"instructions {name:<28} {count:>14,}{ratio}" if count else f"instructions {name}: not counted")
+            print(
+                f"instructions {name:<28} {count:>14,}{ratio}"
+                if count
+                else f"instructions {name}: not counted"
+            )
         cases.append(
             {
                 "wheel": _shown([str(wheel)]),

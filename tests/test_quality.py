@@ -1,4 +1,4 @@
-"""ruff and mypy --strict are part of the suite, so CI fails when either is unhappy."""
+"""ruff (lint and format) and mypy --strict are part of the suite, so CI fails when either is unhappy."""
 
 from __future__ import annotations
 
@@ -16,6 +16,11 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_ruff_clean() -> None:
     result = _run("ruff", "check", "src", "tests", "fixtures", "scripts", "benchmarks")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format_clean() -> None:
+    result = _run("ruff", "format", "--check", "src", "tests", "fixtures", "scripts", "benchmarks")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -302,4 +302,3 @@ def tag(
     (result,) = tag_wheels([path], out_dir, options, release=False, symbols=symbols, overwrite=overwrite)
     assert result.target is not None  # not a dry run
     return result.target
-

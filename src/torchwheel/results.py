@@ -46,6 +46,7 @@ def __getattr__(name: str) -> object:
     module, attribute = ALIASES[name]
     return getattr(importlib.import_module(module), attribute)
 
+
 __all__ = [
     "Axis",
     "Cell",

@@ -54,7 +54,9 @@ def _killed(env: Any, scenario: str, at: int) -> None:
     """The environment as SIGKILL at the ``at``-th file operation of ``scenario`` leaves it."""
     start, upgrade, _ = sweeper.SCENARIOS[scenario]
     env.reset(start)
-    out = sweeper.run_forked(lambda: installing.install_wheel(env.wheels["2.0"], env.target, upgrade), at=(at,))
+    out = sweeper.run_forked(
+        lambda: installing.install_wheel(env.wheels["2.0"], env.target, upgrade), at=(at,)
+    )
     assert out["status"] == -signal.SIGKILL, out
 
 
@@ -303,7 +305,10 @@ def _cli_killed(env: Any, at: int, signum: int) -> subprocess.CompletedProcess[s
     code = f"import sys; sys.path.insert(0, {str(REPO / 'benchmarks')!r})\n" + _LAUNCHER
     args = ["install", "--upgrade", "--python", str(env.python), str(env.wheels["2.0"].path)]
     return subprocess.run(
-        [sys.executable, "-c", code, str(at), str(int(signum)), *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code, str(at), str(int(signum)), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -318,7 +323,9 @@ def test_the_command_rolls_back_on_sigint_and_sigterm(env: Any, marks: dict[str,
     )
     assert env.which() == "1.0"
     terminated = _cli_killed(env, at, signal.SIGTERM)
-    assert terminated.returncode == -signal.SIGTERM, terminated.stderr  # dies by the signal, after the rollback
+    assert terminated.returncode == -signal.SIGTERM, (
+        terminated.stderr
+    )  # dies by the signal, after the rollback
     assert terminated.stderr.splitlines()[-1] == "torchwheel: error: terminated by SIGTERM"
     assert env.which() == "1.0"
 

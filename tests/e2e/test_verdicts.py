@@ -92,7 +92,9 @@ def test_select_and_matrix_on_per_minor_builds(
 ) -> None:
     wheel = _tagged(fixture_wheels["per_minor"], tmp_path) if tag_first else fixture_wheels["per_minor"]
     code, doc, _ = _select("--torch", "2.6", *PLAN, str(wheel))
-    assert code == 0  # neither flavour needs an accelerator: any build, so the plan's unknown build is no matter
+    assert (
+        code == 0
+    )  # neither flavour needs an accelerator: any build, so the plan's unknown build is no matter
     code, doc, _ = _select("--torch", "2.6", "--torch-backend", "cpu", *PLAN, str(wheel))
     assert code == 0 and _chosen(doc) == wheel.name
     code, doc, _ = _select("--torch", "2.12", "--torch-backend", "cpu", *PLAN, str(wheel))
@@ -270,10 +272,7 @@ def test_the_five_commands_agree_on_every_fixture_wheel_and_torch(
                     if judged.axis not in ("tags", "python"):
                         assert judged == expected, (c.filename, str(v), judged.reason)
                 cell = row.cells[col]
-                loads = any(
-                    verdict(c.torch, _wheel_markers(c), v, build).loads
-                    for v in versions
-                )
+                loads = any(verdict(c.torch, _wheel_markers(c), v, build).loads for v in versions)
                 assert cell.loads == loads, (c.filename, minor, build, cell.cell)
                 # the build-agnostic index (build None) lists only what loads on every build
                 on_index = loads and (build is not None or c.torch.builds == ANY_BUILD)
@@ -295,8 +294,7 @@ def test_the_five_commands_agree_on_every_fixture_wheel_and_torch(
         if c is None or result.verdict is None:
             continue
         assert (
-            result.verdict.loads
-            == verdict(c.torch, _compat_markers(), here, parse_backend("cpu")).loads
+            result.verdict.loads == verdict(c.torch, _compat_markers(), here, parse_backend("cpu")).loads
         ), c.filename
         if result.loads:
             assert result.verdict.loads, c.filename

@@ -139,7 +139,9 @@ def scan_command(
     table = chosen_table(symbols_file, no_config)
     try:
         judges = Judges(api.check, api.need)
-        run_scan(sources, output, jobs, table, policy, sys.stderr, tty, read, index_urls, names, judges=judges)
+        run_scan(
+            sources, output, jobs, table, policy, sys.stderr, tty, read, index_urls, names, judges=judges
+        )
     finally:
         carry_credentials({})  # the index URLs' credentials end with the command
     return Exit.OK

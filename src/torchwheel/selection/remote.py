@@ -183,7 +183,9 @@ def _listed(files: list[HostedFile], out: Gathered) -> Iterator[tuple[HostedFile
 def _after(key: tuple[Version, int], best: tuple[Version, int]) -> str:
     """Why a file ranked at ``key`` cannot beat a fitting one at ``best`` ("" if it can)."""
     if key[0] < best[0]:
-        what = "release" if key[0].public != best[0].public else "version (PEP 440 ranks the local label higher)"
+        what = (
+            "release" if key[0].public != best[0].public else "version (PEP 440 ranks the local label higher)"
+        )
         return f"not downloaded: {best[0]} is a newer {what} that fits"
     if key[0] == best[0] and key[1] > best[1]:
         return "not downloaded: a fitting file of this release has tags the target ranks first"
