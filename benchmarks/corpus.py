@@ -19,13 +19,13 @@ layouts we thought of. Published wheels bring the others (op libraries loaded wi
 subset is downloaded on demand and must be checkable (a failed download fails the test);
 the other wheels are compared when present in the cache. ``--peers`` also runs
 torch-abi-audit, abi3audit and auditwheel (``bash benchmarks/setup_peers.sh``) and lists
-where they disagree with torchwheel; ``--write-docs`` writes ``docs/corpus.md``.
+where they disagree with torchwheel; ``--write-docs`` writes ``docs/corpus.md`` (its text:
+``corpus_docs.py``), which the first command above reproduces.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import subprocess
@@ -39,16 +39,14 @@ from typing import Any
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # benchmarks/ is not a package; the tests load this file by path
+from harness import file_sha256  # noqa: E402
+
 REPO = HERE.parent
 CORPUS_TOML = HERE / "corpus.toml"
 CACHE = REPO / ".cache" / "corpus"
 RESULTS = CACHE / "results.json"
 DOCS = REPO / "docs" / "corpus.md"
-
-
-def file_sha256(path: Path) -> str:
-    with path.open("rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 class CorpusError(Exception):
@@ -322,11 +320,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_docs:
         from corpus_docs import write_docs
 
-        DOCS.write_text(write_docs(load_corpus(), results), encoding="utf-8")
+        everything = load_corpus()
+        diffs = {
+            e.filename: differences(e, results[e.filename]["torchwheel"])
+            for e in everything
+            if e.filename in results
+        }
+        DOCS.write_text(write_docs(everything, results, diffs), encoding="utf-8")
         print(f"wrote {DOCS.relative_to(REPO)}")
     return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE))
     sys.exit(main())

@@ -1,4 +1,5 @@
-"""``docs/corpus.md`` from the corpus list and the last run's results (``benchmarks/corpus.py``).
+"""``docs/corpus.md`` from the corpus list and the last run's results (``benchmarks/corpus.py``,
+which hands over where each wheel differs from its expected verdict).
 
 The judgements (why a finding is right or wrong, who is right in a disagreement with a peer)
 are written by hand in ``benchmarks/corpus.toml``; this module only lays them next to what
@@ -67,9 +68,9 @@ def _expected(entry: Any) -> dict[str, Any]:
     }
 
 
-def write_docs(entries: list[Any], results: dict[str, Any]) -> str:
-    from corpus import differences
-
+def write_docs(entries: list[Any], results: dict[str, Any], diffs: dict[str, list[str]]) -> str:
+    """The page; ``diffs``: per file name of ``results``, how torchwheel's verdict differs
+    from the expected one (``corpus.differences``)."""
     lines = [_HEAD, "## The list\n"]
     lines.append("| project | version | platform | MB | ABI | ci | torchwheel now | expected | agrees |")
     lines.append("|---|---|---|---:|---|---|---|---|---|")
@@ -77,7 +78,7 @@ def write_docs(entries: list[Any], results: dict[str, Any]) -> str:
         res = results.get(entry.filename)
         now = _codes(res["torchwheel"]) + f"; `{res['torchwheel']['torch_abi']}`" if res else "not run"
         exp = _expected(entry)
-        agrees = "-" if not res else "yes" if not differences(entry, res["torchwheel"]) else "**no**"
+        agrees = "-" if not res else "yes" if not diffs[entry.filename] else "**no**"
         lines.append(
             f"| {entry.project} | {entry.version} | {', '.join(entry.platforms)} | "
             f"{entry.size / 1e6:.1f} | {entry.abi} | {'yes' if entry.ci else ''} | {now} | "
@@ -85,12 +86,11 @@ def write_docs(entries: list[Any], results: dict[str, Any]) -> str:
         )
     lines.append("")
     for entry in entries:
-        lines.extend(_wheel_section(entry, results.get(entry.filename)))
+        lines.extend(_wheel_section(entry, results.get(entry.filename), diffs.get(entry.filename, [])))
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _wheel_section(entry: Any, res: dict[str, Any] | None) -> list[str]:
-    from corpus import differences
+def _wheel_section(entry: Any, res: dict[str, Any] | None, diffs: list[str]) -> list[str]:
     from corpus_peers import taa_class
 
     out = [f"## {entry.filename}\n", f"sha256 `{entry.sha256}`, {entry.size / 1e6:.1f} MB.\n"]
@@ -102,7 +102,6 @@ def _wheel_section(entry: Any, res: dict[str, Any] | None) -> list[str]:
         out.append("Not run: the wheel was not in the cache.\n")
         return out
     tw = res["torchwheel"]
-    diffs = differences(entry, tw)
     out.append(f"**torchwheel now**: {_codes(tw)}; torch ABI `{tw['torch_abi']}`.")
     out.extend(f"- differs: {d}" for d in diffs)
     out.append("")

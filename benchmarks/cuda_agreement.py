@@ -3,6 +3,9 @@
 
     python benchmarks/cuda_agreement.py [WHEEL_OR_LIBRARY ...] [--json OUT] [--download]
 
+Reproduces ``docs/accelerators.md`` ("How it is proven"): ``python benchmarks/cuda_agreement.py
+--download``.
+
 Without arguments: every wheel in ``.cache/corpus/`` and ``.cache/corpus-cuda/`` (the
 extra Windows CUDA wheels ``--download`` fetches: ``bitsandbytes`` and ``auto-gptq`` for
 win_amd64, so that three projects are compared on Windows as on Linux). For

@@ -3,6 +3,9 @@
 
     python benchmarks/cuda_speed.py [--reps N] [--torchwheel CMD] [--baseline REV] [WHEEL]
 
+Reproduces ``docs/performance.md`` ("GPU code"): ``python benchmarks/cuda_speed.py --reps 7
+--baseline 7407a4c`` and ``python benchmarks/cuda_speed.py --scan-cost [WHEEL]``.
+
 Reading GPU code (fatbin entry headers, offload bundles) happens while every member
 inflates anyway; this measures what it costs on the wheel where it costs most (vllm's,
 336 MB: a 500 MB ``_C.abi3.so`` full of fatbins). Each command runs as a whole process

@@ -3,6 +3,9 @@
     python benchmarks/fuzz.py --target elf --runs 200000        # one reader, 200k executions
     python benchmarks/fuzz.py --target all --runs 200000 --json out.json
 
+Reproduces ``docs/reliability.md`` ("Fuzzing", through ``reliability_doc.py``): ``python
+benchmarks/fuzz.py --target all --runs 200000 --json benchmarks/results/fuzz.json``.
+
 Targets: zip (open a wheel, read and scan every member), elf, macho, pe (``read_binary``),
 marker (``scan`` + ``decode``), record, metadata, wheel (the text parsers), json (every JSON
 document reader: ``variant_json.json``, a ``--symbols`` table, the ``torchwheel.json`` facts file
@@ -87,7 +90,7 @@ def _one_input(target: str):  # type: ignore[no-untyped-def]
         from torchwheel.binary.facts import BinaryError
         from torchwheel.binary.memberscan import scan_member
         from torchwheel.errors import InputError
-        from torchwheel.install import pages
+        from torchwheel.net import pages
         from torchwheel.torchabi.symtable import SymbolTable
         from torchwheel.wheel import variant_json
         from torchwheel.wheel.archive import WheelArchive

@@ -162,8 +162,8 @@ class Env:
 
     @classmethod
     def create(cls, work: Path, code: ModuleType, modules: int = 0) -> Env:
-        from torchwheel.install.candidates import read_candidate
-        from torchwheel.install.target import probe
+        from torchwheel.selection.candidates import read_candidate
+        from torchwheel.selection.target import probe
 
         env = cls(work / "venv", work, code)
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env.root)], check=True)

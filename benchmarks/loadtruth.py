@@ -4,7 +4,10 @@
     .venv/bin/python benchmarks/loadtruth.py --write-docs              # everything, current code
     .venv/bin/python benchmarks/loadtruth.py --torchwheel /path/to/torchwheel --only torchvision
     .venv/bin/python benchmarks/loadtruth.py --envs torch-2.13.0,torch-2.14.1 --no-download
-    .venv/bin/python benchmarks/loadtruth.py --doctor --write-docs    # installed envs, real upgrades
+    .venv/bin/python benchmarks/loadtruth_doctor.py --write-docs       # installed envs, real upgrades
+
+The first line reproduces ``docs/loadtruth.md``; its ``doctor`` and ``stale-tables`` sections
+are written by ``loadtruth_doctor.py`` and ``stale_tables.py`` (``--write-docs``) and kept.
 
 ``benchmarks/corpus.py`` compares torchwheel with verdicts people wrote down; those can only be
 as right as the person who read the symbols. Here the referee is ``ld.so``: each wheel is
@@ -58,7 +61,6 @@ from __future__ import annotations
 
 import argparse
 import email.parser
-import hashlib
 import json
 import os
 import re
@@ -80,6 +82,9 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import Version
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # benchmarks/ is not a package; the tests load this file by path
+from harness import file_sha256, kept_sections, md_cell  # noqa: E402
+
 REPO = HERE.parent
 TOML = HERE / "loadtruth.toml"
 CORPUS_TOML = HERE / "corpus.toml"
@@ -206,11 +211,6 @@ def load_wheels(path: Path = TOML, corpus: Path = CORPUS_TOML) -> list[Wheel]:
     return list(out.values())
 
 
-def file_sha256(path: Path) -> str:
-    with path.open("rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
 def run(cmd: list[str], timeout: float = 3600, **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False, **kw)
 
@@ -299,7 +299,6 @@ def ensure_wheel(w: Wheel, download: bool) -> Path:
         return w.path
     if not download:
         raise HarnessError(f"{w.filename}: not in {WHEELS} (run without --no-download)")
-    sys.path.insert(0, str(HERE))
     import corpus  # benchmarks/corpus.py: the one pinned, hash-checked download
 
     try:
@@ -862,10 +861,6 @@ def judge(p: Prepared, env: Env, tw: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if "--doctor" in argv:  # installed environments through real upgrades: loadtruth_doctor.py
-        import loadtruth_doctor
-
-        return loadtruth_doctor.main([a for a in argv if a != "--doctor"])
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     default_tw = REPO / ".venv" / "bin" / "torchwheel"
     parser.add_argument(
@@ -935,19 +930,9 @@ def main(argv: list[str] | None = None) -> int:
     for klass, n in counts.items():
         print(f"{n:4}  {CELLS[klass]}")
     if args.write_docs:
-        DOCS.write_text(write_docs(results) + kept_sections(), encoding="utf-8")
+        DOCS.write_text(write_docs(results) + kept_sections(DOCS), encoding="utf-8")
         print(f"wrote {DOCS.relative_to(REPO)}")
     return 1 if results["errors"] else 0
-
-
-def kept_sections() -> str:
-    """The sections other benchmarks write into the page between their markers
-    (``<!-- NAME: begin -->`` ... ``<!-- NAME: end -->``: ``loadtruth_doctor.py``'s): a new run
-    of this harness keeps them."""
-    page = DOCS.read_text(encoding="utf-8") if DOCS.is_file() else ""
-    kept = re.findall(r"<!-- ([a-z-]+): begin -->.*?<!-- \1: end -->", page, re.DOTALL)
-    spans = [re.search(rf"<!-- {name}: begin -->.*?<!-- {name}: end -->", page, re.DOTALL) for name in kept]
-    return "".join("\n" + m.group(0) + "\n" for m in spans if m)
 
 
 def tally(results: dict[str, Any]) -> dict[str, int]:
@@ -984,10 +969,6 @@ def _column(pair: dict[str, Any]) -> str:
     return str(pair["select"]["verdict"])
 
 
-def _md(s: str) -> str:
-    return s.replace("|", "\\|").replace("\n", " ")
-
-
 def write_docs(results: dict[str, Any]) -> str:
     """The page: what ran, the confusion matrix, every pair of every non-empty cell, the grid."""
     wheels, envs = results["wheels"], results["envs"]
@@ -1013,7 +994,7 @@ def write_docs(results: dict[str, Any]) -> str:
         "| env | torch | CUDA | why |",
         "|---|---|---|---|",
         *(
-            f"| {n} | {envs[n]['torch']} | {envs[n]['cuda'] or 'CPU'} | {_md(envs[n]['why'])} |"
+            f"| {n} | {envs[n]['torch']} | {envs[n]['cuda'] or 'CPU'} | {md_cell(envs[n]['why'])} |"
             for n in names
         ),
         "",
@@ -1057,7 +1038,7 @@ def write_docs(results: dict[str, Any]) -> str:
                 reason += f" [matrix: {p['matrix']['fit']}: {p['matrix']['reason']}]"
             grouped.setdefault((f, reason, p["loader_words"] or "loads"), []).append(e)
         for (f, reason, words), es in grouped.items():
-            out.append(f"| `{f}` | {', '.join(es)} | {_md(reason)} | {_md(words)} |")
+            out.append(f"| `{f}` | {', '.join(es)} | {md_cell(reason)} | {md_cell(words)} |")
         out.append("")
     disagree = [(f, e, p) for f, e, p in pairs if not p["matrix_agrees"]]
     out += ["## Where `matrix` and `select` disagree", ""]
@@ -1065,7 +1046,7 @@ def write_docs(results: dict[str, Any]) -> str:
         out += ["| wheel | env | select | matrix cell (column) |", "|---|---|---|---|"]
         out += [
             f"| `{f}` | {e} | {p['select']['verdict']} | {p['matrix']['fit']} ({p['matrix']['column']}): "
-            f"{_md(p['matrix']['reason'])} |"
+            f"{md_cell(p['matrix']['reason'])} |"
             for f, e, p in disagree
         ]
     else:
@@ -1083,9 +1064,9 @@ def write_docs(results: dict[str, Any]) -> str:
         pin = ", ".join(r.split(";")[0].strip() for r in rec["torch_requirements"]) or "none"
         cells = [SHORT[rec["envs"][e]["class"]] if e in rec["envs"] else "" for e in names]
         need = f"{rec['torch_need']}; {rec['accelerator']}"
-        out.append(f"| `{f}` | {_md(need)} | {_md(pin)} | " + " | ".join(cells) + " |")
+        out.append(f"| `{f}` | {md_cell(need)} | {md_cell(pin)} | " + " | ".join(cells) + " |")
     if results["errors"]:
-        out += ["", "## Errors", "", *(f"- {_md(e)}" for e in results["errors"])]
+        out += ["", "## Errors", "", *(f"- {md_cell(e)}" for e in results["errors"])]
     return "\n".join(out) + "\n"
 
 

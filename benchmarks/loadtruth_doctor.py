@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Load truth for ``torchwheel doctor``: real environments, real upgrades, the loader as referee.
 
-    .venv/bin/python benchmarks/loadtruth.py --doctor --write-docs     # every set of loadtruth.toml
+    .venv/bin/python benchmarks/loadtruth_doctor.py --write-docs     # every set of loadtruth.toml
     .venv/bin/python benchmarks/loadtruth_doctor.py --sets a --no-download
 
 Each ``[[doctor]]`` set of ``benchmarks/loadtruth.toml`` is a venv (``.cache/loadtruth/envs/
@@ -15,7 +15,8 @@ distribution's top-level modules. Before moving on, ``doctor --torch NEXT --torc
 and ``doctor --against NEXT_WHEEL`` predict the next torch; then ``pip install torch==NEXT``
 really upgrades (or downgrades) the environment, and the next state's truth judges the
 predictions. The confusion matrices (installed, ``--torch``, ``--against``) go into
-``docs/loadtruth.md`` between the ``doctor`` markers, which ``loadtruth.py --write-docs`` keeps.
+``docs/loadtruth.md`` between the ``doctor`` markers (``loadtruth_doctor_docs.py``), which
+``loadtruth.py --write-docs`` keeps.
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ from packaging.utils import canonicalize_name
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import loadtruth as lt  # benchmarks/ is not a package
+import loadtruth_doctor_docs
 
 RESULTS = lt.CACHE / "doctor-results.json"
 TORCH_WHEELS = lt.CACHE / "torch-wheels"
-BEGIN, END = "<!-- doctor: begin -->", "<!-- doctor: end -->"
 WORDS = {"loads": "loads", "no": "refuses", "unknown": "unknown", "not read": "unknown"}
 
 _IMPORT = r"""
@@ -238,13 +239,6 @@ def run_set(spec: dict[str, Any], envs: dict[str, lt.Env], tw: str, download: bo
     return record
 
 
-def tally(pairs: list[dict[str, Any]]) -> dict[str, int]:
-    counts = dict.fromkeys(lt.CELLS, 0)
-    for p in pairs:
-        counts[p["class"]] += 1
-    return counts
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--torchwheel", default=str(lt.REPO / ".venv" / "bin" / "torchwheel"))
@@ -272,10 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.write_text(json.dumps(results, indent=1))
     for how in ("installed", "torch", "against"):
         pairs = [p for s in results["sets"].values() for p in s[how]]
-        print(how, {k: v for k, v in tally(pairs).items() if v})
+        print(how, {k: v for k, v in loadtruth_doctor_docs.tally(pairs).items() if v})
     if args.write_docs:
-        import loadtruth_doctor_docs
-
         loadtruth_doctor_docs.write(results)
     return 1 if results["errors"] else 0
 

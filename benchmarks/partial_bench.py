@@ -5,7 +5,9 @@ the reader needs, with the whole read's answer beside it on every axis the parti
 reports.
 
 Usage: ``python benchmarks/partial_bench.py [--wheels DIR] [--out FILE]``, or
-``python benchmarks/scan_bench.py --real``. The wheels are every ``*.whl`` in
+``python benchmarks/scan_bench.py --real``; ``python benchmarks/partial_bench.py --download``
+reproduces ``docs/scan.md`` ("Real wheels against the floor",
+``benchmarks/results/scan_partial_real.json``). The wheels are every ``*.whl`` in
 ``.cache/bench/real`` (gitignored; ``--download`` fetches the set below with pip, by name,
 exact version and platform), and ``torchwheel tag``'s copy of each untagged Linux wheel of
 ``TAGGED`` (made once into ``.cache/bench/tagged``). They are served from 127.0.0.1 with
@@ -135,7 +137,8 @@ def _forced(source: Any) -> dict[str, Any]:
     """The partial line as if no wheel were read whole (small, or nearly all compiled): what
     each member's reader named, for the floor, and what a partial read would have cost."""
     from torchwheel import api
-    from torchwheel.install import partial, ranged
+    from torchwheel.net import ranged
+    from torchwheel.scan import partial
 
     saved = ranged._TAIL, partial._NEAR
     ranged._TAIL, partial._NEAR = 4096, 2.0
@@ -147,8 +150,8 @@ def _forced(source: Any) -> dict[str, Any]:
 
 def measure(wheel: Path, base: str) -> dict[str, Any]:
     from torchwheel import api
-    from torchwheel.install.partial import partial_line
-    from torchwheel.install.scanline import WheelSource
+    from torchwheel.scan.partial import partial_line
+    from torchwheel.scan.scanline import WheelSource
 
     source = WheelSource(f"{base}/{wheel.name}", size=wheel.stat().st_size)
     started = time.perf_counter()

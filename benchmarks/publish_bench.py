@@ -5,6 +5,8 @@ Usage (the project's venv; builds the fixture binaries once)::
 
     python benchmarks/publish_bench.py [--count 1000] [--repeat 3]
 
+Reproduces ``docs/installers.md`` ("Speed"): ``python benchmarks/publish_bench.py``.
+
 The candidates are one release built for three torch targets (stable 2.10, stable 2.12,
 unstable 2.13: the fixture binaries, tagged with ``torchwheel tag --local-label``), copied
 under build tags 1..N/3 each: small tagged wheels, as a project's download folder or a

@@ -5,6 +5,9 @@
     .venv/bin/python benchmarks/run.py --quick         # 1 repetition, small wheels only
     .venv/bin/python benchmarks/run.py --wheels torch-2.14.1 --tools tw-check,abi3audit --reps 5
 
+Reproduces ``docs/performance.md`` (its tables side by side with the peers, and the floors):
+``.venv/bin/python benchmarks/run.py --rev HEAD``.
+
 Run it with the project's venv: ``torchwheel`` is taken from beside that interpreter (or
 ``--torchwheel CMD``). Missing pieces are made first: the synthetic wheels
 (``make_synthetic.py``), the torch wheels (``pip download torch==X --no-deps`` into
@@ -40,6 +43,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from harness import first_line  # benchmarks/ on sys.path: this file runs as a script
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -503,15 +508,6 @@ def parallel_scaling() -> dict[str, float]:
     return out
 
 
-def _first_line(cmd: list[str]) -> str:
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-    except OSError:
-        return "?"
-    text = (proc.stdout or proc.stderr).strip()
-    return text.splitlines()[0] if text else "?"
-
-
 def machine_info(ctx: Context, peers: str) -> dict[str, object]:
     cpu = "?"
     try:
@@ -528,7 +524,7 @@ def machine_info(ctx: Context, peers: str) -> dict[str, object]:
         pass
     import zlib
 
-    commit = _first_line(["git", "-C", str(REPO), "describe", "--always", "--dirty"])
+    commit = first_line(["git", "-C", str(REPO), "describe", "--always", "--dirty"])
     return {
         "nproc": os.cpu_count(),
         "cpu": cpu,
@@ -536,7 +532,7 @@ def machine_info(ctx: Context, peers: str) -> dict[str, object]:
         "kernel": platform.release(),
         "python": platform.python_version(),
         "zlib": zlib.ZLIB_RUNTIME_VERSION,
-        "torchwheel": _first_line([*ctx.torchwheel, "--version"]),
+        "torchwheel": first_line([*ctx.torchwheel, "--version"]),
         "torchwheel_commit": commit,
         "peers": peers.splitlines(),
         "gnu_time": GNU_TIME is not None,

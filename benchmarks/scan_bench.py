@@ -4,7 +4,8 @@ parts that do not need HTTP ranges): wheels per second and peak memory with ``--
 ``--jobs 2``; a resume that re-reads nothing; a scan killed halfway and resumed that loses
 and repeats no line; the Dask recipe of docs/scan.md next to ``--jobs 2``.
 
-Usage: ``python benchmarks/scan_bench.py [--wheels 2000] [--out benchmarks/results/scan.json]``;
+Usage: ``python benchmarks/scan_bench.py [--wheels 2000] [--out benchmarks/results/scan.json]``,
+which reproduces ``docs/scan.md`` ("A synthetic index of 2,000 wheels");
 ``python benchmarks/scan_bench.py --vllm`` is the first "Measure" bullet instead (``vllm_case``:
 partial reads over HTTP ranges, ``benchmarks/results/scan_partial.json``); ``--real`` runs
 ``partial_bench.py`` (partial reads of 16 real wheels of four projects against the floor).

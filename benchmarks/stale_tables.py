@@ -48,7 +48,6 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 CACHE = REPO / ".cache" / "stale-tables"
 DOCS = REPO / "docs" / "loadtruth.md"
-BEGIN, END = "<!-- stale-tables: begin -->", "<!-- stale-tables: end -->"
 PLATFORMS = {
     "linux-x86_64": ("manylinux_2_28_x86_64",),
     "macos-arm64": ("macosx_14_0_arm64", "macosx_11_0_arm64"),
@@ -56,7 +55,10 @@ PLATFORMS = {
 }
 Minor = tuple[int, int]
 
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE))  # benchmarks/ is not a package; the tests load this file by path
+from harness import file_sha256, markers, md_cell, put_section  # noqa: E402
+
+BEGIN, END = markers("stale-tables")
 
 
 # -- the tables -----------------------------------------------------------------------------------
@@ -413,7 +415,7 @@ def loadtruth_run(files: dict[str, Path | None], envs: list[Any], download: bool
         dest = lt.WHEELS / built.name
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(built.read_bytes())
-        wheels.append(lt.Wheel(project, "1.0.0", built.name, lt.file_sha256(dest), why, "stale_tables"))
+        wheels.append(lt.Wheel(project, "1.0.0", built.name, file_sha256(dest), why, "stale_tables"))
     out: dict[str, Any] = {"envs": facts, "sets": {}, "errors": []}
     for name, tables in files.items():
         os.environ.pop("TORCHWHEEL_SYMBOLS", None)
@@ -466,10 +468,6 @@ def loadtruth_tally(results: dict[str, Any]) -> dict[str, Any]:
 # -- docs/loadtruth.md ----------------------------------------------------------------------------
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def section(results: dict[str, Any]) -> str:
     """The page's section (between the markers): how the tables were made, and the figures."""
     meta, lines = (
@@ -507,7 +505,7 @@ def section(results: dict[str, Any]) -> str:
             f"Unknown cells the update turned into the full tables' verdict: **{t['resolved']}**.",
             "",
         ]
-        lines += [f"- {_md(w)}" for w in t["where"][:40]]
+        lines += [f"- {md_cell(w)}" for w in t["where"][:40]]
         lines += [""] if t["where"] else []
     if "loadtruth" in results:
         t, envs = results["loadtruth"], results["loadtruth_envs"]
@@ -541,19 +539,14 @@ def section(results: dict[str, Any]) -> str:
             "|---|---|---|---|---|---|",
         ]
         for wheel, env, full, stale, updated in t["rows"]:
-            said = [f"{p['class']}: {_md(p['select']['reason'])}" for p in (full, stale, updated)]
+            said = [f"{p['class']}: {md_cell(p['select']['reason'])}" for p in (full, stale, updated)]
             lines.append(f"| `{wheel}` | {env} | {full['loader']} | " + " | ".join(said) + " |")
         lines.append("")
     return "\n".join([*lines, END]) + "\n"
 
 
 def write_docs(text: str) -> None:
-    page = DOCS.read_text(encoding="utf-8")
-    if BEGIN in page and END in page:
-        page = page[: page.index(BEGIN)] + text + page[page.index(END) + len(END) + 1 :]
-    else:
-        page = page.rstrip("\n") + "\n\n" + text
-    DOCS.write_text(page, encoding="utf-8")
+    put_section(DOCS, text.removesuffix("\n"), "stale-tables")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,6 +53,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import run  # noqa: E402  (torchwheel_at: the --rev subject, as run.py measures it)
+from harness import first_line  # noqa: E402
 
 DEMO = REPO / "fixtures" / "demo" / "demo_stable-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"
 BIN = Path(sys.executable).parent
@@ -93,15 +94,6 @@ def _executable(name: str) -> str | None:
     return shutil.which(name)
 
 
-def _first_line(argv: list[str], env: dict[str, str] | None = None) -> str:
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **(env or {})})
-    except OSError:
-        return "?"
-    text = (proc.stdout or proc.stderr).strip()
-    return text.splitlines()[0] if text else "?"
-
-
 def _compiled(package_dir: Path) -> None:
     """``.pyc`` files beside the sources, whatever PYTHONDONTWRITEBYTECODE says: an installed
     torchwheel has them, and without them every run would compile 80 modules."""
@@ -122,7 +114,7 @@ def tools(args: argparse.Namespace) -> list[Tool]:
     script = BIN / "torchwheel"  # the console script, as users run it; every subject runs it
     here = [sys.executable, str(script)] if script.is_file() else [sys.executable, "-m", "torchwheel"]
     _compiled(_package_dir())
-    found.append(Tool("torchwheel check", [*here, "check"], version=_first_line([*here, "--version"])))
+    found.append(Tool("torchwheel check", [*here, "check"], version=first_line([*here, "--version"])))
     others: list[tuple[str, Path]] = []
     for rev in args.rev:
         command, sha = run.torchwheel_at(rev)  # compiled by run.py
@@ -148,7 +140,7 @@ def tools(args: argparse.Namespace) -> list[Tool]:
         if exe is None:
             print(f"startup_bench: {argv[0]} not found (pip install -e '.[test]'), skipped", file=sys.stderr)
             continue
-        shown = _first_line([exe, *version[1:]])
+        shown = first_line([exe, *version[1:]])
         found.append(Tool(name, [exe, *argv[1:]], version=re.sub(r" installed at .*", "", shown)))
     found.append(
         Tool("floor: python -c pass", [sys.executable, "-c", "pass"], version=platform.python_version())
@@ -250,7 +242,7 @@ def machine() -> dict[str, object]:
         "nproc": os.cpu_count(),
         "kernel": platform.release(),
         "python": platform.python_version(),
-        "torchwheel_commit": _first_line(["git", "-C", str(REPO), "describe", "--always", "--dirty"]),
+        "torchwheel_commit": first_line(["git", "-C", str(REPO), "describe", "--always", "--dirty"]),
     }
 
 
@@ -310,11 +302,19 @@ def main(argv: list[str] | None = None) -> int:
             print(line)
         print()
         base = results[0]
-        counted = {t.name: instructions(t, wheel, args.cwd.resolve()) for t in subjects} if args.instructions else {}
+        counted = (
+            {t.name: instructions(t, wheel, args.cwd.resolve()) for t in subjects}
+            if args.instructions
+            else {}
+        )
         for name, count in counted.items():
             first = counted[subjects[0].name]
             ratio = f" ({_ratio(count, first)}x torchwheel check)" if count and first else ""
-            print(f"instructions {name:<28} {count:>14,}{ratio}" if count else f"instructions {name}: not counted")
+            print(
+                f"instructions {name:<28} {count:>14,}{ratio}"
+                if count
+                else f"instructions {name}: not counted"
+            )
         cases.append(
             {
                 "wheel": _shown([str(wheel)]),

@@ -335,7 +335,9 @@ def marker_hits(buf: Any, start: int = 0, end: int | None = None) -> list[Any]:
 ReleaseMember = tuple[str, str, tuple[str, ...]]  # binary scenario, wheel tag, torch requirements
 
 
-def release_wheels(built: dict[str, Path], out: Path, members: list[ReleaseMember], dist: str = "relset") -> list[Path]:
+def release_wheels(
+    built: dict[str, Path], out: Path, members: list[ReleaseMember], dist: str = "relset"
+) -> list[Path]:
     """One release of ``dist`` 1.0.0, a wheel per member, each holding its one library under the
     name its tag asks for (``_C.pyd``, ``_C.abi3.so``, or CPython 3.11's), written by the
     fixtures' own writer: the release sets of the TW6xx and ``tag --release`` tests."""

@@ -72,7 +72,7 @@ def in_process(spec: Any, capsys: Any, monkeypatch: Any) -> tuple[int, str, str]
     from torchwheel.cli import cli
     from torchwheel.cli.exits import run
     from torchwheel.errors import InputError
-    from torchwheel.install import fairness
+    from torchwheel.net import fairness
 
     for name, value in spec.env.items():
         monkeypatch.setenv(name, value)

@@ -168,7 +168,7 @@ def test_tw203_names_ten_unknown_shims_and_counts_the_rest() -> None:
 
 
 def test_python_names_and_hooks_are_listed_within_the_bound() -> None:
-    from torchwheel.report.facts import python_json
+    from torchwheel.report.facts_document import python_json
 
     exports = tuple(f"PyInit_m{i}" for i in range(14))
     facts = SliceFacts(

@@ -58,7 +58,10 @@ def _check(entry: object, path: Path) -> None:
     actual = corpus.verdict(corpus.run_torchwheel(path))
     assert corpus.differences(entry, actual) == []
     shown = subprocess.run(
-        [*corpus.torchwheel_cmd(), "show", "--no-config", str(path)], capture_output=True, text=True, check=False
+        [*corpus.torchwheel_cmd(), "show", "--no-config", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert shown.returncode == 0, shown.stderr
     assert contradictions(shown.stdout) == []
@@ -79,7 +82,11 @@ def contradictions(text: str) -> list[str]:
     if build is None:
         return [] if "  torch build      any: " in text else [f"any build, yet: {needs.group(0).strip()}"]
     kinds = {t.split("-")[0] for t in build.group("tokens").split(", ")}
-    return [] if kinds == {needs.group("kind").lower()} else [f"{build.group(0).strip()} / {needs.group(0).strip()}"]
+    return (
+        []
+        if kinds == {needs.group("kind").lower()}
+        else [f"{build.group(0).strip()} / {needs.group(0).strip()}"]
+    )
 
 
 def test_the_contradiction_check_can_fail() -> None:

@@ -46,11 +46,11 @@ def _peak(cores: int, *args: str) -> float:
 
 
 @pytest.mark.parametrize("command", ["check", "tag"])
-def test_many_members_within_the_budget_whatever_the_cores(
-    command: str, many: Path, tmp_path: Path
-) -> None:
+def test_many_members_within_the_budget_whatever_the_cores(command: str, many: Path, tmp_path: Path) -> None:
     def args(n: int) -> list[str]:
-        return ["check", str(many)] if command == "check" else ["tag", "-w", str(tmp_path / str(n)), str(many)]
+        return (
+            ["check", str(many)] if command == "check" else ["tag", "-w", str(tmp_path / str(n)), str(many)]
+        )
 
     two, eight = _peak(2, *args(2)), _peak(8, *args(8))
     assert eight <= MEMORY_BUDGET_MB and two <= MEMORY_BUDGET_MB, (two, eight)

@@ -5,7 +5,7 @@ The installer side reads a tagged wheel's WHEEL fields only and an untagged whee
 binaries; if the two ever disagreed, the answer to "does it load here" would depend on
 whether the author ran ``tag``. Every fixture wheel and every corpus wheel of the CI subset
 (and the rest of the corpus where it is cached) is tagged for real (``tagging.apply.tag``
-writes the file) and read back by ``install.candidates.read_candidate`` as ``select`` does.
+writes the file) and read back by ``selection.candidates.read_candidate`` as ``select`` does.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from packaging.version import Version
 from torchwheel.analysis.load import load
 from torchwheel.analysis.wheelfacts import torch_need_of
 from torchwheel.errors import InputError
-from torchwheel.install.candidates import read_candidate
+from torchwheel.selection.candidates import read_candidate
 from torchwheel.tagging.apply import tag
-from torchwheel.tagging.options import TagOptions
+from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, parse_backend
 from torchwheel.torchabi.need import TorchNeed

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from torchwheel.install.fetch import shown, split_credentials
 from torchwheel.limits import MEMORY_BUDGET_MB
+from torchwheel.net.fetch import shown, split_credentials
 
 from .helpers import REPO, MeasuredRun, measured_run
 from .index_server import Behaviour, serve

@@ -137,7 +137,9 @@ def test_tag_w_on_an_output_of_any_kind(
     kind = _tag_output(rng, root / "out" / wheel.name, outside)
     before, before_outside = snapshot(root), snapshot(outside)
     overwrite = rng.random() < 0.5  # a wheel there is replaced only with --overwrite (issue 42)
-    spec = hostile_own.Run(["tag", "-w", "out", *(["--overwrite"] if overwrite else []), str(wheel.relative_to(root))])
+    spec = hostile_own.Run(
+        ["tag", "-w", "out", *(["--overwrite"] if overwrite else []), str(wheel.relative_to(root))]
+    )
     code, _, err = in_process(spec, capsys, monkeypatch)
     where = f"seed {seed}, {kind}, overwrite={overwrite}: exit {code}: {err.strip()[-300:]}"
     assert snapshot(outside) == before_outside, where

@@ -1,5 +1,5 @@
 """``torchwheel scan --partial``: hosted wheels read through HTTP ranges from 127.0.0.1
-(``install.partial``), held to the whole read on every axis the partial line reports as
+(``scan.partial``), held to the whole read on every axis the partial line reports as
 decided (``partial.axes``): every fixture wheel (ELF members partial, Mach-O and PE whole;
 small ones read whole in one request), tagged copies of them (every axis from WHEEL), the
 Linux wheels of the corpus, a server that ignores ``Range`` (then the wheel is read whole,
@@ -21,9 +21,10 @@ import pytest
 from torchwheel import api
 from torchwheel.binary import marker_record
 from torchwheel.errors import InputError
-from torchwheel.install import partial, partial_member, ranged
-from torchwheel.install.partial import AXES, DECIDED, MARKER, UNKNOWN_AXIS, partial_line
-from torchwheel.install.scanline import WheelSource
+from torchwheel.net import ranged
+from torchwheel.scan import partial, partial_member
+from torchwheel.scan.partial import AXES, DECIDED, MARKER, UNKNOWN_AXIS, partial_line
+from torchwheel.scan.scanline import WheelSource
 from torchwheel.version import FeatureVersion
 
 from .helpers import REPO, load_script, torchwheel

@@ -16,7 +16,7 @@ import pytest
 
 from torchwheel import limits, safejson
 from torchwheel.errors import InputError
-from torchwheel.install.pages import PEP691_FILE, PEP691_PROJECT, PEP691_ROOT
+from torchwheel.net.pages import PEP691_FILE, PEP691_PROJECT, PEP691_ROOT
 from torchwheel.safejson import Int, List, Object, Str
 from torchwheel.torchabi.symtable import SymbolTable, load_shipped, shape
 from torchwheel.wheel import variant_json
@@ -176,7 +176,7 @@ def test_pep691_pages() -> None:
         with pytest.raises(InputError) as info:
             safejson.load(json.dumps({**project, **change}).encode(), "page", PEP691_PROJECT)
         assert says in str(info.value)
-    # a file entry is checked on its own (one bad entry costs that entry: tests/install/test_pages.py)
+    # a file entry is checked on its own (one bad entry costs that entry: tests/net/test_pages.py)
     for entry, says in (
         ({"filename": "x.whl", "url": 5, "hashes": {}}, "$.files[0].url"),
         ({"filename": "x.whl", "url": "x", "hashes": {}, "yanked": 3}, "$.files[0].yanked"),

@@ -44,7 +44,7 @@ LAZY = {
     "difflib": "only a code that is not one (the did-you-mean)",
 }
 # and in text: show/inspect's rendering (check's JSON takes its schema version from it)
-LAZY_IN_TEXT = {**LAZY, "torchwheel.report.facts": "show and inspect's rendering"}
+LAZY_IN_TEXT = {**LAZY, "torchwheel.report.facts_document": "show and inspect's rendering"}
 # what `--help` must not import: the library (cli/options.py: "--help must stay instant")
 LIBRARY = (
     "torchwheel.analysis",

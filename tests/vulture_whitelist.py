@@ -9,10 +9,10 @@ from torchwheel import api
 from torchwheel.cli import _LazyGroup, _max_member_size, doctor, publish, read, rule, scan, symbols
 from torchwheel.cli.exits import EXITS, ExitRow
 from torchwheel.cli.symbols import symbols_update
-from torchwheel.install.fetch import _HTTP, _HTTPS, _TimedConnection, _TimedReader
+from torchwheel.net.fetch import _HTTP, _HTTPS, _TimedConnection, _TimedReader
 from torchwheel.install.installing import _JournaledDestination
-from torchwheel.install.pages import _Anchors
-from torchwheel.install.variant_plugin import FeatureConfig, TorchABIPlugin
+from torchwheel.net.pages import _Anchors
+from torchwheel.publish.variant_plugin import FeatureConfig, TorchABIPlugin
 from torchwheel.torchabi.symtable import SymbolTable, WheelSource
 
 _max_member_size.param  # click calls option callbacks with (ctx, param, value)

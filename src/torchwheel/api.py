@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from torchwheel.results import Axis, Cell, NeedKind, Severity, UnknownAxis
     from torchwheel.rules.registry import Findings, Policy
     from torchwheel.tagging.apply import TagResult
-    from torchwheel.tagging.options import TagOptions
+    from torchwheel.tagging.tag_options import TagOptions
     from torchwheel.torchabi.tablechoice import ChosenTable
 
 __all__ = [
@@ -155,13 +155,13 @@ def scan_one(source: object, *, symbols: PathLike | ChosenTable | None = None) -
     """The JSON line ``torchwheel scan`` writes for one wheel (``docs/scan.md``): ``source`` a
     path, an http(s) URL or a line's ``source`` object (``{"url": ..., "sha256": ...}``). An
     unreadable or unfetchable wheel is a line whose ``error`` says why: never raised."""
-    from torchwheel.install.scanline import scan_line
+    from torchwheel.scan.scanline import scan_line
 
     return scan_line(source, check, need, symbols)
 
 
 def _candidate(path: PathLike, symbols: PathLike | ChosenTable | None) -> Any:
-    from torchwheel.install.candidates import read_candidate
+    from torchwheel.selection.candidates import read_candidate
 
     given = arguments.path(path, "path")
     return read_candidate(given, str(given.parent), table=_chosen(symbols).table)
@@ -190,7 +190,7 @@ def loads_on(
     Requirement markers are evaluated for the wheel's own platform and lowest CPython."""
     from packaging.version import InvalidVersion
 
-    from torchwheel.install.target import markers_for_tags
+    from torchwheel.selection.target import markers_for_tags
     from torchwheel.torchabi.backend import parse_backend
     from torchwheel.torchabi.cuda_archs import parse_gpu
     from torchwheel.torchabi.torch_releases import minor_of
@@ -280,7 +280,7 @@ def tag(
     never modified): ``Torch-ABI`` and correct ``Tag`` lines in WHEEL, the torch requirement,
     the facts side file, RECORD. Options as ``torchwheel tag``'s; a file already at the
     output's name is ``InputError`` unless ``overwrite``."""
-    from torchwheel.tagging.options import TagOptions
+    from torchwheel.tagging.tag_options import TagOptions
     from torchwheel.version import FeatureVersion
 
     arguments.path(out_dir, "out_dir")
@@ -302,4 +302,3 @@ def tag(
     (result,) = tag_wheels([path], out_dir, options, release=False, symbols=symbols, overwrite=overwrite)
     assert result.target is not None  # not a dry run
     return result.target
-

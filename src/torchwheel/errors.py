@@ -3,7 +3,7 @@ what each one means per command is ``cli/exits.py`` and ``docs/exit-codes.md``),
 that ends a command with exit 2 and one line on stderr.
 
 The codes live at the bottom of the layers because the library decides them too:
-``api.CheckResult.exit_code`` and ``install.outcome`` answer with the same values the
+``api.CheckResult.exit_code`` and ``selection.outcome`` answer with the same values the
 command line exits with, so a caller of the library and a CI job read one contract.
 """
 

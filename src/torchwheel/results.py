@@ -46,6 +46,7 @@ def __getattr__(name: str) -> object:
     module, attribute = ALIASES[name]
     return getattr(importlib.import_module(module), attribute)
 
+
 __all__ = [
     "Axis",
     "Cell",
@@ -74,7 +75,7 @@ class Facts:
 
     def to_json(self) -> dict[str, Any]:
         """The ``torchwheel show --format json`` document."""
-        from torchwheel.report.facts import show_json
+        from torchwheel.report.facts_document import show_json
 
         return show_json(list(self.facts), self.table.to_json())
 
@@ -166,7 +167,7 @@ class Need:
 
     def to_json(self) -> dict[str, Any]:
         """The ``need`` object of ``show --format json``, with the document's version."""
-        from torchwheel.report.facts import SCHEMA_VERSION, need_json
+        from torchwheel.report.facts_document import SCHEMA_VERSION, need_json
 
         return {"schema_version": SCHEMA_VERSION, "path": self.path, "need": need_json(self.need)}
 
@@ -207,7 +208,7 @@ class LoadVerdict:
     def to_json(self) -> dict[str, Any]:
         """A cell of ``matrix --format json`` (``fit``, ``reason``, ``axis``, ``releases``)
         with the target it judged."""
-        from torchwheel.report.facts import SCHEMA_VERSION
+        from torchwheel.report.facts_document import SCHEMA_VERSION
 
         return {
             "schema_version": SCHEMA_VERSION,

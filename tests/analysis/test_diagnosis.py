@@ -96,7 +96,9 @@ def test_a_torch_newer_than_the_tables_is_said_never_guessed() -> None:
     assert found.cell == "no" and "has builds for torch 2.12, 2.13" in found.reason  # no file for it: certain
     stable = _need("stable", floor="2.10")
     found = _past_tables(stable, later, _one_verdict(stable, later))
-    assert found.loads and "newer than this torchwheel's tables" in found.reason  # said, from the shared verdict
+    assert (
+        found.loads and "newer than this torchwheel's tables" in found.reason
+    )  # said, from the shared verdict
 
 
 def test_the_exit_and_the_summary() -> None:

@@ -121,7 +121,9 @@ def test_fallback_units_read_the_sets_directory_and_its_parent() -> None:
 def test_fallback_units_read_a_bounded_number_of_sets_per_directory() -> None:
     """A directory of 1,000 flavour sets (hostile, no package has them) costs 64 sets' reading."""
     units = {f"pkg/_lib{i}_~.so": f"_lib{i}_" for i in range(1000)}
-    body = "".join(f"try:\n    from . import _lib{i}_cuda\nexcept ImportError:\n    pass\n" for i in range(1000))
+    body = "".join(
+        f"try:\n    from . import _lib{i}_cuda\nexcept ImportError:\n    pass\n" for i in range(1000)
+    )
     files = {"pkg/__init__.py": body.encode()}
     found = fallback_units(files, lambda m: len(files[m]), files.__getitem__, units)
     assert len(found) == 64 and "pkg/_lib0_~.so" in found

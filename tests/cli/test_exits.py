@@ -15,7 +15,7 @@ import pytest
 from torchwheel.cli import cli
 from torchwheel.cli.exits import EXITS, ExitRow, run
 from torchwheel.errors import Exit, InputError, Unfinished
-from torchwheel.install import outcome
+from torchwheel.selection import outcome
 
 from ..helpers import REPO
 

@@ -118,7 +118,9 @@ def test_select_downloads_only_the_wheels_that_can_be_chosen(served: tuple[str, 
     # build ranks below the 2.12 one that fits (its local label is the lower version)
     passed = {unquote(Path(p["location"]).name): p["reason"] for p in project["not_opened"]}
     assert "torch==2.13.*" in passed[labelled("213")] and "excludes torch 2.12" in passed[labelled("213")]
-    assert "1.0.0+torch2.12 is a newer version (PEP 440 ranks the local label higher)" in passed[labelled("210")]
+    assert (
+        "1.0.0+torch2.12 is a newer version (PEP 440 ranks the local label higher)" in passed[labelled("210")]
+    )
     assert server.downloads() == [labelled("212")]
     assert f"/files/{labelled('213')}.metadata" in server.requests
     assert "/simple/" not in server.requests  # --name: straight to the project page, never the root

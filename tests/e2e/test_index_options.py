@@ -66,7 +66,9 @@ def test_select_reads_the_recorded_pages(
 ) -> None:
     base, behaviour, tmp = site
     wheels = _recorded(tmp / "site" / form, base, project, form)
-    code, out, err = _cli(capsys, "select", "--format", "json", *NO_FIT, "-i", f"{base}/{form}", "--name", project)
+    code, out, err = _cli(
+        capsys, "select", "--format", "json", *NO_FIT, "-i", f"{base}/{form}", "--name", project
+    )
     assert code == 1, err  # read, and no wheel of it is for CPython 2.7 on Windows on ARM
     (found,) = json.loads(out)["projects"]
     assert found["name"] == project and len(found["not_opened"]) == wheels

@@ -54,7 +54,9 @@ def _killed(env: Any, scenario: str, at: int) -> None:
     """The environment as SIGKILL at the ``at``-th file operation of ``scenario`` leaves it."""
     start, upgrade, _ = sweeper.SCENARIOS[scenario]
     env.reset(start)
-    out = sweeper.run_forked(lambda: installing.install_wheel(env.wheels["2.0"], env.target, upgrade), at=(at,))
+    out = sweeper.run_forked(
+        lambda: installing.install_wheel(env.wheels["2.0"], env.target, upgrade), at=(at,)
+    )
     assert out["status"] == -signal.SIGKILL, out
 
 
@@ -336,7 +338,9 @@ def test_the_command_rolls_back_on_sigint_and_sigterm(env: Any, stage: str) -> N
     )
     assert env.which() == "1.0"
     terminated = _cli_killed(env, stage, 2, signal.SIGTERM)
-    assert terminated.returncode == -signal.SIGTERM, terminated.stderr  # dies by the signal, after the rollback
+    assert terminated.returncode == -signal.SIGTERM, (
+        terminated.stderr
+    )  # dies by the signal, after the rollback
     assert terminated.stderr.splitlines()[-1] == "torchwheel: error: terminated by SIGTERM"
     assert env.which() == "1.0"
 

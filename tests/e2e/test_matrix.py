@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from torchwheel.install import matrix
+from torchwheel.publish import matrix
 from torchwheel.torchabi.backend import TorchBuild
 
 from ..helpers import torchwheel

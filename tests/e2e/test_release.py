@@ -43,7 +43,9 @@ SETS: dict[str, tuple[list[tuple[str, str, str]], set[str]]] = {
 
 
 def _write_set(name: str, built: dict[str, Path], out: Path) -> list[Path]:
-    return release_wheels(built, out, [(scenario, tag, (requires,)) for scenario, tag, requires in SETS[name][0]])
+    return release_wheels(
+        built, out, [(scenario, tag, (requires,)) for scenario, tag, requires in SETS[name][0]]
+    )
 
 
 def _codes(result: subprocess.CompletedProcess[str]) -> dict[str, set[str]]:

@@ -31,8 +31,8 @@ from packaging.utils import canonicalize_name
 from wheel.wheelfile import WheelFile
 
 from ..helpers import torchwheel
-from ..install.made import DEMO
 from ..publish_helpers import offline_env, venv_with_torch
+from ..selection.made import DEMO
 
 MANY = "cp39-abi3-manylinux_2_28_x86_64"
 NATIVE = "cp311-cp311-manylinux_2_17_x86_64"  # this interpreter's own ABI: ranked above abi3

@@ -166,7 +166,10 @@ def test_twine_and_check_wheel_contents(tagged: dict[str, tuple[Path, Path]]) ->
     passed = {"twine": 0, "check-wheel-contents": 0}
     for name in TAGGABLE:
         src, out = tagged[name]
-        for tool, passes in (("twine", _twine_passes), ("check-wheel-contents", _check_wheel_contents_passes)):
+        for tool, passes in (
+            ("twine", _twine_passes),
+            ("check-wheel-contents", _check_wheel_contents_passes),
+        ):
             if passes(src):
                 passed[tool] += 1
                 assert passes(out), (name, tool)
@@ -197,7 +200,9 @@ def test_installs_with_pip_and_installer(tagged: dict[str, tuple[Path, Path]], t
     assert result.returncode == 0, result.stderr
     assert len(for_pip) >= 10
     listed = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(vpy), "list", "--format", "json"], capture_output=True, text=True
+        [sys.executable, "-m", "pip", "--python", str(vpy), "list", "--format", "json"],
+        capture_output=True,
+        text=True,
     )
     names = {canonicalize_name(d["name"]) for d in json.loads(listed.stdout)}
     assert {canonicalize_name(parse_wheel_filename(Path(w).name)[0]) for w in for_pip} <= names
@@ -287,7 +292,7 @@ def test_failure_mid_write_leaves_nothing(
     """A full disk or Ctrl-C while copying members: no partial wheel, input untouched."""
     from torchwheel.analysis import load
     from torchwheel.tagging import apply
-    from torchwheel.tagging.options import TagOptions
+    from torchwheel.tagging.tag_options import TagOptions
     from torchwheel.torchabi.symtable import load_shipped
     from torchwheel.wheel import writer
 

@@ -48,7 +48,7 @@ def test_tag_variant_writes_the_variant_beside_the_plain_fallback(release: Path)
     doc = json.loads(_member(release / _variant("212"), "variant.json"))
     assert doc["variants"] == {"torch2.12": {"torchwheel": {"stable_abi": ["2.12"]}}}
     assert doc["default-priorities"] == {"namespace": ["torchwheel"]}
-    assert doc["providers"]["torchwheel"]["plugin-api"] == "torchwheel.install.variant_plugin:TorchABIPlugin"
+    assert doc["providers"]["torchwheel"]["plugin-api"] == "torchwheel.publish.variant_plugin:TorchABIPlugin"
     unstable = json.loads(_member(release / _variant("213"), "variant.json"))
     assert unstable["variants"] == {"torch2.13only": {"torchwheel": {"build_torch": ["2.13"]}}}
     # the fallback is the 2.10 build itself: the same METADATA, no variant.json
@@ -141,7 +141,7 @@ def test_plugin_is_registered_by_entry_point() -> None:
     from importlib.metadata import entry_points
 
     (ep,) = [e for e in entry_points(group="variant_plugins") if e.name == "torchwheel"]
-    assert ep.value == "torchwheel.install.variant_plugin:TorchABIPlugin"
+    assert ep.value == "torchwheel.publish.variant_plugin:TorchABIPlugin"
     result = subprocess.run([str(VARIANTLIB), "plugins", "list"], capture_output=True, text=True)
     assert result.returncode == 0 and "torchwheel" in result.stdout.split()
 

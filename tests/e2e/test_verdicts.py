@@ -17,10 +17,10 @@ from packaging.version import Version
 
 from torchwheel.analysis.load import load
 from torchwheel.analysis.torchcompat import compare, torch_imports
-from torchwheel.install import matrix, simple_index
-from torchwheel.install.choose import choose
-from torchwheel.install.discovery import gather
-from torchwheel.install.target import TorchTarget, target_from_options
+from torchwheel.publish import matrix, simple_index
+from torchwheel.selection.choose import choose
+from torchwheel.selection.discovery import gather
+from torchwheel.selection.target import TorchTarget, target_from_options
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, parse_backend
 from torchwheel.torchabi.symtable import load_shipped
@@ -92,7 +92,9 @@ def test_select_and_matrix_on_per_minor_builds(
 ) -> None:
     wheel = _tagged(fixture_wheels["per_minor"], tmp_path) if tag_first else fixture_wheels["per_minor"]
     code, doc, _ = _select("--torch", "2.6", *PLAN, str(wheel))
-    assert code == 0  # neither flavour needs an accelerator: any build, so the plan's unknown build is no matter
+    assert (
+        code == 0
+    )  # neither flavour needs an accelerator: any build, so the plan's unknown build is no matter
     code, doc, _ = _select("--torch", "2.6", "--torch-backend", "cpu", *PLAN, str(wheel))
     assert code == 0 and _chosen(doc) == wheel.name
     code, doc, _ = _select("--torch", "2.12", "--torch-backend", "cpu", *PLAN, str(wheel))
@@ -270,10 +272,7 @@ def test_the_five_commands_agree_on_every_fixture_wheel_and_torch(
                     if judged.axis not in ("tags", "python"):
                         assert judged == expected, (c.filename, str(v), judged.reason)
                 cell = row.cells[col]
-                loads = any(
-                    verdict(c.torch, _wheel_markers(c), v, build).loads
-                    for v in versions
-                )
+                loads = any(verdict(c.torch, _wheel_markers(c), v, build).loads for v in versions)
                 assert cell.loads == loads, (c.filename, minor, build, cell.cell)
                 # the build-agnostic index (build None) lists only what loads on every build
                 on_index = loads and (build is not None or c.torch.builds == ANY_BUILD)
@@ -295,15 +294,14 @@ def test_the_five_commands_agree_on_every_fixture_wheel_and_torch(
         if c is None or result.verdict is None:
             continue
         assert (
-            result.verdict.loads
-            == verdict(c.torch, _compat_markers(), here, parse_backend("cpu")).loads
+            result.verdict.loads == verdict(c.torch, _compat_markers(), here, parse_backend("cpu")).loads
         ), c.filename
         if result.loads:
             assert result.verdict.loads, c.filename
 
 
 def _wheel_markers(c: object) -> dict[str, str]:
-    from torchwheel.install.target import markers_for_tags
+    from torchwheel.selection.target import markers_for_tags
 
     return markers_for_tags(c.tags)  # type: ignore[attr-defined]
 

@@ -33,8 +33,6 @@ OWN_CODES = {"TW401", "TW402", "TW403", "TW404", "TW405", "TW406", "TW407", "TW4
              "TW411", "TW412", "TW413", "TW414", "TW415", "TW416"}  # fmt: skip
 
 
-
-
 def found(code: str, path: Path) -> list[Hit | Omitted]:
     """What the rule registered under ``code`` yields, ``Omitted`` counts included."""
     return list(REGISTRY[code].check(facts(path), Policy()))

@@ -23,14 +23,6 @@ from .direct import custom_wheel, facts, hits
 LINUX_ABI3 = "cp39-abi3-manylinux_2_28_x86_64"
 
 
-
-
-
-
-
-
-
-
 def test_each_rule_is_registered_under_its_code() -> None:
     assert REGISTRY["TW101"].check is marker.marker_missing
     assert REGISTRY["TW102"].check is marker.marker_hidden

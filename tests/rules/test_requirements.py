@@ -24,12 +24,6 @@ from .direct import hits
 LINUX_ABI3 = "cp39-abi3-manylinux_2_28_x86_64"
 
 
-
-
-
-
-
-
 def stable_wheel(tmp_path: Path, built: dict[str, Path], scenario: str, *requires: str) -> Path:
     """One stable-ABI library (``scenario``) with the given torch requirements."""
     wheels = fixture_wheels_module()
@@ -62,7 +56,10 @@ def test_tw501_stable_wheel_without_a_requirement(fixture_wheels: dict[str, Path
 
 
 def test_tw501_silenced_by_require_torch_false(fixture_wheels: dict[str, Path]) -> None:
-    assert hits(requirements.torch_requirement_missing, fixture_wheels["tw501"], Policy(require_torch=False)) == []
+    assert (
+        hits(requirements.torch_requirement_missing, fixture_wheels["tw501"], Policy(require_torch=False))
+        == []
+    )
 
 
 @pytest.mark.parametrize(
@@ -218,7 +215,9 @@ def test_tw504_no_requirement_on_an_unstable_wheel(fixture_wheels: dict[str, Pat
 def test_tw504_no_requirement_and_require_torch_false(fixture_wheels: dict[str, Path]) -> None:
     """The project declares no torch on purpose: nothing to pin."""
     found = hits(
-        requirements.unstable_torch_unpinned, fixture_wheels["tw504_no_requirement"], Policy(require_torch=False)
+        requirements.unstable_torch_unpinned,
+        fixture_wheels["tw504_no_requirement"],
+        Policy(require_torch=False),
     )
     assert found == []
 

@@ -19,9 +19,9 @@ import pytest
 
 from torchwheel import api, limits
 from torchwheel.errors import InputError
-from torchwheel.install.scanline import WheelSource, empty_line
 from torchwheel.scan import jsonl
-from torchwheel.scan.sources import list_sources
+from torchwheel.scan.listing import list_sources
+from torchwheel.scan.scanline import WheelSource, empty_line
 
 from ..helpers import REPO
 
@@ -341,7 +341,7 @@ def test_a_write_that_fails_names_the_file_and_leaves_no_half_line(tmp_path: Pat
         "import resource, signal, sys\n"
         "from pathlib import Path\n"
         "from torchwheel.scan import jsonl\n"
-        "from torchwheel.install.scanline import empty_line\n"
+        "from torchwheel.scan.scanline import empty_line\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
         f"resource.setrlimit(resource.RLIMIT_FSIZE, ({size + 100}, {size + 100}))\n"
         "out = Path(sys.argv[1])\n"

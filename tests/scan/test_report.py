@@ -16,8 +16,8 @@ import pytest
 
 from torchwheel import api, limits
 from torchwheel.errors import InputError
-from torchwheel.install.scanline import empty_line
 from torchwheel.scan.report import Summary, render, summarize
+from torchwheel.scan.scanline import empty_line
 
 
 def _need(kind: str, floor: str | None = None, builds: list[str] | str | None = None) -> dict[str, Any]:

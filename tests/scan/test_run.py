@@ -18,17 +18,19 @@ from pathlib import Path
 import pytest
 
 from torchwheel import api
-from torchwheel.install import fairness
-from torchwheel.install.scanline import WheelSource
+from torchwheel.net import fairness
+from torchwheel.scan import run
 from torchwheel.scan.jsonl import Done
-from torchwheel.scan.run import plan_scan, run_scan, scan_item
-from torchwheel.scan.sources import Listed
+from torchwheel.scan.listing import Listed
+from torchwheel.scan.run import Judges, plan_scan, run_scan, scan_item
+from torchwheel.scan.scanline import WheelSource
 from torchwheel.torchabi.tablechoice import choose_table
 
 from ..helpers import REPO
 
 DEMO = REPO / "fixtures" / "demo" / "demo_stable-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"
 A, C, D = "aa" * 32, "cc" * 32, "dd" * 32
+JUDGES = Judges(api.check, api.need)  # what the command hands down
 
 
 @pytest.fixture
@@ -81,7 +83,7 @@ def test_plan_of_a_first_run_does_everything() -> None:
 
 def test_a_path_with_a_nul_byte_is_an_unreadable_line() -> None:
     """It was an internal error (``ValueError: embedded null byte``); safeopen names it now."""
-    line = scan_item(WheelSource("bad\x00-1.0-py3-none-any.whl"))
+    line = scan_item(WheelSource("bad\x00-1.0-py3-none-any.whl"), JUDGES)
     assert line["error"] == {
         "code": "unreadable",
         "message": "bad\x00-1.0-py3-none-any.whl: a path with a NUL byte names no file",
@@ -96,8 +98,8 @@ def test_a_wheel_whose_reading_raises_is_a_line_not_a_stopped_scan(monkeypatch: 
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(api, "scan_one", boom)
-    line = scan_item(WheelSource("/w/a-1.0-py3-none-any.whl"))
+    monkeypatch.setattr(run, "scan_line", boom)
+    line = scan_item(WheelSource("/w/a-1.0-py3-none-any.whl"), JUDGES)
     assert line["error"] == {"code": "internal", "message": "internal error: RuntimeError: boom"}
     assert line["source"]["path"] == "/w/a-1.0-py3-none-any.whl"
 
@@ -118,7 +120,7 @@ def test_a_run_then_a_resume_after_a_kill(tmp_path: Path, policy: fairness.Polic
     out = tmp_path / "scan.jsonl"
     table = choose_table(None, None)
     log = io.StringIO()
-    work = run_scan([str(index)], out, 1, table, policy, log, tty=False)
+    work = run_scan([str(index)], out, 1, table, policy, log, tty=False, judges=JUDGES)
     assert (len(work.todo), work.skipped) == (1, 0)
     unlisted, line = (json.loads(text) for text in out.read_text().splitlines())
     assert unlisted == {
@@ -153,7 +155,7 @@ def test_a_run_then_a_resume_after_a_kill(tmp_path: Path, policy: fairness.Polic
         fh.write(b'{"schema_version":1,"source":{"path":"/w/x.wh')  # a kill's torn tail
     os.utime(wheel, ns=(1, 1))  # touched: still known by the sha256 its page gives
     log = io.StringIO()
-    again = run_scan([str(index)], out, 1, table, policy, log, tty=False)
+    again = run_scan([str(index)], out, 1, table, policy, log, tty=False, judges=JUDGES)
     assert (again.todo, again.unlisted, again.skipped) == ([], [], 2)
     assert out.read_bytes() == first  # the tail cut, nothing added
     assert re.fullmatch(

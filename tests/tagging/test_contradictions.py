@@ -9,7 +9,7 @@ from packaging.requirements import Requirement
 
 from torchwheel.errors import InputError
 from torchwheel.tagging.contradictions import check_build_torch, check_local_label
-from torchwheel.tagging.options import TagOptions
+from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD
 from torchwheel.torchabi.need import Kind, ReleasesFrom, TorchNeed

@@ -9,7 +9,7 @@ import pytest
 from torchwheel.errors import InputError
 from torchwheel.limits import LimitExceeded
 from torchwheel.tagging.naming import naming, renamed_dist_info
-from torchwheel.tagging.options import TagOptions
+from torchwheel.tagging.tag_options import TagOptions
 
 _FILE = "demo_ext-1.0-cp39-abi3-manylinux_2_28_x86_64.whl"
 _META = "Metadata-Version: 2.1\r\nName: demo_ext\r\nVersion: 1.0\r\n\r\nVersion: in the body\r\n"

@@ -19,8 +19,8 @@ from torchwheel.analysis.release_wheels import platform_family
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.api import inspect_wheel
 from torchwheel.errors import InputError
-from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.release_requirements import release_sets, shared_requirements
+from torchwheel.tagging.tag_options import TagOptions
 
 from ..helpers import release_wheels
 

@@ -9,7 +9,6 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from torchwheel.errors import InputError
-from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.requirement import (
     apply_requirements,
     desired_spec,
@@ -18,6 +17,7 @@ from torchwheel.tagging.requirement import (
     named_minor,
     narrowed,
 )
+from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD
 from torchwheel.torchabi.need import Kind, ReleasesFrom, TorchNeed

@@ -11,7 +11,7 @@ from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.defects import CHECKS, Defect, archive_defects, comparable_version
 
 from ..helpers import zipped_wheel
-from ..install.made import tagged_wheel
+from ..selection.made import tagged_wheel
 
 BINARY_CODES = {"TW405", "TW406"}  # judged from the compiled members: check's alone
 

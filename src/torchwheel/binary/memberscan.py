@@ -253,7 +253,7 @@ class _FirstPass:
 def collect_markers(hits: marker_record.Hits, carry: bytes, pos: int, chunk: bytes) -> bytes:
     """The marker records of one chunk at ``pos`` into ``hits``, given the ``carry`` the
     previous chunk left; returns the next chunk's carry. One routine for every streamed read
-    (this pass, and ``install.partial_member``'s ranged one), so that both find the same records.
+    (this pass, and ``scan.partial_member``'s ranged one), so that both find the same records.
 
     The seam with the previous chunk, then the chunk itself: no multi-MB concatenation.
     A record in the seam may be seen again by the chunk (or, after chunks shorter than

@@ -45,7 +45,11 @@ def _summary(match: re.Match[str]) -> str:
     w = f"{warnings} warning(s)"
     e = click.style(e, fg="red", bold=True) if errors != "0" else e
     w = click.style(w, fg="yellow") if warnings != "0" else w
-    i = "" if infos is None else f", {click.style(f'{infos} info(s)', fg='cyan') if infos != '0' else f'{infos} info(s)'}"
+    i = (
+        ""
+        if infos is None
+        else f", {click.style(f'{infos} info(s)', fg='cyan') if infos != '0' else f'{infos} info(s)'}"
+    )
     return f"{head}{e}, {w}{i}" + (click.style(rest, fg="green") if "clean" in rest else rest)
 
 

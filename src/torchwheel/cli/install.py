@@ -1,6 +1,6 @@
 """The installer side: ``select`` and ``install``: parse options, call the library, render.
 
-Exit codes are decided per project by ``install.outcome`` (their meanings: ``cli/exits.py``).
+Exit codes are decided per project by ``selection.outcome`` (their meanings: ``cli/exits.py``).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from torchwheel.errors import Exit, InputError
 from torchwheel.report.textsafe import safe, safe_lines
 
 if TYPE_CHECKING:
-    from torchwheel.install.candidates import Candidate, Gathered
-    from torchwheel.install.outcome import Outcome
-    from torchwheel.install.target import TorchTarget
+    from torchwheel.selection.candidates import Candidate, Gathered
+    from torchwheel.selection.outcome import Outcome
+    from torchwheel.selection.target import TorchTarget
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -110,11 +110,11 @@ def select(
 ) -> Exit:
     """Choose, among candidate wheels, the one that loads on the target's torch; explain
     every other. Exit 0 chosen, 1 nothing fits, 2 unreadable input (per project: the worst)."""
-    from torchwheel.install import outcome
-    from torchwheel.install import target as targets
-    from torchwheel.install.choose import choose
-    from torchwheel.install.discovery import gathering
-    from torchwheel.install.explain import select_json, select_text
+    from torchwheel.selection import outcome
+    from torchwheel.selection import target as targets
+    from torchwheel.selection.choose import choose
+    from torchwheel.selection.discovery import gathering
+    from torchwheel.selection.reasons import select_json, select_text
 
     planned = (
         torch_version is not None
@@ -186,12 +186,12 @@ def install(
     installed (--upgrade replaces it); installs no dependencies (it warns about missing ones)
     and never torch; leaves the environment as it was on failure (exit 2), even when killed:
     the next install (or --repair-env) finishes or rolls back what a killed one left."""
-    from torchwheel.install import outcome
-    from torchwheel.install.choose import choose
-    from torchwheel.install.discovery import gathering
-    from torchwheel.install.explain import select_text
     from torchwheel.install.installing import repair_environment
-    from torchwheel.install.target import probe
+    from torchwheel.selection import outcome
+    from torchwheel.selection.choose import choose
+    from torchwheel.selection.discovery import gathering
+    from torchwheel.selection.reasons import select_text
+    from torchwheel.selection.target import probe
 
     if repair_env:
         if sources or find_links or index_urls or names or force or upgrade or pre:
@@ -232,7 +232,7 @@ def install(
 def _repair_only(python: str | None) -> Exit:
     """``install --repair-env``: what a killed install left, finished or rolled back."""
     from torchwheel.install.installing import repair_environment
-    from torchwheel.install.target import probe
+    from torchwheel.selection.target import probe
 
     target = probe(python)
     lines = repair_environment(target)
@@ -244,7 +244,7 @@ def _repair_only(python: str | None) -> Exit:
 
 def _say_refused(found: list[Outcome], gathered: Gathered) -> None:
     """Why an install of nothing exits 1: a project the sources lack, or nothing that loads."""
-    from torchwheel.install.outcome import absent_text
+    from torchwheel.selection.outcome import absent_text
 
     for o in found:
         if o.kind == "absent":

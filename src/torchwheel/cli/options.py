@@ -173,7 +173,7 @@ def index_options(func: F) -> F:
     both name an index root, read alike (the command gets them together as ``index_urls``,
     in the order given: ``-i`` first). pip keeps only the last ``-i``; here each is read,
     as every ``--extra-index-url`` is. Credentials in a URL and the network budgets are the
-    session's, the same for every command (``install.fetch``)."""
+    session's, the same for every command (``net.fetch``)."""
 
     @functools.wraps(func)
     def command(

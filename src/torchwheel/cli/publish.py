@@ -1,7 +1,7 @@
 """Publishing: ``index`` (per-torch indexes), ``matrix`` (which wheel loads on which torch) and
 ``unlabel`` (the copy of a local-label build that PyPI takes).
 
-``index`` and ``matrix`` take their exit codes from ``install.outcome``, per project, as
+``index`` and ``matrix`` take their exit codes from ``selection.outcome``, per project, as
 ``select`` does; what each code means per command: ``cli/exits.py``.
 """
 
@@ -28,8 +28,8 @@ from torchwheel.report.textsafe import safe, safe_lines
 
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
-    from torchwheel.install.candidates import Gathered
-    from torchwheel.install.simple_index import IndexResult
+    from torchwheel.publish.simple_index import IndexResult
+    from torchwheel.selection.candidates import Gathered
     from torchwheel.wheel.archive import WheelArchive
 
 _TORCH = click.option(
@@ -101,8 +101,8 @@ def index_command(
     Torch-ABI); untagged wheels are read once. Exit 0 written, 1 a project has nothing for a
     --torch asked for, 2 unreadable input (nothing written).
     """
-    from torchwheel.install.outcome import grid_exit_code
-    from torchwheel.install.simple_index import write_indexes
+    from torchwheel.publish.simple_index import write_indexes
+    from torchwheel.selection.outcome import grid_exit_code
 
     require_sources(sources, index_urls)
     asked = _minors(torches)
@@ -167,7 +167,7 @@ def matrix_command(
     Exit 0; 1 when a project has no wheel that loads on a --torch asked for; 2 when an input
     cannot be read (the readable wheels are still shown).
     """
-    from torchwheel.install.discovery import gathering
+    from torchwheel.selection.discovery import gathering
 
     require_sources(sources, index_urls)
     asked = _minors(torches)
@@ -183,9 +183,9 @@ def _first_skipped(got: Gathered) -> str:
 
 
 def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) -> Exit:
-    from torchwheel.install import matrix
-    from torchwheel.install.outcome import grid_exit_code
-    from torchwheel.install.target import installed_torch, probe_here
+    from torchwheel.publish import matrix
+    from torchwheel.selection.outcome import grid_exit_code
+    from torchwheel.selection.target import installed_torch, probe_here
 
     skipped = [{"location": s.location, "reason": s.reason} for s in got.skipped]
     if not got.candidates:

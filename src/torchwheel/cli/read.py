@@ -39,7 +39,7 @@ def inspect(files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_con
     from torchwheel.analysis.member import analyze_binary
     from torchwheel.binary import BinaryError
     from torchwheel.binary.memberscan import scan_file
-    from torchwheel.report.facts import binary_text, inspect_json
+    from torchwheel.report.facts_document import binary_text, inspect_json
 
     chosen = chosen_table(symbols_file, no_config, config_folder(files, no_config))
     results = []

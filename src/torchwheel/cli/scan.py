@@ -127,17 +127,21 @@ def scan_command(
         raise click.UsageError("give SOURCES and -o FILE.jsonl (SOURCES or -i INDEX; or --report FILE.jsonl)")
     if gpu and not partial:
         raise click.UsageError("--gpu is for --partial (a whole read always reads GPU code)")
-    from torchwheel.install.fairness import Policy
-    from torchwheel.scan.run import run_scan
+    from torchwheel import api
+    from torchwheel.net.fairness import Policy
+    from torchwheel.scan.run import Judges, run_scan
 
     policy = Policy(host_connections=max_host_connections, rate=max_rate)
     tty = sys.stderr.isatty() if progress is None else progress
     read = ("partial+gpu" if gpu else "partial") if partial else "whole"
-    from torchwheel.install.urls import carry_credentials
+    from torchwheel.net.urls import carry_credentials
 
     table = chosen_table(symbols_file, no_config)
     try:
-        run_scan(sources, output, jobs, table, policy, sys.stderr, tty, read, index_urls, names)
+        judges = Judges(api.check, api.need)
+        run_scan(
+            sources, output, jobs, table, policy, sys.stderr, tty, read, index_urls, names, judges=judges
+        )
     finally:
         carry_credentials({})  # the index URLs' credentials end with the command
     return Exit.OK

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
     from torchwheel.rules.registry import Finding, Findings, Policy
     from torchwheel.tagging.apply import TagResult
-    from torchwheel.tagging.options import TagOptions
+    from torchwheel.tagging.tag_options import TagOptions
     from torchwheel.torchabi.tablechoice import ChosenTable
     from torchwheel.wheel.archive import WheelArchive
 
@@ -42,7 +42,7 @@ def _tag_options(
     start: Path | None = None,
 ) -> TagOptions:
     from torchwheel.cli.config import configured_relax_pin
-    from torchwheel.tagging.options import TagOptions
+    from torchwheel.tagging.tag_options import TagOptions
     from torchwheel.version import FeatureVersion
 
     if build_torch == "installed":  # right after a build: the torch it compiled against

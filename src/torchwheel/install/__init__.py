@@ -1,6 +1,6 @@
-"""The installer side: choose, among candidate wheels, the one that loads on a target torch,
-install it, and publish so that other installers choose right.
-
-``candidates`` reads what is on offer (metadata only), ``target`` describes where it goes,
-``choose`` decides (a pure function of the two), ``installing`` writes with ``installer``.
+"""Installing the chosen wheel, and reading what is installed: ``installing`` writes with
+``installer``, keeping a ``journal`` (checked whole by ``journal_check``) that ``recovery``
+replays after a kill, ``signals`` unwinds an interrupt to the rollback, ``dependencies``
+holds the wheel's other requirements against the environment, and ``checkup`` is
+``doctor``: an environment probed, read and judged.
 """

@@ -32,9 +32,9 @@ from torchwheel.analysis.import_error import (
 from torchwheel.analysis.torchcompat import torch_imports
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
-from torchwheel.install import target as targets
-from torchwheel.install.target import TorchTarget
 from torchwheel.report.doctor_report import doctor_json
+from torchwheel.selection import target as targets
+from torchwheel.selection.target import TorchTarget
 from torchwheel.torchabi.backend import parse_backend
 from torchwheel.torchabi.exports import platform_of
 from torchwheel.torchabi.symtable import SymbolTable

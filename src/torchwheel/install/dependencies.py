@@ -20,7 +20,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from torchwheel.errors import InputError
-from torchwheel.install.target import TorchTarget
+from torchwheel.selection.target import TorchTarget
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.headers import parse_headers
 

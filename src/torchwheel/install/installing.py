@@ -37,8 +37,8 @@ from torchwheel import __version__
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
 from torchwheel.install import journal, recovery, signals
-from torchwheel.install.candidates import Candidate
-from torchwheel.install.target import TorchTarget
+from torchwheel.selection.candidates import Candidate
+from torchwheel.selection.target import TorchTarget
 from torchwheel.wheel.headers import parse_headers
 from torchwheel.wheel.record import digest_text
 

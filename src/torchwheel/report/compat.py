@@ -6,7 +6,7 @@ from typing import Any
 
 from torchwheel.analysis.torchcompat import InputCompat, SliceCompat
 from torchwheel.limits import listed
-from torchwheel.report.facts import SCHEMA_VERSION
+from torchwheel.report.facts_document import SCHEMA_VERSION
 from torchwheel.report.textsafe import safe_lines
 from torchwheel.torchabi.cxxnames import demangle
 from torchwheel.torchabi.torchlibs import TorchLibraries

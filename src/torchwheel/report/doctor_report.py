@@ -10,7 +10,7 @@ from typing import Any
 from torchwheel.analysis.diagnosis import Diagnosis, Judged, Row, summary
 from torchwheel.analysis.import_error import Explanation, shown_symbol
 from torchwheel.limits import listed
-from torchwheel.report.facts import SCHEMA_VERSION, need_json
+from torchwheel.report.facts_document import SCHEMA_VERSION, need_json
 from torchwheel.report.textsafe import escape_data, escape_property, markdown_cell, markdown_code, safe_lines
 from torchwheel.torchabi.cxxnames import demangle
 

@@ -114,7 +114,7 @@ def statistics_text(wheels: list[WheelFacts], findings: Findings) -> str:
 
 
 def statistics_json(wheels: list[WheelFacts], findings: Findings) -> dict[str, Any]:
-    from torchwheel.report.facts import SCHEMA_VERSION  # deferred: 2 ms at start-up for one number
+    from torchwheel.report.facts_document import SCHEMA_VERSION  # deferred: 2 ms at start-up for one number
 
     return {
         "schema_version": SCHEMA_VERSION,
@@ -131,7 +131,7 @@ def check_text(wheels: list[WheelFacts], findings: Findings) -> str:
 
 
 def check_json(wheels: list[WheelFacts], findings: Findings, verified_hashes: bool) -> dict[str, Any]:
-    from torchwheel.report.facts import SCHEMA_VERSION  # deferred: 2 ms at start-up for one number
+    from torchwheel.report.facts_document import SCHEMA_VERSION  # deferred: 2 ms at start-up for one number
 
     return {
         "schema_version": SCHEMA_VERSION,

@@ -9,7 +9,7 @@ from torchwheel.analysis.buildunits import build_choices, own_runtime_notes
 from torchwheel.analysis.member import BinaryAnalysis
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.report.accelerator_facts import gpu_text, need_text
-from torchwheel.report.facts import symbol_lines
+from torchwheel.report.facts_document import symbol_lines
 from torchwheel.report.textsafe import safe_lines
 from torchwheel.torchabi.accelerators import AcceleratorNeeds
 from torchwheel.torchabi.backend import ANY_BUILD, builds_text, describe_builds

@@ -101,7 +101,7 @@ class _Rendered:
     """How many documents ``json_text`` rendered in this process: the command line's
     exit-2 path (``cli.jsonout``) prints an error document only when the command did not
     get as far as rendering its own, whichever layer rendered it (``select``'s is built
-    in ``install.explain``)."""
+    in ``selection.reasons``)."""
 
     count = 0
 

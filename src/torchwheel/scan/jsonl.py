@@ -36,9 +36,9 @@ from typing import Any, BinaryIO
 
 from torchwheel import limits, safejson
 from torchwheel.errors import InputError
-from torchwheel.install.scanline import SCHEMA_VERSION, TRANSIENT, WheelSource, as_source
 from torchwheel.safejson import ANY, Bool, Either, Int, List, Null, Object, Str
 from torchwheel.safeopen import kind
+from torchwheel.scan.scanline import SCHEMA_VERSION, TRANSIENT, WheelSource, as_source
 
 # how every line ``Appender`` writes begins (``scanline.empty_line``'s first keys, compact)
 OPENING = b'{"schema_version":%d,"source":' % SCHEMA_VERSION

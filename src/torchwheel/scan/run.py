@@ -1,10 +1,12 @@
 """``torchwheel scan``: list the sources, leave out what the file already holds, and map
-``api.scan_one`` over the rest on a process pool, each line appended as it comes.
+``scanline.scan_line`` (what ``api.scan_one`` is) over the rest on a process pool, each line
+appended as it comes. The API's ``check`` and ``need`` that make a line are handed down by
+the command (``Judges``): this package lies below ``api``, whose ``scan_one`` it serves.
 
 ``--jobs N`` is ``concurrent.futures.ProcessPoolExecutor`` and nothing more: past one
 machine, the same ``scan_one`` runs on Dask (``docs/scan.md``). Each worker holds the
 command's input budget (``limits``: set again in the worker, so a ``spawn`` start keeps the
-command line's limits too) and shares the per-host caps of ``install.fairness`` with the
+command line's limits too) and shares the per-host caps of ``net.fairness`` with the
 others, so N workers make one client to a server, not N. At most ``2 N`` wheels are in
 flight: a listing of 100,000 wheels is not turned into 100,000 futures.
 """
@@ -12,23 +14,31 @@ flight: a listing of 100,000 wheels is not turned into 100,000 futures.
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from torchwheel import api, limits
+from torchwheel import limits
 from torchwheel.frozen import frozen
-from torchwheel.install import fairness, urls
-from torchwheel.install.partial import partial_line
-from torchwheel.install.scanline import WheelSource, empty_line
+from torchwheel.net import fairness, urls
 from torchwheel.scan import jsonl
+from torchwheel.scan.listing import Listed, list_sources
+from torchwheel.scan.partial import partial_line
 from torchwheel.scan.progress import Progress
-from torchwheel.scan.sources import Listed, list_sources
+from torchwheel.scan.scanline import WheelSource, empty_line, scan_line
 from torchwheel.torchabi.tablechoice import ChosenTable, activate
 
 _worker: dict[str, Any] = {}
+
+
+@frozen
+class Judges:
+    """``api.check`` and ``api.need``, as ``api.scan_one`` passes them to ``scan_line``."""
+
+    check: Callable[..., Any]
+    need: Callable[..., Any]
 
 
 def _init(
@@ -50,14 +60,14 @@ def _init(
     _worker["table"], _worker["read"] = activate(table), read
 
 
-def scan_item(source: WheelSource) -> dict[str, Any]:
-    """One line, whatever happened: ``scan_one`` answers every input error with a line, and
+def scan_item(source: WheelSource, judges: Judges) -> dict[str, Any]:
+    """One line, whatever happened: ``scan_line`` answers every input error with a line, and
     what is left (a claim no limit caught, a bug) is a line too, never a stopped scan."""
     try:
-        read = _worker.get("read", "whole")
-        if read != "whole":  # --partial: ranges of hosted wheels (install.partial)
-            return partial_line(source, api.check, api.need, _worker.get("table"), gpu=read == "partial+gpu")
-        return api.scan_one(source, symbols=_worker.get("table"))
+        read, table = _worker.get("read", "whole"), _worker.get("table")
+        if read != "whole":  # --partial: ranges of hosted wheels (scan.partial)
+            return partial_line(source, judges.check, judges.need, table, gpu=read == "partial+gpu")
+        return scan_line(source, judges.check, judges.need, table)
     except MemoryError:
         return empty_line(source, {"code": "memory", "message": f"out of memory: {limits.describe()}"})
     except Exception as exc:
@@ -89,7 +99,7 @@ def plan_scan(listed: Listed, previous: jsonl.Done) -> Plan:
 
 
 def _pooled(
-    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy, read: str
+    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy, read: str, judges: Judges
 ) -> Iterator[dict[str, Any]]:
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
@@ -102,7 +112,7 @@ def _pooled(
     try:
         while True:
             for w in items:
-                pending.add(pool.submit(scan_item, w))
+                pending.add(pool.submit(scan_item, w, judges))
                 if len(pending) >= 2 * jobs:
                     break
             if not pending:
@@ -115,14 +125,14 @@ def _pooled(
 
 
 def results(
-    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy, read: str = "whole"
+    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy, read: str, judges: Judges
 ) -> Iterator[dict[str, Any]]:
     """The lines of ``todo`` as they are done (in this process for one job)."""
     if jobs == 1 or len(todo) <= 1:
         _worker["table"], _worker["read"] = table, read
-        yield from (scan_item(w) for w in todo)
+        yield from (scan_item(w, judges) for w in todo)
         return
-    yield from _pooled(todo, jobs, table, policy, read)
+    yield from _pooled(todo, jobs, table, policy, read, judges)
 
 
 def run_scan(
@@ -136,6 +146,8 @@ def run_scan(
     read: str = "whole",
     indexes: Iterable[str] = (),
     names: Iterable[str] = (),
+    *,
+    judges: Judges,
 ) -> Plan:
     """Scan ``sources`` and ``indexes`` (of the projects ``names``, all when empty) into
     ``out``, appending to what a previous run left there; ``read``: ``whole``, or
@@ -152,7 +164,7 @@ def run_scan(
             line = empty_line(WheelSource(where), {"code": "unlisted", "message": why})
             appender.write(line)
             progress.add(line)
-        for line in results(work.todo, jobs, table, policy, read):
+        for line in results(work.todo, jobs, table, policy, read, judges):
             appender.write(line)
             progress.add(line)
     finally:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError, quoted
-from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.plan import Plan, plan
+from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.metadata import SIDE_FILE
 from torchwheel.wheel.readback import verify_written

@@ -16,7 +16,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from torchwheel.errors import InputError, clipped
-from torchwheel.tagging.options import TagOptions
+from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.need import TorchNeed, local_minor, need_from_fields, show_releases
 from torchwheel.torchabi.torch_releases import show_minor

@@ -18,7 +18,7 @@ from packaging.version import InvalidVersion, Version
 from torchwheel import limits
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError, quoted
-from torchwheel.tagging.options import TagOptions
+from torchwheel.tagging.tag_options import TagOptions
 
 # the binary distribution format: a digit first; a file name's parts hold only letters, digits,
 # "_" and "." (anything else is escaped to "_" by the spec), so no "/", "..", "-" or space

@@ -29,11 +29,11 @@ from torchwheel.analysis.wheelfacts import (
     torch_need_of,
 )
 from torchwheel.errors import InputError
-from torchwheel.report.facts import binary_json
+from torchwheel.report.facts_document import binary_json
 from torchwheel.tagging import naming
 from torchwheel.tagging.contradictions import check_build_torch, check_local_label
-from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.requirement import apply_requirements, metadata_text, named_minor
+from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi.backend import builds_text
 from torchwheel.torchabi.need import TorchNeed, show_release
 from torchwheel.wheel.metadata import (

@@ -38,7 +38,7 @@ from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.tagging import naming
-from torchwheel.tagging.options import TagOptions
+from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi.need import claimed_releases, need_from_fields, show_releases
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.readback import verify_written

@@ -19,8 +19,8 @@ from packaging.requirements import Requirement
 from torchwheel.analysis.release_wheels import group_by_release, platform_family, release_key
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError
-from torchwheel.tagging.options import TagOptions
 from torchwheel.tagging.plan import plan
+from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.wheel.metadata import parse_metadata
 
 

@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from torchwheel import limits
 from torchwheel.errors import InputError, clipped, quoted
-from torchwheel.tagging.options import TagOptions
+from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.need import TorchNeed, show_releases
 from torchwheel.torchabi.torch_releases import show_minor

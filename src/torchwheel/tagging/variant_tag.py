@@ -56,7 +56,9 @@ def variant_plan(p: Plan, dist_info: str, w: WheelFacts) -> Plan:
     elif need.kind == "unstable" and need.releases:
         value = show_release(next(iter(need.releases)))
     elif need.kind == "unstable":
-        raise InputError("--variant: the unstable build's torch minor is unknown: pass --build-torch X.Y (or installed)")
+        raise InputError(
+            "--variant: the unstable build's torch minor is unknown: pass --build-torch X.Y (or installed)"
+        )
     else:
         value = ""
     feature, value = property_of(need.kind, value)

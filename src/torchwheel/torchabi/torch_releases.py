@@ -152,7 +152,9 @@ def admits(spec: SpecifierSet, version: Version) -> bool:
     if spec.contains(version, prereleases=True):
         return True
     if version.local is not None:  # ``===`` compares the whole string: no public part there
-        return all(c.operator != "===" for c in spec) and spec.contains(Version(version.public), prereleases=True)
+        return all(c.operator != "===" for c in spec) and spec.contains(
+            Version(version.public), prereleases=True
+        )
     return any(spec.contains(Version(f"{version}+{label}"), prereleases=True) for label in local_labels(spec))
 
 

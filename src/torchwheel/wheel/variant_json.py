@@ -8,7 +8,7 @@ for installers without variant support (pip: none; uv: a preview). Two namespace
 - ``torchwheel``, which this project owns (the ``torch`` name belongs to PyTorch), for a
   wheel any build of torch (or a CPU one) loads:
   ``torchwheel :: stable_abi :: 2.12``: a stable-ABI wheel loads on torch >= 2.12. The
-  provider plugin (``install.variant_plugin``) reports every known target <= the installed
+  provider plugin (``publish.variant_plugin``) reports every known target <= the installed
   torch, newest first: the lower-bound pattern of NVIDIA's ``cuda_version_lower_bound``.
   ``torchwheel :: build_torch :: 2.13``: a version-locked (unstable) build loads on torch
   2.13 only; the plugin reports just the installed minor. Chosen over the reserved
@@ -41,7 +41,7 @@ NAMESPACE = "torchwheel"  # owned by this project; ``torch`` is PyTorch's name
 STABLE = "stable_abi"  # torchwheel :: stable_abi :: 2.12 = loads on torch >= 2.12
 LOCKED = "build_torch"  # torchwheel :: build_torch :: 2.13 = loads on torch 2.13 only
 SCHEMA = "https://variants-schema.wheelnext.dev/v0.2.0.json"  # what variantlib 0.2.2 writes
-PLUGIN_API = "torchwheel.install.variant_plugin:TorchABIPlugin"
+PLUGIN_API = "torchwheel.publish.variant_plugin:TorchABIPlugin"
 NVIDIA = "nvidia"  # NVIDIA's provider: uv 0.13.8 knows it by this plugin and package
 CUDA_LOWER = "cuda_version_lower_bound"
 SM_ARCH = "sm_arch"

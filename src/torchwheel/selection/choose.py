@@ -30,8 +30,8 @@ from packaging.tags import Tag
 from packaging.version import Version
 
 from torchwheel.frozen import frozen
-from torchwheel.install.candidates import Candidate
-from torchwheel.install.target import TorchTarget, markers_for_tags
+from torchwheel.selection.candidates import Candidate
+from torchwheel.selection.target import TorchTarget, markers_for_tags
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.need import TorchNeed
 from torchwheel.torchabi.torch_releases import Minor, minor_of

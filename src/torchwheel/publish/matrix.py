@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from torchwheel.frozen import frozen
-from torchwheel.install.candidates import Candidate
-from torchwheel.install.choose import fit, needed_minors
 from torchwheel.report.textsafe import markdown_cell, markdown_code
+from torchwheel.selection.candidates import Candidate
+from torchwheel.selection.choose import fit, needed_minors
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, builds_text, representative_backends
 from torchwheel.torchabi.torch_releases import (
     TABLES_WORDS,

@@ -44,12 +44,12 @@ from urllib.parse import unquote, urlsplit
 from torchwheel import __version__
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
-from torchwheel.install import fairness
-from torchwheel.install.urls import HOST_PORT, REMOTE_SCHEMES, carried_credentials
-from torchwheel.install.urls import is_remote as is_remote  # re-exported: fetch.shown is the old home
-from torchwheel.install.urls import shown as shown
-from torchwheel.install.urls import split_credentials as split_credentials
 from torchwheel.limits import Limit, current
+from torchwheel.net import fairness
+from torchwheel.net.urls import HOST_PORT, REMOTE_SCHEMES, carried_credentials
+from torchwheel.net.urls import is_remote as is_remote  # re-exported: fetch.shown is the old home
+from torchwheel.net.urls import shown as shown
+from torchwheel.net.urls import split_credentials as split_credentials
 
 # PEP 691 content negotiation: JSON preferred, then the HTML forms
 PAGE_ACCEPT = (

@@ -26,8 +26,8 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from torchwheel.errors import Exit
 from torchwheel.frozen import frozen
-from torchwheel.install.candidates import Candidate, Gathered, Skipped
-from torchwheel.install.choose import Choice, fit
+from torchwheel.selection.candidates import Candidate, Gathered, Skipped
+from torchwheel.selection.choose import Choice, fit
 from torchwheel.torchabi.torch_releases import Minor, show_minor
 
 Kind = Literal["chosen", "nothing-fits", "absent", "unreadable"]

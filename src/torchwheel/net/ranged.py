@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from torchwheel.errors import InputError
-from torchwheel.install import fetch
 from torchwheel.limits import current
+from torchwheel.net import fetch
 from torchwheel.safeopen import open_regular
 from torchwheel.wheel import inflate
 from torchwheel.wheel.archive import WheelArchive

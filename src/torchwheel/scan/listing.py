@@ -1,6 +1,6 @@
-"""SOURCES -> the wheels to scan, each named exactly (``install.scanline.WheelSource``), none
+"""SOURCES -> the wheels to scan, each named exactly (``scan.scanline.WheelSource``), none
 of them read yet: folders, PEP 503/691 indexes (local or hosted, through
-``install.discovery``) and files that list wheel URLs or paths, one a line.
+``selection.discovery``) and files that list wheel URLs or paths, one a line.
 
 Listing is the parent's work and reads pages only; every wheel is fetched and read by a
 worker. A page that cannot be read ends the command (exit 2) before any line is written:
@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchwheel.errors import InputError
-from torchwheel.install import fetch
-from torchwheel.install.discovery import listing, source_path
-from torchwheel.install.scanline import WheelSource
 from torchwheel.limits import current
+from torchwheel.net import fetch
+from torchwheel.scan.scanline import WheelSource
+from torchwheel.selection.discovery import listing, source_path
 
 _PAGE_SUFFIXES = (".whl", ".html", ".htm", ".json")
 

@@ -1,4 +1,4 @@
-"""``install.discovery``: where candidates come from (folders, local pages, ``file://``),
+"""``selection.discovery``: where candidates come from (folders, local pages, ``file://``),
 the same bytes kept once, a bad file a ``Skipped`` of its project; real tagged wheels."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from torchwheel.errors import InputError
-from torchwheel.install import discovery
+from torchwheel.selection import discovery
 
 from .made import tagged_wheel
 

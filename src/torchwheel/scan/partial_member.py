@@ -1,5 +1,5 @@
 """One compiled member of a hosted wheel read from the compressed prefix its reader names
-(``install.partial``; the bytes come from ``ranged.Inflating``).
+(``scan.partial``; the bytes come from ``ranged.Inflating``).
 
 An ELF member is read as the loader reads it, through ``PT_DYNAMIC``: the ELF header, the
 program headers, the dynamic section, the .dynsym, .dynstr and hash table it names, the
@@ -26,7 +26,7 @@ from torchwheel.binary import BinaryError, BinaryFacts, FormatReader, sniff
 from torchwheel.binary.capture import Capture, covered, merge
 from torchwheel.binary.memberscan import scan
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
-from torchwheel.install.ranged import Inflating, RangedWheel, stream_of
+from torchwheel.net.ranged import Inflating, RangedWheel, stream_of
 
 PARTIAL, WHOLE = "partial", "whole"
 _HEAD = 1 << 16  # an ELF member's first bytes: its header and program headers

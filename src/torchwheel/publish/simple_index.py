@@ -33,12 +33,12 @@ from packaging.version import Version
 from torchwheel import __version__, safejson
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
-from torchwheel.install import front_page
-from torchwheel.install.candidates import Candidate, Gathered
-from torchwheel.install.choose import fit, preference
-from torchwheel.install.discovery import gathering
 from torchwheel.limits import current
+from torchwheel.publish import front_page
 from torchwheel.report.textsafe import html_text
+from torchwheel.selection.candidates import Candidate, Gathered
+from torchwheel.selection.choose import fit, preference
+from torchwheel.selection.discovery import gathering
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, representative_backends
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.torch_releases import Minor, known_minors, show_minor

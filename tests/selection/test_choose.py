@@ -1,4 +1,4 @@
-"""``install.choose``: pip's and uv's order (version with its local label, tags, build tag),
+"""``selection.choose``: pip's and uv's order (version with its local label, tags, build tag),
 pre-releases held back as pip holds them, then the ranking by torch ABI, written once
 (``preference``) and used by ``select`` and ``index`` (the highest kept); pure, no file is
 read. The same order against pip and uv themselves: tests/e2e/test_select_ranking.py."""
@@ -12,11 +12,11 @@ from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from torchwheel.install.candidates import Candidate
-from torchwheel.install.choose import choose, preference
-from torchwheel.install.explain import why_not
-from torchwheel.install.simple_index import Entry, plan_targets
-from torchwheel.install.target import TorchTarget, markers_for_tags
+from torchwheel.publish.simple_index import Entry, plan_targets
+from torchwheel.selection.candidates import Candidate
+from torchwheel.selection.choose import choose, preference
+from torchwheel.selection.reasons import why_not
+from torchwheel.selection.target import TorchTarget, markers_for_tags
 from torchwheel.torchabi.need import declared_need
 from torchwheel.torchabi.torch_releases import minor_of
 

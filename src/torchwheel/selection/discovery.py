@@ -32,11 +32,12 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion
 
 from torchwheel.errors import InputError
-from torchwheel.install import fetch, pages, remote
-from torchwheel.install.candidates import Candidate, Gathered, Skipped, read_candidate
-from torchwheel.install.target import TorchTarget
 from torchwheel.limits import current
+from torchwheel.net import fetch, pages
 from torchwheel.safeopen import open_regular
+from torchwheel.selection import remote
+from torchwheel.selection.candidates import Candidate, Gathered, Skipped, read_candidate
+from torchwheel.selection.target import TorchTarget
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.wheel.contents import project_of
 

@@ -33,12 +33,13 @@ from torchwheel.analysis.member import BinaryAnalysis, MemberBinary, UnreadableB
 from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
 from torchwheel.binary import BinaryError
 from torchwheel.errors import InputError
-from torchwheel.install import fetch, scanline
-from torchwheel.install.candidates import declared
-from torchwheel.install.partial_member import PARTIAL, read_member
-from torchwheel.install.ranged import NoRanges, RangedWheel, RemoteFile
-from torchwheel.report.facts import SCHEMA_VERSION as DOCUMENT_VERSION
-from torchwheel.report.facts import need_json
+from torchwheel.net import fetch
+from torchwheel.net.ranged import NoRanges, RangedWheel, RemoteFile
+from torchwheel.report.facts_document import SCHEMA_VERSION as DOCUMENT_VERSION
+from torchwheel.report.facts_document import need_json
+from torchwheel.scan import scanline
+from torchwheel.scan.partial_member import PARTIAL, read_member
+from torchwheel.selection.candidates import declared
 from torchwheel.torchabi.need import TorchNeed
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.tablechoice import ChosenTable, activate, choose_table

@@ -1,11 +1,11 @@
-"""install/urls.py: the user part of an index URL (RFC 3986 userinfo) split off for the
+"""net/urls.py: the user part of an index URL (RFC 3986 userinfo) split off for the
 request and hidden in everything shown, even when a raw password holds "/", "?", "#" or "@"."""
 
 from __future__ import annotations
 
 import pytest
 
-from torchwheel.install.urls import is_remote, shown, split_credentials
+from torchwheel.net.urls import is_remote, shown, split_credentials
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,11 @@ from typing import Any
 from packaging.tags import Tag
 
 from torchwheel.errors import Exit
-from torchwheel.install.candidates import Candidate, Gathered
-from torchwheel.install.choose import HELD_BACK, Choice, Judged, tag_order, tag_rank
-from torchwheel.install.outcome import Outcome, absent_text, exit_code, strays, unreadable_line
-from torchwheel.install.target import TorchTarget
 from torchwheel.report.textsafe import json_text
+from torchwheel.selection.candidates import Candidate, Gathered
+from torchwheel.selection.choose import HELD_BACK, Choice, Judged, tag_order, tag_rank
+from torchwheel.selection.outcome import Outcome, absent_text, exit_code, strays, unreadable_line
+from torchwheel.selection.target import TorchTarget
 from torchwheel.torchabi.backend import builds_text
 from torchwheel.torchabi.need import show_release
 

@@ -1,4 +1,5 @@
-"""Rendering: analyses in, JSON-ready dicts or text out. Nothing here decides anything.
+"""The facts documents (``show``, ``inspect``, a need): analyses in, JSON-ready dicts or text
+out. Nothing here decides anything.
 
 The JSON shapes are a contract (``docs/json.md``); ``SCHEMA_VERSION`` changes when a
 field changes meaning or disappears, not when one is added.

@@ -11,7 +11,7 @@ never an exception that would stop a scan of 10,000 wheels at the first broken o
 How the bytes were read is a step of its own (``Reader``): today every wheel is read whole
 (a local file where it lies, a hosted one downloaded and checked against its index's
 digest), and the line says so (``"read": "whole"``) beside which hashes were verified. The
-partial read of HTTP ranges (``install.partial``, ``scan --partial``) builds its line from
+partial read of HTTP ranges (``scan.partial``, ``scan --partial``) builds its line from
 ``empty_line`` too, and says ``"partial"`` with unverified hashes.
 """
 
@@ -28,8 +28,8 @@ from urllib.parse import unquote, urlsplit
 
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
-from torchwheel.install import fetch
 from torchwheel.limits import LimitExceeded
+from torchwheel.net import fetch
 from torchwheel.safeopen import open_regular
 from torchwheel.wheel.contents import InvalidWheelName
 

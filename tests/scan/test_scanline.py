@@ -1,4 +1,4 @@
-"""install/scanline.py: one wheel as ``torchwheel scan`` records it (docs/scan.md): its
+"""scan/scanline.py: one wheel as ``torchwheel scan`` records it (docs/scan.md): its
 source named exactly, a stable error code per failure (the resume asks again only for the
 network's), and every key of a line present even when nothing was reached."""
 
@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from torchwheel.errors import InputError
-from torchwheel.install.fetch import DigestMismatch, Exhausted, HTTPFailure, NotFound, Unreachable
-from torchwheel.install.scanline import (
+from torchwheel.limits import Limit, LimitExceeded
+from torchwheel.net.fetch import DigestMismatch, Exhausted, HTTPFailure, NotFound, Unreachable
+from torchwheel.scan.scanline import (
     TRANSIENT,
     Gone,
     WheelSource,
@@ -21,7 +22,6 @@ from torchwheel.install.scanline import (
     error_json,
     read_whole,
 )
-from torchwheel.limits import Limit, LimitExceeded
 from torchwheel.wheel.contents import InvalidWheelName
 
 

@@ -1,4 +1,4 @@
-"""``install.candidates``: one candidate file opened once and hashed whole once (issue 25),
+"""``selection.candidates``: one candidate file opened once and hashed whole once (issue 25),
 its page's digests checked in that pass, its defects (``wheel.defects``) its reason."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from torchwheel.errors import InputError
-from torchwheel.install import discovery, simple_index
-from torchwheel.install.candidates import read_candidate
+from torchwheel.publish import simple_index
+from torchwheel.selection import discovery
+from torchwheel.selection.candidates import read_candidate
 
 from .counting import Counter
 from .made import DEMO, tagged_wheel
@@ -112,7 +113,7 @@ def test_reading_candidates_never_loads_the_rules(tmp_path: Path) -> None:
     (and ``check``'s registry) stay unloaded, untagged wheels included."""
     wheel = tagged_wheel(tmp_path)
     code = (
-        "import sys; from pathlib import Path; from torchwheel.install.candidates import read_candidate; "
+        "import sys; from pathlib import Path; from torchwheel.selection.candidates import read_candidate; "
         f"read_candidate(Path({str(wheel)!r}), 't'); read_candidate(Path({str(DEMO)!r}), 't'); "
         "print(sorted(m for m in sys.modules if m.startswith('torchwheel.rules')))"
     )

@@ -1,4 +1,4 @@
-"""``install.pages`` on recorded copies of real index pages (``fixtures/pages/``), in both
+"""``net.pages`` on recorded copies of real index pages (``fixtures/pages/``), in both
 forms, held to pip's own parser (``pip._internal.index.collector.parse_links``, the reader
 every pip user's index is read by): the same files, digests, requires-python, yanked state
 and metadata offers. And one malformed entry costs that entry, not the page."""
@@ -14,7 +14,7 @@ from pip._internal.index.collector import IndexContent, parse_links
 from pip._internal.models.link import Link as PipLink
 
 from torchwheel.errors import InputError
-from torchwheel.install import pages
+from torchwheel.net import pages
 
 PAGES = Path(__file__).resolve().parents[2] / "fixtures" / "pages"
 URL = "https://pypi.example/simple/{}/"

@@ -1,4 +1,4 @@
-"""scan/sources.py: SOURCES -> the wheels a scan will read, none of them read yet. Folders,
+"""scan/listing.py: SOURCES -> the wheels a scan will read, none of them read yet. Folders,
 local index pages (their sha256s, yanked files, project pages that are missing) and files that
 list wheel URLs or paths one a line: ``#`` comments and blank lines skipped, a relative path
 relative to the file, not to where the command runs. Every wheel is listed once, and what
@@ -16,8 +16,8 @@ import pytest
 
 from torchwheel import limits
 from torchwheel.errors import InputError
-from torchwheel.install.scanline import WheelSource
-from torchwheel.scan.sources import list_sources
+from torchwheel.scan.listing import list_sources
+from torchwheel.scan.scanline import WheelSource
 
 from ..helpers import REPO
 

@@ -36,11 +36,11 @@ from packaging.version import InvalidVersion, Version
 
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
-from torchwheel.install import fetch, pages
-from torchwheel.install.candidates import Candidate, Gathered, Skipped, read_candidate
-from torchwheel.install.choose import HELD_BACK, holds_back_pre, judge, tag_order, tag_rank, tag_reason
-from torchwheel.install.target import TorchTarget
 from torchwheel.limits import current
+from torchwheel.net import fetch, pages
+from torchwheel.selection.candidates import Candidate, Gathered, Skipped, read_candidate
+from torchwheel.selection.choose import HELD_BACK, holds_back_pre, judge, tag_order, tag_rank, tag_reason
+from torchwheel.selection.target import TorchTarget
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.verdicts import requirement_excludes
@@ -183,7 +183,9 @@ def _listed(files: list[HostedFile], out: Gathered) -> Iterator[tuple[HostedFile
 def _after(key: tuple[Version, int], best: tuple[Version, int]) -> str:
     """Why a file ranked at ``key`` cannot beat a fitting one at ``best`` ("" if it can)."""
     if key[0] < best[0]:
-        what = "release" if key[0].public != best[0].public else "version (PEP 440 ranks the local label higher)"
+        what = (
+            "release" if key[0].public != best[0].public else "version (PEP 440 ranks the local label higher)"
+        )
         return f"not downloaded: {best[0]} is a newer {what} that fits"
     if key[0] == best[0] and key[1] > best[1]:
         return "not downloaded: a fitting file of this release has tags the target ranks first"

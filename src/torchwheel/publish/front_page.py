@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import quote
 
-from torchwheel.install import matrix
-from torchwheel.install.candidates import Candidate
+from torchwheel.publish import matrix
 from torchwheel.report.textsafe import html_text
+from torchwheel.selection.candidates import Candidate
 from torchwheel.torchabi.torch_releases import Minor, show_minor
 from torchwheel.torchabi.verdicts import Verdict
 
