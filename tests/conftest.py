@@ -6,6 +6,7 @@ import ast
 import compileall
 import fcntl
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,6 +33,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     compileall.compile_dir(REPO / "src" / "torchwheel", quiet=1)
     os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="torchwheel-tests-data-")
     os.environ.pop("TORCHWHEEL_SYMBOLS", None)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The suite's data directory goes with the process that made it (each xdist worker has one)."""
+    data = os.environ.get("XDG_DATA_HOME", "")
+    if Path(data).name.startswith("torchwheel-tests-data-"):
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
@@ -105,6 +113,17 @@ def _signals_as_found() -> Iterator[None]:
     yield
     after = [signal.getsignal(n) for n in watched], signal.pthread_sigmask(signal.SIG_BLOCK, [])
     assert after == before, f"signal handlers or mask changed: {before} -> {after}"
+
+
+@pytest.fixture(autouse=True)
+def _no_user_tables_left() -> Iterator[None]:
+    """A test leaves no user tables file in the suite's data directory: every later command
+    in this process and its children reads that file (``tablechoice``), so one left behind
+    changes the verdicts and imports of tests that run after it, in whatever order xdist
+    gives them. A test that writes one points ``XDG_DATA_HOME`` at its own directory."""
+    yield
+    left = Path(os.environ["XDG_DATA_HOME"]) / "torchwheel" / "tables.json"
+    assert not left.exists(), f"a test left a user tables file: {left}"
 
 
 @contextmanager
