@@ -116,14 +116,17 @@ def _signals_as_found() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def _no_user_tables_left() -> Iterator[None]:
-    """A test leaves no user tables file in the suite's data directory: every later command
-    in this process and its children reads that file (``tablechoice``), so one left behind
-    changes the verdicts and imports of tests that run after it, in whatever order xdist
-    gives them. A test that writes one points ``XDG_DATA_HOME`` at its own directory."""
+def _data_folder_of_its_own() -> Iterator[None]:
+    """Each test gets an empty data folder: ``symbols update`` without -o writes the user
+    tables file there, which every later command reads (``tablechoice``), so a file one test
+    left would change the verdicts and imports of whatever test xdist runs after it. Module
+    and session fixtures are set up before this one and keep the suite's folder."""
+    suite = os.environ["XDG_DATA_HOME"]
+    own = tempfile.mkdtemp(dir=suite)
+    os.environ["XDG_DATA_HOME"] = own
     yield
-    left = Path(os.environ["XDG_DATA_HOME"]) / "torchwheel" / "tables.json"
-    assert not left.exists(), f"a test left a user tables file: {left}"
+    os.environ["XDG_DATA_HOME"] = suite
+    shutil.rmtree(own, ignore_errors=True)
 
 
 @contextmanager

@@ -46,8 +46,6 @@ def test_own_case(
     for name in [n for n in os.environ if n.startswith("TORCHWHEEL_")]:
         monkeypatch.delenv(name)
     monkeypatch.chdir(root)
-    # `symbols update` without -o writes the user tables file: into this case's own folder
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     spec = case.setup(root, outside)
     before, before_outside = snapshot(root), snapshot(outside)
     where = f"{case.summary} [{case.klass}]"

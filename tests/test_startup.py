@@ -10,10 +10,8 @@ lazy path still gives what the eager one gave.
 from __future__ import annotations
 
 import csv
-import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -59,17 +57,13 @@ LIBRARY = (
 
 def imported(*args: str, cwd: Path = REPO) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     """Run ``python -X importtime -m torchwheel ARGS``: the result and every module it imported."""
-    # no user tables file (reading one imports safejson, rightly): a data folder of its own
-    with tempfile.TemporaryDirectory() as data:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHWHEEL_")}
-        proc = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "torchwheel", *args],
-            capture_output=True,
-            text=True,
-            cwd=cwd,
-            timeout=120,
-            env=env | {"XDG_DATA_HOME": data},
-        )
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "torchwheel", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
     names = {
         line.rsplit("|", 1)[1].strip()
         for line in proc.stderr.splitlines()
