@@ -31,7 +31,7 @@ import sys, time
 from torchwheel.selection.target import probe
 from torchwheel.wheel.installed import installed, Installed
 from torchwheel.analysis.collect import collect
-from torchwheel.torchabi.symtable import load_shipped
+from torchwheel.tables.symtable import load_shipped
 target = probe(sys.argv[1])
 table = load_shipped()
 start = time.monotonic()

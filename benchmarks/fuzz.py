@@ -91,7 +91,7 @@ def _one_input(target: str):  # type: ignore[no-untyped-def]
         from torchwheel.binary.memberscan import scan_member
         from torchwheel.errors import InputError
         from torchwheel.net import pages
-        from torchwheel.torchabi.symtable import SymbolTable
+        from torchwheel.tables.symtable import SymbolTable
         from torchwheel.wheel import variant_json
         from torchwheel.wheel.archive import WheelArchive
         from torchwheel.wheel.contents import is_compiled_name

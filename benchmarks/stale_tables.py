@@ -70,7 +70,7 @@ def restrict_symbols(table: Any, newest: Minor) -> Any:
     by its first export, else by its first declaration), so it is absent; the platforms and
     wheels past ``newest`` are dropped with it. ``--generated`` checks this against the
     generator itself (``compare``)."""
-    from torchwheel.torchabi.symtable import Origin, SymbolTable
+    from torchwheel.tables.symtable import Origin, SymbolTable
     from torchwheel.version import FeatureVersion
 
     def keep(release: str) -> bool:
@@ -97,11 +97,11 @@ def stale_tables(
     ``generated``, else cut from the shipped tables (``compression``: the cut indexes', zlib
     for a fast test; default the shipped ones'; ``platforms``: the indexes cut, the others
     stay the shipped ones)."""
+    from torchwheel.tables.exports import shipped_index
+    from torchwheel.tables.exports_update import restrict
+    from torchwheel.tables.symtable import SymbolTable, load_shipped
+    from torchwheel.tables.tableupdate import Tables
     from torchwheel.torchabi import torch_releases
-    from torchwheel.torchabi.exports import shipped_index
-    from torchwheel.torchabi.exports_update import restrict
-    from torchwheel.torchabi.symtable import SymbolTable, load_shipped
-    from torchwheel.torchabi.tableupdate import Tables
 
     torch_releases.use(None)
     releases = tuple(v for v in torch_releases.releases() if (v.major, v.minor) <= newest)
@@ -121,7 +121,7 @@ def stale_tables(
 def compare(a: Any, b: Any) -> list[str]:
     """Where two table sets would judge differently: a shim's version, an index's releases or
     any name's mask (the generated and the cut tables must agree)."""
-    from torchwheel.torchabi.exports import ExportIndex
+    from torchwheel.tables.exports import ExportIndex
 
     out = []
     for name in sorted(a.table.symbols.keys() | b.table.symbols.keys()):
@@ -171,7 +171,7 @@ def torchwheel(*args: str, tables: Path | None) -> subprocess.CompletedProcess[s
 
 def make_tables(args: argparse.Namespace) -> dict[str, Path]:
     """The three table sets as files: ``full`` (None: shipped), ``stale``, ``updated``."""
-    from torchwheel.torchabi.tableupdate import write_tables
+    from torchwheel.tables.tableupdate import write_tables
 
     newest = tuple(int(x) for x in args.newest.split("."))
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -363,7 +363,7 @@ def synthetic_wheels(old: Any, new: Any) -> list[tuple[str, Path, str]]:
     exports (and one every minor does), pinned ``torch==X.Y.0`` as torchvision pins."""
     import loadtruth as lt
 
-    from torchwheel.torchabi.symtable import load_shipped
+    from torchwheel.tables.symtable import load_shipped
 
     v = Version(new.torch)
     new_minor = (v.major, v.minor)

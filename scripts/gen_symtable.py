@@ -27,10 +27,10 @@ from pathlib import Path
 
 from packaging.utils import parse_wheel_filename
 
-from torchwheel.torchabi.headergates import Gate
-from torchwheel.torchabi.shim_headers import scan_headers
-from torchwheel.torchabi.symtable import SymbolTable
-from torchwheel.torchabi.tableupdate import write_atomically
+from torchwheel.tables.headergates import Gate
+from torchwheel.tables.shim_headers import scan_headers
+from torchwheel.tables.symtable import SymbolTable
+from torchwheel.tables.tableupdate import write_atomically
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from shim_exports import (

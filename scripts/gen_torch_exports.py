@@ -1,5 +1,5 @@
 """Regenerate src/torchwheel/data/torch_exports_<platform>.bin: which torch release exports each
-unstable C++ name (``torchwheel.torchabi.exports`` reads it, and says there why it exists).
+unstable C++ name (``torchwheel.tables.exports`` reads it, and says there why it exists).
 
 For each torch minor from 2.4 to the newest in ``data/torch_releases.json``, the *last patch*
 is read (2.9.1 speaks for 2.9): a wheel built against 2.9.0 is installed today next to 2.9.1,
@@ -43,10 +43,10 @@ from typing import Any, BinaryIO
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
+from torchwheel.tables.exports import HASH_BITS, ExportIndex
+from torchwheel.tables.exports_update import encode as encode_index
+from torchwheel.tables.exports_update import masks_of
 from torchwheel.torchabi.cxxnames import demangle, is_unstable
-from torchwheel.torchabi.exports import HASH_BITS, ExportIndex
-from torchwheel.torchabi.exports_update import encode as encode_index
-from torchwheel.torchabi.exports_update import masks_of
 from torchwheel.torchabi.torchlibs import read_torch
 from torchwheel.wheel.temps import replace_atomically
 

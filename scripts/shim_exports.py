@@ -25,10 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchwheel.torchabi.headergates import Gate, max_gate
-from torchwheel.torchabi.symtable import BASELINE, Origin, SymbolTable, WheelSource
+from torchwheel.analysis.usage import is_shim_name
+from torchwheel.tables.headergates import Gate, max_gate
+from torchwheel.tables.symtable import BASELINE, Origin, SymbolTable, WheelSource
 from torchwheel.torchabi.torchlibs import read_torch
-from torchwheel.torchabi.usage import is_shim_name
 from torchwheel.version import FeatureVersion
 
 __all__ = [

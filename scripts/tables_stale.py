@@ -25,8 +25,8 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from torchwheel.torchabi.exports import ExportIndex, exports_index
-from torchwheel.torchabi.symtable import BASELINE, SymbolTable
+from torchwheel.tables.exports import ExportIndex, exports_index
+from torchwheel.tables.symtable import BASELINE, SymbolTable
 
 PLATFORMS = ("linux-x86_64", "macos-arm64", "windows-x86_64")
 OLDEST_EXPORTS = (2, 4)  # scripts/gen_torch_exports.py's first minor
@@ -114,9 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tables", type=Path, help="a tables file (`torchwheel symbols update -o`)")
     parser.add_argument("--versions", help="these torch versions instead of the index's (comma-separated)")
     args = parser.parse_args(argv)
+    from torchwheel.tables.symtable import load_shipped
+    from torchwheel.tables.tablechoice import ChosenTable, activate, read_tables
     from torchwheel.torchabi import torch_releases
-    from torchwheel.torchabi.symtable import load_shipped
-    from torchwheel.torchabi.tablechoice import ChosenTable, activate, read_tables
 
     shipped = ChosenTable(load_shipped(), "shipped", "shipped")
     chosen = activate(read_tables(args.tables, "--tables") if args.tables else shipped)

@@ -14,8 +14,8 @@ import pytest
 
 from torchwheel.analysis.member import analyze_binary
 from torchwheel.binary import BinaryError, read_path
+from torchwheel.tables.symtable import load_shipped
 from torchwheel.torchabi.cxxnames import is_unstable
-from torchwheel.torchabi.symtable import load_shipped
 from torchwheel.version import FeatureVersion
 
 from .helpers import fixture_build, scenario_names

@@ -24,19 +24,19 @@ import torchwheel.cli
 from torchwheel import limits
 from torchwheel.analysis.pythonabi import analyze as python_analyze
 from torchwheel.analysis.torchcompat import InputCompat, SliceCompat
+from torchwheel.analysis.usage import analyze_imports
 from torchwheel.binary.common import companions_of
 from torchwheel.binary.facts import Import, SliceFacts
 from torchwheel.report import findings as findings_report
 from torchwheel.report.compat import compat_json
 from torchwheel.rules.registry import Finding
+from torchwheel.tables.symtable import BASELINE, SymbolTable, load_shipped
+from torchwheel.tables.tablechoice import choose_table
 from torchwheel.tagging import plan as tag_plan
 from torchwheel.torchabi import cxxnames
 from torchwheel.torchabi.backend import ANY_BUILD
 from torchwheel.torchabi.need import TorchNeed
-from torchwheel.torchabi.symtable import BASELINE, SymbolTable, load_shipped
-from torchwheel.torchabi.tablechoice import choose_table
 from torchwheel.torchabi.torchlibs import TorchLibraries
-from torchwheel.torchabi.usage import analyze_imports
 from torchwheel.wheel.record import RecordEntry, verify_record
 
 from .helpers import REPO

@@ -19,12 +19,12 @@ from torchwheel.analysis.load import load
 from torchwheel.analysis.wheelfacts import torch_need_of
 from torchwheel.errors import InputError
 from torchwheel.selection.candidates import read_candidate
+from torchwheel.tables.symtable import load_shipped
 from torchwheel.tagging.apply import tag
 from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, parse_backend
 from torchwheel.torchabi.need import TorchNeed
-from torchwheel.torchabi.symtable import load_shipped
 from torchwheel.torchabi.verdicts import minor_verdict, verdict
 
 from .helpers import REPO, load_script

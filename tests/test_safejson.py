@@ -18,7 +18,7 @@ from torchwheel import limits, safejson
 from torchwheel.errors import InputError
 from torchwheel.net.pages import PEP691_FILE, PEP691_PROJECT, PEP691_ROOT
 from torchwheel.safejson import Int, List, Object, Str
-from torchwheel.torchabi.symtable import SymbolTable, load_shipped, shape
+from torchwheel.tables.symtable import SymbolTable, load_shipped, shape
 from torchwheel.wheel import variant_json
 
 SMALL = Object({"a": List(Int())}, required=("a",))

@@ -11,7 +11,7 @@ import pytest
 
 from tests.helpers import load_script
 from torchwheel.errors import InputError
-from torchwheel.torchabi.symtable import BASELINE, Origin, SymbolTable, WheelSource, load_shipped
+from torchwheel.tables.symtable import BASELINE, Origin, SymbolTable, WheelSource, load_shipped
 from torchwheel.torchabi.torchlibs import TorchLibraries, read_torch
 from torchwheel.version import FeatureVersion
 

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from torchwheel import api
-from torchwheel.torchabi import tablechoice
-from torchwheel.torchabi.exports import shipped_index
+from torchwheel.tables import tablechoice
+from torchwheel.tables.exports import shipped_index
 
 from .helpers import REPO, fixture_wheels_module, load_script, torchwheel
 

@@ -19,7 +19,7 @@ from installer.records import InvalidRecordEntry, parse_record_file
 
 from torchwheel import safejson
 from torchwheel.errors import InputError
-from torchwheel.torchabi import symtable
+from torchwheel.tables import symtable
 from torchwheel.wheel.record import parse_record
 
 from .helpers import REPO
@@ -37,8 +37,8 @@ LAZY = {
     "compression.zstd": "the same on Python 3.14",
     "importlib.resources": "package data is read by path (it imports tempfile and shutil)",
     "html": "only `index` writes HTML",
-    "torchwheel.torchabi.exports": "only an unstable wheel is dated by torch's exports",
-    "torchwheel.torchabi.headergates": "only reading headers and merging tables",
+    "torchwheel.tables.exports": "only an unstable wheel is dated by torch's exports",
+    "torchwheel.tables.headergates": "only reading headers and merging tables",
     "torchwheel.safejson": "only a JSON document from outside (a facts file, --symbols, a page)",
     "email": "header blocks are read by wheel/headers.py (email.parser brings socket, random...)",
     "difflib": "only a code that is not one (the did-you-mean)",

@@ -24,8 +24,8 @@ import pytest
 from packaging.version import Version
 
 from torchwheel.errors import InputError
+from torchwheel.tables.exports import MAGIC, Dating, ExportIndex, exports_index, name_hash
 from torchwheel.torchabi.cxxnames import is_unstable
-from torchwheel.torchabi.exports import MAGIC, Dating, ExportIndex, exports_index, name_hash
 
 from .helpers import REPO
 
@@ -270,7 +270,7 @@ def _strong_unstable_imports(filename: str) -> set[str]:
     imports are left out as ``compat`` leaves them out: the loader does not need them (GCC
     references TLS init functions, ``_ZTH...``, weakly, and no torch defines them)."""
     from torchwheel.analysis.load import load
-    from torchwheel.torchabi.symtable import load_shipped
+    from torchwheel.tables.symtable import load_shipped
 
     path = CORPUS / filename
     if not path.is_file():  # a few MB each: fetched like the corpus's CI subset, never skipped

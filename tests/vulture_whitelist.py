@@ -13,7 +13,7 @@ from torchwheel.net.fetch import _HTTP, _HTTPS, _TimedConnection, _TimedReader
 from torchwheel.install.installing import _JournaledDestination
 from torchwheel.net.pages import _Anchors
 from torchwheel.publish.variant_plugin import FeatureConfig, TorchABIPlugin
-from torchwheel.torchabi.symtable import SymbolTable, WheelSource
+from torchwheel.tables.symtable import SymbolTable, WheelSource
 
 _max_member_size.param  # click calls option callbacks with (ctx, param, value)
 symbols_update  # a click command, registered on its group by the decorator

@@ -34,12 +34,12 @@ from torchwheel.results import CheckResult, Facts, Finding, LoadVerdict, Need
 
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
-    from torchwheel.install.checkup import DoctorResult, doctor
+    from torchwheel.doctor.checkup import DoctorResult, doctor
     from torchwheel.results import Axis, Cell, NeedKind, Severity, UnknownAxis
     from torchwheel.rules.registry import Findings, Policy
+    from torchwheel.tables.tablechoice import ChosenTable
     from torchwheel.tagging.apply import TagResult
     from torchwheel.tagging.tag_options import TagOptions
-    from torchwheel.torchabi.tablechoice import ChosenTable
 
 __all__ = [
     "Axis",
@@ -72,10 +72,10 @@ PathLike = str | Path
 
 
 def __getattr__(name: str) -> object:
-    """``doctor`` and ``DoctorResult`` (``install.checkup``) and the ``Literal`` aliases of
+    """``doctor`` and ``DoctorResult`` (``doctor.checkup``) and the ``Literal`` aliases of
     ``torchwheel.results``, loaded when asked for (PEP 562): ``import torchwheel.api`` stays light."""
     if name in ("doctor", "DoctorResult"):
-        from torchwheel.install import checkup
+        from torchwheel.doctor import checkup
 
         return getattr(checkup, name)
     from torchwheel import results
@@ -99,7 +99,7 @@ def _chosen(symbols: PathLike | ChosenTable | None) -> ChosenTable:
     """``symbols``: a tables file (``symbols update``), the command line's chosen tables (it
     knows ``pyproject.toml``), or None: ``TORCHWHEEL_SYMBOLS``, the user tables file, the
     shipped ones (``tablechoice``)."""
-    from torchwheel.torchabi.tablechoice import ChosenTable, activate, choose_table
+    from torchwheel.tables.tablechoice import ChosenTable, activate, choose_table
 
     if isinstance(symbols, ChosenTable):
         return activate(symbols)

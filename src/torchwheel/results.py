@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
     from torchwheel.rules.codes import Severity
     from torchwheel.rules.registry import Findings
+    from torchwheel.tables.tablechoice import ChosenTable
     from torchwheel.torchabi.need import Kind as NeedKind
     from torchwheel.torchabi.need import TorchNeed, UnknownAxis
-    from torchwheel.torchabi.tablechoice import ChosenTable
     from torchwheel.torchabi.verdicts import Axis, Cell, Verdict
 
 # the closed sets, each imported where it is defined when first asked for: importing the

@@ -18,7 +18,7 @@ from torchwheel.analysis.load import load
 from torchwheel.analysis.platforms import _MACHO_ARCHS, expected
 from torchwheel.rules import REGISTRY
 from torchwheel.rules.registry import Policy
-from torchwheel.torchabi.symtable import load_shipped
+from torchwheel.tables.symtable import load_shipped
 
 from ..helpers import fixture_wheels_module
 

@@ -18,10 +18,10 @@ from torchwheel.report.facts_document import wheel_json
 from torchwheel.report.show_text import wheel_text
 from torchwheel.rules import run_all
 from torchwheel.rules.registry import Policy
+from torchwheel.tables.symtable import load_shipped
 from torchwheel.tagging.plan import plan, planned_facts
 from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild
-from torchwheel.torchabi.symtable import load_shipped
 from torchwheel.wheel.metadata import parse_metadata
 
 

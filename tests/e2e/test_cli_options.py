@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from torchwheel.torchabi.symtable import load_shipped
+from torchwheel.tables.symtable import load_shipped
 from torchwheel.version import FeatureVersion
 
 from ..helpers import peak_rss_mb, torchwheel

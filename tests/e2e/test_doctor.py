@@ -263,7 +263,7 @@ def test_the_other_formats(
 ) -> None:
     """One diagnosis (``api.doctor``) rendered as the command renders it in each format."""
     from torchwheel import api
-    from torchwheel.report.doctor_report import doctor_github, doctor_markdown, doctor_text
+    from torchwheel.doctor.doctor_report import doctor_github, doctor_markdown, doctor_text
 
     failing = sorted(n for n, said in truth["cpu"].items() if said != "loads")
     found = api.doctor(python=env)

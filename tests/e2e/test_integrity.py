@@ -17,7 +17,7 @@ import pytest
 from torchwheel import rules
 from torchwheel.analysis.load import load
 from torchwheel.rules.registry import Policy
-from torchwheel.torchabi.symtable import load_shipped
+from torchwheel.tables.symtable import load_shipped
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.defects import archive_defects
 

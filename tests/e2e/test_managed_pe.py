@@ -21,7 +21,7 @@ from torchwheel.analysis.load import load
 from torchwheel.binary import BinaryError, memberscan, read_binary
 from torchwheel.rules import REGISTRY
 from torchwheel.rules.registry import Policy
-from torchwheel.torchabi.symtable import load_shipped
+from torchwheel.tables.symtable import load_shipped
 
 from ..binary.test_memberscan import chunked
 from ..helpers import FIXTURES, REPO, fixture_wheels_module, load_script, torchwheel

@@ -15,7 +15,7 @@ from torchwheel.analysis.libkind import links_torch
 from torchwheel.analysis.member import analyze_binary
 from torchwheel.analysis.pyimports import MAX_FILE_BYTES, imports_of, module_name, wheel_imports
 from torchwheel.binary import read_path
-from torchwheel.torchabi.symtable import load_shipped
+from torchwheel.tables.symtable import load_shipped
 
 from ..helpers import torchwheel
 

@@ -340,8 +340,8 @@ def test_the_output_is_never_put_over_a_file_that_appeared_meanwhile(
     copy is written (another run, another tool) is left as it is, and no temp file stays."""
     from torchwheel.analysis.load import opened
     from torchwheel.errors import InputError
+    from torchwheel.tables.symtable import load_shipped
     from torchwheel.tagging import public_version
-    from torchwheel.torchabi.symtable import load_shipped
 
     out = tmp_path / "pypi"
     real = public_version.verify_written

@@ -291,9 +291,9 @@ def test_failure_mid_write_leaves_nothing(
 ) -> None:
     """A full disk or Ctrl-C while copying members: no partial wheel, input untouched."""
     from torchwheel.analysis import load
+    from torchwheel.tables.symtable import load_shipped
     from torchwheel.tagging import apply
     from torchwheel.tagging.tag_options import TagOptions
-    from torchwheel.torchabi.symtable import load_shipped
     from torchwheel.wheel import writer
 
     src = tmp_path / fixture_wheels["clean"].name

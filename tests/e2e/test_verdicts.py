@@ -21,9 +21,9 @@ from torchwheel.publish import matrix, simple_index
 from torchwheel.selection.choose import choose
 from torchwheel.selection.discovery import gather
 from torchwheel.selection.target import TorchTarget, target_from_options
+from torchwheel.tables.symtable import load_shipped
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, parse_backend
-from torchwheel.torchabi.symtable import load_shipped
 from torchwheel.torchabi.torchlibs import INSTALLED, read_torch
 from torchwheel.torchabi.verdicts import verdict
 

@@ -196,9 +196,9 @@ def test_input_overwritten_after_analysis(how: str, fixture_wheels: dict[str, Pa
     copied members no longer inflate to the analysed CRCs (or are no longer where the
     analysed directory said), so nothing is written."""
     from torchwheel.analysis.load import opened
+    from torchwheel.tables.symtable import load_shipped
     from torchwheel.tagging import apply
     from torchwheel.tagging.plan import TagOptions
-    from torchwheel.torchabi.symtable import load_shipped
 
     src = tmp_path / fixture_wheels["clean"].name
     shutil.copy(fixture_wheels["clean"], src)
@@ -226,9 +226,9 @@ def test_input_replaced_during_in_place(fixture_wheels: dict[str, Path], tmp_pat
     """The path now names another file (renamed over it): --in-place must not replace or
     delete that file; it refuses and leaves it as it is."""
     from torchwheel.analysis.load import opened
+    from torchwheel.tables.symtable import load_shipped
     from torchwheel.tagging import apply
     from torchwheel.tagging.plan import TagOptions
-    from torchwheel.torchabi.symtable import load_shipped
 
     src = tmp_path / fixture_wheels["clean"].name
     shutil.copy(fixture_wheels["clean"], src)

@@ -24,7 +24,7 @@ from torchwheel.scan.jsonl import Done
 from torchwheel.scan.listing import Listed
 from torchwheel.scan.run import Judges, plan_scan, run_scan, scan_item
 from torchwheel.scan.scanline import WheelSource
-from torchwheel.torchabi.tablechoice import choose_table
+from torchwheel.tables.tablechoice import choose_table
 
 from ..helpers import REPO
 

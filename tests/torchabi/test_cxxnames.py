@@ -14,11 +14,11 @@ from collections import Counter
 
 import pytest
 
+from torchwheel.analysis.usage import is_shim_name
+from torchwheel.tables.symtable import load_shipped
 from torchwheel.torchabi import cxxnames
 from torchwheel.torchabi.cxxnames import demangle, is_unstable, is_unstable_key, scope_key
-from torchwheel.torchabi.symtable import load_shipped
 from torchwheel.torchabi.torchlibs import INSTALLED, read_torch
-from torchwheel.torchabi.usage import is_shim_name
 
 from ..helpers import REPO
 

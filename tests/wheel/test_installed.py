@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from torchwheel.analysis.environment import read_environment
+from torchwheel.doctor.environment import read_environment
 from torchwheel.errors import InputError
-from torchwheel.torchabi.symtable import load_shipped
+from torchwheel.tables.symtable import load_shipped
 from torchwheel.wheel.installed import Installed, NotRead, boundary_of, installed
 
 from ..helpers import FIXTURES

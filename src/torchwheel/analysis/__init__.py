@@ -1,2 +1,3 @@
-"""What a wheel does: each compiled member's torch and CPython facts and kind, the
-per-wheel facts the rules judge, releases, and compat's comparison with a torch's exports."""
+"""What a wheel does: each compiled member's torch and CPython facts and kind (``usage``:
+stable shim or unstable libtorch), the per-wheel facts the rules judge, releases, and compat's
+comparison with a torch's exports."""

@@ -17,7 +17,7 @@ from torchwheel.analysis.pythonabi import parse_suffix
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.binary import BinaryError
 from torchwheel.binary.memberscan import scan_member
-from torchwheel.torchabi.symtable import SymbolTable
+from torchwheel.tables.symtable import SymbolTable
 from torchwheel.wheel.contents import is_compiled_name
 from torchwheel.wheel.metadata import parse_metadata
 from torchwheel.wheel.record import verify_record

@@ -25,8 +25,8 @@ from collections.abc import Iterable
 from typing import Literal
 
 from torchwheel.analysis.pythonabi import PythonFacts
+from torchwheel.analysis.usage import TorchUsage
 from torchwheel.binary.facts import SliceFacts
-from torchwheel.torchabi.usage import TorchUsage
 
 LibraryKind = Literal["extension-module", "torch-op-library", "managed-assembly", "shared-library"]
 

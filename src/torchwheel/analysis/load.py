@@ -21,7 +21,7 @@ from torchwheel.binary import BinaryError
 from torchwheel.binary.memberscan import scan_file
 from torchwheel.errors import InputError, system_error
 from torchwheel.safeopen import kind
-from torchwheel.torchabi.symtable import SymbolTable
+from torchwheel.tables.symtable import SymbolTable
 from torchwheel.wheel.contents import WheelContents
 from torchwheel.wheel.metadata import MetadataFacts
 from torchwheel.wheel.sources import Source, WheelArchive, directory_source, installed_source

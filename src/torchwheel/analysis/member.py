@@ -13,13 +13,13 @@ from functools import cached_property
 from torchwheel.analysis import pythonabi
 from torchwheel.analysis.libkind import LibraryKind, classify
 from torchwheel.analysis.pythonabi import PythonFacts
+from torchwheel.analysis.usage import TorchUsage, analyze
 from torchwheel.binary.facts import BinaryFacts, SliceFacts
 from torchwheel.binary.marker_record import MarkerRecord
 from torchwheel.frozen import frozen
+from torchwheel.tables.symtable import SymbolTable
 from torchwheel.torchabi import accelerators
 from torchwheel.torchabi.accelerators import AcceleratorNeeds
-from torchwheel.torchabi.symtable import SymbolTable
-from torchwheel.torchabi.usage import TorchUsage, analyze
 
 
 @frozen

@@ -22,16 +22,16 @@ from dataclasses import replace
 from packaging.markers import default_environment
 from packaging.version import Version
 
+from torchwheel.analysis.usage import is_shim_name
 from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
 from torchwheel.binary.facts import SliceFacts
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
+from torchwheel.tables.symtable import SymbolTable
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.cxxnames import is_unstable
 from torchwheel.torchabi.need import TorchNeed, release_matches, show_release
-from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.torchlibs import TorchLibraries
-from torchwheel.torchabi.usage import is_shim_name
 from torchwheel.torchabi.verdicts import Verdict, verdict
 
 

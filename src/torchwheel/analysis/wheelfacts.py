@@ -253,7 +253,7 @@ def dated_by_exports(binaries: Sequence[MemberBinary]) -> Dated:
     build for a torch older than the index, or not torch's names): then the version is unknown."""
     # deferred: exports (lzma, the index format) costs 3 ms at start-up; only an unstable
     # wheel is dated by it
-    from torchwheel.torchabi.exports import exports_index, platform_of
+    from torchwheel.tables.exports import exports_index, platform_of
 
     wanted: dict[str, set[str]] = {}
     for b in binaries:
@@ -281,7 +281,7 @@ def dated_by_exports(binaries: Sequence[MemberBinary]) -> Dated:
 def indexed_minors(binary: MemberBinary) -> frozenset[tuple[int, int]]:
     """The torch minors the shipped exports index has read for every platform of this
     binary's unstable slices: where ``dated_by_exports`` can tell a release apart."""
-    from torchwheel.torchabi.exports import exports_index, platform_of  # deferred: as above
+    from torchwheel.tables.exports import exports_index, platform_of  # deferred: as above
 
     found: frozenset[tuple[int, int]] | None = None
     for s in binary.analysis.slices:

@@ -1,5 +1,5 @@
 """``torchwheel doctor``: which installed extensions load on the environment's torch, and
-which break on the torch about to be installed (``install.checkup``; exit codes: ``cli/exits.py``)."""
+which break on the torch about to be installed (``doctor.checkup``; exit codes: ``cli/exits.py``)."""
 
 from __future__ import annotations
 
@@ -69,9 +69,9 @@ def doctor(
     RECORD (nothing imported, executed or written) and judged: exit 0 all load, 1 one does
     not (or cannot be judged), 2 an environment that cannot be read.
     """
-    from torchwheel.analysis.diagnosis import summary
-    from torchwheel.install.checkup import doctor as run_doctor
-    from torchwheel.report.doctor_report import doctor_github, doctor_markdown, doctor_text
+    from torchwheel.doctor.checkup import doctor as run_doctor
+    from torchwheel.doctor.diagnosis import summary
+    from torchwheel.doctor.doctor_report import doctor_github, doctor_markdown, doctor_text
 
     found = run_doctor(
         python=python,

@@ -15,7 +15,7 @@ import click
 
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
-    from torchwheel.torchabi.tablechoice import ChosenTable
+    from torchwheel.tables.tablechoice import ChosenTable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -112,7 +112,7 @@ def chosen_table(symbols_file: Path | None, no_config: bool, start: Path | None 
     """The shim table: ``--symbols``, else ``TORCHWHEEL_SYMBOLS``, else ``symbols`` of the
     configuration found from ``start`` (default: the current folder), else the shipped one."""
     from torchwheel.cli.config import configured_symbols
-    from torchwheel.torchabi.tablechoice import choose_table
+    from torchwheel.tables.tablechoice import choose_table
 
     return choose_table(symbols_file, configured_symbols(start or Path.cwd(), use_config=not no_config))
 

@@ -267,7 +267,7 @@ def unlabel_command(
     wheel is broken (check's findings).
     """
     from torchwheel.analysis.load import opened
-    from torchwheel.torchabi.tablechoice import choose_table
+    from torchwheel.tables.tablechoice import choose_table
 
     # the shim table: TORCHWHEEL_SYMBOLS, else the shipped one (it only decides whether a
     # build is unstable, for the label-only-pin refusal)

@@ -49,12 +49,12 @@ def symbols_update(
     would use now (--symbols, TORCHWHEEL_SYMBOLS, [tool.torchwheel] symbols, the user tables
     file, else the shipped ones).
     """
+    from torchwheel.tables.tablechoice import user_tables_path
+    from torchwheel.tables.tableupdate import update_tables, write_tables
     from torchwheel.torchabi import torch_releases
-    from torchwheel.torchabi.tablechoice import user_tables_path
-    from torchwheel.torchabi.tableupdate import update_tables, write_tables
 
     base = chosen_table(symbols_file, no_config)
-    from torchwheel.torchabi.exports import exports_index
+    from torchwheel.tables.exports import exports_index
 
     indexes = {p: exports_index(p) for p in base.indexes}  # the base file's own, read and checked
     tables = update_tables(list(sources), base.table, torch_releases.releases(), indexes, replace)

@@ -25,9 +25,9 @@ from torchwheel.report.textsafe import safe
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
     from torchwheel.rules.registry import Finding, Findings, Policy
+    from torchwheel.tables.tablechoice import ChosenTable
     from torchwheel.tagging.apply import TagResult
     from torchwheel.tagging.tag_options import TagOptions
-    from torchwheel.torchabi.tablechoice import ChosenTable
     from torchwheel.wheel.archive import WheelArchive
 
 F = TypeVar("F", bound=Callable[..., Any])

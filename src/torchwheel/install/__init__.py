@@ -1,6 +1,5 @@
-"""Installing the chosen wheel, and reading what is installed: ``installing`` writes with
-``installer``, keeping a ``journal`` (checked whole by ``journal_check``) that ``recovery``
-replays after a kill, ``signals`` unwinds an interrupt to the rollback, ``dependencies``
-holds the wheel's other requirements against the environment, and ``checkup`` is
-``doctor``: an environment probed, read and judged.
+"""Installing the chosen wheel: ``installing`` writes with ``installer``, keeping a
+``journal`` (checked whole by ``journal_check``) that ``recovery`` replays after a kill,
+``signals`` unwinds an interrupt to the rollback, ``dependencies`` holds the wheel's other
+requirements against the environment.
 """

@@ -60,7 +60,7 @@ def detected_torch() -> tuple[int, int] | None:
 
 
 def known_targets() -> list[tuple[int, int]]:
-    from torchwheel.torchabi.symtable import load_shipped
+    from torchwheel.tables.symtable import load_shipped
 
     return sorted({m for s in load_shipped().sources if (m := _minor(s)) is not None})
 

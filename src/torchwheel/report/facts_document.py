@@ -12,13 +12,13 @@ from typing import Any
 
 from torchwheel.analysis.member import BinaryAnalysis, DeclaredMarker, SliceAnalysis
 from torchwheel.analysis.pythonabi import PythonFacts
+from torchwheel.analysis.usage import TorchUsage
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.limits import listed
 from torchwheel.report.accelerator_facts import accelerator_json, gpu_text, need_text
 from torchwheel.report.textsafe import safe_lines
 from torchwheel.torchabi.backend import BuildSet, builds_text
 from torchwheel.torchabi.need import TorchNeed, show_release
-from torchwheel.torchabi.usage import TorchUsage
 
 SCHEMA_VERSION = 1
 _SAMPLE = 8  # unstable symbols shown per slice in text; JSON carries what analysis listed

@@ -8,8 +8,8 @@ from torchwheel.analysis.member import SliceAnalysis
 from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices
 from torchwheel.binary.marker_record import SYMBOL
 from torchwheel.rules.registry import Hit, Policy, rule
+from torchwheel.tables.symtable import BASELINE
 from torchwheel.torchabi import torch_releases
-from torchwheel.torchabi.symtable import BASELINE
 from torchwheel.version import FeatureVersion
 
 

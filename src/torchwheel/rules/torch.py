@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from fnmatch import fnmatch
 
+from torchwheel.analysis.usage import TorchUsage
 from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices
 from torchwheel.errors import quoted
 from torchwheel.rules.marker import hex_hint, slice_targets
 from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.need import show_release
-from torchwheel.torchabi.usage import TorchUsage
 from torchwheel.version import FeatureVersion
 
 _NAMED = 10  # symbol names a message spells out; the rest are counted

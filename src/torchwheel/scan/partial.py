@@ -40,9 +40,9 @@ from torchwheel.report.facts_document import need_json
 from torchwheel.scan import scanline
 from torchwheel.scan.partial_member import PARTIAL, read_member
 from torchwheel.selection.candidates import declared
+from torchwheel.tables.symtable import SymbolTable
+from torchwheel.tables.tablechoice import ChosenTable, activate, choose_table
 from torchwheel.torchabi.need import TorchNeed
-from torchwheel.torchabi.symtable import SymbolTable
-from torchwheel.torchabi.tablechoice import ChosenTable, activate, choose_table
 from torchwheel.wheel.contents import is_compiled_name
 from torchwheel.wheel.metadata import TORCH_ABI_FIELD, TORCH_BUILD_FIELD, parse_metadata
 

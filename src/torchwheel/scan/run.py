@@ -28,7 +28,7 @@ from torchwheel.scan.listing import Listed, list_sources
 from torchwheel.scan.partial import partial_line
 from torchwheel.scan.progress import Progress
 from torchwheel.scan.scanline import WheelSource, empty_line, scan_line
-from torchwheel.torchabi.tablechoice import ChosenTable, activate
+from torchwheel.tables.tablechoice import ChosenTable, activate
 
 _worker: dict[str, Any] = {}
 

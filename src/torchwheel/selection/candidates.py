@@ -38,8 +38,8 @@ from packaging.version import Version
 from torchwheel.errors import InputError, system_error
 from torchwheel.frozen import frozen
 from torchwheel.safeopen import open_regular, read_chunks
+from torchwheel.tables.symtable import SymbolTable
 from torchwheel.torchabi.need import TorchNeed, need_from_fields
-from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.contents import WheelContents, WheelName, parse_wheel_name
 from torchwheel.wheel.defects import archive_defects
@@ -92,7 +92,7 @@ def _from_binaries(archive: WheelArchive, table: SymbolTable | None) -> TorchNee
     through the archive already open, not a second open of the file."""
     from torchwheel.analysis.collect import collect
     from torchwheel.analysis.wheelfacts import torch_need_of
-    from torchwheel.torchabi.symtable import load_shipped
+    from torchwheel.tables.symtable import load_shipped
 
     return torch_need_of(collect(archive, table or load_shipped(), verify_hashes=False))
 

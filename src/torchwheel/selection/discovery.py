@@ -38,7 +38,7 @@ from torchwheel.safeopen import open_regular
 from torchwheel.selection import remote
 from torchwheel.selection.candidates import Candidate, Gathered, Skipped, read_candidate
 from torchwheel.selection.target import TorchTarget
-from torchwheel.torchabi.symtable import SymbolTable
+from torchwheel.tables.symtable import SymbolTable
 from torchwheel.wheel.contents import project_of
 
 _JSON = ".json"  # a PEP 691 page on disk: index.json, or any page named *.json

@@ -41,8 +41,8 @@ from torchwheel.net import fetch, pages
 from torchwheel.selection.candidates import Candidate, Gathered, Skipped, read_candidate
 from torchwheel.selection.choose import HELD_BACK, holds_back_pre, judge, tag_order, tag_rank, tag_reason
 from torchwheel.selection.target import TorchTarget
+from torchwheel.tables.symtable import SymbolTable
 from torchwheel.torchabi import torch_releases
-from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.verdicts import requirement_excludes
 from torchwheel.wheel.contents import WheelName, parse_filename
 from torchwheel.wheel.metadata import parse_metadata

@@ -1,3 +1,4 @@
-"""What torch promises: which release introduced each stable shim (the shipped table and
-how it is chosen and updated), which C++ names are libtorch's unstable API, what torch's
-own libraries export, and which torch a wheel's metadata says it loads on."""
+"""What torch is: its releases and builds, which C++ names are libtorch's unstable API, what
+its own libraries are, and which torch a wheel's metadata says it loads on (the need and the
+verdict). The tables these are judged with live in ``tables``.
+"""

@@ -1,14 +1,14 @@
 """``doctor``'s diagnosis as text, markdown (a CI job summary), GitHub annotations and the
 versioned JSON document (``docs/json.md``). Rendering only: every verdict and fix was
-decided in ``analysis.diagnosis``. Rows are a list that is only shown, so each renderer
+decided in ``doctor.diagnosis``. Rows are a list that is only shown, so each renderer
 keeps the first ``max-listed`` of them and counts the rest (the exit code counts all)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from torchwheel.analysis.diagnosis import Diagnosis, Judged, Row, summary
-from torchwheel.analysis.import_error import Explanation, shown_symbol
+from torchwheel.doctor.diagnosis import Diagnosis, Judged, Row, summary
+from torchwheel.doctor.import_error import Explanation, shown_symbol
 from torchwheel.limits import listed
 from torchwheel.report.facts_document import SCHEMA_VERSION, need_json
 from torchwheel.report.textsafe import escape_data, escape_property, markdown_cell, markdown_code, safe_lines

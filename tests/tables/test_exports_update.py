@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from torchwheel.torchabi.exports import ExportIndex
-from torchwheel.torchabi.exports_update import add_release, encode, masks_of, restrict
+from torchwheel.tables.exports import ExportIndex
+from torchwheel.tables.exports_update import add_release, encode, masks_of, restrict
 
 NAMES = {
     "2.12.1": ["_ZN2at3oldEv", "_ZN2at6sharedEv"],

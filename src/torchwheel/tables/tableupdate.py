@@ -24,11 +24,11 @@ from packaging.version import InvalidVersion, Version
 from torchwheel import __version__
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
-from torchwheel.torchabi import exports_update
+from torchwheel.tables import exports_update
+from torchwheel.tables.exports import ExportIndex, exports_index, platform_of
+from torchwheel.tables.shim_headers import scan_headers
+from torchwheel.tables.symtable import SymbolTable, load_shipped, merge_all, shape
 from torchwheel.torchabi.cxxnames import is_unstable
-from torchwheel.torchabi.exports import ExportIndex, exports_index, platform_of
-from torchwheel.torchabi.shim_headers import scan_headers
-from torchwheel.torchabi.symtable import SymbolTable, load_shipped, merge_all, shape
 from torchwheel.torchabi.torchlibs import TorchLibraries, read_torch
 from torchwheel.wheel.temps import OutputKind, replace_atomically
 
@@ -117,7 +117,7 @@ def _not_earlier(table: SymbolTable, base: SymbolTable) -> SymbolTable:
     headers declared ungated) but never lower it: the base read the older releases, and knows
     the first that declared the shim (2.15's ``c_shim_xpu.h`` gates
     ``aoti_torch_xpu_grid_sampler_3d`` at 2.13, which no header before 2.14 declares)."""
-    from torchwheel.torchabi.headergates import max_gate
+    from torchwheel.tables.headergates import max_gate
 
     symbols = dict(table.symbols)
     for name, version in base.symbols.items():

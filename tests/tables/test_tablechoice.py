@@ -14,9 +14,10 @@ import pytest
 from packaging.version import Version
 
 from torchwheel.errors import InputError
-from torchwheel.torchabi import exports, tablechoice, torch_releases
-from torchwheel.torchabi.exports_update import encode, masks_of
-from torchwheel.torchabi.symtable import SymbolTable, load_shipped
+from torchwheel.tables import exports, tablechoice
+from torchwheel.tables.exports_update import encode, masks_of
+from torchwheel.tables.symtable import SymbolTable, load_shipped
+from torchwheel.torchabi import torch_releases
 
 
 @pytest.fixture(autouse=True)

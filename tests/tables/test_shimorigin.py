@@ -1,11 +1,11 @@
-"""torchabi/shimorigin.py: the provenance vocabulary of the shim table as
+"""tables/shimorigin.py: the provenance vocabulary of the shim table as
 ``data/shim_versions.json`` spells it."""
 
 from __future__ import annotations
 
 import pytest
 
-from torchwheel.torchabi.shimorigin import EXPORT, HEADER_GATE, Origin, WheelSource
+from torchwheel.tables.shimorigin import EXPORT, HEADER_GATE, Origin, WheelSource
 from torchwheel.version import FeatureVersion
 
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from torchwheel.analysis.diagnosis import (
+from torchwheel.doctor.diagnosis import (
     Diagnosis,
     Judged,
     Row,

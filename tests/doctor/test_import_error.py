@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from torchwheel.analysis.import_error import date_symbol, library_words, module_file, parse
+from torchwheel.doctor.import_error import date_symbol, library_words, module_file, parse
 from torchwheel.errors import InputError
-from torchwheel.torchabi.symtable import load_shipped
+from torchwheel.tables.symtable import load_shipped
 
 TORCHRL = "_ZN5torch8autograd24fire_node_creation_hooksERKN3c1013intrusive_ptrINS0_4NodeENS1_6detail34intrusive_target_default_null_typeIS3_EEEE"
 

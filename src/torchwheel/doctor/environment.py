@@ -24,7 +24,7 @@ from torchwheel.binary import BinaryError
 from torchwheel.binary.tables import read_tables
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
-from torchwheel.torchabi.symtable import SymbolTable
+from torchwheel.tables.symtable import SymbolTable
 from torchwheel.wheel.contents import WheelContents, is_compiled_name
 from torchwheel.wheel.installed import Installed, NotRead, source_of
 from torchwheel.wheel.metadata import MetadataFacts, parse_metadata

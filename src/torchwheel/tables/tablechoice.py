@@ -34,10 +34,10 @@ from packaging.version import Version
 
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
+from torchwheel.tables.symtable import SymbolTable, load_shipped, shape
 from torchwheel.torchabi import torch_releases
-from torchwheel.torchabi.symtable import SymbolTable, load_shipped, shape
 
-_EXPORTS_MODULE = "torchwheel.torchabi.exports"
+_EXPORTS_MODULE = "torchwheel.tables.exports"
 
 ENV_VAR = "TORCHWHEEL_SYMBOLS"
 SHIPPED = "shipped"
@@ -140,7 +140,7 @@ def activate(chosen: ChosenTable) -> ChosenTable:
     call given a table, do this for the table the command chose)."""
     torch_releases.use(chosen.releases or None)
     if chosen.indexes or _EXPORTS_MODULE in sys.modules:  # nothing to undo in a module not loaded
-        from torchwheel.torchabi import exports
+        from torchwheel.tables import exports
 
         where = f"{chosen.origin} ({chosen.how})"
         exports.use({p: (data, f"{where}: exports {clipped(p, 40)!r}") for p, data in chosen.indexes.items()})

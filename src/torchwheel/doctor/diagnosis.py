@@ -19,16 +19,16 @@ from dataclasses import replace
 
 from packaging.version import Version
 
-from torchwheel.analysis.environment import Distribution, Environment
 from torchwheel.analysis.torchcompat import compare_slice
 from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
+from torchwheel.doctor.environment import Distribution, Environment
 from torchwheel.errors import clipped
 from torchwheel.frozen import frozen
+from torchwheel.tables.symtable import SymbolTable
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, describe_builds
 from torchwheel.torchabi.cxxnames import demangle
 from torchwheel.torchabi.need import TorchNeed, release_matches, show_release, show_releases
-from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.torch_releases import minor_of, show_minor
 from torchwheel.torchabi.torchlibs import TorchLibraries
 from torchwheel.torchabi.verdicts import Verdict, minor_verdict, verdict

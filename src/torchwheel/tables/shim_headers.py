@@ -13,11 +13,11 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from torchwheel.errors import InputError
-from torchwheel.torchabi.symtable import SymbolTable
+from torchwheel.tables.symtable import SymbolTable
 from torchwheel.version import FeatureVersion
 
 if TYPE_CHECKING:  # deferred: headergates is imported when headers are read
-    from torchwheel.torchabi.headergates import Gate
+    from torchwheel.tables.headergates import Gate
 
 
 #: Include-root-relative directories whose headers declare the C shim. Other headers also
@@ -149,7 +149,7 @@ def scan_headers(source: Source) -> SymbolTable:
         raise ValueError(f"{path}: not a torch wheel or directory")
     if not headers:
         raise ValueError(f"{path}: torch {version} ships no stable-ABI shim headers")
-    from torchwheel.torchabi.headergates import min_gate, scan_header_text
+    from torchwheel.tables.headergates import min_gate, scan_header_text
 
     symbols: dict[str, Gate] = {}
     for text in headers.values():

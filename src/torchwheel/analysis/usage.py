@@ -18,8 +18,8 @@ from torchwheel import limits
 from torchwheel.binary.facts import SliceFacts
 from torchwheel.frozen import frozen
 from torchwheel.limits import Listing, listed
+from torchwheel.tables.symtable import BASELINE, SymbolTable
 from torchwheel.torchabi.cxxnames import demangle, is_unstable
-from torchwheel.torchabi.symtable import BASELINE, SymbolTable
 from torchwheel.version import FeatureVersion
 
 Usage = Literal["none", "stable", "unstable"]

@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING, Any
 
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
-from torchwheel.torchabi.shimorigin import EXPORT, HEADER_GATE, Origin, WheelSource
+from torchwheel.tables.shimorigin import EXPORT, HEADER_GATE, Origin, WheelSource
 from torchwheel.version import FeatureVersion
 
 # deferred: headergates (1.5 ms at start-up) only reads headers (shim_headers) and merges
 # tables (merge); reading a table needs neither
 if TYPE_CHECKING:
     from torchwheel.safejson import Object
-    from torchwheel.torchabi.headergates import Gate
+    from torchwheel.tables.headergates import Gate
 
 # the package is installed as files (cli/symbols reads include/ the same way): importlib.resources
 # would cost 6 ms at start-up (it imports tempfile and shutil)
@@ -315,7 +315,7 @@ def _lowest_gate(a: Gate, b: Gate) -> Gate:
 
 def _arrival(gate: Gate, present_since: FeatureVersion | None, other: FeatureVersion | None) -> Gate:
     """Version of a symbol declared (with ``gate``) in one table only; see merge()."""
-    from torchwheel.torchabi.headergates import max_gate
+    from torchwheel.tables.headergates import max_gate
 
     if present_since is None or other is None or other >= present_since:
         return gate

@@ -3,10 +3,10 @@ against a torch: its own, a planned one (``--torch``) or a torch wheel (``--agai
 
 The edges of the command: the interpreter is probed in a subprocess (``target.probe``: its
 search path, prefixes, torch version and build; nothing of the environment is imported
-here), its distributions are read in place (``wheel.installed``, ``analysis.environment``),
+here), its distributions are read in place (``wheel.installed``, ``doctor.environment``),
 its torch's exports read through the torch distribution's own RECORD, and the judgement is
-``analysis.diagnosis``, pure. ``--explain`` reads the same environment for the one file an
-import error names (``analysis.import_error``).
+``doctor.diagnosis``, pure. ``--explain`` reads the same environment for the one file an
+import error names (``doctor.import_error``).
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from torchwheel.analysis.diagnosis import Diagnosis, Judged, Row, diagnose, judge
-from torchwheel.analysis.environment import Distribution, Environment, read_environment
-from torchwheel.analysis.import_error import (
+from torchwheel.analysis.torchcompat import torch_imports
+from torchwheel.doctor.diagnosis import Diagnosis, Judged, Row, diagnose, judge
+from torchwheel.doctor.doctor_report import doctor_json
+from torchwheel.doctor.environment import Distribution, Environment, read_environment
+from torchwheel.doctor.import_error import (
     Explanation,
     Question,
     date_symbol,
@@ -29,16 +31,14 @@ from torchwheel.analysis.import_error import (
     module_file,
     parse,
 )
-from torchwheel.analysis.torchcompat import torch_imports
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
-from torchwheel.report.doctor_report import doctor_json
 from torchwheel.selection import target as targets
 from torchwheel.selection.target import TorchTarget
+from torchwheel.tables.exports import platform_of
+from torchwheel.tables.symtable import SymbolTable
+from torchwheel.tables.tablechoice import ChosenTable, choose_table
 from torchwheel.torchabi.backend import parse_backend
-from torchwheel.torchabi.exports import platform_of
-from torchwheel.torchabi.symtable import SymbolTable
-from torchwheel.torchabi.tablechoice import ChosenTable, choose_table
 from torchwheel.torchabi.torchlibs import TorchLibraries, read_files, read_torch
 from torchwheel.wheel.installed import Installed, NotRead, installed, source_of
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from torchwheel.torchabi.exports import BUCKET_BITS, HASH_BITS, MAGIC, SCHEMA_VERSION, ExportIndex, name_hash
+from torchwheel.tables.exports import BUCKET_BITS, HASH_BITS, MAGIC, SCHEMA_VERSION, ExportIndex, name_hash
 
 __all__ = ["add_release", "encode", "masks_of", "restrict"]
 

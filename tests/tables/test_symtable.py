@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 
 from torchwheel.errors import InputError
-from torchwheel.torchabi.headergates import ConditionalTracker, condition_gates, scan_header_text
-from torchwheel.torchabi.shim_headers import scan_headers
-from torchwheel.torchabi.symtable import (
+from torchwheel.tables.headergates import ConditionalTracker, condition_gates, scan_header_text
+from torchwheel.tables.shim_headers import scan_headers
+from torchwheel.tables.symtable import (
     BASELINE,
     SCHEMA_VERSION,
     SymbolTable,
     load_shipped,
     merge_all,
 )
-from torchwheel.torchabi.tableupdate import regenerate
+from torchwheel.tables.tableupdate import regenerate
 from torchwheel.version import FeatureVersion
 
 V = FeatureVersion.parse

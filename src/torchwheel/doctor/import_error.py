@@ -17,14 +17,14 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from torchwheel.analysis.diagnosis import Row
+from torchwheel.analysis.usage import is_shim_name
+from torchwheel.doctor.diagnosis import Row
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
+from torchwheel.tables.symtable import SymbolTable
 from torchwheel.torchabi.accelerators import classify_library
 from torchwheel.torchabi.cxxnames import demangle, is_unstable
-from torchwheel.torchabi.symtable import SymbolTable
 from torchwheel.torchabi.torch_releases import show_minor
-from torchwheel.torchabi.usage import is_shim_name
 from torchwheel.wheel.contents import is_compiled_name
 
 _MODULE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
@@ -105,7 +105,7 @@ def date_symbol(symbol: str, table: SymbolTable, platform: str) -> Dated:
         return Dated(f"the stable C shim, in torch {first} and newer (the shim table)", first)
     if not is_unstable(symbol):
         return Dated("not a torch symbol (neither the C shim nor libtorch's C++)")
-    from torchwheel.torchabi.exports import exports_index
+    from torchwheel.tables.exports import exports_index
 
     index = exports_index(platform)
     if index is None:
