@@ -15,8 +15,8 @@ from torchwheel.analysis.buildunits import flavour_pair_dirs, flavour_sets
 from torchwheel.analysis.member import BinaryAnalysis, MemberBinary, UnreadableBinary, analyze_binary
 from torchwheel.analysis.pythonabi import parse_suffix
 from torchwheel.analysis.wheelfacts import WheelFacts
-from torchwheel.binary import BinaryError
-from torchwheel.binary.memberscan import scan_member
+from torchwheel.binary import BinaryError, BinaryFacts
+from torchwheel.binary.memberscan import Result, scan_member
 from torchwheel.tables.symtable import SymbolTable
 from torchwheel.wheel.contents import is_compiled_name
 from torchwheel.wheel.metadata import parse_metadata
@@ -26,6 +26,7 @@ from torchwheel.wheel.sources import Source
 _BATCH_BYTES = 32 << 20  # small members are hashed in batches: one future per file costs more
 _BATCH_COUNT = 512  # than hashing it (torch's wheel has 12,000 members)
 _INLINE_BYTES = 4 << 20  # below this in all, threads (started and imported) cost more than they save
+_ALONE = 8 << 20  # a non-compiled member this big is hashed as a task of its own
 
 
 def _workers() -> int:
@@ -55,6 +56,7 @@ def hookless_modules(binaries: Iterable[MemberBinary]) -> Iterator[str]:
 
 
 _Hashes = dict[str, tuple[str | None, int]]
+_Hashed = tuple[str | None, int]
 
 
 def _read_members(
@@ -62,46 +64,71 @@ def _read_members(
 ) -> tuple[_Hashes, dict[str, BinaryAnalysis | UnreadableBinary]]:
     """(member -> (hash, size), compiled member -> its analysis): every member read once."""
     contents = source.contents
-    compiled = sorted(
-        (m for m in contents.members if is_compiled_name(m)), key=source.member_size, reverse=True
-    )
+    size = source.member_size
+    compiled = sorted((m for m in contents.members if is_compiled_name(m)), key=size, reverse=True)
     others = [m for m in contents.members if not is_compiled_name(m)]
 
-    def read_compiled(member: str) -> tuple[tuple[str | None, int], BinaryAnalysis | UnreadableBinary]:
-        hashed, read = scan_member(source, member, verify_hashes)
+    def analyzed(member: str, read: BinaryFacts | BinaryError) -> BinaryAnalysis | UnreadableBinary:
         if isinstance(read, BinaryError):
-            return hashed, UnreadableBinary(member, str(read))
-        return hashed, analyze_binary(read, table)
+            return UnreadableBinary(member, str(read))
+        return analyze_binary(read, table)
 
-    def hash_batch(batch: list[str]) -> list[tuple[str, tuple[str | None, int]]]:
+    def hash_batch(batch: list[str]) -> list[tuple[str, _Hashed]]:
         if not verify_hashes:
-            return [(m, (None, source.member_size(m))) for m in batch]
-        hashed: list[tuple[str, tuple[str | None, int]]] = []
-        for m in batch:
-            digest, size = source.hash_member(m)
-            hashed.append((m, (digest, size)))
-        return hashed
+            return [(m, (None, size(m))) for m in batch]
+        return [(m, source.hash_member(m)) for m in batch]
 
     hashes: _Hashes = {}
     results: dict[str, BinaryAnalysis | UnreadableBinary] = {}
-    batched = list(_batches(others, source.member_size))
-    if sum(map(source.member_size, contents.members)) < _INLINE_BYTES:
+    if sum(map(size, contents.members)) < _INLINE_BYTES:
         for m in compiled:
-            hashes[m], results[m] = read_compiled(m)
-        for names in batched:
+            hashes[m], read = scan_member(source, m, verify_hashes)
+            results[m] = analyzed(m, read)
+        for names in _batches(others, size):
             hashes.update(hash_batch(names))
         return hashes, results
-    from concurrent.futures import ThreadPoolExecutor  # only a wheel worth threads pays for them
+    from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
+    # Every task biggest first, compiled or not (longest processing time first): the
+    # last to start is a small one, so the workers end together. A non-compiled member
+    # worth a task of its own is one (vLLM's 60 MB ``vllm-rs`` once ended a batch that
+    # started last, and the run with it).
+    alone = [[m] for m in others if verify_hashes and size(m) >= _ALONE]
+    rest = [m for m in others if not (verify_hashes and size(m) >= _ALONE)]
+    batches = alone + list(_batches(rest, size))
+    weights = {id(b): sum(map(size, b)) for b in batches}
+    order = sorted(
+        [(size(m), 0, i) for i, m in enumerate(compiled)]
+        + [(weights[id(b)], 1, i) for i, b in enumerate(batches)],
+        reverse=True,
+    )
     with ThreadPoolExecutor(max_workers=_workers()) as pool:
-        # the biggest binaries first: the longest task must not start last
-        binaries = [(m, pool.submit(read_compiled, m)) for m in compiled]
-        batches = [pool.submit(hash_batch, b) for b in batched]
-        for m, scanned in binaries:
-            hashes[m], results[m] = scanned.result()
-        for batch in batches:
-            hashes.update(batch.result())
-    return hashes, results
+        scans: dict[int, Future[Result]] = {}
+        hashed: dict[int, Future[list[tuple[str, _Hashed]]]] = {}
+        for _, kind, i in order:
+            if kind == 0:
+                scans[i] = pool.submit(scan_member, source, compiled[i], verify_hashes)
+            else:
+                hashed[i] = pool.submit(hash_batch, batches[i])
+        # The compiled members are analyzed here, as their scans finish, while the workers
+        # go on inflating: the analysis (Python, GIL held) no longer stalls a worker's next
+        # member. A failure is raised as before: the first in the members' order.
+        pending = {f: i for i, f in scans.items()}
+        failed: dict[int, BaseException] = {}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                i = pending.pop(future)
+                try:
+                    hashes[compiled[i]], read = future.result()
+                    results[compiled[i]] = analyzed(compiled[i], read)
+                except Exception as exc:
+                    failed[i] = exc
+        if failed:
+            raise failed[min(failed)]
+        for i in range(len(batches)):
+            hashes.update(hashed[i].result())
+    return hashes, {m: results[m] for m in compiled}
 
 
 def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> WheelFacts:

