@@ -78,6 +78,39 @@ def test_need_names_every_axis(fixture_wheels: dict[str, Path]) -> None:
     assert cuda["need"]["torch_build"] == ["cuda-13"]  # type: ignore[index]
 
 
+def test_need_of_a_checked_wheel_reads_no_binary_again(
+    fixture_wheels: dict[str, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``need(checked=...)`` (what ``scan`` asks) answers as ``need`` alone, on untagged,
+    tagged, CUDA and broken wheels, and from the check's facts: reading the binaries again
+    would fail here."""
+    from torchwheel.selection import candidates
+
+    wheels = {
+        k: fixture_wheels[k] for k in ("clean", "cuda13", "per_minor", "tw101", "tw201", "tw503", "tw410")
+    }
+    wheels["tagged"] = api.tag(fixture_wheels["clean"], tmp_path)  # WHEEL's fields: no binary read
+    kinds = tuple(wheels)
+    alone = {}
+    for kind in kinds:
+        try:
+            alone[kind] = api.need(wheels[kind]).to_json()
+        except api.InputError as exc:
+            alone[kind] = str(exc)
+    checked = {kind: api.check(wheels[kind]) for kind in kinds}
+
+    def unread(*_: object) -> None:
+        raise AssertionError("the binaries were read again")
+
+    monkeypatch.setattr(candidates, "_from_binaries", unread)
+    for kind in kinds:
+        try:
+            again = api.need(wheels[kind], checked=checked[kind]).to_json()
+        except api.InputError as exc:
+            again = str(exc)
+        assert again == alone[kind], kind
+
+
 @pytest.mark.parametrize(
     ("scenario", "torch", "backend", "gpu", "cell", "axis"),
     [

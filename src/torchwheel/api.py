@@ -160,18 +160,25 @@ def scan_one(source: object, *, symbols: PathLike | ChosenTable | None = None) -
     return scan_line(source, check, need, symbols)
 
 
-def _candidate(path: PathLike, symbols: PathLike | ChosenTable | None) -> Any:
+def _candidate(path: PathLike, symbols: PathLike | ChosenTable | None, facts: Any = None) -> Any:
     from torchwheel.selection.candidates import read_candidate
 
     given = arguments.path(path, "path")
-    return read_candidate(given, str(given.parent), table=_chosen(symbols).table)
+    return read_candidate(given, str(given.parent), table=_chosen(symbols).table, facts=facts)
 
 
-def need(path: PathLike, *, symbols: PathLike | ChosenTable | None = None) -> Need:
+def need(
+    path: PathLike, *, symbols: PathLike | ChosenTable | None = None, checked: CheckResult | None = None
+) -> Need:
     """The need ``select``, ``install``, ``index`` and ``matrix`` judge a wheel file by: its
     ``Torch-ABI`` fields where ``tag`` wrote them, else its binaries. A wheel ``check``
-    calls broken (TW4xx from its archive and metadata) raises ``InputError``."""
-    return Need(str(path), _candidate(path, symbols).torch)
+    calls broken (TW4xx from its archive and metadata) raises ``InputError``. ``checked``:
+    what ``check`` returned for this file, with the same ``symbols``: its binaries' facts
+    are used instead of reading them again (``scan`` judges every wheel by both)."""
+    facts = None
+    if checked is not None:
+        facts = next((f for f in checked.facts.facts if f.contents.path == str(path)), None)
+    return Need(str(path), _candidate(path, symbols, facts).torch)
 
 
 def loads_on(

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from torchwheel.scan.scanline import WheelSource
 from torchwheel.tables.tablechoice import choose_table
 
 from ..helpers import REPO
+from ..index_server import Behaviour, serve
 
 DEMO = REPO / "fixtures" / "demo" / "demo_stable-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"
 A, C, D = "aa" * 32, "cc" * 32, "dd" * 32
@@ -162,3 +164,63 @@ def test_a_run_then_a_resume_after_a_kill(tmp_path: Path, policy: fairness.Polic
         r"scan: 0 wheels scanned \(0 with errors, 2 already in the file\), 0 B fetched in \d+:\d\d\n",
         log.getvalue(),
     ), log.getvalue()
+
+
+def test_fair_order_takes_each_host_in_turn() -> None:
+    todo = [WheelSource(f"https://a/{i}.whl") for i in range(3)] + [WheelSource("https://b/0.whl")]
+    todo += [WheelSource("/local/x.whl"), WheelSource("https://A/9.whl")]  # a host is case-blind
+    assert [w.location for w in run.fair_order(todo)] == [
+        "https://a/0.whl",
+        "https://b/0.whl",
+        "/local/x.whl",
+        "https://a/1.whl",
+        "https://a/2.whl",
+        "https://A/9.whl",
+    ]
+    one_host = [WheelSource(f"https://a/{i}.whl") for i in range(5)]
+    assert run.fair_order(one_host) == one_host  # one index keeps its order
+
+
+def test_hosted_wheels_are_downloaded_ahead_of_their_checks(
+    tmp_path: Path, policy: fairness.Policy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One checking process, and the downloads of the wheels after the one it checks already
+    under way (every answer comes 0.3 s late: they overlap); each line is the one
+    ``scan_one`` gives the same URL, and no downloaded file is left behind."""
+    files = tmp_path / "files"
+    files.mkdir()
+    for i in range(6):
+        shutil.copy(DEMO, files / DEMO.name.replace("1.0.0", f"1.0.{i}"))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    out, listing = tmp_path / "scan.jsonl", tmp_path / "wheels.txt"
+    table = choose_table(None, None)
+    with serve(files, Behaviour(slow={".whl": 0.3})) as (url, b):
+        urls = [f"{url}/{p.name}" for p in sorted(files.iterdir())]
+        listing.write_text("".join(f"{u}\n" for u in urls))
+        work = run_scan([str(listing)], out, 1, table, policy, io.StringIO(), tty=False, judges=JUDGES)
+        assert b.max_in_flight > 1  # downloads ran side by side, ahead of the one check
+        lines = [json.loads(text) for text in out.read_text().splitlines()]
+        assert [line["source"]["url"] for line in lines] == urls  # one host: the listing's order
+        for line in lines:
+            assert line == api.scan_one(line["source"], symbols=table)
+    assert len(work.todo) == 6
+    assert list(scratch.iterdir()) == []  # every download removed once its line was written
+
+
+def test_a_failed_download_is_a_line_and_the_rest_go_on(tmp_path: Path, policy: fairness.Policy) -> None:
+    files = tmp_path / "files"
+    files.mkdir()
+    shutil.copy(DEMO, files / DEMO.name)
+    out, listing = tmp_path / "scan.jsonl", tmp_path / "wheels.txt"
+    with serve(files) as (url, _):
+        listing.write_text(f"{url}/missing-1.0-py3-none-any.whl\n{url}/{DEMO.name}\n")
+        run_scan(
+            [str(listing)], out, 2, choose_table(None, None), policy, io.StringIO(), tty=False, judges=JUDGES
+        )
+    lines = {
+        json.loads(text)["source"]["filename"]: json.loads(text) for text in out.read_text().splitlines()
+    }
+    assert lines["missing-1.0-py3-none-any.whl"]["error"]["code"] == "not-found"
+    assert lines[DEMO.name]["error"] is None and lines[DEMO.name]["read"] == "whole"

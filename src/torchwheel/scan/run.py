@@ -14,8 +14,11 @@ flight: a listing of 100,000 wheels is not turned into 100,000 futures.
 from __future__ import annotations
 
 import multiprocessing
+import shutil
+import tempfile
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
@@ -27,7 +30,7 @@ from torchwheel.scan import jsonl
 from torchwheel.scan.listing import Listed, list_sources
 from torchwheel.scan.partial import partial_line
 from torchwheel.scan.progress import Progress
-from torchwheel.scan.scanline import WheelSource, empty_line, scan_line
+from torchwheel.scan.scanline import Read, WheelSource, empty_line, read_whole, scan_line
 from torchwheel.tables.tablechoice import ChosenTable, activate
 
 _worker: dict[str, Any] = {}
@@ -127,12 +130,156 @@ def _pooled(
 def results(
     todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy, read: str, judges: Judges
 ) -> Iterator[dict[str, Any]]:
-    """The lines of ``todo`` as they are done (in this process for one job)."""
+    """The lines of ``todo`` as they are done (in this process for one job and no hosted
+    wheel read whole; hosted wheels read whole are downloaded here while checked there)."""
+    if read == "whole" and any(w.hosted for w in todo):
+        yield from _pipelined(todo, jobs, table, policy, judges)
+        return
     if jobs == 1 or len(todo) <= 1:
         _worker["table"], _worker["read"] = table, read
         yield from (scan_item(w, judges) for w in todo)
         return
     yield from _pooled(todo, jobs, table, policy, read, judges)
+
+
+def check_item(source: WheelSource, judges: Judges, got: Read) -> dict[str, Any]:
+    """The line of a wheel this process did not fetch: the bytes ``got`` (the scan's own
+    process downloaded and checked them against the index's digest) are checked here."""
+    try:
+        return scan_line(source, judges.check, judges.need, _worker.get("table"), reader=lambda _, __: got)
+    except MemoryError:
+        return empty_line(source, {"code": "memory", "message": f"out of memory: {limits.describe()}"})
+    except Exception as exc:
+        return empty_line(
+            source, {"code": "internal", "message": f"internal error: {type(exc).__name__}: {exc}"}
+        )
+
+
+def fair_order(todo: list[WheelSource]) -> list[WheelSource]:
+    """The wheels taken from each host in turn (each host's in the listing's order): a scan
+    of several indexes keeps every host busy and none for long, and one index keeps its order."""
+    by_host: dict[str, list[WheelSource]] = {}
+    for w in todo:
+        by_host.setdefault(urlsplit(w.location).netloc.lower() if w.hosted else "", []).append(w)
+    queues = list(by_host.values())
+    out: list[WheelSource] = []
+    for turn in range(max(map(len, queues), default=0)):
+        out += [q[turn] for q in queues if turn < len(q)]
+    return out
+
+
+_AHEAD_BYTES = 1 << 30  # downloaded and not yet checked: at most this much on disk (or one wheel)
+
+
+@frozen
+class _Fetched:
+    """A wheel's download as the downloading thread left it: the bytes read and where they
+    are, or why there are none (handed to the line as the reading's error)."""
+
+    got: Read | None
+    failure: BaseException | None
+    scratch: Path | None
+
+
+def _download(source: WheelSource) -> _Fetched:
+    """One hosted wheel into a scratch folder of its own, checked against its index's digest
+    (``scanline.read_whole``); a local one is read where it lies, by the checking process."""
+    if not source.hosted:
+        return _Fetched(None, None, None)
+    scratch = Path(tempfile.mkdtemp(prefix="torchwheel-scan-"))
+    try:
+        return _Fetched(read_whole(source, scratch), None, scratch)
+    except BaseException as exc:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if not isinstance(exc, Exception):
+            raise
+        return _Fetched(None, exc, None)
+
+
+def _failed_line(source: WheelSource, judges: Judges, failure: BaseException) -> dict[str, Any]:
+    """The line of a wheel whose download failed: made here, the way ``scan_line`` makes it
+    when its reading raises (no check runs, so nothing is worth another process)."""
+
+    def reader(_: WheelSource, __: Path) -> Read:
+        raise failure
+
+    try:
+        return scan_line(source, judges.check, judges.need, None, reader=reader)
+    except Exception as exc:  # what no limit caught: a line all the same
+        return empty_line(
+            source, {"code": "internal", "message": f"internal error: {type(exc).__name__}: {exc}"}
+        )
+
+
+def _pipelined(
+    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy, judges: Judges
+) -> Iterator[dict[str, Any]]:
+    """Downloads pipelined with the checks: threads of this process download the hosted
+    wheels (each host held to its connection cap by ``fairness``, the hosts taken in turn),
+    ahead of ``jobs`` worker processes that check them, so that the network never waits for a
+    check and a check never waits for one request. What is downloaded and not yet checked
+    is held to ``_AHEAD_BYTES`` on disk and a few wheels per worker; each file is removed
+    once its line is written.
+
+    The checks run in other processes even for one job: a check is Python holding the GIL,
+    which would make the downloading threads wait for it."""
+    order = fair_order(todo)
+    hosts = {urlsplit(w.location).netloc.lower() for w in order if w.hosted}
+    threads = max(1, min(len(order), policy.host_connections * max(1, len(hosts)), 16))
+    ahead = 2 * jobs + threads  # wheels downloaded or downloading, not yet checked
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    args = (limits.current(), table, policy, None, "whole", urls.carried_credentials())
+    checkers = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init, initargs=args)
+    downloads: ThreadPoolExecutor | None = None
+    fetching: deque[tuple[WheelSource, Future[_Fetched]]] = deque()
+    checking: dict[Future[dict[str, Any]], tuple[WheelSource, _Fetched]] = {}
+    held = held_bytes = 0
+    items = iter(order)
+    try:
+        checkers.submit(int).result()  # the workers start (fork) before any thread does
+        downloads = ThreadPoolExecutor(threads, thread_name_prefix="torchwheel-download")
+        while True:
+            for w in items:
+                fetching.append((w, downloads.submit(_download, w)))
+                held += 1
+                held_bytes += w.size or 0
+                if held >= ahead or held_bytes >= _AHEAD_BYTES:
+                    break
+            while fetching and fetching[0][1].done() and len(checking) < 2 * jobs:
+                source, future = fetching.popleft()
+                fetched = future.result()
+                if fetched.failure is not None:
+                    held, held_bytes = held - 1, held_bytes - (source.size or 0)
+                    yield _failed_line(source, judges, fetched.failure)
+                    continue
+                if fetched.got is None:  # a local file: the worker reads it where it lies
+                    checking[checkers.submit(scan_item, source, judges)] = source, fetched
+                else:
+                    checking[checkers.submit(check_item, source, judges, fetched.got)] = source, fetched
+            if not fetching and not checking:
+                return
+            waiting: set[Future[Any]] = set(checking)
+            if fetching and len(checking) < 2 * jobs:
+                waiting.add(fetching[0][1])
+            finished, _ = wait(waiting, return_when=FIRST_COMPLETED)
+            for ended in finished:
+                if ended not in checking:
+                    continue  # a download ended: handed on at the top of the loop
+                source, fetched = checking.pop(ended)
+                held, held_bytes = held - 1, held_bytes - (source.size or 0)
+                if fetched.scratch is not None:
+                    shutil.rmtree(fetched.scratch, ignore_errors=True)
+                yield ended.result()
+    finally:
+        if downloads is not None:
+            downloads.shutdown(wait=True, cancel_futures=True)
+        checkers.shutdown(wait=not checking, cancel_futures=True)
+        left = [f for _, f in checking.values()]
+        left += [f.result() for _, f in fetching if f.done() and not f.cancelled()]
+        for fetched in left:
+            if fetched.scratch is not None:
+                shutil.rmtree(fetched.scratch, ignore_errors=True)
 
 
 def run_scan(

@@ -227,7 +227,7 @@ def scan_line(
             line |= {"show": result.facts.to_json(), "check": result.to_json()}
             line["hashes_verified"]["record"] = got.how == WHOLE  # check hashed every member
             try:
-                line["need"] = need(got.path, symbols=symbols).to_json()
+                line["need"] = need(got.path, symbols=symbols, checked=result).to_json()
             except InputError as exc:
                 line["need"] = {"schema_version": SCHEMA_VERSION, "error": error_json(exc)}
             if source.hosted:

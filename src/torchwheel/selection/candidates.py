@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
@@ -44,6 +45,9 @@ from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.contents import WheelContents, WheelName, parse_wheel_name
 from torchwheel.wheel.defects import archive_defects
 from torchwheel.wheel.metadata import MetadataFacts, parse_metadata
+
+if TYPE_CHECKING:
+    from torchwheel.analysis.wheelfacts import WheelFacts
 
 
 @frozen
@@ -95,6 +99,12 @@ def _from_binaries(archive: WheelArchive, table: SymbolTable | None) -> TorchNee
     from torchwheel.tables.symtable import load_shipped
 
     return torch_need_of(collect(archive, table or load_shipped(), verify_hashes=False))
+
+
+def _need_of(facts: WheelFacts) -> TorchNeed:
+    from torchwheel.analysis.wheelfacts import torch_need_of
+
+    return torch_need_of(facts)
 
 
 def _whole_file(fd: int, page_hashes: Mapping[str, str]) -> tuple[str, str]:
@@ -164,13 +174,16 @@ def read_candidate(
     *,
     page_hashes: Mapping[str, str] = MappingProxyType({}),
     sha256: str = "",
+    facts: WheelFacts | None = None,
 ) -> Candidate:
     """One wheel's selection facts, the file opened once and hashed whole once; ``InputError``
     (with the reason) when it is unreadable or broken: a digest of ``page_hashes`` (the link
     it was found through) that differs, or a defect of the archive and its metadata files
     (``wheel.defects``, what ``check`` reports as TW4xx errors), with every member hashed
     against RECORD too when ``verify_hashes`` (``index``: what it publishes, it vouches for;
-    its METADATA is kept then, for ``index`` to serve). ``sha256``: the file's, known already (a download checked against its page)."""
+    its METADATA is kept then, for ``index`` to serve). ``sha256``: the file's, known already (a download checked against its page).
+    ``facts``: the wheel's facts as ``check`` collected them (``scan``): an untagged wheel's
+    binaries are not read a second time."""
     archive, sha256 = _opened(path, origin, page_hashes, sha256)
     with archive:
         c = archive.contents
@@ -179,7 +192,7 @@ def read_candidate(
             hashes = {m: archive.hash_member(m) for m in c.members}
         parsed, meta, need = declared(c, path.name, archive.member_size, hashes)
         if need is None:  # untagged (or tagged before every axis was written): the binaries say it
-            need = _from_binaries(archive, table)
+            need = _from_binaries(archive, table) if facts is None else _need_of(facts)
     return Candidate(
         path=path,
         origin=origin,
