@@ -10,7 +10,10 @@ Modes (every member of every wheel, streamed in 1 MiB pieces, nothing kept):
 * ``inflate-sha256-2proc``: the same with members as tasks for two processes, the
   biggest first: what both cores can do with zlib; the biggest member still bounds it;
 * ``isal-inflate-sha256``: inflate with ISA-L (PyPI ``isal``, when installed) plus
-  SHA-256, no CRC check: what a faster inflater could reach.
+  SHA-256, no CRC check: what a faster inflater could reach;
+* ``isal-inflate-sha256-2``: the same on two threads (ISA-L and SHA-256 let the GIL go),
+  each taking the biggest member left (by inflated size) from one shared list: the least a
+  full check spends on two cores, the "2-worker floor" of ``check_speed.py``.
 
 run.py times these as whole processes, interpreter start-up included, like the tools: the
 floors of ``docs/performance.md`` ("The floors") come from its run (``benchmarks/run.py``).
@@ -81,6 +84,50 @@ def _isal(path: str) -> int:
     return total
 
 
+def _isal_member(fh: Any, info: zipfile.ZipInfo) -> int:
+    """One member: its stored bytes read in pieces, inflated by ISA-L, hashed."""
+    from isal import isal_zlib  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+    total = 0
+    digest = hashlib.sha256()
+    inflater = None if info.compress_type == zipfile.ZIP_STORED else isal_zlib.decompressobj(-15)
+    for piece in _raw_chunks(fh, info):
+        out = piece if inflater is None else inflater.decompress(piece)
+        digest.update(out)
+        total += len(out)
+    if inflater is not None:
+        out = inflater.flush()
+        digest.update(out)
+        total += len(out)
+    return total
+
+
+def _isal_two_threads(path: str) -> int:
+    """Two threads, each taking the biggest member left: members balanced by inflated size."""
+    import threading
+
+    with zipfile.ZipFile(path) as zf:
+        left = sorted((i for i in zf.infolist() if not i.is_dir()), key=lambda i: i.file_size)
+    lock = threading.Lock()
+    totals = [0, 0]
+
+    def work(slot: int) -> None:
+        with open(path, "rb") as fh:
+            while True:
+                with lock:
+                    if not left:
+                        return
+                    info = left.pop()  # the biggest left
+                totals[slot] += _isal_member(fh, info)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(totals)
+
+
 def _two_processes(path: str) -> int:
     """Members as tasks for a pool of two, biggest first; small members batched to ~8 MiB."""
     with zipfile.ZipFile(path) as zf:
@@ -118,6 +165,8 @@ def main(argv: list[str]) -> int:
             total += _two_processes(path)
         elif mode == "isal-inflate-sha256":
             total += _isal(path)
+        elif mode == "isal-inflate-sha256-2":
+            total += _isal_two_threads(path)
         else:
             print(f"floor.py: unknown mode {mode!r}", file=sys.stderr)
             return 2

@@ -284,6 +284,13 @@ TOOLS: tuple[Tool, ...] = (
         frozenset({0}),
         _floor("isal-inflate-sha256"),
     ),
+    Tool(
+        "floor-isal-2",
+        "floor: ISA-L inflate + sha256, 2 threads",
+        "floor",
+        frozenset({0}),
+        _floor("isal-inflate-sha256-2"),
+    ),
 )  # fmt: skip
 OPT_IN = {"tw-check-skip-hashes", "abi3audit-assume"}
 BY_KEY = {t.key: t for t in TOOLS}

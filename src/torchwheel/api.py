@@ -33,6 +33,7 @@ from torchwheel.errors import Exit, InputError, InvalidValue, MissingInput, Unre
 from torchwheel.results import CheckResult, Facts, Finding, LoadVerdict, Need
 
 if TYPE_CHECKING:
+    from torchwheel.analysis.memberpool import EarlyRead
     from torchwheel.analysis.wheelfacts import WheelFacts
     from torchwheel.doctor.checkup import DoctorResult, doctor
     from torchwheel.results import Axis, Cell, NeedKind, Severity, UnknownAxis
@@ -112,15 +113,18 @@ def inspect_wheel(
     env: Sequence[str] = (),
     symbols: PathLike | ChosenTable | None = None,
     verify_hashes: bool = True,
+    early: EarlyRead | None = None,
 ) -> Facts:
     """Read every compiled file of the inputs; nothing is imported or executed.
-    ``env``: also installed distributions of this interpreter, by name."""
+    ``env``: also installed distributions of this interpreter, by name. ``early``: the
+    command line's (provisional): the first wheel, opened and being read already
+    (``analysis.memberpool.start``)."""
     from torchwheel.analysis.load import load
 
     chosen, given, env = _chosen(symbols), arguments.paths(paths), arguments.names(env, "env")
     if not given and not env:
         raise InputError("give at least one wheel, directory or binary (or an installed distribution)")
-    return Facts(tuple(load(given, tuple(env), chosen.table, verify_hashes)), chosen)
+    return Facts(tuple(load(given, tuple(env), chosen.table, verify_hashes, early)), chosen)
 
 
 def check(
@@ -132,6 +136,7 @@ def check(
     symbols: PathLike | ChosenTable | None = None,
     verify_hashes: bool = True,
     policy: Policy | None = None,
+    early: EarlyRead | None = None,
 ) -> CheckResult:
     """Run the rules (``docs/rules.md``). ``select``/``ignore``: codes or prefixes, as
     ``--select``/``--ignore``; an unknown code raises ``InvalidValue``. ``policy``: the
@@ -147,7 +152,7 @@ def check(
                 raise InvalidValue(unknown_code(code, where))
     if policy is None:
         policy = Policy(select=frozenset(select), ignore=frozenset(ignore))
-    facts = inspect_wheel(paths, env=env, symbols=symbols, verify_hashes=verify_hashes)
+    facts = inspect_wheel(paths, env=env, symbols=symbols, verify_hashes=verify_hashes, early=early)
     return CheckResult(facts, rules.run_all(facts.facts, policy), verify_hashes)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from torchwheel.analysis.collect import collect
 from torchwheel.analysis.member import MemberBinary, analyze_binary
+from torchwheel.analysis.memberpool import EarlyRead
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.binary import BinaryError
 from torchwheel.binary.memberscan import scan_file
@@ -113,19 +114,31 @@ def _expanded(paths: tuple[Path, ...]) -> list[Path]:
 
 
 def load(
-    paths: tuple[Path, ...], env: tuple[str, ...], table: SymbolTable, verify_hashes: bool = True
+    paths: tuple[Path, ...],
+    env: tuple[str, ...],
+    table: SymbolTable,
+    verify_hashes: bool = True,
+    early: EarlyRead | None = None,
 ) -> Iterator[WheelFacts]:
+    """``early``: a wheel the command line opened and started reading already
+    (``memberpool.start``): it is read on, not opened again."""
     for path in _expanded(paths):
         if path.is_file() and path.suffix != ".whl":
             with reading(path):
                 facts = _binary_facts(path, table)
             yield facts
             continue
-        with reading(path):
-            source = _open(path, lenient_name=True)
+        taken = early.take(path, verify_hashes) if early is not None else None
+        source: Source
+        pool = None
+        if taken is not None:
+            source, pool = taken
+        else:
+            with reading(path):
+                source = _open(path, lenient_name=True)
         try:
             with reading(path):
-                facts = collect(source, table, verify_hashes)
+                facts = collect(source, table, verify_hashes, pool)
             yield facts
         finally:
             source.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +27,7 @@ from torchwheel.errors import Exit, InputError
 from torchwheel.report.textsafe import safe
 
 if TYPE_CHECKING:
+    from torchwheel.analysis.memberpool import EarlyRead
     from torchwheel.results import CheckResult
 
 
@@ -72,11 +75,12 @@ def show(
     no_config: bool,
 ) -> Exit:
     """Show the torch and CPython facts of wheels and every compiled file in them."""
-    from torchwheel import api
-    from torchwheel.report.show_text import wheel_text
+    with _early(inputs, verify_hashes=True) as early:
+        from torchwheel import api
+        from torchwheel.report.show_text import wheel_text
 
-    chosen = chosen_table(symbols_file, no_config, config_folder(inputs, no_config))
-    facts = api.inspect_wheel(require_inputs(inputs, env), env=env, symbols=chosen)
+        chosen = chosen_table(symbols_file, no_config, config_folder(inputs, no_config))
+        facts = api.inspect_wheel(require_inputs(inputs, env), env=env, symbols=chosen, early=early)
     if fmt == "json":
         print_document(facts.to_json())
     else:
@@ -130,19 +134,41 @@ def check(
     statistics: bool,
 ) -> Exit:
     """Check wheels; exit 1 when any error is found, 2 when an input cannot be read."""
-    from torchwheel import api
-    from torchwheel.cli.config import load_policy
-
     if statistics and fmt == "github":
         raise click.UsageError("--statistics is for --format text or json")
-    start = config_folder(inputs, no_config)
-    policy = load_policy(start, select, ignore, use_config=not no_config)
-    chosen = chosen_table(symbols_file, no_config, start)
-    result = api.check(
-        require_inputs(inputs, env), env=env, symbols=chosen, verify_hashes=not skip_hashes, policy=policy
-    )
+    with _early(inputs, verify_hashes=not skip_hashes) as early:
+        from torchwheel import api  # the rules and what they import load while the members are read
+        from torchwheel.cli.config import load_policy
+
+        start = config_folder(inputs, no_config)
+        policy = load_policy(start, select, ignore, use_config=not no_config)
+        chosen = chosen_table(symbols_file, no_config, start)
+        result = api.check(
+            require_inputs(inputs, env),
+            env=env,
+            symbols=chosen,
+            verify_hashes=not skip_hashes,
+            policy=policy,
+            early=early,
+        )
     _show_check(result, fmt, quiet, statistics)
     return Exit.OK if exit_zero else result.exit_code
+
+
+@contextmanager
+def _early(inputs: tuple[Path, ...], verify_hashes: bool) -> Iterator[EarlyRead | None]:
+    """The first wheel opened and its members' reads started before the rest of the command
+    is imported (``analysis.memberpool``): the cores are busy from the first byte, and the
+    imports the rules need (a sixth of a big check) run meanwhile. Closed on the way out
+    unless the command took it over."""
+    from torchwheel.analysis.memberpool import start
+
+    early = start(inputs, verify_hashes)
+    if early is None:
+        yield None
+        return
+    with early:
+        yield early
 
 
 def _show_check(result: CheckResult, fmt: str, quiet: int, statistics: bool) -> None:
