@@ -51,6 +51,16 @@ MARKER = "marker"  # a marker record no symbol exports: not an axis of the need,
 DECIDED, NOT_READ = "decided", "not read"
 UNKNOWN_AXIS = {"version": "releases", "build": "torch_build", "gpu": "gpu_code"}  # need.unknown_axes
 _NEAR = 0.9  # an untagged wheel whose compiled members are this much of it is read whole
+# What one more request is worth in bytes: a round trip on a real link (tens of ms at tens of
+# MB/s). A wheel its listing says is small is downloaded whole in one plain request, before any
+# range, when a partial read could leave out less than its requests cost: a compiled wheel of
+# at most WHOLE_AT_ONCE (a partial read takes a range for the end of the zip, one for the
+# metadata, one or more per compiled member, to leave out its few non-compiled MB: torchao's
+# compiled wheels are 2-7 MB, 70-90 % compiled), a pure one of at most PURE_AT_ONCE (the end
+# of the zip alone is 256 KiB, and older builds put the metadata elsewhere: three more ranges).
+REQUEST_BYTES = 1 << 20
+WHOLE_AT_ONCE = 8 * REQUEST_BYTES
+PURE_AT_ONCE = REQUEST_BYTES
 
 
 def _unmarked(analysis: BinaryAnalysis) -> bool:
@@ -146,6 +156,32 @@ def _reported(need: TorchNeed, axes: dict[str, str], url: str) -> dict[str, Any]
     return {"schema_version": DOCUMENT_VERSION, "path": url, "need": kept}
 
 
+def whole_at_once(source: scanline.WheelSource) -> bool:
+    """Whether a hosted wheel is read whole in one request before any range is asked for:
+    its listing says it is small, ``PURE_AT_ONCE`` for a pure one (its file name says the
+    platform ``any``: its need is in its metadata), else ``WHOLE_AT_ONCE``."""
+    if not source.hosted or source.size is None:
+        return False
+    pure = source.filename.removesuffix(".whl").endswith("-any")
+    return source.size <= (PURE_AT_ONCE if pure else WHOLE_AT_ONCE)
+
+
+def whole_line(
+    source: scanline.WheelSource,
+    got: scanline.Read,
+    api: tuple[Callable[..., Any], Callable[..., Any], object],
+) -> dict[str, Any]:
+    """The line of a wheel ``whole_at_once`` downloaded (``got``: one plain request): the
+    whole read's line, with ``partial.whole`` saying ``small``."""
+    check, need, symbols = api
+    line = scanline.scan_line(source, check, need, symbols, reader=lambda _, __: got)
+    if line["error"] is None:
+        axes = dict.fromkeys((*AXES, MARKER), DECIDED)
+        line["partial"] = {"axes": axes, "members": {}, "wheel_bytes": got.fetched, "requests": 1}
+        line["partial"]["whole"] = "small"
+    return line
+
+
 def _whole(
     source: scanline.WheelSource,
     remote: RemoteFile,
@@ -191,6 +227,13 @@ def partial_line(
         return scanline.empty_line(None, scanline.error_json(exc))
     if not source.hosted:
         return scanline.scan_line(source, check, need, symbols)
+    if whole_at_once(source):
+        with tempfile.TemporaryDirectory(prefix="torchwheel-partial-") as scratch:
+            try:
+                got = scanline.read_whole(source, Path(scratch))
+            except InputError as exc:
+                return scanline.empty_line(source, scanline.error_json(exc))
+            return whole_line(source, got, (check, need, symbols))
     line = scanline.empty_line(source)
     line |= {"read": PARTIAL, "sha256": source.sha256, "hashes_verified": False}
     remote: RemoteFile | None = None

@@ -28,7 +28,7 @@ from torchwheel.frozen import frozen
 from torchwheel.net import fairness, urls
 from torchwheel.scan import jsonl
 from torchwheel.scan.listing import Listed, list_sources
-from torchwheel.scan.partial import partial_line
+from torchwheel.scan.partial import partial_line, whole_at_once, whole_line
 from torchwheel.scan.progress import Progress
 from torchwheel.scan.scanline import Read, WheelSource, empty_line, read_whole, scan_line
 from torchwheel.tables.tablechoice import ChosenTable, activate
@@ -130,10 +130,11 @@ def _pooled(
 def results(
     todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy, read: str, judges: Judges
 ) -> Iterator[dict[str, Any]]:
-    """The lines of ``todo`` as they are done (in this process for one job and no hosted
-    wheel read whole; hosted wheels read whole are downloaded here while checked there)."""
-    if read == "whole" and any(w.hosted for w in todo):
-        yield from _pipelined(todo, jobs, table, policy, judges)
+    """The lines of ``todo`` as they are done: in this process for one job and local wheels;
+    with hosted wheels, those read whole are downloaded here while worker processes check
+    them (``_pipelined``)."""
+    if any(w.hosted for w in todo):
+        yield from _pipelined(todo, jobs, table, policy, read, judges)
         return
     if jobs == 1 or len(todo) <= 1:
         _worker["table"], _worker["read"] = table, read
@@ -144,9 +145,13 @@ def results(
 
 def check_item(source: WheelSource, judges: Judges, got: Read) -> dict[str, Any]:
     """The line of a wheel this process did not fetch: the bytes ``got`` (the scan's own
-    process downloaded and checked them against the index's digest) are checked here."""
+    process downloaded and checked them against the index's digest) are checked here; with
+    ``--partial``, the line of a wheel read whole at once (``partial.whole_line``)."""
+    table = _worker.get("table")
     try:
-        return scan_line(source, judges.check, judges.need, _worker.get("table"), reader=lambda _, __: got)
+        if _worker.get("read", "whole") != "whole":
+            return whole_line(source, got, (judges.check, judges.need, table))
+        return scan_line(source, judges.check, judges.need, table, reader=lambda _, __: got)
     except MemoryError:
         return empty_line(source, {"code": "memory", "message": f"out of memory: {limits.describe()}"})
     except Exception as exc:
@@ -181,10 +186,11 @@ class _Fetched:
     scratch: Path | None
 
 
-def _download(source: WheelSource) -> _Fetched:
+def _download(source: WheelSource, read: str) -> _Fetched:
     """One hosted wheel into a scratch folder of its own, checked against its index's digest
-    (``scanline.read_whole``); a local one is read where it lies, by the checking process."""
-    if not source.hosted:
+    (``scanline.read_whole``); a local one is read where it lies, and one read through ranges
+    (``--partial``) is read by the worker that judges it."""
+    if not source.hosted or not (read == "whole" or whole_at_once(source)):
         return _Fetched(None, None, None)
     scratch = Path(tempfile.mkdtemp(prefix="torchwheel-scan-"))
     try:
@@ -212,7 +218,7 @@ def _failed_line(source: WheelSource, judges: Judges, failure: BaseException) ->
 
 
 def _pipelined(
-    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy, judges: Judges
+    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy, read: str, judges: Judges
 ) -> Iterator[dict[str, Any]]:
     """Downloads pipelined with the checks: threads of this process download the hosted
     wheels (each host held to its connection cap by ``fairness``, the hosts taken in turn),
@@ -222,14 +228,18 @@ def _pipelined(
     once its line is written.
 
     The checks run in other processes even for one job: a check is Python holding the GIL,
-    which would make the downloading threads wait for it."""
+    which would make the downloading threads wait for it. With ``--partial`` the workers
+    make requests too (ranges): this process and they share one connection cap per host."""
     order = fair_order(todo)
     hosts = {urlsplit(w.location).netloc.lower() for w in order if w.hosted}
     threads = max(1, min(len(order), policy.host_connections * max(1, len(hosts)), 16))
     ahead = 2 * jobs + threads  # wheels downloaded or downloading, not yet checked
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    args = (limits.current(), table, policy, None, "whole", urls.carried_credentials())
+    shared = fairness.shared_hosts(hosts, policy, context) if read != "whole" else None
+    if shared is not None:
+        fairness.configure(policy, shared)  # this process's downloads hold the same slots
+    args = (limits.current(), table, policy, shared, read, urls.carried_credentials())
     checkers = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init, initargs=args)
     downloads: ThreadPoolExecutor | None = None
     fetching: deque[tuple[WheelSource, Future[_Fetched]]] = deque()
@@ -241,7 +251,7 @@ def _pipelined(
         downloads = ThreadPoolExecutor(threads, thread_name_prefix="torchwheel-download")
         while True:
             for w in items:
-                fetching.append((w, downloads.submit(_download, w)))
+                fetching.append((w, downloads.submit(_download, w, read)))
                 held += 1
                 held_bytes += w.size or 0
                 if held >= ahead or held_bytes >= _AHEAD_BYTES:

@@ -1,0 +1,59 @@
+"""scan/partial.py, the choice of whole or partial (issue 49): a wheel its listing says is small
+is downloaded whole in one plain request before any range, because a partial read of it
+would cost more requests than the bytes it leaves out; the rest starts with its ranges."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+from torchwheel import api
+from torchwheel.scan import partial
+from torchwheel.scan.partial import PURE_AT_ONCE, WHOLE_AT_ONCE, partial_line, whole_at_once
+from torchwheel.scan.scanline import WheelSource
+
+from ..helpers import REPO
+from ..index_server import serve
+
+DEMO = REPO / "fixtures" / "demo" / "demo_stable-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"
+
+
+def test_which_wheels_are_read_whole_at_once() -> None:
+    compiled, pure = "https://h/a-1.0-cp39-abi3-manylinux_2_28_x86_64.whl", "https://h/a-1.0-py3-none-any.whl"
+    assert whole_at_once(WheelSource(compiled, size=WHOLE_AT_ONCE))
+    assert not whole_at_once(WheelSource(compiled, size=WHOLE_AT_ONCE + 1))  # ranges may pay: start with them
+    assert whole_at_once(WheelSource(pure, size=PURE_AT_ONCE))
+    assert not whole_at_once(WheelSource(pure, size=PURE_AT_ONCE + 1))  # its metadata, at its end
+    assert not whole_at_once(WheelSource(compiled))  # the listing gave no size: the first range tells
+    assert not whole_at_once(WheelSource("/local/a-1.0-cp39-abi3-manylinux_2_28_x86_64.whl", size=10))
+
+
+def test_a_listed_small_wheel_costs_one_request_and_its_line_is_the_whole_reads(tmp_path: Path) -> None:
+    files = tmp_path / "files"
+    files.mkdir()
+    shutil.copy(DEMO, files / DEMO.name)
+    digest = hashlib.sha256(DEMO.read_bytes()).hexdigest()
+    with serve(files) as (url, b):
+        source = WheelSource(f"{url}/{DEMO.name}", digest, DEMO.stat().st_size)
+        line = partial_line(source, api.check, api.need)
+        assert b.requests == [f"/{DEMO.name}"] and b.ranged == []  # one plain GET, no range
+        whole = api.scan_one(source)
+    assert line["partial"] == {
+        "axes": dict.fromkeys((*partial.AXES, partial.MARKER), partial.DECIDED),
+        "members": {},
+        "wheel_bytes": DEMO.stat().st_size,
+        "requests": 1,
+        "whole": "small",
+    }
+    assert {k: v for k, v in line.items() if k != "partial"} == whole
+    assert line["fetched_bytes"] == DEMO.stat().st_size and line["hashes_verified"] == {
+        "file": True,
+        "record": True,
+    }
+
+
+def test_a_small_wheel_that_cannot_be_fetched_is_a_line(tmp_path: Path) -> None:
+    with serve(tmp_path) as (url, _):
+        line = partial_line(WheelSource(f"{url}/{DEMO.name}", size=100), api.check, api.need)
+    assert line["error"]["code"] == "not-found" and "partial" not in line
