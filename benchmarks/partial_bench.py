@@ -140,12 +140,12 @@ def _forced(source: Any) -> dict[str, Any]:
     from torchwheel.net import ranged
     from torchwheel.scan import partial
 
-    saved = ranged._TAIL, partial._NEAR
-    ranged._TAIL, partial._NEAR = 4096, 2.0
+    saved = ranged._TAIL, partial._NEAR, partial.REQUEST_BYTES
+    ranged._TAIL, partial._NEAR, partial.REQUEST_BYTES = 4096, 2.0, 0
     try:
         return partial.partial_line(source, api.check, api.need)
     finally:
-        ranged._TAIL, partial._NEAR = saved
+        ranged._TAIL, partial._NEAR, partial.REQUEST_BYTES = saved
 
 
 def measure(wheel: Path, base: str) -> dict[str, Any]:

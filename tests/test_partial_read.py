@@ -108,6 +108,7 @@ def test_every_fixture_wheel_agrees_with_the_whole_read(
         monkeypatch.setattr(ranged, "_FIRST_STEP", 97)
         monkeypatch.setattr(partial_member, "_HEAD", 64)
         monkeypatch.setattr(partial, "_NEAR", 2.0)
+        monkeypatch.setattr(partial, "REQUEST_BYTES", 0)  # nor for what its requests would cost
     wheels = sorted(served.glob("*.whl"))
     assert len(wheels) > 20
     partial_members = whole_formats = whole_lines = 0
@@ -215,6 +216,7 @@ def test_a_hidden_marker_record_is_not_looked_for(
     its symbols give it; the whole read (``check`` of the download) finds the record."""
     monkeypatch.setattr(ranged, "_TAIL", 64)  # neither small
     monkeypatch.setattr(partial, "_NEAR", 2.0)  # nor read whole for its compiled share
+    monkeypatch.setattr(partial, "REQUEST_BYTES", 0)  # nor for what its requests would cost
     library = built_fixtures["elf_nomarker_stable"].read_bytes()
     hidden = library + marker_record.encode(FeatureVersion.parse("2.14"))
     wheel = _demo_with(tmp_path, {"demo_stable/elf_marker_2_10.abi3.so": hidden})

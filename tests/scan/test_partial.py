@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 from torchwheel import api
 from torchwheel.scan import partial
@@ -57,3 +59,31 @@ def test_a_small_wheel_that_cannot_be_fetched_is_a_line(tmp_path: Path) -> None:
     with serve(tmp_path) as (url, _):
         line = partial_line(WheelSource(f"{url}/{DEMO.name}", size=100), api.check, api.need)
     assert line["error"]["code"] == "not-found" and "partial" not in line
+
+
+def _fake(size: int, compiled: list[int], fetched: int = 1 << 18, tagged: bool = False) -> Any:
+    """What ``_near_whole`` reads of a ``RangedWheel``: its members' compressed sizes, WHEEL's
+    fields, and what the file cost so far."""
+    infos = {f"pkg/lib{i}.so": SimpleNamespace(compress_size=n) for i, n in enumerate(compiled)}
+    infos["pkg/data.bin"] = SimpleNamespace(compress_size=size - sum(compiled))
+    fields = {"Torch-ABI": ["2.10"], "Torch-Build": ["cpu"]} if tagged else {}
+    return SimpleNamespace(
+        contents=SimpleNamespace(wheel_fields=fields),
+        infos=infos,
+        remote=SimpleNamespace(fetched=fetched, size=size),
+    )
+
+
+def test_ranges_are_read_only_where_they_pay() -> None:
+    mb = 1 << 20
+    assert partial._steps(1) == 1
+    assert partial._steps(3 * (1 << 16)) == 2  # 64 KiB, then 128 KiB
+    assert partial._steps(100 * mb) == 9 + 5  # doubling to 16 MiB (about 32 MiB), then 16 MiB steps
+    # vLLM's shape: 13 libraries, 87 % of 336 MB: leaving out 45 MB would take about 80 ranges
+    vllm = [130, 66, 43, 39, 7, 3, 2, 2, 1, 1, 1, 1, 1]
+    assert partial._near_whole(_fake(336 * mb, [n * mb for n in vllm]))
+    # one 40 MB library in a 100 MB wheel of data: 60 MB left out for 11 ranges at most
+    assert not partial._near_whole(_fake(100 * mb, [40 * mb]))
+    # a 3 MB wheel, 70 % compiled in 5 libraries: 0.9 MB left out for a dozen ranges
+    assert partial._near_whole(_fake(3 * mb, [420_000] * 5))
+    assert not partial._near_whole(_fake(3 * mb, [420_000] * 5, tagged=True))  # WHEEL says it all
