@@ -181,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--baseline", help="also torchwheel as committed at this git revision")
     parser.add_argument("--no-peers", action="store_true", help="torchwheel and the floors only")
+    parser.add_argument(
+        "--rev", help="measure torchwheel as committed at this git revision (default: the working tree)"
+    )
     parser.add_argument("--json", type=Path, default=HERE / "results" / "check_speed.json")
     parser.add_argument("--write-docs", action="store_true", help="the table into docs/performance.md")
     args = parser.parse_args(argv)
@@ -189,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     keys = [k for k in TOOLS if not (args.no_peers and k in PEERS)]
     if not args.no_peers:
         print(run.setup_peers(), flush=True)
-    ctx = run.Context(torchwheel=run.default_torchwheel(), python=sys.executable, peers=run.PEERS_BIN)
+    subject = run.torchwheel_at(args.rev)[0] if args.rev else run.default_torchwheel()
+    ctx = run.Context(torchwheel=subject, python=sys.executable, peers=run.PEERS_BIN)
     tools = [run.BY_KEY[k] for k in keys]
     labels = {t.key: t.label for t in tools}
     if args.baseline:

@@ -2,9 +2,12 @@
 """``torchwheel scan`` of a whole project against a plain parallel download of the same files,
 side by side in one run (issue 49).
 
-    python benchmarks/scan_speed.py [--reps 3] [--project torchao] [--no-vllm]
+    python benchmarks/scan_speed.py [--reps 3] [--rate MB/s] [--project torchao] [--no-vllm]
 
-Reproduces ``docs/performance.md`` ("Scan against the download"). The project's wheels (all
+Reproduces ``docs/performance.md`` ("Scan against the download"): once with the default
+``--rate`` (one link of 16.7 MB/s shared by every connection, the speed of the issue's own
+download of the project: 154 MB in 9.2 s) and once with ``--rate 0`` (127.0.0.1's speed, where
+the download costs next to nothing and a scan costs its checks). The project's wheels (all
 71 of torchao's, 154 MB) are fetched from PyPI once into ``.cache/bench/<project>`` (its
 PEP 691 page, every file checked against its sha256), and vLLM 0.33.0's Linux wheel (336 MB)
 by pip. They are served from 127.0.0.1 by ``tests/index_server.py`` as a PEP 691 index (the
@@ -51,6 +54,7 @@ import harness  # noqa: E402  (benchmarks/ is no package: see harness.py)
 import run  # noqa: E402
 
 BENCH = REPO / ".cache" / "bench"
+LINK_MB_S = 16.7  # the issue's plain download of torchao's 154 MB took 9.2 s: a link of this rate
 CONNECTIONS = 4  # fairness.Policy.host_connections: what torchwheel opens to one host
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 TARGET_SCAN_OVER_DOWNLOAD = 1.3
@@ -141,6 +145,57 @@ def plain_download(listing: Path, dest: Path) -> int:
     for t in threads:
         t.join()
     return 1 if failures else 0
+
+
+class _Link:
+    """One link shared by every connection the server answers: at most ``rate`` bytes a
+    second in all (a token bucket, 64 KiB at a time), as a network between a client and an
+    index is; 0 for no limit (127.0.0.1's speed)."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate, self.next = rate, time.monotonic()
+        self.lock = threading.Lock()
+
+    def take(self, n: int) -> None:
+        if not self.rate:
+            return
+        with self.lock:
+            now = time.monotonic()
+            start = max(now, self.next)
+            self.next = start + n / self.rate
+        time.sleep(max(0.0, start - now))
+
+
+class _Throttled:
+    """A handler's ``wfile`` written through the link, 64 KiB at a time."""
+
+    def __init__(self, raw: Any, link: _Link) -> None:
+        self.raw, self.link = raw, link
+
+    def write(self, data: bytes) -> int:
+        view = memoryview(data)
+        for at in range(0, len(view), 1 << 16):
+            piece = view[at : at + (1 << 16)]
+            self.link.take(len(piece))
+            self.raw.write(piece)
+        return len(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+def _throttle(rate_mb_s: float) -> None:
+    """Every answer of ``tests/index_server.py`` in this process through one link of this rate."""
+    from tests import index_server
+
+    link = _Link(rate_mb_s * 1e6)
+    original = index_server._Handler.setup
+
+    def setup(self: Any) -> None:
+        original(self)
+        self.wfile = _Throttled(self.wfile, link)
+
+    index_server._Handler.setup = setup  # type: ignore[method-assign]
 
 
 def _measure(argv: list[str], server: Any) -> dict[str, Any]:
@@ -262,12 +317,14 @@ def verdicts(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    begin, end = harness.markers("scan-speed")
+    begin, end = harness.markers(_section(result["rate_mb_s"]))
     lines = [
         begin,
-        f"Run of {result['when']} UTC (`benchmarks/scan_speed.py --reps {result['reps']}`), served from "
-        f"127.0.0.1 by `tests/index_server.py`, on {result['cpus']} vCPUs. Medians; requests and bytes are the "
-        "server's count (a scan's include its index page).",
+        f"Run of {result['when']} UTC (`benchmarks/scan_speed.py --reps {result['reps']} --rate {result['rate_mb_s']:g}`), "
+        f"served from 127.0.0.1 by `tests/index_server.py` through one link of "
+        f"{'unlimited speed' if not result['rate_mb_s'] else str(result['rate_mb_s']) + ' MB/s'} shared by all "
+        f"connections, on {result['cpus']} vCPUs. Medians; requests and bytes are the server's count (a scan's "
+        "include its index page).",
     ]
     for case in result["cases"]:
         loads = case["load_average"]
@@ -305,12 +362,27 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _section(rate: float) -> str:
+    """The docs section of a run: through an emulated link, or at 127.0.0.1's speed."""
+    return "scan-speed-link" if rate else "scan-speed-local"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--project", default="torchao")
     parser.add_argument("--no-vllm", action="store_true", help="the project only")
     parser.add_argument("--no-jobs2", action="store_true", help="without the --jobs 2 scan")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=LINK_MB_S,
+        help=f"MB/s of the link the server answers through, shared by all connections (default {LINK_MB_S}: "
+        "the issue's download; 0: no limit)",
+    )
+    parser.add_argument(
+        "--rev", help="measure torchwheel as committed at this git revision (default: the working tree)"
+    )
     parser.add_argument("--json", type=Path, default=HERE / "results" / "scan_speed.json")
     parser.add_argument("--write-docs", action="store_true", help="the tables into docs/performance.md")
     parser.add_argument(
@@ -321,6 +393,9 @@ def main(argv: list[str] | None = None) -> int:
         return plain_download(*args.plain_download)
 
     torchwheel = run.default_torchwheel()
+    if args.rev:  # a stable subject while src/ changes (run.torchwheel_at)
+        torchwheel, _ = run.torchwheel_at(args.rev)
+    _throttle(args.rate)
     project = sorted(download_project(args.project).glob("*.whl"))
     started = time.time()
     cases = [measure_case(args.project, args.project, project, args.reps, torchwheel, not args.no_jobs2)]
@@ -335,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         "when": time.strftime("%Y-%m-%d %H:%M", time.gmtime(started)),
         "reps": args.reps,
         "cpus": os.cpu_count(),
+        "rate_mb_s": args.rate,
         "git": harness.first_line(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"]),
         "cases": cases,
     }
@@ -343,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(result)
     print(text)
     if args.write_docs:
-        harness.put_section(REPO / "docs" / "performance.md", text, "scan-speed")
+        harness.put_section(REPO / "docs" / "performance.md", text, _section(args.rate))
     return 0
 
 
