@@ -30,10 +30,11 @@ import io
 import itertools
 import os
 import socket
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -163,6 +164,16 @@ class _TimedResponse(http.client.HTTPResponse):
         raw = self.fp.detach()
         assert isinstance(raw, io.RawIOBase)
         self.fp = io.BufferedReader(_TimedReader(raw, sock, budget, where))
+        self.release: Callable[[bool], None] | None = None  # the pool's, once the response is handed out
+
+    def close(self) -> None:
+        """Closed, and its connection handed back to the pool when the body was read to its
+        end and the server keeps it open; else the connection is closed too."""
+        complete = self.fp is None  # http.client lets go of the socket's file at the body's end
+        super().close()
+        release, self.release = self.release, None
+        if release is not None:
+            release(complete and not self.will_close)
 
 
 class _TimedConnection(http.client.HTTPConnection):
@@ -200,7 +211,101 @@ class _Charged(urllib.request.AbstractHTTPHandler):
         self, kind: type[_TimedConnection], req: urllib.request.Request, **kw: Any
     ) -> http.client.HTTPResponse:
         self.session.budget.request(req.full_url)
-        return self.do_open(self.session.connection(kind, req), req, **kw)
+        return self._pooled(kind, req, **kw)
+
+    def _pooled(self, kind: type[_TimedConnection], req: urllib.request.Request, **kw: Any) -> _TimedResponse:
+        """``AbstractHTTPHandler.do_open`` without its ``Connection: close``: the request goes
+        out on an idle connection to the host when the pool has one (``_POOL``), else on a new
+        one, and the connection goes back to the pool once its answer was read to the end. A
+        kept connection the server closed meanwhile fails before any answer: the request is
+        sent once more on a new one (a GET: nothing happened on the server)."""
+        if not req.host:
+            raise urllib.error.URLError("no host given")
+        key = (req.type, req.host, req._tunnel_host or "")  # type: ignore[attr-defined]
+        headers = dict(req.unredirected_hdrs)
+        headers.update({k: v for k, v in req.headers.items() if k not in headers})
+        headers = {name.title(): value for name, value in headers.items()}
+        tunnel: dict[str, str] = {}
+        if "Proxy-Authorization" in headers:  # for the proxy, never the origin (as do_open)
+            tunnel["Proxy-Authorization"] = headers.pop("Proxy-Authorization")
+        budget, where = self.session.budget, req.full_url
+        for kept in (_POOL.take(key), None):
+            if kept is not None:
+                conn = kept
+                conn.budget, conn.url = budget, where
+                conn.response_class = partial(_TimedResponse, budget=budget, where=where)  # type: ignore[assignment]
+            else:
+                conn = kind(req.host, timeout=req.timeout, budget=budget, where=where, **kw)
+                if req._tunnel_host:  # type: ignore[attr-defined]
+                    conn.set_tunnel(req._tunnel_host, headers=tunnel)  # type: ignore[attr-defined]
+            try:
+                try:
+                    conn.request(req.get_method(), req.selector, req.data, headers)
+                except OSError as err:
+                    raise urllib.error.URLError(err) from err
+                response = conn.getresponse()
+            except (urllib.error.URLError, http.client.RemoteDisconnected, ConnectionError) as exc:
+                conn.close()
+                if kept is not None and _stale(exc):
+                    continue  # the server had closed it: once more, on a new connection
+                raise
+            except BaseException:
+                conn.close()
+                raise
+            assert isinstance(response, _TimedResponse)
+            response.url = req.get_full_url()
+            response.msg = response.reason  # type: ignore[assignment]  # as do_open: urllib's callers read it
+            response.release = partial(_POOL.give, key, conn)
+            return response
+        raise AssertionError("unreachable: the second attempt opens a new connection")
+
+
+def _stale(exc: BaseException) -> bool:
+    """A kept connection that the server closed while it was idle: it fails on the request's
+    first bytes or before the status line, never after an answer began."""
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    return isinstance(reason, http.client.RemoteDisconnected | ConnectionError)
+
+
+class _Pool:
+    """Idle keep-alive connections by (scheme, host:port, proxy tunnel): a scan's downloads and
+    ranges to one index reuse a few connections instead of a TCP (and TLS) handshake each, as
+    pip's requests and uv do (an index's server or CDN answers HTTP/1.1 and keeps them open;
+    a server that closes each one, HTTP/1.0 like ``http.server``'s, just gets new ones). At
+    most the per-host connection cap idle per host (``fairness``: no more are ever in flight);
+    a forked child (``scan --jobs``) starts empty: its parent's sockets are not its to use."""
+
+    def __init__(self) -> None:
+        self._idle: dict[tuple[str, str, str], list[_TimedConnection]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, key: tuple[str, str, str]) -> _TimedConnection | None:
+        with self._lock:
+            idle = self._idle.get(key)
+            return idle.pop() if idle else None
+
+    def give(self, key: tuple[str, str, str], conn: _TimedConnection, reusable: bool) -> None:
+        if reusable and conn.sock is not None:
+            with self._lock:
+                idle = self._idle.setdefault(key, [])
+                if len(idle) < fairness.gate().policy.host_connections:
+                    idle.append(conn)
+                    return
+        conn.close()
+
+    def forget(self) -> None:
+        """Drop every idle connection (in a forked child: its own descriptor of each closed,
+        which leaves the parent's connection as it was)."""
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        for conns in idle.values():
+            for conn in conns:
+                conn.close()
+
+
+_POOL = _Pool()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_POOL.forget)
 
 
 class _HTTP(_Charged, urllib.request.HTTPHandler):
