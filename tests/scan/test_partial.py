@@ -87,3 +87,11 @@ def test_ranges_are_read_only_where_they_pay() -> None:
     # a 3 MB wheel, 70 % compiled in 5 libraries: 0.9 MB left out for a dozen ranges
     assert partial._near_whole(_fake(3 * mb, [420_000] * 5))
     assert not partial._near_whole(_fake(3 * mb, [420_000] * 5, tagged=True))  # WHEEL says it all
+
+
+def test_a_big_wheels_first_range_holds_its_directory_and_metadata() -> None:
+    url = "https://h/a-1.0-cp39-abi3-manylinux_2_28_x86_64.whl"
+    assert partial._first_range(WheelSource(url)) is None  # no size listed: the default
+    assert partial._first_range(WheelSource(url, size=10 << 20)) == partial.ranged._TAIL
+    assert partial._first_range(WheelSource(url, size=64 << 20)) == 1 << 20
+    assert partial._first_range(WheelSource(url, size=336 << 20)) == 4 << 20  # vLLM's: at most 4 MiB

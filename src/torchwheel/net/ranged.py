@@ -58,13 +58,15 @@ class NoRanges(InputError):
 class RemoteFile:
     """A hosted file's bytes by offset, and what reading them cost (``fetched``, ``requests``)."""
 
-    def __init__(self, session: fetch.Session, url: str) -> None:
+    def __init__(self, session: fetch.Session, url: str, tail: int | None = None) -> None:
+        """``tail``: the first request's bytes (``_TAIL`` when None; a caller that knows the
+        file is big asks for more, to hold its directory and metadata in that one request)."""
         self.session, self.url = session, url
         self.fetched = self.requests = self.held_bytes = 0
         self.starts: list[int] = []  # spans held for small reads, sorted by start
         self.spans: list[bytes] = []
         self._ahead, self._missed_to = _READAHEAD, -1  # the read-ahead, and the last miss's end
-        first, data, self.size = self._get(f"bytes=-{_TAIL}")
+        first, data, self.size = self._get(f"bytes=-{tail or _TAIL}")
         self._keep(first, data)
 
     def _get(self, span: str, sink: BinaryIO | None = None) -> tuple[int, bytes, int]:
