@@ -87,6 +87,7 @@ def test_ranges_are_read_only_where_they_pay() -> None:
     # a 3 MB wheel, 70 % compiled in 5 libraries: 0.9 MB left out for a dozen ranges
     assert partial._near_whole(_fake(3 * mb, [420_000] * 5))
     assert not partial._near_whole(_fake(3 * mb, [420_000] * 5, tagged=True))  # WHEEL says it all
+    assert not partial._near_whole(_fake(1 * mb, []))  # pure: its metadata says it all
 
 
 def test_a_big_wheels_first_range_holds_its_directory_and_metadata() -> None:

@@ -140,10 +140,12 @@ def _near_whole(wheel: RangedWheel) -> bool:
     if fields.get(TORCH_ABI_FIELD) and fields.get(TORCH_BUILD_FIELD):
         return False  # tagged: WHEEL says it all (``need_from_fields``)
     members = [i.compress_size for name, i in wheel.infos.items() if is_compiled_name(name)]
+    if not members:
+        return False  # pure Python: its need is in the metadata read already
     compiled, fetched, size = sum(members), wheel.remote.fetched, wheel.remote.size
     if fetched + compiled >= _NEAR * size:
         return True
-    requests = 1 + sum(_steps(n) for n in members)  # the metadata's, and each member's
+    requests = sum(_steps(n) for n in members)  # each member's, as if read whole
     return max(0, size - fetched - compiled) < requests * REQUEST_BYTES
 
 
