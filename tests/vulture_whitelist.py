@@ -49,3 +49,8 @@ TorchABIPlugin.get_supported_configs
 SymbolTable.from_json  # to_json's reader, for tables as text: the tests round-trip through it
 WheelSource.from_json  # scripts/shim_exports.py reads its cached export lists with it
 __getattr__  # PEP 562: api's and results' Literal aliases, loaded when first asked for
+from torchwheel.binary.elfneeded import dynamic_names
+from torchwheel.tables.torchcache import record_rows
+
+dynamic_names  # issue 49: doctor's cheap "touches torch" read; the lead wires it into doctor/
+record_rows  # issue 49: torch's RECORD kept between doctor runs; wired with the one above

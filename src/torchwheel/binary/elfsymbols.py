@@ -130,7 +130,7 @@ def _columns(
     return st_name, st_info, st_other, st_shndx, st_value
 
 
-def _dynamic_entries(r: Reader, offset: int, size: int) -> list[tuple[int, int]]:
+def dynamic_entries(r: Reader, offset: int, size: int) -> list[tuple[int, int]]:
     """The tags this reader uses, up to DT_NULL: a PT_DYNAMIC of millions of entries
     is walked within its bytes, and only the few that matter are kept."""
     entsize = struct.calcsize(r.lay.dyn)
@@ -154,7 +154,7 @@ def dynamic_ranges(r: Reader, loads: list[Segment], dynamic: Segment) -> list[tu
     pass, instead of a fallback pass per table behind a hostile (or moved) layout."""
     out: list[tuple[int, int]] = []
     try:
-        values = dict(_dynamic_entries(r, dynamic.offset, dynamic.filesz))
+        values = dict(dynamic_entries(r, dynamic.offset, dynamic.filesz))
     except (MissingRange, BinaryError):
         return out
     where = {tag: r.vaddr_to_offset(loads, val) for tag, val in values.items() if tag != _DT_NEEDED}
@@ -200,7 +200,7 @@ def section_route(r: Reader) -> tuple[Symbols, list[str]] | None:
     needed: list[str] = []
     dynamic = next((sec for sec in table if sec.type == SHT_DYNAMIC), None)
     if dynamic is not None:
-        for tag, val in _dynamic_entries(r, dynamic.offset, dynamic.size):
+        for tag, val in dynamic_entries(r, dynamic.offset, dynamic.size):
             if tag == _DT_NEEDED:
                 needed.append(names(val))
     return symbols, needed
@@ -249,7 +249,7 @@ def dynamic_route(r: Reader, loads: list[Segment], dynamic: Segment | None) -> t
     """Read .dynsym/.dynstr and DT_NEEDED through PT_DYNAMIC, as ``ld.so`` does."""
     if dynamic is None:
         return Symbols([], [], None), []  # a static executable or object: nothing dynamic
-    entries = _dynamic_entries(r, dynamic.offset, dynamic.filesz)
+    entries = dynamic_entries(r, dynamic.offset, dynamic.filesz)
     values = {tag: val for tag, val in entries}
     if _DT_SYMTAB not in values or _DT_STRTAB not in values:
         raise BinaryError("PT_DYNAMIC has no DT_SYMTAB/DT_STRTAB")

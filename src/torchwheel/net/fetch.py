@@ -380,11 +380,6 @@ class Session:
         self.authorize(req)
         return req
 
-    def connection(self, kind: type[_TimedConnection], req: urllib.request.Request) -> Any:
-        """``kind`` bound to this command's budget, as ``urllib`` builds a connection
-        (``Any``: typeshed's protocol for it knows no budget)."""
-        return partial(kind, budget=self.budget, where=req.full_url)
-
     def authorize(self, req: urllib.request.Request) -> None:
         auth = self.credentials.get(urlsplit(req.full_url).netloc.lower())
         if auth is not None:
