@@ -164,7 +164,7 @@ def markdown(result: dict[str, Any]) -> str:
         r, met = result["ratios"], result["met"]
         lines += [
             "",
-            "| done when (issue 49) | measured | |",
+            "| target | measured | |",
             "|---|---:|---|",
             f"| check <= 1.15x the 2-worker floor | {r.get('check_over_two_worker_floor', '-')}x | {'met' if met['two_worker_floor'] else 'not met'} |",
             f"| check <= 0.7x the single-core floor | {r.get('check_over_single_core_floor', '-')}x | {'met' if met['single_core_floor'] else 'not met'} |",
