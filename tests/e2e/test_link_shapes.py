@@ -31,10 +31,14 @@ def _site(root: Path, wheel: Path, fragment: str) -> None:
     shutil.copy2(wheel, files / wheel.name)
     page = root / "simple" / "demo-stable"
     page.mkdir(parents=True)
-    (page / "index.html").write_text(f'<a href="../../files/with space/{wheel.name}#{fragment}">{wheel.name}</a>\n')
+    (page / "index.html").write_text(
+        f'<a href="../../files/with space/{wheel.name}#{fragment}">{wheel.name}</a>\n'
+    )
 
 
-@pytest.mark.parametrize("digest_first", [True, False], ids=["sha256-then-subdirectory", "subdirectory-then-sha256"])
+@pytest.mark.parametrize(
+    "digest_first", [True, False], ids=["sha256-then-subdirectory", "subdirectory-then-sha256"]
+)
 def test_select_reads_a_raw_space_and_a_long_fragment_as_pip_does(
     fixture_wheels: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], digest_first: bool
 ) -> None:
@@ -43,7 +47,9 @@ def test_select_reads_a_raw_space_and_a_long_fragment_as_pip_does(
     fragment = f"sha256={sha}&subdirectory=sub" if digest_first else f"subdirectory=sub&sha256={sha}"
     _site(tmp_path / "site", wheel, fragment)
     with serve(tmp_path / "site", Behaviour()) as (base, behaviour):
-        code = run(cli, ["select", "--format", "json", *PLAN, "-i", f"{base}/simple", "--name", "demo-stable"])
+        code = run(
+            cli, ["select", "--format", "json", *PLAN, "-i", f"{base}/simple", "--name", "demo-stable"]
+        )
         got = capsys.readouterr()
         assert code == 0, got.err
         (project,) = json.loads(got.out)["projects"]
@@ -59,7 +65,11 @@ def test_select_reads_a_raw_space_and_a_long_fragment_as_pip_does(
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=offline_env())
         assert result.returncode == 0, result.stderr
         assert [p.name for p in out.iterdir()] == [wheel.name]
-        assert [p for p in behaviour.requests if p.endswith(".whl")] == ours == [f"/files/with space/{wheel.name}"]
+        assert (
+            [p for p in behaviour.requests if p.endswith(".whl")]
+            == ours
+            == [f"/files/with space/{wheel.name}"]
+        )
 
 
 def test_a_wrong_digest_beside_other_parameters_costs_the_file(
@@ -71,7 +81,9 @@ def test_a_wrong_digest_beside_other_parameters_costs_the_file(
     wheel = fixture_wheels["clean"]
     _site(tmp_path / "site", wheel, f"sha256={'0' * 64}&subdirectory=sub")
     with serve(tmp_path / "site", Behaviour()) as (base, _):
-        code = run(cli, ["select", "--format", "json", *PLAN, "-i", f"{base}/simple", "--name", "demo-stable"])
+        code = run(
+            cli, ["select", "--format", "json", *PLAN, "-i", f"{base}/simple", "--name", "demo-stable"]
+        )
         got = capsys.readouterr()
         assert code != 0
         assert "sha256" in got.out + got.err

@@ -222,12 +222,12 @@ PIP_URLS = [
 @pytest.mark.parametrize(("path", "expected"), PIP_PATHS, ids=[p for p, _ in PIP_PATHS])
 def test_a_path_is_quoted_as_pip_quotes_it(path: str, expected: str) -> None:
     url = f"https://example.com/{path}"
-    assert pages.quoted(url) == f"https://example.com/{expected}" == _ensure_quoted_url(url)
+    assert pages.quote_link(url) == f"https://example.com/{expected}" == _ensure_quoted_url(url)
 
 
 @pytest.mark.parametrize(("url", "expected"), PIP_URLS, ids=[u for u, _ in PIP_URLS])
 def test_a_url_is_quoted_as_pip_quotes_it(url: str, expected: str) -> None:
-    assert pages.quoted(url) == expected == _ensure_quoted_url(url)
+    assert pages.quote_link(url) == expected == _ensure_quoted_url(url)
 
 
 DIGEST = "ab" * 32
@@ -273,7 +273,11 @@ def test_an_html_link_reads_as_pip_reads_it(href: str) -> None:
 @pytest.mark.parametrize("href", HREFS)
 def test_a_json_file_url_reads_as_pip_reads_it(href: str) -> None:
     """PEP 691: the page's ``hashes`` and the URL's own digest, which pip lays over them."""
-    entry = {"filename": "demo-1.0-py3-none-any.whl", "url": href, "hashes": {"sha256": "CD" * 32, "md5": "ef"}}
+    entry = {
+        "filename": "demo-1.0-py3-none-any.whl",
+        "url": href,
+        "hashes": {"sha256": "CD" * 32, "md5": "ef"},
+    }
     data = json.dumps({"meta": {"api-version": "1.1"}, "name": "demo", "files": [entry]}).encode()
     (ours,) = _ours(data, True).files
     (theirs,) = _pips(data, True)

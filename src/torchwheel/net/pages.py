@@ -150,7 +150,7 @@ def _quoted_part(part: str, local: bool) -> str:
     return quote(unquote(part))  # unquoted first, so nothing is quoted twice
 
 
-def quoted(url: str) -> str:
+def quote_link(url: str) -> str:
     """``url`` with its path quoted as pip 26.3 quotes a link before it fetches it
     (``_ensure_quoted_url``): a raw space becomes ``%20``, ``%5b`` becomes ``%5B``, an
     existing ``%20`` stays; ``@`` and ``%2F`` are kept as they are. Written here because
@@ -177,7 +177,7 @@ def link_digests(url: str) -> dict[str, str]:
 def split_link(url: str) -> tuple[str, dict[str, str]]:
     """A link's absolute URL as torchwheel fetches it (quoted as pip quotes it, without its
     fragment) and the digest it carries."""
-    return urldefrag(quoted(url))[0], link_digests(url)
+    return urldefrag(quote_link(url))[0], link_digests(url)
 
 
 def requires_python(text: str | None, where: str) -> str | None:
