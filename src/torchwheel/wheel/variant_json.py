@@ -48,10 +48,9 @@ STABLE = "stable_abi"  # torchwheel :: stable_abi :: 2.12 = loads on torch >= 2.
 LOCKED = "build_torch"  # torchwheel :: build_torch :: 2.13 = loads on torch 2.13 only
 # the PEP 850 draft's format (PEP 825's, with the providers table this file has), as uv 0.13.9
 # names it; variantlib 0.2.2 writes ``.../v0.2.0.json`` for the same shape and reads either
+# (uv 0.13.9 knows it and PEP 825's ``.../peps/825/v0.1.1.json``, by ``strings`` of its binary;
+# any other it logs as "Unknown variant metadata schema" and parses the same)
 SCHEMA = "https://variants-schema.wheelnext.dev/peps/850/v0.2.0.json"
-# what uv 0.13.9 knows (``strings`` of its binary; any other it logs as "Unknown variant
-# metadata schema" and parses the same)
-KNOWN_SCHEMAS = frozenset({SCHEMA, "https://variants-schema.wheelnext.dev/peps/825/v0.1.1.json"})
 PLUGIN_API = "torchwheel.publish.variant_plugin:TorchABIPlugin"
 NVIDIA = "nvidia"  # NVIDIA's provider: uv 0.13.9 knows it by this plugin and package
 CUDA_LOWER = "cuda_version_lower_bound"
