@@ -19,7 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.frozen import frozen
-from torchwheel.torchabi.need import Release, show_release
+from torchwheel.torchabi.need import Release, claimed_releases, show_release
 from torchwheel.version import FeatureVersion
 
 
@@ -87,9 +87,9 @@ class Hybrid:
 
 def hybrid_of(release: Iterable[WheelFacts]) -> Hybrid | None:
     """The release as a hybrid, or None: it has stable and version-locked wheels, every
-    version-locked one is dated (its releases known, none newer than the tables) and every
-    release it is built for is a minor below every stable floor. Anything less is a real
-    conflict (TW603)."""
+    version-locked one is dated (its one-minor pin, else the releases it loads on; none newer
+    than the tables) and every release it is for is a minor below every stable floor.
+    Anything less is a real conflict (TW603)."""
     stable: list[FeatureVersion] = []
     locked: list[Release] = []
     for w in release:
@@ -99,9 +99,16 @@ def hybrid_of(release: Iterable[WheelFacts]) -> Hybrid | None:
                 return None
             stable.append(need.floor)
         elif need.kind == "unstable":
-            if not need.releases or need.newer:
+            # where installers put it: its one-minor pin (or label) where it states one, as the
+            # imports of a per-minor build may exist in later torches too; else where it loads
+            try:
+                version = Version(w.contents.filename_version)
+            except InvalidVersion:
+                version = Version("0")
+            releases = claimed_releases(w.metadata.torch_requirements, version)[0] or need.releases
+            if not releases or need.newer:
                 return None
-            locked += need.releases
+            locked += releases
     if not stable or not locked:
         return None
     floor = min(stable)
