@@ -132,6 +132,22 @@ def test_the_front_page_links_each_torch_its_build(work: Path) -> None:
         assert loading == [f"{EXPECTED[torch]}-{TAGS}.whl"], (column, rows)
 
 
+@pytest.mark.parametrize("torch", ["2.11", "2.13"])
+def test_torchwheel_install_takes_the_build_for_the_environments_torch(
+    work: Path, tmp_path: Path, torch: str
+) -> None:
+    python = venv_with_torch(tmp_path / "venv", torch, tmp_path / "stub")
+    result = torchwheel("install", "--python", str(python), "dist", cwd=work)
+    assert result.returncode == 0, result.stderr
+    got = subprocess.run(
+        [str(python), "-c", "import twhyb; print(twhyb.BUILD)"],
+        capture_output=True,
+        text=True,
+        env=offline_env(),
+    )
+    assert got.stdout.strip() == ("stable" if torch == "2.13" else torch), got.stderr
+
+
 @pytest.mark.parametrize("installer", ["pip", "uv"])
 @pytest.mark.parametrize("torch", ["2.11", "2.13"])
 def test_installers_get_the_right_build_from_the_per_torch_index(
