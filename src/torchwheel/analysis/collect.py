@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 
-from torchwheel.analysis import loaders, pyimports
+from torchwheel.analysis import device_code, loaders, pyimports
 from torchwheel.analysis.buildunits import flavour_pair_dirs, flavour_sets
 from torchwheel.analysis.member import BinaryAnalysis, MemberBinary, UnreadableBinary, analyze_binary
+from torchwheel.analysis.platforms import expected
 from torchwheel.analysis.pythonabi import parse_suffix
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.binary import BinaryError
@@ -129,6 +130,11 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
     fallbacks = loaders.fallback_units(
         contents.members, source.member_size, source.read, flavour_sets(readable)
     )
+    platforms = {t.platform for t in (contents.filename_tags or contents.wheel_tags)}
+    promises = (
+        [e for e in map(expected, sorted(platforms)) if e is not None] if "any" not in platforms else []
+    )
+    device = device_code.device_side(readable, promises, contents.members, source.member_size, source.read)
     record = verify_record(
         contents.record,
         contents.dist_info,
@@ -150,4 +156,5 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
         py_imports=py_imports,
         loader_prefers=loader_prefers,
         loader_fallbacks=fallbacks,
+        device_code=device,
     )

@@ -71,6 +71,9 @@ class WheelFacts:
     # the flavour sets (``unit_key``) whose loader goes on without them where none loads:
     # ``analysis.loaders.fallback_units``; such a set loads where any member does
     loader_fallbacks: frozenset[str] = frozenset()
+    # member -> the kernel manifest that names it: code for an accelerator's own cores, which
+    # no host loader of the package reads (``analysis.device_code``); TW405 leaves it alone
+    device_code: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def is_wheel_file(self) -> bool:

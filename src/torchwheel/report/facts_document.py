@@ -262,6 +262,7 @@ def wheel_json(w: WheelFacts) -> dict[str, Any]:
         "torch_build": builds_json(need.builds),
         "files": [{"member": b.member, **binary_json(b.analysis)} for b in w.binaries],
         "unreadable": [{"member": u.member, "error": u.error} for u in w.unreadable],
+        "device_code": [{"member": m, "manifest": manifest} for m, manifest in sorted(w.device_code.items())],
     }
 
 

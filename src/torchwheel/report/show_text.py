@@ -98,6 +98,10 @@ def wheel_text(w: WheelFacts) -> str:
     if (need.kind == "unstable" and not need.per_release) or need.newer:
         lines.append(f"  torch version    {need}")
     lines += _build_lines(w)
+    lines += [
+        f"  device-side      {member} (the accelerator's own cores: {manifest} names it, no host code loads it)"
+        for member, manifest in sorted(w.device_code.items())
+    ]
     lines += _file_table(w)
     lines += _symbol_detail(w)
     return safe_lines(lines)  # input-derived text escaped (textsafe)

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote, urldefrag, urljoin, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 from urllib.request import url2pathname
 
 from packaging.utils import NormalizedName, canonicalize_name
@@ -203,8 +203,7 @@ class _Walk:
     def _hosted_source(self, url: str, index: bool) -> None:
         path = urlsplit(url).path
         if path.endswith(".whl"):
-            bare, fragment = urldefrag(url)
-            link = pages.Link(bare, pages.digests(fragment))
+            link = pages.Link(*pages.split_link(url))
             self._files(pages.Page([link], []), fetch.shown(url), hosted_page=True)
             return
         last = canonicalize_name(unquote(path.rstrip("/").rsplit("/", 1)[-1]))
