@@ -1,9 +1,10 @@
 """``torchwheel doctor``: read a target environment and judge every installed extension
 against a torch: its own, a planned one (``--torch``) or a torch wheel (``--against``).
 
-The edges of the command: the interpreter is probed in a subprocess (``target.probe``: its
-search path, prefixes, torch version and build; nothing of the environment is imported
-here), its distributions are read in place (``wheel.installed``, ``doctor.environment``),
+The edges of the command: the interpreter is probed in a subprocess (``target.probe``: run
+with ``-I -S``, so nothing of the environment runs; its search path computed from its
+``pyvenv.cfg`` and ``.pth`` path lines, its torch read from disk; ``.pth`` import lines are
+not run, and listed), its distributions are read in place (``wheel.installed``, ``doctor.environment``),
 its torch's exports read through the torch distribution's own RECORD, and the judgement is
 ``doctor.diagnosis``, pure. ``--explain`` reads the same environment for the one file an
 import error names (``doctor.import_error``).
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +135,7 @@ def run(
         libraries = read_torch(against, wanted)
         judged = _against(target, libraries)
     diagnosis = diagnose(env, judged, table, own if judged is not own else None)
+    diagnosis = replace(diagnosis, not_run=target.not_run, more_not_run=target.more_not_run)
     explanation = _explain(question, asked, env, judged, table) if question is not None else None
     return DoctorResult(target, diagnosis, explanation)
 
