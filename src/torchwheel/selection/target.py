@@ -34,6 +34,7 @@ from torchwheel.torchabi import backend
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.cuda_archs import parse_gpu
 from torchwheel.torchabi.torch_releases import Minor, minor_of
+from torchwheel.torchabi.torchlibs import VERSION_PY_BYTES
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.headers import parse_headers
 from torchwheel.wheel.installed import locate, metadata_text
@@ -112,7 +113,6 @@ _PROBE_TIMEOUT = 120
 # answering this probe, and is stopped rather than read (a flood is not held in memory)
 _PROBE_ANSWER_BYTES = 4 << 20
 _STDERR_KEPT = 4096  # the end of its stderr, for the one line that says why it failed
-_VERSION_PY_BYTES = 1 << 16  # torch's version.py is ~300 bytes; only its start is read
 
 _ANSWER = safejson.Object(
     {
@@ -280,7 +280,7 @@ def _torch_distribution(search: Iterable[str]) -> tuple[Version | None, str | No
         raise InputError(f"{found}: torch's version {quoted(raw, 40)} is not a version") from exc
     requires = [str(r).split(";")[0] for r in headers.get_all("Requires-Dist") or []]
     try:
-        head = read_head(found.parent / "torch" / "version.py", _VERSION_PY_BYTES)
+        head = read_head(found.parent / "torch" / "version.py", VERSION_PY_BYTES)
         version_py: str | None = head.decode("utf-8", "replace")
     except OSError:
         version_py = None
@@ -431,7 +431,7 @@ def probe_here() -> TorchTarget:
         dist = m.distribution("torch")
         torch: Version | None = Version(dist.version)
         try:
-            head = read_head(Path(str(dist.locate_file("torch/version.py"))), _VERSION_PY_BYTES)
+            head = read_head(Path(str(dist.locate_file("torch/version.py"))), VERSION_PY_BYTES)
             version_py: str | None = head.decode("utf-8", "replace")
         except OSError:
             version_py = None

@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 from packaging.version import InvalidVersion, Version
 
-from torchwheel import __version__
+from torchwheel import __version__, limits
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.tables import exports_update
@@ -140,8 +140,13 @@ def _libraries(source: Path, notes: list[str]) -> TorchLibraries | None:
 
 
 def _release(torch: TorchLibraries) -> Version:
+    if not torch.version:
+        raise InputError(
+            f"{torch.origin}: the torch's version cannot be read (no torch/version.py, or one that "
+            "is not a regular file or names no __version__)"
+        )
     try:
-        version = Version(torch.version or "")
+        version = Version(limits.check_version(f"{torch.origin}: torch's version", torch.version))
     except InvalidVersion as exc:
         raise InputError(f"{torch.origin}: torch {clipped(torch.version, 40)!r} is not a version") from exc
     return Version(version.base_version)

@@ -66,7 +66,11 @@ class DirectorySource:
         if installed and record is not None:
             limit = str((boundary or root).resolve())
             members = []
-            for entry, full, mode in _resolve_entries(root, record):  # strings: pathlib is slow here
+            named = [e for e in record if "\x00" not in e]
+            for entry in (e for e in record if "\x00" in e):  # the OS calls would raise ValueError
+                detail = "a path with a NUL byte, which names no file: not read"
+                outside.append(RecordProblem(entry, "not-regular", detail))
+            for entry, full, mode in _resolve_entries(root, named):  # strings: pathlib is slow here
                 if not full.startswith(limit.rstrip(os.sep) + os.sep):
                     detail = f"resolves to {full}, outside the environment {limit}: not read"
                     outside.append(RecordProblem(entry, "outside-environment", detail))
