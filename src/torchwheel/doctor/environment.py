@@ -157,7 +157,13 @@ def _touches(
     """Does the distribution touch torch, by its compiled files' tables? True too when one of
     them cannot be read that way: only the whole read can tell (and says why)."""
     binaries = []
+    seen: set[tuple[int, int]] = set()
     for member in compiled:
+        key = source.identity(member)
+        if key is not None and key in seen:  # another name of a file read already (a hard link)
+            continue
+        if key is not None:
+            seen.add(key)
         try:
             facts = read_tables(source.root / member, member, follow_symlinks=True)
         except (BinaryError, OSError):

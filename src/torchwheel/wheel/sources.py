@@ -117,6 +117,15 @@ class DirectorySource:
     def member_size(self, name: str) -> int:
         return (self.root / name).stat().st_size
 
+    def identity(self, name: str) -> tuple[int, int] | None:
+        """The file a member names, ``(st_dev, st_ino)`` (links followed as a read follows
+        them), so that a file with many names is read once; None when it cannot be told."""
+        try:
+            st = (self.root / name).stat() if self._follow else (self.root / name).lstat()
+        except (OSError, ValueError):
+            return None
+        return (st.st_dev, st.st_ino) if st.st_ino else None
+
     def stream(self, name: str, stop: int | None = None) -> Iterator[bytes]:
         try:
             fd = open_regular(self.root / name, follow_symlinks=self._follow)
