@@ -51,7 +51,8 @@ class TorchLibraries:
     all_exports: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "all_exports", frozenset().union(*self.exports.values()))
+        values = list(self.exports.values())  # one library: its own set (700,000 names twice were 60 MB)
+        object.__setattr__(self, "all_exports", values[0] if len(values) == 1 else frozenset().union(*values))
 
     @property
     def label(self) -> str:
@@ -110,10 +111,11 @@ def _facts(
     platforms: set[tuple[str, str]] = set()
     count = 0
     for name, facts in read:
-        names = {e for s in facts.slices for e in s.exports}
+        names = frozenset(e for s in facts.slices for e in s.exports)
         count += len(names)
-        exports[name.lower()] = frozenset(names if wanted is None else names & wanted)
+        exports[name.lower()] = names if wanted is None else names & wanted
         platforms.update((facts.format, s.arch) for s in facts.slices)
+        del names, facts  # the next library's facts are read without this one's
     if not exports:
         raise InputError(f"{origin}: no torch libraries (libtorch*, libc10*) found; not a torch build?")
     build = _build(version_py, version, exports)
