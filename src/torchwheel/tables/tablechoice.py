@@ -143,9 +143,14 @@ def tables_lock(path: Path) -> Iterator[None]:
         except BlockingIOError:
             print(f"torchwheel: waiting for another torchwheel writing {path}", file=sys.stderr, flush=True)
             fcntl.flock(fd, fcntl.LOCK_EX)
+        _HELD.add(str(lock))
         yield
     finally:
+        _HELD.discard(str(lock))
         os.close(fd)
+
+
+_HELD: set[str] = set()  # the tables locks this process holds (a second flock of its own would wait)
 
 
 def _set_aside(path: Path, seen: os.stat_result, problem: InputError) -> str:
@@ -154,12 +159,13 @@ def _set_aside(path: Path, seen: os.stat_result, problem: InputError) -> str:
     update replaced it meanwhile) or another torchwheel holds its lock; the warning line."""
     said = f"the user tables file {path} cannot be read ({clipped(problem, 200)})"
     shipped = "the shipped tables are used (`torchwheel symbols update` writes a new one)"
-    if sys.platform != "win32":
+    lock = path.with_name(path.name + ".lock")
+    if sys.platform != "win32" and str(lock) not in _HELD:
         import fcntl
 
         try:
             fd = os.open(
-                path.with_name(path.name + ".lock"),
+                lock,
                 os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
                 0o644,
             )
