@@ -180,7 +180,8 @@ def probe(python: str | None = None) -> TorchTarget:
             ) from None
         raise InputError(f"--python {exe}: unexpected probe answer ({exc})") from None
     limits.current().max_tags.check(f"--python {exe}: its tags", len(doc["tags"]))
-    found = search_path(doc["stdlib"], doc["sites"])
+    major, minor = (int(x) for x in doc["version"].split(".")[:2])
+    found = search_path(doc["stdlib"], doc["sites"], (major, minor))
     torch, version_py, requires = _torch_distribution(found.directories)
     try:
         build = torch_build_of(torch, version_py, requires)

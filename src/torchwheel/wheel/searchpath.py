@@ -12,10 +12,10 @@ prefix, its install scheme), and this module does the rest of ``site``'s work:
   set ``sys.prefix`` to it: ``site`` does): a ``pyvenv.cfg`` beside the interpreter or one
   folder up; its ``include-system-site-packages`` decides whether the base installation's
   site-packages follow the environment's own;
-- each site-packages directory's ``.pth`` files (sorted, hidden ones skipped, UTF-8 with a BOM
-  or the locale's encoding) are read through ``safeopen`` (regular files only, bounded), and
-  each path line is appended as ``site.addpackage`` appends it (relative to the directory,
-  once, only if it exists);
+- each site-packages directory's ``.pth`` files (sorted; from Python 3.13 on, hidden ones
+  skipped and a UTF-8 BOM dropped, as that ``site`` does) are read through ``safeopen``
+  (regular files only, bounded), and each path line is appended as ``site.addpackage``
+  appends it (relative to the directory, once, only if it exists);
 - each ``import`` line is **not run** and is kept (``NotRun``), so that a reader of the
   environment can say so: whatever such a line adds at startup (an editable install's
   finder, a path inserted by code) is not on the path computed here.
@@ -120,17 +120,26 @@ def _hidden(st: os.stat_result) -> bool:
     )
 
 
-def _decode(data: bytes) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:  # site's fallback: the locale's encoding
-        return data.decode(locale.getpreferredencoding(False) or "utf-8", "replace")
+def _lines(data: bytes, python: tuple[int, int]) -> list[str]:
+    """The lines ``site`` of that Python reads: 3.13 decodes UTF-8 with a BOM (the locale's
+    encoding as a fallback) and splits like ``str.splitlines``; before, a text file in the
+    locale's encoding (UTF-8 here), its universal newlines, a BOM kept."""
+    if python >= (3, 13):
+        try:
+            return data.decode("utf-8-sig").splitlines()
+        except UnicodeDecodeError:
+            return data.decode(locale.getpreferredencoding(False) or "utf-8", "replace").splitlines()
+    text = data.decode(locale.getpreferredencoding(False) or "utf-8", "replace")
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def search_path(stdlib: Iterable[str], site_dirs: Iterable[str]) -> SearchPath:
-    """``sys.path`` as ``site.main()`` leaves it for ``python -I``: the interpreter's own
-    entries (``stdlib``, what ``-I -S`` printed), then each existing directory of
-    ``site_dirs`` followed by the path lines of its ``.pth`` files (module docstring)."""
+def search_path(
+    stdlib: Iterable[str], site_dirs: Iterable[str], python: tuple[int, int] = (3, 13)
+) -> SearchPath:
+    """``sys.path`` as ``site.main()`` of Python ``python`` leaves it for ``python -I``: the
+    interpreter's own entries (``stdlib``, what ``-I -S`` printed), then each existing
+    directory of ``site_dirs`` followed by the path lines of its ``.pth`` files (module
+    docstring)."""
     out: list[str] = []
     known: set[str] = set()
     for entry in stdlib:
@@ -149,19 +158,21 @@ def search_path(stdlib: Iterable[str], site_dirs: Iterable[str]) -> SearchPath:
             out.append(sitedir)
             known.add(key)
         try:
-            names = sorted(n for n in os.listdir(sitedir) if n.endswith(".pth") and not n.startswith("."))
+            names = sorted(n for n in os.listdir(sitedir) if n.endswith(".pth"))
         except OSError:
             continue
         for name in names:
             full = os.path.join(sitedir, name)
+            if python >= (3, 13) and name.startswith("."):
+                continue
             try:
-                if _hidden(os.lstat(full)):
+                if python >= (3, 13) and _hidden(os.lstat(full)):
                     continue
                 data = read_regular(Path(full), limit)
             except OSError as exc:
                 unread.append(f"{full}: {exc.strerror or exc}")
                 continue
-            for number, line in enumerate(_decode(data).splitlines(), 1):
+            for number, line in enumerate(_lines(data, python), 1):
                 if line.startswith("#") or not line.strip():
                     continue
                 if line.startswith(("import ", "import\t")):
