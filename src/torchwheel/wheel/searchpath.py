@@ -48,7 +48,6 @@ class VenvConfig:
 
     prefix: str
     system_site: bool
-    config: str  # the file
 
 
 @frozen
@@ -96,7 +95,7 @@ def venv_config(executable: str) -> VenvConfig | None:
                 key, _, value = line.partition("=")
                 if key.strip().lower() == "include-system-site-packages":
                     system_site = value.strip().lower()
-        return VenvConfig(site_prefix, system_site == "true", candidate)
+        return VenvConfig(site_prefix, system_site == "true")
     return None
 
 
