@@ -1,12 +1,15 @@
 """Where a wheel would go: an interpreter (this one or ``--python PATH``) or a plan.
 
-An interpreter is asked in a subprocess, because its tags, its torch and its install paths
-are its own: ``packaging.tags.sys_tags()`` (packaging is put on its path for the probe only,
-*after* torch was looked up, so our own torch can never be mistaken for its), the torch
-distribution's version from ``importlib.metadata`` (torch is never imported: a second or
-more, and a broken torch must not stop the answer), ``sysconfig.get_paths()`` and the
-environment markers. A plan (``--torch 2.12 --python-version 3.12 --platform ...``) is the
-same description written by hand, for choosing what a build farm or a Dockerfile will get.
+An interpreter is asked in a subprocess, because its tags and its install paths are its own:
+``packaging.tags.sys_tags()`` (packaging is put on its path for the probe only),
+``sysconfig.get_paths()``, ``site.getsitepackages()`` and the environment markers. It runs
+with ``-I -S -B``, so nothing of its environment runs (no ``site``: no ``.pth`` import line,
+no ``sitecustomize``) and nothing is written; what ``site`` would add to its path, and its
+torch distribution (version, ``version.py``, requirements; torch is never imported), are read
+here from disk, bounded (``wheel.searchpath``, ``wheel.installed``). Its answer is read
+within a bound and parsed by ``safejson``. A plan (``--torch 2.12 --python-version 3.12
+--platform ...``) is the same description written by hand, for choosing what a build farm or
+a Dockerfile will get.
 """
 
 from __future__ import annotations
