@@ -28,11 +28,16 @@ from .own_runner import changed, in_a_process, in_process, snapshot
 
 sys.path.insert(0, str(REPO / "fixtures"))
 import hostile_own
+import hostile_round5
 import hostile_surfaces
 
 LONG = os.environ.get("TORCHWHEEL_HOSTILE_LONG") == "1"
 TIMEOUT = 60.0
-CASES = [c for c in [*hostile_own.cases(), *hostile_surfaces.cases()] if LONG or not c.long]
+CASES = [
+    c
+    for c in [*hostile_own.cases(), *hostile_surfaces.cases(), *hostile_round5.cases()]
+    if LONG or not c.long
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -55,7 +55,8 @@ def _sources(func: F) -> F:
         "--python",
         "python",
         metavar="PATH",
-        help="The interpreter to choose for (default: the one running torchwheel).",
+        help="The interpreter to choose for (default: the one running torchwheel); asked with `-I -S`: "
+        "nothing of its environment is imported or executed ('' is refused).",
     )(func)
     func = symbols_option(func)
     func = no_config_option(func)

@@ -1,9 +1,10 @@
 """``torchwheel doctor``: read a target environment and judge every installed extension
 against a torch: its own, a planned one (``--torch``) or a torch wheel (``--against``).
 
-The edges of the command: the interpreter is probed in a subprocess (``target.probe``: its
-search path, prefixes, torch version and build; nothing of the environment is imported
-here), its distributions are read in place (``wheel.installed``, ``doctor.environment``),
+The edges of the command: the interpreter is probed in a subprocess (``target.probe``: run
+with ``-I -S``, so nothing of the environment runs; its search path computed from its
+``pyvenv.cfg`` and ``.pth`` path lines, its torch read from disk; ``.pth`` import lines are
+not run, and listed), its distributions are read in place (``wheel.installed``, ``doctor.environment``),
 its torch's exports read through the torch distribution's own RECORD, and the judgement is
 ``doctor.diagnosis``, pure. ``--explain`` reads the same environment for the one file an
 import error names (``doctor.import_error``).
@@ -14,11 +15,13 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from torchwheel import limits
 from torchwheel.analysis.torchcompat import torch_imports
 from torchwheel.doctor.diagnosis import Diagnosis, Judged, Row, diagnose, judge
 from torchwheel.doctor.doctor_report import doctor_json
@@ -39,7 +42,7 @@ from torchwheel.tables.exports import platform_of
 from torchwheel.tables.symtable import SymbolTable
 from torchwheel.tables.tablechoice import ChosenTable, choose_table
 from torchwheel.torchabi.backend import parse_backend
-from torchwheel.torchabi.torchlibs import TorchLibraries, read_files, read_torch
+from torchwheel.torchabi.torchlibs import VERSION_PY_BYTES, TorchLibraries, read_files, read_torch
 from torchwheel.wheel.installed import Installed, NotRead, installed, source_of
 
 
@@ -133,13 +136,14 @@ def run(
         libraries = read_torch(against, wanted)
         judged = _against(target, libraries)
     diagnosis = diagnose(env, judged, table, own if judged is not own else None)
+    diagnosis = replace(diagnosis, not_run=target.not_run, more_not_run=target.more_not_run)
     explanation = _explain(question, asked, env, judged, table) if question is not None else None
     return DoctorResult(target, diagnosis, explanation)
 
 
 def _planned(target: TorchTarget, torch: str, backend: str | None) -> Judged:
     try:
-        version = Version(torch)
+        version = Version(limits.check_version("--torch", torch))
     except InvalidVersion as exc:
         raise InputError(f"--torch {clipped(torch, 40)!r}: not a version (X.Y or X.Y.Z)") from exc
     if len(version.release) not in (2, 3) or version.local or version.is_prerelease:
@@ -150,11 +154,18 @@ def _planned(target: TorchTarget, torch: str, backend: str | None) -> Judged:
 
 def _against(target: TorchTarget, libraries: TorchLibraries) -> Judged:
     try:
-        version = Version(libraries.version) if libraries.version else None
+        version = (
+            Version(limits.check_version(f"{libraries.origin}: torch's version", libraries.version))
+            if libraries.version
+            else None
+        )
     except InvalidVersion:
         version = None
     if version is None:
-        raise InputError(f"{libraries.origin}: the torch's version cannot be read (no torch/version.py)")
+        raise InputError(
+            f"{libraries.origin}: the torch's version cannot be read (no torch/version.py, or one that "
+            "is not a regular file or names no version)"
+        )
     return Judged(version, libraries.build, target.gpu, target.markers, "against", libraries)
 
 
@@ -187,7 +198,8 @@ def _torch_exports(
     version_py = None
     if "torch/version.py" in members:
         try:
-            version_py = source.read("torch/version.py").decode("utf-8", "replace")[: 1 << 16]
+            head = b"".join(source.stream("torch/version.py", VERSION_PY_BYTES))[:VERSION_PY_BYTES]
+            version_py = head.decode("utf-8", "replace")
         except InputError:
             version_py = None
     files = [(m, Path(os.path.realpath(torch.site / m))) for m in members if m.startswith("torch/lib/")]

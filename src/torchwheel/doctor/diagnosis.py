@@ -100,6 +100,11 @@ class Diagnosis:
     rows: tuple[Row, ...]
     without_torch: int
     installed: Judged | None = None  # in a plan or --against: the environment's own torch
+    # the .pth import lines of the environment not run (``TorchTarget.not_run``): whatever
+    # they add at startup was not read; listed and counted, the exit code does not change
+    # (setuptools puts one in nearly every environment: distutils-precedence.pth)
+    not_run: tuple[str, ...] = ()
+    more_not_run: int = 0
 
     @property
     def exit_code(self) -> int:
@@ -283,6 +288,9 @@ def summary(d: Diagnosis) -> str:
         parts.append(f"unknown: {_names(named['unknown'])}")
     if named["not read"]:
         parts.append(f"not read: {_names(named['not read'])}")
+    skipped = len(d.not_run) + d.more_not_run
+    if skipped:
+        parts.append(f"{skipped} .pth import line{'s' if skipped > 1 else ''} not run (listed above)")
     return "; ".join(parts) + f" ({d.without_torch} without compiled torch code, not listed)"
 
 

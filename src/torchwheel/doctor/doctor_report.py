@@ -35,6 +35,16 @@ def _judged_line(j: Judged) -> str:
     return line
 
 
+def _not_run_lines(d: Diagnosis) -> list[str]:
+    """The ``.pth`` import lines not run, one line each: torchwheel reads an environment and
+    never runs it, so what they would add at startup (an editable install's finder, a path
+    inserted by code) is not read, and that is said, never hidden."""
+    lines = [f"not run (a .pth import line; what it adds at startup is not read): {n}" for n in d.not_run]
+    if d.more_not_run:
+        lines.append(f"not run: {d.more_not_run} more .pth import lines")
+    return lines
+
+
 def _verdict_text(r: Row) -> str:
     return f"{_WORD[r.state]}: {r.verdict.reason}" if r.state != "loads" else f"loads ({r.verdict.reason})"
 
@@ -44,6 +54,7 @@ def doctor_text(python: str, d: Diagnosis, explanation: Explanation | None = Non
     lines = [f"environment: {python}", _judged_line(d.judged)]
     if d.installed is not None:
         lines.append(_judged_line(d.installed))
+    lines += _not_run_lines(d)
     if explanation is not None:
         return "\n".join([safe_lines(lines), "", explain_text(explanation)])
     rows, more = _rows(d)
@@ -101,6 +112,8 @@ def doctor_markdown(python: str, d: Diagnosis, explanation: Explanation | None =
         "",
         f"**{markdown_cell(summary(d))}**",
         "",
+        *(f"{markdown_cell(line)}  " for line in _not_run_lines(d)),
+        *([""] if d.not_run else []),
         "| distribution | version | need | verdict | fix |",
         "|---|---|---|---|---|",
     ]
@@ -178,6 +191,8 @@ def doctor_json(python: str, d: Diagnosis, explanation: Explanation | None = Non
         "distributions": [_row_json(r) for r in rows],
         "distributions_omitted": more,
         "without_torch_code": d.without_torch,
+        "pth_not_run": list(d.not_run),
+        "pth_not_run_omitted": d.more_not_run,
         "summary": summary(d),
     }
     if explanation is not None:

@@ -17,16 +17,25 @@ of these wins:
 5. the tables shipped in the package.
 
 A file of schema 1 or 2 holds only a shim table: the shipped release list and export
-indexes stay. Choosing installs the file's release list and indexes for the whole process
+indexes stay.
+
+The user tables file is torchwheel's own, found without being asked for: one that cannot be
+read (damaged, cut short by a full disk, of a newer schema) must not stop every command, and
+its remedy, ``symbols update``, must not build on it. So it is set aside (renamed beside
+itself, ``tables.json.unreadable``, never deleted) with one warning, and the shipped tables
+are used. A file named by ``--symbols``, the environment or ``pyproject.toml`` was asked for:
+it stays an error. ``symbols update`` holds ``tables_lock`` from choosing its base to writing,
+so two at once run one after the other and the second builds on the first. Choosing installs the file's release list and indexes for the whole process
 (``torch_releases.use``, ``exports.use``): every verdict of one run reads one set of tables.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Mapping
-from dataclasses import field
+from collections.abc import Iterator, Mapping
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +63,7 @@ class ChosenTable:
     how: str  # "--symbols", ENV_VAR, "pyproject.toml", USER_FILE or "shipped"
     releases: tuple[Version, ...] = ()
     indexes: Mapping[str, bytes] = field(default_factory=dict, repr=False, compare=False)
+    warning: str = ""  # the user tables file could not be read and was set aside (module docstring)
 
     @property
     def newest(self) -> Version:
@@ -94,17 +104,104 @@ def user_tables_path() -> Path:
 
 def read_tables(path: Path, how: str) -> ChosenTable:
     """A tables file as ``symbols update`` writes it; any defect is one ``InputError``."""
+    try:
+        return _read(path, how)
+    except InputError as exc:
+        raise InputError(f"{exc} (write one with `torchwheel symbols update`)") from exc
+
+
+def _read(path: Path, how: str) -> ChosenTable:
     from torchwheel import safejson  # only a file: the shipped tables are trusted
 
     where = f"symbol table {path}"
-    try:
-        document = safejson.load_file(path, where, shape())
-        table = SymbolTable.from_document(document, where)
-        releases = _releases(document.get("releases", []))
-        indexes = _indexes(document.get("exports", {}), where)
-    except InputError as exc:
-        raise InputError(f"{exc} (write one with `torchwheel symbols update`)") from exc
+    document = safejson.load_file(path, where, shape())
+    table = SymbolTable.from_document(document, where)
+    releases = _releases(document.get("releases", []))
+    indexes = _indexes(document.get("exports", {}), where)
     return ChosenTable(table, str(path), how, releases, indexes)
+
+
+@contextlib.contextmanager
+def tables_lock(path: Path) -> Iterator[None]:
+    """``path`` (a tables file) to this process from reading its base to writing it: a lock
+    file beside it (``tables.json.lock``, ``flock``; released when the process ends, however
+    it ends). A second ``symbols update`` says it waits, then waits."""
+    if sys.platform == "win32":  # pragma: no cover - no flock; the write is atomic still
+        yield
+        return
+    import fcntl
+
+    lock = path.with_name(path.name + ".lock")
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        raise InputError(f"{lock}: cannot be opened as the tables' lock ({exc.strerror or exc})") from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"torchwheel: waiting for another torchwheel writing {path}", file=sys.stderr, flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        _HELD.add(str(lock))
+        yield
+    finally:
+        _HELD.discard(str(lock))
+        os.close(fd)
+
+
+_HELD: set[str] = set()  # the tables locks this process holds (a second flock of its own would wait)
+
+
+def _set_aside(path: Path, seen: os.stat_result, problem: InputError) -> str:
+    """Rename the unreadable user tables file beside itself (the first free
+    ``NAME.unreadable``, ``NAME.unreadable.2``, ...) unless it changed since it was read (an
+    update replaced it meanwhile) or another torchwheel holds its lock; the warning line."""
+    said = f"the user tables file {path} cannot be read ({clipped(problem, 200)})"
+    shipped = "the shipped tables are used (`torchwheel symbols update` writes a new one)"
+    lock = path.with_name(path.name + ".lock")
+    if sys.platform != "win32" and str(lock) not in _HELD:
+        import fcntl
+
+        try:
+            fd = os.open(
+                lock,
+                os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
+                0o644,
+            )
+        except OSError:
+            return f"{said}; {shipped}"
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # an update is writing it right now
+                return f"{said}; {shipped}"
+            return f"{said}; {_rename_aside(path, seen)}; {shipped}"
+        finally:
+            os.close(fd)
+    return f"{said}; {_rename_aside(path, seen)}; {shipped}"
+
+
+def _rename_aside(path: Path, seen: os.stat_result) -> str:
+    try:
+        now = os.lstat(path)
+    except OSError:
+        return "it is gone"
+    if (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) != (
+        seen.st_dev, seen.st_ino, seen.st_size, seen.st_mtime_ns
+    ):  # fmt: skip
+        return "it changed meanwhile and was left"
+    for n in range(1, 1000):
+        aside = path.with_name(path.name + ".unreadable" + (f".{n}" if n > 1 else ""))
+        try:
+            os.link(path, aside)  # never over an earlier one
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            return f"it could not be set aside ({exc.strerror or exc})"
+        os.unlink(path)
+        return f"set aside as {aside}"
+    return "it could not be set aside (1,000 earlier ones)"
 
 
 def _releases(texts: list[str]) -> tuple[Version, ...]:
@@ -158,7 +255,14 @@ def _choose(cli: Path | None, configured: Path | None) -> ChosenTable:
     shipped = ChosenTable(load_shipped(), SHIPPED, SHIPPED)
     user = user_tables_path()
     if user.is_file():
-        found = read_tables(user, USER_FILE)
+        try:
+            seen = os.stat(user)
+        except OSError:  # gone since: nothing to read
+            return shipped
+        try:
+            found = _read(user, USER_FILE)
+        except InputError as exc:
+            return replace(shipped, warning=_set_aside(user, seen, exc))
         if found.newest > _shipped_newest(shipped):
             return found
     return shipped

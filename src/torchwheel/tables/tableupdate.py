@@ -17,15 +17,16 @@ import stat
 from collections.abc import Iterable, Mapping
 from datetime import date
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from packaging.version import InvalidVersion, Version
 
-from torchwheel import __version__
+from torchwheel import __version__, limits
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
+from torchwheel.safeopen import open_regular
 from torchwheel.tables import exports_update
-from torchwheel.tables.exports import ExportIndex, exports_index, platform_of
+from torchwheel.tables.exports import ExportIndex, exports_index, name_hash, platform_of
 from torchwheel.tables.shim_headers import scan_headers
 from torchwheel.tables.symtable import SymbolTable, load_shipped, merge_all, shape
 from torchwheel.torchabi.cxxnames import is_unstable
@@ -101,7 +102,9 @@ def update_tables(
         platform = _platform(torch)
         if platform not in current:
             current[platform] = None if replace else exports_index(platform)
-        data, what = _add(current[platform], platform, version, torch, source)
+        hashes, release = _hashed(version, torch, source)
+        torch = None  # its names go before the index is rebuilt (memory: 700,000 names are 180 MB)
+        data, what = _add(current[platform], platform, release, hashes, source)
         notes.append(what)
         if data:
             out[platform] = data
@@ -140,8 +143,13 @@ def _libraries(source: Path, notes: list[str]) -> TorchLibraries | None:
 
 
 def _release(torch: TorchLibraries) -> Version:
+    if not torch.version:
+        raise InputError(
+            f"{torch.origin}: the torch's version cannot be read (no torch/version.py, or one that "
+            "is not a regular file or names no __version__)"
+        )
     try:
-        version = Version(torch.version or "")
+        version = Version(limits.check_version(f"{torch.origin}: torch's version", torch.version))
     except InvalidVersion as exc:
         raise InputError(f"{torch.origin}: torch {clipped(torch.version, 40)!r} is not a version") from exc
     return Version(version.base_version)
@@ -156,23 +164,34 @@ def _platform(torch: TorchLibraries) -> str:
     return platforms[0]
 
 
-def _add(
-    index: ExportIndex | None, platform: str, version: Version, torch: TorchLibraries, source: Path
-) -> tuple[bytes, str]:
-    names = sorted({n for exported in torch.exports.values() for n in exported if is_unstable(n)})
+def _hashed(version: Version, torch: TorchLibraries, source: Path) -> tuple[set[int], dict[str, Any]]:
+    """The ``name_hash`` of each unstable name ``torch`` exports, and its release's header
+    entry: the wheel's sha256, or for an installation the hash of the names read."""
+    unstable = sorted({n for exported in torch.exports.values() for n in exported if is_unstable(n)})
+    hashes = {name_hash(n) for n in unstable}
     if source.is_file():
-        with source.open("rb") as fh:
+        fd = open_regular(source)
+        with open(fd, "rb") as fh:
             digest = hashlib.file_digest(fh, "sha256").hexdigest()
     else:  # an installation: the hash of what was read stands in for a wheel's
-        digest = hashlib.sha256("\n".join(names).encode("utf-8", "surrogatepass")).hexdigest()
+        h = hashlib.sha256()
+        for i, n in enumerate(unstable):
+            h.update((("\n" if i else "") + n).encode("utf-8", "surrogatepass"))
+        digest = h.hexdigest()
     build = torch.build.backend if torch.build is not None else "unknown"
     release = {
         "version": str(version),
         "builds": [build],
         "wheels": [{"file": source.name, "sha256": digest}],
     }
+    return hashes, release
+
+
+def _add(
+    index: ExportIndex | None, platform: str, release: dict[str, Any], hashes: set[int], source: Path
+) -> tuple[bytes, str]:
     try:
-        return exports_update.add_release(index, platform, release, names, _today(), _GENERATOR)
+        return exports_update.add_release(index, platform, release, (), _today(), _GENERATOR, hashes)
     except ValueError as exc:
         raise InputError(f"{clipped(source, 120)}: {exc}") from exc
 

@@ -17,11 +17,13 @@ from pathlib import Path, PurePosixPath
 
 from packaging.version import InvalidVersion, Version
 
+from torchwheel import limits
 from torchwheel.binary import BinaryError, BinaryFacts, read_path
 from torchwheel.binary.facts import Import
 from torchwheel.binary.memberscan import scan_member
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
+from torchwheel.safeopen import read_head
 from torchwheel.torchabi import backend
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.wheel.archive import WheelArchive
@@ -49,7 +51,8 @@ class TorchLibraries:
     all_exports: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "all_exports", frozenset().union(*self.exports.values()))
+        values = list(self.exports.values())  # one library: its own set (700,000 names twice were 60 MB)
+        object.__setattr__(self, "all_exports", values[0] if len(values) == 1 else frozenset().union(*values))
 
     @property
     def label(self) -> str:
@@ -79,7 +82,11 @@ def _build(version_py: str | None, version: str | None, libraries: Iterable[str]
     if version_py:
         return backend.from_version_py_text(version_py)
     try:
-        label = backend.from_local_label(Version(version).local) if version else None
+        label = (
+            backend.from_local_label(Version(version).local)
+            if version and len(version) <= limits.current().max_version_length.value
+            else None
+        )
     except InvalidVersion:
         label = None
     if label is not None:
@@ -98,14 +105,17 @@ def _facts(
     wanted: frozenset[str] | None,
     version_py: str | None = None,
 ) -> TorchLibraries:
+    if version:  # from version.py or a file name: every reader parses it (int() of 5,000 digits fails)
+        limits.check_version(f"{origin}: torch's version", version)
     exports: dict[str, frozenset[str]] = {}
     platforms: set[tuple[str, str]] = set()
     count = 0
     for name, facts in read:
-        names = {e for s in facts.slices for e in s.exports}
+        names = frozenset(e for s in facts.slices for e in s.exports)
         count += len(names)
-        exports[name.lower()] = frozenset(names if wanted is None else names & wanted)
+        exports[name.lower()] = names if wanted is None else names & wanted
         platforms.update((facts.format, s.arch) for s in facts.slices)
+        del names, facts  # the next library's facts are read without this one's
     if not exports:
         raise InputError(f"{origin}: no torch libraries (libtorch*, libc10*) found; not a torch build?")
     build = _build(version_py, version, exports)
@@ -130,14 +140,25 @@ def _read_wheel(path: Path, wanted: frozenset[str] | None) -> TorchLibraries:
                     raise InputError(f"{path}: {member}: {facts}")
                 yield PurePosixPath(member).name, facts
 
-        version_py = wheel.read_text("torch/version.py") if "torch/version.py" in wheel.infos else None
+        version_py = (
+            b"".join(wheel.stream("torch/version.py", VERSION_PY_BYTES))[:VERSION_PY_BYTES].decode(
+                "utf-8", "replace"
+            )
+            if "torch/version.py" in wheel.infos
+            else None
+        )
         return _facts(read(), str(path), wheel.contents.filename_version or None, wanted, version_py)
 
 
+VERSION_PY_BYTES = 1 << 16  # torch's version.py is ~300 bytes: only its start is ever read
+
+
 def _version_py(torch_dir: Path) -> str | None:
+    """The start of ``torch/version.py``, through ``safeopen``: a FIFO or a device there is
+    not read (never blocks), a huge file costs its first 64 KiB."""
     try:
-        return (torch_dir / "version.py").read_text(encoding="utf-8")[: 1 << 16]
-    except (OSError, UnicodeDecodeError):
+        return read_head(torch_dir / "version.py", VERSION_PY_BYTES).decode("utf-8", "replace")
+    except OSError:
         return None
 
 
