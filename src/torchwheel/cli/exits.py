@@ -107,11 +107,12 @@ EXITS: tuple[ExitRow, ...] = (
         "without `--upgrade`; an installed version that cannot be replaced safely",
         "nothing installed: as `select`; several projects without `--name`; torch itself; an "
         "install that failed and was undone; a journal of a killed install that is not replayed "
-        "(another format, a path outside the environment or through a link, over a limit): "
-        "nothing changed",
+        "(another format, a path outside the environment, through a link or in another "
+        "distribution's `.dist-info`, over a limit): nothing changed",
         "a rollback of a killed install that could not finish (a file it did not write where an old "
-        "file goes back, a file changed since it was written, a file system error): what was left "
-        "and how to finish by hand on stderr",
+        "file goes back, a file that is no longer the one it wrote (another installer's, even with "
+        "the same bytes, or changed since) or that another distribution lists, a file system "
+        "error): what was left and how to finish by hand on stderr",
     ),
     ExitRow(
         "index",
