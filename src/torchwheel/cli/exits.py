@@ -35,8 +35,6 @@ class ExitRow:
     unfinished: str | None = None
 
 
-_READ = "an input that cannot be read; a misuse"
-
 EXITS: tuple[ExitRow, ...] = (
     ExitRow(
         "torchwheel",
@@ -45,12 +43,19 @@ EXITS: tuple[ExitRow, ...] = (
         "an unknown command or option",
     ),
     ExitRow("inspect", "the facts shown", None, "a file that is no readable binary; a misuse"),
-    ExitRow("show", "the facts shown", None, _READ),
+    ExitRow(
+        "show",
+        "the facts shown",
+        None,
+        "an input that cannot be read (the facts of every other input still shown, each unreadable "
+        "one named); a misuse",
+    ),
     ExitRow(
         "check",
         "no error found (warnings and info do not count), or `--exit-zero`",
         "an error found (`docs/rules.md`)",
-        "an input that cannot be read; an unknown code in `--select`/`--ignore`; a misuse",
+        "an input that cannot be read, `--exit-zero` or not (every other input still judged and its "
+        "findings shown, each unreadable one named); an unknown code in `--select`/`--ignore`; a misuse",
     ),
     ExitRow(
         "compat",
