@@ -173,6 +173,8 @@ def t_link_aside(env: Any, home: Path, rng: random.Random) -> Undo:
 def t_journal_link(env: Any, home: Path, rng: random.Random) -> Undo:
     """``journal`` itself a link: ``{"op":"undone"}`` was appended to the file it points to."""
     target = env.outside / "journal-elsewhere"
+    if not (home / "journal").is_file():  # killed before its journal was made: nothing to link
+        return lambda: None
     shutil.move(home / "journal", target)
     (home / "journal").symlink_to(target)
 
@@ -272,7 +274,7 @@ def t_extra_file(env: Any, home: Path, rng: random.Random) -> Undo:
 
 
 def t_swapped(env: Any, home: Path, rng: random.Random) -> Undo:
-    lines = (home / "journal").read_bytes().splitlines(keepends=True)
+    lines = _followed(home).splitlines(keepends=True)
     if len(lines) > 2:
         i, j = rng.sample(range(1, len(lines)), 2)
         lines[i], lines[j] = lines[j], lines[i]
@@ -281,15 +283,17 @@ def t_swapped(env: Any, home: Path, rng: random.Random) -> Undo:
 
 
 def t_other_format(env: Any, home: Path, rng: random.Random) -> Undo:
-    data = (home / "journal").read_bytes()
-    (home / "journal").write_bytes(data.replace(b'"format":3', b'"format":2', 1))
+    data = _followed(home)
+    if data:
+        (home / "journal").write_bytes(data.replace(b'"format":3', b'"format":2', 1))
     return lambda: None
 
 
 def _last_written(env: Any, home: Path) -> Path | None:
     records = [json.loads(line) for line in _journal(home).splitlines() if line.endswith(b"}")]
     paths = [env.root / r["path"] for r in records if r.get("op") == "wrote"]
-    return next((p for p in reversed(paths) if p.is_file() and not p.is_symlink()), None)
+    # a file the run wrote: no link on the way (another tampering's record may lead outside)
+    return next((p for p in reversed(paths) if p.is_file() and os.path.realpath(p) == str(p)), None)
 
 
 def t_same_bytes_elsewhere(env: Any, home: Path, rng: random.Random) -> Undo:
@@ -304,12 +308,12 @@ def t_same_bytes_elsewhere(env: Any, home: Path, rng: random.Random) -> Undo:
     victim.write_bytes(data)
     ino = victim.stat().st_ino
     records = [json.loads(line) for line in _journal(home).splitlines() if line.endswith(b"}")]
-    made = [env.root / d for r in records if r.get("path") == _rel(env, victim) for d in r.get("dirs", [])]
+    made = sorted({env.root / d for r in records for d in r.get("dirs", [])}, key=lambda d: -len(d.parts))
 
-    def undo() -> None:  # the user removes the copy the rollback named and left, and its folders
+    def undo() -> None:  # the user removes the copy the rollback named and left, and the install's folders
         if victim.exists() and victim.stat().st_ino == ino:
             victim.unlink()
-            for folder in reversed(made):
+            for folder in made:  # deepest first; a folder that still holds something stays
                 with contextlib.suppress(OSError):
                     folder.rmdir()
 
@@ -353,12 +357,18 @@ def _journal(home: Path) -> bytes:
     return path.read_bytes() if path.is_file() and not path.is_symlink() and not home.is_symlink() else b""
 
 
-def _restore(home: Path, pristine: bytes, tampered: bytes) -> None:
+def _followed(home: Path) -> bytes:
+    """The journal's bytes wherever a tampering put them (through a link too), b"" if none."""
+    try:
+        return (home / "journal").read_bytes()
+    except OSError:
+        return b""
+
+
+def _restore(home: Path, pristine: bytes, recovery_wrote_undone: bool) -> None:
     """The journal as the killed run left it, and an ``undone`` the recovery wrote: what a
     user finishing by hand keeps (without it, old files moved back could be taken for new)."""
-    undone = b'{"op":"undone"}\n'
-    wrote = _journal(home).endswith(undone) and _journal(home) != tampered
-    (home / "journal").write_bytes(pristine + (undone if wrote else b""))
+    (home / "journal").write_bytes(pristine + (b'{"op":"undone"}\n' if recovery_wrote_undone else b""))
 
 
 def _tampered(
@@ -380,8 +390,12 @@ def _tampered(
     untouched = sweeper.tree(env.outside)
     undos = [TAMPERS[n](env, home, rng) for n in names]
     whole, others, outside = sweeper.tree(env.root), _others(env), sweeper.tree(env.outside)
-    tampered = _journal(home)
+    tampered = _followed(home)
     code, err = _repair(env, capsys)
+    # whether this recovery wrote its undone record (an exit 2 wrote nothing; a tampering's own
+    # undone records, or a journal read through a planted link, are not it)
+    after = _followed(home)
+    wrote_undone = code != 2 and after != tampered and after.endswith(b'{"op":"undone"}\n')
     where = f"at={at} {names}: exit {code}: {err.strip()[-400:]}"
     assert code in (0, 2, 3), where
     assert "Traceback" not in err and "internal error" not in err, where
@@ -397,7 +411,7 @@ def _tampered(
     for undo in reversed(undos):  # the tampering taken away, as a user finishing by hand would
         undo()
     if os.path.isdir(home) and not os.path.islink(home):
-        _restore(home, pristine, tampered)
+        _restore(home, pristine, wrote_undone)
     again, err2 = _repair(env, capsys)
     assert again == 0, f"{where}; then exit {again}: {err2.strip()[-400:]}"
     assert env.which() in ("1.0", "2.0"), f"{where}: not one whole version after the second recovery"
