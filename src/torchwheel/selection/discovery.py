@@ -162,14 +162,13 @@ class _Walk:
             if link.yanked:
                 self.out.unopened.append(Skipped(fetch.shown(link.url), f"yanked on {origin}", name))
             elif fetch.is_remote(link.url):
-                try:
-                    bare = self.session.remember(link.url, keep=True)
-                except InputError as exc:  # a user part before no host: that entry, not the page
-                    self.out.skipped.append(Skipped(fetch.shown(link.url), f"on {origin}: {exc}", name))
-                    continue
-                self.hosted.append(
-                    remote.HostedFile(replace(link, url=bare) if bare != link.url else link, origin)
-                )
+                if "@" in link.url:  # a user part, maybe (a page may hold 100,000 links: only then)
+                    try:
+                        link = replace(link, url=self.session.remember(link.url, keep=True))
+                    except InputError as exc:  # a user part before no host: that entry, not the page
+                        self.out.skipped.append(Skipped(fetch.shown(link.url), f"on {origin}: {exc}", name))
+                        continue
+                self.hosted.append(remote.HostedFile(link, origin))
             elif hosted_page:
                 self.out.skipped.append(
                     Skipped(fetch.shown(link.url), f"a hosted page ({origin}) links a local file", name)
