@@ -35,8 +35,6 @@ class ExitRow:
     unfinished: str | None = None
 
 
-_READ = "an input that cannot be read; a misuse"
-
 EXITS: tuple[ExitRow, ...] = (
     ExitRow(
         "torchwheel",
@@ -45,12 +43,19 @@ EXITS: tuple[ExitRow, ...] = (
         "an unknown command or option",
     ),
     ExitRow("inspect", "the facts shown", None, "a file that is no readable binary; a misuse"),
-    ExitRow("show", "the facts shown", None, _READ),
+    ExitRow(
+        "show",
+        "the facts shown",
+        None,
+        "an input that cannot be read (the facts of every other input still shown, each unreadable "
+        "one named); a misuse",
+    ),
     ExitRow(
         "check",
         "no error found (warnings and info do not count), or `--exit-zero`",
         "an error found (`docs/rules.md`)",
-        "an input that cannot be read; an unknown code in `--select`/`--ignore`; a misuse",
+        "an input that cannot be read, `--exit-zero` or not (every other input still judged and its "
+        "findings shown, each unreadable one named); an unknown code in `--select`/`--ignore`; a misuse",
     ),
     ExitRow(
         "compat",
@@ -109,11 +114,12 @@ EXITS: tuple[ExitRow, ...] = (
         "without `--upgrade`; an installed version that cannot be replaced safely",
         "nothing installed: as `select`; several projects without `--name`; torch itself; an "
         "install that failed and was undone; a journal of a killed install that is not replayed "
-        "(another format, a path outside the environment or through a link, over a limit): "
-        "nothing changed",
+        "(another format, a path outside the environment, through a link or in another "
+        "distribution's `.dist-info`, over a limit): nothing changed",
         "a rollback of a killed install that could not finish (a file it did not write where an old "
-        "file goes back, a file changed since it was written, a file system error): what was left "
-        "and how to finish by hand on stderr",
+        "file goes back, a file that is no longer the one it wrote (another installer's, even with "
+        "the same bytes, or changed since) or that another distribution lists, a file system "
+        "error): what was left and how to finish by hand on stderr",
     ),
     ExitRow(
         "index",

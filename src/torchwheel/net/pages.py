@@ -228,11 +228,19 @@ def _html(text: str, url: str, where: str) -> Page:
     parser = _Anchors(where)
     parser.feed(text)
     parser.close()
-    base = urljoin(url, parser.base) if parser.base else url
+    try:
+        base = urljoin(url, parser.base) if parser.base else url
+    except ValueError as exc:  # an unclosed "[": the URL itself is never printed (it may hold a password)
+        raise InputError(f"{where}: unreadable index page (its <base href> is no URL: {exc})") from None
     files: list[Link] = []
     projects: list[Link] = []
-    for a in parser.anchors:
-        target, hashes = split_link(urljoin(base, a["href"] or ""))
+    refused: list[Refused] = []
+    for i, a in enumerate(parser.anchors):
+        try:
+            target, hashes = split_link(urljoin(base, a["href"] or ""))
+        except ValueError as exc:
+            refused.append(Refused(f"link {i + 1:,}", f"its href is no URL ({exc})"))
+            continue
         # PEP 714: data-core-metadata, else the PEP 658 spelling; "true" or a digest
         meta_attr = "data-core-metadata" if "data-core-metadata" in a else "data-dist-info-metadata"
         link = Link(
@@ -243,7 +251,7 @@ def _html(text: str, url: str, where: str) -> Page:
             digests(a.get(meta_attr)) if meta_attr in a else None,
         )
         (files if link.is_file else projects).append(link)
-    return Page(files, projects)
+    return Page(files, projects, refused)
 
 
 def _offered(value: object) -> dict[str, str] | None:
@@ -294,7 +302,10 @@ def _json(data: bytes, url: str, where: str) -> Page:
         for i, f in enumerate(doc["files"]):
             problem = PEP691_FILE.problem(f, f"$.files[{i}]")
             if problem is None:
-                files.append(_file(f, url, where))
+                try:
+                    files.append(_file(f, url, where))
+                except ValueError as exc:  # an unclosed "[" in its url
+                    refused.append(Refused(f"$.files[{i}]", f"its url is no URL ({exc})", _entry_name(f)))
             else:
                 refused.append(Refused(f"$.files[{i}]", problem, _entry_name(f)))
         return Page(files, [], refused, doc["name"])
