@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 
-from torchwheel.analysis import loaders, pyimports
+from torchwheel.analysis import loaders, pyimports, reach
 from torchwheel.analysis.buildunits import flavour_pair_dirs, flavour_sets
 from torchwheel.analysis.member import BinaryAnalysis, MemberBinary, UnreadableBinary, analyze_binary
 from torchwheel.analysis.pythonabi import parse_suffix
-from torchwheel.analysis.wheelfacts import WheelFacts
+from torchwheel.analysis.wheelfacts import WheelFacts, is_torch_itself
 from torchwheel.binary import BinaryError
 from torchwheel.binary.memberscan import scan_member
 from torchwheel.tables.symtable import SymbolTable
@@ -129,6 +129,11 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
     fallbacks = loaders.fallback_units(
         contents.members, source.member_size, source.read, flavour_sets(readable)
     )
+    reaching = (
+        reach.Reaching()
+        if is_torch_itself(contents)
+        else reach.read_reach(contents.members, source.member_size, source.read, reach_inputs(readable))
+    )
     record = verify_record(
         contents.record,
         contents.dist_info,
@@ -150,4 +155,17 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
         py_imports=py_imports,
         loader_prefers=loader_prefers,
         loader_fallbacks=fallbacks,
+        reach=reaching,
     )
+
+
+def reach_inputs(binaries: Iterable[MemberBinary]) -> list[reach.Compiled]:
+    """What ``reach`` needs of each compiled member: the module its name makes, the
+    libraries it links."""
+    out = []
+    for b in binaries:
+        suffix = parse_suffix(b.member)
+        module = pyimports.module_name(b.member, suffix.module) if suffix.module else None
+        needed = tuple(dict.fromkeys(n for s in b.analysis.facts.slices for n in s.needed))
+        out.append(reach.Compiled(b.member, module, needed))
+    return out

@@ -25,7 +25,9 @@ from torchwheel.analysis import buildunits
 from torchwheel.analysis.alternatives import Alternatives, find_alternatives
 from torchwheel.analysis.buildunits import Brought, BuildUnit
 from torchwheel.analysis.member import MemberBinary, SliceAnalysis, UnreadableBinary
+from torchwheel.analysis.reach import Reaching
 from torchwheel.frozen import frozen
+from torchwheel.tables.symtable import BASELINE
 from torchwheel.torchabi import accelerators, cuda_archs
 from torchwheel.torchabi.accelerators import AcceleratorNeeds
 from torchwheel.torchabi.backend import BuildSet
@@ -71,6 +73,9 @@ class WheelFacts:
     # the flavour sets (``unit_key``) whose loader goes on without them where none loads:
     # ``analysis.loaders.fallback_units``; such a set loads where any member does
     loader_fallbacks: frozenset[str] = frozenset()
+    # how the package's own Python reaches each compiled file (``analysis.reach``): imported
+    # as a module or loaded by path, at import, optionally or on use
+    reach: Reaching = field(default_factory=Reaching)
 
     @property
     def is_wheel_file(self) -> bool:
@@ -132,13 +137,19 @@ class WheelFacts:
         requirement rewrite leave it alone. An extension that vendors libtorch in a directory
         of its own is not torch and keeps them.
         """
-        if canonicalize_name(self.contents.filename_name) == "torch":
-            return True
-        return any(_LIBTORCH_CORE.fullmatch(m) for m in self.contents.members)
+        return is_torch_itself(self.contents)
 
     @cached_property
     def _unstable_members(self) -> frozenset[str]:
         return frozenset(member for member, _, s in iter_slices(self) if s.torch.usage == "unstable")
+
+
+def is_torch_itself(c: WheelContents) -> bool:
+    """``WheelFacts.provides_libtorch``, from the contents alone: named torch, or holding
+    libtorch's core libraries in ``torch/lib/``."""
+    if canonicalize_name(c.filename_name) == "torch":
+        return True
+    return any(_LIBTORCH_CORE.fullmatch(m) for m in c.members)
 
 
 def iter_slices(w: WheelFacts) -> Iterator[tuple[str, str, SliceAnalysis]]:
@@ -204,16 +215,48 @@ def _unstable_releases(
     and the newest minor those tables speak for (``_torch_need``'s order)."""
     found = _per_release(w)
     if found:
-        return found, "names", (), None
+        return _above_shim_floors(w, found), "names", (), None
     dated = dated_by_exports(w.binaries)
     if dated.releases or dated.newer:
-        return dated.releases, "exports", dated.newer, dated.tables
+        return _above_shim_floors(w, dated.releases), "exports", dated.newer, dated.tables
     try:
         version = Version(w.contents.filename_version)
     except InvalidVersion:
         version = Version("0")
     claimed, how = claimed_releases(w.metadata.torch_requirements, version)
-    return claimed, how, (), None
+    return _above_shim_floors(w, claimed), how, (), None
+
+
+def _at_least(release: Release, floor: FeatureVersion) -> bool:
+    """Does a build for ``release`` (a minor, or one patch release) have the shims of ``floor``?"""
+    if len(release) == 2:
+        return release >= (floor.major, floor.minor)
+    return release >= (floor.major, floor.minor, floor.patch)
+
+
+def _above_shim_floors(w: WheelFacts, found: frozenset[Release]) -> frozenset[Release]:
+    """The releases of an unstable build that every library's stable shims allow: one floor
+    for every import (issue 46). A library's range starts no earlier than the newest shim it
+    imports, whatever else dates it (its unstable imports are exported by older torches
+    too); a per-release build is held to its own shims, every other library to all of its.
+    Shims of the table's baseline date nothing (the table says only "in every release it
+    covers"), so they set no floor here."""
+    per_member = {member for a in w.alternatives for _, member in a.members}
+    build_of = {member: build for a in w.alternatives for build, member in a.members}
+    floors: dict[str, FeatureVersion] = {}
+    for member, _, s in iter_slices(w):
+        floor = s.torch.min_version
+        if floor is not None and floor > BASELINE and (member not in floors or floor > floors[member]):
+            floors[member] = floor
+    if not floors:
+        return found
+    common = [f for m, f in floors.items() if m not in per_member]
+    kept = frozenset(r for r in found if all(_at_least(r, f) for f in common))
+    for member, floor in floors.items():
+        build = build_of.get(member)
+        if build is not None and not _at_least(build, floor):
+            kept -= {build}
+    return kept
 
 
 def _newer_shims(w: WheelFacts) -> tuple[tuple[str, ...], Minor | None]:
