@@ -34,6 +34,8 @@ from torchwheel.torchabi.backend import BuildSet
 from torchwheel.torchabi.cxxnames import is_unstable
 from torchwheel.torchabi.need import (
     Kind,
+    OptionalPart,
+    OptionalWhen,
     Release,
     ReleasesFrom,
     TorchNeed,
@@ -176,7 +178,47 @@ def _per_release(w: WheelFacts) -> frozenset[Release]:
 
 
 def _torch_need(w: WheelFacts) -> TorchNeed:
-    """``WheelFacts.torch_need``. An unstable build's releases come from its per-release file
+    """``WheelFacts.torch_need``: the need of the files the package's import cannot do
+    without (``analysis.reach``), with each optional part's own need beside it."""
+    parts = _optional_groups(w)
+    if not parts:
+        return _files_need(w)
+    optional = {m for _, _, members in parts for m in members}
+    need = _files_need(_only(w, [b for b in w.binaries if b.member not in optional], keep_unreadable=True))
+    found = tuple(
+        OptionalPart(
+            tuple(members),
+            when,
+            dataclasses.replace(
+                _files_need(_only(w, [b for b in w.binaries if b.member in members])), requirements=()
+            ),
+            why,
+        )
+        for when, why, members in parts
+    )
+    return dataclasses.replace(need, optional=found)
+
+
+def _only(w: WheelFacts, binaries: Sequence[MemberBinary], keep_unreadable: bool = False) -> WheelFacts:
+    """The facts of some of the wheel's files, every one of them required (no reach)."""
+    return dataclasses.replace(
+        w, binaries=tuple(binaries), unreadable=w.unreadable if keep_unreadable else (), reach=Reaching()
+    )
+
+
+def _optional_groups(w: WheelFacts) -> list[tuple[OptionalWhen, str, list[str]]]:
+    """The files the import goes on without, grouped by when and why (``analysis.reach``)."""
+    groups: dict[tuple[OptionalWhen, str], list[str]] = {}
+    for b in w.binaries:
+        r = w.reach.of(b.member)
+        if r.when in ("optional", "on-use"):
+            when: OptionalWhen = "optional" if r.when == "optional" else "on-use"
+            groups.setdefault((when, r.why), []).append(b.member)
+    return [(when, why, members) for (when, why), members in groups.items()]
+
+
+def _files_need(w: WheelFacts) -> TorchNeed:
+    """The need of every file of ``w``. An unstable build's releases come from its per-release file
     names, else from the torch releases that export its imports (``torchabi.exports``: the
     binary dates itself), else from its own words (a ``+torchX.Y`` label, a one-minor pin),
     which the need then names. The build axis is the binaries', narrowed to the build an

@@ -14,7 +14,14 @@ from torchwheel.report.facts_document import SCHEMA_VERSION, need_json
 from torchwheel.report.textsafe import escape_data, escape_property, markdown_cell, markdown_code, safe_lines
 from torchwheel.torchabi.cxxnames import demangle
 
-_WORD = {"loads": "loads", "no": "DOES NOT LOAD", "unknown": "unknown", "not read": "not read"}
+_WORD = {
+    "loads": "loads",
+    "partly": "loads PARTLY",
+    "no": "DOES NOT LOAD",
+    "excluded": "loads, but its own Requires-Dist EXCLUDES this torch (`pip check` fails; pip may move torch)",
+    "unknown": "unknown",
+    "not read": "not read",
+}
 
 
 def _rows(d: Diagnosis) -> tuple[list[Row], int]:
@@ -51,8 +58,16 @@ def doctor_text(python: str, d: Diagnosis, explanation: Explanation | None = Non
         lines += ["", f"{r.name} {r.version}: {_verdict_text(r)}"]
         if r.need is not None:
             lines.append(f"    need: {r.need}")
+            if r.need.optional:
+                lines.append(f"    optional: {r.need.optional_words}")
         if r.before is not None:
-            now = "loads" if r.before.loads else "unknown" if r.before.cell == "unknown" else "does not load"
+            now = (
+                ("loads, partly" if r.before.partly else "loads")
+                if r.before.loads
+                else "unknown"
+                if r.before.cell == "unknown"
+                else "does not load"
+            )
             lines.append(f"    on the installed torch: {now}")
         if r.fix:
             lines.append(f"    fix: {r.fix}")
@@ -116,13 +131,14 @@ def doctor_markdown(python: str, d: Diagnosis, explanation: Explanation | None =
 
 
 def doctor_github(d: Diagnosis) -> str:
-    """One annotation per distribution that does not load (error) or is unknown (warning)."""
+    """One annotation per distribution that does not load or loads against its own
+    requirement (error), is unknown or loads partly (warning)."""
     rows, more = _rows(d)
     lines = []
     for r in rows:
         if r.state == "loads":
             continue
-        level = "error" if r.state == "no" else "warning"
+        level = "error" if r.state in ("no", "excluded") else "warning"
         title = escape_property(f"torchwheel doctor: {r.name} {r.version}")
         message = r.verdict.reason + (f"; fix: {r.fix}" if r.fix else "")
         lines.append(f"::{level} title={title}::{escape_data(message)}")
@@ -164,6 +180,7 @@ def _row_json(r: Row) -> dict[str, Any]:
         "missing_symbols_omitted": missing_more,
         "installed_fit": r.before.cell if r.before is not None else None,
         "breaks": r.breaks,
+        "partly": list(r.verdict.partly),
     }
 
 

@@ -222,6 +222,10 @@ def need_json(need: TorchNeed) -> dict[str, Any]:
         "newer_than_tables": need.newer_json,
         "summary": str(need),
         "source": need.source,
+        "optional": [
+            {"files": list(p.files), "when": p.when, "why": p.why, "need": need_json(p.need)}
+            for p in need.optional
+        ],
     }
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from torchwheel.analysis.buildunits import build_choices, own_runtime_notes
 from torchwheel.analysis.member import BinaryAnalysis
-from torchwheel.analysis.wheelfacts import WheelFacts
+from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices
 from torchwheel.report.accelerator_facts import gpu_text, need_text
 from torchwheel.report.facts_document import symbol_lines
 from torchwheel.report.textsafe import safe_lines
+from torchwheel.torchabi import accelerators
 from torchwheel.torchabi.accelerators import AcceleratorNeeds
 from torchwheel.torchabi.backend import ANY_BUILD, builds_text, describe_builds
 from torchwheel.torchabi.need import show_release, show_releases
@@ -97,6 +98,9 @@ def wheel_text(w: WheelFacts) -> str:
     ]
     if (need.kind == "unstable" and not need.per_release) or need.newer:
         lines.append(f"  torch version    {need}")
+    for part in need.optional:
+        build = "" if part.need.builds == ANY_BUILD else f", on {describe_builds(part.need.builds)}"
+        lines.append(f"  {part.when.ljust(17)}{part.files_words}: {part.need}{build} ({part.why})")
     lines += _build_lines(w)
     lines += _file_table(w)
     lines += _symbol_detail(w)
@@ -118,7 +122,8 @@ def _build_lines(w: WheelFacts) -> list[str]:
         )
     choices = build_choices(w.build_units)
     lines += [f"  flavours         {choice}" for choice in choices]
-    acc = w.accelerator_needs
+    # what the import needs: the optional parts' accelerators are on their own lines
+    acc = accelerators.combine(s.accelerators for m, _, s in iter_slices(w) if w.reach.of(m).required)
     wanted = need_text(acc)
     if need.builds and (
         choices or max(len(acc.accelerators), len(acc.cuda_majors), len(acc.rocm_majors)) > 1

@@ -106,6 +106,9 @@ class TorchNeed:
     # table's; the exports index's, for a build dated by its imports), None when none did
     newer: tuple[str, ...] = ()
     tables: Minor | None = None
+    # the parts the package's import goes on without (``analysis.reach``), each with its own
+    # need: the axes above are those of the files its import cannot do without
+    optional: tuple[OptionalPart, ...] = ()
 
     def __str__(self) -> str:
         if self.newer and self.tables is not None:
@@ -130,6 +133,11 @@ class TorchNeed:
         if self.kind == "any":
             return "any torch (links libtorch, imports no versioned symbol)"
         return "no torch"
+
+    @property
+    def optional_words(self) -> str:
+        """The optional parts and their needs in a line (``show``, ``doctor``); "" without."""
+        return "; ".join(f"{p.files_words} ({p.when}): {p.need}" for p in self.optional)
 
     @property
     def label(self) -> str:
@@ -172,6 +180,28 @@ class TorchNeed:
         if self.gpu_code is None:
             axes.append("gpu")
         return tuple(axes)
+
+
+OptionalWhen = Literal["optional", "on-use"]
+
+
+@frozen
+class OptionalPart:
+    """Files the package's import goes on without (``analysis.reach``): loaded in a ``try``
+    that goes on, behind a capability or version check (``optional``), or only by a
+    function the import does not call (``on-use``). ``need``: what they need of torch (no
+    requirement of their own: the wheel's applies to the wheel). Where they do not load the
+    package imports, partly."""
+
+    files: tuple[str, ...]
+    when: OptionalWhen
+    need: TorchNeed
+    why: str = field(default="", compare=False)
+
+    @property
+    def files_words(self) -> str:
+        shown = ", ".join(self.files[:2])
+        return shown + (f" and {len(self.files) - 2} more" if len(self.files) > 2 else "")
 
 
 def pinned_minor(reqs: Iterable[Requirement]) -> Minor | None:

@@ -26,7 +26,7 @@ from torchwheel.frozen import frozen
 from torchwheel.torchabi import backend, torch_releases
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.cuda_archs import runs_on
-from torchwheel.torchabi.need import TorchNeed, release_matches, show_release, show_releases
+from torchwheel.torchabi.need import OptionalPart, TorchNeed, release_matches, show_release, show_releases
 from torchwheel.torchabi.torch_releases import Minor, minor_of, show_minor
 
 Cell = Literal["loads", "only", "some", "no", "unknown"]
@@ -48,6 +48,12 @@ class Verdict:
     axis: Axis = "version"
     loads_on: tuple[Version, ...] = ()
     newer: bool = False  # the torch is newer than the tables the verdict rests on
+    # the optional parts that do not load where the wheel does (``need.OptionalPart``):
+    # "FILES (optional): WHY", each; the import works, partly
+    partly: tuple[str, ...] = ()
+    # refused by the wheel's own Requires-Dist alone: every other axis loads (the import
+    # works, but ``pip check`` fails and pip may move torch)
+    excluded_only: bool = False
 
     @property
     def loads(self) -> bool:
@@ -202,11 +208,42 @@ def verdict(
             return Verdict("no", excluded, "requirement")
         return replace(on_gpu, reason=on_gpu.reason + also)
     if excluded:
-        return Verdict("no", excluded, "requirement")
+        return Verdict("no", excluded, "requirement", excluded_only=True)
     found = replace(found, reason=f"{found.reason}; {why}") if why else found
     if torch_releases.newer_than_tables(torch) and not found.newer:
-        return replace(found, reason=f"{found.reason}; {torch_releases.tables_note(torch)}", newer=True)
-    return found
+        found = replace(found, reason=f"{found.reason}; {torch_releases.tables_note(torch)}", newer=True)
+    return with_parts(found, need, markers, torch, build, gpu)
+
+
+def with_parts(
+    found: Verdict,
+    need: TorchNeed,
+    markers: Mapping[str, str] | None,
+    torch: Version,
+    build: TorchBuild | None,
+    gpu: int | None,
+) -> Verdict:
+    """A verdict that loads, with the optional parts that do not load there (``partly``):
+    each judged by the one verdict on its own need."""
+    partly = []
+    for part in need.optional:
+        on = verdict(part.need, markers, torch, build, gpu)
+        if not on.loads:
+            partly.append(
+                part_words(part, on.reason if on.cell != "unknown" else f"cannot be told: {on.reason}")
+            )
+    if not partly:
+        return found
+    return replace(found, reason=f"{found.reason}; partly: {'; '.join(partly)}", partly=tuple(partly))
+
+
+def part_words(part: OptionalPart, why: str) -> str:
+    """``its optional torchao/_C_mxfp8.so ...: needs a CUDA 13 build of torch, ...``."""
+    return (
+        f"its {part.when} {part.files_words} ({part.why}): {why}"
+        if part.why
+        else f"its {part.when} {part.files_words}: {why}"
+    )
 
 
 def minor_verdict(
