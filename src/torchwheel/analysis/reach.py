@@ -79,7 +79,7 @@ class Reach:
         }[self.how]
         where = f" in {self.where}" if self.where and self.how in ("module", "library") else ""
         if self.when == "import":
-            return how + where
+            return f"{how}{where} ({self.why})" if self.why else how + where
         return f"{how}{where}, {self.when}: {self.why}" if self.why else f"{how}{where}, {self.when}"
 
 

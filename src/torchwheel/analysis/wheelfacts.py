@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import field
 from functools import cached_property
 from typing import Literal
@@ -197,6 +197,14 @@ def _torch_need(w: WheelFacts) -> TorchNeed:
         for when, why, members in parts
     )
     return dataclasses.replace(need, optional=found)
+
+
+def files_need(w: WheelFacts, members: Iterable[str]) -> TorchNeed:
+    """The need of some of the wheel's files alone, as if the import needed each of them
+    (``doctor --explain`` on one file): no optional parts, no requirement."""
+    wanted = set(members)
+    need = _files_need(_only(w, [b for b in w.binaries if b.member in wanted]))
+    return dataclasses.replace(need, requirements=())
 
 
 def _only(w: WheelFacts, binaries: Sequence[MemberBinary], keep_unreadable: bool = False) -> WheelFacts:

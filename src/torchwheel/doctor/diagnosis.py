@@ -20,7 +20,7 @@ from dataclasses import replace
 from packaging.version import Version
 
 from torchwheel.analysis.torchcompat import compare_slice
-from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
+from torchwheel.analysis.wheelfacts import WheelFacts, files_need, torch_need_of
 from torchwheel.doctor.environment import Distribution, Environment
 from torchwheel.errors import clipped
 from torchwheel.frozen import frozen
@@ -157,6 +157,20 @@ def judge(d: Distribution, judged: Judged, table: SymbolTable, loads_now: bool |
     if found.loads:
         found, fix = _parts(w, need, found, judged, table)
     return Row(name, version, where, need, found, fix, missing)
+
+
+def judge_files(d: Distribution, members: Iterable[str], judged: Judged, table: SymbolTable) -> Verdict:
+    """Whether these files of a distribution load on the judged torch, as if its import
+    needed each of them (``--explain`` on one file): the one verdict on their own need,
+    their imports against the torch's exports where they were read."""
+    wanted = frozenset(members)
+    need = files_need(d.facts, wanted)
+    missing = (
+        _missing(d.facts, judged.libraries, table, frozenset(), wanted)
+        if judged.libraries is not None
+        else ()
+    )
+    return _verdict(need, judged, missing)
 
 
 def _parts(

@@ -80,25 +80,43 @@ def doctor_text(python: str, d: Diagnosis, explanation: Explanation | None = Non
 def explain_text(e: Explanation) -> str:
     q = e.question
     lines: list[str] = []
+    if q.op is not None:
+        lines.append(f"operator {q.op}: registered when its op library loads; it does not exist here")
+        lines.append(
+            f"registered by: {', '.join(e.candidates[:6])}" if e.candidates
+            else "registered by: no distribution read here is named for that namespace"
+        )  # fmt: skip
+    elif q.hook is not None:
+        lines.append(
+            f"{q.hook}: imported as a module, but the file exports no such hook: a torch op library "
+            "is loaded by path (torch.ops.load_library), never imported (TW304)"
+        )
     if q.library is not None:
         lines.append(f"{q.library}: {e.library}")
         lines.append(
             "needed by: "
             + (", ".join(e.needing) if e.needing else "no distribution read here links it by that name")
         )
-        return safe_lines(lines)
-    lines.append(f"file: {e.file}")
+        if e.file is None:
+            return safe_lines(lines)
+    if q.op is None or e.file is not None:
+        lines.append(f"file: {e.file}")
     lines.append(
         f"owner: {e.row.name} {e.row.version}"
         if e.row is not None
         else "owner: no distribution's RECORD lists it"
     )
+    if e.reach is not None:
+        lines.append(f"loaded: {e.reach}")
     if q.symbol is not None:
         lines.append(f"undefined symbol: {shown_symbol(q.symbol)}")
         if e.dated is not None:
             lines.append(f"exported by: {e.dated.words}")
         if e.installed_exports is not None:
             lines.append(f"the judged torch {'exports' if e.installed_exports else 'does not export'} it")
+    if e.verdict is not None:
+        said = "loads" if e.verdict.loads else "unknown" if e.verdict.cell == "unknown" else "does not load"
+        lines.append(f"{'these files' if len(e.candidates) > 1 else 'this file'}: {said}: {e.verdict.reason}")
     if e.row is not None:
         lines.append(f"verdict: {_verdict_text(e.row)}")
         if e.row.fix:
@@ -217,5 +235,12 @@ def _explain_json(e: Explanation) -> dict[str, Any]:
         "library": q.library,
         "library_is": e.library,
         "needed_by": list(e.needing),
+        "operator": q.op,
+        "hook": q.hook,
+        "member": e.member,
+        "reach": e.reach,
+        "file_fit": e.verdict.cell if e.verdict is not None else None,
+        "file_reason": e.verdict.reason if e.verdict is not None else None,
+        "candidates": list(e.candidates),
         "distribution": _row_json(e.row) if e.row is not None else None,
     }

@@ -24,6 +24,7 @@ torch_need_of`` from the binaries of an untagged wheel), and the two agree axis 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import field
@@ -43,6 +44,7 @@ from torchwheel.wheel.metadata import (
     TORCH_ABI_BUILDS_FIELD,
     TORCH_ABI_EXPORTS_FIELD,
     TORCH_ABI_FIELD,
+    TORCH_ABI_OPTIONAL_FIELD,
     TORCH_BUILD_FIELD,
     TORCH_GPU_FIELD,
     torch_abi_floor,
@@ -295,7 +297,7 @@ def need_from_fields(
         return None
     per_release, gpu = fields.get(TORCH_ABI_BUILDS_FIELD), fields.get(TORCH_GPU_FIELD)
     dated = fields.get(TORCH_ABI_EXPORTS_FIELD)
-    return declared_need(
+    need = declared_need(
         abi[-1],
         reqs,
         version,
@@ -303,6 +305,46 @@ def need_from_fields(
         per_release[-1] if per_release else None,
         gpu[-1] if gpu else None,
         dated[-1] if dated else None,
+    )
+    parts = tuple(_optional_part(line, version) for line in fields.get(TORCH_ABI_OPTIONAL_FIELD, []))
+    return dataclasses.replace(need, optional=parts) if parts else need
+
+
+_PART_KEYS = {
+    TORCH_ABI_FIELD,
+    TORCH_ABI_BUILDS_FIELD,
+    TORCH_ABI_EXPORTS_FIELD,
+    TORCH_BUILD_FIELD,
+    TORCH_GPU_FIELD,
+}
+
+
+def _optional_part(line: str, version: Version) -> OptionalPart:
+    """A ``Torch-ABI-Optional`` line: ``optional; Torch-ABI=2.11; Torch-Build=cuda-13;
+    files=pkg/_C.so`` (``tagging.plan.torch_abi_fields`` writes it)."""
+    when, *pairs = [p.strip() for p in line.split(";")]
+    values: dict[str, str] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or (key not in _PART_KEYS and key != "files"):
+            break
+        values[key] = value.strip()
+    else:
+        if (
+            when in ("optional", "on-use")
+            and values.get("files")
+            and {TORCH_ABI_FIELD, TORCH_BUILD_FIELD} <= set(values)
+        ):
+            need = declared_need(
+                values[TORCH_ABI_FIELD], (), version, values[TORCH_BUILD_FIELD], values.get(TORCH_ABI_BUILDS_FIELD),
+                values.get(TORCH_GPU_FIELD), values.get(TORCH_ABI_EXPORTS_FIELD),
+                source=f"WHEEL {TORCH_ABI_OPTIONAL_FIELD}",
+            )  # fmt: skip
+            files = tuple(f.strip() for f in values["files"].split(", ") if f.strip())
+            return OptionalPart(files, "optional" if when == "optional" else "on-use", need)
+    raise InputError(
+        f"WHEEL {TORCH_ABI_OPTIONAL_FIELD}: {clipped(line, 80)!r} is not "
+        "'optional|on-use; Torch-ABI=...; Torch-Build=...; files=...'"
     )
 
 
