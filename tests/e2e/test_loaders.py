@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -50,18 +51,18 @@ def _codes(wheel: Path, cwd: Path) -> tuple[int, dict[str, list[str]]]:
     return result.returncode, found
 
 
-def _rewrap(wheel: Path, out: Path, init: bytes) -> Path:
-    """The same built library in a wheel whose ``__init__.py`` is ``init``."""
+def _rewrap(wheel: Path, out: Path, init: bytes, dist: str = "twdemo_oplib") -> Path:
+    """The same built library in a wheel of ``dist`` whose ``__init__.py`` is ``init``."""
     with zipfile.ZipFile(wheel) as zf:
         (so,) = [n for n in zf.namelist() if n.endswith(".so")]
-        lib = out.parent / "lib.so"
+        lib = out.parent / f"{dist}.so"
         lib.write_bytes(zf.read(so))
     fw = fixture_wheels_module()
     spec = fw.WheelSpec(
-        out.stem, "twdemo_oplib", "cp311-cp311-linux_x86_64", ((so, "lib"),), requires=("torch==2.13.*",),
-        extra=(("twdemo_oplib/__init__.py", init),),
+        out.stem, dist, "cp311-cp311-linux_x86_64", ((f"{dist}/{so.split('/', 1)[1]}", "lib"),),
+        requires=("torch==2.13.*",), extra=((f"{dist}/__init__.py", init),),
     )  # fmt: skip
-    return Path(fw.write_wheel(out, spec, {"lib": lib}))
+    return Path(fw.write_wheel(out / f"{dist}-1.0.0-cp311-cp311-linux_x86_64.whl", spec, {"lib": lib}))
 
 
 def _run_in_torch(site: Path, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -115,8 +116,7 @@ def test_loaded_by_path_it_is_no_module(built: dict[str, Path], tmp_path: Path) 
 
 def test_imported_as_a_module_it_is_tw304(built: dict[str, Path], tmp_path: Path) -> None:
     """The same library behind `from . import _C`: TW304, and Python's import says why."""
-    wheel = _rewrap(built["oplib"], tmp_path / "twdemo_oplib-0.1.0-cp311-cp311-linux_x86_64.whl",
-                    b"import torch\nfrom . import _C\n")  # fmt: skip
+    wheel = _rewrap(built["oplib"], tmp_path, b"import torch\nfrom . import _C\n")
     code, found = _codes(wheel, tmp_path)
     assert code == 1 and "TW304" in found, found
     assert "PyInit__C" in found["TW304"][0]
@@ -171,3 +171,228 @@ def test_the_floor_of_its_shims_dates_it(built: dict[str, Path], tmp_path: Path)
     run = _run_in_torch(site, "import torch, twdemo_mixed\nprint(torch.ops.twdemo_mixed.copy(torch.ones(2)).shape)",
                         tmp_path)  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------------------------
+# doctor in real environments, held to a real `import` in a fresh process
+#
+# Two venvs whose torch is .venv's torch 2.13.0 (CPU), by hard links (as tests/e2e/
+# test_doctor.py makes them), with wheels installed by `installer`. "working": the op library
+# loaded by path, the mixed library, torchao 0.18.0 (its two CUDA 13 kernel libraries load in
+# a `try` that goes on: optional) and a package whose CUDA module is imported in
+# `try: ... except ImportError:` with a pure-torch fallback. Each of them imports on this CPU
+# torch, so doctor exits 0, with "partly" for the two whose optional parts cannot load.
+# "broken": the same plus torchaudio 2.11.0 and torchvision 0.28.0 (CUDA 13 builds: their
+# imports fail here) and the op library behind `from . import _C`: the errors a real import
+# prints are what `--explain` is given.
+
+TORCH_DEPS = ("torch", "torchgen", "functorch", "sympy", "mpmath", "networkx", "jinja2", "markupsafe",
+              "filelock", "fsspec")  # fmt: skip
+FALLBACK_INIT = b"""import torch
+
+try:
+    from . import _cuda_ext  # the CUDA kernels, where a CUDA build of torch has them
+except ImportError:
+    _cuda_ext = None
+
+
+def twice(x):
+    return x * 2  # the pure-torch fallback
+"""
+
+_IMPORT = r"""
+import importlib, json, os, sys, warnings
+import torch
+out = {}
+for name in json.loads(sys.argv[1]):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        said = "imports"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                importlib.import_module(name)
+            except BaseException as exc:
+                said = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        os.write(w, said.encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 65536):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    out[name] = data.decode() or "the process died"
+print(json.dumps(out))
+"""
+
+
+def _published(*names: str) -> list[Path]:
+    """Published wheels of ``benchmarks/corpus.toml``, downloaded once (sha256-checked) into
+    ``.cache/corpus``: a failed download fails the test."""
+    corpus = load_script("torchwheel_corpus", REPO / "benchmarks" / "corpus.py")
+    by_name = {e.filename: e for e in corpus.load_corpus()}
+    found = []
+    for name in names:
+        path = corpus.ensure(by_name[name], download=True)
+        assert path is not None and path.is_file(), f"{name}: not downloaded"
+        found.append(Path(path))
+    return found
+
+
+def _venv(root: Path, wheels: list[Path]) -> Path:
+    from ..helpers import fresh_venv, install_into
+
+    python = fresh_venv(root)
+    (site,) = (root / "lib").glob("python3*/site-packages")
+    (source,) = (CPU_ENV / "lib").glob("python3*/site-packages")
+    names = [*TORCH_DEPS, *(p.name for p in source.glob("torch-*.dist-info"))]
+    for name in names:
+        if (source / name).is_dir():
+            shutil.copytree(source / name, site / name, copy_function=os.link)
+    os.link(source / "typing_extensions.py", site / "typing_extensions.py")
+    for wheel in wheels:
+        install_into(python, wheel)
+    return python
+
+
+def _fallback_wheel(tmp: Path) -> Path:
+    """A package whose CUDA module (the nvcc library of fixtures/cuda: libtorch_cuda.so,
+    libcudart.so.13) is imported in a `try` with a fallback."""
+    fw = fixture_wheels_module()
+    spec = fw.WheelSpec(
+        "fallback", "twdemo_fallback", "cp39-abi3-" + fw.LINUX,
+        (("twdemo_fallback/_cuda_ext.abi3.so", "cuda:cu13_torch_cuda.so"),), requires=("torch",),
+        extra=(("twdemo_fallback/__init__.py", FALLBACK_INIT),),
+    )  # fmt: skip
+    return Path(fw.write_wheel(tmp / spec.filename, spec, {}))
+
+
+@pytest.fixture(scope="module")
+def envs(built: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("loaders")
+    tag = torchwheel("tag", "-w", str(tmp / "tagged"), "--build-torch", "2.13", str(built["oplib"]), cwd=tmp)
+    assert tag.returncode == 0, tag.stdout + tag.stderr
+    (oplib,) = (tmp / "tagged").glob("*.whl")
+    torchao, torchaudio, torchvision = _published(
+        "torchao-0.18.0-cp310-abi3-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl",
+        "torchaudio-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "torchvision-0.28.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+    )
+    working = [oplib, built["mixed"], torchao, _fallback_wheel(tmp)]
+    imported = _rewrap(built["oplib"], tmp, b"import torch\nfrom . import _C\n", "twdemo_imported")
+    return {
+        "working": _venv(tmp / "working", working),
+        "broken": _venv(tmp / "broken", [*working, torchaudio, torchvision, imported]),
+    }
+
+
+PACKAGES = {
+    "working": ("twdemo_oplib", "twdemo_mixed", "torchao", "twdemo_fallback"),
+    "broken": ("twdemo_oplib", "twdemo_mixed", "torchao", "twdemo_fallback", "torchaudio", "torchvision",
+               "twdemo_imported"),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def imports(envs: dict[str, Path]) -> dict[str, dict[str, str]]:
+    """Package -> "imports" or the error a real `import` raised, per env (fresh processes)."""
+    out = {}
+    for name, python in envs.items():
+        done = subprocess.run(
+            [str(python), "-W", "ignore", "-c", _IMPORT, json.dumps(PACKAGES[name])],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        out[name] = json.loads(done.stdout.strip().splitlines()[-1])
+    return out
+
+
+def _doctor(python: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    result = torchwheel("doctor", "--python", str(python), "--format", "json", *args)
+    assert result.returncode in (0, 1), result.stderr
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return result.returncode, doc
+
+
+def test_partly_is_a_working_import(envs: dict[str, Path], imports: dict[str, dict[str, str]]) -> None:
+    """torchao 0.18.0 and the try/except package import on the CPU torch: doctor says
+    "partly" (naming the optional CUDA parts), never "no"; with nothing else failing, exit 0."""
+    assert imports["working"] == dict.fromkeys(PACKAGES["working"], "imports"), imports["working"]
+    code, doc = _doctor(envs["working"])
+    states = {d["name"]: d["state"] for d in doc["distributions"]}
+    assert states == {"twdemo_oplib": "loads", "twdemo_mixed": "loads", "torchao": "partly",
+                      "twdemo_fallback": "partly"}, states  # fmt: skip
+    assert code == 0
+    torchao = next(d for d in doc["distributions"] if d["name"] == "torchao")
+    assert torchao["need"]["optional"][0]["files"] == [
+        "torchao/_C_cutlass_90a.abi3.so", "torchao/_C_mxfp8.cpython-310-x86_64-linux-gnu.so"
+    ]  # fmt: skip
+    assert "CUDA 13 build of torch" in torchao["partly"][0] and "optional" in torchao["partly"][0]
+    assert "loads partly" in doc["summary"]
+    text = torchwheel("doctor", "--python", str(envs["working"])).stdout
+    assert "torchao 0.18.0: loads PARTLY" in text
+    github = torchwheel("doctor", "--python", str(envs["working"]), "--format", "github").stdout
+    assert "::warning title=torchwheel doctor%3A torchao 0.18.0::" in github and "::error" not in github
+    markdown = torchwheel("doctor", "--python", str(envs["working"]), "--format", "markdown").stdout
+    assert "`loads PARTLY: " in markdown
+
+
+def test_every_row_agrees_with_import(envs: dict[str, Path], imports: dict[str, dict[str, str]]) -> None:
+    """In the broken env too: what imports is "loads" or "partly", what does not is "no"."""
+    truth = imports["broken"]
+    assert truth["torchaudio"].startswith("OSError: Could not load this library: "), truth
+    assert truth["torchvision"] == "RuntimeError: operator torchvision::nms does not exist", truth
+    assert "dynamic module does not define module export function (PyInit__C)" in truth["twdemo_imported"]
+    code, doc = _doctor(envs["broken"])
+    states = {d["name"]: d["state"] for d in doc["distributions"]}
+    wrong = {
+        n: (states[n], truth[n])
+        for n in truth
+        if (states[n] in ("loads", "partly")) != (truth[n] == "imports")
+    }
+    assert wrong == {}, wrong
+    assert code == 1
+
+
+def _explain(python: Path, asked: str) -> tuple[int, dict[str, Any]]:
+    code, doc = _doctor(python, "--explain", asked)
+    explained: dict[str, Any] = doc["explain"]
+    return code, explained
+
+
+def test_explain_what_torch_says(envs: dict[str, Path], imports: dict[str, dict[str, str]]) -> None:
+    """torch.ops.load_library's words on a torchaudio CUDA library, and the op torchvision's
+    import could not find: the distribution and the CUDA-build reason."""
+    code, e = _explain(envs["broken"], imports["broken"]["torchaudio"])
+    assert code == 1 and e["distribution"]["name"] == "torchaudio", e
+    assert e["member"] == "torchaudio/lib/_torchaudio.abi3.so" and e["reach"].startswith("loaded by path")
+    assert "needs a CUDA 13 build of torch, the target's torch is a CPU build" in e["file_reason"]
+    code, e = _explain(envs["broken"], imports["broken"]["torchvision"])
+    assert code == 1 and e["operator"] == "torchvision::nms" and e["distribution"]["name"] == "torchvision"
+    assert "torchvision/_C.so" in e["candidates"] and "CUDA 13 build of torch" in e["file_reason"]
+    text = torchwheel(
+        "doctor", "--python", str(envs["broken"]), "--explain", imports["broken"]["torchvision"]
+    ).stdout
+    assert "owner: torchvision 0.28.0" in text and "needs a CUDA 13 build of torch" in text, text
+
+
+def test_explain_the_other_forms(envs: dict[str, Path], imports: dict[str, dict[str, str]]) -> None:
+    """A module without its hook, a bare library path, and the loader's 'cannot open shared
+    object file' with the file that needed it."""
+    code, e = _explain(
+        envs["broken"], "ImportError: " + imports["broken"]["twdemo_imported"].split(": ", 1)[1]
+    )
+    assert code == 1 and e["hook"] == "PyInit__C" and e["distribution"]["name"] == "twdemo_imported", e
+    assert e["reach"].startswith("imported as a module")
+    (site,) = (envs["broken"].parent.parent / "lib").glob("python3*/site-packages")
+    kernel = site / "torchao" / "_C_mxfp8.cpython-310-x86_64-linux-gnu.so"
+    code, e = _explain(envs["broken"], str(kernel))
+    assert code == 0 and e["distribution"]["state"] == "partly" and e["file_fit"] == "no", e
+    assert "optional" in e["reach"]
+    said = f"OSError: {site}/torchvision/_C.so: libc10_cuda.so: cannot open shared object file: No such file or directory"
+    code, e = _explain(envs["broken"], said)
+    assert code == 1 and e["library"] == "libc10_cuda.so" and e["distribution"]["name"] == "torchvision", e
+    assert "only by its CUDA builds" in e["library_is"]

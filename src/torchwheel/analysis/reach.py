@@ -41,7 +41,7 @@ import ast
 import builtins
 import fnmatch
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import field
 from typing import Literal
 
@@ -619,8 +619,3 @@ def _import_of_stdlib(e: _Event) -> bool:
     """Imports name modules of every kind; only those of compiled files matter (matched by
     name later), so an import with no module spelled is nothing."""
     return e.how == "module" and not e.modules and not e.hints
-
-
-def reached_modules(reaching: Reaching) -> Iterator[str]:
-    """The members the import system loads (needs a module hook)."""
-    return (m for m, r in reaching.files.items() if r.how == "module")

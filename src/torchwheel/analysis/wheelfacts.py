@@ -25,6 +25,7 @@ from torchwheel.analysis import buildunits
 from torchwheel.analysis.alternatives import Alternatives, find_alternatives
 from torchwheel.analysis.buildunits import Brought, BuildUnit
 from torchwheel.analysis.member import MemberBinary, SliceAnalysis, UnreadableBinary
+from torchwheel.analysis.pythonabi import parse_suffix
 from torchwheel.analysis.reach import Reaching
 from torchwheel.frozen import frozen
 from torchwheel.tables.symtable import BASELINE
@@ -208,9 +209,9 @@ def files_need(w: WheelFacts, members: Iterable[str]) -> TorchNeed:
 
 
 def _only(w: WheelFacts, binaries: Sequence[MemberBinary], keep_unreadable: bool = False) -> WheelFacts:
-    """The facts of some of the wheel's files, every one of them required (no reach)."""
+    """The facts of some of the wheel's files (``_files_need`` reads them as required)."""
     return dataclasses.replace(
-        w, binaries=tuple(binaries), unreadable=w.unreadable if keep_unreadable else (), reach=Reaching()
+        w, binaries=tuple(binaries), unreadable=w.unreadable if keep_unreadable else ()
     )
 
 
@@ -226,7 +227,23 @@ def _optional_groups(w: WheelFacts) -> list[tuple[OptionalWhen, str, list[str]]]
 
 
 def _files_need(w: WheelFacts) -> TorchNeed:
-    """The need of every file of ``w``. An unstable build's releases come from its per-release file
+    """The need of every file of ``w``, and those its code imports as modules that export
+    no hook for their name (``TorchNeed.unimportable``)."""
+    need = _torch_axes(w)
+    hookless = tuple(
+        b.member
+        for b in w.binaries
+        if w.reach.of(b.member).how == "module"
+        and (module := parse_suffix(b.member).module) is not None
+        and not any(
+            {f"PyInit_{module}", f"PyModExport_{module}"} & set(s.python.hooks) for s in b.analysis.slices
+        )
+    )
+    return dataclasses.replace(need, unimportable=hookless) if hookless else need
+
+
+def _torch_axes(w: WheelFacts) -> TorchNeed:
+    """The torch axes of the need of every file of ``w``. An unstable build's releases come from its per-release file
     names, else from the torch releases that export its imports (``torchabi.exports``: the
     binary dates itself), else from its own words (a ``+torchX.Y`` label, a one-minor pin),
     which the need then names. The build axis is the binaries', narrowed to the build an

@@ -111,6 +111,10 @@ class TorchNeed:
     # the parts the package's import goes on without (``analysis.reach``), each with its own
     # need: the axes above are those of the files its import cannot do without
     optional: tuple[OptionalPart, ...] = ()
+    # files the import imports as modules that export no module hook for their name (TW304:
+    # "dynamic module does not define module export function"): it fails on every torch;
+    # ``tag`` refuses such a wheel, so WHEEL never states it
+    unimportable: tuple[str, ...] = field(default=(), compare=False)
 
     def __str__(self) -> str:
         if self.newer and self.tables is not None:

@@ -183,6 +183,16 @@ def verdict(
 
     ``markers``: the target's environment for requirements with markers; None evaluates only
     the unconditional ones."""
+    if need.unimportable:
+        shown = ", ".join(need.unimportable[:2]) + (
+            f" and {len(need.unimportable) - 2} more" if len(need.unimportable) > 2 else ""
+        )
+        return Verdict(
+            "no",
+            f"its code imports {shown} as a module, which exports no module hook for its name: "
+            "'dynamic module does not define module export function' on every torch (TW304)",
+            "python",
+        )
     if torch is None:
         if need.kind == "none":
             return Verdict("loads", "uses no torch symbols")
