@@ -122,6 +122,10 @@ def test_imported_as_a_module_it_is_tw304(built: dict[str, Path], tmp_path: Path
     assert "PyInit__C" in found["TW304"][0]
     run = _run_in_torch(_install(wheel, tmp_path / "site"), "import twdemo_oplib", tmp_path)
     assert run.returncode != 0 and "dynamic module does not define module export function" in run.stderr
+    index = torchwheel("index", str(wheel.parent), "-o", str(tmp_path / "index"), cwd=tmp_path)
+    assert index.returncode == 0, index.stderr
+    assert f"note: {wheel.name}: in no per-torch index (its code imports" in index.stderr, index.stderr
+    assert not list((tmp_path / "index").glob("torch-*/simple/twdemo-oplib"))
 
 
 # --------------------------------------------------------------------------------------------
