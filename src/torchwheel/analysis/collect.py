@@ -167,5 +167,6 @@ def reach_inputs(binaries: Iterable[MemberBinary]) -> list[reach.Compiled]:
         suffix = parse_suffix(b.member)
         module = pyimports.module_name(b.member, suffix.module) if suffix.module else None
         needed = tuple(dict.fromkeys(n for s in b.analysis.facts.slices for n in s.needed))
-        out.append(reach.Compiled(b.member, module, needed))
+        hooked = any(s.python.hooks for s in b.analysis.slices)
+        out.append(reach.Compiled(b.member, module, needed, hooked))
     return out

@@ -103,7 +103,7 @@ _LIBRARY_CALLS = frozenset(
     {"load_library", "CDLL", "PyDLL", "WinDLL", "OleDLL", "LoadLibrary", "LoadLibraryEx", "dlopen"}
 )
 # a module loaded by the import system
-_MODULE_CALLS = frozenset({"import_module", "__import__", "exec_module", "load_dynamic"})
+_MODULE_CALLS = frozenset({"import_module", "__import__", "spec_from_file_location", "load_dynamic"})
 _WORDS = tuple(w.encode() for w in sorted(_LIBRARY_CALLS | _MODULE_CALLS))
 # what a failed load raises; a handler of an exception class the wheel defines counts too
 # (xformers' loader turns the OSError into xFormersInvalidLibException and catches that)
@@ -158,10 +158,34 @@ def _goes_on(handler: ast.ExceptHandler) -> bool:
     return caught and not any(isinstance(n, ast.Raise) for s in handler.body for n in ast.walk(s))
 
 
+def _passes_on(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.AST) -> bool:
+    """Does a loading call take one of its function's parameters (``_load(name, path)``)? Then
+    its callers say what it loads."""
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)} - {"self", "cls"}
+    return any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(call))
+
+
+def _early_exit(stmt: ast.stmt) -> str:
+    """``if <capability or version check>: return`` (or raise): what comes after it in the
+    function runs only where the check fails; its guard, else ""."""
+    if not isinstance(stmt, ast.If) or stmt.orelse or not stmt.body:
+        return ""
+    if not isinstance(stmt.body[-1], ast.Return | ast.Raise):
+        return ""
+    return _condition(stmt.test)
+
+
 def _condition(test: ast.expr) -> str:
     """Why an ``if`` makes a load conditional, in words; "" for other tests."""
     words = {n.attr for n in ast.walk(test) if isinstance(n, ast.Attribute)}
     words |= {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+    asks_torch = any(
+        isinstance(n, ast.Call) and _called(n) in ("hasattr", "getattr") and n.args
+        and any(isinstance(a, ast.Name) and a.id == "torch" for a in ast.walk(n.args[0]))
+        for n in ast.walk(test)
+    )  # fmt: skip
+    if asks_torch:
+        return f"behind a check of what torch provides (`{_short(test)}`)"
     if words & _CAPABILITY:
         return f"behind a capability check (`{_short(test)}`)"
     if any("version" in w.lower() for w in words) and any(isinstance(n, ast.Compare) for n in ast.walk(test)):
@@ -207,9 +231,13 @@ class _Reader(ast.NodeVisitor):
         self.guards: list[str] = []
         self.latent: dict[str, list[_Event]] = {}  # function -> events inside it
         self.top: ast.stmt | None = None  # the module-level statement being read
+        self.classes: list[str] = []
+        self.names: list[str] = []  # the outermost function's name, as its callers spell it
         self.assigned: dict[str, set[str]] = {}  # module-level name -> the names its value spells
+        self.defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}  # the module's functions
 
     def visit_Module(self, node: ast.Module) -> None:
+        self.defs = {n.name: n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
         for stmt in node.body:
             if isinstance(stmt, ast.Assign | ast.AnnAssign):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -221,15 +249,30 @@ class _Reader(ast.NodeVisitor):
             self.visit(stmt)
 
     # context ---------------------------------------------------------------------------------
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.classes.append(node.name)
+        self.generic_visit(node)
+        self.classes.pop()
+
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for d in node.decorator_list:
             self.visit(d)
         outer = self.guards
+        if not self.function:  # what a caller calls: a constructor by its class's name
+            self.names.append(self.classes[-1] if node.name == "__init__" and self.classes else node.name)
         self.function.append(node)
         self.guards = []  # a function's body runs where it is called: the caller's guards apply there
+        pushed = 0
         for stmt in node.body:
             self.visit(stmt)
+            guard = _early_exit(stmt)  # `if hasattr(torch.Tensor, ...): return`: the rest is conditional
+            if guard:
+                self.guards.append(guard)
+                pushed += 1
+        del self.guards[len(self.guards) - pushed :]
         self.function.pop()
+        if not self.function:
+            self.names.pop()
         self.guards = outer
 
     visit_FunctionDef = _visit_function
@@ -268,21 +311,28 @@ class _Reader(ast.NodeVisitor):
         loads), and those module-level assignments give the names it uses."""
         fn = self.function[0] if self.function else None  # the outermost: what a caller calls
         around = fn if fn is not None else self.top
+        name = self.names[0] if self.names else None
         hints = set(hints) | (_hints(around) if around is not None and around is not node else set())
         for n in ast.walk(node):
             if isinstance(n, ast.Name) and n.id in self.assigned:
                 hints |= self.assigned[n.id]
+            elif isinstance(n, ast.Call) and n is not node and _called(n) in self.defs:
+                hints |= _hints(self.defs[_called(n)])  # load_library(_lib_path()): the path's names
         event = _Event(
             how,
             frozenset(hints),
             frozenset(modules),
             f"{self.member}:{getattr(node, 'lineno', 0)}",
             (self.guards[-1] if self.guards else "") or guard,
-            fn.name if fn is not None else None,
+            name,
         )
         self.events.append(event)
-        if fn is not None and (how == "library" or modules or self._reaches(hints)):
-            self.latent.setdefault(fn.name, []).append(event)  # a helper: its callers are read too
+        if (
+            name is not None
+            and fn is not None
+            and (how == "library" or modules or self._reaches(hints) or _passes_on(fn, node))
+        ):
+            self.latent.setdefault(name, []).append(event)  # a helper: its callers are read too
 
     def _reaches(self, hints: Iterable[str]) -> bool:
         return any(_matches(h, b) for h in hints for b in self.basenames)
@@ -299,14 +349,14 @@ class _Reader(ast.NodeVisitor):
         names &= self.modules
         if not names:
             return
-        fn = self.function[0] if self.function else None
+        name = self.names[0] if self.names else None
         event = _Event(
             "module", frozenset(), frozenset(names), f"{self.member}:{node.lineno}",
-            self.guards[-1] if self.guards else "", fn.name if fn is not None else None,
+            self.guards[-1] if self.guards else "", name,
         )  # fmt: skip
         self.events.append(event)
-        if fn is not None:
-            self.latent.setdefault(fn.name, []).append(event)
+        if name is not None:
+            self.latent.setdefault(name, []).append(event)
 
     def visit_Call(self, node: ast.Call) -> None:
         name = _called(node)
@@ -316,7 +366,7 @@ class _Reader(ast.NodeVisitor):
             found = dynamic_import(node, self.module, self.package)
             if found is None or found in self.modules:
                 self._add("module", node, _hints(node), {found} if found else set())
-        elif name in self.helpers and not (self.function and self.function[0].name == name):
+        elif name in self.helpers and not (self.names and self.names[0] == name):
             here = _hints(node)
             for inner in self.helpers[name]:
                 self._add(inner.how, node, set(inner.hints) | here, set(inner.modules), inner.guard)
@@ -362,6 +412,7 @@ class Compiled:
     member: str
     module: str | None
     needed: tuple[str, ...] = ()
+    hooked: bool = False  # it exports a module hook: an extension module users may import
 
 
 def _top(member: str) -> str:
@@ -485,16 +536,23 @@ def read_reach(
     in the folders that hold compiled files."""
     if not compiled:
         return Reaching()
+    members = list(members)
     tops = {_top(c.member) for c in compiled}
-    sources = list(python_sources(members, size, read, lambda m: _top(m) in tops and ".dist-info/" not in m))
+
+    def wanted(m: str) -> bool:  # files at the top level: any package of the wheel may load them
+        return ".dist-info/" not in m and ("" in tops or _top(m) in tops)
+
+    sources = list(python_sources(members, size, read, wanted))
+    complete = len(sources) == sum(1 for m in members if m.endswith(".py") and wanted(m))
     modules = _module_names(compiled)
-    events = _events(sources, modules, frozenset(c.member.rsplit("/", 1)[-1] for c in compiled))
+    basenames = frozenset(c.member.rsplit("/", 1)[-1] for c in compiled)
+    events = _events(sources, modules, basenames)
     found: dict[str, list[Reach]] = {}
     for c in compiled:
         base = c.member.rsplit("/", 1)[-1]
         top = _top(c.member)
         for e in events:
-            if _top(e.where.rsplit(":", 1)[0]) != top:
+            if top and _top(e.where.rsplit(":", 1)[0]) != top:
                 continue
             by_module = c.module is not None and c.module in e.modules
             by_name = e.how == "library" or (e.how == "module" and not e.modules)
@@ -502,7 +560,28 @@ def read_reach(
                 found.setdefault(c.member, []).append(_reach_of(e, "module" if by_module else e.how))
     reached = {m: r for m, rs in found.items() if (r := _best(rs)) is not None}
     reached = _with_dependencies(reached, compiled)
-    return Reaching(_ops_needed_at_import(reached, import_time_ops(sources)))
+    reached = _ops_needed_at_import(reached, import_time_ops(sources))
+    blind = [
+        e for e in events
+        if e.function is None and not e.modules and not any(_matches(h, b) for h in e.hints for b in basenames)
+    ]  # fmt: skip
+    if sources and complete and not blind:
+        reached = _not_at_import(reached, compiled)
+    return Reaching(reached)
+
+
+def _not_at_import(reached: dict[str, Reach], compiled: Sequence[Compiled]) -> dict[str, Reach]:
+    """Files no code names that the package's import cannot load: every ``.py`` was read and
+    no load at import spells a name the reading could not follow, so only a function called
+    on use (a path built at run time, torch-memory-saver's hook libraries) or a user's own
+    import can reach them. An extension module (it has a hook) is what users import
+    themselves, and so is any module at the top level: required."""
+    out = dict(reached)
+    for c in compiled:
+        if c.member in out or c.hooked or (not _top(c.member) and c.module is not None):
+            continue
+        out[c.member] = Reach("unreached", "on-use", "", "no code the package's import runs names it")
+    return out
 
 
 def _ops_needed_at_import(
@@ -575,33 +654,39 @@ def _import_needles(modules: Iterable[str]) -> re.Pattern[bytes] | None:
     its last part (``from . import _C``, ``from ._C import x``); never ``torch._C``."""
     alternatives: list[bytes] = []
     for name in sorted(set(modules)):
-        stem = re.escape(name.rsplit(".", 1)[-1].encode())
+        parent, _, last = name.rpartition(".")
+        stem = re.escape(last.encode())
         alternatives.append(re.escape(name.encode()) + rb"\b")
         alternatives.append(rb"from\s+\.[\w.]*\s+import\s[^\n]*\b" + stem + rb"\b")
         alternatives.append(rb"from\s+\.+(?:\w+\.)*" + stem + rb"\b")
+        alternatives.append(rb"import\s*\([^)]*\b" + stem + rb"\b")  # a parenthesized list
+        if parent:  # from pkg import _C
+            alternatives.append(
+                rb"from\s+" + re.escape(parent.encode()) + rb"\s+import\s[^\n]*\b" + stem + rb"\b"
+            )
     return re.compile(b"|".join(alternatives)) if alternatives else None
 
 
 def _events(
     sources: Sequence[tuple[str, bytes]], modules: Mapping[str, str], basenames: frozenset[str]
 ) -> list[_Event]:
-    """Every loading event of the files that spell one, helpers followed ``_LEVELS`` deep
-    (each file parsed once)."""
+    """Every loading event of the files that spell one, helpers followed ``_LEVELS`` deep:
+    each file parsed once, and read again only when a helper it calls changed."""
     imports = _import_needles(modules)
     names = frozenset(modules)
-    wanted = {
+    text = dict(sources)
+    todo = {
         m for m, d in sources if any(w in d for w in _WORDS) or (imports is not None and imports.search(d))
     }
     trees: dict[str, ast.Module | None] = {}
     helpers: dict[str, list[_Event]] = {}
     readers: dict[str, _Reader] = {}
     for _ in range(_LEVELS):
-        calls = [n.encode() + b"(" for n in helpers]
-        todo = [(m, d) for m, d in sources if m in wanted or any(n in d for n in calls)][:_MAX_PARSED]
-        readers = {}
-        for m, d in todo:
+        for m in sorted(todo)[:_MAX_PARSED]:
+            if m not in trees and len(trees) >= _MAX_PARSED:
+                continue
             if m not in trees:
-                trees[m] = parsed(d, m)
+                trees[m] = parsed(text[m], m)
             tree = trees[m]
             if tree is not None:
                 readers[m] = _read(tree, m, helpers, names, basenames)
@@ -609,9 +694,12 @@ def _events(
         for r in readers.values():
             for name, found in r.latent.items():
                 latent.setdefault(name, []).extend(found)
-        if {n: len(e) for n, e in latent.items()} == {n: len(e) for n, e in helpers.items()}:
+        changed = [n for n in latent if len(latent[n]) != len(helpers.get(n, ()))]
+        if not changed:
             break
         helpers = latent
+        calls = [n.encode() + b"(" for n in changed]
+        todo = {m for m, d in sources if any(c in d for c in calls)}
     return [e for r in readers.values() for e in r.events if not _import_of_stdlib(e)]
 
 

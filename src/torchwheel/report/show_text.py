@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from torchwheel.analysis.buildunits import build_choices, own_runtime_notes
 from torchwheel.analysis.member import BinaryAnalysis
+from torchwheel.analysis.reach import Reach
 from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices
 from torchwheel.report.accelerator_facts import gpu_text, need_text
 from torchwheel.report.facts_document import symbol_lines
@@ -137,14 +138,21 @@ def _build_lines(w: WheelFacts) -> list[str]:
     return lines
 
 
+def _loaded(r: Reach) -> str:
+    """How the package's own Python reaches a file, in a word or two (``analysis.reach``;
+    the JSON's ``reach`` says where and why)."""
+    how = {"module": "import", "library": "by path", "dependency": "as a dep", "unreached": "not named"}[r.how]
+    return how if r.when == "import" else f"{how}, {r.when}"
+
+
 def _file_table(w: WheelFacts) -> list[str]:
     """One row per compiled file (and per unreadable member), columns aligned."""
     lines: list[str] = []
-    table = [["file", "format", "kind", "marker", "torch", "needs", "python", "accelerator"]]
+    table = [["file", "format", "kind", "marker", "torch", "needs", "python", "accelerator", "loaded"]]
     for b in w.binaries:
-        table += _row(b.member, b.analysis)
+        table += [[*row, _loaded(w.reach.of(b.member))] for row in _row(b.member, b.analysis)]
     for u in w.unreadable:
-        table.append([u.member, "?", "?", "?", "?", "?", f"unreadable: {u.error}", "?"])
+        table.append([u.member, "?", "?", "?", "?", "?", f"unreadable: {u.error}", "?", "?"])
     if len(table) > 1:
         widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
         lines.append("")

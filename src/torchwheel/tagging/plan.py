@@ -31,7 +31,7 @@ from torchwheel.analysis.wheelfacts import (
 from torchwheel.errors import InputError
 from torchwheel.report.facts_document import binary_json
 from torchwheel.tagging import naming
-from torchwheel.tagging.contradictions import check_build_torch, check_local_label
+from torchwheel.tagging.contradictions import check_build_torch, check_importable, check_local_label
 from torchwheel.tagging.requirement import apply_requirements, metadata_text, named_minor
 from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi.backend import builds_text
@@ -282,6 +282,7 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     ]
     wheel_name = f"{c.dist_info}/WHEEL"
     meta_name = f"{c.dist_info}/METADATA"
+    check_importable(need)
     check_build_torch(need, opts)
     if w.provides_libtorch:  # torch itself: it cannot require torch
         new_meta, meta_notes = c.metadata_text, ["torch itself: Requires-Dist left as it is"]
