@@ -11,9 +11,10 @@ on the code that loads it, not on the file:
   holds libpython), ``dependency`` (only another of its libraries' ``DT_NEEDED`` names it),
   or ``unreached`` (no code of the wheel names it);
 - **when**: ``import`` (the package's import loads it and fails with it), ``optional``
-  (loaded at import inside a ``try`` whose handler goes on without it, or behind a
-  capability or torch-version check), ``on-use`` (loaded only inside functions the import
-  does not call: torchcodec's HEIC decoder).
+  (loaded at import inside a ``try`` whose handler goes on without it), ``conditional``
+  (behind a capability check, a check of what torch provides or of its version: loaded, and
+  needed, where the check lets the load through), ``on-use`` (loaded only inside functions
+  the import does not call: torchcodec's HEIC decoder, or named by no code the import runs).
 
 Which files a loading call reaches is read from the names it spells: string literals,
 ``glob`` patterns (``"_C*.so"``) and f-strings with their fields as ``*``
@@ -49,7 +50,7 @@ from torchwheel.analysis.pyimports import dynamic_import, names_of, parsed, pyth
 from torchwheel.frozen import frozen
 
 How = Literal["module", "library", "dependency", "unreached"]
-When = Literal["import", "optional", "on-use"]
+When = Literal["import", "conditional", "optional", "on-use"]
 
 
 @frozen
@@ -113,6 +114,7 @@ _LOAD_FAILURES = frozenset(
 _BUILTIN_NAMES = frozenset(dir(builtins))
 _CAPABILITY = frozenset({"is_available", "device_count", "cuda", "hip", "xpu", "mps", "backends", "is_built"})
 _LEVELS = 4  # helpers followed up this many calls
+_GOES_ON = "its loader goes on without it"  # the words of a try's guard (``_reach_of``)
 _MAX_PARSED = 512  # .py files parsed per wheel, at most
 _MAX_HINT = 200  # a longer string is a message, not a file name
 
@@ -283,7 +285,7 @@ class _Reader(ast.NodeVisitor):
         guard = ""
         if kept:
             caught = ", ".join(dict.fromkeys(n for h in kept for n in (_type_names(h) or ["everything"])))
-            guard = f"its loader goes on without it (`except {caught}` at {self.member}:{node.lineno})"
+            guard = f"{_GOES_ON} (`except {caught}` at {self.member}:{node.lineno})"
         self._guarded(node.body, guard)
         for part in (*node.handlers, *node.orelse, *node.finalbody):
             self.visit(part)
@@ -420,7 +422,7 @@ def _top(member: str) -> str:
     return parts[0] if len(parts) > 1 else ""
 
 
-_RANK: dict[When, int] = {"import": 0, "optional": 1, "on-use": 2}
+_RANK: dict[When, int] = {"import": 0, "conditional": 1, "optional": 2, "on-use": 3}
 
 
 def _best(reaches: Iterable[Reach]) -> Reach | None:
@@ -620,7 +622,10 @@ def _reach_of(e: _Event, how: How) -> Reach:
             how, "on-use", where, f"only {e.function}() loads it, and the package's import does not call it"
         )
     if e.guard:
-        return Reach(how, "optional", where, e.guard)
+        # a try that goes on makes it optional; an if (a capability, what torch provides, its
+        # version) makes it conditional: loaded, and needed, where the check lets it through
+        kind: When = "optional" if e.guard.startswith(_GOES_ON) else "conditional"
+        return Reach(how, kind, where, e.guard)
     return Reach(how, "import", where)
 
 

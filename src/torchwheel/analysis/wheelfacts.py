@@ -132,6 +132,13 @@ class WheelFacts:
         return _torch_need(self)
 
     @cached_property
+    def every_file_need(self) -> TorchNeed:
+        """The need of every compiled file as if the import needed each (its optional parts
+        too): what rules about the files themselves judge (a per-release build named for a
+        torch that lacks its imports is wrong wherever the package picks it)."""
+        return _files_need(self)
+
+    @cached_property
     def provides_libtorch(self) -> bool:
         """Is this torch itself (any build: ``+cpu``, ``+cu128``, a fork under another name)?
 
@@ -220,9 +227,8 @@ def _optional_groups(w: WheelFacts) -> list[tuple[OptionalWhen, str, list[str]]]
     groups: dict[tuple[OptionalWhen, str], list[str]] = {}
     for b in w.binaries:
         r = w.reach.of(b.member)
-        if r.when in ("optional", "on-use"):
-            when: OptionalWhen = "optional" if r.when == "optional" else "on-use"
-            groups.setdefault((when, r.why), []).append(b.member)
+        if r.when != "import":
+            groups.setdefault((r.when, r.why), []).append(b.member)
     return [(when, why, members) for (when, why), members in groups.items()]
 
 

@@ -31,7 +31,7 @@ from torchwheel.torchabi.cxxnames import demangle
 from torchwheel.torchabi.need import TorchNeed, release_matches, show_release, show_releases
 from torchwheel.torchabi.torch_releases import minor_of, show_minor
 from torchwheel.torchabi.torchlibs import TorchLibraries
-from torchwheel.torchabi.verdicts import Verdict, minor_verdict, part_words, verdict
+from torchwheel.torchabi.verdicts import Verdict, combine_parts, minor_verdict, verdict
 from torchwheel.wheel.installed import NotRead
 
 
@@ -176,27 +176,30 @@ def judge_files(d: Distribution, members: Iterable[str], judged: Judged, table: 
 def _parts(
     w: WheelFacts, need: TorchNeed, found: Verdict, judged: Judged, table: SymbolTable
 ) -> tuple[Verdict, str]:
-    """A verdict that loads, with the optional parts that do not load on the judged torch
-    (each by the same verdict, its exports where they were read), and the fix for them."""
-    partly: list[str] = []
-    fix = ""
+    """A verdict that loads, with what its optional parts do on the judged torch (each by
+    the same verdict, its exports where they were read: ``verdicts.combine_parts``), and
+    the fix for those that do not load."""
+    judged_parts = []
     for part in need.optional:
         missing = (
             _missing(w, judged.libraries, table, frozenset(), frozenset(part.files))
             if judged.libraries is not None
             else ()
         )
-        on = _verdict(part.need, judged, missing)
-        if on.loads:
-            continue
-        partly.append(part_words(part, on.reason if on.cell != "unknown" else f"cannot be told: {on.reason}"))
-        if not fix and on.cell != "unknown":
-            fix = f"its import works; to use its {part.when} parts, " + fix_for(
-                w.metadata.name or "it", part.need, on, judged
-            )
-    if not partly:
+        judged_parts.append((part, _verdict(part.need, judged, missing)))
+    if judged.version is None:
         return found, ""
-    return replace(found, reason=f"{found.reason}; partly: {'; '.join(partly)}", partly=tuple(partly)), fix
+    combined = combine_parts(found, judged_parts, judged.version)
+    fix = ""
+    failing = next(((p, on) for p, on in judged_parts if not on.loads and on.cell != "unknown"), None)
+    if failing is not None and combined.partly:
+        part, on = failing
+        fix = f"its import works; to use its {part.when} parts, " + fix_for(
+            w.metadata.name or "it", part.need, on, judged
+        )
+    elif failing is not None and not combined.loads:
+        fix = fix_for(w.metadata.name or "it", failing[0].need, failing[1], judged)
+    return combined, fix
 
 
 def _verdict(need: TorchNeed, judged: Judged, missing: tuple[str, ...]) -> Verdict:

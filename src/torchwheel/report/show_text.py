@@ -141,7 +141,9 @@ def _build_lines(w: WheelFacts) -> list[str]:
 def _loaded(r: Reach) -> str:
     """How the package's own Python reaches a file, in a word or two (``analysis.reach``;
     the JSON's ``reach`` says where and why)."""
-    how = {"module": "import", "library": "by path", "dependency": "as a dep", "unreached": "not named"}[r.how]
+    how = {"module": "import", "library": "by path", "dependency": "as a dep", "unreached": "not named"}[
+        r.how
+    ]
     return how if r.when == "import" else f"{how}, {r.when}"
 
 

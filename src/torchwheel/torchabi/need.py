@@ -188,16 +188,17 @@ class TorchNeed:
         return tuple(axes)
 
 
-OptionalWhen = Literal["optional", "on-use"]
+OptionalWhen = Literal["optional", "conditional", "on-use"]
 
 
 @frozen
 class OptionalPart:
-    """Files the package's import goes on without (``analysis.reach``): loaded in a ``try``
-    that goes on, behind a capability or version check (``optional``), or only by a
-    function the import does not call (``on-use``). ``need``: what they need of torch (no
-    requirement of their own: the wheel's applies to the wheel). Where they do not load the
-    package imports, partly."""
+    """Files the package's import may go on without (``analysis.reach``): loaded in a
+    ``try`` that goes on (``optional``), behind a capability, torch-feature or version check
+    (``conditional``: needed where the check lets the load through), or only by a function
+    the import does not call (``on-use``). ``need``: what they need of torch (no requirement
+    of their own: the wheel's applies to the wheel). ``verdicts.part_outcome`` says what a
+    part that does not load means on one torch."""
 
     files: tuple[str, ...]
     when: OptionalWhen
@@ -335,7 +336,7 @@ def _optional_part(line: str, version: Version) -> OptionalPart:
         values[key] = value.strip()
     else:
         if (
-            when in ("optional", "on-use")
+            when in ("optional", "conditional", "on-use")
             and values.get("files")
             and {TORCH_ABI_FIELD, TORCH_BUILD_FIELD} <= set(values)
         ):
@@ -345,10 +346,13 @@ def _optional_part(line: str, version: Version) -> OptionalPart:
                 source=f"WHEEL {TORCH_ABI_OPTIONAL_FIELD}",
             )  # fmt: skip
             files = tuple(f.strip() for f in values["files"].split(", ") if f.strip())
-            return OptionalPart(files, "optional" if when == "optional" else "on-use", need)
+            kind: OptionalWhen = (
+                "on-use" if when == "on-use" else "optional" if when == "optional" else "conditional"
+            )
+            return OptionalPart(files, kind, need)
     raise InputError(
         f"WHEEL {TORCH_ABI_OPTIONAL_FIELD}: {clipped(line, 80)!r} is not "
-        "'optional|on-use; Torch-ABI=...; Torch-Build=...; files=...'"
+        "'optional|conditional|on-use; Torch-ABI=...; Torch-Build=...; files=...'"
     )
 
 

@@ -233,15 +233,46 @@ def with_parts(
     build: TorchBuild | None,
     gpu: int | None,
 ) -> Verdict:
-    """A verdict that loads, with the optional parts that do not load there (``partly``):
-    each judged by the one verdict on its own need."""
+    """A verdict that loads, with what its optional parts do there (``part_outcome``): each
+    judged by the one verdict on its own need."""
+    return combine_parts(
+        found, [(p, verdict(p.need, markers, torch, build, gpu)) for p in need.optional], torch
+    )
+
+
+PartOutcome = Literal["loads", "partly", "fails"]
+
+
+def part_outcome(part: OptionalPart, on: Verdict, torch: Version) -> PartOutcome:
+    """What an optional part's verdict ``on`` means for the wheel on ``torch``. A part in a
+    ``try`` that goes on, or loaded on use: the import works, partly. A conditional part
+    (behind a check of a capability, of what torch provides, of its version) is needed where
+    the check lets the load through: where its build is not this torch's (a CUDA part on a
+    CPU torch), the capability is absent and it is not loaded (partly); where this torch is
+    newer than every release it has a build for, torch provides what it adds (the package's
+    builds stop where torch took the feature over: torch-c-dlpack-ext), and nothing is
+    missing; anywhere else it is loaded and fails, and so does the import."""
+    if on.loads:
+        return "loads"
+    if part.when != "conditional" or on.axis in ("build", "gpu") or on.cell == "unknown":
+        return "partly"
+    releases = part.need.releases
+    if releases and all(minor_of(torch) > (b[0], b[1]) for b in releases):
+        return "loads"
+    return "fails"
+
+
+def combine_parts(found: Verdict, judged: Iterable[tuple[OptionalPart, Verdict]], torch: Version) -> Verdict:
+    """The wheel's verdict (``found`` loads) with its parts' outcomes: ``partly`` for those
+    that do not load, ``no`` where a conditional one fails (the import fails with it)."""
     partly = []
-    for part in need.optional:
-        on = verdict(part.need, markers, torch, build, gpu)
-        if not on.loads:
-            partly.append(
-                part_words(part, on.reason if on.cell != "unknown" else f"cannot be told: {on.reason}")
-            )
+    for part, on in judged:
+        outcome = part_outcome(part, on, torch)
+        why = on.reason if on.cell != "unknown" else f"cannot be told: {on.reason}"
+        if outcome == "fails":
+            return Verdict("no", part_words(part, why), on.axis)
+        if outcome == "partly":
+            partly.append(part_words(part, why))
     if not partly:
         return found
     return replace(found, reason=f"{found.reason}; partly: {'; '.join(partly)}", partly=tuple(partly))
