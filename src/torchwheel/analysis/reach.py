@@ -237,6 +237,17 @@ class _Reader(ast.NodeVisitor):
         self.names: list[str] = []  # the outermost function's name, as its callers spell it
         self.assigned: dict[str, set[str]] = {}  # module-level name -> the names its value spells
         self.defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}  # the module's functions
+        self.lines: list[bytes] = []  # the file's lines, to skip a statement that spells nothing
+        self.needles: list[bytes] = []  # what a statement must spell to hold an event
+        self.hints_of: dict[int, set[str]] = {}  # a function's or statement's names, once
+
+    def _spells(self, node: ast.stmt) -> bool:
+        """Does the statement's text spell a loading call, a helper or a compiled module?
+        A statement that spells none can hold no event: not walked (a big package's
+        thousands of functions cost the walk, not the parse)."""
+        end = getattr(node, "end_lineno", None) or len(self.lines)
+        text = b"\n".join(self.lines[node.lineno - 1 : end])
+        return any(n in text for n in self.needles)
 
     def visit_Module(self, node: ast.Module) -> None:
         self.defs = {n.name: n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
@@ -248,12 +259,17 @@ class _Reader(ast.NodeVisitor):
                         self.assigned.setdefault(t.id, set()).update(_hints(stmt.value))
         for stmt in node.body:
             self.top = stmt
-            self.visit(stmt)
+            if self._spells(stmt):
+                self.visit(stmt)
 
     # context ---------------------------------------------------------------------------------
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.classes.append(node.name)
-        self.generic_visit(node)
+        for d in node.decorator_list:
+            self.visit(d)
+        for stmt in node.body:
+            if self._spells(stmt):
+                self.visit(stmt)
         self.classes.pop()
 
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -266,7 +282,8 @@ class _Reader(ast.NodeVisitor):
         self.guards = []  # a function's body runs where it is called: the caller's guards apply there
         pushed = 0
         for stmt in node.body:
-            self.visit(stmt)
+            if self._spells(stmt):
+                self.visit(stmt)
             guard = _early_exit(stmt)  # `if hasattr(torch.Tensor, ...): return`: the rest is conditional
             if guard:
                 self.guards.append(guard)
@@ -314,7 +331,10 @@ class _Reader(ast.NodeVisitor):
         fn = self.function[0] if self.function else None  # the outermost: what a caller calls
         around = fn if fn is not None else self.top
         name = self.names[0] if self.names else None
-        hints = set(hints) | (_hints(around) if around is not None and around is not node else set())
+        if around is not None and around is not node:
+            if id(around) not in self.hints_of:
+                self.hints_of[id(around)] = _hints(around)
+            hints = set(hints) | self.hints_of[id(around)]
         for n in ast.walk(node):
             if isinstance(n, ast.Name) and n.id in self.assigned:
                 hints |= self.assigned[n.id]
@@ -378,11 +398,15 @@ class _Reader(ast.NodeVisitor):
 def _read(
     tree: ast.Module,
     member: str,
+    data: bytes,
     helpers: Mapping[str, list[_Event]],
     modules: frozenset[str],
     basenames: frozenset[str],
 ) -> _Reader:
     reader = _Reader(member, helpers, modules, basenames)
+    reader.lines = data.split(b"\n")
+    stems = {m.rsplit(".", 1)[-1].encode() for m in modules}
+    reader.needles = [*_WORDS, *(n.encode() for n in helpers), *stems]
     reader.visit(tree)
     return reader
 
@@ -484,11 +508,37 @@ def import_time_ops(sources: Iterable[tuple[str, bytes]]) -> dict[str, tuple[str
 _COL0_IMPORT = re.compile(
     rb"^(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)|import[ \t]+([^\n#;]+))", re.M
 )
+_ANY_IMPORT = re.compile(
+    rb"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)|import[ \t]+([^\n#;]+))", re.M
+)
 
 
-def import_time_files(sources: Iterable[tuple[str, bytes]]) -> set[str]:
+def _outside_functions(data: bytes) -> list[bytes]:
+    """The lines of a file outside function bodies, by indentation (one line scan, never
+    run): an import inside a function runs when it is called, not when the module is."""
+    kept: list[bytes] = []
+    inside: int | None = None  # the indentation of the def whose body the scan is in
+    for line in data.split(b"\n"):
+        text = line.lstrip(b" \t")
+        if not text or text.startswith(b"#"):
+            continue
+        width = len(line) - len(text)
+        if inside is not None:
+            if width > inside or text.startswith((b")", b"]", b"}")):
+                continue
+            inside = None
+        if text.startswith((b"def ", b"async def ")):
+            inside = width
+            continue
+        kept.append(line)
+    return kept
+
+
+def import_time_files(sources: Iterable[tuple[str, bytes]], conditional: bool = False) -> set[str]:
     """The ``.py`` members ``import TOP`` runs: each top-level package's ``__init__.py`` and
-    what it imports unconditionally (column-0 imports, a byte scan), transitively."""
+    what it imports, transitively: unconditionally (column-0 imports, a byte scan), or with
+    ``conditional`` also those in a module-level ``if`` or ``try`` (any import outside a
+    function body): what the import may run."""
     by_module: dict[str, tuple[str, bytes]] = {}
     for member, data in sources:
         module, _ = names_of(re.sub(r"^[^/]+\.data/(?:purelib|platlib)/", "", member))
@@ -502,7 +552,12 @@ def import_time_files(sources: Iterable[tuple[str, bytes]]) -> set[str]:
         seen.add(module)
         member, data = by_module[module]
         package = module if member.endswith("/__init__.py") else module.rpartition(".")[0]
-        for m in _COL0_IMPORT.finditer(data):
+        found = (
+            _ANY_IMPORT.finditer(b"\n".join(_outside_functions(data)))
+            if conditional
+            else _COL0_IMPORT.finditer(data)
+        )
+        for m in found:
             names: list[str] = []
             if m.group(1) is not None:
                 text = m.group(1).decode("ascii", "replace")
@@ -549,17 +604,25 @@ def read_reach(
     modules = _module_names(compiled)
     basenames = frozenset(c.member.rsplit("/", 1)[-1] for c in compiled)
     events = _events(sources, modules, basenames)
+    ran = import_time_files(sources, conditional=True)
+    packages = {_top(m) for m, _ in sources if m.endswith("/__init__.py") and m.count("/") == 1}
     found: dict[str, list[Reach]] = {}
     for c in compiled:
         base = c.member.rsplit("/", 1)[-1]
         top = _top(c.member)
         for e in events:
-            if top and _top(e.where.rsplit(":", 1)[0]) != top:
+            source = e.where.rsplit(":", 1)[0]
+            if top and _top(source) != top:
                 continue
             by_module = c.module is not None and c.module in e.modules
             by_name = e.how == "library" or (e.how == "module" and not e.modules)
             if by_module or (by_name and any(_matches(h, base) for h in e.hints)):
-                found.setdefault(c.member, []).append(_reach_of(e, "module" if by_module else e.how))
+                reach = _reach_of(e, "module" if by_module else e.how)
+                if e.function is None and _top(source) in packages and source not in ran:
+                    module = names_of(source)[0]
+                    why = f"loaded when {module} is imported, which the package's import does not do"
+                    reach = Reach(reach.how, "on-use", reach.where, why)
+                found.setdefault(c.member, []).append(reach)
     reached = {m: r for m, rs in found.items() if (r := _best(rs)) is not None}
     reached = _with_dependencies(reached, compiled)
     reached = _ops_needed_at_import(reached, import_time_ops(sources))
@@ -694,7 +757,7 @@ def _events(
                 trees[m] = parsed(text[m], m)
             tree = trees[m]
             if tree is not None:
-                readers[m] = _read(tree, m, helpers, names, basenames)
+                readers[m] = _read(tree, m, text[m], helpers, names, basenames)
         latent: dict[str, list[_Event]] = {}
         for r in readers.values():
             for name, found in r.latent.items():
