@@ -97,13 +97,11 @@ def mapped():
     with open("/proc/self/maps") as fh:
         return {os.path.realpath(line.split(maxsplit=5)[5].strip()) for line in fh if "/" in line}
 
-def part(path):
+def opens(path):
     def go():
-        if os.path.realpath(path) in mapped():
-            return {"loads": True, "how": "the import mapped it"}
         try:
             ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
-            return {"loads": True, "how": "ctypes.CDLL"}
+            return {"loads": True}
         except OSError as exc:
             return {"loads": False, "error": str(exc).splitlines()[0][:400]}
     return go
@@ -111,6 +109,13 @@ def part(path):
 out = {}
 for key, job in jobs.items():
     def one(job=job):
+        tried = set()
+        def hook(event, args):  # what the package's own code asks the loaders for
+            if event == "ctypes.dlopen" and args and args[0]:
+                tried.add(os.path.realpath(str(args[0])))
+            elif event == "import" and args:
+                tried.add("module:" + str(args[0]))
+        sys.addaudithook(hook)  # a forked child's own: gone with it
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
@@ -118,7 +123,24 @@ for key, job in jobs.items():
                     importlib.import_module(m)
             except BaseException as exc:
                 return {"imports": False, "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:400]}
-        parts = {f: forked(part(f)) for f in job["parts"]}
+        after = mapped()
+        parts = {}
+        for f in job["parts"]:
+            real = os.path.realpath(f["path"])
+            if real in after:
+                parts[f["path"]] = {"loads": True, "how": "the import loaded it"}
+            elif real in tried or (f["module"] and "module:" + f["module"] in tried):
+                said = forked(opens(f["path"]))
+                said["how"] = "the import tried it"
+                if said.get("loads"):  # it opens, yet the package's import of it failed (no hook)
+                    said = {"loads": False, "how": "the import tried it", "error": "imported, not loaded"}
+                parts[f["path"]] = said
+            elif f["when"] == "on-use":
+                said = forked(opens(f["path"]))
+                said["how"] = "loaded on use (opened here)"
+                parts[f["path"]] = said
+            else:
+                parts[f["path"]] = {"loads": None, "how": "the import did not try it (its condition)"}
         return {"imports": True, "parts": parts}
     out[key] = forked(one)
 print(json.dumps(out))
@@ -177,10 +199,12 @@ def _install(python: Path, wheel: Path) -> None:
         install(source, SchemeDictionaryDestination(scheme, str(python), "posix"), {"INSTALLER": b"pip\n"})
 
 
-def build_env(name: str, torch: str, wheels: list[Path], rebuild: bool) -> tuple[Path, list[str]]:
+def build_env(
+    name: str, torch: str, wheels: list[Path], rebuild: bool, support: list[str]
+) -> tuple[Path, list[str]]:
     """The env's interpreter (built once per inputs), and what could not be installed."""
     source, version, _ = TORCHES[torch]
-    key = hashlib.sha256(version.encode())
+    key = hashlib.sha256(version.encode() + json.dumps(sorted(support)).encode())
     for w in sorted(wheels, key=lambda p: p.name):
         key.update(w.name.encode() + lt.file_sha256(w).encode())
     root = lt.ENVS / f"import-{name}"
@@ -199,7 +223,7 @@ def build_env(name: str, torch: str, wheels: list[Path], rebuild: bool) -> tuple
         _install(python, w)
     constraints = root / "constraints.txt"
     constraints.write_text(f"torch=={version}\n")
-    reqs = sorted({r for w in wheels for r in _requirements(w)})
+    reqs = sorted({*(r for w in wheels for r in _requirements(w)), *support})
     if reqs:
         cmd = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "-c", str(constraints)]
         proc = lt.run([*cmd, *reqs], timeout=3600)
@@ -235,7 +259,11 @@ def truths(python: Path, doc: dict[str, Any], imports: dict[str, list[str]]) -> 
         key = canonicalize_name(d["name"])
         modules = imports.get(key) or _modules(site, key)[0]
         need = d.get("need") or {}
-        parts = [str(site / f) for p in need.get("optional", []) for f in p["files"]]
+        parts = [
+            {"path": str(site / f), "module": _module_of(f), "when": p["when"]}
+            for p in need.get("optional", [])
+            for f in p["files"]
+        ]
         jobs[key] = {"modules": modules, "parts": parts}
     proc = lt.run([str(python), "-W", "ignore", "-c", _PROBE, json.dumps(jobs)], timeout=7200)
     if proc.returncode != 0:
@@ -244,6 +272,15 @@ def truths(python: Path, doc: dict[str, Any], imports: dict[str, list[str]]) -> 
     for key, job in jobs.items():
         found[key]["modules"] = job["modules"]
     return found
+
+
+def _module_of(member: str) -> str | None:
+    """The module a compiled file's name makes (``pkg/_C.abi3.so`` -> ``pkg._C``), or None."""
+    name = member.rsplit("/", 1)[-1]
+    m = re.match(r"^([A-Za-z_]\w*)\.(?:cpython-[^.]+\.so|abi3\.so|so)$", name)
+    if m is None or name.startswith("lib"):
+        return None
+    return ".".join([*member.split("/")[:-1], m.group(1)])
 
 
 def truth_state(t: dict[str, Any]) -> tuple[str, str]:
@@ -257,7 +294,7 @@ def truth_state(t: dict[str, Any]) -> tuple[str, str]:
         ):
             return "cannot tell", f"{error} (a pure-Python requirement, not torch's doing)"
         return "import fails", error
-    failed = {f: p for f, p in t["parts"].items() if not p.get("loads")}
+    failed = {f: p for f, p in t["parts"].items() if p.get("loads") is False}
     if not failed:
         return "imports", "imports" + (f"; its {len(t['parts'])} optional files load" if t["parts"] else "")
     said = next(iter(failed.values()))
@@ -296,7 +333,7 @@ def run_env(spec: dict[str, Any], torch: str, tw: str, download: bool, rebuild: 
         paths.append(lt.ensure_wheel(wheels[f], download))
     paths += own_wheels(spec.get("own", []))
     name = f"{torch}-{spec['name']}"
-    python, notes = build_env(name, torch, paths, rebuild)
+    python, notes = build_env(name, torch, paths, rebuild, spec.get("support", []))
     print(f"{name}: {len(paths)} wheels", flush=True)
     proc = lt.run([tw, "doctor", "--python", str(python), "--format", "json"], timeout=3600)
     if proc.returncode not in (0, 1):
