@@ -630,14 +630,16 @@ def read_reach(
         e for e in events
         if e.function is None and not e.modules and not any(_matches(h, b) for h in e.hints for b in basenames)
     ]  # fmt: skip
-    if sources and complete and not blind:
+    if reached and complete and not blind:  # its code loads its libraries itself, and all of it was read
         reached = _not_at_import(reached, compiled)
     return Reaching(reached)
 
 
 def _not_at_import(reached: dict[str, Reach], compiled: Sequence[Compiled]) -> dict[str, Reach]:
-    """Files no code names that the package's import cannot load: every ``.py`` was read and
-    no load at import spells a name the reading could not follow, so only a function called
+    """Files no code names that the package's import cannot load: its code loads some of its
+    libraries itself (a package whose Python names none says nothing of how they are used:
+    they stay required), every ``.py`` was read, and no load at import spells a name the
+    reading could not follow, so only a function called
     on use (a path built at run time, torch-memory-saver's hook libraries) or a user's own
     import can reach them. An extension module (it has a hook) is what users import
     themselves, and so is any module at the top level: required."""
