@@ -237,6 +237,11 @@ class LoadVerdict:
     def releases(self) -> tuple[str, ...]:
         return tuple(str(v) for v in self.verdict.loads_on)
 
+    @property
+    def partly(self) -> tuple[str, ...]:
+        """The optional parts that do not load where the wheel does (the import works)."""
+        return self.verdict.partly
+
     def to_json(self) -> dict[str, Any]:
         """A cell of ``matrix --format json`` (``fit``, ``reason``, ``axis``, ``releases``)
         with the target it judged."""
@@ -253,4 +258,5 @@ class LoadVerdict:
             "axis": self.axis,
             "releases": list(self.releases),
             "newer_than_tables": self.verdict.newer,
+            "partly": list(self.partly),
         }

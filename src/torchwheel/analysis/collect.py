@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 
-from torchwheel.analysis import device_code, loaders, pyimports
+from torchwheel.analysis import device_code, loaders, pyimports, reach
 from torchwheel.analysis.buildunits import flavour_pair_dirs, flavour_sets
 from torchwheel.analysis.member import BinaryAnalysis, MemberBinary, UnreadableBinary, analyze_binary
 from torchwheel.analysis.platforms import expected
 from torchwheel.analysis.pythonabi import parse_suffix
-from torchwheel.analysis.wheelfacts import WheelFacts
+from torchwheel.analysis.wheelfacts import WheelFacts, is_torch_itself
 from torchwheel.binary import BinaryError
 from torchwheel.binary.memberscan import scan_member
 from torchwheel.tables.symtable import SymbolTable
@@ -171,6 +171,11 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
         [e for e in map(expected, sorted(platforms)) if e is not None] if "any" not in platforms else []
     )
     device = device_code.device_side(readable, promises, contents.members, source.member_size, source.read)
+    reaching = (
+        reach.Reaching()
+        if is_torch_itself(contents)
+        else reach.read_reach(contents.members, source.member_size, source.read, reach_inputs(readable))
+    )
     record = verify_record(
         contents.record,
         contents.dist_info,
@@ -193,4 +198,18 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
         loader_prefers=loader_prefers,
         loader_fallbacks=fallbacks,
         device_code=device,
+        reach=reaching,
     )
+
+
+def reach_inputs(binaries: Iterable[MemberBinary]) -> list[reach.Compiled]:
+    """What ``reach`` needs of each compiled member: the module its name makes, the
+    libraries it links."""
+    out = []
+    for b in binaries:
+        suffix = parse_suffix(b.member)
+        module = pyimports.module_name(b.member, suffix.module) if suffix.module else None
+        needed = tuple(dict.fromkeys(n for s in b.analysis.facts.slices for n in s.needed))
+        hooked = any(s.python.hooks for s in b.analysis.slices)
+        out.append(reach.Compiled(b.member, module, needed, hooked))
+    return out

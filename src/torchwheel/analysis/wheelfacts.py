@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import field
 from functools import cached_property
 from typing import Literal
@@ -25,13 +25,18 @@ from torchwheel.analysis import buildunits
 from torchwheel.analysis.alternatives import Alternatives, find_alternatives
 from torchwheel.analysis.buildunits import Brought, BuildUnit
 from torchwheel.analysis.member import MemberBinary, SliceAnalysis, UnreadableBinary
+from torchwheel.analysis.pythonabi import parse_suffix
+from torchwheel.analysis.reach import Reaching
 from torchwheel.frozen import frozen
+from torchwheel.tables.symtable import BASELINE
 from torchwheel.torchabi import accelerators, cuda_archs
 from torchwheel.torchabi.accelerators import AcceleratorNeeds
 from torchwheel.torchabi.backend import BuildSet
 from torchwheel.torchabi.cxxnames import is_unstable
 from torchwheel.torchabi.need import (
     Kind,
+    OptionalPart,
+    OptionalWhen,
     Release,
     ReleasesFrom,
     TorchNeed,
@@ -74,6 +79,9 @@ class WheelFacts:
     # member -> the kernel manifest that names it: code for an accelerator's own cores, which
     # no host loader of the package reads (``analysis.device_code``); TW405 leaves it alone
     device_code: Mapping[str, str] = field(default_factory=dict)
+    # how the package's own Python reaches each compiled file (``analysis.reach``): imported
+    # as a module or loaded by path, at import, optionally or on use
+    reach: Reaching = field(default_factory=Reaching)
 
     @property
     def is_wheel_file(self) -> bool:
@@ -127,6 +135,13 @@ class WheelFacts:
         return _torch_need(self)
 
     @cached_property
+    def every_file_need(self) -> TorchNeed:
+        """The need of every compiled file as if the import needed each (its optional parts
+        too): what rules about the files themselves judge (a per-release build named for a
+        torch that lacks its imports is wrong wherever the package picks it)."""
+        return _files_need(self)
+
+    @cached_property
     def provides_libtorch(self) -> bool:
         """Is this torch itself (any build: ``+cpu``, ``+cu128``, a fork under another name)?
 
@@ -135,13 +150,19 @@ class WheelFacts:
         requirement rewrite leave it alone. An extension that vendors libtorch in a directory
         of its own is not torch and keeps them.
         """
-        if canonicalize_name(self.contents.filename_name) == "torch":
-            return True
-        return any(_LIBTORCH_CORE.fullmatch(m) for m in self.contents.members)
+        return is_torch_itself(self.contents)
 
     @cached_property
     def _unstable_members(self) -> frozenset[str]:
         return frozenset(member for member, _, s in iter_slices(self) if s.torch.usage == "unstable")
+
+
+def is_torch_itself(c: WheelContents) -> bool:
+    """``WheelFacts.provides_libtorch``, from the contents alone: named torch, or holding
+    libtorch's core libraries in ``torch/lib/``."""
+    if canonicalize_name(c.filename_name) == "torch":
+        return True
+    return any(_LIBTORCH_CORE.fullmatch(m) for m in c.members)
 
 
 def iter_slices(w: WheelFacts) -> Iterator[tuple[str, str, SliceAnalysis]]:
@@ -168,7 +189,70 @@ def _per_release(w: WheelFacts) -> frozenset[Release]:
 
 
 def _torch_need(w: WheelFacts) -> TorchNeed:
-    """``WheelFacts.torch_need``. An unstable build's releases come from its per-release file
+    """``WheelFacts.torch_need``: the need of the files the package's import cannot do
+    without (``analysis.reach``), with each optional part's own need beside it."""
+    parts = _optional_groups(w)
+    if not parts:
+        return _files_need(w)
+    optional = {m for _, _, members in parts for m in members}
+    need = _files_need(_only(w, [b for b in w.binaries if b.member not in optional], keep_unreadable=True))
+    found = tuple(
+        OptionalPart(
+            tuple(members),
+            when,
+            dataclasses.replace(
+                _files_need(_only(w, [b for b in w.binaries if b.member in members])), requirements=()
+            ),
+            why,
+        )
+        for when, why, members in parts
+    )
+    return dataclasses.replace(need, optional=found)
+
+
+def files_need(w: WheelFacts, members: Iterable[str]) -> TorchNeed:
+    """The need of some of the wheel's files alone, as if the import needed each of them
+    (``doctor --explain`` on one file): no optional parts, no requirement."""
+    wanted = set(members)
+    need = _files_need(_only(w, [b for b in w.binaries if b.member in wanted]))
+    return dataclasses.replace(need, requirements=())
+
+
+def _only(w: WheelFacts, binaries: Sequence[MemberBinary], keep_unreadable: bool = False) -> WheelFacts:
+    """The facts of some of the wheel's files (``_files_need`` reads them as required)."""
+    return dataclasses.replace(
+        w, binaries=tuple(binaries), unreadable=w.unreadable if keep_unreadable else ()
+    )
+
+
+def _optional_groups(w: WheelFacts) -> list[tuple[OptionalWhen, str, list[str]]]:
+    """The files the import goes on without, grouped by when and why (``analysis.reach``)."""
+    groups: dict[tuple[OptionalWhen, str], list[str]] = {}
+    for b in w.binaries:
+        r = w.reach.of(b.member)
+        if r.when != "import":
+            groups.setdefault((r.when, r.why), []).append(b.member)
+    return [(when, why, members) for (when, why), members in groups.items()]
+
+
+def _files_need(w: WheelFacts) -> TorchNeed:
+    """The need of every file of ``w``, and those its code imports as modules that export
+    no hook for their name (``TorchNeed.unimportable``)."""
+    need = _torch_axes(w)
+    hookless = tuple(
+        b.member
+        for b in w.binaries
+        if w.reach.of(b.member).how == "module"
+        and (module := parse_suffix(b.member).module) is not None
+        and not any(
+            {f"PyInit_{module}", f"PyModExport_{module}"} & set(s.python.hooks) for s in b.analysis.slices
+        )
+    )
+    return dataclasses.replace(need, unimportable=hookless) if hookless else need
+
+
+def _torch_axes(w: WheelFacts) -> TorchNeed:
+    """The torch axes of the need of every file of ``w``. An unstable build's releases come from its per-release file
     names, else from the torch releases that export its imports (``torchabi.exports``: the
     binary dates itself), else from its own words (a ``+torchX.Y`` label, a one-minor pin),
     which the need then names. The build axis is the binaries', narrowed to the build an
@@ -207,16 +291,48 @@ def _unstable_releases(
     and the newest minor those tables speak for (``_torch_need``'s order)."""
     found = _per_release(w)
     if found:
-        return found, "names", (), None
+        return _above_shim_floors(w, found), "names", (), None
     dated = dated_by_exports(w.binaries)
     if dated.releases or dated.newer:
-        return dated.releases, "exports", dated.newer, dated.tables
+        return _above_shim_floors(w, dated.releases), "exports", dated.newer, dated.tables
     try:
         version = Version(w.contents.filename_version)
     except InvalidVersion:
         version = Version("0")
     claimed, how = claimed_releases(w.metadata.torch_requirements, version)
-    return claimed, how, (), None
+    return _above_shim_floors(w, claimed), how, (), None
+
+
+def _at_least(release: Release, floor: FeatureVersion) -> bool:
+    """Does a build for ``release`` (a minor, or one patch release) have the shims of ``floor``?"""
+    if len(release) == 2:
+        return release >= (floor.major, floor.minor)
+    return release >= (floor.major, floor.minor, floor.patch)
+
+
+def _above_shim_floors(w: WheelFacts, found: frozenset[Release]) -> frozenset[Release]:
+    """The releases of an unstable build that every library's stable shims allow: one floor
+    for every import (issue 46). A library's range starts no earlier than the newest shim it
+    imports, whatever else dates it (its unstable imports are exported by older torches
+    too); a per-release build is held to its own shims, every other library to all of its.
+    Shims of the table's baseline date nothing (the table says only "in every release it
+    covers"), so they set no floor here."""
+    per_member = {member for a in w.alternatives for _, member in a.members}
+    build_of = {member: build for a in w.alternatives for build, member in a.members}
+    floors: dict[str, FeatureVersion] = {}
+    for member, _, s in iter_slices(w):
+        floor = s.torch.min_version
+        if floor is not None and floor > BASELINE and (member not in floors or floor > floors[member]):
+            floors[member] = floor
+    if not floors:
+        return found
+    common = [f for m, f in floors.items() if m not in per_member]
+    kept = frozenset(r for r in found if all(_at_least(r, f) for f in common))
+    for member, floor in floors.items():
+        build = build_of.get(member)
+        if build is not None and not _at_least(build, floor):
+            kept -= {build}
+    return kept
 
 
 def _newer_shims(w: WheelFacts) -> tuple[tuple[str, ...], Minor | None]:

@@ -65,9 +65,11 @@ EXITS: tuple[ExitRow, ...] = (
     ),
     ExitRow(
         "doctor",
-        "every installed distribution with compiled torch code loads on the torch judged "
-        "(`--explain`: the file's distribution loads)",
-        "one does not load, or cannot be judged (unknown: it says why); one whose files cannot be known is listed as not read and does not count; "
+        "every installed distribution with compiled torch code imports on the torch judged, "
+        "each loading whole or partly (optional parts that do not load: a warning) "
+        "(`--explain`: the file's distribution imports)",
+        "one does not load, loads only against its own Requires-Dist (excluded), or cannot be judged "
+        "(unknown: it says why); one whose files cannot be known is listed as not read and does not count; "
         "one whose RECORD lists a compiled file that is no regular file (a FIFO, a folder, a device) or a path with a NUL is unknown and counts",
         "an environment that cannot be read (`--python` not a Python, or `''`; an answer to the probe past 4 MiB or not the probe's; "
         "a torch version past `max-version-length`); a TORCH that cannot be read; "

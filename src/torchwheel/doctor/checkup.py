@@ -22,14 +22,16 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from torchwheel import limits
+from torchwheel.analysis.pythonabi import parse_suffix
 from torchwheel.analysis.torchcompat import torch_imports
-from torchwheel.doctor.diagnosis import Diagnosis, Judged, Row, diagnose, judge
+from torchwheel.doctor.diagnosis import Diagnosis, Judged, Row, diagnose, judge, judge_files
 from torchwheel.doctor.doctor_report import doctor_json
 from torchwheel.doctor.environment import Distribution, Environment, read_environment
 from torchwheel.doctor.import_error import (
     Explanation,
     Question,
     date_symbol,
+    hook_stem,
     library_words,
     module_file,
     parse,
@@ -210,8 +212,11 @@ def _torch_exports(
 
 
 def _asked_file(question: Question, target: TorchTarget) -> str:
-    """The real path of the file an import error or module name points at."""
-    if question.library is not None:
+    """The real path of the file an import error or module name points at ("" where it
+    names none: a missing library alone, an op, a module hook)."""
+    if question.op is not None or question.hook is not None:
+        return ""
+    if question.library is not None and question.path is None:
         return ""
     found = (
         module_file(question.module, target.search_path)
@@ -227,8 +232,13 @@ def _asked_file(question: Question, target: TorchTarget) -> str:
 def _explain(
     question: Question, asked: str | None, env: Environment, judged: Judged, table: SymbolTable
 ) -> Explanation:
+    if question.op is not None:
+        return _explain_op(question, env, judged, table)
+    if question.hook is not None:
+        return _explain_hook(question, env, judged, table)
     owner = env.owner
     row = judge(owner, judged, table) if isinstance(owner, Distribution) else None
+    file = _file(owner, asked, judged, table)
     if question.library is not None:
         wanted = question.library
         needing = tuple(
@@ -236,14 +246,84 @@ def _explain(
             for d in env.with_torch
             if any(wanted in s.needed for b in d.facts.binaries for s in b.analysis.facts.slices)
         )
-        return Explanation(question, None, None, library=library_words(wanted), needing=needing)
+        return Explanation(
+            question, asked or None, row, library=library_words(wanted), needing=needing, **file
+        )
     dated = None
     exported = None
     if question.symbol is not None:
         dated = date_symbol(question.symbol, table, _platform(asked, owner))
         if judged.libraries is not None:
             exported = question.symbol in judged.libraries.all_exports
-    return Explanation(question, asked, row, dated, exported)
+    return Explanation(question, asked, row, dated, exported, **file)
+
+
+def _file(
+    owner: Distribution | Installed | None, asked: str | None, judged: Judged, table: SymbolTable
+) -> dict[str, Any]:
+    """The asked file as its distribution lists it: how its package reaches it, and the
+    verdict on it alone."""
+    if not isinstance(owner, Distribution) or not asked:
+        return {}
+    for b in owner.facts.binaries:
+        if os.path.realpath(owner.installed.site / b.member) == asked:
+            return {
+                "member": b.member,
+                "reach": owner.facts.reach.of(b.member).words,
+                "verdict": judge_files(owner, [b.member], judged, table),
+            }
+    return {}
+
+
+def _namespace_key(name: str) -> str:
+    return name.lower().replace("-", "_").strip("_").removesuffix("_ns")
+
+
+def _explain_op(question: Question, env: Environment, judged: Judged, table: SymbolTable) -> Explanation:
+    """``operator NS::OP does not exist``: the distribution whose package is named for the
+    namespace (``torchvision``, ``_torchaudio``, ``torchcodec_ns``), its op libraries (the
+    files its code loads by path), and why they do not load here."""
+    ns = _namespace_key((question.op or "").split("::", 1)[0])
+    for d in env.with_torch:
+        tops = {_namespace_key(b.member.split("/", 1)[0]) for b in d.facts.binaries} | {
+            _namespace_key(d.name)
+        }
+        if not any(t and (ns == t or ns.startswith(t) or t.startswith(ns)) for t in tops):
+            continue
+        libraries = tuple(b.member for b in d.facts.binaries if d.facts.reach.of(b.member).how == "library")
+        files = libraries or tuple(b.member for b in d.facts.binaries)
+        return Explanation(
+            question, None, judge(d, judged, table), candidates=files,
+            verdict=judge_files(d, files, judged, table),
+            reach="; ".join(f"{m}: {d.facts.reach.of(m).words}" for m in files[:4]),
+        )  # fmt: skip
+    return Explanation(question, None, None)
+
+
+def _explain_hook(question: Question, env: Environment, judged: Judged, table: SymbolTable) -> Explanation:
+    """``dynamic module does not define module export function (PyInit__C)``: the files
+    named as that module without the hook (a torch op library imported as a module: load
+    it by path instead), with their distributions."""
+    hook = question.hook or ""
+    stem = hook_stem(hook)
+    found = [
+        (d, b.member)
+        for d in env.with_torch
+        for b in d.facts.binaries
+        if parse_suffix(b.member).module == stem
+        and not any(hook in s.python.hooks for s in b.analysis.slices)
+    ]
+    # the import system loads only what the package imports: a file it loads by path is not it
+    order = {"module": 0, "unreached": 1, "dependency": 2, "library": 3}
+    found.sort(key=lambda f: order[f[0].facts.reach.of(f[1]).how])
+    if not found:
+        return Explanation(question, None, None)
+    d, member = found[0]
+    return Explanation(
+        question, str(d.installed.site / member), judge(d, judged, table), member=member,
+        reach=d.facts.reach.of(member).words, candidates=tuple(f"{o.name}: {m}" for o, m in found[:8]),
+        verdict=judge_files(d, [member], judged, table),
+    )  # fmt: skip
 
 
 def _platform(asked: str | None, owner: Distribution | Installed | None) -> str:

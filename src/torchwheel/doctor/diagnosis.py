@@ -20,7 +20,7 @@ from dataclasses import replace
 from packaging.version import Version
 
 from torchwheel.analysis.torchcompat import compare_slice
-from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
+from torchwheel.analysis.wheelfacts import WheelFacts, files_need, torch_need_of
 from torchwheel.doctor.environment import Distribution, Environment
 from torchwheel.errors import clipped
 from torchwheel.frozen import frozen
@@ -31,7 +31,7 @@ from torchwheel.torchabi.cxxnames import demangle
 from torchwheel.torchabi.need import TorchNeed, release_matches, show_release, show_releases
 from torchwheel.torchabi.torch_releases import minor_of, show_minor
 from torchwheel.torchabi.torchlibs import TorchLibraries
-from torchwheel.torchabi.verdicts import Verdict, minor_verdict, verdict
+from torchwheel.torchabi.verdicts import Verdict, combine_parts, minor_verdict, verdict
 from torchwheel.wheel.installed import NotRead
 
 
@@ -83,10 +83,17 @@ class Row:
 
     @property
     def state(self) -> str:
-        """``loads``, ``no``, ``unknown`` or ``not read``: the word the summary counts by."""
+        """The word the summary counts by: ``loads``; ``partly`` (the import works, optional
+        parts do not load: ``verdict.partly`` names them); ``no``; ``excluded`` (it loads,
+        but its own ``Requires-Dist`` excludes this torch: ``pip check`` fails and pip may
+        move torch); ``unknown``; ``not read``."""
         if self.not_read:
             return "not read"
-        return "loads" if self.verdict.loads else "unknown" if self.verdict.cell == "unknown" else "no"
+        if self.verdict.loads:
+            return "partly" if self.verdict.partly else "loads"
+        if self.verdict.cell == "unknown":
+            return "unknown"
+        return "excluded" if self.verdict.excluded_only else "no"
 
     @property
     def breaks(self) -> bool:
@@ -108,9 +115,11 @@ class Diagnosis:
 
     @property
     def exit_code(self) -> int:
-        """1 when a distribution with compiled torch code does not load or cannot be judged,
-        else 0 (``cli/exits.py``): one whose files cannot be known is listed, not judged."""
-        return 1 if any(r.state in ("no", "unknown") for r in self.rows) else 0
+        """1 when a distribution with compiled torch code does not load, cannot be judged, or
+        loads against its own requirement, else 0 (``cli/exits.py``): one that imports with
+        optional parts that do not load is a warning (``partly``), one whose files cannot be
+        known is listed, not judged."""
+        return 1 if any(r.state in ("no", "unknown", "excluded") for r in self.rows) else 0
 
 
 def diagnose(
@@ -146,9 +155,56 @@ def judge(d: Distribution, judged: Judged, table: SymbolTable, loads_now: bool |
         why = f"its RECORD names compiled files outside the environment ({first.path}: {first.detail})"
         return Row(name, version, where, None, Verdict("unknown", why), f"reinstall {name}")
     need = torch_need_of(w, "binaries")
-    missing = _missing(w, judged.libraries, table) if judged.libraries is not None else ()
-    found = _verdict(need, judged, missing)
-    return Row(name, version, where, need, found, fix_for(name, need, found, judged, loads_now), missing)
+    optional = {f for p in need.optional for f in p.files}
+    missing = _missing(w, judged.libraries, table, optional) if judged.libraries is not None else ()
+    found = _verdict(replace(need, optional=()), judged, missing)
+    fix = fix_for(name, need, found, judged, loads_now)
+    if found.loads:
+        found, fix = _parts(w, need, found, judged, table)
+    return Row(name, version, where, need, found, fix, missing)
+
+
+def judge_files(d: Distribution, members: Iterable[str], judged: Judged, table: SymbolTable) -> Verdict:
+    """Whether these files of a distribution load on the judged torch, as if its import
+    needed each of them (``--explain`` on one file): the one verdict on their own need,
+    their imports against the torch's exports where they were read."""
+    wanted = frozenset(members)
+    need = files_need(d.facts, wanted)
+    missing = (
+        _missing(d.facts, judged.libraries, table, frozenset(), wanted)
+        if judged.libraries is not None
+        else ()
+    )
+    return _verdict(need, judged, missing)
+
+
+def _parts(
+    w: WheelFacts, need: TorchNeed, found: Verdict, judged: Judged, table: SymbolTable
+) -> tuple[Verdict, str]:
+    """A verdict that loads, with what its optional parts do on the judged torch (each by
+    the same verdict, its exports where they were read: ``verdicts.combine_parts``), and
+    the fix for those that do not load."""
+    judged_parts = []
+    for part in need.optional:
+        missing = (
+            _missing(w, judged.libraries, table, frozenset(), frozenset(part.files))
+            if judged.libraries is not None
+            else ()
+        )
+        judged_parts.append((part, _verdict(part.need, judged, missing)))
+    if judged.version is None:
+        return found, ""
+    combined = combine_parts(found, judged_parts, judged.version)
+    fix = ""
+    failing = next(((p, on) for p, on in judged_parts if not on.loads and on.cell != "unknown"), None)
+    if failing is not None and combined.partly:
+        part, on = failing
+        fix = f"its import works; to use its {part.when} parts, " + fix_for(
+            w.metadata.name or "it", part.need, on, judged
+        )
+    elif failing is not None and not combined.loads:
+        fix = fix_for(w.metadata.name or "it", failing[0].need, failing[1], judged)
+    return combined, fix
 
 
 def _verdict(need: TorchNeed, judged: Judged, missing: tuple[str, ...]) -> Verdict:
@@ -197,9 +253,16 @@ def _past_tables(need: TorchNeed, judged: Judged, found: Verdict) -> Verdict:
     return found
 
 
-def _missing(w: WheelFacts, torch: TorchLibraries, table: SymbolTable) -> tuple[str, ...]:
+def _missing(
+    w: WheelFacts,
+    torch: TorchLibraries,
+    table: SymbolTable,
+    skip: frozenset[str] | set[str] = frozenset(),
+    only: frozenset[str] | None = None,
+) -> tuple[str, ...]:
     """The torch symbols the libraries the package loads on this torch import (strongly)
-    that the torch's exports lack, less what the distribution's own libraries export."""
+    that the torch's exports lack, less what the distribution's own libraries export;
+    ``skip``: files not judged here (its optional parts), ``only``: the files judged."""
     release = torch_releases.release_of(torch.version) if torch.version else None
     others: set[str] = set()
     if release is not None:
@@ -208,7 +271,7 @@ def _missing(w: WheelFacts, torch: TorchLibraries, table: SymbolTable) -> tuple[
     own = {e for b in w.binaries for s in b.analysis.facts.slices for e in s.exports}
     lacking: set[str] = set()
     for b in w.binaries:
-        if b.member in others:
+        if b.member in others or b.member in skip or (only is not None and b.member not in only):
             continue
         for s in b.analysis.slices:
             found = compare_slice(b.member, b.analysis.facts.format, s.facts, torch, table)
@@ -269,7 +332,10 @@ def _to_decide(need: TorchNeed, found: Verdict) -> str:
 
 def summary(d: Diagnosis) -> str:
     """One line: what the torch judged means for the environment (a plan: what it breaks)."""
-    named = {state: [r.name for r in d.rows if r.state == state] for state in ("no", "unknown", "not read")}
+    named = {
+        state: [r.name for r in d.rows if r.state == state]
+        for state in ("no", "excluded", "partly", "unknown", "not read")
+    }
     head = d.judged.label
     if d.installed is not None:
         broken = [r.name for r in d.rows if r.breaks]
@@ -280,10 +346,14 @@ def summary(d: Diagnosis) -> str:
             parts.append(f"does not load on it either: {_names(already)}")
     else:
         judged = [r for r in d.rows if r.state != "not read"]
-        loads = sum(1 for r in judged if r.state == "loads")
+        loads = sum(1 for r in judged if r.state in ("loads", "partly"))
         parts = [f"{head}: {loads} of {len(judged)} with compiled torch code load"]
         if named["no"]:
             parts.append(f"does not load: {_names(named['no'])}")
+    if named["partly"]:
+        parts.append(f"loads partly (optional parts do not load): {_names(named['partly'])}")
+    if named["excluded"]:
+        parts.append(f"loads, but its own requirement excludes the torch: {_names(named['excluded'])}")
     if named["unknown"]:
         parts.append(f"unknown: {_names(named['unknown'])}")
     if named["not read"]:

@@ -14,7 +14,14 @@ from torchwheel.report.facts_document import SCHEMA_VERSION, need_json
 from torchwheel.report.textsafe import escape_data, escape_property, markdown_cell, markdown_code, safe_lines
 from torchwheel.torchabi.cxxnames import demangle
 
-_WORD = {"loads": "loads", "no": "DOES NOT LOAD", "unknown": "unknown", "not read": "not read"}
+_WORD = {
+    "loads": "loads",
+    "partly": "loads PARTLY",
+    "no": "DOES NOT LOAD",
+    "excluded": "loads, but its own Requires-Dist EXCLUDES this torch (`pip check` fails; pip may move torch)",
+    "unknown": "unknown",
+    "not read": "not read",
+}
 
 
 def _rows(d: Diagnosis) -> tuple[list[Row], int]:
@@ -62,8 +69,16 @@ def doctor_text(python: str, d: Diagnosis, explanation: Explanation | None = Non
         lines += ["", f"{r.name} {r.version}: {_verdict_text(r)}"]
         if r.need is not None:
             lines.append(f"    need: {r.need}")
+            if r.need.optional:
+                lines.append(f"    optional: {r.need.optional_words}")
         if r.before is not None:
-            now = "loads" if r.before.loads else "unknown" if r.before.cell == "unknown" else "does not load"
+            now = (
+                ("loads, partly" if r.before.partly else "loads")
+                if r.before.loads
+                else "unknown"
+                if r.before.cell == "unknown"
+                else "does not load"
+            )
             lines.append(f"    on the installed torch: {now}")
         if r.fix:
             lines.append(f"    fix: {r.fix}")
@@ -76,25 +91,43 @@ def doctor_text(python: str, d: Diagnosis, explanation: Explanation | None = Non
 def explain_text(e: Explanation) -> str:
     q = e.question
     lines: list[str] = []
+    if q.op is not None:
+        lines.append(f"operator {q.op}: registered when its op library loads; it does not exist here")
+        lines.append(
+            f"registered by: {', '.join(e.candidates[:6])}" if e.candidates
+            else "registered by: no distribution read here is named for that namespace"
+        )  # fmt: skip
+    elif q.hook is not None:
+        lines.append(
+            f"{q.hook}: imported as a module, but the file exports no such hook: a torch op library "
+            "is loaded by path (torch.ops.load_library), never imported (TW304)"
+        )
     if q.library is not None:
         lines.append(f"{q.library}: {e.library}")
         lines.append(
             "needed by: "
             + (", ".join(e.needing) if e.needing else "no distribution read here links it by that name")
         )
-        return safe_lines(lines)
-    lines.append(f"file: {e.file}")
+        if e.file is None:
+            return safe_lines(lines)
+    if q.op is None or e.file is not None:
+        lines.append(f"file: {e.file}")
     lines.append(
         f"owner: {e.row.name} {e.row.version}"
         if e.row is not None
         else "owner: no distribution's RECORD lists it"
     )
+    if e.reach is not None:
+        lines.append(f"loaded: {e.reach}")
     if q.symbol is not None:
         lines.append(f"undefined symbol: {shown_symbol(q.symbol)}")
         if e.dated is not None:
             lines.append(f"exported by: {e.dated.words}")
         if e.installed_exports is not None:
             lines.append(f"the judged torch {'exports' if e.installed_exports else 'does not export'} it")
+    if e.verdict is not None:
+        said = "loads" if e.verdict.loads else "unknown" if e.verdict.cell == "unknown" else "does not load"
+        lines.append(f"{'these files' if len(e.candidates) > 1 else 'this file'}: {said}: {e.verdict.reason}")
     if e.row is not None:
         lines.append(f"verdict: {_verdict_text(e.row)}")
         if e.row.fix:
@@ -129,13 +162,14 @@ def doctor_markdown(python: str, d: Diagnosis, explanation: Explanation | None =
 
 
 def doctor_github(d: Diagnosis) -> str:
-    """One annotation per distribution that does not load (error) or is unknown (warning)."""
+    """One annotation per distribution that does not load or loads against its own
+    requirement (error), is unknown or loads partly (warning)."""
     rows, more = _rows(d)
     lines = []
     for r in rows:
         if r.state == "loads":
             continue
-        level = "error" if r.state == "no" else "warning"
+        level = "error" if r.state in ("no", "excluded") else "warning"
         title = escape_property(f"torchwheel doctor: {r.name} {r.version}")
         message = r.verdict.reason + (f"; fix: {r.fix}" if r.fix else "")
         lines.append(f"::{level} title={title}::{escape_data(message)}")
@@ -177,6 +211,7 @@ def _row_json(r: Row) -> dict[str, Any]:
         "missing_symbols_omitted": missing_more,
         "installed_fit": r.before.cell if r.before is not None else None,
         "breaks": r.breaks,
+        "partly": list(r.verdict.partly),
     }
 
 
@@ -215,5 +250,12 @@ def _explain_json(e: Explanation) -> dict[str, Any]:
         "library": q.library,
         "library_is": e.library,
         "needed_by": list(e.needing),
+        "operator": q.op,
+        "hook": q.hook,
+        "member": e.member,
+        "reach": e.reach,
+        "file_fit": e.verdict.cell if e.verdict is not None else None,
+        "file_reason": e.verdict.reason if e.verdict is not None else None,
+        "candidates": list(e.candidates),
         "distribution": _row_json(e.row) if e.row is not None else None,
     }

@@ -25,42 +25,78 @@ from torchwheel.tables.symtable import SymbolTable
 from torchwheel.torchabi.accelerators import classify_library
 from torchwheel.torchabi.cxxnames import demangle, is_unstable
 from torchwheel.torchabi.torch_releases import show_minor
+from torchwheel.torchabi.verdicts import Verdict
 from torchwheel.wheel.contents import is_compiled_name
 
 _MODULE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _UNDEFINED = re.compile(r"(?P<path>[^\s:'\"]+):\s*undefined symbol:\s*(?P<symbol>[^\s,;:'\"()]+)")
-_MISSING_LIB = re.compile(r"(?P<lib>[^\s:'\"/]+):\s*cannot open shared object file")
+# the loading file (when the loader names it) and the library it did not find
+_MISSING_LIB = re.compile(
+    r"(?:(?P<path>/[^\s:'\"]+):\s*)?(?P<lib>[^\s:'\"/]+):\s*cannot open shared object file"
+)
+# torch.ops.load_library's words for a library ctypes could not open
+_COULD_NOT_LOAD = re.compile(r"Could not load this library:\s*(?P<path>[^\s'\"]+)")
+# an op its library never registered (the library did not load, or is not there)
+_NO_OPERATOR = re.compile(r"operator\s+(?P<op>[A-Za-z_]\w*::[A-Za-z_][\w.]*)\s+does not exist")
+# a file imported as a module that exports no module hook
+_NO_HOOK = re.compile(
+    r"dynamic module does not define module export function \((?P<hook>(?:PyInit|PyModExport)_\w+)\)"
+)
 _ASKED = 4096  # the most of a pasted error text read
 
 
 @frozen
 class Question:
-    """What ``--explain`` was given, taken apart: a module, or a file with the symbol it
-    lacks, or a library the loader did not find."""
+    """What ``--explain`` was given, taken apart: a module, a file (a bare path, the file
+    ``torch.ops.load_library`` could not load, or one with the symbol it lacks), a library
+    the loader did not find (and the file that needs it, when the error names it), an op
+    no library registered (``op``: ``torchvision::nms``), or the module hook a module
+    lacks (``hook``: ``PyInit__C``)."""
 
     asked: str
     module: str | None = None
     path: str | None = None
     symbol: str | None = None
     library: str | None = None
+    op: str | None = None
+    hook: str | None = None
 
 
 def parse(text: str) -> Question:
-    """A module name or an ``ImportError``'s text; ``InputError`` for anything else."""
+    """A module name, a compiled file's path or the text of the error Python or torch
+    printed; ``InputError`` for anything else."""
     asked = text.strip()[:_ASKED]
     if _MODULE.fullmatch(asked):
         return Question(asked, module=asked)
+    if "/" in asked and not any(c.isspace() for c in asked) and is_compiled_name(asked.rsplit("/", 1)[-1]):
+        return Question(asked, path=asked)  # a bare library path
     undefined = list(_UNDEFINED.finditer(asked))
     if undefined:
         last = undefined[-1]
         return Question(asked, path=last.group("path"), symbol=last.group("symbol"))
     missing = _MISSING_LIB.search(asked)
     if missing:
-        return Question(asked, library=missing.group("lib"))
+        return Question(asked, path=missing.group("path"), library=missing.group("lib"))
+    could_not = _COULD_NOT_LOAD.search(asked)
+    if could_not:
+        return Question(asked, path=could_not.group("path"))
+    no_op = _NO_OPERATOR.search(asked)
+    if no_op:
+        return Question(asked, op=no_op.group("op"))
+    no_hook = _NO_HOOK.search(asked)
+    if no_hook:
+        return Question(asked, hook=no_hook.group("hook"))
     raise InputError(
-        f"--explain {clipped(asked, 80)!r}: neither a module name nor an import error naming an "
-        "'undefined symbol' or a library that 'cannot open shared object file'"
+        f"--explain {clipped(asked, 80)!r}: neither a module name, a library's path nor an import "
+        "error this torchwheel reads ('undefined symbol', 'cannot open shared object file', "
+        "'Could not load this library', 'operator NS::OP does not exist', 'dynamic module does "
+        "not define module export function')"
     )
+
+
+def hook_stem(hook: str) -> str:
+    """The module a hook is for: ``PyInit__C`` -> ``_C``."""
+    return hook.split("_", 1)[1]
 
 
 def module_file(module: str, search_path: Iterable[str]) -> Path | None:
@@ -154,6 +190,14 @@ class Explanation:
     installed_exports: bool | None = None
     library: str | None = None
     needing: tuple[str, ...] = ()
+    # the file itself (``member``, as its distribution lists it): how the package reaches it
+    # (``reach``, in words) and whether it loads on the judged torch (``verdict``: its own
+    # need's verdict, every axis)
+    member: str | None = None
+    reach: str | None = None
+    verdict: Verdict | None = None
+    # an op no library registered, or a module without its hook: the files that may be it
+    candidates: tuple[str, ...] = ()
 
 
 def shown_symbol(symbol: str) -> str:

@@ -354,6 +354,26 @@ def write_indexes(
             for torch, chosen in plan_targets(entries, extra, b).items():
                 if chosen:
                     per_backend[(torch, b.backend)] = chosen
+        notes += left_out(entries, targets, per_backend)
         front = front_page.page([e.cand for e in entries], extra, base_url)
         vfiles = write(entries, targets, out, per_backend, front, variants)
     return IndexResult(out, entries, targets, per_backend, notes, vfiles)
+
+
+def left_out(
+    entries: list[Entry], targets: dict[Minor, list[Entry]], per_backend: dict[tuple[Minor, str], list[Entry]]
+) -> list[str]:
+    """A note for every wheel no per-torch index lists, with why (the verdict on the newest
+    torch the tables know): it is in the root index only, and no installer pointed at a
+    per-torch index is offered it (a module imported without its hook, a build no torch of
+    the tables loads)."""
+    listed = {e.cand.filename for chosen in (*targets.values(), *per_backend.values()) for e in chosen}
+    newest = max(known_minors())
+    notes = []
+    for e in entries:
+        if e.cand.filename in listed or (e.cand.torch.kind == "unstable" and not e.cand.torch.releases):
+            continue  # the unknown minor has its own note
+        builds = [None, *representative_backends([e.cand.torch.builds])]
+        why = next((v.reason for b in builds if not (v := fit(e.cand, newest, b)).loads), "")
+        notes.append(f"{e.cand.filename}: in no per-torch index ({why or 'outranked on every torch'})")
+    return notes

@@ -24,6 +24,7 @@ torch_need_of`` from the binaries of an untagged wheel), and the two agree axis 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import field
@@ -43,6 +44,7 @@ from torchwheel.wheel.metadata import (
     TORCH_ABI_BUILDS_FIELD,
     TORCH_ABI_EXPORTS_FIELD,
     TORCH_ABI_FIELD,
+    TORCH_ABI_OPTIONAL_FIELD,
     TORCH_BUILD_FIELD,
     TORCH_GPU_FIELD,
     torch_abi_floor,
@@ -106,6 +108,13 @@ class TorchNeed:
     # table's; the exports index's, for a build dated by its imports), None when none did
     newer: tuple[str, ...] = ()
     tables: Minor | None = None
+    # the parts the package's import goes on without (``analysis.reach``), each with its own
+    # need: the axes above are those of the files its import cannot do without
+    optional: tuple[OptionalPart, ...] = ()
+    # files the import imports as modules that export no module hook for their name (TW304:
+    # "dynamic module does not define module export function"): it fails on every torch;
+    # ``tag`` refuses such a wheel, so WHEEL never states it
+    unimportable: tuple[str, ...] = field(default=(), compare=False)
 
     def __str__(self) -> str:
         if self.newer and self.tables is not None:
@@ -130,6 +139,11 @@ class TorchNeed:
         if self.kind == "any":
             return "any torch (links libtorch, imports no versioned symbol)"
         return "no torch"
+
+    @property
+    def optional_words(self) -> str:
+        """The optional parts and their needs in a line (``show``, ``doctor``); "" without."""
+        return "; ".join(f"{p.files_words} ({p.when}): {p.need}" for p in self.optional)
 
     @property
     def label(self) -> str:
@@ -172,6 +186,29 @@ class TorchNeed:
         if self.gpu_code is None:
             axes.append("gpu")
         return tuple(axes)
+
+
+OptionalWhen = Literal["optional", "conditional", "on-use"]
+
+
+@frozen
+class OptionalPart:
+    """Files the package's import may go on without (``analysis.reach``): loaded in a
+    ``try`` that goes on (``optional``), behind a capability, torch-feature or version check
+    (``conditional``: needed where the check lets the load through), or only by a function
+    the import does not call (``on-use``). ``need``: what they need of torch (no requirement
+    of their own: the wheel's applies to the wheel). ``verdicts.part_outcome`` says what a
+    part that does not load means on one torch."""
+
+    files: tuple[str, ...]
+    when: OptionalWhen
+    need: TorchNeed
+    why: str = field(default="", compare=False)
+
+    @property
+    def files_words(self) -> str:
+        shown = ", ".join(self.files[:2])
+        return shown + (f" and {len(self.files) - 2} more" if len(self.files) > 2 else "")
 
 
 def pinned_minor(reqs: Iterable[Requirement]) -> Minor | None:
@@ -265,7 +302,7 @@ def need_from_fields(
         return None
     per_release, gpu = fields.get(TORCH_ABI_BUILDS_FIELD), fields.get(TORCH_GPU_FIELD)
     dated = fields.get(TORCH_ABI_EXPORTS_FIELD)
-    return declared_need(
+    need = declared_need(
         abi[-1],
         reqs,
         version,
@@ -273,6 +310,49 @@ def need_from_fields(
         per_release[-1] if per_release else None,
         gpu[-1] if gpu else None,
         dated[-1] if dated else None,
+    )
+    parts = tuple(_optional_part(line, version) for line in fields.get(TORCH_ABI_OPTIONAL_FIELD, []))
+    return dataclasses.replace(need, optional=parts) if parts else need
+
+
+_PART_KEYS = {
+    TORCH_ABI_FIELD,
+    TORCH_ABI_BUILDS_FIELD,
+    TORCH_ABI_EXPORTS_FIELD,
+    TORCH_BUILD_FIELD,
+    TORCH_GPU_FIELD,
+}
+
+
+def _optional_part(line: str, version: Version) -> OptionalPart:
+    """A ``Torch-ABI-Optional`` line: ``optional; Torch-ABI=2.11; Torch-Build=cuda-13;
+    files=pkg/_C.so`` (``tagging.plan.torch_abi_fields`` writes it)."""
+    when, *pairs = [p.strip() for p in line.split(";")]
+    values: dict[str, str] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or (key not in _PART_KEYS and key != "files"):
+            break
+        values[key] = value.strip()
+    else:
+        if (
+            when in ("optional", "conditional", "on-use")
+            and values.get("files")
+            and {TORCH_ABI_FIELD, TORCH_BUILD_FIELD} <= set(values)
+        ):
+            need = declared_need(
+                values[TORCH_ABI_FIELD], (), version, values[TORCH_BUILD_FIELD], values.get(TORCH_ABI_BUILDS_FIELD),
+                values.get(TORCH_GPU_FIELD), values.get(TORCH_ABI_EXPORTS_FIELD),
+                source=f"WHEEL {TORCH_ABI_OPTIONAL_FIELD}",
+            )  # fmt: skip
+            files = tuple(f.strip() for f in values["files"].split(", ") if f.strip())
+            kind: OptionalWhen = (
+                "on-use" if when == "on-use" else "optional" if when == "optional" else "conditional"
+            )
+            return OptionalPart(files, kind, need)
+    raise InputError(
+        f"WHEEL {TORCH_ABI_OPTIONAL_FIELD}: {clipped(line, 80)!r} is not "
+        "'optional|conditional|on-use; Torch-ABI=...; Torch-Build=...; files=...'"
     )
 
 
