@@ -31,6 +31,8 @@ from torchwheel.doctor.import_error import (
     module_file,
     parse,
 )
+from torchwheel.doctor.libsearch import Resolver
+from torchwheel.doctor.machine import Machine, Part, library_parts, read_machine
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.selection import target as targets
@@ -132,9 +134,29 @@ def run(
     elif against is not None:
         libraries = read_torch(against, wanted)
         judged = _against(target, libraries)
-    diagnosis = diagnose(env, judged, table, own if judged is not own else None)
+    machine, parts = _machine(target, env)
+    diagnosis = diagnose(env, judged, table, own if judged is not own else None, machine, parts)
     explanation = _explain(question, asked, env, judged, table) if question is not None else None
     return DoctorResult(target, diagnosis, explanation)
+
+
+def _machine(target: TorchTarget, env: Environment) -> tuple[Machine, dict[str, tuple[Part, ...]]]:
+    """The machine the interpreter's loader sees (``doctor.machine``), and what of each
+    distribution it cannot load there."""
+    torch_dir = None
+    if env.torch is not None and (env.torch.site / "torch").is_dir():
+        torch_dir = str(env.torch.site / "torch")
+    platform_name = target.markers.get("sys_platform", sys.platform)
+    machine = read_machine(target.python, platform_name, torch_dir, target.search_path)
+    if machine.process is None:
+        return machine, {}
+    resolver = Resolver(machine.process)
+    torch = str(target.torch) if target.torch is not None else None
+    libraries = {
+        str(d.installed.dist_info): library_parts(d.facts, str(d.installed.site), resolver, torch)[0]
+        for d in env.with_torch
+    }
+    return machine, libraries
 
 
 def _planned(target: TorchTarget, torch: str, backend: str | None) -> Judged:

@@ -22,11 +22,13 @@ from packaging.version import Version
 from torchwheel.analysis.torchcompat import compare_slice
 from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
 from torchwheel.doctor.environment import Distribution, Environment
+from torchwheel.doctor.machine import Machine, Part, cuda_needs, driver_part, torch_driver_words
 from torchwheel.errors import clipped
 from torchwheel.frozen import frozen
 from torchwheel.tables.symtable import SymbolTable
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, describe_builds
+from torchwheel.torchabi.cuda_driver import shown
 from torchwheel.torchabi.cxxnames import demangle
 from torchwheel.torchabi.need import TorchNeed, release_matches, show_release, show_releases
 from torchwheel.torchabi.torch_releases import minor_of, show_minor
@@ -80,13 +82,23 @@ class Row:
     missing: tuple[str, ...] = ()
     before: Verdict | None = None
     not_read: bool = False  # its files cannot be known (no RECORD, editable, a link out): not judged
+    # what does not load on this machine (``doctor.machine``): a required part made the
+    # verdict "no"; the others make a row that loads "partly"
+    parts: tuple[Part, ...] = ()
 
     @property
     def state(self) -> str:
-        """``loads``, ``no``, ``unknown`` or ``not read``: the word the summary counts by."""
+        """``loads``, ``partly``, ``no``, ``unknown`` or ``not read``: the word the summary counts by."""
         if self.not_read:
             return "not read"
-        return "loads" if self.verdict.loads else "unknown" if self.verdict.cell == "unknown" else "no"
+        if self.verdict.loads:
+            return "partly" if self.partly else "loads"
+        return "unknown" if self.verdict.cell == "unknown" else "no"
+
+    @property
+    def partly(self) -> str:
+        """Why parts of a distribution that imports do not load here ("" when none)."""
+        return "; ".join(p.words for p in self.parts if not p.required)
 
     @property
     def breaks(self) -> bool:
@@ -100,6 +112,7 @@ class Diagnosis:
     rows: tuple[Row, ...]
     without_torch: int
     installed: Judged | None = None  # in a plan or --against: the environment's own torch
+    machine: Machine | None = None  # the driver and the libraries outside torch, where read
 
     @property
     def exit_code(self) -> int:
@@ -109,18 +122,62 @@ class Diagnosis:
 
 
 def diagnose(
-    env: Environment, judged: Judged, table: SymbolTable, installed: Judged | None = None
+    env: Environment,
+    judged: Judged,
+    table: SymbolTable,
+    installed: Judged | None = None,
+    machine: Machine | None = None,
+    libraries: Mapping[str, tuple[Part, ...]] | None = None,
 ) -> Diagnosis:
     """Every distribution of ``env`` judged against ``judged`` (and, for a plan, against the
-    environment's own torch too); those not read are rows of their own, ``unknown``."""
+    environment's own torch too); those not read are rows of their own, ``unknown``.
+    ``machine``: the driver its CUDA code is judged against; ``libraries``: the parts each
+    distribution (by its dist-info path) cannot load on this machine (``machine.library_parts``)."""
     rows = []
     for d in env.with_torch:
-        before = judge(d, installed, table).verdict if installed is not None else None
+        own = (libraries or {}).get(str(d.installed.dist_info), ())
+        before = None
+        if installed is not None:
+            before = _machine_verdict(judge(d, installed, table).verdict, own)
         row = judge(d, judged, table, loads_now=before.loads if before is not None else None)
-        rows.append(replace(row, before=before))
+        rows.append(replace(with_machine(row, d, judged, machine, own), before=before))
     rows += [Row(u.name, u.version, u.where, None, Verdict("unknown", u.reason)) for u in env.unreadable]
     rows += [not_read_row(n) for n in env.not_read]
-    return Diagnosis(judged, tuple(rows), env.without_torch, installed)
+    return Diagnosis(judged, tuple(rows), env.without_torch, installed, machine)
+
+
+def with_machine(
+    row: Row, d: Distribution, judged: Judged, machine: Machine | None, libraries: tuple[Part, ...]
+) -> Row:
+    """The row with what this machine lets load of it (``doctor.machine``): a required part
+    that fails makes it not load (axis ``system library`` or ``driver``), the others make
+    it ``partly``; the driver is judged against the judged torch's build."""
+    parts = list(libraries)
+    if machine is not None and judged.version is not None:
+        needs = cuda_needs(d.facts, judged.build, f"torch {judged.version.public}", judged.gpu)
+        driven = driver_part(needs, machine.driver)
+        if driven is not None:
+            parts.append(driven)
+    if not parts:
+        return row
+    verdict = _machine_verdict(row.verdict, parts)
+    fix = row.fix
+    if verdict is not row.verdict or (row.verdict.loads and not fix):
+        fix = (
+            next((p.fix for p in parts if p.required), "") or fix or next((p.fix for p in parts if p.fix), "")
+        )
+    return replace(row, verdict=verdict, fix=fix, parts=tuple(parts))
+
+
+def _machine_verdict(verdict: Verdict, parts: Iterable[Part]) -> Verdict:
+    """A verdict with the required parts that fail here: "no" on their axis where it loaded."""
+    required = [p for p in parts if p.required]
+    if not required:
+        return verdict
+    words = "; ".join(p.words for p in required)
+    if verdict.loads:
+        return Verdict("no", words, required[0].axis)
+    return replace(verdict, reason=f"{verdict.reason}; and {words}")
 
 
 def not_read_row(item: NotRead) -> Row:
@@ -264,7 +321,10 @@ def _to_decide(need: TorchNeed, found: Verdict) -> str:
 
 def summary(d: Diagnosis) -> str:
     """One line: what the torch judged means for the environment (a plan: what it breaks)."""
-    named = {state: [r.name for r in d.rows if r.state == state] for state in ("no", "unknown", "not read")}
+    named = {
+        state: [r.name for r in d.rows if r.state == state]
+        for state in ("no", "partly", "unknown", "not read")
+    }
     head = d.judged.label
     if d.installed is not None:
         broken = [r.name for r in d.rows if r.breaks]
@@ -279,11 +339,33 @@ def summary(d: Diagnosis) -> str:
         parts = [f"{head}: {loads} of {len(judged)} with compiled torch code load"]
         if named["no"]:
             parts.append(f"does not load: {_names(named['no'])}")
+    if named["partly"]:
+        parts.append(f"partly: {_names(named['partly'])}")
+    if d.machine is not None and (driver := driver_summary(d)):
+        parts.append(driver)
     if named["unknown"]:
         parts.append(f"unknown: {_names(named['unknown'])}")
     if named["not read"]:
         parts.append(f"not read: {_names(named['not read'])}")
     return "; ".join(parts) + f" ({d.without_torch} without compiled torch code, not listed)"
+
+
+def driver_summary(d: Diagnosis) -> str:
+    """The driver against the judged torch and the distributions whose CUDA code it cannot
+    run, in a line: "This machine's driver supports CUDA 12.4: torch 2.14.1+cu130 and
+    torchvision need CUDA 13"; "" when there is nothing to say."""
+    machine = d.machine
+    if machine is None or machine.driver.state != "found" or machine.driver.cuda is None:
+        return ""
+    judged = d.judged
+    torch = f"torch {judged.version.public}" if judged.version is not None else ""
+    words = torch_driver_words(judged.build, torch, machine.driver) if torch else ""
+    names = [torch] if words else []
+    names += [r.name for r in d.rows for p in r.parts if p.axis == "driver" and not p.files]
+    if not names:
+        return ""
+    needed = f"CUDA {judged.build.major}" if words and judged.build is not None else "a newer CUDA"
+    return f"this machine's driver supports CUDA {shown(machine.driver.cuda)}: {_names(names)} need {needed}"
 
 
 def _names(names: Iterable[str]) -> str:

@@ -7,14 +7,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchwheel.doctor.diagnosis import Diagnosis, Judged, Row, summary
+from torchwheel.doctor.diagnosis import Diagnosis, Judged, Row, driver_summary, summary
 from torchwheel.doctor.import_error import Explanation, shown_symbol
+from torchwheel.doctor.ldcache import LdCache
+from torchwheel.doctor.machine import Part
 from torchwheel.limits import listed
 from torchwheel.report.facts_document import SCHEMA_VERSION, need_json
 from torchwheel.report.textsafe import escape_data, escape_property, markdown_cell, markdown_code, safe_lines
+from torchwheel.torchabi.cuda_driver import shown
 from torchwheel.torchabi.cxxnames import demangle
 
-_WORD = {"loads": "loads", "no": "DOES NOT LOAD", "unknown": "unknown", "not read": "not read"}
+_WORD = {
+    "loads": "loads",
+    "partly": "partly",
+    "no": "DOES NOT LOAD",
+    "unknown": "unknown",
+    "not read": "not read",
+}
 
 
 def _rows(d: Diagnosis) -> tuple[list[Row], int]:
@@ -36,7 +45,25 @@ def _judged_line(j: Judged) -> str:
 
 
 def _verdict_text(r: Row) -> str:
+    if r.state == "partly":
+        return f"partly: {r.partly} (torch: loads, {r.verdict.reason})"
     return f"{_WORD[r.state]}: {r.verdict.reason}" if r.state != "loads" else f"loads ({r.verdict.reason})"
+
+
+def _machine_lines(d: Diagnosis) -> list[str]:
+    """The driver and how libraries outside torch were judged, for the header."""
+    m = d.machine
+    if m is None:
+        return []
+    lines = [f"driver: {m.driver.words}"]
+    if m.process is not None:
+        p = m.process
+        cache = p.cache.source if isinstance(p.cache, LdCache) else f"no cache ({p.cache.reason})"
+        where = ", ".join([*(["LD_LIBRARY_PATH"] if p.ld_library_path else []), cache, *p.system_dirs])
+        lines.append(f"libraries outside torch: found as ld.so finds them ({where})")
+    else:
+        lines.append(f"libraries outside torch: {m.libraries_note}")
+    return lines
 
 
 def doctor_text(python: str, d: Diagnosis, explanation: Explanation | None = None) -> str:
@@ -44,6 +71,7 @@ def doctor_text(python: str, d: Diagnosis, explanation: Explanation | None = Non
     lines = [f"environment: {python}", _judged_line(d.judged)]
     if d.installed is not None:
         lines.append(_judged_line(d.installed))
+    lines += _machine_lines(d)
     if explanation is not None:
         return "\n".join([safe_lines(lines), "", explain_text(explanation)])
     rows, more = _rows(d)
@@ -54,6 +82,10 @@ def doctor_text(python: str, d: Diagnosis, explanation: Explanation | None = Non
         if r.before is not None:
             now = "loads" if r.before.loads else "unknown" if r.before.cell == "unknown" else "does not load"
             lines.append(f"    on the installed torch: {now}")
+        for part in r.parts:
+            if part.required or r.state == "partly":
+                files = f" ({', '.join(part.files[:3])})" if part.files else ""
+                lines.append(f"    {part.axis}: {part.words}{files}")
         if r.fix:
             lines.append(f"    fix: {r.fix}")
     if more:
@@ -98,6 +130,7 @@ def doctor_markdown(python: str, d: Diagnosis, explanation: Explanation | None =
         "### torchwheel doctor",
         "",
         f"`{markdown_cell(python)}`: {markdown_cell(_judged_line(d.judged))}",
+        *(f"<br>{markdown_cell(line)}" for line in _machine_lines(d)),
         "",
         f"**{markdown_cell(summary(d))}**",
         "",
@@ -124,7 +157,8 @@ def doctor_github(d: Diagnosis) -> str:
             continue
         level = "error" if r.state == "no" else "warning"
         title = escape_property(f"torchwheel doctor: {r.name} {r.version}")
-        message = r.verdict.reason + (f"; fix: {r.fix}" if r.fix else "")
+        reason = f"partly: {r.partly}" if r.state == "partly" else r.verdict.reason
+        message = reason + (f"; fix: {r.fix}" if r.fix else "")
         lines.append(f"::{level} title={title}::{escape_data(message)}")
     if more:
         lines.append(
@@ -164,6 +198,42 @@ def _row_json(r: Row) -> dict[str, Any]:
         "missing_symbols_omitted": missing_more,
         "installed_fit": r.before.cell if r.before is not None else None,
         "breaks": r.breaks,
+        "partly": r.partly or None,
+        "machine": [_part_json(p) for p in r.parts],
+    }
+
+
+def _part_json(p: Part) -> dict[str, Any]:
+    return {
+        "axis": p.axis,
+        "required": p.required,
+        "files": list(p.files),
+        "missing_libraries": list(p.missing),
+        "missing_versions": list(p.versions),
+        "reason": p.words,
+        "fix": p.fix or None,
+    }
+
+
+def _machine_json(d: Diagnosis) -> dict[str, Any] | None:
+    m = d.machine
+    if m is None:
+        return None
+    driver = m.driver
+    p = m.process
+    return {
+        "driver": {
+            "state": driver.state,
+            "cuda": shown(driver.cuda) if driver.cuda is not None else None,
+            "source": driver.source or None,
+            "note": driver.note or None,
+        },
+        "driver_verdict": driver_summary(d) or None,
+        "libraries_judged": p is not None,
+        "libraries_note": m.libraries_note or None,
+        "ld_library_path": list(p.ld_library_path) if p is not None else [],
+        "ld_cache": (p.cache.source if isinstance(p.cache, LdCache) else None) if p is not None else None,
+        "system_dirs": list(p.system_dirs) if p is not None else [],
     }
 
 
@@ -177,6 +247,7 @@ def doctor_json(python: str, d: Diagnosis, explanation: Explanation | None = Non
         "installed_torch": _judged_json(d.installed),
         "distributions": [_row_json(r) for r in rows],
         "distributions_omitted": more,
+        "machine": _machine_json(d),
         "without_torch_code": d.without_torch,
         "summary": summary(d),
     }
