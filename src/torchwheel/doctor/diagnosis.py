@@ -154,7 +154,7 @@ def with_machine(
     it ``partly``; the driver is judged against the judged torch's build."""
     parts = list(libraries)
     if machine is not None and judged.version is not None:
-        needs = cuda_needs(d.facts, judged.build, f"torch {judged.version.public}", judged.gpu)
+        needs = cuda_needs(d.facts, judged.build, torch_words(judged), judged.gpu)
         driven = driver_part(needs, machine.driver)
         if driven is not None:
             parts.append(driven)
@@ -358,14 +358,32 @@ def driver_summary(d: Diagnosis) -> str:
     if machine is None or machine.driver.state != "found" or machine.driver.cuda is None:
         return ""
     judged = d.judged
-    torch = f"torch {judged.version.public}" if judged.version is not None else ""
-    words = torch_driver_words(judged.build, torch, machine.driver) if torch else ""
+    torch = torch_words(judged)
+    words = torch_driver_words(judged.build, torch, machine.driver) if judged.version is not None else ""
     names = [torch] if words else []
     names += [r.name for r in d.rows for p in r.parts if p.axis == "driver" and not p.files]
     if not names:
         return ""
     needed = f"CUDA {judged.build.major}" if words and judged.build is not None else "a newer CUDA"
-    return f"this machine's driver supports CUDA {shown(machine.driver.cuda)}: {_names(names)} need {needed}"
+    verb = "needs" if len(names) == 1 else "need"
+    return f"this machine's driver supports CUDA {shown(machine.driver.cuda)}: {_and(names)} {verb} {needed}"
+
+
+def torch_words(judged: Judged) -> str:
+    """``torch 2.14.1+cu130``: the judged torch by its version and, where the version has no
+    local label, its build's backend name."""
+    if judged.version is None:
+        return "no torch"
+    shown_version = judged.version.public
+    if not judged.version.local and judged.build is not None:
+        shown_version += f"+{judged.build.backend}"
+    return f"torch {shown_version}"
+
+
+def _and(names: list[str]) -> str:
+    if len(names) > 8:
+        return _names(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _names(names: Iterable[str]) -> str:

@@ -83,10 +83,11 @@ class Outcome:
     gaps: tuple[VersionGap, ...] = ()
     unread: tuple[tuple[str, str], ...] = ()
     brought: Mapping[str, str] = field(default_factory=dict)
+    siblings: tuple[str, ...] = ()  # the package's own files it needs that do not load (``machine``)
 
     @property
     def loads(self) -> bool:
-        return not self.missing and not self.gaps and not self.unread
+        return not self.missing and not self.gaps and not self.unread and not self.siblings
 
 
 @frozen

@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Literal
 
 from torchwheel.analysis.wheelfacts import WheelFacts
@@ -110,7 +111,11 @@ def library_parts(
         return (), ""
     outcomes = _load_all(resolver, [(m, os.path.join(site, m)) for m in members])
     unread = [f"{m}: {why}" for m, o in outcomes.items() for _, why in o.unread[:1]]
-    failing = {m: o for m, o in outcomes.items() if _outside_torch(o)}
+    # a library that fails for want of a sibling that fails fails too; the sibling's
+    # reason is the one named (``custom_ops4`` needs ``core4``, which needs libavutil)
+    own = {b.member.rpartition("/")[2] for b in w.binaries}
+    outcomes = {m: _without(o, own) for m, o in outcomes.items()}
+    failing = {m: o for m, o in outcomes.items() if _outside_torch(o) or o.siblings}
     needs = required or _is_module(w)
     parts: list[Part] = []
     families = _families(members)
@@ -164,6 +169,14 @@ def _load_all(resolver: Resolver, files: list[tuple[str, str]]) -> dict[str, Out
     return outcomes
 
 
+def _without(o: Outcome, own: set[str]) -> Outcome:
+    """The outcome with the package's own files it lacks set apart (``siblings``)."""
+    siblings = tuple(m.name for m in o.missing if m.name in own)
+    if not siblings:
+        return o
+    return replace(o, missing=tuple(m for m in o.missing if m.name not in own), siblings=siblings)
+
+
 def _outside_torch(o: Outcome) -> bool:
     """Does the load fail for a library outside torch (or a symbol version)? Torch's own
     libraries and toolkit runtimes missing are the torch build's axis, judged elsewhere."""
@@ -209,7 +222,7 @@ def _family_part(
     missing = _outside(outcomes)
     versions = _gaps(outcomes)
     shown_files = _numbered_names(alternatives)
-    lacking = _condensed(missing) or ", ".join(versions[:2])
+    lacking = _condensed(_first_missing(outcomes)) or ", ".join(versions[:2])
     words = f"its builds tried in turn ({shown_files}) need {lacking}; none on this machine"
     required = all(needs(m) for m in files)
     return Part(files, "system library", words, required, missing, versions, _library_fix(missing, versions))
@@ -221,7 +234,7 @@ def _file_part(member: str, outcome: Outcome, required: bool) -> Part:
     name = member.rpartition("/")[2]
     bits = []
     if missing:
-        bits.append(f"needs {_condensed(missing)}, which the loader does not find")
+        bits.append(f"needs {_condensed(_first_missing([outcome]))}, which the loader does not find")
     if versions:
         bits.append(f"needs {', '.join(versions[:2])}")
     words = f"{name} " + " and ".join(bits)
@@ -236,6 +249,12 @@ def _is_driver(name: str) -> bool:
 
 def _outside(outcomes: Iterable[Outcome]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(m.name for o in outcomes for m in o.missing if not _torch_axis(m.name)))
+
+
+def _first_missing(outcomes: Iterable[Outcome]) -> tuple[str, ...]:
+    """The library each load stops at first outside torch: the one the loader's error names."""
+    firsts = (next((m.name for m in o.missing if not _torch_axis(m.name)), None) for o in outcomes)
+    return tuple(dict.fromkeys(name for name in firsts if name))
 
 
 def _gaps(outcomes: Iterable[Outcome]) -> tuple[str, ...]:
@@ -354,12 +373,27 @@ def driver_part(needs: tuple[CudaNeed, ...], driver: Driver) -> Part | None:
     failing = [n for n in needs if not runs(driver.cuda, n)]
     if not failing:
         return None
-    majors = sorted({n.cuda[0] for n in failing if n.kind == "runtime"})
-    needed = ", ".join(n.words for n in failing[:3])
-    words = f"its CUDA code will not run: it needs {needed}; this machine's driver supports CUDA {shown(driver.cuda)}"
-    top = f"CUDA {majors[-1]}" if majors else f"CUDA {shown(max(n.cuda for n in failing))}"
-    fix = f"update the NVIDIA driver to one that supports {top}, or install builds for CUDA {driver.cuda[0]}"
+    words = f"its CUDA code will not run: it needs {needs_words(failing)}; this machine's driver supports CUDA {shown(driver.cuda)}"
+    majors = sorted({n.cuda[0] for n in failing})
+    fix = f"update the NVIDIA driver to one that supports CUDA {shown(max(n.cuda for n in failing))}"
+    if driver.cuda[0] < majors[-1]:
+        fix += f", or install builds of torch and its extensions for CUDA {driver.cuda[0]}"
     return Part((), "driver", words, False, fix=fix)
+
+
+def needs_words(needs: Iterable[CudaNeed]) -> str:
+    """``CUDA 13 (libcudart.so.13, torch 2.14.1+cu130)``, ``CUDA 13.2 (for its compute_90 PTX, ISA 9.2)``."""
+    runtimes: dict[int, list[str]] = {}
+    out: list[str] = []
+    for n in needs:
+        if n.kind == "runtime":
+            runtimes.setdefault(n.cuda[0], []).append(n.what)
+        else:
+            out.append(n.words)
+    out = [
+        f"CUDA {major} ({', '.join(dict.fromkeys(whats))})" for major, whats in sorted(runtimes.items())
+    ] + out
+    return ", ".join(out)
 
 
 def torch_driver_words(build: TorchBuild | None, torch: str, driver: Driver) -> str:
