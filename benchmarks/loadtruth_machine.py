@@ -38,8 +38,6 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(REPO / "fixtures" / "machine"))
-from build import build_machine  # noqa: E402
 from harness import md_cell, put_section  # noqa: E402
 
 SOURCE = REPO / ".venv-cu130"
@@ -48,7 +46,12 @@ WHEELS = REPO / ".cache" / "corpus"
 DOCS = REPO / "docs" / "loadtruth.md"
 TIMEOUT = 600
 PACKAGES = ("torchvision==0.29.1", "torchcodec==0.17.0", "numpy", "pillow")
-MACHINES: dict[str, int | None] = {"no driver": None, "driver 12.4": 12040, "driver 13.0": 13000, "driver 13.2": 13020}
+MACHINES: dict[str, int | None] = {
+    "no driver": None,
+    "driver 12.4": 12040,
+    "driver 13.0": 13000,
+    "driver 13.2": 13020,
+}
 
 _TRUTH = r"""
 import json, warnings
@@ -89,6 +92,22 @@ print(json.dumps(out))
 
 class HarnessError(RuntimeError):
     pass
+
+
+def build_machine() -> Any:
+    """``fixtures/machine/build.py``'s stub drivers, loaded under a name of its own (PyPA's
+    ``build`` package may own the name ``build``)."""
+    import importlib.util
+
+    name = "torchwheel_machine_build"
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, REPO / "fixtures" / "machine" / "build.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return module.build_machine(REPO / ".cache" / "machine")
 
 
 def _site(prefix: Path) -> Path:
@@ -135,7 +154,9 @@ def build_env(root: Path, wheel_files: list[Path]) -> Path:
         if entry.name in ("__pycache__", "pip") or entry.name.startswith("pip-"):
             continue
         if entry.is_dir():
-            shutil.copytree(entry, site / entry.name, copy_function=os.link, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                entry, site / entry.name, copy_function=os.link, ignore=shutil.ignore_patterns("__pycache__")
+            )
         else:
             os.link(entry, site / entry.name)
     from installer import install
@@ -196,8 +217,10 @@ def judge(said: dict[str, Any], real: dict[str, str]) -> list[str]:
         if not whole and row["state"] == "loads":
             wrong.append(f"{name}: doctor says loads, but {real[core]}")
     codec = rows.get("torchcodec")
-    if codec is not None and real["torchcodec_core"].startswith("fails: libavutil") and "libavutil" not in (
-        codec["partly"] or codec["reason"]
+    if (
+        codec is not None
+        and real["torchcodec_core"].startswith("fails: libavutil")
+        and "libavutil" not in (codec["partly"] or codec["reason"])
     ):
         wrong.append("torchcodec: the reason does not name libavutil")
     machine = said["machine"]
@@ -218,7 +241,9 @@ def run(tw: str, download: bool, machines: dict[str, int | None] | None = None) 
         driver = stubs[version] if version is not None else None
         real = truth(env, driver)
         code, said = doctor(env, driver, tw)
-        out.append({"machine": label, "truth": real, "doctor": said, "exit": code, "wrong": judge(said, real)})
+        out.append(
+            {"machine": label, "truth": real, "doctor": said, "exit": code, "wrong": judge(said, real)}
+        )
         print(label, "agrees" if not out[-1]["wrong"] else out[-1]["wrong"], flush=True)
     return out
 

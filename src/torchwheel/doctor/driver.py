@@ -24,7 +24,7 @@ import os
 import re
 import shutil
 import subprocess
-import sys
+from collections.abc import Callable
 from typing import Literal
 
 from torchwheel.frozen import frozen
@@ -106,7 +106,7 @@ def read_driver(python: str, environ: dict[str, str] | None = None) -> Driver:
     return from_probe(doc, _smi)
 
 
-def from_probe(doc: dict[str, object], smi: object = None) -> Driver:
+def from_probe(doc: dict[str, object], smi: Callable[[], str | None] | None = None) -> Driver:
     """The driver from the probe's answer, ``nvidia-smi`` (a callable returning its output,
     or None) asked where the library did not load."""
     if doc.get("platform") == "darwin":
@@ -122,7 +122,7 @@ def from_probe(doc: dict[str, object], smi: object = None) -> Driver:
             source=where,
             note=f"{where} loads, but cuDriverGetVersion answered {status}, {version}",
         )
-    said = smi() if callable(smi) else None
+    said = smi() if smi is not None else None
     if isinstance(said, str) and (m := _SMI_VERSION.search(said)):
         return Driver(
             "found",
@@ -142,8 +142,3 @@ def _smi() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return proc.stdout[: 1 << 16] if proc.returncode == 0 else None
-
-
-def this_platform_driver() -> str:
-    """The driver library's name on this platform (for messages)."""
-    return "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
