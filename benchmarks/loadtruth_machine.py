@@ -27,6 +27,7 @@ no driver at all). ``tests/e2e/test_machine.py`` is CI's short form (three machi
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -143,6 +144,15 @@ def build_env(root: Path, wheel_files: list[Path]) -> Path:
     python = root / "bin" / "python"
     if (root / "done").is_file():
         return python
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with (root.parent / ".lock").open("w") as lock:  # one build at a time (test workers, a run)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "done").is_file():
+            _build_env(root, python, wheel_files)
+    return python
+
+
+def _build_env(root: Path, python: Path, wheel_files: list[Path]) -> None:
     if root.exists():
         shutil.rmtree(root)
     source = _site(SOURCE)
@@ -169,7 +179,6 @@ def build_env(root: Path, wheel_files: list[Path]) -> Path:
         with WheelFile.open(wheel) as src:
             install(src, SchemeDictionaryDestination(scheme, str(python), "posix"), {"INSTALLER": b"pip\n"})
     (root / "done").write_text("")
-    return python
 
 
 def environ(driver: Path | None) -> dict[str, str]:
@@ -191,6 +200,38 @@ def truth(python: Path, driver: Path | None) -> dict[str, str]:
     return result
 
 
+_RUNTIME = r"""
+import ctypes, glob, json, os, sys
+site = sys.argv[1]
+(lib,) = glob.glob(os.path.join(site, "nvidia", "cu13", "lib", "libcudart.so.13"))
+rt = ctypes.CDLL(lib)
+count = ctypes.c_int(0)
+status = rt.cudaGetDeviceCount(ctypes.byref(count))
+rt.cudaGetErrorString.restype = ctypes.c_char_p
+try:
+    ctypes.CDLL("libcuda.so.1")
+    driver = "loads"
+except OSError:
+    driver = "absent"
+print(json.dumps({"cuda_runtime": rt.cudaGetErrorString(status).decode(), "libcuda": driver}))
+"""
+
+
+def runtime_truth(python: Path, driver: Path | None) -> dict[str, str]:
+    """The CUDA runtime torch loads (the env's ``libcudart.so.13``) asked on this machine, in a
+    process of its own without torch (a CUDA torch's import costs seconds): "CUDA driver version
+    is insufficient for CUDA runtime version" is what torch's "too old" comes from."""
+    site = _site(python.parent.parent)
+    proc = subprocess.run(
+        [str(python), "-I", "-S", "-c", _RUNTIME, str(site)],
+        capture_output=True, text=True, timeout=TIMEOUT, env=environ(driver),
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise HarnessError(f"the runtime probe died: {proc.stderr.strip()[-400:]}")
+    result: dict[str, str] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
 def doctor(python: Path, driver: Path | None, tw: str) -> tuple[int, dict[str, Any]]:
     proc = subprocess.run(
         [tw, "doctor", "--python", str(python), "--format", "json"],
@@ -206,6 +247,8 @@ def judge(said: dict[str, Any], real: dict[str, str]) -> list[str]:
     wrong = []
     rows = {d["name"]: d for d in said["distributions"]}
     for name, core in (("torchvision", "torchvision_ops"), ("torchcodec", "torchcodec_core")):
+        if name not in real:
+            continue
         row = rows.get(name)
         if row is None:
             wrong.append(f"{name}: no row")
@@ -219,17 +262,18 @@ def judge(said: dict[str, Any], real: dict[str, str]) -> list[str]:
     codec = rows.get("torchcodec")
     if (
         codec is not None
-        and real["torchcodec_core"].startswith("fails: libavutil")
+        and real.get("torchcodec_core", "").startswith("fails: libavutil")
         and "libavutil" not in (codec["partly"] or codec["reason"])
     ):
         wrong.append("torchcodec: the reason does not name libavutil")
     machine = said["machine"]
     verdict = machine["driver_verdict"] or ""
-    too_old = "too old" in real["torch_cuda"]
+    present = real["libcuda"] == "loads"  # the runtime says "insufficient" without a driver too
+    too_old = present and ("too old" in real.get("torch_cuda", "") or "insufficient" in real["cuda_runtime"])
     if too_old != ("need CUDA 13" in verdict or "needs CUDA 13" in verdict):
-        wrong.append(f"driver: torch says {real['torch_cuda']!r}, doctor says {verdict!r}")
-    if "Found no NVIDIA driver" in real.get("torch_cuda_init", "") and machine["driver"]["state"] != "none":
-        wrong.append(f"driver: there is none, doctor says {machine['driver']}")
+        wrong.append(f"driver: the runtime says {real['cuda_runtime']!r}, doctor says {verdict!r}")
+    if present != (machine["driver"]["state"] == "found"):
+        wrong.append(f"driver: libcuda.so.1 {real['libcuda']}, doctor says {machine['driver']['state']}")
     return wrong
 
 
@@ -239,7 +283,7 @@ def run(tw: str, download: bool, machines: dict[str, int | None] | None = None) 
     out = []
     for label, version in (machines or MACHINES).items():
         driver = stubs[version] if version is not None else None
-        real = truth(env, driver)
+        real = {**truth(env, driver), **runtime_truth(env, driver)}
         code, said = doctor(env, driver, tw)
         out.append(
             {"machine": label, "truth": real, "doctor": said, "exit": code, "wrong": judge(said, real)}
