@@ -21,6 +21,7 @@ from ..helpers import REPO, load_script, machine_fixtures
 
 lm = load_script("torchwheel_loadtruth_machine", REPO / "benchmarks" / "loadtruth_machine.py")
 MACHINES = {"no driver": None, "driver 12.4": 12040}
+DRIVER_ERROR = "RuntimeError: CUDA driver version is insufficient for CUDA runtime version"
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,8 @@ def said(env: Path) -> dict[str, Any]:
                 mp.delenv("LD_LIBRARY_PATH", raising=False)
             else:
                 mp.setenv("LD_LIBRARY_PATH", str(machine_fixtures().drivers[version]))
-            out[machine] = api.doctor(python=env)
+            explain = DRIVER_ERROR if version is not None else None
+            out[machine] = api.doctor(python=env, explain=explain)
     return out
 
 
@@ -79,7 +81,7 @@ def test_doctor_agrees_with_the_import(
     found = said[machine]
     doc = found.to_json()
     assert lm.judge(doc, truth[machine]) == []
-    assert found.exit_code == 0  # partly is a warning: every package imports
+    assert found.diagnosis.exit_code == 0  # partly is a warning: every package imports
     rows = {d["name"]: d for d in doc["distributions"]}
     codec = rows["torchcodec"]
     assert codec["state"] == "partly" and "libavutil (FFmpeg 4-9: libavutil.so.56-61)" in codec["partly"]
@@ -98,6 +100,20 @@ def test_doctor_agrees_with_the_import(
             "this machine's driver supports CUDA 12.4: torch 2.14.1+cu130, torchcodec and torchvision need CUDA 13"
         )
         assert rows["torchvision"]["state"] == "partly" and "CUDA 12.4" in rows["torchvision"]["partly"]
+
+
+def test_explain_the_runtimes_words(said: dict[str, Any], truth: dict[str, dict[str, str]]) -> None:
+    """The runtime's own error on the 12.4 machine, explained: the driver, torch's CUDA 13 and
+    the distributions whose CUDA code it cannot run, the fix; exit 1."""
+    assert truth["driver 12.4"]["cuda_runtime"] in DRIVER_ERROR
+    found = said["driver 12.4"]
+    assert found.exit_code == 1
+    answer = found.to_json()["explain"]["machine"]
+    assert answer["axis"] == "driver" and not answer["runs_here"]
+    assert answer["found"][0].startswith("this machine's driver supports CUDA 12.4 (")
+    assert "torch 2.14.1+cu130 needs CUDA 13; this machine's driver supports CUDA 12.4" in answer["found"]
+    assert set(answer["needed_by"]) == {"torchcodec", "torchvision"}
+    assert answer["fix"].startswith("update the NVIDIA driver to one that supports CUDA 13")
 
 
 def test_every_output_names_the_driver(said: dict[str, Any]) -> None:

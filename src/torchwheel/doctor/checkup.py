@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from torchwheel.doctor.import_error import (
 )
 from torchwheel.doctor.libsearch import Resolver
 from torchwheel.doctor.machine import Machine, Part, library_parts, read_machine
+from torchwheel.doctor.machine_explain import MachineAnswer, explain_driver, explain_kernel, explain_version
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.selection import target as targets
@@ -63,6 +65,8 @@ class DoctorResult:
     @property
     def exit_code(self) -> int:
         if self.explanation is not None:
+            if self.explanation.machine is not None and self.explanation.row is None:
+                return 0 if self.explanation.machine.fits else 1
             row = self.explanation.row
             return 0 if row is not None and row.verdict.loads else 1
         return self.diagnosis.exit_code
@@ -136,8 +140,26 @@ def run(
         judged = _against(target, libraries)
     machine, parts = _machine(target, env)
     diagnosis = diagnose(env, judged, table, own if judged is not own else None, machine, parts)
-    explanation = _explain(question, asked, env, judged, table) if question is not None else None
+    explanation = None
+    if question is not None:
+        explanation = _explain(question, asked, env, judged, table)
+        answer = _machine_answer(question, machine, diagnosis, env, target.gpu)
+        if answer is not None:
+            explanation = replace(explanation, machine=answer)
     return DoctorResult(target, diagnosis, explanation)
+
+
+def _machine_answer(
+    question: Question, machine: Machine, diagnosis: Diagnosis, env: Environment, gpu: int | None
+) -> MachineAnswer | None:
+    """The machine's answer to an error it causes (``doctor.machine_explain``), None for others."""
+    if question.version is not None:
+        return explain_version(question.version, question.version_library, question.path, machine, env)
+    if question.machine == "driver":
+        return explain_driver(machine, diagnosis)
+    if question.machine == "kernel":
+        return explain_kernel(gpu, env)
+    return None
 
 
 def _machine(target: TorchTarget, env: Environment) -> tuple[Machine, dict[str, tuple[Part, ...]]]:
@@ -220,8 +242,10 @@ def _torch_exports(
 
 
 def _asked_file(question: Question, target: TorchTarget) -> str:
-    """The real path of the file an import error or module name points at."""
-    if question.library is not None:
+    """The real path of the file an import error or module name points at ("" for none)."""
+    if question.library is not None or question.machine is not None:
+        return ""
+    if question.version is not None and question.path is None:
         return ""
     found = (
         module_file(question.module, target.search_path)

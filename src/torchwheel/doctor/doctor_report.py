@@ -97,6 +97,10 @@ def doctor_text(python: str, d: Diagnosis, explanation: Explanation | None = Non
 def explain_text(e: Explanation) -> str:
     q = e.question
     lines: list[str] = []
+    if e.machine is not None:
+        lines += _machine_answer_lines(e)
+        if e.row is None:
+            return safe_lines(lines)
     if q.library is not None:
         lines.append(f"{q.library}: {e.library}")
         lines.append(
@@ -121,6 +125,18 @@ def explain_text(e: Explanation) -> str:
         if e.row.fix:
             lines.append(f"fix: {e.row.fix}")
     return safe_lines(lines)
+
+
+def _machine_answer_lines(e: Explanation) -> list[str]:
+    m = e.machine
+    assert m is not None
+    q = e.question
+    asked = q.version or {"driver": "the NVIDIA driver", "kernel": "the GPU code"}.get(q.machine or "", "")
+    lines = [f"{asked}: the {m.axis} axis"]
+    lines += m.lines
+    if m.fix:
+        lines.append(f"fix: {m.fix}")
+    return lines
 
 
 def doctor_markdown(python: str, d: Diagnosis, explanation: Explanation | None = None) -> str:
@@ -272,4 +288,14 @@ def _explain_json(e: Explanation) -> dict[str, Any]:
         "library_is": e.library,
         "needed_by": list(e.needing),
         "distribution": _row_json(e.row) if e.row is not None else None,
+        "version": q.version,
+        "machine": None
+        if e.machine is None
+        else {
+            "axis": e.machine.axis,
+            "found": list(e.machine.lines),
+            "needed_by": list(e.machine.needing),
+            "fix": e.machine.fix or None,
+            "runs_here": e.machine.fits,
+        },
     }

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from torchwheel.analysis.usage import is_shim_name
 from torchwheel.doctor.diagnosis import Row
+from torchwheel.doctor.machine_explain import MachineAnswer
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.tables.symtable import SymbolTable
@@ -30,6 +31,20 @@ from torchwheel.wheel.contents import is_compiled_name
 _MODULE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _UNDEFINED = re.compile(r"(?P<path>[^\s:'\"]+):\s*undefined symbol:\s*(?P<symbol>[^\s,;:'\"()]+)")
 _MISSING_LIB = re.compile(r"(?P<lib>[^\s:'\"/]+):\s*cannot open shared object file")
+# ld.so: "/lib/.../libstdc++.so.6: version `GLIBCXX_3.4.32' not found (required by /x/_C.so)"
+_VERSION = re.compile(
+    r"(?:(?P<lib>[^\s:'\"`]+):\s*)?version\s+[`'\u2018\"](?P<version>[^'`\u2019\"\s]+)['`\u2019\"]\s+not\s+found"
+    r"(?:\s*\(required\s+by\s+(?P<by>[^)\s]+)\))?"
+)
+# the CUDA runtime's words, torch's, and the error names
+_DRIVER = re.compile(
+    r"CUDA driver version is insufficient for CUDA runtime version|NVIDIA driver on your system is too old"
+    r"|cudaErrorInsufficientDriver",
+    re.IGNORECASE,
+)
+_KERNEL = re.compile(
+    r"no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice", re.I
+)
 _ASKED = 4096  # the most of a pasted error text read
 
 
@@ -43,6 +58,9 @@ class Question:
     path: str | None = None
     symbol: str | None = None
     library: str | None = None
+    version: str | None = None  # a symbol version the library found lacks (GLIBCXX_3.4.32)
+    version_library: str | None = None  # the library the loader found, as the error names it
+    machine: str | None = None  # "driver" or "kernel": the driver or the GPU, no file
 
 
 def parse(text: str) -> Question:
@@ -57,9 +75,18 @@ def parse(text: str) -> Question:
     missing = _MISSING_LIB.search(asked)
     if missing:
         return Question(asked, library=missing.group("lib"))
+    versioned = _VERSION.search(asked)
+    if versioned:
+        by, lib = versioned.group("by"), versioned.group("lib")
+        return Question(asked, path=by, version=versioned.group("version"), version_library=lib)
+    if _DRIVER.search(asked):
+        return Question(asked, machine="driver")
+    if _KERNEL.search(asked):
+        return Question(asked, machine="kernel")
     raise InputError(
         f"--explain {clipped(asked, 80)!r}: neither a module name nor an import error naming an "
-        "'undefined symbol' or a library that 'cannot open shared object file'"
+        "'undefined symbol', a library that 'cannot open shared object file', a \"version `X' not found\", "
+        "an insufficient CUDA driver or 'no kernel image is available'"
     )
 
 
@@ -154,6 +181,7 @@ class Explanation:
     installed_exports: bool | None = None
     library: str | None = None
     needing: tuple[str, ...] = ()
+    machine: MachineAnswer | None = None  # a version, the driver or the GPU (``machine_explain``)
 
 
 def shown_symbol(symbol: str) -> str:
