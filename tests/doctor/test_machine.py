@@ -14,6 +14,7 @@ from torchwheel.doctor.machine import (
     _numbered_names,
     cuda_needs,
     driver_part,
+    minor_compatibility_words,
     torch_driver_words,
 )
 from torchwheel.tables.symtable import load_shipped
@@ -89,3 +90,8 @@ def test_the_driver_part() -> None:
     )
     assert torch_driver_words(CU130, "torch", Driver("found", (13, 2), "x")) == ""
     assert torch_driver_words(TorchBuild("cpu"), "torch", Driver("found", (12, 4), "x")) == ""
+    cu132 = TorchBuild("cuda", 13, 2)
+    assert minor_compatibility_words(cu132, "torch 2.15.0+cu132", Driver("found", (13, 0), "x")) == (
+        "torch 2.15.0+cu132 (CUDA 13.2) runs on it by minor-version compatibility"
+    )
+    assert minor_compatibility_words(cu132, "torch", Driver("found", (13, 2), "x")) == ""

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchwheel.doctor.diagnosis import Diagnosis, Judged, Row, driver_summary, summary
+from torchwheel.doctor.diagnosis import Diagnosis, Judged, Row, driver_summary, summary, torch_words
 from torchwheel.doctor.import_error import Explanation, shown_symbol
 from torchwheel.doctor.ldcache import LdCache
-from torchwheel.doctor.machine import Part
+from torchwheel.doctor.machine import Part, minor_compatibility_words
 from torchwheel.limits import listed
 from torchwheel.report.facts_document import SCHEMA_VERSION, need_json
 from torchwheel.report.textsafe import escape_data, escape_property, markdown_cell, markdown_code, safe_lines
@@ -56,6 +56,9 @@ def _machine_lines(d: Diagnosis) -> list[str]:
     if m is None:
         return []
     lines = [f"driver: {m.driver.words}"]
+    j = d.judged
+    if (minor := minor_compatibility_words(j.build, torch_words(j), m.driver)) and j.version is not None:
+        lines[0] += f"; {minor}"
     if m.process is not None:
         p = m.process
         cache = p.cache.source if isinstance(p.cache, LdCache) else f"no cache ({p.cache.reason})"

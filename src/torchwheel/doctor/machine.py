@@ -43,7 +43,7 @@ from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.accelerators import AcceleratorNeeds, classify_library
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.cuda_archs import ptx_cuda, runs_on
-from torchwheel.torchabi.cuda_driver import CudaNeed, runs, shown
+from torchwheel.torchabi.cuda_driver import CudaNeed, runs, shown, under_minor_compatibility
 from torchwheel.torchabi.need import release_matches
 
 MachineAxis = Literal["system library", "driver"]
@@ -234,7 +234,9 @@ def _file_part(member: str, outcome: Outcome, required: bool) -> Part:
     name = member.rpartition("/")[2]
     bits = []
     if missing:
-        bits.append(f"needs {_condensed(_first_missing([outcome]))}, which the loader does not find")
+        first = next(m for m in outcome.missing if m.name == missing[0])
+        through = "" if first.needed_by == outcome.path else f" (through {os.path.basename(first.needed_by)})"
+        bits.append(f"needs {_condensed(_first_missing([outcome]))}{through}, which the loader does not find")
     if versions:
         bits.append(f"needs {', '.join(versions[:2])}")
     words = f"{name} " + " and ".join(bits)
@@ -258,7 +260,13 @@ def _first_missing(outcomes: Iterable[Outcome]) -> tuple[str, ...]:
 
 
 def _gaps(outcomes: Iterable[Outcome]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(f"version {g.version} of {g.library}" for o in outcomes for g in o.gaps))
+    return tuple(
+        dict.fromkeys(
+            f"version {g.version} of {g.library} (needed by {os.path.basename(g.needed_by)})"
+            for o in outcomes
+            for g in o.gaps
+        )
+    )
 
 
 def _numbered_names(alternatives: Mapping[int, tuple[str, ...]]) -> str:
@@ -394,6 +402,17 @@ def needs_words(needs: Iterable[CudaNeed]) -> str:
         f"CUDA {major} ({', '.join(dict.fromkeys(whats))})" for major, whats in sorted(runtimes.items())
     ] + out
     return ", ".join(out)
+
+
+def minor_compatibility_words(build: TorchBuild | None, torch: str, driver: Driver) -> str:
+    """A torch whose CUDA minor is newer than the driver's, within one major: it runs, by
+    NVIDIA's minor-version compatibility (said, since features needing the newer driver do not)."""
+    if build is None or build.kind != "cuda" or build.major is None or driver.cuda is None:
+        return ""
+    need = CudaNeed("runtime", (build.major, build.minor or 0), torch)
+    if not under_minor_compatibility(driver.cuda, need):
+        return ""
+    return f"{torch} (CUDA {shown(need.cuda)}) runs on it by minor-version compatibility"
 
 
 def torch_driver_words(build: TorchBuild | None, torch: str, driver: Driver) -> str:
