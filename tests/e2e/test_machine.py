@@ -128,3 +128,35 @@ def test_every_output_names_the_driver(said: dict[str, Any]) -> None:
     assert "::warning title=torchwheel doctor%3A torchcodec 0.17.0::partly: " in github
     markdown = doctor_markdown(found.target.description, found.diagnosis)
     assert "NVIDIA driver supporting CUDA 12.4" in markdown and "`partly: " in markdown
+
+
+@pytest.fixture(scope="module")
+def cuda13_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """nvcc's library that links libtorch_cuda.so and libcudart.so.13 (``fixtures/cuda``), as
+    an untagged wheel that requires a bare torch: it loads on a CUDA 13 torch only."""
+    from ..helpers import fixture_wheels_module
+
+    fw = fixture_wheels_module()
+    spec = fw.WheelSpec(
+        "machine_cu13", "machinecu13", "cp39-abi3-" + fw.LINUX, (("machinecu13/_ops.so", "cuda:cu13_torch_cuda.so"),),
+        requires=("torch",),
+    )  # fmt: skip
+    out: Path = fw.write_wheel(tmp_path_factory.mktemp("machine_wheel") / spec.filename, spec, {})
+    return out
+
+
+@pytest.mark.parametrize(("driver", "note"), [(12040, True), (13000, False)])
+def test_select_notes_a_driver_too_old(
+    driver: int, note: bool, cuda13_wheel: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``select --python`` on the CUDA 13 torch still chooses the wheel that loads there, and
+    says on stderr when this machine's driver cannot run its CUDA code."""
+    from ..helpers import torchwheel
+
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(machine_fixtures().drivers[driver]))
+    run = torchwheel("select", "--python", str(REPO / ".venv-cu130" / "bin" / "python"), str(cuda13_wheel))
+    assert run.returncode == 0, run.stderr
+    said = "note: machinecu13 1.0.0: its CUDA code will not run on this machine: it needs CUDA 13"
+    assert (said in run.stderr) == note, run.stderr
+    if note:
+        assert "the NVIDIA driver supports CUDA 12.4" in run.stderr

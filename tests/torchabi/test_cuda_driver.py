@@ -81,3 +81,16 @@ def test_minor_version_compatibility_and_ptx() -> None:
 )
 def test_the_drivers_integer(value: int, cuda: tuple[int, int] | None) -> None:
     assert parse_driver_version(value) == cuda
+
+
+def test_what_a_cuda_only_wheel_needs_on_a_cuda_torch() -> None:
+    from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild
+    from torchwheel.torchabi.cuda_driver import build_need
+
+    cu130 = TorchBuild("cuda", 13, 0)
+    need = build_need(frozenset({TorchBuild("cuda", 13)}), cu130, "torch 2.14.1+cu130")
+    assert need == CudaNeed("runtime", (13, 0), "torch 2.14.1+cu130, a CUDA 13 build")
+    assert build_need(ANY_BUILD, cu130, "t") is None  # loads on every build: needs no CUDA of torch's
+    assert build_need(frozenset({TorchBuild("cpu"), TorchBuild("cuda", 13)}), cu130, "t") is None
+    assert build_need(frozenset({TorchBuild("cuda", 13)}), TorchBuild("cpu"), "t") is None
+    assert build_need(None, cu130, "t") is None

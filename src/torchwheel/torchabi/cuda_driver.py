@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Literal
 
 from torchwheel.frozen import frozen
+from torchwheel.torchabi.backend import ANY_BUILD, BuildSet, TorchBuild
 
 Cuda = tuple[int, int]  # (major, minor): (12, 4) for CUDA 12.4
 
@@ -63,3 +64,14 @@ def under_minor_compatibility(driver: Cuda, need: CudaNeed) -> bool:
     """A runtime newer than the driver within one major: it runs, by minor-version
     compatibility, without the features that need the newer driver."""
     return need.kind == "runtime" and driver[0] == need.cuda[0] and driver[1] < need.cuda[1]
+
+
+def build_need(builds: BuildSet | None, target: TorchBuild | None, torch: str) -> CudaNeed | None:
+    """What a wheel that loads only on CUDA builds of torch needs of the driver where the
+    target's torch is such a build: that build's CUDA. None for a wheel any build loads (its
+    code needs no CUDA of torch's) or a target whose torch is no CUDA build."""
+    if not builds or builds == ANY_BUILD or target is None or target.kind != "cuda" or target.major is None:
+        return None
+    if any(b.kind != "cuda" for b in builds):
+        return None
+    return CudaNeed("runtime", (target.major, target.minor or 0), f"{torch}, a CUDA {target.major} build")
