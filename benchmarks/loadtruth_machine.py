@@ -292,6 +292,48 @@ def run(tw: str, download: bool, machines: dict[str, int | None] | None = None) 
     return out
 
 
+def _cells(r: dict[str, Any]) -> list[str]:
+    real, rows = r["truth"], {d["name"]: d for d in r["doctor"]["distributions"]}
+    tv, tc = rows.get("torchvision", {}), rows.get("torchcodec", {})
+    machine = r["doctor"]["machine"]
+    driver = machine["driver"]
+    said = machine["driver_verdict"] or (
+        f"CUDA {driver['cuda']}: no mismatch"
+        if driver["state"] == "found"
+        else f"{driver['state']}: no mismatch claimed"
+    )
+    return [
+        r["machine"],
+        real.get("torch_cuda_init", real["torch_cuda"]),
+        real["cuda_runtime"],
+        real["torchvision"],
+        f"{tv.get('state')}: {tv.get('partly') or tv.get('reason', '')}",
+        f"{real['torchcodec']}; {real['torchcodec_core']}",
+        f"{tc.get('state')}: {tc.get('partly') or tc.get('reason', '')}",
+        said,
+        "yes" if not r["wrong"] else "; ".join(r["wrong"]),
+    ]
+
+
+def tally(results: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
+    """(what the import does, what doctor says) -> pairs: the confusion matrix."""
+    out: dict[tuple[str, str], int] = {}
+    for r in results:
+        real, rows = r["truth"], {d["name"]: d for d in r["doctor"]["distributions"]}
+        for name, core in (("torchvision", "torchvision_ops"), ("torchcodec", "torchcodec_core")):
+            if real[name] != "imports":
+                truth = "import fails"
+            elif real[core].startswith("fails"):
+                truth = "imports, its own loader fails"
+            elif "too old" in real["torch_cuda"]:
+                truth = "imports, its CUDA cannot run"
+            else:
+                truth = "imports whole"
+            key = (truth, rows[name]["state"] if name in rows else "absent")
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
 def section(results: list[dict[str, Any]]) -> str:
     lines = [
         "<!-- machine: begin -->",
@@ -301,40 +343,46 @@ def section(results: list[dict[str, Any]]) -> str:
         "machine (no GPU, no FFmpeg: `ldconfig -p` lists no `libavutil`) without a driver and with stub",
         "drivers (`fixtures/machine/cuda_driver_stub.c`: `libcuda.so.1` whose `cuDriverGetVersion` says",
         "12.4, 13.0, 13.2) on `LD_LIBRARY_PATH`. The truth is a fresh interpreter of the env: `import`,",
-        "torchcodec's own `load_core_libraries()`, and torch's `torch.cuda.is_available()` with its",
-        "warning. `doctor --python ENV` ran with the same `LD_LIBRARY_PATH`. Command:",
+        "torchcodec's own `load_core_libraries()`, torch's `torch.cuda.is_available()` and",
+        "`torch.cuda.init()` in its own words, and the CUDA runtime torch loads (`libcudart.so.13`) asked",
+        "`cudaGetDeviceCount` alone. `doctor --python ENV` ran with the same `LD_LIBRARY_PATH`. Command:",
         "`python benchmarks/loadtruth_machine.py --write-docs`.",
         "",
-        "| machine | torch's CUDA (its own words) | `import torchvision` | doctor: torchvision | "
-        "`import torchcodec`, `load_core_libraries()` | doctor: torchcodec | doctor: the driver | agrees |",
-        "|---|---|---|---|---|---|---|---|",
+        "| machine | torch's CUDA (its own words) | the CUDA runtime | `import torchvision` | doctor: torchvision | "
+        "`import torchcodec`; `load_core_libraries()` | doctor: torchcodec | doctor: the driver | agrees |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    wrong = 0
-    for r in results:
-        real, rows = r["truth"], {d["name"]: d for d in r["doctor"]["distributions"]}
-        tv, tc = rows.get("torchvision", {}), rows.get("torchcodec", {})
-        cuda = real.get("torch_cuda_init", real["torch_cuda"])
-        driver = r["doctor"]["machine"]["driver_verdict"] or r["doctor"]["machine"]["driver"]["state"]
-        wrong += bool(r["wrong"])
-        cells = [
-            r["machine"],
-            cuda,
-            real["torchvision"],
-            f"{tv.get('state')}: {tv.get('partly') or tv.get('reason', '')}",
-            f"{real['torchcodec']}; {real['torchcodec_core']}",
-            f"{tc.get('state')}: {tc.get('partly') or tc.get('reason', '')}",
-            driver,
-            "yes" if not r["wrong"] else "; ".join(r["wrong"]),
-        ]
-        lines.append("| " + " | ".join(md_cell(c) for c in cells) + " |")
+    lines += ["| " + " | ".join(md_cell(c) for c in _cells(r)) + " |" for r in results]
+    counts = tally(results)
+    false_loads = sum(
+        n for (truth, said), n in counts.items() if truth != "imports whole" and said == "loads"
+    )
+    false_refusals = sum(n for (truth, said), n in counts.items() if truth != "import fails" and said == "no")
     lines += [
         "",
-        f"{len(results)} machines, {2 * len(results)} (package, machine) pairs: **{wrong} disagreements**. "
-        "No package that imports is said not to load; torchcodec, whose own loader opens none of its",
-        "FFmpeg cores here, is `partly` with libavutil named (FFmpeg 4-9: `libavutil.so.56-61`); the",
-        "driver's CUDA version is named where there is one, and only the 12.4 driver, which torch itself",
-        "calls too old, is said not to run the CUDA 13 builds. Not proven here, for want of a GPU: PTX",
-        "newer than the driver (judged by NVIDIA's rule, `torchabi/cuda_driver.py`, and unit-tested).",
+        "| the import \\ doctor | " + " | ".join(("loads", "partly", "no", "unknown")) + " |",
+        "|---|--:|--:|--:|--:|",
+    ]
+    for truth in (
+        "imports whole",
+        "imports, its CUDA cannot run",
+        "imports, its own loader fails",
+        "import fails",
+    ):
+        cells = [str(counts.get((truth, said), 0)) for said in ("loads", "partly", "no", "unknown")]
+        lines.append(f"| {truth} | " + " | ".join(cells) + " |")
+    wrong = sum(bool(r["wrong"]) for r in results)
+    lines += [
+        "",
+        f"{len(results)} machines, {sum(counts.values())} (package, machine) pairs: **{false_loads} false loads, "
+        f"{false_refusals} false refusals, {wrong} machines where doctor disagrees**. torchcodec, whose own",
+        "loader opens none of its FFmpeg cores here, is `partly` with libavutil named (FFmpeg 4-9:",
+        "`libavutil.so.56-61`); the driver's CUDA version is named where there is one, and only the 12.4",
+        'driver, which torch and its CUDA runtime call too old ("CUDA driver version is insufficient for',
+        'CUDA runtime version"), is said not to run the CUDA 13 builds; without a driver none is claimed.',
+        "Not proven here, for want of a GPU: PTX newer than the driver (NVIDIA's rule,",
+        "`torchabi/cuda_driver.py`, unit-tested; the runtime rule is held to NVIDIA's CUDA runtimes 12.9",
+        "and 13.5 on each stub driver by `tests/torchabi/test_cuda_driver.py`).",
         "<!-- machine: end -->",
     ]
     return "\n".join(lines)
@@ -345,10 +393,15 @@ def main() -> int:
     parser.add_argument("--torchwheel", default=str(REPO / ".venv" / "bin" / "torchwheel"))
     parser.add_argument("--no-download", action="store_true")
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument("--from-results", action="store_true", help="rewrite the docs from the last run")
     args = parser.parse_args()
-    results = run(args.torchwheel, not args.no_download)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    (CACHE / "results.json").write_text(json.dumps(results, indent=1))
+    if args.from_results:
+        results = json.loads((CACHE / "results.json").read_text())
+    else:
+        results = run(args.torchwheel, not args.no_download)
+        CACHE.mkdir(parents=True, exist_ok=True)
+        (CACHE / "results.json").write_text(json.dumps(results, indent=1))
+    print(tally(results))
     if args.write_docs:
         put_section(DOCS, section(results), "machine")
     return 1 if any(r["wrong"] for r in results) else 0
