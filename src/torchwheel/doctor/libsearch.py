@@ -152,9 +152,9 @@ def system_dirs(interpreter: str, machine: int) -> tuple[tuple[str, ...], str]:
 class Resolver:
     """Loads simulated in one ``Process`` (module docstring); file facts are kept per path."""
 
-    def __init__(self, process: Process) -> None:
+    def __init__(self, process: Process, memo: dict[str, DynamicFacts | str] | None = None) -> None:
         self.process = process
-        self._facts: dict[str, DynamicFacts | str] = {}
+        self._facts: dict[str, DynamicFacts | str] = {} if memo is None else memo
 
     def facts(self, path: str) -> DynamicFacts | str:
         """The loader's facts of a file, or why they could not be read."""
@@ -299,6 +299,8 @@ def read_process(
         return _unjudged(exe, f"the interpreter {exe} is not an ELF executable the loader reads ({exc})")
     if "musl" in facts.interpreter:
         return _unjudged(exe, f"musl's loader ({facts.interpreter}) is not modelled")
+    # the executable's own loader (PT_INTERP), which the kernel runs whenever the interpreter
+    # runs (as the probe runs it): asking it --help runs nothing the probe did not
     dirs, _ = system_dirs(facts.interpreter, facts.machine)
     origin = os.path.dirname(real_exe)  # the kernel hands ld.so the executable's real path
     process = Process(
@@ -312,7 +314,8 @@ def read_process(
         loaded={},
         holder={},
     )
-    resolver = Resolver(process)
+    memo: dict[str, DynamicFacts | str] = {}  # each file's facts read once while the process is built
+    resolver = Resolver(process, memo)
     loaded: dict[str, str] = {}
     holder: dict[str, str] = {}
     _hold(resolver, real_exe, loaded, holder, "the interpreter")
@@ -325,10 +328,10 @@ def read_process(
         ]
         for entry in entries:
             if os.path.isfile(entry):
-                torch_missing += _hold(Resolver(_with(process, loaded)), entry, loaded, holder, "torch")
+                torch_missing += _hold(Resolver(_with(process, loaded), memo), entry, loaded, holder, "torch")
         if any("libcudart" in name for name in loaded):
             for path in preloaded_cuda(torch_dir, search_path):
-                _hold(Resolver(_with(process, loaded)), path, loaded, holder, "torch's CUDA preload")
+                _hold(Resolver(_with(process, loaded), memo), path, loaded, holder, "torch's CUDA preload")
     return _with(process, loaded, holder, tuple(torch_missing))
 
 
