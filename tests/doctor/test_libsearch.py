@@ -115,3 +115,22 @@ def test_the_process_a_cuda_torch_leaves() -> None:
     preloaded = preloaded_cuda(site / "torch", [str(site)])
     assert any(p.endswith("libnvrtc.so.13") for p in preloaded), preloaded
     assert {process.holder[p] for p in preloaded} <= {"torch", "torch's CUDA preload"}
+
+
+def test_a_hostile_search_path_is_bounded(tmp_path: Path) -> None:
+    """A RUNPATH of 100,000 folders and LD_LIBRARY_PATH of as many: the search looks at a
+    bounded number of folders and files, and says the answer is not known past the budget."""
+    from torchwheel.doctor import libsearch
+
+    assert len(expand(":".join(f"/nowhere/{i}" for i in range(100_000)), "/o")) == libsearch._MAX_FOLDERS
+    assert len(library_path(":".join(f"/n/{i}" for i in range(100_000)), "/")) == libsearch._MAX_FOLDERS
+    lib, _ = machine_fixtures().cases["missing"]
+    resolver = Resolver(read_process(sys.executable, _environ(None), None, []))
+    assert resolver.load(str(lib)).missing  # within the budget: the missing library is named
+    monkey = libsearch._MAX_LOOKS
+    try:
+        libsearch._MAX_LOOKS = 3
+        outcome = resolver.load(str(lib))
+    finally:
+        libsearch._MAX_LOOKS = monkey
+    assert outcome.unread and "looks" in outcome.unread[0][1] and not outcome.missing

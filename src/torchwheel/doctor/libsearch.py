@@ -46,6 +46,8 @@ from torchwheel.frozen import frozen
 from torchwheel.safeopen import read_regular
 
 _MAX_OBJECTS = 1024  # objects one load may bring in (torch's CUDA build: about 60)
+_MAX_FOLDERS = 256  # of one search path (RPATH, RUNPATH, LD_LIBRARY_PATH): real ones have a few
+_MAX_LOOKS = 100_000  # candidate files one load may look at: a hostile RPATH cannot make it endless
 _TORCH_INIT_BYTES = 1 << 20
 # the folders glibc searches last, per ELF machine, when its loader cannot be asked
 _DEFAULT_DIRS = {
@@ -116,7 +118,7 @@ def expand(spec: str, origin: str) -> tuple[str, ...]:
     ``origin``; an empty element, or one with a token we do not expand (``$LIB``,
     ``$PLATFORM``), is dropped: glibc drops what it cannot expand."""
     out: list[str] = []
-    for part in spec.split(":"):
+    for part in spec.split(":", _MAX_FOLDERS)[:_MAX_FOLDERS]:
         part = part.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
         if part and "$" not in part:
             out.append(part)
@@ -128,7 +130,7 @@ def library_path(value: str | None, cwd: str) -> tuple[str, ...]:
     current folder, as glibc reads it)."""
     if not value:
         return ()
-    return tuple(p or cwd for p in re.split(r"[:;]", value))
+    return tuple(p or cwd for p in re.split(r"[:;]", value, maxsplit=_MAX_FOLDERS)[:_MAX_FOLDERS])
 
 
 def system_dirs(interpreter: str, machine: int) -> tuple[tuple[str, ...], str]:
@@ -155,6 +157,7 @@ class Resolver:
     def __init__(self, process: Process, memo: dict[str, DynamicFacts | str] | None = None) -> None:
         self.process = process
         self._facts: dict[str, DynamicFacts | str] = {} if memo is None else memo
+        self.looks = _MAX_LOOKS
 
     def facts(self, path: str) -> DynamicFacts | str:
         """The loader's facts of a file, or why they could not be read."""
@@ -169,7 +172,8 @@ class Resolver:
 
     def _fits(self, path: str) -> bool:
         """Would the loader take this file: a regular file of the process's class and machine?"""
-        if not os.path.isfile(path):
+        self.looks -= 1
+        if self.looks < 0 or not os.path.isfile(path):
             return False
         facts = self.facts(path)
         p = self.process
@@ -217,7 +221,17 @@ class Resolver:
 
     def load(self, path: str, also: Mapping[str, str] | None = None) -> Outcome:
         """``dlopen(path)`` in the process, which also holds ``also`` (names -> paths: the
-        package's libraries loaded before this one)."""
+        package's libraries loaded before this one). A load that looks at more than
+        ``_MAX_LOOKS`` candidate files is not known (``unread``), never a guess."""
+        self.looks = _MAX_LOOKS
+        outcome = self._load(path, also)
+        if self.looks < 0:  # what was not found may lie past the budget: not known
+            return Outcome(
+                path, unread=((path, f"finding its libraries took more than {_MAX_LOOKS:,} looks"),)
+            )
+        return outcome
+
+    def _load(self, path: str, also: Mapping[str, str] | None) -> Outcome:
         loaded = dict(self.process.loaded)
         loaded.update(also or {})
         if path in loaded:
