@@ -95,3 +95,37 @@ def test_the_driver_part() -> None:
         "torch 2.15.0+cu132 (CUDA 13.2) runs on it by minor-version compatibility"
     )
     assert minor_compatibility_words(cu132, "torch", Driver("found", (13, 2), "x")) == ""
+
+
+def test_the_driver_in_the_summary() -> None:
+    """The summary names what needs more than the driver: torch's new major alone, PTX by its
+    minor, the rows whose CUDA code it cannot run."""
+    from packaging.version import Version
+
+    from torchwheel.doctor.diagnosis import Diagnosis, Judged, Row, driver_summary
+    from torchwheel.doctor.machine import Machine
+    from torchwheel.torchabi.verdicts import Verdict
+
+    def diagnosis(build: TorchBuild, driver: tuple[int, int], parts: tuple[CudaNeed, ...]) -> Diagnosis:
+        machine = Machine(Driver("found", driver, "/x/libcuda.so.1"), None, "")
+        part = driver_part(parts, machine.driver)
+        row = Row(
+            "ext",
+            "1.0",
+            "/site/ext-1.0.dist-info",
+            None,
+            Verdict("loads", "ok"),
+            parts=(part,) if part else (),
+        )
+        judged = Judged(Version("2.15.0"), build, None, {})
+        return Diagnosis(judged, (row,), 0, None, machine)
+
+    runtime13 = (CudaNeed("runtime", (13, 0), "libcudart.so.13"),)
+    assert driver_summary(diagnosis(CU130, (12, 4), runtime13)) == (
+        "this machine's driver supports CUDA 12.4: torch 2.15.0+cu130 and ext need CUDA 13"
+    )
+    ptx = (CudaNeed("ptx", (13, 5), "compute_90 PTX, ISA 9.5"),)
+    assert driver_summary(diagnosis(TorchBuild("cuda", 13, 2), (13, 2), ptx)) == (
+        "this machine's driver supports CUDA 13.2: ext needs CUDA 13.5"
+    )
+    assert driver_summary(diagnosis(CU130, (13, 2), runtime13)) == ""

@@ -361,10 +361,15 @@ def driver_summary(d: Diagnosis) -> str:
     torch = torch_words(judged)
     words = torch_driver_words(judged.build, torch, machine.driver) if judged.version is not None else ""
     names = [torch] if words else []
-    names += [r.name for r in d.rows for p in r.parts if p.axis == "driver" and not p.files]
+    driven = [(r.name, p.cuda) for r in d.rows for p in r.parts if p.axis == "driver" and p.cuda is not None]
+    names += [name for name, _ in driven]
     if not names:
         return ""
-    needed = f"CUDA {judged.build.major}" if words and judged.build is not None else "a newer CUDA"
+    cudas = [cuda for _, cuda in driven]
+    if words and judged.build is not None and judged.build.major is not None:
+        cudas.append((judged.build.major, judged.build.minor or 0))
+    top = max(cudas)  # a new major is named alone (any minor of it needs that driver); PTX by its minor
+    needed = f"CUDA {top[0]}" if top[0] > machine.driver.cuda[0] else f"CUDA {shown(top)}"
     verb = "needs" if len(names) == 1 else "need"
     return f"this machine's driver supports CUDA {shown(machine.driver.cuda)}: {_and(names)} {verb} {needed}"
 

@@ -60,6 +60,7 @@ class Part:
     missing: tuple[str, ...] = ()  # library names the loader does not find
     versions: tuple[str, ...] = ()  # "GLIBCXX_3.4.32 (/lib/.../libstdc++.so.6)"
     fix: str = ""
+    cuda: tuple[int, int] | None = None  # a driver part: the newest CUDA its code needs
 
 
 @frozen
@@ -386,7 +387,7 @@ def driver_part(needs: tuple[CudaNeed, ...], driver: Driver) -> Part | None:
     fix = f"update the NVIDIA driver to one that supports CUDA {shown(max(n.cuda for n in failing))}"
     if driver.cuda[0] < majors[-1]:
         fix += f", or install builds of torch and its extensions for CUDA {driver.cuda[0]}"
-    return Part((), "driver", words, False, fix=fix)
+    return Part((), "driver", words, False, fix=fix, cuda=max(n.cuda for n in failing))
 
 
 def needs_words(needs: Iterable[CudaNeed]) -> str:
