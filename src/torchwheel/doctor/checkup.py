@@ -36,6 +36,9 @@ from torchwheel.doctor.import_error import (
     module_file,
     parse,
 )
+from torchwheel.doctor.libsearch import Resolver
+from torchwheel.doctor.machine import Machine, Part, library_parts, read_machine
+from torchwheel.doctor.machine_explain import MachineAnswer, explain_driver, explain_kernel, explain_version
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.selection import target as targets
@@ -66,6 +69,8 @@ class DoctorResult:
     @property
     def exit_code(self) -> int:
         if self.explanation is not None:
+            if self.explanation.machine is not None and self.explanation.row is None:
+                return 0 if self.explanation.machine.fits else 1
             row = self.explanation.row
             return 0 if row is not None and row.verdict.loads else 1
         return self.diagnosis.exit_code
@@ -137,10 +142,48 @@ def run(
     elif against is not None:
         libraries = read_torch(against, wanted)
         judged = _against(target, libraries)
-    diagnosis = diagnose(env, judged, table, own if judged is not own else None)
+    machine, parts = _machine(target, env)
+    diagnosis = diagnose(env, judged, table, own if judged is not own else None, machine, parts)
     diagnosis = replace(diagnosis, not_run=target.not_run, more_not_run=target.more_not_run)
-    explanation = _explain(question, asked, env, judged, table) if question is not None else None
+    explanation = None
+    if question is not None:
+        explanation = _explain(question, asked, env, judged, table)
+        answer = _machine_answer(question, machine, diagnosis, env, target.gpu)
+        if answer is not None:
+            explanation = replace(explanation, machine=answer)
     return DoctorResult(target, diagnosis, explanation)
+
+
+def _machine_answer(
+    question: Question, machine: Machine, diagnosis: Diagnosis, env: Environment, gpu: int | None
+) -> MachineAnswer | None:
+    """The machine's answer to an error it causes (``doctor.machine_explain``), None for others."""
+    if question.version is not None:
+        return explain_version(question.version, question.version_library, question.path, machine, env)
+    if question.machine == "driver":
+        return explain_driver(machine, diagnosis)
+    if question.machine == "kernel":
+        return explain_kernel(gpu, env)
+    return None
+
+
+def _machine(target: TorchTarget, env: Environment) -> tuple[Machine, dict[str, tuple[Part, ...]]]:
+    """The machine the interpreter's loader sees (``doctor.machine``), and what of each
+    distribution it cannot load there."""
+    torch_dir = None
+    if env.torch is not None and (env.torch.site / "torch").is_dir():
+        torch_dir = str(env.torch.site / "torch")
+    platform_name = target.markers.get("sys_platform", sys.platform)
+    machine = read_machine(target.python, platform_name, torch_dir, target.search_path)
+    if machine.process is None:
+        return machine, {}
+    resolver = Resolver(machine.process)
+    torch = str(target.torch) if target.torch is not None else None
+    libraries = {
+        str(d.installed.dist_info): library_parts(d.facts, str(d.installed.site), resolver, torch)[0]
+        for d in env.with_torch
+    }
+    return machine, libraries
 
 
 def _planned(target: TorchTarget, torch: str, backend: str | None) -> Judged:
@@ -213,10 +256,12 @@ def _torch_exports(
 
 def _asked_file(question: Question, target: TorchTarget) -> str:
     """The real path of the file an import error or module name points at ("" where it
-    names none: a missing library alone, an op, a module hook)."""
-    if question.op is not None or question.hook is not None:
+    names none: a missing library alone, an op, a module hook, the machine's errors)."""
+    if question.op is not None or question.hook is not None or question.machine is not None:
         return ""
     if question.library is not None and question.path is None:
+        return ""
+    if question.version is not None and question.path is None:
         return ""
     found = (
         module_file(question.module, target.search_path)

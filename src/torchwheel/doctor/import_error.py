@@ -19,6 +19,7 @@ from pathlib import Path
 
 from torchwheel.analysis.usage import is_shim_name
 from torchwheel.doctor.diagnosis import Row
+from torchwheel.doctor.machine_explain import MachineAnswer
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.tables.symtable import SymbolTable
@@ -42,6 +43,20 @@ _NO_OPERATOR = re.compile(r"operator\s+(?P<op>[A-Za-z_]\w*::[A-Za-z_][\w.]*)\s+d
 _NO_HOOK = re.compile(
     r"dynamic module does not define module export function \((?P<hook>(?:PyInit|PyModExport)_\w+)\)"
 )
+# ld.so: "/lib/.../libstdc++.so.6: version `GLIBCXX_3.4.32' not found (required by /x/_C.so)"
+_VERSION = re.compile(
+    r"(?:(?P<lib>[^\s:'\"`]+):\s*)?version\s+[`'\u2018\"](?P<version>[^'`\u2019\"\s]+)['`\u2019\"]\s+not\s+found"
+    r"(?:\s*\(required\s+by\s+(?P<by>[^)\s]+)\))?"
+)
+# the CUDA runtime's words, torch's, and the error names
+_DRIVER = re.compile(
+    r"CUDA driver version is insufficient for CUDA runtime version|NVIDIA driver on your system is too old"
+    r"|cudaErrorInsufficientDriver",
+    re.IGNORECASE,
+)
+_KERNEL = re.compile(
+    r"no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice", re.I
+)
 _ASKED = 4096  # the most of a pasted error text read
 
 
@@ -60,6 +75,9 @@ class Question:
     library: str | None = None
     op: str | None = None
     hook: str | None = None
+    version: str | None = None  # a symbol version the library found lacks (GLIBCXX_3.4.32)
+    version_library: str | None = None  # the library the loader found, as the error names it
+    machine: str | None = None  # "driver" or "kernel": the driver or the GPU, no file
 
 
 def parse(text: str) -> Question:
@@ -77,6 +95,10 @@ def parse(text: str) -> Question:
     missing = _MISSING_LIB.search(asked)
     if missing:
         return Question(asked, path=missing.group("path"), library=missing.group("lib"))
+    versioned = _VERSION.search(asked)
+    if versioned:
+        by, lib = versioned.group("by"), versioned.group("lib")
+        return Question(asked, path=by, version=versioned.group("version"), version_library=lib)
     could_not = _COULD_NOT_LOAD.search(asked)
     if could_not:
         return Question(asked, path=could_not.group("path"))
@@ -86,11 +108,16 @@ def parse(text: str) -> Question:
     no_hook = _NO_HOOK.search(asked)
     if no_hook:
         return Question(asked, hook=no_hook.group("hook"))
+    if _DRIVER.search(asked):
+        return Question(asked, machine="driver")
+    if _KERNEL.search(asked):
+        return Question(asked, machine="kernel")
     raise InputError(
-        f"--explain {clipped(asked, 80)!r}: neither a module name, a library's path nor an import "
-        "error this torchwheel reads ('undefined symbol', 'cannot open shared object file', "
-        "'Could not load this library', 'operator NS::OP does not exist', 'dynamic module does "
-        "not define module export function')"
+        f"--explain {clipped(asked, 80)!r}: neither a module name, a library's path nor an error "
+        "this torchwheel reads ('undefined symbol', 'cannot open shared object file', "
+        "\"version `X' not found\", 'Could not load this library', 'operator NS::OP does not "
+        "exist', 'dynamic module does not define module export function', an insufficient CUDA "
+        "driver, 'no kernel image is available')"
     )
 
 
@@ -198,6 +225,7 @@ class Explanation:
     verdict: Verdict | None = None
     # an op no library registered, or a module without its hook: the files that may be it
     candidates: tuple[str, ...] = ()
+    machine: MachineAnswer | None = None  # a version, the driver or the GPU (``machine_explain``)
 
 
 def shown_symbol(symbol: str) -> str:

@@ -31,7 +31,7 @@ from torchwheel.torchabi.torch_releases import Minor, minor_of, show_minor
 
 Cell = Literal["loads", "only", "some", "no", "unknown"]
 # which axis decided a verdict; a verdict that loads names the version axis
-Axis = Literal["version", "build", "gpu", "requirement", "tags", "python"]
+Axis = Literal["version", "build", "gpu", "requirement", "tags", "python", "driver", "system library"]
 
 
 @frozen
