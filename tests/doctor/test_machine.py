@@ -118,7 +118,7 @@ def test_the_driver_in_the_summary() -> None:
             parts=(part,) if part else (),
         )
         judged = Judged(Version("2.15.0"), build, None, {})
-        return Diagnosis(judged, (row,), 0, None, machine)
+        return Diagnosis(judged, (row,), 0, None, machine=machine)
 
     runtime13 = (CudaNeed("runtime", (13, 0), "libcudart.so.13"),)
     assert driver_summary(diagnosis(CU130, (12, 4), runtime13)) == (
