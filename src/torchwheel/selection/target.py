@@ -16,12 +16,14 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import field, replace
 from pathlib import Path
 
 import packaging
 from packaging import tags as ptags
 from packaging.markers import default_environment
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
 
@@ -29,6 +31,7 @@ from torchwheel import limits
 from torchwheel.errors import InputError, quoted
 from torchwheel.frozen import frozen
 from torchwheel.torchabi import backend
+from torchwheel.torchabi.accelerators import torch_build_of_requirements
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.cuda_archs import parse_gpu
 from torchwheel.torchabi.torch_releases import Minor, minor_of
@@ -74,7 +77,7 @@ version_py, requires = None, []
 try:
     dist = m.distribution("torch")
     torch = dist.version
-    requires = [r.split(";")[0] for r in (dist.requires or [])]
+    requires = list(dist.requires or [])
     try:
         with open(dist.locate_file("torch/version.py"), encoding="utf-8") as fh:
             version_py = fh.read(1 << 16)
@@ -131,7 +134,7 @@ def probe(python: str | None = None) -> TorchTarget:
         raise InputError(f"--python {exe}: not a Python interpreter ({answer} to a Python probe)") from None
     try:
         torch = Version(doc["torch"]) if doc["torch"] else None
-        build = torch_build_of(torch, doc.get("version_py"), doc.get("requires") or [])
+        build = torch_build_of(torch, doc.get("version_py"), doc.get("requires") or [], doc["markers"])
     except (TypeError, KeyError, InvalidVersion, InputError) as exc:
         raise InputError(f"--python {exe}: unexpected probe answer ({exc})") from exc
     gpu = detected_gpu()
@@ -182,9 +185,13 @@ def detected_gpu() -> int | None:
         return None
 
 
-def torch_build_of(torch: Version | None, version_py: str | None, requires: list[str]) -> TorchBuild | None:
+def torch_build_of(
+    torch: Version | None, version_py: str | None, requires: list[str], markers: Mapping[str, str]
+) -> TorchBuild | None:
     """A torch's build from what its distribution says, most direct first: ``version.py``
-    (``cuda = '13.0'``), the local label (``+cu130``), the CUDA runtime it requires."""
+    (``cuda = '13.0'``), the local label (``+cu130``), the CUDA runtime its requirements
+    install in that environment (``markers``: PyPI's Windows and macOS torch carry the
+    Linux-only ``cuda-toolkit`` line too)."""
     if torch is None:
         return None
     if isinstance(version_py, str) and version_py:
@@ -192,7 +199,18 @@ def torch_build_of(torch: Version | None, version_py: str | None, requires: list
     from_label = backend.from_local_label(torch.local)
     if from_label is not None:
         return from_label
-    return backend.from_requirements(str(r) for r in requires)
+    return torch_build_of_requirements(_requirements(requires), markers)
+
+
+def _requirements(texts: list[str]) -> list[Requirement]:
+    """The lines that parse; one an installer could not read brings nothing either."""
+    out = []
+    for text in texts:
+        try:
+            out.append(Requirement(text))
+        except (InvalidRequirement, TypeError):
+            continue
+    return out
 
 
 def _platforms(platform: str) -> list[str]:
@@ -298,8 +316,9 @@ def probe_here() -> TorchTarget:
             version_py = Path(str(dist.locate_file("torch/version.py"))).read_text("utf-8")[: 1 << 16]
         except OSError:
             version_py = None
-        requires = [r.split(";")[0] for r in (dist.requires or [])]
-        build = torch_build_of(torch, version_py, requires)
+        requires = list(dist.requires or [])
+        markers = {k: str(v) for k, v in default_environment().items()}
+        build = torch_build_of(torch, version_py, requires, markers)
     except m.PackageNotFoundError:
         torch = None
     version = ".".join(map(str, sys.version_info[:3]))

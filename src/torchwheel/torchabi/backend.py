@@ -135,16 +135,6 @@ def from_version_py_text(text: str) -> TorchBuild:
     return from_version_py(found.get("cuda"), found.get("hip"), bool(found.get("xpu")))
 
 
-def from_requirements(names: Iterable[str]) -> TorchBuild | None:
-    """torch's CUDA builds on PyPI require the runtime: ``nvidia-cuda-runtime-cu12`` (CUDA 12),
-    ``nvidia-cuda-runtime`` 13.x (CUDA 13, unsuffixed names)."""
-    for name in names:
-        m = re.match(r"nvidia-cuda-runtime(?:-cu(\d+))?$", name.lower())
-        if m:
-            return TorchBuild("cuda", int(m.group(1)), 0) if m.group(1) else TorchBuild("cuda")
-    return None
-
-
 def from_cuda_digits(digits: str) -> TorchBuild:
     """``12``, ``121``/``128`` (PyTorch's backend names), ``130``: the CUDA major they name."""
     return TorchBuild("cuda", int(digits[:2]) if len(digits) == 3 else int(digits))

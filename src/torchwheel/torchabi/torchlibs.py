@@ -23,9 +23,11 @@ from torchwheel.binary.memberscan import scan_member
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
 from torchwheel.torchabi import backend
+from torchwheel.torchabi.accelerators import platform_markers, torch_build_of_requirements
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.contents import is_compiled_name
+from torchwheel.wheel.metadata import parse_metadata
 
 INSTALLED = "installed"
 _LIB_DIR = "torch/lib/"
@@ -73,9 +75,16 @@ def is_runtime_library(name: str) -> bool:
     return is_compiled_name(base) and base.startswith(_RUNTIME_PREFIXES) and "test" not in base
 
 
-def _build(version_py: str | None, version: str | None, libraries: Iterable[str]) -> TorchBuild | None:
-    """The torch's build: its ``version.py``, else its local label (``+cu130``), else what
-    its libraries say (``libtorch_cuda`` ships only in CUDA builds; major unknown then)."""
+def _build(
+    version_py: str | None,
+    version: str | None,
+    libraries: Iterable[str],
+    metadata: str | None = None,
+    platforms: Iterable[tuple[str, str]] = (),
+) -> TorchBuild | None:
+    """The torch's build: its ``version.py``, else its local label (``+cu130``), else the CUDA
+    runtime its METADATA requires on its platform (``cuda-toolkit[...]==13.2.2``: CUDA 13.2),
+    else what its libraries say (``libtorch_cuda`` ships only in CUDA builds; major unknown then)."""
     if version_py:
         return backend.from_version_py_text(version_py)
     try:
@@ -84,6 +93,16 @@ def _build(version_py: str | None, version: str | None, libraries: Iterable[str]
         label = None
     if label is not None:
         return label
+    formats = {fmt for fmt, _ in platforms}
+    if metadata and len(formats) == 1:
+        system = {"elf": "linux", "pe": "win32", "macho": "darwin"}.get(formats.pop())
+        markers = platform_markers(system) if system else None
+        try:
+            requirements = parse_metadata(metadata).requirements
+        except InputError:
+            requirements = ()
+        if markers is not None and (found := torch_build_of_requirements(requirements, markers)) is not None:
+            return found
     names = " ".join(libraries)
     for kind, word in (("cuda", "torch_cuda"), ("rocm", "torch_hip"), ("xpu", "torch_xpu")):
         if word in names:
@@ -97,6 +116,7 @@ def _facts(
     version: str | None,
     wanted: frozenset[str] | None,
     version_py: str | None = None,
+    metadata: str | None = None,
 ) -> TorchLibraries:
     exports: dict[str, frozenset[str]] = {}
     platforms: set[tuple[str, str]] = set()
@@ -108,7 +128,7 @@ def _facts(
         platforms.update((facts.format, s.arch) for s in facts.slices)
     if not exports:
         raise InputError(f"{origin}: no torch libraries (libtorch*, libc10*) found; not a torch build?")
-    build = _build(version_py, version, exports)
+    build = _build(version_py, version, exports, metadata, platforms)
     return TorchLibraries(origin, version, exports, frozenset(platforms), count, build)
 
 
@@ -131,7 +151,16 @@ def _read_wheel(path: Path, wanted: frozenset[str] | None) -> TorchLibraries:
                 yield PurePosixPath(member).name, facts
 
         version_py = wheel.read_text("torch/version.py") if "torch/version.py" in wheel.infos else None
-        return _facts(read(), str(path), wheel.contents.filename_version or None, wanted, version_py)
+        metadata = next((wheel.read_text(m) for m in wheel.infos if _is_metadata(m)), None)
+        return _facts(
+            read(), str(path), wheel.contents.filename_version or None, wanted, version_py, metadata
+        )
+
+
+def _is_metadata(member: str) -> bool:
+    """The torch distribution's own METADATA (``torch-2.15.0.dist-info/METADATA``)."""
+    folder, _, name = member.partition("/")
+    return name == "METADATA" and folder.endswith(".dist-info") and folder.lower().startswith("torch-")
 
 
 def _version_py(torch_dir: Path) -> str | None:
@@ -156,7 +185,18 @@ def _read_lib_dir(lib: Path, wanted: frozenset[str] | None) -> TorchLibraries:
                     raise InputError(f"{p}: {exc}") from exc
 
     text = _version_py(lib.parent)
-    return _facts(read(), str(lib), _version_from(text), wanted, text)
+    return _facts(read(), str(lib), _version_from(text), wanted, text, _installed_metadata(lib.parent))
+
+
+def _installed_metadata(torch_dir: Path) -> str | None:
+    """The METADATA of the torch distribution installed beside the package (site-packages'
+    ``torch-*.dist-info``), bounded like ``version.py``; None when there is none."""
+    for info in sorted(torch_dir.parent.glob("torch-*.dist-info")):
+        try:
+            return (info / "METADATA").read_text(encoding="utf-8", errors="replace")[: 1 << 20]
+        except OSError:
+            continue
+    return None
 
 
 def read_files(
