@@ -51,13 +51,15 @@ def symbols_update(
     """
     from torchwheel.tables.tablechoice import user_tables_path
     from torchwheel.tables.tableupdate import update_tables, write_tables
-    from torchwheel.torchabi import torch_releases
+    from torchwheel.torchabi import torch_backends, torch_releases
 
     base = chosen_table(symbols_file, no_config)
     from torchwheel.tables.exports import exports_index
 
     indexes = {p: exports_index(p) for p in base.indexes}  # the base file's own, read and checked
-    tables = update_tables(list(sources), base.table, torch_releases.releases(), indexes, replace)
+    tables = update_tables(
+        list(sources), base.table, torch_releases.releases(), indexes, replace, torch_backends.backends()
+    )
     target = output if output is not None else user_tables_path()
     if str(target) == "-":
         click.echo(tables.to_json(), nl=False)
@@ -70,7 +72,8 @@ def symbols_update(
     if str(target) != "-":
         click.echo(
             f"wrote {target}: {len(tables.table.symbols)} symbols (torch {', '.join(tables.table.sources[-1:])}), "
-            f"releases to {newest}, exports for {', '.join(sorted(tables.indexes)) or 'no platform'}",
+            f"releases to {newest}, exports for {', '.join(sorted(tables.indexes)) or 'no platform'}, "
+            f"{len(tables.backends)} backends",
             err=True,
         )
     return Exit.OK

@@ -219,9 +219,16 @@ def need_json(need: TorchNeed) -> dict[str, Any]:
         "requirements": [str(r) for r in need.requirements],
         "unknown": list(need.unknown_axes),
         "newer_than_tables": need.newer_json,
+        "not_covered": need.not_covered_json,
         "summary": str(need),
         "source": need.source,
     }
+
+
+def _dated_json(w: WheelFacts, member: str) -> dict[str, object] | None:
+    """An unstable library dated alone by every import it has, or null (``date_each_library``)."""
+    dated = w.library_datings.get(member)
+    return dated.to_json() if dated is not None else None
 
 
 def wheel_json(w: WheelFacts) -> dict[str, Any]:
@@ -260,7 +267,10 @@ def wheel_json(w: WheelFacts) -> dict[str, Any]:
         "need": need_json(need),
         "accelerator": accelerator_json(w.accelerator_needs),
         "torch_build": builds_json(need.builds),
-        "files": [{"member": b.member, **binary_json(b.analysis)} for b in w.binaries],
+        "files": [
+            {"member": b.member, **binary_json(b.analysis), "dated": _dated_json(w, b.member)}
+            for b in w.binaries
+        ],
         "unreadable": [{"member": u.member, "error": u.error} for u in w.unreadable],
     }
 

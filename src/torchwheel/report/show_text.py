@@ -156,6 +156,7 @@ def _symbol_detail(w: WheelFacts) -> list[str]:
     """The symbols that set each slice's torch floor, for the files that have any."""
     lines: list[str] = []
     detailed = False
+    shown: set[str] = set()  # the libraries whose dating is shown (once, whatever their slices)
     for b in w.binaries:
         for s in b.analysis.slices:
             t = s.torch
@@ -168,4 +169,7 @@ def _symbol_detail(w: WheelFacts) -> list[str]:
                 if t.unstable_count:
                     example = f", e.g. {t.unstable_symbols[0]}" if t.unstable_symbols else ""
                     lines.append(f"    unstable    {t.unstable_count}{example}")
+                    if (dated := w.library_datings.get(b.member)) is not None and b.member not in shown:
+                        lines.append(f"    dated       {dated}")
+                        shown.add(b.member)
     return lines

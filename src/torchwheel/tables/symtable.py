@@ -61,8 +61,11 @@ __all__ = [
 #: and added the wheels read; version 1 (a bare version per symbol) is still read, so
 #: tables written by an older ``symbols update`` keep working. Version 3 added the optional
 #: ``releases`` (the torch release list) and ``exports`` (platform -> an export index,
-#: base64), which ``tablechoice`` reads: one file refreshes every table.
-SCHEMA_VERSION = 3
+#: base64), which ``tablechoice`` reads: one file refreshes every table. Version 4 added the
+#: optional ``backends`` (the backend table, ``torchabi.torch_backends``) and, per symbol, the
+#: optional ``needs`` (what of a torch build the shim needs beyond its release: ``python``,
+#: exported by libtorch_python; ``distributed``, declared for a distributed build only).
+SCHEMA_VERSION = 4
 
 #: The torch release assumed for baseline (``None``) symbols when computing a minimum.
 #:
@@ -289,6 +292,7 @@ def shape() -> Object:
             "symbols": Object(other=Either((symbol_v2, Str(), Null()))),
             "wheels": List(Object(dict.fromkeys(_WHEEL_FIELDS, Str()), required=_WHEEL_FIELDS)),
             "releases": List(Str(pattern=r"\d{1,4}(\.\d{1,4}){1,3}")),
+            "backends": List(Str(pattern=r"cpu|xpu|cu\d{3}|rocm\d{1,2}\.\d{1,2}")),
             "exports": Object(other=Str()),  # base64, decoded with validation by tablechoice
         },
         required=("schema_version", "symbols"),

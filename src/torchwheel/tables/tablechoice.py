@@ -13,11 +13,12 @@ of these wins:
 2. the ``TORCHWHEEL_SYMBOLS`` environment variable;
 3. ``symbols = "FILE"`` in ``[tool.torchwheel]`` (relative to that ``pyproject.toml``);
 4. the user tables file ``symbols update`` writes by default (``user_tables_path``), when it
-   knows a newer torch than the shipped tables (an upgraded torchwheel outgrows it);
+   knows a newer torch than the shipped tables, or as new a torch and a backend they lack (an
+   upgraded torchwheel outgrows it);
 5. the tables shipped in the package.
 
 A file of schema 1 or 2 holds only a shim table: the shipped release list and export
-indexes stay. Choosing installs the file's release list and indexes for the whole process
+indexes stay; one of schema 3 has no backend table: the shipped one stays. Choosing installs the file's release list and indexes for the whole process
 (``torch_releases.use``, ``exports.use``): every verdict of one run reads one set of tables.
 """
 
@@ -35,7 +36,7 @@ from packaging.version import Version
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.tables.symtable import SymbolTable, load_shipped, shape
-from torchwheel.torchabi import torch_releases
+from torchwheel.torchabi import torch_backends, torch_releases
 
 _EXPORTS_MODULE = "torchwheel.tables.exports"
 
@@ -54,6 +55,7 @@ class ChosenTable:
     how: str  # "--symbols", ENV_VAR, "pyproject.toml", USER_FILE or "shipped"
     releases: tuple[Version, ...] = ()
     indexes: Mapping[str, bytes] = field(default_factory=dict, repr=False, compare=False)
+    backends: tuple[str, ...] = ()  # the backend table (empty: the shipped one)
 
     @property
     def newest(self) -> Version:
@@ -68,6 +70,7 @@ class ChosenTable:
         where = "shipped table" if self.origin == SHIPPED else f"{self.origin} (from {self.how})"
         extra = f", releases to {self.releases[-1]}" if self.releases else ""
         extra += "".join(f", {p} exports" for p in sorted(self.indexes))
+        extra += f", backends to {', '.join(self.backends[-3:])}" if self.backends else ""
         return f"{where}: {len(self.table.symbols)} shims, {span}{extra}"
 
     def to_json(self) -> dict[str, Any]:
@@ -78,6 +81,7 @@ class ChosenTable:
             "symbols": len(self.table.symbols),
             "releases_newest": str(self.releases[-1] if self.releases else torch_releases.newest()),
             "exports_from_file": sorted(self.indexes),
+            "backends": list(self.backends or torch_backends.backends()),
         }
 
 
@@ -102,9 +106,10 @@ def read_tables(path: Path, how: str) -> ChosenTable:
         table = SymbolTable.from_document(document, where)
         releases = _releases(document.get("releases", []))
         indexes = _indexes(document.get("exports", {}), where)
+        backends = torch_backends.ordered(document.get("backends", []))
     except InputError as exc:
         raise InputError(f"{exc} (write one with `torchwheel symbols update`)") from exc
-    return ChosenTable(table, str(path), how, releases, indexes)
+    return ChosenTable(table, str(path), how, releases, indexes, backends)
 
 
 def _releases(texts: list[str]) -> tuple[Version, ...]:
@@ -139,6 +144,7 @@ def activate(chosen: ChosenTable) -> ChosenTable:
     """Make ``chosen``'s release list and export indexes the process's (a scan worker, an API
     call given a table, do this for the table the command chose)."""
     torch_releases.use(chosen.releases or None)
+    torch_backends.use(chosen.backends or None)
     if chosen.indexes or _EXPORTS_MODULE in sys.modules:  # nothing to undo in a module not loaded
         from torchwheel.tables import exports
 
@@ -159,11 +165,14 @@ def _choose(cli: Path | None, configured: Path | None) -> ChosenTable:
     user = user_tables_path()
     if user.is_file():
         found = read_tables(user, USER_FILE)
-        if found.newest > _shipped_newest(shipped):
+        newest = _shipped_newest(shipped)
+        more_backends = set(found.backends) - set(torch_backends.shipped())
+        if found.newest > newest or (found.newest == newest and more_backends):
             return found
     return shipped
 
 
 def _shipped_newest(shipped: ChosenTable) -> Version:
     torch_releases.use(None)
+    torch_backends.use(None)
     return max(shipped.newest, torch_releases.newest())

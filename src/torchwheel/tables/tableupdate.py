@@ -28,6 +28,7 @@ from torchwheel.tables import exports_update
 from torchwheel.tables.exports import ExportIndex, exports_index, platform_of
 from torchwheel.tables.shim_headers import scan_headers
 from torchwheel.tables.symtable import SymbolTable, load_shipped, merge_all, shape
+from torchwheel.torchabi import torch_backends
 from torchwheel.torchabi.cxxnames import is_unstable
 from torchwheel.torchabi.torchlibs import TorchLibraries, read_torch
 from torchwheel.wheel.temps import OutputKind, replace_atomically
@@ -43,10 +44,14 @@ class Tables:
     releases: tuple[Version, ...]
     indexes: Mapping[str, bytes]  # platform -> index bytes (only platforms the file carries)
     notes: tuple[str, ...] = ()
+    backends: tuple[str, ...] = ()  # the backend table (``torchabi.torch_backends``)
 
     def to_json(self) -> str:
         encoded = {p: base64.b64encode(data).decode("ascii") for p, data in sorted(self.indexes.items())}
-        return self.table.to_json({"releases": [str(v) for v in self.releases], "exports": encoded})
+        extra: dict[str, object] = {"releases": [str(v) for v in self.releases], "exports": encoded}
+        if self.backends:
+            extra["backends"] = list(self.backends)
+        return self.table.to_json(extra)
 
 
 def regenerate(
@@ -79,16 +84,19 @@ def update_tables(
     releases: Iterable[Version],
     indexes: Mapping[str, ExportIndex | None],
     replace: bool = False,
+    backends: Iterable[str] = (),
 ) -> Tables:
     """Every table refreshed from ``sources`` (torch wheels or installations): the shim table
     from their headers (onto ``base`` unless ``replace``), each one's unstable exports added to
     its platform's index (``indexes``: the base's, by platform; a platform missing here starts
-    from the run's index), and each one's release to ``releases``. A source without libraries
-    (an include tree) refreshes the shim table only, and the notes say so."""
+    from the run's index), each one's release to ``releases`` and its backend (read from its
+    ``version.py``, local label or METADATA: ``torchlibs``) to ``backends``. A source without
+    libraries (an include tree) refreshes the shim table only, and the notes say so."""
     table = regenerate(sources, None, extend=not replace, base=base)
     if not replace:
         table = _not_earlier(table, base)
     known = set(releases)
+    named = list(backends)
     out: dict[str, bytes] = {}
     current: dict[str, ExportIndex | None] = {p: None if replace else i for p, i in indexes.items()}
     notes: list[str] = []
@@ -98,6 +106,9 @@ def update_tables(
             continue
         version = _release(torch)
         known.add(version)
+        if torch.build is not None and torch_backends.named(torch.build) and torch.build.backend not in named:
+            named.append(torch.build.backend)
+            notes.append(f"{clipped(source, 120)}: backend {torch.build.backend} ({torch.build.words}) added")
         platform = _platform(torch)
         if platform not in current:
             current[platform] = None if replace else exports_index(platform)
@@ -109,7 +120,7 @@ def update_tables(
     for platform, index in current.items():  # the base's own platforms stay in the file
         if platform not in out and index is not None and platform in indexes:
             out[platform] = index.raw  # as it was read
-    return Tables(table, tuple(sorted(known)), out, tuple(notes))
+    return Tables(table, tuple(sorted(known)), out, tuple(notes), torch_backends.ordered(named))
 
 
 def _not_earlier(table: SymbolTable, base: SymbolTable) -> SymbolTable:

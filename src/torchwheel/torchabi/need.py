@@ -106,8 +106,26 @@ class TorchNeed:
     # table's; the exports index's, for a build dated by its imports), None when none did
     newer: tuple[str, ...] = ()
     tables: Minor | None = None
+    # what the export tables could not settle for an unstable build dated by its imports:
+    # imports no indexed release exports, though the known ones end before the tables' newest
+    # minor (another library's names, or an older torch's), and the builds or platforms whose
+    # exports the tables never read ("no XPU build of torch for linux-x86_64"): unknown where
+    # the known imports meet, never "exported by no torch"
+    unresolved: tuple[str, ...] = ()
+    uncovered: str = ""
 
     def __str__(self) -> str:
+        if self.uncovered:
+            where = (
+                f"torch {show_releases(self.releases)} at most (its known imports); " if self.releases else ""
+            )
+            return f"unstable, {where}not covered for this build ({self.uncovered} in the export tables)"
+        if self.unresolved:
+            shown = ", ".join(self.unresolved[:3]) + (", ..." if len(self.unresolved) > 3 else "")
+            return (
+                f"unstable, torch {show_releases(self.releases)} at most (its known imports; "
+                f"{shown}: exported by no torch of the tables, another library's or a build they lack)"
+            )
         if self.newer and self.tables is not None:
             shown = ", ".join(self.newer[:3]) + (", ..." if len(self.newer) > 3 else "")
             return (
@@ -154,6 +172,14 @@ class TorchNeed:
         return {(b[0], b[1]) for b in self.releases} | past
 
     @property
+    def not_covered_json(self) -> dict[str, object] | None:
+        """``not_covered`` in every JSON document that shows a need: what the export tables
+        could not settle (``unresolved``, ``uncovered``), or null."""
+        if not self.unresolved and not self.uncovered:
+            return None
+        return {"builds": self.uncovered or None, "imports": list(self.unresolved)}
+
+    @property
     def newer_json(self) -> dict[str, object] | None:
         """``newer_than_tables`` in every JSON document that shows a need: the imports no torch
         up to ``tables`` exports, or null."""
@@ -165,7 +191,7 @@ class TorchNeed:
     def unknown_axes(self) -> tuple[UnknownAxis, ...]:
         """The axes nothing could read: said wherever the need is shown."""
         axes: list[UnknownAxis] = []
-        if self.kind == "unstable" and not self.releases:
+        if self.kind == "unstable" and (not self.releases or self.uncovered or self.unresolved):
             axes.append("version")
         if self.builds is None:
             axes.append("build")

@@ -185,7 +185,19 @@ def _read_lib_dir(lib: Path, wanted: frozenset[str] | None) -> TorchLibraries:
                     raise InputError(f"{p}: {exc}") from exc
 
     text = _version_py(lib.parent)
-    return _facts(read(), str(lib), _version_from(text), wanted, text, _installed_metadata(lib.parent))
+    metadata = _installed_metadata(lib.parent)
+    version = _version_from(text) or _metadata_version(metadata)
+    return _facts(read(), str(lib), version, wanted, text, metadata)
+
+
+def _metadata_version(metadata: str | None) -> str | None:
+    """The ``Version`` the distribution's METADATA states, for a torch without ``version.py``."""
+    if not metadata:
+        return None
+    try:
+        return parse_metadata(metadata).version
+    except InputError:
+        return None
 
 
 def _installed_metadata(torch_dir: Path) -> str | None:
