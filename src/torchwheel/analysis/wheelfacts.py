@@ -189,19 +189,21 @@ def _torch_need(w: WheelFacts) -> TorchNeed:
         buildunits.build_evidence(w.build_units),
     )
     gpu = None if w.unreadable else frozenset(cuda_archs.code_names(w.accelerator_needs.gpu))
+    needs = tuple(sorted({n for _, _, s in iter_slices(w) for n in s.torch.build_needs}))
     if w._unstable_members:
         found, how, dated = _unstable_releases(w)
         return TorchNeed(
             "unstable", None, found, how, builds, gpu, reqs, source, declared, why, dated.newer,
-            dated.tables, dated.unresolved, dated.uncovered,
+            dated.tables, dated.unresolved, dated.uncovered, needs,
         )  # fmt: skip
     floors = [s.torch.min_version for _, _, s in iter_slices(w) if s.torch.min_version is not None]
     if declared is not None or floors:
         floor = max([*floors, *([declared] if declared else [])])
         newer, tables = _newer_shims(w)
         return TorchNeed(
-            "stable", floor, frozenset(), "", builds, gpu, reqs, source, declared, why, newer, tables
-        )
+            "stable", floor, frozenset(), "", builds, gpu, reqs, source, declared, why, newer, tables,
+            build_needs=needs,
+        )  # fmt: skip
     kind: Kind = "any" if any(s.accelerators.links_torch for _, _, s in iter_slices(w)) else "none"
     return TorchNeed(kind, None, frozenset(), "", builds, gpu, reqs, source, declared, why)
 

@@ -220,6 +220,7 @@ def need_json(need: TorchNeed) -> dict[str, Any]:
         "unknown": list(need.unknown_axes),
         "newer_than_tables": need.newer_json,
         "not_covered": need.not_covered_json,
+        "build_needs": list(need.build_needs),
         "summary": str(need),
         "source": need.source,
     }

@@ -116,6 +116,8 @@ def _build_lines(w: WheelFacts) -> list[str]:
         lines.append(
             f"  torch build      any: {own[0]}" + (f" (and {len(own) - 1} more)" if len(own) > 1 else "")
         )
+    if need.build_needs:
+        lines.append(f"  torch needs      {need.build_needs_text} (its shims, by the tables)")
     choices = build_choices(w.build_units)
     lines += [f"  flavours         {choice}" for choice in choices]
     acc = w.accelerator_needs

@@ -183,14 +183,16 @@ class SymbolTable:
             if name in self.symbols and name in other.symbols:
                 a, b = self.origin(name), other.origin(name)
                 platforms = _union(a.platforms, b.platforms)
+                needs = (*a.needs, *b.needs)  # what either reading found the shim needs
                 if (a.source == EXPORT) != (b.source == EXPORT):
                     winner = self if a.source == EXPORT else other
-                    merged[name], origins[name] = winner.symbols[name], winner.origin(name)
+                    merged[name] = winner.symbols[name]
+                    origins[name] = Origin(winner.origin(name).source, winner.origin(name).platforms, needs)
                     continue
                 merged[name] = _lowest_gate(self.symbols[name], other.symbols[name])
                 if a.source == EXPORT and None in (self.symbols[name], other.symbols[name]):
                     merged[name] = None  # exported by the baseline release: nothing is lower
-                origins[name] = Origin(a.source, platforms)
+                origins[name] = Origin(a.source, platforms, needs)
             elif name in self.symbols:
                 merged[name] = _arrival(self.symbols[name], mine, theirs)
                 origins[name] = self.origin(name)
@@ -243,11 +245,12 @@ class SymbolTable:
                 version = parsed[text] = FeatureVersion.parse(text)
             return version
 
-        def origin(source: str, platforms: dict[str, str]) -> Origin:
-            key = (source, *platforms.items())
+        def origin(source: str, platforms: dict[str, str], needs: list[str]) -> Origin:
+            key = (source, *platforms.items(), *needs)
             found = made.get(key)
             if found is None:
-                found = made[key] = Origin(source, tuple((p, parse(r).release) for p, r in platforms.items()))
+                pairs = tuple((p, parse(r).release) for p, r in platforms.items())
+                found = made[key] = Origin(source, pairs, tuple(needs))
             return found
 
         try:
@@ -257,7 +260,7 @@ class SymbolTable:
                     if not isinstance(raw, dict):
                         raise ValueError(f"{name}: schema 2 describes each symbol with an object")
                     value = raw.get("introduced")
-                    origins[name] = origin(raw["source"], raw.get("platforms", {}))
+                    origins[name] = origin(raw["source"], raw.get("platforms", {}), raw.get("needs", []))
                 elif isinstance(raw, dict):
                     raise ValueError(f"{name}: schema 1 gives each symbol a version or null")
                 symbols[name] = None if value is None else parse(value)
@@ -282,6 +285,7 @@ def shape() -> Object:
             "introduced": Either((Str(), Null())),
             "source": Str(choices=(EXPORT, HEADER_GATE)),
             "platforms": Object(other=Str()),
+            "needs": List(Str(pattern=r"[a-z_]{1,32}")),
         },
         required=("source",),
     )

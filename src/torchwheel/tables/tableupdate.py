@@ -100,10 +100,13 @@ def update_tables(
     out: dict[str, bytes] = {}
     current: dict[str, ExportIndex | None] = {p: None if replace else i for p, i in indexes.items()}
     notes: list[str] = []
+    library_needs: dict[str, set[str]] = {}
     for source in sources:
         torch = _libraries(source, notes)
         if torch is None:
             continue
+        for name, need in _exported_needs(torch, table.symbols).items():
+            library_needs.setdefault(name, set()).update(need)
         version = _release(torch)
         known.add(version)
         if torch.build is not None and torch_backends.named(torch.build) and torch.build.backend not in named:
@@ -120,7 +123,36 @@ def update_tables(
     for platform, index in current.items():  # the base's own platforms stay in the file
         if platform not in out and index is not None and platform in indexes:
             out[platform] = index.raw  # as it was read
+    if library_needs:
+        table = _with_needs(table, library_needs)
     return Tables(table, tuple(sorted(known)), out, tuple(notes), torch_backends.ordered(named))
+
+
+#: torch's library whose exports need it loaded: the Python bindings (``python_shim.h``:
+#: "the implementation lives in libtorch_python.so ... consumers must also link against it")
+_PYTHON_LIBRARIES = ("libtorch_python", "torch_python")
+
+
+def _exported_needs(torch: TorchLibraries, shims: Mapping[str, object]) -> dict[str, set[str]]:
+    """The shims of the table that only libtorch_python of this torch exports: the Python
+    torch's, which a library calling them needs loaded (LibTorch alone has no such library)."""
+    where: dict[str, set[str]] = {}
+    for library, names in torch.exports.items():
+        python = library.lower().startswith(_PYTHON_LIBRARIES)
+        for name in names:
+            if name in shims:
+                where.setdefault(name, set()).add("python" if python else "")
+    return {name: {"python"} for name, kinds in where.items() if kinds == {"python"}}
+
+
+def _with_needs(table: SymbolTable, needs: Mapping[str, set[str]]) -> SymbolTable:
+    from torchwheel.tables.shimorigin import Origin
+
+    origins = {}
+    for name in table.symbols:
+        o = table.origin(name)
+        origins[name] = Origin(o.source, o.platforms, (*o.needs, *needs.get(name, ())))
+    return SymbolTable(table.symbols, table.sources, origins, table.wheels)
 
 
 def _not_earlier(table: SymbolTable, base: SymbolTable) -> SymbolTable:

@@ -113,6 +113,20 @@ class TorchNeed:
     # the known imports meet, never "exported by no torch"
     unresolved: tuple[str, ...] = ()
     uncovered: str = ""
+    # what of a torch build its shims need beyond the release (``python``: libtorch_python
+    # loaded; ``distributed``: a torch built with distributed), from the shim table's
+    # ``needs``; explains, is not written by ``tag`` (the table of whoever reads it decides)
+    build_needs: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def build_needs_text(self) -> str:
+        """``a torch built with distributed, with libtorch_python loaded``; "" for none."""
+        words = []
+        if "distributed" in self.build_needs:
+            words.append("a torch built with distributed")
+        if "python" in self.build_needs:
+            words.append("libtorch_python loaded (the Python torch, not LibTorch alone)")
+        return ", with ".join(words) if words else ""
 
     def __str__(self) -> str:
         if self.uncovered:
@@ -133,7 +147,8 @@ class TorchNeed:
                 f"{show_release(self.tables)})"
             )
         if self.kind == "stable" and self.floor is not None:
-            return f"stable >= {self.floor.minor_release if self.floor.patch == 0 else self.floor.release}"
+            needs = f", needs {self.build_needs_text}" if self.build_needs else ""
+            return f"stable >= {self.floor.minor_release if self.floor.patch == 0 else self.floor.release}{needs}"
         if self.kind == "unstable" and len(self.releases) > 1 and self.releases_from != "exports":
             return f"unstable, per-minor builds for torch {show_releases(self.releases)}"
         if self.kind == "unstable" and self.releases:
