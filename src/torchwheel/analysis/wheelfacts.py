@@ -194,7 +194,7 @@ def _torch_need(w: WheelFacts) -> TorchNeed:
         found, how, dated = _unstable_releases(w)
         return TorchNeed(
             "unstable", None, found, how, builds, gpu, reqs, source, declared, why, dated.newer,
-            dated.tables, dated.unresolved, dated.uncovered, needs,
+            dated.tables, dated.unresolved, dated.uncovered, build_needs=needs, indexed_from=dated.oldest,
         )  # fmt: skip
     floors = [s.torch.min_version for _, _, s in iter_slices(w) if s.torch.min_version is not None]
     if declared is not None or floors:
@@ -268,18 +268,21 @@ class Dated:
     tables: Minor | None = None
     unresolved: tuple[str, ...] = ()
     uncovered: str = ""
+    oldest: Minor | None = None  # the oldest minor every index read speaks for
 
     def __str__(self) -> str:
         """``torch 2.10 (by its imports)``, with what the tables could not settle."""
         if not self.releases:
             said = "no torch of the export tables exports its imports together"
+        elif self.unresolved or self.uncovered:
+            since = f" (from {show_release(self.oldest)})" if self.oldest is not None else ""
+            said = f"by its known imports, torch {show_releases(self.releases)} of the releases the tables read{since}"
         else:
-            settled = not (self.newer or self.unresolved or self.uncovered)
-            said = f"torch {show_releases(self.releases)}{'' if settled else ' at most'} (by its imports)"
+            said = f"torch {show_releases(self.releases)} (by its imports)"
         if self.uncovered:
             said += f"; not covered for this build: {self.uncovered}"
         if self.unresolved:
-            said += f"; exported by no torch of the tables: {', '.join(self.unresolved[:3])}"
+            said += f"; exported by none of them: {', '.join(self.unresolved[:3])}"
         if self.newer and self.tables is not None:
             said += (
                 f"; newer than the tables (up to {show_release(self.tables)}): {', '.join(self.newer[:3])}"
@@ -302,6 +305,7 @@ class _LibraryDating:
     unresolved: tuple[str, ...] = ()
     uncovered: str = ""
     newest: Minor | None = None
+    oldest: Minor | None = None
 
 
 def _index_kinds(index: ExportIndex) -> frozenset[str]:
@@ -330,8 +334,21 @@ def _shim_floor(s: SliceAnalysis) -> Minor | None:
 
 def _own_exports(binaries: Sequence[MemberBinary]) -> frozenset[str]:
     """What the wheel's own libraries export: an import of one of those names resolves
-    inside the wheel (a sibling library's ``at::`` op, a ``torch_*`` helper), never in torch."""
-    return frozenset(e for b in binaries for s in b.analysis.slices for e in s.facts.exports)
+    inside the wheel (a sibling library's ``at::`` op, a ``torch_*`` helper), never in torch.
+    torch's own libraries (the torch wheel itself, or a bundled copy: TW703) are torch's,
+    whose names date the build as any torch's do."""
+    return frozenset(
+        e
+        for b in binaries
+        if not _is_torch_library(b.member)
+        for s in b.analysis.slices
+        for e in s.facts.exports
+    )
+
+
+def _is_torch_library(member: str) -> bool:
+    lib = accelerators.classify_library(member)
+    return lib is not None and lib.role in ("torch", "torch-python")
 
 
 def _date_library(binary: MemberBinary, own: frozenset[str]) -> _LibraryDating | None:
@@ -345,6 +362,7 @@ def _date_library(binary: MemberBinary, own: frozenset[str]) -> _LibraryDating |
     unresolved: list[str] = []
     uncovered: list[str] = []
     newest: list[Minor] = []
+    oldest: list[Minor] = []
     dated = False
     for s in binary.analysis.slices:
         if s.torch.usage != "unstable":
@@ -354,9 +372,10 @@ def _date_library(binary: MemberBinary, own: frozenset[str]) -> _LibraryDating |
         newer += [n for n in s.torch.unknown_symbols if n not in own]  # shims no torch of the table exports
         index = exports_index(platform)
         if index is None:
-            uncovered.append(f"no export tables for {platform}")
+            uncovered.append(f"the export tables have no {platform} index")
             continue
         newest.append(index.newest)
+        oldest.append((index.releases[0].major, index.releases[0].minor))
         names = {i.name for i in s.facts.imports if not i.weak and is_unstable(i.name) and i.name not in own}
         dating = index.dating(names)
         minors: frozenset[Release] | None = frozenset(dating.minors) if dating.known else None
@@ -369,7 +388,7 @@ def _date_library(binary: MemberBinary, own: frozenset[str]) -> _LibraryDating |
         accelerator = s.accelerators.torch_accelerator
         if accelerator is not None and accelerator not in _index_kinds(index):
             build = {"cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU"}[accelerator]
-            uncovered.append(f"no {build} build of torch for {platform}")
+            uncovered.append(f"the {platform} export tables read no {build} build of torch")
         elif dating.known and index.newest in dating.minors:
             newer += dating.unknown
         else:
@@ -382,6 +401,7 @@ def _date_library(binary: MemberBinary, own: frozenset[str]) -> _LibraryDating |
         tuple(sorted(set(unresolved))),
         "; ".join(dict.fromkeys(uncovered)),
         min(newest) if newest else None,
+        max(oldest) if oldest else None,
     )
 
 
@@ -415,13 +435,15 @@ def _combined(libraries: list[_LibraryDating]) -> Dated:
     newer = tuple(sorted({n for d in libraries for n in d.newer}))
     newest = [d.newest for d in libraries if d.newest is not None]
     tables = min(newest) if newest else None
+    oldests = [d.oldest for d in libraries if d.oldest is not None]
+    oldest = max(oldests) if oldests else None
     if restricting and not found:
         return Dated()  # the libraries meet in no torch: nothing here can say which
     if not found and not uncovered:
         return Dated()  # no index knows any of the names
     if newer and (tables is None or tables not in found):
         newer, unresolved = (), tuple(sorted({*unresolved, *newer}))  # not the newest torch's build
-    return Dated(found, newer[:_NEWER_KEPT], tables, unresolved[:_NEWER_KEPT], uncovered)
+    return Dated(found, newer[:_NEWER_KEPT], tables, unresolved[:_NEWER_KEPT], uncovered, oldest)
 
 
 def indexed_minors(binary: MemberBinary) -> frozenset[tuple[int, int]]:

@@ -109,7 +109,7 @@ class TorchNeed:
     # what the export tables could not settle for an unstable build dated by its imports:
     # imports no indexed release exports, though the known ones end before the tables' newest
     # minor (another library's names, or an older torch's), and the builds or platforms whose
-    # exports the tables never read ("no XPU build of torch for linux-x86_64"): unknown where
+    # exports the tables never read ("the linux-x86_64 export tables read no XPU build of torch"): unknown where
     # the known imports meet, never "exported by no torch"
     unresolved: tuple[str, ...] = ()
     uncovered: str = ""
@@ -117,6 +117,9 @@ class TorchNeed:
     # loaded; ``distributed``: a torch built with distributed), from the shim table's
     # ``needs``; explains, is not written by ``tag`` (the table of whoever reads it decides)
     build_needs: tuple[str, ...] = field(default=(), compare=False)
+    # the oldest minor the export tables read, for an unstable build dated by its imports: below
+    # it they say nothing, and an unsettled need is unknown there, never "no"
+    indexed_from: Minor | None = field(default=None, compare=False)
 
     @property
     def build_needs_text(self) -> str:
@@ -129,16 +132,21 @@ class TorchNeed:
         return ", with ".join(words) if words else ""
 
     def __str__(self) -> str:
-        if self.uncovered:
-            where = (
-                f"torch {show_releases(self.releases)} at most (its known imports); " if self.releases else ""
+        if self.uncovered or self.unresolved:
+            since = f" (from {show_release(self.indexed_from)})" if self.indexed_from else ""
+            read = (
+                f"by its known imports, torch {show_releases(self.releases)} of the releases the export tables read{since}"
+                if self.releases
+                else ""
             )
-            return f"unstable, {where}not covered for this build ({self.uncovered} in the export tables)"
-        if self.unresolved:
+            if self.uncovered:
+                return f"unstable, not covered for this build: {self.uncovered}" + (
+                    f"; {read}" if read else ""
+                )
             shown = ", ".join(self.unresolved[:3]) + (", ..." if len(self.unresolved) > 3 else "")
             return (
-                f"unstable, torch {show_releases(self.releases)} at most (its known imports; "
-                f"{shown}: exported by no torch of the tables, another library's or a build they lack)"
+                f"unstable, {read}; {shown}: exported by none of them (another library's, an older "
+                "torch's, or a build they lack)"
             )
         if self.newer and self.tables is not None:
             shown = ", ".join(self.newer[:3]) + (", ..." if len(self.newer) > 3 else "")

@@ -86,7 +86,12 @@ def _unsettled_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
     here = minor_of(torch)
     known = {(b[0], b[1]) for b in need.releases}
     decide = "`torchwheel compat --against TORCH` decides for one torch"
-    if known and here not in known and (need.tables is None or here <= need.tables):
+    read = (
+        need.indexed_from is not None
+        and need.indexed_from <= here
+        and (need.tables is None or here <= need.tables)
+    )
+    if known and here not in known and read:  # below or past the tables' releases they say nothing
         return Verdict(
             "no",
             f"{need}: its known imports are exported by torch {show_releases(need.releases)} only, not {torch.public}",
