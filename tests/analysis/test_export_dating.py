@@ -18,17 +18,20 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from torchwheel import api
+from torchwheel.tables import tablechoice
 from torchwheel.tables.exports import shipped_index
 
-from ..helpers import REPO
+from ..helpers import REPO, torchwheel
 
 SITE = next((REPO / ".venv" / "lib").glob("python3*/site-packages"))
 TORCH_LIB = SITE / "torch" / "lib"
@@ -76,6 +79,12 @@ def _wheel(out: Path, dist: str, tag: str, members: dict[str, bytes], requires: 
             zf.writestr(name, data)
         zf.writestr(f"{info}/RECORD", record)
     return path
+
+
+@pytest.fixture(autouse=True)
+def shipped_tables_after() -> Iterator[None]:
+    yield
+    tablechoice.choose_table(None, None)  # the API makes the tables it is given the process's
 
 
 @pytest.fixture(scope="module")
@@ -200,3 +209,28 @@ def test_a_windows_cuda_library_is_not_covered(built: dict[str, Path]) -> None:
     assert need["newer_than_tables"] is None and "TW207" not in _codes(built["windows_cuda"])
     found = api.loads_on(built["windows_cuda"], torch="2.15.0", backend="cu130")
     assert found.cell == "unknown" and "not covered" in found.reason
+
+
+def test_symbols_update_with_a_torch_of_that_build_covers_it(built: dict[str, Path], tmp_path: Path) -> None:
+    """The tables cover a build once they read a torch of it: an XPU torch 2.13.0 (the real
+    2.13.0's libraries and headers, its ``version.py`` saying XPU, and a gcc-built
+    ``libc10_xpu.so`` exporting the XPU name) joins the Linux index's 2.13.0 as a second build,
+    and the XPU library is then dated: torch 2.13, where its XPU import is exported."""
+    real = SITE / "torch"
+    site = tmp_path / "site"
+    torch = site / "torch"
+    (torch / "lib").mkdir(parents=True)
+    for entry in (real / "lib").iterdir():
+        (torch / "lib" / entry.name).symlink_to(entry)
+    (torch / "include").symlink_to(real / "include")
+    text = (real / "version.py").read_text()
+    (torch / "version.py").write_text(text + "\nxpu = '20250301'\n")
+    _gcc(torch / "lib" / "libc10_xpu.so", f'char tw_xpu[1] __asm__("{XPU}");\n', "-Wl,-soname,libc10_xpu.so")
+    out = tmp_path / "tables.json"
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
+    done = torchwheel("symbols", "update", "-o", str(out), str(site), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "linux-x86_64: torch 2.13.0 read again (xpu)" in done.stderr
+    need = api.need(built["xpu"], symbols=out).to_json()["need"]
+    assert (need["releases"], need["not_covered"], need["newer_than_tables"]) == (["2.13"], None, None)
+    assert api.loads_on(built["xpu"], torch="2.13.0", backend="xpu", symbols=out).cell == "only"
