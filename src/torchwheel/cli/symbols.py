@@ -53,7 +53,7 @@ def symbols_update(
     from torchwheel.tables.exports import exports_index
     from torchwheel.tables.tablechoice import tables_lock, user_tables_path
     from torchwheel.tables.tableupdate import update_tables, write_tables
-    from torchwheel.torchabi import torch_releases
+    from torchwheel.torchabi import torch_backends, torch_releases
 
     target = output if output is not None else user_tables_path()
     printing = str(target) == "-"
@@ -62,7 +62,9 @@ def symbols_update(
     with tables_lock(target) if output is None else contextlib.nullcontext():
         base = chosen_table(symbols_file, no_config)
         indexes = {p: exports_index(p) for p in base.indexes}  # the base file's own, read and checked
-        tables = update_tables(list(sources), base.table, torch_releases.releases(), indexes, replace)
+        tables = update_tables(
+            list(sources), base.table, torch_releases.releases(), indexes, replace, torch_backends.backends()
+        )
         if printing:
             click.echo(tables.to_json(), nl=False)
         else:
@@ -74,7 +76,8 @@ def symbols_update(
     if not printing:
         click.echo(
             f"wrote {target}: {len(tables.table.symbols)} symbols (torch {', '.join(tables.table.sources[-1:])}), "
-            f"releases to {newest}, exports for {', '.join(sorted(tables.indexes)) or 'no platform'}",
+            f"releases to {newest}, exports for {', '.join(sorted(tables.indexes)) or 'no platform'}, "
+            f"{len(tables.backends)} backends",
             err=True,
         )
     return Exit.OK

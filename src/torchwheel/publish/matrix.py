@@ -18,7 +18,8 @@ from torchwheel.frozen import frozen
 from torchwheel.report.textsafe import markdown_cell, markdown_code
 from torchwheel.selection.candidates import Candidate
 from torchwheel.selection.choose import fit, needed_minors
-from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, builds_text, representative_backends
+from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, builds_text
+from torchwheel.torchabi.torch_backends import representative_backends
 from torchwheel.torchabi.torch_releases import (
     TABLES_WORDS,
     Minor,

@@ -40,7 +40,8 @@ from torchwheel.selection.candidates import Candidate, Gathered
 from torchwheel.selection.choose import fit, preference
 from torchwheel.selection.discovery import gathering
 from torchwheel.tables.symtable import SymbolTable
-from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, representative_backends
+from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild
+from torchwheel.torchabi.torch_backends import representative_backends
 from torchwheel.torchabi.torch_releases import Minor, known_minors, show_minor
 from torchwheel.wheel import variant_json
 from torchwheel.wheel.archive import WheelArchive

@@ -220,6 +220,8 @@ def need_json(need: TorchNeed) -> dict[str, Any]:
         "requirements": [str(r) for r in need.requirements],
         "unknown": list(need.unknown_axes),
         "newer_than_tables": need.newer_json,
+        "not_covered": need.not_covered_json,
+        "build_needs": list(need.build_needs),
         "summary": str(need),
         "source": need.source,
         "optional": [
@@ -232,6 +234,12 @@ def need_json(need: TorchNeed) -> dict[str, Any]:
 def reach_json(r: Reach) -> dict[str, Any]:
     """How the package's own Python reaches a file (``analysis.reach``)."""
     return {"how": r.how, "when": r.when, "where": r.where or None, "why": r.why or None}
+
+
+def _dated_json(w: WheelFacts, member: str) -> dict[str, object] | None:
+    """An unstable library dated alone by every import it has, or null (``date_each_library``)."""
+    dated = w.library_datings.get(member)
+    return dated.to_json() if dated is not None else None
 
 
 def wheel_json(w: WheelFacts) -> dict[str, Any]:
@@ -271,7 +279,12 @@ def wheel_json(w: WheelFacts) -> dict[str, Any]:
         "accelerator": accelerator_json(w.accelerator_needs),
         "torch_build": builds_json(need.builds),
         "files": [
-            {"member": b.member, **binary_json(b.analysis), "reach": reach_json(w.reach.of(b.member))}
+            {
+                "member": b.member,
+                **binary_json(b.analysis),
+                "reach": reach_json(w.reach.of(b.member)),
+                "dated": _dated_json(w, b.member),
+            }
             for b in w.binaries
         ],
         "unreadable": [{"member": u.member, "error": u.error} for u in w.unreadable],

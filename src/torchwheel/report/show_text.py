@@ -125,6 +125,8 @@ def _build_lines(w: WheelFacts) -> list[str]:
         lines.append(
             f"  torch build      any: {own[0]}" + (f" (and {len(own) - 1} more)" if len(own) > 1 else "")
         )
+    if need.build_needs:
+        lines.append(f"  torch needs      {need.build_needs_text} (its shims, by the tables)")
     choices = build_choices(w.build_units)
     lines += [f"  flavours         {choice}" for choice in choices]
     # what the import needs: the optional parts' accelerators are on their own lines
@@ -175,6 +177,7 @@ def _symbol_detail(w: WheelFacts) -> list[str]:
     """The symbols that set each slice's torch floor, for the files that have any."""
     lines: list[str] = []
     detailed = False
+    shown: set[str] = set()  # the libraries whose dating is shown (once, whatever their slices)
     for b in w.binaries:
         for s in b.analysis.slices:
             t = s.torch
@@ -187,4 +190,7 @@ def _symbol_detail(w: WheelFacts) -> list[str]:
                 if t.unstable_count:
                     example = f", e.g. {t.unstable_symbols[0]}" if t.unstable_symbols else ""
                     lines.append(f"    unstable    {t.unstable_count}{example}")
+                    if (dated := w.library_datings.get(b.member)) is not None and b.member not in shown:
+                        lines.append(f"    dated       {dated}")
+                        shown.add(b.member)
     return lines

@@ -102,6 +102,8 @@ def unstable_torch_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     )
     if abi.newer:  # imports no torch of the tables exports: TW207 says so
         fix += "; its imports include names newer than this torchwheel's tables (TW207)"
+    elif abi.uncovered or abi.unresolved:  # the tables cannot settle which: say none
+        fix += "; the export tables cannot date it (`torchwheel compat --against TORCH` can)"
     elif abi.releases_from == "exports":  # the binaries date themselves: say where
         fix += f"; its imports are exported by torch {show_releases(abi.releases)} only"
     if not w.metadata.torch_requirements and policy.require_torch:

@@ -19,13 +19,14 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import field, replace
 from pathlib import Path
 
 import packaging
 from packaging import tags as ptags
 from packaging.markers import default_environment
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
 
@@ -34,6 +35,7 @@ from torchwheel.errors import InputError, clipped, quoted
 from torchwheel.frozen import frozen
 from torchwheel.safeopen import read_head
 from torchwheel.torchabi import backend
+from torchwheel.torchabi.accelerators import torch_build_of_requirements
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.cuda_archs import parse_gpu
 from torchwheel.torchabi.torch_releases import Minor, minor_of
@@ -187,7 +189,7 @@ def probe(python: str | None = None) -> TorchTarget:
     found = search_path(doc["stdlib"], doc["sites"], (major, minor))
     torch, version_py, requires = _torch_distribution(found.directories)
     try:
-        build = torch_build_of(torch, version_py, requires)
+        build = torch_build_of(torch, version_py, requires, doc["markers"])
     except InputError as exc:
         raise InputError(f"--python {exe}: its torch's build cannot be read ({exc})") from exc
     gpu = detected_gpu()
@@ -282,7 +284,9 @@ def _torch_distribution(search: Iterable[str]) -> tuple[Version | None, str | No
         torch = Version(limits.check_version(f"{found}: torch's version", raw))
     except InvalidVersion as exc:
         raise InputError(f"{found}: torch's version {quoted(raw, 40)} is not a version") from exc
-    requires = [str(r).split(";")[0] for r in headers.get_all("Requires-Dist") or []]
+    requires = [
+        str(r) for r in headers.get_all("Requires-Dist") or []
+    ]  # markers kept: torch_build_of reads them
     try:
         head = read_head(found.parent / "torch" / "version.py", VERSION_PY_BYTES)
         version_py: str | None = head.decode("utf-8", "replace")
@@ -322,9 +326,13 @@ def detected_gpu() -> int | None:
         return None
 
 
-def torch_build_of(torch: Version | None, version_py: str | None, requires: list[str]) -> TorchBuild | None:
+def torch_build_of(
+    torch: Version | None, version_py: str | None, requires: list[str], markers: Mapping[str, str]
+) -> TorchBuild | None:
     """A torch's build from what its distribution says, most direct first: ``version.py``
-    (``cuda = '13.0'``), the local label (``+cu130``), the CUDA runtime it requires."""
+    (``cuda = '13.0'``), the local label (``+cu130``), the CUDA runtime its requirements
+    install in that environment (``markers``: PyPI's Windows and macOS torch carry the
+    Linux-only ``cuda-toolkit`` line too)."""
     if torch is None:
         return None
     if isinstance(version_py, str) and version_py:
@@ -332,7 +340,18 @@ def torch_build_of(torch: Version | None, version_py: str | None, requires: list
     from_label = backend.from_local_label(torch.local)
     if from_label is not None:
         return from_label
-    return backend.from_requirements(str(r) for r in requires)
+    return torch_build_of_requirements(_requirements(requires), markers)
+
+
+def _requirements(texts: list[str]) -> list[Requirement]:
+    """The lines that parse; one an installer could not read brings nothing either."""
+    out = []
+    for text in texts:
+        try:
+            out.append(Requirement(text))
+        except (InvalidRequirement, TypeError):
+            continue
+    return out
 
 
 def _platforms(platform: str) -> list[str]:
@@ -439,8 +458,9 @@ def probe_here() -> TorchTarget:
             version_py: str | None = head.decode("utf-8", "replace")
         except OSError:
             version_py = None
-        requires = [r.split(";")[0] for r in (dist.requires or [])]
-        build = torch_build_of(torch, version_py, requires)
+        requires = list(dist.requires or [])
+        markers = {k: str(v) for k, v in default_environment().items()}
+        build = torch_build_of(torch, version_py, requires, markers)
     except m.PackageNotFoundError:
         torch = None
     version = ".".join(map(str, sys.version_info[:3]))

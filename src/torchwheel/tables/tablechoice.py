@@ -13,11 +13,12 @@ of these wins:
 2. the ``TORCHWHEEL_SYMBOLS`` environment variable;
 3. ``symbols = "FILE"`` in ``[tool.torchwheel]`` (relative to that ``pyproject.toml``);
 4. the user tables file ``symbols update`` writes by default (``user_tables_path``), when it
-   knows a newer torch than the shipped tables (an upgraded torchwheel outgrows it);
+   knows a newer torch than the shipped tables, or as new a torch and a backend they lack (an
+   upgraded torchwheel outgrows it);
 5. the tables shipped in the package.
 
 A file of schema 1 or 2 holds only a shim table: the shipped release list and export
-indexes stay.
+indexes stay; one of schema 3 has no backend table: the shipped one stays.
 
 The user tables file is torchwheel's own, found without being asked for: one that cannot be
 read (damaged, cut short by a full disk, of a newer schema) must not stop every command, and
@@ -44,7 +45,7 @@ from packaging.version import Version
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.tables.symtable import SymbolTable, load_shipped, shape
-from torchwheel.torchabi import torch_releases
+from torchwheel.torchabi import torch_backends, torch_releases
 
 _EXPORTS_MODULE = "torchwheel.tables.exports"
 
@@ -64,6 +65,7 @@ class ChosenTable:
     releases: tuple[Version, ...] = ()
     indexes: Mapping[str, bytes] = field(default_factory=dict, repr=False, compare=False)
     warning: str = ""  # the user tables file could not be read and was set aside (module docstring)
+    backends: tuple[str, ...] = ()  # the backend table (empty: the shipped one)
 
     @property
     def newest(self) -> Version:
@@ -78,6 +80,7 @@ class ChosenTable:
         where = "shipped table" if self.origin == SHIPPED else f"{self.origin} (from {self.how})"
         extra = f", releases to {self.releases[-1]}" if self.releases else ""
         extra += "".join(f", {p} exports" for p in sorted(self.indexes))
+        extra += f", backends to {', '.join(self.backends[-3:])}" if self.backends else ""
         return f"{where}: {len(self.table.symbols)} shims, {span}{extra}"
 
     def to_json(self) -> dict[str, Any]:
@@ -88,6 +91,7 @@ class ChosenTable:
             "symbols": len(self.table.symbols),
             "releases_newest": str(self.releases[-1] if self.releases else torch_releases.newest()),
             "exports_from_file": sorted(self.indexes),
+            "backends": list(self.backends or torch_backends.backends()),
         }
 
 
@@ -118,7 +122,8 @@ def _read(path: Path, how: str) -> ChosenTable:
     table = SymbolTable.from_document(document, where)
     releases = _releases(document.get("releases", []))
     indexes = _indexes(document.get("exports", {}), where)
-    return ChosenTable(table, str(path), how, releases, indexes)
+    backends = torch_backends.ordered(document.get("backends", []))
+    return ChosenTable(table, str(path), how, releases, indexes, backends=backends)
 
 
 @contextlib.contextmanager
@@ -236,6 +241,7 @@ def activate(chosen: ChosenTable) -> ChosenTable:
     """Make ``chosen``'s release list and export indexes the process's (a scan worker, an API
     call given a table, do this for the table the command chose)."""
     torch_releases.use(chosen.releases or None)
+    torch_backends.use(chosen.backends or None)
     if chosen.indexes or _EXPORTS_MODULE in sys.modules:  # nothing to undo in a module not loaded
         from torchwheel.tables import exports
 
@@ -263,11 +269,14 @@ def _choose(cli: Path | None, configured: Path | None) -> ChosenTable:
             found = _read(user, USER_FILE)
         except InputError as exc:
             return replace(shipped, warning=_set_aside(user, seen, exc))
-        if found.newest > _shipped_newest(shipped):
+        newest = _shipped_newest(shipped)
+        more_backends = set(found.backends) - set(torch_backends.shipped())
+        if found.newest > newest or (found.newest == newest and more_backends):
             return found
     return shipped
 
 
 def _shipped_newest(shipped: ChosenTable) -> Version:
     torch_releases.use(None)
+    torch_backends.use(None)
     return max(shipped.newest, torch_releases.newest())

@@ -29,6 +29,7 @@ from torchwheel.tables import exports_update
 from torchwheel.tables.exports import ExportIndex, exports_index, name_hash, platform_of
 from torchwheel.tables.shim_headers import scan_headers
 from torchwheel.tables.symtable import SymbolTable, load_shipped, merge_all, shape
+from torchwheel.torchabi import torch_backends
 from torchwheel.torchabi.cxxnames import is_unstable
 from torchwheel.torchabi.torchlibs import TorchLibraries, read_torch
 from torchwheel.wheel.temps import OutputKind, replace_atomically
@@ -44,10 +45,14 @@ class Tables:
     releases: tuple[Version, ...]
     indexes: Mapping[str, bytes]  # platform -> index bytes (only platforms the file carries)
     notes: tuple[str, ...] = ()
+    backends: tuple[str, ...] = ()  # the backend table (``torchabi.torch_backends``)
 
     def to_json(self) -> str:
         encoded = {p: base64.b64encode(data).decode("ascii") for p, data in sorted(self.indexes.items())}
-        return self.table.to_json({"releases": [str(v) for v in self.releases], "exports": encoded})
+        extra: dict[str, object] = {"releases": [str(v) for v in self.releases], "exports": encoded}
+        if self.backends:
+            extra["backends"] = list(self.backends)
+        return self.table.to_json(extra)
 
 
 def regenerate(
@@ -80,25 +85,34 @@ def update_tables(
     releases: Iterable[Version],
     indexes: Mapping[str, ExportIndex | None],
     replace: bool = False,
+    backends: Iterable[str] = (),
 ) -> Tables:
     """Every table refreshed from ``sources`` (torch wheels or installations): the shim table
     from their headers (onto ``base`` unless ``replace``), each one's unstable exports added to
     its platform's index (``indexes``: the base's, by platform; a platform missing here starts
-    from the run's index), and each one's release to ``releases``. A source without libraries
-    (an include tree) refreshes the shim table only, and the notes say so."""
+    from the run's index), each one's release to ``releases`` and its backend (read from its
+    ``version.py``, local label or METADATA: ``torchlibs``) to ``backends``. A source without
+    libraries (an include tree) refreshes the shim table only, and the notes say so."""
     table = regenerate(sources, None, extend=not replace, base=base)
     if not replace:
         table = _not_earlier(table, base)
     known = set(releases)
+    named = list(backends)
     out: dict[str, bytes] = {}
     current: dict[str, ExportIndex | None] = {p: None if replace else i for p, i in indexes.items()}
     notes: list[str] = []
+    library_needs: dict[str, set[str]] = {}
     for source in sources:
         torch = _libraries(source, notes)
         if torch is None:
             continue
+        for name, need in _exported_needs(torch, table.symbols).items():
+            library_needs.setdefault(name, set()).update(need)
         version = _release(torch)
         known.add(version)
+        if torch.build is not None and torch_backends.named(torch.build) and torch.build.backend not in named:
+            named.append(torch.build.backend)
+            notes.append(f"{clipped(source, 120)}: backend {torch.build.backend} ({torch.build.words}) added")
         platform = _platform(torch)
         if platform not in current:
             current[platform] = None if replace else exports_index(platform)
@@ -112,7 +126,36 @@ def update_tables(
     for platform, index in current.items():  # the base's own platforms stay in the file
         if platform not in out and index is not None and platform in indexes:
             out[platform] = index.raw  # as it was read
-    return Tables(table, tuple(sorted(known)), out, tuple(notes))
+    if library_needs:
+        table = _with_needs(table, library_needs)
+    return Tables(table, tuple(sorted(known)), out, tuple(notes), torch_backends.ordered(named))
+
+
+#: torch's library whose exports need it loaded: the Python bindings (``python_shim.h``:
+#: "the implementation lives in libtorch_python.so ... consumers must also link against it")
+_PYTHON_LIBRARIES = ("libtorch_python", "torch_python")
+
+
+def _exported_needs(torch: TorchLibraries, shims: Mapping[str, object]) -> dict[str, set[str]]:
+    """The shims of the table that only libtorch_python of this torch exports: the Python
+    torch's, which a library calling them needs loaded (LibTorch alone has no such library)."""
+    where: dict[str, set[str]] = {}
+    for library, names in torch.exports.items():
+        python = library.lower().startswith(_PYTHON_LIBRARIES)
+        for name in names:
+            if name in shims:
+                where.setdefault(name, set()).add("python" if python else "")
+    return {name: {"python"} for name, kinds in where.items() if kinds == {"python"}}
+
+
+def _with_needs(table: SymbolTable, needs: Mapping[str, set[str]]) -> SymbolTable:
+    from torchwheel.tables.shimorigin import Origin
+
+    origins = {}
+    for name in table.symbols:
+        o = table.origin(name)
+        origins[name] = Origin(o.source, o.platforms, (*o.needs, *needs.get(name, ())))
+    return SymbolTable(table.symbols, table.sources, origins, table.wheels)
 
 
 def _not_earlier(table: SymbolTable, base: SymbolTable) -> SymbolTable:

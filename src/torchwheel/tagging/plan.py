@@ -144,7 +144,7 @@ def torch_abi_fields(need: TorchNeed) -> list[tuple[str, str]]:
 def _axes(need: TorchNeed) -> list[tuple[str, str]]:
     fields = [(TORCH_ABI_FIELD, need.label)]
     dated = {"names": TORCH_ABI_BUILDS_FIELD, "exports": TORCH_ABI_EXPORTS_FIELD}.get(need.releases_from)
-    if need.kind == "unstable" and dated and need.releases:
+    if need.kind == "unstable" and dated and need.releases and not (need.unresolved or need.uncovered):
         fields.append((dated, ", ".join(show_release(b) for b in sorted(need.releases))))
     if need.builds is not None:
         fields.append((TORCH_BUILD_FIELD, builds_text(need.builds)))

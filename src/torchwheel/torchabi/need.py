@@ -115,8 +115,48 @@ class TorchNeed:
     # "dynamic module does not define module export function"): it fails on every torch;
     # ``tag`` refuses such a wheel, so WHEEL never states it
     unimportable: tuple[str, ...] = field(default=(), compare=False)
+    # what the export tables could not settle for an unstable build dated by its imports:
+    # imports no indexed release exports, though the known ones end before the tables' newest
+    # minor (another library's names, or an older torch's), and the builds or platforms whose
+    # exports the tables never read ("the linux-x86_64 export tables read no XPU build of torch"): unknown where
+    # the known imports meet, never "exported by no torch"
+    unresolved: tuple[str, ...] = ()
+    uncovered: str = ""
+    # what of a torch build its shims need beyond the release (``python``: libtorch_python
+    # loaded; ``distributed``: a torch built with distributed), from the shim table's
+    # ``needs``; explains, is not written by ``tag`` (the table of whoever reads it decides)
+    build_needs: tuple[str, ...] = field(default=(), compare=False)
+    # the oldest minor the export tables read, for an unstable build dated by its imports: below
+    # it they say nothing, and an unsettled need is unknown there, never "no"
+    indexed_from: Minor | None = field(default=None, compare=False)
+
+    @property
+    def build_needs_text(self) -> str:
+        """``a torch built with distributed, with libtorch_python loaded``; "" for none."""
+        words = []
+        if "distributed" in self.build_needs:
+            words.append("a torch built with distributed")
+        if "python" in self.build_needs:
+            words.append("libtorch_python loaded (the Python torch, not LibTorch alone)")
+        return ", with ".join(words) if words else ""
 
     def __str__(self) -> str:
+        if self.uncovered or self.unresolved:
+            since = f" (from {show_release(self.indexed_from)})" if self.indexed_from else ""
+            read = (
+                f"by its known imports, torch {show_releases(self.releases)} of the releases the export tables read{since}"
+                if self.releases
+                else ""
+            )
+            if self.uncovered:
+                return f"unstable, not covered for this build: {self.uncovered}" + (
+                    f"; {read}" if read else ""
+                )
+            shown = ", ".join(self.unresolved[:3]) + (", ..." if len(self.unresolved) > 3 else "")
+            return (
+                f"unstable, {read}; {shown}: exported by none of them (another library's, an older "
+                "torch's, or a build they lack)"
+            )
         if self.newer and self.tables is not None:
             shown = ", ".join(self.newer[:3]) + (", ..." if len(self.newer) > 3 else "")
             return (
@@ -124,7 +164,8 @@ class TorchNeed:
                 f"{show_release(self.tables)})"
             )
         if self.kind == "stable" and self.floor is not None:
-            return f"stable >= {self.floor.minor_release if self.floor.patch == 0 else self.floor.release}"
+            needs = f", needs {self.build_needs_text}" if self.build_needs else ""
+            return f"stable >= {self.floor.minor_release if self.floor.patch == 0 else self.floor.release}{needs}"
         if self.kind == "unstable" and len(self.releases) > 1 and self.releases_from != "exports":
             return f"unstable, per-minor builds for torch {show_releases(self.releases)}"
         if self.kind == "unstable" and self.releases:
@@ -168,6 +209,14 @@ class TorchNeed:
         return {(b[0], b[1]) for b in self.releases} | past
 
     @property
+    def not_covered_json(self) -> dict[str, object] | None:
+        """``not_covered`` in every JSON document that shows a need: what the export tables
+        could not settle (``unresolved``, ``uncovered``), or null."""
+        if not self.unresolved and not self.uncovered:
+            return None
+        return {"builds": self.uncovered or None, "imports": list(self.unresolved)}
+
+    @property
     def newer_json(self) -> dict[str, object] | None:
         """``newer_than_tables`` in every JSON document that shows a need: the imports no torch
         up to ``tables`` exports, or null."""
@@ -179,7 +228,7 @@ class TorchNeed:
     def unknown_axes(self) -> tuple[UnknownAxis, ...]:
         """The axes nothing could read: said wherever the need is shown."""
         axes: list[UnknownAxis] = []
-        if self.kind == "unstable" and not self.releases:
+        if self.kind == "unstable" and (not self.releases or self.uncovered or self.unresolved):
             axes.append("version")
         if self.builds is None:
             axes.append("build")

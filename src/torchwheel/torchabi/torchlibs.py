@@ -25,9 +25,11 @@ from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
 from torchwheel.safeopen import read_head
 from torchwheel.torchabi import backend
+from torchwheel.torchabi.accelerators import platform_markers, torch_build_of_requirements
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.contents import is_compiled_name
+from torchwheel.wheel.metadata import parse_metadata
 
 INSTALLED = "installed"
 _LIB_DIR = "torch/lib/"
@@ -76,9 +78,16 @@ def is_runtime_library(name: str) -> bool:
     return is_compiled_name(base) and base.startswith(_RUNTIME_PREFIXES) and "test" not in base
 
 
-def _build(version_py: str | None, version: str | None, libraries: Iterable[str]) -> TorchBuild | None:
-    """The torch's build: its ``version.py``, else its local label (``+cu130``), else what
-    its libraries say (``libtorch_cuda`` ships only in CUDA builds; major unknown then)."""
+def _build(
+    version_py: str | None,
+    version: str | None,
+    libraries: Iterable[str],
+    metadata: str | None = None,
+    platforms: Iterable[tuple[str, str]] = (),
+) -> TorchBuild | None:
+    """The torch's build: its ``version.py``, else its local label (``+cu130``), else the CUDA
+    runtime its METADATA requires on its platform (``cuda-toolkit[...]==13.2.2``: CUDA 13.2),
+    else what its libraries say (``libtorch_cuda`` ships only in CUDA builds; major unknown then)."""
     if version_py:
         return backend.from_version_py_text(version_py)
     try:
@@ -91,6 +100,16 @@ def _build(version_py: str | None, version: str | None, libraries: Iterable[str]
         label = None
     if label is not None:
         return label
+    formats = {fmt for fmt, _ in platforms}
+    if metadata and len(formats) == 1:
+        system = {"elf": "linux", "pe": "win32", "macho": "darwin"}.get(formats.pop())
+        markers = platform_markers(system) if system else None
+        try:
+            requirements = parse_metadata(metadata).requirements
+        except InputError:
+            requirements = ()
+        if markers is not None and (found := torch_build_of_requirements(requirements, markers)) is not None:
+            return found
     names = " ".join(libraries)
     for kind, word in (("cuda", "torch_cuda"), ("rocm", "torch_hip"), ("xpu", "torch_xpu")):
         if word in names:
@@ -104,6 +123,7 @@ def _facts(
     version: str | None,
     wanted: frozenset[str] | None,
     version_py: str | None = None,
+    metadata: str | None = None,
 ) -> TorchLibraries:
     if version:  # from version.py or a file name: every reader parses it (int() of 5,000 digits fails)
         limits.check_version(f"{origin}: torch's version", version)
@@ -118,7 +138,7 @@ def _facts(
         del names, facts  # the next library's facts are read without this one's
     if not exports:
         raise InputError(f"{origin}: no torch libraries (libtorch*, libc10*) found; not a torch build?")
-    build = _build(version_py, version, exports)
+    build = _build(version_py, version, exports, metadata, platforms)
     return TorchLibraries(origin, version, exports, frozenset(platforms), count, build)
 
 
@@ -147,7 +167,16 @@ def _read_wheel(path: Path, wanted: frozenset[str] | None) -> TorchLibraries:
             if "torch/version.py" in wheel.infos
             else None
         )
-        return _facts(read(), str(path), wheel.contents.filename_version or None, wanted, version_py)
+        metadata = next((wheel.read_text(m) for m in wheel.infos if _is_metadata(m)), None)
+        return _facts(
+            read(), str(path), wheel.contents.filename_version or None, wanted, version_py, metadata
+        )
+
+
+def _is_metadata(member: str) -> bool:
+    """The torch distribution's own METADATA (``torch-2.15.0.dist-info/METADATA``)."""
+    folder, _, name = member.partition("/")
+    return name == "METADATA" and folder.endswith(".dist-info") and folder.lower().startswith("torch-")
 
 
 VERSION_PY_BYTES = 1 << 16  # torch's version.py is ~300 bytes: only its start is ever read
@@ -177,7 +206,30 @@ def _read_lib_dir(lib: Path, wanted: frozenset[str] | None) -> TorchLibraries:
                     raise InputError(f"{p}: {exc}") from exc
 
     text = _version_py(lib.parent)
-    return _facts(read(), str(lib), _version_from(text), wanted, text)
+    metadata = _installed_metadata(lib.parent)
+    version = _version_from(text) or _metadata_version(metadata)
+    return _facts(read(), str(lib), version, wanted, text, metadata)
+
+
+def _metadata_version(metadata: str | None) -> str | None:
+    """The ``Version`` the distribution's METADATA states, for a torch without ``version.py``."""
+    if not metadata:
+        return None
+    try:
+        return parse_metadata(metadata).version
+    except InputError:
+        return None
+
+
+def _installed_metadata(torch_dir: Path) -> str | None:
+    """The METADATA of the torch distribution installed beside the package (site-packages'
+    ``torch-*.dist-info``), bounded like ``version.py``; None when there is none."""
+    for info in sorted(torch_dir.parent.glob("torch-*.dist-info")):
+        try:
+            return (info / "METADATA").read_text(encoding="utf-8", errors="replace")[: 1 << 20]
+        except OSError:
+            continue
+    return None
 
 
 def read_files(

@@ -23,7 +23,7 @@ from packaging.version import Version
 
 from torchwheel.errors import clipped
 from torchwheel.frozen import frozen
-from torchwheel.torchabi import backend, torch_releases
+from torchwheel.torchabi import backend, torch_backends, torch_releases
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.cuda_archs import runs_on
 from torchwheel.torchabi.need import OptionalPart, TorchNeed, release_matches, show_release, show_releases
@@ -83,9 +83,35 @@ def _shown(names: tuple[str, ...]) -> str:
     )
 
 
+def _unsettled_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
+    """An unstable build whose imports the export tables could not all settle (``unresolved``,
+    ``uncovered``): no where its known imports are not exported (they fail there whatever the
+    others are), unknown where they meet and past the tables: never "exported by no torch"."""
+    if need.kind != "unstable" or not (need.unresolved or need.uncovered):
+        return None
+    here = minor_of(torch)
+    known = {(b[0], b[1]) for b in need.releases}
+    decide = "`torchwheel compat --against TORCH` decides for one torch"
+    read = (
+        need.indexed_from is not None
+        and need.indexed_from <= here
+        and (need.tables is None or here <= need.tables)
+    )
+    if known and here not in known and read:  # below or past the tables' releases they say nothing
+        return Verdict(
+            "no",
+            f"{need}: its known imports are exported by torch {show_releases(need.releases)} only, not {torch.public}",
+        )
+    if need.uncovered:
+        return Verdict("unknown", f"{need}: not covered for this build; {decide}")
+    return Verdict("unknown", f"{need}: {_shown(need.unresolved)} may come from another library; {decide}")
+
+
 def _tables_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
     """The verdict where the need's own tables decide (module docstring), else None: imports
     no torch of the tables exports, or a build dated by an index that ends before this torch."""
+    if (unsettled := _unsettled_verdict(need, torch)) is not None:
+        return unsettled
     if need.tables is None or not (need.newer or need.releases_from == "exports"):
         return None
     here = minor_of(torch)
@@ -181,6 +207,10 @@ def verdict(
     compute capability, 90 for ``sm_90``; None: not known, not judged) and the wheel's own
     requirement.
 
+    A target build the backend table does not list (``cu140``) is judged by its kind and major
+    like any other, and a verdict the build axis takes part in says it is newer than the
+    tables (``torch_backends.tables_note``): never "an unknown build".
+
     ``markers``: the target's environment for requirements with markers; None evaluates only
     the unconditional ones."""
     if need.unimportable:
@@ -193,6 +223,24 @@ def verdict(
             "'dynamic module does not define module export function' on every torch (TW304)",
             "python",
         )
+    found = _verdict(need, markers, torch, build, gpu)
+    if (
+        torch is not None
+        and build is not None
+        and torch_backends.newer_than_tables(build)
+        and need.builds not in (None, backend.ANY_BUILD)
+    ):
+        return replace(found, reason=f"{found.reason}; {torch_backends.tables_note(build)}", newer=True)
+    return found
+
+
+def _verdict(
+    need: TorchNeed,
+    markers: Mapping[str, str] | None,
+    torch: Version | None,
+    build: TorchBuild | None,
+    gpu: int | None,
+) -> Verdict:
     if torch is None:
         if need.kind == "none":
             return Verdict("loads", "uses no torch symbols")
