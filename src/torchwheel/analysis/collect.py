@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from torchwheel.analysis import loaders, pyimports
+from torchwheel.analysis import device_code, loaders, pyimports, reach
 from torchwheel.analysis.buildunits import flavour_pair_dirs, flavour_sets
 from torchwheel.analysis.member import BinaryAnalysis, MemberBinary, UnreadableBinary, analyze_binary
-from torchwheel.analysis.memberpool import INLINE_BYTES, Hashed, MemberPool, batches
+from torchwheel.analysis.memberpool import INLINE_BYTES, Hashed, MemberPool, batches, one_name_per_file
+from torchwheel.analysis.platforms import expected
 from torchwheel.analysis.pythonabi import parse_suffix
-from torchwheel.analysis.wheelfacts import WheelFacts
+from torchwheel.analysis.wheelfacts import WheelFacts, is_torch_itself
 from torchwheel.binary import BinaryError, BinaryFacts
 from torchwheel.binary.memberscan import scan_member
 from torchwheel.tables.symtable import SymbolTable
@@ -51,8 +52,11 @@ def _read_members(
     hashes: _Hashes = {}
     results: dict[str, BinaryAnalysis | UnreadableBinary] = {}
     if pool is None and sum(map(source.member_size, contents.members)) < INLINE_BYTES:
-        compiled = sorted(
-            (m for m in contents.members if is_compiled_name(m)), key=source.member_size, reverse=True
+        compiled, same = one_name_per_file(
+            source,
+            sorted(
+                (m for m in contents.members if is_compiled_name(m)), key=source.member_size, reverse=True
+            ),
         )
         for m in compiled:
             hashes[m], read = scan_member(source, m, verify_hashes)
@@ -61,6 +65,7 @@ def _read_members(
         for names in batches(others, source.member_size):
             for m in names:
                 hashes[m] = source.hash_member(m) if verify_hashes else (None, source.member_size(m))
+        _copy_to_links(same, hashes, results)
         return hashes, results
     from concurrent.futures import FIRST_COMPLETED, wait
 
@@ -87,7 +92,23 @@ def _read_members(
             hashes.update(batch.result())
     finally:
         pool.close()
-    return {m: hashes[m] for m in pool.compiled} | hashes, {m: results[m] for m in pool.compiled}
+    # in the order of the inline read: compiled members biggest first, then the others, then
+    # the further names of a file read once
+    hashes = {m: hashes[m] for m in pool.compiled} | hashes
+    results = {m: results[m] for m in pool.compiled}
+    _copy_to_links(pool.same, hashes, results)
+    return hashes, results
+
+
+def _copy_to_links(
+    same: dict[str, str], hashes: _Hashes, results: dict[str, BinaryAnalysis | UnreadableBinary]
+) -> None:
+    for name, read in same.items():
+        hashes[name] = hashes[read]
+        result = results[read]
+        results[name] = (
+            UnreadableBinary(name, result.error) if isinstance(result, UnreadableBinary) else result
+        )
 
 
 def collect(
@@ -117,6 +138,16 @@ def collect(
     fallbacks = loaders.fallback_units(
         contents.members, source.member_size, source.read, flavour_sets(readable)
     )
+    platforms = {t.platform for t in (contents.filename_tags or contents.wheel_tags)}
+    promises = (
+        [e for e in map(expected, sorted(platforms)) if e is not None] if "any" not in platforms else []
+    )
+    device = device_code.device_side(readable, promises, contents.members, source.member_size, source.read)
+    reaching = (
+        reach.Reaching()
+        if is_torch_itself(contents)
+        else reach.read_reach(contents.members, source.member_size, source.read, reach_inputs(readable))
+    )
     record = verify_record(
         contents.record,
         contents.dist_info,
@@ -138,4 +169,19 @@ def collect(
         py_imports=py_imports,
         loader_prefers=loader_prefers,
         loader_fallbacks=fallbacks,
+        device_code=device,
+        reach=reaching,
     )
+
+
+def reach_inputs(binaries: Iterable[MemberBinary]) -> list[reach.Compiled]:
+    """What ``reach`` needs of each compiled member: the module its name makes, the
+    libraries it links."""
+    out = []
+    for b in binaries:
+        suffix = parse_suffix(b.member)
+        module = pyimports.module_name(b.member, suffix.module) if suffix.module else None
+        needed = tuple(dict.fromkeys(n for s in b.analysis.facts.slices for n in s.needed))
+        hooked = any(s.python.hooks for s in b.analysis.slices)
+        out.append(reach.Compiled(b.member, module, needed, hooked))
+    return out
