@@ -18,18 +18,18 @@ def _every_node(source: bytes, member: str) -> frozenset[str]:
         tree = ast.parse(source, filename=member)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return frozenset()
-    module, package = pyimports._names(member)
+    module, package = pyimports.names_of(member)
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = pyimports._resolve(node.module, node.level, package)
+            base = pyimports.resolve(node.module, node.level, package)
             if base is not None:
                 found.add(base)
                 found.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
         elif isinstance(node, ast.Call):
-            name = pyimports._dynamic(node, module, package)
+            name = pyimports.dynamic_import(node, module, package)
             if name:
                 found.add(name)
     return frozenset(found)

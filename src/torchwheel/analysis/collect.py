@@ -7,7 +7,7 @@ the rest hashed in batches. Everything after this is pure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from torchwheel.analysis import device_code, loaders, pyimports, reach
 from torchwheel.analysis.buildunits import flavour_pair_dirs, flavour_sets
@@ -19,7 +19,7 @@ from torchwheel.analysis.wheelfacts import WheelFacts, is_torch_itself
 from torchwheel.binary import BinaryError, BinaryFacts
 from torchwheel.binary.memberscan import scan_member
 from torchwheel.tables.symtable import SymbolTable
-from torchwheel.wheel.contents import is_compiled_name
+from torchwheel.wheel.contents import WheelContents, is_compiled_name
 from torchwheel.wheel.metadata import parse_metadata
 from torchwheel.wheel.record import verify_record
 from torchwheel.wheel.sources import Source
@@ -143,11 +143,7 @@ def collect(
         [e for e in map(expected, sorted(platforms)) if e is not None] if "any" not in platforms else []
     )
     device = device_code.device_side(readable, promises, contents.members, source.member_size, source.read)
-    reaching = (
-        reach.Reaching()
-        if is_torch_itself(contents)
-        else reach.read_reach(contents.members, source.member_size, source.read, reach_inputs(readable))
-    )
+    reaching = reach_of(contents, readable, source.member_size, source.read)
     record = verify_record(
         contents.record,
         contents.dist_info,
@@ -172,6 +168,20 @@ def collect(
         device_code=device,
         reach=reaching,
     )
+
+
+def reach_of(
+    contents: WheelContents,
+    binaries: Sequence[MemberBinary],
+    size: Callable[[str], int],
+    read: Callable[[str], bytes],
+) -> reach.Reaching:
+    """How the package's own Python reaches each compiled member (torch itself: not read,
+    its libraries are all required): one place for the whole read and ``scan --partial``,
+    whose needs must agree."""
+    if is_torch_itself(contents):
+        return reach.Reaching()
+    return reach.read_reach(contents.members, size, read, reach_inputs(binaries))
 
 
 def reach_inputs(binaries: Iterable[MemberBinary]) -> list[reach.Compiled]:

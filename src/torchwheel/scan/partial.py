@@ -29,6 +29,7 @@ from typing import Any
 
 from torchwheel.analysis import loaders
 from torchwheel.analysis.buildunits import flavour_pair_dirs, flavour_sets
+from torchwheel.analysis.collect import reach_of
 from torchwheel.analysis.member import BinaryAnalysis, MemberBinary, UnreadableBinary, analyze_binary
 from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
 from torchwheel.binary import BinaryError
@@ -86,6 +87,7 @@ def _facts(wheel: RangedWheel, table: SymbolTable, gpu: bool) -> tuple[WheelFact
         c.members, wheel.member_size, wheel.read, flavour_pair_dirs(binaries)
     )
     fallbacks = loaders.fallback_units(c.members, wheel.member_size, wheel.read, flavour_sets(binaries))
+    reaching = reach_of(c, binaries, wheel.member_size, wheel.read)
     facts = WheelFacts(
         c,
         parse_metadata(c.metadata_text),
@@ -94,6 +96,7 @@ def _facts(wheel: RangedWheel, table: SymbolTable, gpu: bool) -> tuple[WheelFact
         hashes_verified=False,
         loader_prefers=prefers,
         loader_fallbacks=fallbacks,
+        reach=reaching,
     )
     return facts, how
 
