@@ -51,8 +51,8 @@ SymbolTable.from_json  # to_json's reader, for tables as text: the tests round-t
 WheelSource.from_json  # scripts/shim_exports.py reads its cached export lists with it
 __getattr__  # PEP 562: api's and results' Literal aliases, loaded when first asked for
 _Reader.visit_TryStar  # ast.NodeVisitor calls visit_<node class>: try/except* blocks (analysis/reach)
-from torchwheel.binary.elfneeded import dynamic_names
+from torchwheel.binary.elfdynamic import DynamicFacts
 from torchwheel.tables.torchcache import record_rows
 
-dynamic_names  # issue 49: doctor's cheap "touches torch" read; the lead wires it into doctor/
-record_rows  # issue 49: torch's RECORD kept between doctor runs; wired with the one above
+DynamicFacts.holds  # issue 49: doctor's cheap "touches torch" read (needles); not wired into doctor/ yet
+record_rows  # issue 49: torch's RECORD kept between doctor runs; not wired yet either

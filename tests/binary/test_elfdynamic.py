@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from torchwheel.binary import read_path
 from torchwheel.binary.elfdynamic import DynamicFacts, dynamic_facts, needed_ranges, read_dynamic
 from torchwheel.binary.facts import BinaryError
 from torchwheel.binary.sparse import SparseBuffer
@@ -185,3 +186,56 @@ def test_not_an_elf_file(tmp_path: Path) -> None:
         dynamic_facts(bad)
     with pytest.raises(OSError):
         dynamic_facts(tmp_path / "absent.so")
+
+
+# -- which needles the dynamic string table holds (issue 49: doctor's cheap "touches torch") --
+
+NEEDLES = (b"aoti_torch_", b"N3c10", b"N2at", b"N5torch", b"PyInit_", b"never in any name \x01")
+
+
+def _never_misses(path: Path) -> bool:
+    """Every needle that an imported or exported name of the full reader (``read_path``)
+    holds is found: never a false "does not name it". False when the file is no ELF file
+    the loader reads."""
+    try:
+        full = read_path(path, raw_scan=False)
+        cheap = dynamic_facts(path, NEEDLES)
+    except BinaryError:
+        return False
+    if full.format != "elf":
+        return False
+    (only,) = full.slices
+    assert cheap.needed == only.needed, path
+    names = [i.name.encode() for i in only.imports] + [e.encode() for e in only.exports]
+    for needle in NEEDLES:
+        if any(needle in name for name in names):
+            assert needle in cheap.holds, (path, needle)
+    assert b"never in any name \x01" not in cheap.holds
+    return True
+
+
+def test_the_needles_on_every_elf_fixture(built_fixtures: dict[str, Path]) -> None:
+    assert sum(_never_misses(p) for p in built_fixtures.values()) >= 20
+
+
+def test_the_needles_on_the_installed_torchs_libraries() -> None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")  # found, not imported
+    assert spec is not None and spec.origin is not None
+    libs = sorted(p for p in (Path(spec.origin).parent / "lib").glob("*.so*") if p.is_file())
+    assert len(libs) >= 5  # the dev .venv has torch (CPU)
+    assert all(_never_misses(p) for p in libs)
+    cpu = dynamic_facts(next(p for p in libs if p.name == "libtorch_cpu.so"), NEEDLES)
+    assert "libc10.so" in cpu.needed and b"aoti_torch_" in cpu.holds
+    assert dynamic_facts(libs[0]).holds == frozenset()  # no needles asked: none looked for
+
+
+def test_a_needle_in_a_minimal_object() -> None:
+    """A needle is looked for anywhere in the table, and only there: one in the bytes after
+    it is not found."""
+    strtab = b"\0libx.so\0_Z3fooN2at6Tensor\0"
+    str_off = 64 + 2 * 56 + 16 * 4
+    data = _elf64([(5, str_off), (10, len(strtab)), (1, 1)], b"N5torch", strtab)
+    facts = read_dynamic(_buf(data), (b"N2at", b"N5torch", b""))
+    assert facts.needed == ("libx.so",) and facts.holds == frozenset({b"N2at"})
