@@ -19,6 +19,7 @@ from torchwheel.cli.options import (
     index_options,
     network_options,
     no_config_option,
+    quiet_option,
     require_sources,
     symbols_option,
     wheel_dir_option,
@@ -151,6 +152,7 @@ def _index_lines(output: Path, result: IndexResult) -> list[str]:
 @symbols_option
 @no_config_option
 @network_options
+@quiet_option("the grids alone, no legend")
 def matrix_command(
     sources: tuple[str, ...],
     index_urls: tuple[str, ...],
@@ -160,6 +162,7 @@ def matrix_command(
     names: tuple[str, ...],
     symbols_file: Path | None,
     no_config: bool,
+    quiet: bool,
 ) -> Exit:
     """Which of these wheels (files, folders or a hosted index; or -i INDEX) loads on which
     torch release: a grid.
@@ -173,7 +176,7 @@ def matrix_command(
     asked = _minors(torches)
     table = chosen_table(symbols_file, no_config).table
     with gathering(sources, names, indexes=index_urls, table=table) as got:
-        return _matrix(got, fmt, why, asked)
+        return _matrix(got, fmt, why, asked, quiet)
 
 
 def _first_skipped(got: Gathered) -> str:
@@ -182,7 +185,7 @@ def _first_skipped(got: Gathered) -> str:
     return f"{first.location}: {first.reason}{more}"
 
 
-def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) -> Exit:
+def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], quiet: bool = False) -> Exit:
     from torchwheel.publish import matrix
     from torchwheel.selection.outcome import grid_exit_code
     from torchwheel.selection.target import installed_torch, probe_here
@@ -223,7 +226,7 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) ->
             doc["error"] = error_object(failure)
         print_document(doc)
     else:
-        out = matrix.render(grids, fmt == "markdown", why, installed, here)
+        out = matrix.render(grids, fmt == "markdown", why, installed, here, with_legend=not quiet)
         click.echo(safe_lines(out.splitlines()))  # wheel names come from the input
     if failure is not None:  # listed in the report (below the grid); stderr: the one line of an exit 2
         if fmt != "json":
@@ -253,8 +256,14 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) ->
     help="Replace an output wheel of the same name (never a file that is no wheel).",
 )
 @click.option("--dry-run", is_flag=True, help="Say what would be written; write nothing.")
+@quiet_option("no line per wheel written, no notes but the one that PyPI still refuses a copy")
 def unlabel_command(
-    wheels: tuple[Path, ...], wheel_dir: Path, build_tag: str | None, overwrite: bool, dry_run: bool
+    wheels: tuple[Path, ...],
+    wheel_dir: Path,
+    build_tag: str | None,
+    overwrite: bool,
+    dry_run: bool,
+    quiet: bool,
 ) -> Exit:
     """Copy local-label wheels (1.0+cu129) as their public version (1.0), for PyPI.
 
@@ -272,7 +281,7 @@ def unlabel_command(
     # the shim table: TORCHWHEEL_SYMBOLS, else the shipped one (it only decides whether a
     # build is unstable, for the label-only-pin refusal)
     with opened(wheels, choose_table(None, None).table) as loaded:  # written from these descriptors
-        return _unlabel(loaded, wheel_dir, build_tag, overwrite, dry_run)
+        return _unlabel(loaded, wheel_dir, build_tag, overwrite, dry_run, quiet and not dry_run)
 
 
 def _unlabel(
@@ -281,6 +290,7 @@ def _unlabel(
     build_tag: str | None,
     overwrite: bool,
     dry_run: bool,
+    quiet: bool = False,
 ) -> Exit:
     from torchwheel import rules
     from torchwheel.cli import colour
@@ -310,9 +320,13 @@ def _unlabel(
             assert archive is not None  # a wheel file: public_plan refuses anything else
             target = write_public(w, archive, p, wheel_dir, overwrite)
         status = "would write" if dry_run else "wrote"
-        click.echo(safe_lines([f"{status} {target}", *(f"  - {change}" for change in p.changes)]))
+        if not quiet:
+            click.echo(safe_lines([f"{status} {target}", *(f"  - {change}" for change in p.changes)]))
         refused = upload.get(w.contents.path)
-        notes = [*p.notes, *([f"{p.filename}: PyPI still refuses it: {refused}"] if refused else [])]
+        notes = [
+            *([] if quiet else p.notes),
+            *([f"{p.filename}: PyPI still refuses it: {refused}"] if refused else []),
+        ]
         for note in notes:
             click.echo(f"torchwheel: note: {safe(note)}", err=True)
     return Exit.OK

@@ -17,6 +17,7 @@ from torchwheel.cli.options import (
     inputs_argument,
     load_inputs,
     no_config_option,
+    quiet_option,
     require_inputs,
     select_option,
     symbols_option,
@@ -34,7 +35,10 @@ if TYPE_CHECKING:
 @json_failures("inspect")
 @symbols_option
 @no_config_option
-def inspect(files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_config: bool) -> Exit:
+@quiet_option("no line naming the symbol table used")
+def inspect(
+    files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_config: bool, quiet: bool
+) -> Exit:
     """Show the torch and CPython facts of single compiled files (.so, .dylib, .pyd, .dll)."""
     from torchwheel.analysis.member import analyze_binary
     from torchwheel.binary import BinaryError
@@ -52,7 +56,7 @@ def inspect(files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_con
         print_document(inspect_json(results, chosen.to_json()))
     else:
         click.echo("\n\n".join(binary_text(r) for r in results))
-        if chosen.origin != "shipped":
+        if chosen.origin != "shipped" and not quiet:
             click.echo(f"\nsymbol table: {safe(chosen.label)}")
     return Exit.OK
 
@@ -64,12 +68,16 @@ def inspect(files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_con
 @json_failures("show")
 @symbols_option
 @no_config_option
+@quiet_option(
+    "each wheel's summary lines alone (no table of compiled files, no symbols, no symbol-table line)"
+)
 def show(
     inputs: tuple[Path, ...],
     env: tuple[str, ...],
     fmt: str,
     symbols_file: Path | None,
     no_config: bool,
+    quiet: bool,
 ) -> Exit:
     """Show the torch and CPython facts of wheels and every compiled file in them."""
     from torchwheel import api
@@ -80,8 +88,9 @@ def show(
     if fmt == "json":
         print_document(facts.to_json())
     else:
-        click.echo("\n\n".join(wheel_text(w) for w in facts.facts))
-        click.echo(f"\nsymbol table: {safe(chosen.label)}")
+        click.echo(("\n" if quiet else "\n\n").join(wheel_text(w, quiet) for w in facts.facts))
+        if not quiet:
+            click.echo(f"\nsymbol table: {safe(chosen.label)}")
     return Exit.OK
 
 
@@ -107,6 +116,12 @@ def show(
     help="-q: the findings only, no summary line; -qq: nothing on stdout (the exit code says it).",
 )
 @click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Every finding on a line of its own, with the whole lists a message cuts to a few names.",
+)
+@click.option(
     "--exit-zero",
     is_flag=True,
     help="Exit 0 even when errors are found (2 still means an input could not be read).",
@@ -126,6 +141,7 @@ def check(
     symbols_file: Path | None,
     skip_hashes: bool,
     quiet: int,
+    verbose: bool,
     exit_zero: bool,
     statistics: bool,
 ) -> Exit:
@@ -141,11 +157,11 @@ def check(
     result = api.check(
         require_inputs(inputs, env), env=env, symbols=chosen, verify_hashes=not skip_hashes, policy=policy
     )
-    _show_check(result, fmt, quiet, statistics)
+    _show_check(result, fmt, quiet, statistics, verbose)
     return Exit.OK if exit_zero else result.exit_code
 
 
-def _show_check(result: CheckResult, fmt: str, quiet: int, statistics: bool) -> None:
+def _show_check(result: CheckResult, fmt: str, quiet: int, statistics: bool, verbose: bool = False) -> None:
     """``check``'s report: a document for tools (``--quiet`` does not thin it), annotations
     with a summary for the log, or text: the findings (or ``--statistics``) and the summary,
     the summary dropped by ``-q`` and everything by ``-qq``."""
@@ -163,7 +179,7 @@ def _show_check(result: CheckResult, fmt: str, quiet: int, statistics: bool) -> 
         if not quiet:
             click.echo(summary_line(wheels, findings))  # for the log
     elif quiet < 2:
-        text = statistics_text(wheels, findings) if statistics else check_text(wheels, findings)
+        text = statistics_text(wheels, findings) if statistics else check_text(wheels, findings, verbose)
         if quiet:  # the findings alone: drop the summary, the last line
             text = text.rpartition("\n")[0]
         if text:
@@ -183,12 +199,14 @@ def _show_check(result: CheckResult, fmt: str, quiet: int, statistics: bool) -> 
 @json_failures("compat")
 @symbols_option
 @no_config_option
+@quiet_option("one line per input, its verdict (no torch line, no per-library lines, no summary)")
 def compat(
     inputs: tuple[Path, ...],
     against: str,
     fmt: str,
     symbols_file: Path | None,
     no_config: bool,
+    quiet: bool,
 ) -> Exit:
     """Would these wheels load on TORCH? Exit 1 when a torch symbol they import is missing.
 
@@ -207,5 +225,5 @@ def compat(
     if fmt == "json":
         print_document(compat_json(torch, results))
     else:
-        click.echo(compat_text(torch, results))
+        click.echo(compat_text(torch, results, brief=quiet))
     return Exit.OK if all(r.loads for r in results) else Exit.NO

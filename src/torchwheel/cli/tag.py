@@ -14,6 +14,7 @@ from torchwheel.cli.options import (
     config_folder,
     ignore_option,
     no_config_option,
+    quiet_option,
     select_option,
     symbols_option,
     wheel_dir_option,
@@ -138,6 +139,7 @@ def _report_tag(result: TagResult) -> None:
 )
 @symbols_option
 @no_config_option
+@quiet_option("nothing on success (no line per wheel written, no notes); a refusal still names its reasons")
 @_with_tag_options
 def tag(
     wheels: tuple[Path, ...],
@@ -152,6 +154,7 @@ def tag(
     local_label: str | None,
     symbols_file: Path | None,
     no_config: bool,
+    quiet: bool,
     upper_bound: str | None,
     keep_correct: bool,
     build_torch: str | None,
@@ -180,14 +183,14 @@ def tag(
             variant=variant,
             release=release,
             symbols=chosen_table(symbols_file, no_config, start),
-            each=_report_tag,
+            each=None if quiet and not dry_run else _report_tag,
             overwrite=overwrite,
         )
     except api.RewriteRefused as refused:
         colour.echo(check_text(refused.wheels, refused.findings))
         click.echo(f"torchwheel: {refused}", err=True)
         return Exit.NO
-    if local_label is not None:
+    if local_label is not None and not quiet:
         click.echo(
             f"torchwheel: note: a local version label (+{safe(local_label)}) is for your own index: PyPI refuses "
             "local versions at upload (`torchwheel check` says TW413); docs/authors.md",
@@ -209,6 +212,7 @@ def tag(
     metavar="COMMAND",
     help="Run this repair tool first, writing to {repair_dir} (a fresh temp dir), then check and tag its wheel.",
 )
+@quiet_option("nothing on success (no fixed findings, no line for the wheel written, no notes)")
 @_with_tag_options
 def repair(
     wheel: Path,
@@ -219,6 +223,7 @@ def repair(
     ignore: tuple[str, ...],
     symbols_file: Path | None,
     repair_with: str | None,
+    quiet: bool,
     upper_bound: str | None,
     keep_correct: bool,
     build_torch: str | None,
@@ -234,7 +239,7 @@ def repair(
     policy = load_policy(start, select, ignore, use_config=not no_config)
     chosen = chosen_table(symbols_file, no_config, start)
     opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config, start)
-    out = _Output(wheel_dir, overwrite, str(wheel))
+    out = _Output(wheel_dir, overwrite, str(wheel), quiet)
     if repair_with is None:
         return _repair(wheel, out, policy, chosen, opts)
     with first_stage(repair_with, wheel) as repaired:
@@ -249,6 +254,7 @@ class _Output:
     wheel_dir: Path
     overwrite: bool
     shown: str
+    quiet: bool = False  # ``-q``: a success says nothing
 
 
 def _repair(wheel: Path, out: _Output, policy: Policy, chosen: ChosenTable, opts: TagOptions) -> Exit:
@@ -298,9 +304,10 @@ def _repair_loaded(
         if any(f.code not in fixed for f in findings):
             _report_refused(facts, findings, fixed)
         raise
-    _report_repair(facts, [f for f in findings if f.code in fixed], after)
-    _report_tag(result)
-    _note_others(out.wheel_dir, before, result.target)
+    if not out.quiet:
+        _report_repair(facts, [f for f in findings if f.code in fixed], after)
+        _report_tag(result)
+        _note_others(out.wheel_dir, before, result.target)
     return Exit.OK
 
 

@@ -204,12 +204,18 @@ def newer_columns(m: Matrix) -> list[Minor]:
 
 
 def render(
-    grids: list[Matrix], markdown: bool, why: bool, installed: Minor | None, build: TorchBuild | None
+    grids: list[Matrix],
+    markdown: bool,
+    why: bool,
+    installed: Minor | None,
+    build: TorchBuild | None,
+    with_legend: bool = True,
 ) -> str:
-    """Every grid of a run with the same columns, then one legend for all; ``--why`` per grid."""
+    """Every grid of a run with the same columns, then one legend for all (none for
+    ``matrix -q``); ``--why`` per grid."""
     merged = groups(grids)
     tables = [(_markdown if markdown else _text)(g, merged, why) for g in grids]
-    return "\n\n".join([*tables, legend(grids, markdown, installed, build)])
+    return "\n\n".join([*tables, *([legend(grids, markdown, installed, build)] if with_legend else [])])
 
 
 def _text(m: Matrix, groups: list[list[int]], why: bool) -> str:

@@ -44,6 +44,21 @@ def _collapsed_line(group: list[Finding]) -> str | None:
     )
 
 
+def _each(findings: Findings) -> list[str]:
+    """``check -v``: every finding on a line of its own, the whole lists its message cut
+    (``Finding.detail``) indented under it, and what was counted but not kept."""
+    lines: list[str] = []
+    for f in findings:
+        lines.append(f"{f.location}: {f.code} {f.severity}: {f.message}")
+        if f.detail:
+            lines.append(f"    {f.detail}")
+    lines += [
+        f"{wheel}: {code} {BY_CODE[code].severity}: {more_text(code, count)}"
+        for (wheel, code), count in findings.omitted.items()
+    ]
+    return lines
+
+
 def _collapsed(findings: Findings) -> list[str]:
     """One line per code and wheel when a code repeats across members.
 
@@ -124,10 +139,11 @@ def statistics_json(wheels: list[WheelFacts], findings: Findings) -> dict[str, A
     }
 
 
-def check_text(wheels: list[WheelFacts], findings: Findings) -> str:
-    return safe_lines(
-        [*_collapsed(findings), summary_line(wheels, findings)]
-    )  # input text escaped (textsafe)
+def check_text(wheels: list[WheelFacts], findings: Findings, verbose: bool = False) -> str:
+    """One line a finding (a code repeated over members: one line for all), then the summary;
+    ``verbose``: every finding, with the whole lists (``_each``)."""
+    body = _each(findings) if verbose else _collapsed(findings)
+    return safe_lines([*body, summary_line(wheels, findings)])  # input text escaped (textsafe)
 
 
 def check_json(wheels: list[WheelFacts], findings: Findings, verified_hashes: bool) -> dict[str, Any]:
@@ -144,6 +160,7 @@ def check_json(wheels: list[WheelFacts], findings: Findings, verified_hashes: bo
                 "path": f.wheel,
                 "member": f.member or None,
                 "message": f.message,
+                "detail": f.detail or None,
             }
             for f in findings
         ],

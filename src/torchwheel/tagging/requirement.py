@@ -18,6 +18,7 @@ from torchwheel import limits
 from torchwheel.errors import InputError, clipped, quoted
 from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi import torch_releases
+from torchwheel.torchabi.cxxnames import names_text
 from torchwheel.torchabi.need import TorchNeed, show_releases
 from torchwheel.torchabi.torch_releases import show_minor
 from torchwheel.version import FeatureVersion
@@ -82,7 +83,7 @@ def desired_spec(
     with imports newer than the tables is refused: its floor or its dating is a guess
     (an unstable build's --build-torch is the author's word, and is taken)."""
     if abi.newer and abi.tables is not None and not (abi.kind == "unstable" and opts.build_torch):
-        shown = ", ".join(abi.newer[:3]) + (", ..." if len(abi.newer) > 3 else "")
+        shown = names_text(abi.newer)
         raise InputError(
             f"the binaries import {shown}, which no torch up to {show_minor(abi.tables)} exports: newer than "
             "this torchwheel's tables, so the requirement would be a guess; run `torchwheel symbols update "

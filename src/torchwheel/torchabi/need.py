@@ -37,6 +37,7 @@ from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.torchabi import backend, torch_releases
 from torchwheel.torchabi.backend import BuildSet
+from torchwheel.torchabi.cxxnames import names_text
 from torchwheel.torchabi.torch_releases import Minor, minor_of
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.metadata import (
@@ -109,7 +110,7 @@ class TorchNeed:
 
     def __str__(self) -> str:
         if self.newer and self.tables is not None:
-            shown = ", ".join(self.newer[:3]) + (", ..." if len(self.newer) > 3 else "")
+            shown = names_text(self.newer)
             return (
                 f"{self.kind}, newer than the tables ({shown}: exported by no torch up to "
                 f"{show_release(self.tables)})"

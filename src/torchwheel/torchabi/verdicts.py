@@ -71,12 +71,6 @@ _RELEASES_VERB = {
 }
 
 
-def _shown(names: tuple[str, ...]) -> str:
-    return ", ".join(clipped(n, 120) for n in names[:3]) + (
-        f" and {len(names) - 3} more" if len(names) > 3 else ""
-    )
-
-
 def _tables_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
     """The verdict where the need's own tables decide (module docstring), else None: imports
     no torch of the tables exports, or a build dated by an index that ends before this torch."""
@@ -89,16 +83,15 @@ def _tables_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
         return Verdict("unknown", f"{need}: {note}", newer=True)
     if not need.newer:
         return None  # dated by imports that left torch by the tables' newest minor: the usual verdict
-    last = show_minor(need.tables)
     if need.kind == "unstable" and here in need.named_minors:  # its other imports are there
         return Verdict(
             "unknown",
-            f"{need}: torch {show_minor(here)} exports its other imports, and {_shown(need.newer)} "
+            f"{need}: torch {show_minor(here)} exports its other imports, and those "
             "come from a torch newer than the tables or from another library",
         )
     return Verdict(
         "no",
-        f"{need}: torch {torch.public} does not export {_shown(need.newer)} (no torch up to {last} does)",
+        f"{need}: torch {torch.public} does not export them",
     )
 
 
