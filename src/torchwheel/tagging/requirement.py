@@ -25,6 +25,13 @@ from torchwheel.version import FeatureVersion
 from torchwheel.wheel.metadata_edit import rewrite_requirements, verify_requirements
 
 
+class BuildTorchNeeded(InputError):
+    """An unstable build whose torch only ``--build-torch`` can name: a request for a fact,
+    not a fault of the wheel. A refusal that also has faults the rewrite cannot fix leaves
+    it unsaid, since the rebuild decides whether it still holds (a port to the stable ABI
+    needs no build torch)."""
+
+
 def _render(req: Requirement, spec: str) -> str:
     extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
     marker = f"; {req.marker}" if req.marker else ""
@@ -110,7 +117,7 @@ def desired_spec(
         if abi.releases_from == "exports":
             said.append(f"its imports exist in the exports of torch {show_releases(abi.releases)}")
         guess = named or (show_releases(abi.releases) if len(abi.releases) == 1 else "X.Y")
-        raise InputError(
+        raise BuildTorchNeeded(
             "the wheel uses unstable libtorch symbols and its torch requirement does not name the build "
             f"torch: pass --build-torch X.Y{' (' + '; '.join(said) + ')' if said else ''}, or "
             "--build-torch installed (the torch installed here); "
