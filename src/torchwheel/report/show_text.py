@@ -29,14 +29,10 @@ def _requires_python_text(w: WheelFacts) -> str:
     if w.metadata.requires_python:
         return str(w.metadata.requires_python)
     tags = w.contents.filename_tags or w.contents.wheel_tags
-    floors = sorted(
-        {
-            (3, int(t.interpreter[3:]))
-            for t in tags
-            if t.interpreter[:3] == "cp" and t.interpreter[3:].isdigit()
-        }
-    )
-    if not floors or any(t.interpreter[:3] != "cp" for t in tags):
+    # cp39: CPython 3.9, cp311: 3.11 (the major is one digit, as packaging reads the tag)
+    versions = [t.interpreter[2:] for t in tags if t.interpreter[:2] == "cp" and t.interpreter[2:].isdigit()]
+    floors = sorted({(int(v[0]), int(v[1:])) for v in versions if len(v) > 1})
+    if not floors or any(t.interpreter[:2] != "cp" for t in tags):
         return "any"  # a py3 or another interpreter's tag: nothing narrower to say
     if any(t.abi in ("abi3", "abi3t") for t in tags):  # the stable ABI: this CPython and every later one
         low = floors[0]

@@ -90,18 +90,40 @@ SHORT = 60  # the widest C++ name a message spells out: the name of the entity, 
 
 
 def short_name(name: str, width: int = SHORT) -> str:
-    """A symbol as a one-line message names it: demangled, and past ``width`` characters its
-    parameter list cut to ``(...)``, then its template arguments to ``<...>``, then the rest
-    cut: ``torch::autograd::_wrap_outputs(...)``, not 300 characters of mangled or demangled
-    declaration. The whole name is in the JSON documents and under ``-v``."""
+    """A symbol as a one-line message names it: demangled, and past ``width`` characters cut
+    down to its entity: the return type and MSVC's access and calling convention dropped,
+    the parameter list cut to ``(...)`` and what follows it (``const``) dropped, template
+    arguments cut to ``<...>``, then the rest cut: ``torch::autograd::_wrap_outputs(...)``,
+    not 300 characters of mangled or demangled declaration. The whole name is in the JSON
+    documents and under ``check -v``."""
     text = demangle(name) or name
     if len(text) <= width:
         return text
-    for cut in (_outer_parameters, _template_arguments):
+    for cut in (_entity, _outer_parameters, _template_arguments):
         text = cut(text)
         if len(text) <= width:
             return text
-    return text[: width - 3] + "..."
+    return re.sub(r"[<(]\.*$", "", text[: width - 3]) + "..."  # never half a cut mark
+
+
+def _entity(text: str) -> str:
+    """The declaration from its qualified name on: what stands before it at the outer level
+    (a template function's return type, ``public: signed char __cdecl``) dropped."""
+    named = _operator_names(text)
+    angle = 0
+    start = 0
+    for i, ch in enumerate(text):
+        if i in named:
+            continue
+        if ch == "<":
+            angle += 1
+        elif ch == ">" and angle:
+            angle -= 1
+        elif ch == "(" and angle == 0:
+            break
+        elif ch == " " and angle == 0:
+            start = i + 1
+    return text[start:]
 
 
 def names_text(names: Iterable[str], count: int | None = None, shown: int = 3, sep: str = ", ") -> str:
@@ -113,12 +135,14 @@ def names_text(names: Iterable[str], count: int | None = None, shown: int = 3, s
     return text + (f" and {total - min(shown, len(names)):,} more" if total > shown else "")
 
 
-_OPERATOR = re.compile(r"\boperator(?:\(\)|\[\]|[<>=!+\-*/%^&|~,]+|->\*?)")
+# an operator's name, whose brackets open no parameter or template list: ``operator()``,
+# ``operator<<``, ``operator->``, ``operator new[]``, a conversion ``operator bool``
+_OPERATOR = re.compile(r"\boperator(?:\(\)|\[\]|->\*?|[<>=!+\-*/%^&|~,]+| (?:new|delete)(?:\[\])?| [\w:]+)")
 
 
 def _operator_names(text: str) -> set[int]:
-    """The positions of the characters that spell an operator's name (``operator()``,
-    ``operator<<``, ``operator->``): no parameter list or template bracket begins there."""
+    """The positions of the characters that spell an operator's name: no parameter list or
+    template bracket begins there, and its space is no separator."""
     return {i for m in _OPERATOR.finditer(text) for i in range(m.start(), m.end())}
 
 
@@ -139,7 +163,7 @@ def _outer_parameters(text: str) -> str:
             for j in range(i, len(text)):
                 depth += {"(": 1, ")": -1}.get(text[j], 0)
                 if depth == 0:
-                    return f"{text[:i]}(...){text[j + 1 :]}"
+                    return f"{text[:i]}({'...' if j > i + 1 else ''})"  # a const or && after it goes too
             return f"{text[:i]}(...)"
     return text
 
