@@ -303,6 +303,18 @@ def test_every_command_that_prints_takes_q(fixture_wheels: dict[str, Path], tmp_
     ]
     for command in ("tag", "repair", "unlabel"):
         assert list((tmp_path / f"{command}-True").glob("*.whl")), command
+    chained = torchwheel(
+        "repair",
+        "-q",
+        "--repair-with",
+        "cp {wheel} {repair_dir}/",
+        "-w",
+        str(tmp_path / "chained"),
+        clean,
+        cwd=tmp_path,
+    )
+    assert (chained.returncode, chained.stdout, chained.stderr) == (0, "", "")  # nor the lines about the tool
+    assert list((tmp_path / "chained").glob("*.whl"))
 
 
 def said_lines(result: subprocess.CompletedProcess[str]) -> list[str]:

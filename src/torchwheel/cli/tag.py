@@ -231,7 +231,7 @@ def repair(
     out = _Output(wheel_dir, overwrite, str(wheel), quiet)
     if repair_with is None:
         return _repair(wheel, out, policy, chosen, opts)
-    with first_stage(repair_with, wheel) as repaired:
+    with first_stage(repair_with, wheel, quiet) as repaired:
         return _repair(repaired, out, policy, chosen, opts)
 
 

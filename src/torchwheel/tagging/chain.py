@@ -108,8 +108,10 @@ def _quote_arg(text: str) -> str:
 
 
 @contextlib.contextmanager
-def first_stage(command: str, wheel: Path) -> Iterator[Path]:
-    """Yield the single wheel ``command`` writes; the scratch directory dies afterwards."""
+def first_stage(command: str, wheel: Path, quiet: bool = False) -> Iterator[Path]:
+    """Yield the single wheel ``command`` writes; the scratch directory dies afterwards.
+    ``quiet`` (``repair -q``): torchwheel's own lines about the tool are not printed (the
+    tool's output is the tool's)."""
     if "{repair_dir}" not in command:
         raise InputError("--repair-with needs {repair_dir} in the command: where the tool writes its wheel")
     missing = missing_tool(command)
@@ -120,7 +122,7 @@ def first_stage(command: str, wheel: Path) -> Iterator[Path]:
         out = Path(scratch)
         command, tool = with_excludes(command)
         added = f" (with {len(repair_excludes(tool))} {EXCLUDE_FLAG[tool]} flags added)" if tool else ""
-        if tool is not None:
+        if tool is not None and not quiet:
             # stdout, where the tool's own messages go (cibuildwheel logs it)
             print(
                 f"torchwheel: {tool} told to leave torch's and the accelerator runtimes' libraries out "
@@ -147,5 +149,8 @@ def first_stage(command: str, wheel: Path) -> Iterator[Path]:
         wheels = sorted(out.glob("*.whl"))
         if len(wheels) != 1:
             raise InputError(f"the repair command left {len(wheels)} wheels, expected exactly one: {given}")
-        print(f"torchwheel: {tool or 'the repair command'} wrote {wheels[0].name}; checking it", flush=True)
+        if not quiet:
+            print(
+                f"torchwheel: {tool or 'the repair command'} wrote {wheels[0].name}; checking it", flush=True
+            )
         yield wheels[0]
