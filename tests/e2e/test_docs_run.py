@@ -9,6 +9,8 @@ Each such block has a comment on the line above it that says how it is held:
 - ``<!-- tested: tests/...py -->``, ``<!-- flow: KEY -->`` (``test_authors_flow.py``),
   ``<!-- recipe: KEY -->`` (``test_recipes.py``): run by that test, which reads the block from
   the page (held below: the test names the page and reads that marker or heading);
+- another comment of words alone (``<!-- hybrid recipe -->``): the marker a test reads the
+  block by; that test holds the comment as written and names the page;
 - ``<!-- not run: REASON -->``: cannot run here (it uploads, pushes a tag, is the suite itself,
   names the reader's own index or a torch this machine lacks), and the test's id says why.
 
@@ -51,6 +53,7 @@ PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SHELL, CONFIG = {"sh", "bash", "shell"}, {"toml"}
 _FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 _DIRECTIVE = re.compile(r"^\s*<!-- (run|tested|flow|recipe|not run): ?(.*?) -->$")
+_MARKER = re.compile(r"^\s*(<!-- [\w -]+ -->)$")  # another test's own marker: <!-- hybrid recipe -->
 # the test that runs the blocks another test reads, by marker
 BY_MARKER = {"flow": "tests/e2e/test_authors_flow.py", "recipe": "tests/e2e/test_recipes.py"}
 WORKSPACES = {"checkout", "author", "release", "builds", "gpu", "config"}
@@ -67,7 +70,8 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"{self.page.relative_to(REPO)}:{self.line}"
+        shown = self.page.relative_to(REPO) if self.page.is_relative_to(REPO) else self.page
+        return f"{shown}:{self.line}"
 
 
 def blocks(page: Path) -> list[Block]:
@@ -84,7 +88,10 @@ def blocks(page: Path) -> list[Block]:
         end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
         body = "\n".join(line.removeprefix(indent) for line in lines[i + 1 : end])
         said = _DIRECTIVE.match(lines[i - 1]) if i else None
-        how, detail = (said.group(1), said.group(2)) if said else ("", "")
+        marker = _MARKER.match(lines[i - 1]) if i and not said else None
+        how, detail = (
+            (said.group(1), said.group(2)) if said else ("marker", marker.group(1)) if marker else ("", "")
+        )
         found.append(Block(page, i + 1, lang, body, how, detail))
         i = end + 1
     return found
@@ -114,6 +121,12 @@ def test_the_checks_catch_a_block_that_says_nothing(tmp_path: Path) -> None:
         ("sh", "run", "release"),
         ("", "", ""),
     ]
+    unread = "<!-- read by " + "no test -->"  # spelled apart: this file names the page too
+    page.write_text(f"{unread}\n```sh\nls\n```\n")
+    (marked,) = blocks(page)
+    assert (marked.how, marked.detail) == ("marker", unread)
+    with pytest.raises(AssertionError):
+        _marker_reader(marked)
 
 
 @pytest.mark.parametrize(
@@ -127,16 +140,29 @@ def test_a_block_not_run_here_says_why(block: Block) -> None:
         assert (REPO / named).is_file(), (block.where, named)
 
 
+def _marker_reader(block: Block) -> str:
+    """The test file that reads ``block`` by its own marker comment, as written."""
+    readers = [
+        str(p.relative_to(REPO))
+        for p in sorted((REPO / "tests").rglob("test_*.py"))
+        if block.detail in p.read_text() and block.page.name in p.read_text()
+    ]
+    assert readers, (block.where, block.detail)
+    return readers[0]
+
+
 @pytest.mark.parametrize(
-    "block", [b for b in PASTED if b.how in ("tested", "flow", "recipe")], ids=lambda b: b.where
+    "block", [b for b in PASTED if b.how in ("tested", "flow", "recipe", "marker")], ids=lambda b: b.where
 )
 def test_a_block_another_test_runs_is_read_by_that_test(block: Block) -> None:
     """The test named reads this page; for a marker, by that marker; for a cibuildwheel block,
     by its heading; for a page's file (``# pyproject.toml``), by its first line."""
-    test = BY_MARKER.get(block.how, block.detail)
+    test = _marker_reader(block) if block.how == "marker" else BY_MARKER.get(block.how, block.detail)
     source = (REPO / test).read_text()
     assert block.page.name in source, (block.where, test)
     text = block.page.read_text()
+    if block.how == "marker":
+        return  # found by its marker, as written, in a test that names the page
     if block.how in BY_MARKER:
         assert f"<!-- {block.how}: " in source, (block.where, test)
     elif test.endswith("test_cibuildwheel.py"):
