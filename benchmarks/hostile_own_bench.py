@@ -1,4 +1,5 @@
 """Every case of issue 39's families (fixtures/hostile_own.py, fixtures/hostile_surfaces.py)
+and issue 47's (fixtures/hostile_round5.py)
 in a fresh process of its own: exit code, wall time, peak RSS (``os.wait4``), the one stderr
 line, and what the folder looked like afterwards. ``docs/reliability.md`` prints the result
 (``benchmarks/reliability_doc.py``, section ``round4``).
@@ -23,6 +24,7 @@ sys.path.insert(0, str(REPO / "fixtures"))
 sys.path.insert(0, str(REPO))
 
 import hostile_own  # noqa: E402
+import hostile_round5  # noqa: E402
 import hostile_surfaces  # noqa: E402
 from tests.helpers import measured_run  # noqa: E402
 from tests.own_runner import changed, in_a_process, snapshot  # noqa: E402
@@ -105,7 +107,11 @@ def main() -> int:
     )
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
-    cases = [c for c in [*hostile_own.cases(), *hostile_surfaces.cases()] if args.long or not c.long]
+    cases = [
+        c
+        for c in [*hostile_own.cases(), *hostile_surfaces.cases(), *hostile_round5.cases()]
+        if args.long or not c.long
+    ]
     rows = []
     for case in cases:
         row = measure(case)

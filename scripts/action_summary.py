@@ -10,7 +10,8 @@ it reads comes in files and environment variables the earlier steps wrote:
   with the annotation the action made of a failure check did not annotate itself (click's own
   parse errors, an older torchwheel);
 - ``MATRIX``, ``MATRIX_CODE``: ``matrix --format markdown`` and its exit code (no file: none);
-- ``EXIT_CODE``, ``ERRORS``, ``WARNINGS``, ``COUNT``: check's exit code, counts and the inputs;
+- ``EXIT_CODE``, ``ERRORS``, ``WARNINGS``, ``COUNT``: check's exit code, counts and the inputs
+  (an input check could not read leaves the others judged: their counts, and an exit 2);
 - ``RULES_URL``: ``docs/rules.md`` of the action's repository and ref (empty where the runner
   does not say them: then each code names ``torchwheel rule TWnnn``).
 
@@ -128,8 +129,18 @@ def headline(env: dict[str, str], found: list[Annotation]) -> list[str]:
             f"`torchwheel check` failed: a usage error (exit {code}), no wheel was checked: {cell(usage[0])}",
             "",
         ]
-    lines = [f"`torchwheel check` failed: an input could not be read (exit {code}) ({count} input(s)).", ""]
     inputs = [a for a in found if a.title == "torchwheel (input error)"]
+    which = f"{len(inputs)} inputs" if len(inputs) > 1 else "an input"
+    if counts:  # check judged the others all the same: their findings are in the table below
+        lines = [
+            f"`torchwheel check` failed: {which} could not be read (exit {code}); the others: {counts}{count} input(s).",
+            "",
+        ]
+    else:
+        lines = [
+            f"`torchwheel check` failed: {which} could not be read (exit {code}) ({count} input(s)).",
+            "",
+        ]
     if inputs:
         lines += ["| input | error |", "|---|---|"]
         lines += [f"| {code_span(a.file or '')} | {cell(a.message)} |" for a in inputs]

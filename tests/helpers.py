@@ -178,6 +178,14 @@ def fixture_wheels_module() -> ModuleType:
     return wheels
 
 
+def machine_fixtures() -> Any:
+    """The built machine fixtures (``fixtures/machine/build.py``: stub NVIDIA drivers and the
+    loader's search layouts), in ``.cache/machine``: ``.drivers[12040]`` is the folder of a
+    ``libcuda.so.1`` that says CUDA 12.4, ``.cases[name]`` a library and its LD_LIBRARY_PATH."""
+    build = load_script("torchwheel_machine_build", REPO / "fixtures" / "machine" / "build.py")
+    return build.build_machine(REPO / ".cache" / "machine")
+
+
 def fresh_venv(path: Path) -> Path:
     """A new venv without pip (fast); install into it with ``pip_install``. Returns its python."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)

@@ -9,14 +9,16 @@ HTTP ``Range`` requests answered as a static host does, or ignored (``Behaviour.
 from __future__ import annotations
 
 import base64
+import hashlib
 import ssl
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from email.utils import formatdate
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -43,6 +45,11 @@ class Behaviour:
     # (status, Retry-After or None): a 429 or 503 the client must wait out and ask again
     refuse: dict[str, list[tuple[int, str | None]]] = field(default_factory=dict)
     ranges: bool = True  # honour ``Range: bytes=...`` (206); False: answer every GET whole (200)
+    # a file that changes while it is read: path suffix -> the bytes of each request in turn
+    # (the last repeated), each answered with its validator (``validator``: the header that
+    # carries it, "ETag" or "Last-Modified", or "" for none)
+    versions: dict[str, list[bytes]] = field(default_factory=dict)
+    validator: str = "ETag"
     ranged: list[str] = field(default_factory=list)  # every Range header received, in order
     in_flight: int = 0  # requests waiting for their answer to start, and the most there ever were at once
     max_in_flight: int = 0
@@ -140,6 +147,22 @@ class _Handler(SimpleHTTPRequestHandler):
             self.wfile.write(data[: len(data) // 2])
             return
         asked = self.headers.get("Range")
+        for suffix, versions in b.versions.items():
+            if path.endswith(suffix):
+                with b.lock:
+                    data = versions[0] if len(versions) == 1 else versions.pop(0)
+                validators = _validator(b.validator, data)
+                if asked is None:  # a whole download
+                    self.send_response(200)
+                    for name, value in validators:
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                b.ranged.append(asked)
+                self._range_of(len(data), partial(_slice, data), asked, validators)
+                return
         if asked is not None and folder.is_file():
             b.ranged.append(asked)
             if b.ranges:
@@ -150,7 +173,21 @@ class _Handler(SimpleHTTPRequestHandler):
     def _range(self, file: Path, asked: str) -> None:
         """One ``bytes=first-last``, ``bytes=first-`` or ``bytes=-suffix`` range (RFC 9110
         14.1.2), as a static file host answers it: 206 with Content-Range, or 416."""
-        size = file.stat().st_size
+
+        def read(first: int, last: int) -> bytes:
+            with file.open("rb") as fh:
+                fh.seek(first)
+                return fh.read(last - first + 1)
+
+        self._range_of(file.stat().st_size, read, asked, ())
+
+    def _range_of(
+        self,
+        size: int,
+        read: Callable[[int, int], bytes],
+        asked: str,
+        validators: tuple[tuple[str, str], ...],
+    ) -> None:
         first_text, _, last_text = asked.removeprefix("bytes=").partition("-")
         if not first_text:
             first, last = max(0, size - int(last_text)), size - 1
@@ -162,10 +199,10 @@ class _Handler(SimpleHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        with file.open("rb") as fh:
-            fh.seek(first)
-            data = fh.read(last - first + 1)
+        data = read(first, last)
         self.send_response(206)
+        for name, value in validators:
+            self.send_header(name, value)
         self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -198,6 +235,21 @@ class _Handler(SimpleHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+def _slice(data: bytes, first: int, last: int) -> bytes:
+    return data[first : last + 1]
+
+
+def _validator(header: str, data: bytes) -> tuple[tuple[str, str], ...]:
+    """The validator a static host sends with these bytes: an ETag of their digest, or a
+    Last-Modified that differs with them (a time derived from the digest)."""
+    digest = hashlib.sha256(data).digest()
+    if header == "ETag":
+        return (("ETag", f'"{digest[:8].hex()}"'),)
+    if header == "Last-Modified":
+        return (("Last-Modified", formatdate(1_700_000_000 + int.from_bytes(digest[:3]), usegmt=True)),)
+    return ()
 
 
 @contextmanager

@@ -126,12 +126,14 @@ def uv(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=600, env=env)
 
 
-def venv_with_torch(path: Path, torch: str | None, wheels: Path, cuda: str | None = None) -> Path:
+def venv_with_torch(
+    path: Path, torch: str | None, wheels: Path, cuda: str | None = None, requires: tuple[str, ...] = ()
+) -> Path:
     """A fresh venv holding a stub torch of that version (or no torch at all); ``cuda``: a
-    CUDA build's ``torch/version.py`` too."""
+    CUDA build's ``torch/version.py`` too; ``requires``: its METADATA's requirements."""
     python = fresh_venv(path)
     if torch is not None:
-        install_into(python, stub_torch_wheel(torch, wheels, cuda))
+        install_into(python, stub_torch_wheel(torch, wheels, cuda, requires))
     return python
 
 

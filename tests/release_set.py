@@ -75,13 +75,18 @@ def _torch_minor() -> str:
     return f"{major}.{minor}"
 
 
-def stub_torch_wheel(version: str, out: Path, cuda: str | None = None) -> Path:
+def stub_torch_wheel(
+    version: str, out: Path, cuda: str | None = None, requires: tuple[str, ...] = ()
+) -> Path:
     """``torch-VERSION-py3-none-any.whl`` with METADATA, WHEEL and RECORD only (plain zipfile:
     fixtures are not made by the code they test); with ``cuda`` (``"13.0"``) also the
-    ``torch/version.py`` a CUDA build of torch carries (never imported: read as text)."""
+    ``torch/version.py`` a CUDA build of torch carries (never imported: read as text);
+    ``requires``: METADATA's ``Requires-Dist`` values (a real torch's, copied)."""
     info = f"torch-{version}.dist-info"
+    metadata = f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n"
+    metadata += "".join(f"Requires-Dist: {r}\n" for r in requires)
     files = {
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n".encode(),
+        f"{info}/METADATA": metadata.encode(),
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: torchwheel-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     if cuda is not None:  # "": a CPU build's version.py (cuda = None)

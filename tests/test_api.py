@@ -41,6 +41,7 @@ def test_the_stable_names_are_exported() -> None:
         "RewriteRefused",
         "Severity",
         "UnknownAxis",
+        "Unreadable",
         "UnreadableInput",
         "check",
         "doctor",
@@ -68,6 +69,27 @@ def test_check_is_check(fixture_wheels: dict[str, Path], tmp_path: Path) -> None
     assert api.check(clean).exit_code == 0
     assert api.check(broken, ignore=["TW2"]).exit_code == 0
     assert [f.code for f in api.check(broken, select=["TW201"]).findings] == ["TW201"]
+
+
+def test_unreadable_report_judges_the_others(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    """``unreadable="report"``, as the command line runs: the inputs that cannot be read in
+    ``unreadable``, in their place, the others judged; ``exit_code`` 2; the document is the
+    command's (``unreadable`` beside the findings). The default raises the first, as before."""
+    junk = tmp_path / "junk-1.0-py3-none-any.whl"
+    junk.write_bytes(b"not a zip")
+    broken = fixture_wheels["tw201"]
+    result = api.check([junk, broken, tmp_path / "missing.whl"], unreadable="report")
+    assert [u.path for u in result.unreadable] == [str(junk), str(tmp_path / "missing.whl")]
+    assert all(isinstance(u, api.Unreadable) and u.message for u in result.unreadable)
+    assert result.exit_code == 2 and [f.code for f in result.findings] == ["TW201"]
+    document = _document("check", str(junk), str(broken), str(tmp_path / "missing.whl"), cwd=tmp_path, code=2)
+    assert result.to_json() == {k: v for k, v in document.items() if k != "error"}
+    facts = api.inspect_wheel([junk, broken], unreadable="report")
+    assert facts.paths == (str(broken),) and len(facts.unreadable) == 1
+    with pytest.raises(api.InputError, match="not a zip archive"):
+        api.check([junk, broken])
+    with pytest.raises(api.InvalidValue, match="neither 'raise' nor 'report'"):
+        api.check(broken, unreadable="skip")  # type: ignore[arg-type]
 
 
 def test_need_names_every_axis(fixture_wheels: dict[str, Path]) -> None:

@@ -92,7 +92,7 @@ def test_the_docs_example_and_the_typed_attributes_pass_mypy_strict(tmp_path: Pa
 def _documented(field: str) -> set[str]:
     """A JSON field's closed set as docs/json.md writes it: ``"field": "a|b|c"``."""
     text = (REPO / "docs" / "json.md").read_text()
-    (found,) = set(re.findall(rf'"{field}": "([a-z|]+\|[a-z|]+)"', text))
+    (found,) = set(re.findall(rf'"{field}": "([a-z| ]+\|[a-z| ]+)"', text))
     return set(found.split("|"))
 
 

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,9 @@ from torchwheel.version import FeatureVersion
 
 from .helpers import REPO, load_script, torchwheel
 from .index_server import Behaviour, serve
+
+sys.path.insert(0, str(REPO / "fixtures"))
+import hostile_partial
 
 DEMO = REPO / "fixtures" / "demo" / "demo_stable-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"
 corpus = load_script("torchwheel_corpus", REPO / "benchmarks" / "corpus.py")
@@ -285,3 +289,79 @@ if _BENCH:
         line = _read(tmp_path, path.name)
         _agrees(line, path)
         assert line["fetched_bytes"] <= path.stat().st_size
+
+
+# -- issue 47: what the central directory alone shows, and a file that changes -----------------
+
+
+@pytest.mark.parametrize("name", sorted(hostile_partial.WHEELS))
+def test_the_central_directory_is_checked_whole(name: str, tmp_path: Path) -> None:
+    """Overlapping entries, an entry beyond the file, two entries over one local header, all
+    on a member the need never reads: the whole read refuses them, and so does the partial
+    read, from the central directory alone (nothing of that member is fetched)."""
+    _, make, message = hostile_partial.WHEELS[name]
+    wheel = tmp_path / hostile_partial.DEMO.name
+    wheel.write_bytes(make())
+    whole = _whole(wheel, AXES)
+    assert isinstance(whole, str) and message in whole, whole
+    line = _read(tmp_path, wheel.name)
+    assert line["error"] is not None and message in line["error"]["message"], line
+    assert line["error"]["code"] == "unreadable" and line["need"] is None
+    assert line["fetched_bytes"] < 300_000  # the tail: the member itself is not fetched
+
+
+def test_a_plain_copy_of_those_wheels_reads_partially(tmp_path: Path) -> None:
+    """The control: the same wheel without the defect is read through ranges, not refused."""
+    wheel = tmp_path / hostile_partial.DEMO.name
+    wheel.write_bytes(hostile_partial.plain())
+    line = _read(tmp_path, wheel.name)
+    assert line["error"] is None and line["read"] == "partial", line["error"]
+    _agrees(line, wheel)
+
+
+@pytest.mark.parametrize("name", sorted(hostile_partial.CHANGES))
+def test_a_file_that_changes_between_requests_is_an_error(name: str, tmp_path: Path) -> None:
+    """The first request reads one wheel's central directory, the next ones get another file
+    (its ETag, its Last-Modified or its size differs): the line's error says so, never a need
+    read from two files."""
+    _, versions, header, message = hostile_partial.CHANGES[name]
+    (tmp_path / hostile_partial.DEMO.name).write_bytes(b"")
+    behaviour = Behaviour(versions={hostile_partial.DEMO.name: versions()}, validator=header)
+    line = _read(tmp_path, hostile_partial.DEMO.name, behaviour)
+    assert line["error"] is not None and message in line["error"]["message"], line
+    assert line["error"]["code"] == "digest" and line["need"] is None
+    assert len(behaviour.ranged) == 2  # refused at the second answer
+
+
+def test_the_index_size_is_held_to_the_file(tmp_path: Path) -> None:
+    """A page that gives the file's size (PEP 691 ``size``): a partial read whose file has
+    another size is refused as the download is (``digest``)."""
+    wheel = tmp_path / hostile_partial.DEMO.name
+    wheel.write_bytes(hostile_partial.plain())
+    with serve(tmp_path) as (base, _):
+        source = WheelSource(f"{base}/{wheel.name}", size=wheel.stat().st_size + 1)
+        line = partial_line(source, api.check, api.need)
+    assert line["error"]["code"] == "digest" and "the index page says" in line["error"]["message"], line
+
+
+def test_the_command_says_the_file_changed(tmp_path: Path) -> None:
+    """``scan --partial`` as users run it: the line's error, the scan itself done (exit 0)."""
+    _, versions, header, message = hostile_partial.CHANGES["partial_changed_etag"]
+    behaviour = Behaviour(versions={hostile_partial.DEMO.name: versions()}, validator=header)
+    out = tmp_path / "scan.jsonl"
+    with serve(tmp_path, behaviour) as (base, _):
+        done = torchwheel(
+            "scan", "--partial", f"{base}/{hostile_partial.DEMO.name}", "-o", str(out), cwd=tmp_path
+        )
+    assert done.returncode == 0, done.stderr
+    (line,) = [json.loads(text) for text in out.read_text().splitlines()]
+    assert line["error"]["code"] == "digest" and message in line["error"]["message"]
+
+
+def test_the_partial_read_family_of_the_hostile_corpus_runs_here() -> None:
+    """``fixtures/hostile_partial.py`` lists its cases as the corpus's ``partial-read`` class;
+    each is one of the parametrized cases above."""
+    import hostile
+
+    family = {n for n, c in hostile.CASES.items() if c.klass == "partial-read"}
+    assert family == set(hostile_partial.WHEELS) | set(hostile_partial.CHANGES)

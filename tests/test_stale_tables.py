@@ -257,3 +257,47 @@ def test_the_staleness_script_names_every_table_behind_the_index(capsys: pytest.
         "torch (2.16.0)\nAvailable versions: 2.16.0, 2.15.0, 2.13.0+cpu, junk\n  INSTALLED: 2.13.0+cpu\n"
     )
     assert [str(v) for v in tables_stale.parse_pip_index(pip_said)] == ["2.16.0", "2.15.0", "2.13.0+cpu"]
+
+
+def _future_torch(root: Path, version_py: str | None, metadata: str | None) -> Path:
+    """``relabelled_torch``'s tree as a site-packages: with this ``version.py`` (None: none,
+    as a torch installed without one) and a ``torch-2.16.0.dist-info/METADATA``."""
+    site = relabelled_torch(root, 16)
+    (site / "torch" / "version.py").unlink()
+    if version_py is not None:
+        (site / "torch" / "version.py").write_text(version_py)
+    if metadata is not None:
+        (site / "torch-2.16.0.dist-info").mkdir()
+        (site / "torch-2.16.0.dist-info" / "METADATA").write_text(metadata)
+    return site
+
+
+@pytest.mark.parametrize("route", ["version.py", "METADATA"])
+def test_symbols_update_adds_the_backend_it_reads(
+    route: str, fixture_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    """Issue 48 item 2: a torch of a backend the tables lack (CUDA 13.6), read from its
+    ``version.py`` or, without one, from the CUDA runtime its METADATA requires (torch
+    2.15.0's published line with the toolkit's version moved on): ``symbols update`` adds
+    ``cu136`` to the backend table, and the verdicts stop calling it newer than the tables."""
+    toolkit = fixture_wheels_module().torch_requirement("2.15.0").replace("==13.2.2", "==13.6.1")
+    if route == "version.py":
+        tree = _future_torch(
+            tmp_path / "t", "__version__ = '2.16.0+cu136'\ncuda = '13.6'\nhip = None\n", None
+        )
+    else:
+        metadata = f"Metadata-Version: 2.4\nName: torch\nVersion: 2.16.0\nRequires-Dist: {toolkit}\n"
+        tree = _future_torch(tmp_path / "t", None, metadata)
+    out = tmp_path / "tables.json"
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
+    done = torchwheel("symbols", "update", "-o", str(out), str(tree), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "backend cu136 (CUDA 13) added" in done.stderr
+    assert "cu136" in json.loads(out.read_text())["backends"]
+    wheel = fixture_wheels["cuda13"]
+    before = api.loads_on(wheel, torch="2.16.0", backend="cu136")
+    assert (
+        before.verdict.newer and "torch build cu136 is newer than this torchwheel's tables" in before.reason
+    )
+    after = api.loads_on(wheel, torch="2.16.0", backend="cu136", symbols=out)
+    assert after.cell == "loads" and not after.verdict.newer, after.reason

@@ -6,6 +6,7 @@ dead code; each name here says who uses it.
 
 # ruff: noqa
 from torchwheel import api
+from torchwheel.analysis.reach import _Reader
 from torchwheel.cli import _LazyGroup, _max_member_size, doctor, publish, read, rule, scan, symbols
 from torchwheel.cli.exits import EXITS, ExitRow
 from torchwheel.cli.symbols import symbols_update
@@ -49,3 +50,4 @@ TorchABIPlugin.get_supported_configs
 SymbolTable.from_json  # to_json's reader, for tables as text: the tests round-trip through it
 WheelSource.from_json  # scripts/shim_exports.py reads its cached export lists with it
 __getattr__  # PEP 562: api's and results' Literal aliases, loaded when first asked for
+_Reader.visit_TryStar  # ast.NodeVisitor calls visit_<node class>: try/except* blocks (analysis/reach)

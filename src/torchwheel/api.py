@@ -25,13 +25,13 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.version import Version
 
 from torchwheel import arguments
 from torchwheel.errors import Exit, InputError, InvalidValue, MissingInput, UnreadableInput
-from torchwheel.results import CheckResult, Facts, Finding, LoadVerdict, Need
+from torchwheel.results import CheckResult, Facts, Finding, LoadVerdict, Need, Unreadable
 
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
@@ -59,6 +59,7 @@ __all__ = [
     "RewriteRefused",
     "Severity",
     "UnknownAxis",
+    "Unreadable",
     "UnreadableInput",
     "check",
     "doctor",
@@ -125,15 +126,22 @@ def inspect_wheel(
     env: Sequence[str] = (),
     symbols: PathLike | ChosenTable | None = None,
     verify_hashes: bool = True,
+    unreadable: Literal["raise", "report"] = "raise",
 ) -> Facts:
     """Read every compiled file of the inputs; nothing is imported or executed.
-    ``env``: also installed distributions of this interpreter, by name."""
+    ``env``: also installed distributions of this interpreter, by name. ``unreadable``:
+    ``"raise"`` the first input that cannot be read, or ``"report"`` each in
+    ``Facts.unreadable`` and read the others (``check`` and ``show`` on the command line)."""
     from torchwheel.analysis.load import load
 
+    if unreadable not in ("raise", "report"):
+        raise InvalidValue(f"unreadable: {unreadable!r:.80} is neither 'raise' nor 'report'")
     chosen, given, env = _chosen(symbols), arguments.paths(paths), arguments.names(env, "env")
     if not given and not env:
         raise InputError("give at least one wheel, directory or binary (or an installed distribution)")
-    return Facts(tuple(load(given, tuple(env), chosen.table, verify_hashes)), chosen)
+    failed: list[InputError] | None = [] if unreadable == "report" else None
+    facts = tuple(load(given, tuple(env), chosen.table, verify_hashes, failed))
+    return Facts(facts, chosen, tuple(Unreadable(e.input_path, str(e)) for e in failed or ()))
 
 
 def check(
@@ -145,10 +153,12 @@ def check(
     symbols: PathLike | ChosenTable | None = None,
     verify_hashes: bool = True,
     policy: Policy | None = None,
+    unreadable: Literal["raise", "report"] = "raise",
 ) -> CheckResult:
     """Run the rules (``docs/rules.md``). ``select``/``ignore``: codes or prefixes, as
     ``--select``/``--ignore``; an unknown code raises ``InvalidValue``. ``policy``: the
-    command line's (``[tool.torchwheel]`` merged in; provisional)."""
+    command line's (``[tool.torchwheel]`` merged in; provisional). ``unreadable``: as
+    ``inspect_wheel``'s; reported ones make ``exit_code`` 2, the others judged."""
     from torchwheel import rules
     from torchwheel.rules.codes import is_selector, unknown_code
     from torchwheel.rules.registry import Policy
@@ -160,7 +170,7 @@ def check(
                 raise InvalidValue(unknown_code(code, where))
     if policy is None:
         policy = Policy(select=frozenset(select), ignore=frozenset(ignore))
-    facts = inspect_wheel(paths, env=env, symbols=symbols, verify_hashes=verify_hashes)
+    facts = inspect_wheel(paths, env=env, symbols=symbols, verify_hashes=verify_hashes, unreadable=unreadable)
     return CheckResult(facts, rules.run_all(facts.facts, policy), verify_hashes)
 
 

@@ -32,6 +32,9 @@ class InputError(Exception):
     # the command-line input it is about, set where inputs are read (``analysis.load``): a CI
     # annotation points at that file; None for a misuse (an option, the configuration)
     input_path: str | None = None
+    # the command's report names it already (``check`` and ``show``, which go on past an
+    # unreadable input): no error document or annotation is printed for it a second time
+    reported: bool = False
 
 
 class _SystemInputError(InputError, OSError):

@@ -156,6 +156,10 @@ class Limits:
     # torch 2.13's are 200 KB in 12 files; every declaration costs a scan and a table entry
     # (12 MB of them took 34 s and 304 MB)
     max_shim_header_bytes: Limit = Limit("max-shim-header-bytes", 2 << 20)
+    # the entries of one export index (``tables.exports``), checked before its body is inflated:
+    # each costs ~24 bytes inflated and parsed (an index claiming 16 M entries took 418 MB);
+    # the shipped Linux index has 101,483, and one more torch at max-symbols adds 750,000
+    max_export_entries: Limit = Limit("max-export-entries", 2_000_000)
     # A configuration file read whole (``pyproject.toml`` for ``[tool.torchwheel]``)
     max_config_bytes: Limit = Limit("max-config-bytes", 4 << 20)
 

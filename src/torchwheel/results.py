@@ -58,26 +58,48 @@ __all__ = [
     "NeedKind",
     "Severity",
     "UnknownAxis",
+    "Unreadable",
 ]
+
+
+@frozen
+class Unreadable:
+    """An input that could not be read, when the others are read all the same
+    (``unreadable="report"``, as ``check`` and ``show`` run): ``path`` the input as given (None
+    for an installed distribution named by ``env``), ``message`` the one line that says why."""
+
+    path: str | None
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "message": self.message}
 
 
 @frozen
 class Facts:
     """What ``show`` says of one or more inputs (wheels, unpacked wheels, binaries,
-    installed distributions). ``facts``: the per-input facts, one per input (provisional)."""
+    installed distributions). ``facts``: the per-input facts, one per input read
+    (provisional); ``unreadable``: the inputs that could not be, in order."""
 
     facts: tuple[WheelFacts, ...]
     table: ChosenTable
+    unreadable: tuple[Unreadable, ...] = ()
 
     @property
     def paths(self) -> tuple[str, ...]:
         return tuple(w.contents.path for w in self.facts)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``torchwheel show --format json`` document."""
+        """The ``torchwheel show --format json`` document (``unreadable`` only when some are)."""
         from torchwheel.report.facts_document import show_json
 
-        return show_json(list(self.facts), self.table.to_json())
+        return with_unreadable(show_json(list(self.facts), self.table.to_json()), self.unreadable)
+
+
+def with_unreadable(document: dict[str, Any], unreadable: tuple[Unreadable, ...]) -> dict[str, Any]:
+    """``document`` with the inputs that could not be read, when there are any: a document
+    of inputs that were all read is what it always was."""
+    return document | {"unreadable": [u.to_json() for u in unreadable]} if unreadable else document
 
 
 @frozen
@@ -105,7 +127,8 @@ class Finding:
 
 @frozen
 class CheckResult:
-    """``check``'s findings. ``exit_code`` is the command's: 0 without errors, 1 with."""
+    """``check``'s findings. ``exit_code`` is the command's: 0 without errors, 1 with, 2 with
+    an input that could not be read."""
 
     facts: Facts
     found: Findings
@@ -137,7 +160,16 @@ class CheckResult:
         return self.found.severities()["info"]
 
     @property
+    def unreadable(self) -> tuple[Unreadable, ...]:
+        """The inputs that could not be read (with ``unreadable="report"``), in order."""
+        return self.facts.unreadable
+
+    @property
     def exit_code(self) -> Exit:
+        """2 when an input could not be read (its findings are those of the others), else 1
+        with an error, else 0."""
+        if self.unreadable:
+            return Exit.INPUT
         return Exit.NO if self.errors else Exit.OK
 
     def to_json(self) -> dict[str, Any]:
@@ -146,7 +178,7 @@ class CheckResult:
 
         document = check_json(list(self.facts.facts), self.found, self.verified_hashes)
         document["symbol_table"] = self.facts.table.to_json()
-        return document
+        return with_unreadable(document, self.unreadable)
 
 
 @frozen
@@ -210,6 +242,11 @@ class LoadVerdict:
     def releases(self) -> tuple[str, ...]:
         return tuple(str(v) for v in self.verdict.loads_on)
 
+    @property
+    def partly(self) -> tuple[str, ...]:
+        """The optional parts that do not load where the wheel does (the import works)."""
+        return self.verdict.partly
+
     def to_json(self) -> dict[str, Any]:
         """A cell of ``matrix --format json`` (``fit``, ``reason``, ``axis``, ``releases``)
         with the target it judged."""
@@ -226,4 +263,5 @@ class LoadVerdict:
             "axis": self.axis,
             "releases": list(self.releases),
             "newer_than_tables": self.verdict.newer,
+            "partly": list(self.partly),
         }

@@ -82,6 +82,18 @@ def read_regular(path: Path, limit: int, follow_symlinks: bool = True) -> bytes:
         os.close(fd)
 
 
+def read_head(path: Path, limit: int, follow_symlinks: bool = True) -> bytes:
+    """The first ``limit`` bytes of the regular file at ``path``, however large it is: for a
+    file only its start is read of (a torch's ``version.py``), where a huge one must cost no
+    more than a small one."""
+    fd = open_regular(path, follow_symlinks)
+    try:
+        with open(fd, "rb", closefd=False) as fh:
+            return fh.read(limit)
+    finally:
+        os.close(fd)
+
+
 def read_chunks(fd: int, end: int, chunk: int = 1 << 20) -> Iterator[bytes]:
     """The bytes of ``fd`` up to ``end`` by ``pread`` (no shared file position: callers may
     share the descriptor); a file that shrank meanwhile just ends early, and its reader

@@ -52,3 +52,31 @@ def test_a_module_is_found_on_the_search_path(tmp_path: Path) -> None:
     )
     assert module_file("pkg", [str(second)]) == second / "pkg"
     assert module_file("nothere._C", [str(first), str(second)]) is None
+
+
+def test_the_machines_errors_are_taken_apart() -> None:
+    """What ld.so, the CUDA runtime and torch print when the machine, not torch, is the cause."""
+    from torchwheel.doctor.import_error import parse
+
+    q = parse(
+        "ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.32' not found "
+        "(required by /env/site-packages/pkg/_C.so)"
+    )
+    assert (q.version, q.version_library, q.path) == (
+        "GLIBCXX_3.4.32",
+        "/lib/x86_64-linux-gnu/libstdc++.so.6",
+        "/env/site-packages/pkg/_C.so",
+    )
+    bare = parse("version 'GLIBCXX_3.4.32' not found")
+    assert bare.version == "GLIBCXX_3.4.32" and bare.path is None and bare.version_library is None
+    for words in (
+        "RuntimeError: CUDA driver version is insufficient for CUDA runtime version",
+        "RuntimeError: The NVIDIA driver on your system is too old (found version 12040).",
+    ):
+        assert parse(words).machine == "driver"
+    assert (
+        parse(
+            "torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device"
+        ).machine
+        == "kernel"
+    )

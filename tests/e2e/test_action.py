@@ -276,14 +276,38 @@ def test_an_unreadable_wheel_is_exit_2_with_an_annotation(
     )
     assert (run.stdout + run.stderr).count("not a zip archive") == 1
     assert "torchwheel check could not read an input (exit 2)" in run.stderr
-    # check printed no summary line: no counts rather than made-up ones
-    assert run.outputs == {"exit-code": "2", "errors": "", "warnings": "", "wheels": "2"}
-    assert "`torchwheel check` failed: an input could not be read (exit 2) (2 input(s))." in run.summary
+    # the clean wheel was checked all the same: its counts, beside the input it could not read
+    assert run.outputs == {"exit-code": "2", "errors": "0", "warnings": "0", "wheels": "2"}
+    assert (
+        "`torchwheel check` failed: an input could not be read (exit 2); the others: "
+        "0 error(s), 0 warning(s) in 2 input(s)."
+    ) in run.summary
     assert (
         "| `wheelhouse/bad-1.0%-py3-none-any.whl` | bad-1.0%-py3-none-any.whl: not a zip archive"
         in run.summary
     )
     assert "see the job log" not in run.summary
+
+
+def test_an_unreadable_wheel_hides_no_other_wheels_findings(
+    fixture_wheels: dict[str, Path], tmp_path: Path, action_path: Path, runner_env: dict[str, str]
+) -> None:
+    """Issue 47: one unreadable wheel of a wheelhouse stopped check, and the other wheels'
+    errors were printed nowhere. Now each is judged: the error's annotation and row, the
+    unreadable wheel's annotation and row, the counts, and exit 2 (an input was unreadable)."""
+    workspace = workspace_with(tmp_path, {"clean": fixture_wheels["clean"], "tw201": fixture_wheels["tw201"]})
+    shutil.copy(fixture_wheels["bad_not_a_zip"], workspace / "wheelhouse" / "aaa-1.0-py3-none-any.whl")
+    run = run_action(OFFLINE, workspace, tmp_path / "temp", action_path, runner_env)
+    assert (run.failed, run.code) == ("Verdict", 2), run.stdout + run.stderr
+    titles = sorted(line.split("title=", 1)[1].split("::", 1)[0] for line in run.annotations("error"))
+    assert titles == ["torchwheel (TW201)", "torchwheel (input error)"], run.stdout
+    assert run.outputs == {"exit-code": "2", "errors": "1", "warnings": "0", "wheels": "3"}
+    assert "could not be read (exit 2); the others: 1 error(s), 0 warning(s) in 3 input(s)." in run.summary
+    assert (
+        "| `wheelhouse/aaa-1.0-py3-none-any.whl` | aaa-1.0-py3-none-any.whl: not a zip archive" in run.summary
+    )
+    assert "| error |" in run.summary and "TW201" in run.summary  # the finding's row
+    assert f"| ⛔ `{fixture_wheels['tw201'].name}` (errors: TW201) |" in run.summary
 
 
 @pytest.mark.parametrize(

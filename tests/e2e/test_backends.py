@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import torchwheel
+from ..helpers import fixture_wheels_module, torchwheel
 from ..publish_helpers import pip, uv, venv_with_torch
 
 PLAN = ("--torch", "2.13", "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64")
@@ -69,6 +69,20 @@ def test_a_stub_torch_is_judged_by_its_version_py(
     python = venv_with_torch(tmp_path / "venv", torch, tmp_path / "stubs", cuda=cuda if cuda else "")
     chosen = _chosen("--python", str(python), str(folder))
     assert {name for name, c in chosen.items() if c} == loads
+
+
+def test_a_torch_with_no_version_py_is_judged_by_its_requirements(folder: Path, tmp_path: Path) -> None:
+    """Issue 48: PyPI's torch 2.15.0 (no local label) as its METADATA alone says it, the
+    requirement lines copied verbatim: ``cuda-toolkit[...]==13.2.2`` is a CUDA 13.2 build
+    (cu132), so the CUDA 13 wheels load and the CUDA 12 one does not; before, "unknown build"."""
+    torch_requirement = fixture_wheels_module().torch_requirement
+    lines = (torch_requirement("2.15.0"), torch_requirement("2.15.0", "nvidia-cudnn-cu13"))
+    python = venv_with_torch(tmp_path / "venv", "2.15.0", tmp_path / "stubs", requires=lines)
+    chosen = _chosen("--python", str(python), str(folder))
+    assert {name for name, c in chosen.items() if c} == {"wcuda13", "wflavours"}
+    doc = json.loads(torchwheel("select", "--format", "json", "--python", str(python), str(folder)).stdout)
+    (cuda12,) = [p for p in doc["projects"] if p["name"] == "wcuda12"]
+    assert "CUDA 13.2 build (cu132)" in json.dumps(cuda12)
 
 
 def test_tag_writes_the_build_and_select_reads_it(folder: Path, tmp_path: Path) -> None:

@@ -100,8 +100,11 @@ def test_bad_archive_is_one_line_exit_2(name: str, fixture_wheels: dict[str, Pat
     for command in ("check", "show"):
         result = torchwheel(command, str(wheel), cwd=tmp_path)
         assert result.returncode == 2, (command, result.stdout, result.stderr)
-        assert result.stdout == ""
+        # the report names it (the others' findings would be there too), the one line says why
+        (named,) = [line for line in result.stdout.splitlines() if ": not read: " in line]
+        assert named.startswith(f"{wheel}: not read: "), result.stdout
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert named.partition(": not read: ")[2] in result.stderr
         assert "Traceback" not in result.stderr
     assert wheel.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written anywhere
@@ -223,3 +226,78 @@ def test_one_line_per_finding_and_the_lists_with_v(fixture_wheels: dict[str, Pat
     (finding,) = [f for f in document["findings"] if f["code"] == "TW701"]
     assert finding["detail"] == "libc10_cuda.so, libcudart.so.12, libcudart.so.13, libtorch_cuda.so"
     assert all(f["detail"] is None for f in document["findings"] if f["code"] != "TW701")
+
+
+def _wheelhouse(fixture_wheels: dict[str, Path], tmp_path: Path) -> Path:
+    """A wheelhouse of a wheel with an error, one that is no zip (first by name), a clean one,
+    and a FIFO named as a wheel: two of four cannot be read."""
+    import os
+    import shutil
+
+    house = tmp_path / "wheelhouse"
+    house.mkdir()
+    shutil.copy(fixture_wheels["tw201"], house)
+    shutil.copy(fixture_wheels["clean"], house)
+    shutil.copy(fixture_wheels["bad_not_a_zip"], house / "aaa-1.0-py3-none-any.whl")
+    os.mkfifo(house / "zzz-1.0-py3-none-any.whl")
+    return house
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(), ("-q",), ("-qq",), ("--statistics",), ("--format", "github"), ("--format", "json"),
+     ("--format", "json", "--statistics"), ("--exit-zero",), ("--format", "github", "-q")],
+    ids=lambda a: " ".join(a) or "text",
+)  # fmt: skip
+def test_an_unreadable_input_hides_no_other_inputs_findings(
+    args: tuple[str, ...], fixture_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    """One unreadable wheel of a wheelhouse stopped check at exit 2, and the others' errors
+    were printed nowhere (as ruff does, it now reports the bad file and goes on): every
+    readable input judged and shown, every unreadable one named, exit 2, one stderr line."""
+    house = _wheelhouse(fixture_wheels, tmp_path)
+    result = torchwheel("check", "--no-config", *args, str(house), cwd=tmp_path)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("torchwheel: error: aaa-1.0-py3-none-any.whl: not a zip archive")
+    assert line.endswith("(and 1 more input that could not be read: see the report)")
+    out = result.stdout
+    if "-qq" in args:
+        assert out == ""
+        return
+    if "json" in args:
+        doc = json.loads(out)
+        assert [u["path"] for u in doc["unreadable"]] == [
+            str(house / "aaa-1.0-py3-none-any.whl"),
+            str(house / "zzz-1.0-py3-none-any.whl"),
+        ]
+        assert doc["error"] == {"message": line.removeprefix("torchwheel: error: "), "exit": 2}
+        assert doc["summary"]["errors"] >= 1
+        found = doc["statistics"] if "--statistics" in args else doc["findings"]
+        assert any(f["code"] == "TW201" for f in found)
+        return
+    assert "TW201" in out and "aaa-1.0-py3-none-any.whl" in out and "a FIFO" in out
+    if "github" in args:
+        assert out.count("title=torchwheel (input error)::") == 2
+        assert ("checked:" in out) is ("-q" not in args)
+    else:
+        assert f"{house / 'aaa-1.0-py3-none-any.whl'}: not read: not a zip archive" in out
+        assert ("2 inputs checked: 1 error(s)" in out) is ("-q" not in args), out
+
+
+def test_show_reads_every_other_input_too(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    """``show``, as ``check``: the facts of each readable input, each unreadable one named,
+    exit 2 with one line; the JSON document carries both and the ``error``."""
+    house = _wheelhouse(fixture_wheels, tmp_path)
+    text = torchwheel("show", "--no-config", str(house), cwd=tmp_path)
+    assert text.returncode == 2 and len(text.stderr.splitlines()) == 1, text.stderr
+    assert fixture_wheels["tw201"].name in text.stdout and fixture_wheels["clean"].name in text.stdout
+    assert text.stdout.count(": not read: ") == 2
+    doc = json.loads(torchwheel("show", "--no-config", "--format", "json", str(house), cwd=tmp_path).stdout)
+    assert len(doc["wheels"]) == 2 and len(doc["unreadable"]) == 2 and doc["error"]["exit"] == 2
+
+
+def test_every_input_unreadable_is_still_one_line(tmp_path: Path) -> None:
+    missing = torchwheel("check", str(tmp_path / "nope.whl"), str(tmp_path / "gone.whl"), cwd=tmp_path)
+    assert missing.returncode == 2 and len(missing.stderr.splitlines()) == 1, missing.stderr
+    assert "0 inputs checked" in missing.stdout and "2 inputs could not be read" in missing.stdout

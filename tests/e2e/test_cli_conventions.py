@@ -134,8 +134,9 @@ def test_github_format_annotates_an_unreadable_wheel(fixture_wheels: dict[str, P
         cwd=tmp_path,
     )
     assert result.returncode == 2
-    (line,) = result.stdout.splitlines()
+    line, summary = result.stdout.splitlines()  # the clean wheel was checked all the same
     assert line.startswith(
         f"::error file={unreadable},title=torchwheel (input error)::x-1.0-py3-none-any.whl: "
     ), line
+    assert summary == "1 input checked: 0 error(s), 0 warning(s), 0 info(s); 1 input could not be read"
     assert result.stderr.startswith("torchwheel: error: x-1.0-py3-none-any.whl: ")

@@ -245,6 +245,30 @@ def test_credentials_in_the_url_are_sent_and_never_shown(site: Path) -> None:
     assert "wrong" not in bad.stderr + bad.stdout and f"{url}/simple/: HTTP 401" in bad.stderr  # dropped
 
 
+def test_a_page_link_with_a_user_part_is_followed_and_never_written(site: Path, tmp_path: Path) -> None:
+    """Issue 47: a page whose links carry ``user:password@`` (a mirror that puts a token in
+    every link): the download is sent the credentials, and every line, document and page
+    written holds the link without them (``fetch.Session.remember``)."""
+    with serve(site, Behaviour(token=hn.SECRET)) as (base, _):
+        linked = base.replace("://", f"://user:{quote(hn.SECRET, safe='')}@")
+        text = (site / "simple" / "twidx" / "index.html").read_text()
+        page = tmp_path / "page" / "index.html"
+        page.parent.mkdir()
+        page.write_text(text.replace('href="../../', f'href="{linked}/'))
+        assert linked in page.read_text()
+        scan = torchwheel("scan", str(page), "-o", str(tmp_path / "scan.jsonl"))
+        code, doc, err = _select("--torch", "2.12", *PLAN, str(page))
+        matrix = torchwheel("matrix", "--format", "json", str(page))
+        index = torchwheel("index", str(page), "-o", str(tmp_path / "out"))
+    assert scan.returncode == 0 and code == 0 and matrix.returncode == 0 and index.returncode == 0, err
+    lines = (tmp_path / "scan.jsonl").read_text()
+    assert lines.count('"error":null') == 3 and f'"url":"{base}/files/' in lines
+    assert _project(doc)["chosen"]["file"] == labelled("212")
+    written = [p.read_text() for p in (tmp_path / "out").rglob("*.html")]
+    for text in [lines, json.dumps(doc), err, matrix.stdout, index.stdout, *written]:
+        assert not _leaks(text, hn.SECRET) and "user:" not in text
+
+
 def test_only_http_redirects_and_links_are_followed(site: Path, tmp_path: Path) -> None:
     root = tmp_path / "site"
     shutil.copytree(site, root)
@@ -378,8 +402,10 @@ def test_the_password_reaches_no_output_of_any_command(
         if path == "refused":
             base = "https://127.0.0.1:9"  # nothing listens there
         root = base.replace("://", f"://user:{password}@") + "/simple/"
+        if path in hn.MALFORMED:
+            root = hn.MALFORMED[path].format(pw=password, hp=base.split("://", 1)[1])
         page = root + ("nosuch/" if path == "missing" else "")
-        formats = ("--format", fmt) if fmt != "text" else ()
+        formats = ("--format", fmt) if fmt not in ("text", "jsonl") else ()
         args = {
             "select": ["select", *formats, "--torch", "2.12", *PLAN, "-i", root, "--name",
                        "nosuch" if path == "missing" else "twidx"],
@@ -387,12 +413,29 @@ def test_the_password_reaches_no_output_of_any_command(
             "index": ["index", page, "-o", str(out)],
             "install": ["install", "--python", str(venv_python), "-i",
                         page if path == "missing" else root.replace("/simple/", "/torch-2.10/simple/")],
+            "scan": ["scan", page, "-o", str(tmp_path / "scan.jsonl")],
         }[command]  # fmt: skip
+        if path == "base_url":  # the index is read without a password; the address it is served at has one
+            args = [
+                "index",
+                base + "/simple/",
+                "-o",
+                str(out),
+                "--base-url",
+                f"https://user:{password}@host/",
+            ]
         result = torchwheel(*args, env=env)
     want = hostile.CASES[name].expect.codes
     assert result.returncode in want, (result.returncode, result.stdout[-400:], result.stderr[-400:])
     assert "Traceback" not in result.stderr
     written = [p for d in (out, tmp) if d.exists() for p in d.rglob("*") if p.is_file()]
+    written += [p for p in [tmp_path / "scan.jsonl"] if p.exists()]
+    if command == "scan" and path == "ok":
+        assert written and '"error":null' in written[-1].read_text(), result.stderr
+        report = torchwheel("scan", "--report", str(tmp_path / "scan.jsonl"), "--format", "json")
+        assert report.returncode == 0 and not _leaks(report.stdout, password), report.stdout
+    if path == "base_url":
+        assert "--base-url https://***@host/: holds a user part" in result.stderr and not out.exists()
     if command == "install" and path == "ok":
         written += [p for p in installed_dist_info(venv_python, "twidx").rglob("*") if p.is_file()]
         assert result.returncode == 0, result.stderr

@@ -14,6 +14,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from torchwheel.errors import Unfinished
 from torchwheel.install import installing, journal, recovery
 
 from ..helpers import REPO, load_script, torchwheel
@@ -253,6 +255,60 @@ def test_install_repairs_first_and_says_so(env: Any, marks: dict[str, int]) -> N
     assert len(repaired) == 1 and "rolled back" in repaired[0]
     assert "replaced twkill 1.0 with twkill-2.0-py3-none-any.whl" in result.stdout
     assert env.which() == "2.0"
+
+
+def _wrote(home: Path, root: Path) -> list[Path]:
+    return [root / r["path"] for r in _records(home) if r["op"] == "wrote"]
+
+
+def _killed_fresh_mid_write(env: Any) -> Path:
+    """A fresh install killed two thirds of the way: a journal with files written."""
+    total = sweeper.count_points(env, "fresh")
+    _killed(env, "fresh", total * 2 // 3)
+    home = _home(env)
+    assert len(_wrote(home, env.root)) >= 3
+    return home
+
+
+def test_another_installers_copy_of_the_same_wheel_is_never_removed(env: Any) -> None:
+    """Issue 47: an install killed mid-way, the same wheel then installed by pip
+    ``--ignore-installed`` (what pip suggests), then ``--repair-env``: pip's files have the
+    bytes the journal records, in other files; the rollback deletes none of them (it deleted
+    every one torchwheel had written before the kill), names them, and exits 3."""
+    home = _killed_fresh_mid_write(env)
+    written = _wrote(home, env.root)
+    pip = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(env.python), "install", "--no-deps", "--no-index",
+         "--ignore-installed", "-q", str(env.wheels["2.0"].path)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert pip.returncode == 0, pip.stderr
+    before = {e for e in sweeper.tree(env.root) if ".torchwheel-txn-" not in e[1]}
+    result = torchwheel("install", "--repair-env", "--python", str(env.python))
+    assert result.returncode == 3 and result.stderr.count("\n") == 1, result.stderr
+    assert f"and {len(written) - 3} more (not the file the install wrote" in result.stderr
+    assert {e for e in sweeper.tree(env.root) if ".torchwheel-txn-" not in e[1]} == before
+    assert env.import_check("2.0") == ""  # pip's install, whole
+    again = torchwheel("install", "--repair-env", "--python", str(env.python))
+    assert again.returncode == 0, again.stderr
+    assert {e for e in sweeper.tree(env.root)} == before
+
+
+@pytest.mark.parametrize("how", ["copied", "rewritten in place"])
+def test_a_written_file_that_is_no_longer_the_same_file_is_left(env: Any, how: str) -> None:
+    """The same bytes in another file (a new inode), the same inode with bytes written again
+    (a new modification time): neither is the file the install wrote, so neither is deleted;
+    the others it wrote are. (A link there is refused before anything is touched.)"""
+    home = _killed_fresh_mid_write(env)
+    victim, *others = _wrote(home, env.root)
+    data = victim.read_bytes()
+    time.sleep(0.01)
+    if how == "copied":
+        victim.unlink()
+    victim.write_bytes(data)
+    with pytest.raises(Unfinished, match="not the file the install wrote"):
+        _replay(env, home)
+    assert victim.read_bytes() == data and not any(p.exists() for p in others)
 
 
 def test_repair_env_takes_no_sources(env: Any) -> None:

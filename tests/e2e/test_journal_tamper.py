@@ -14,10 +14,14 @@ leaves one whole version. The short form runs a few random examples;
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import hashlib
 import json
 import os
 import random
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -112,18 +116,36 @@ def _link(env: Any) -> tuple[Path, Undo]:
     return evil, evil.unlink
 
 
-def _write_records(env: Any, home: Path, path: Path, dirs: list[Path], sha: str = "A" * 43) -> None:
+def _identity(path: Path) -> dict[str, Any]:
+    """What a wrote record says of the file at ``path`` (its very bytes and identity, as a
+    writer of the journal who can look at it would forge them); of nothing there, a guess."""
+    try:
+        data, st = path.read_bytes(), path.lstat()
+    except OSError:
+        return {"sha256": "A" * 43, "size": 31, "dev": 1, "ino": 2, "mtime_ns": 3}
+    sha = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode().rstrip("=")
+    return {"sha256": sha, "size": len(data), "dev": st.st_dev, "ino": st.st_ino, "mtime_ns": st.st_mtime_ns}
+
+
+def _write_records(
+    env: Any, home: Path, path: Path, dirs: list[Path], sha: str = "A" * 43, **wrote: Any
+) -> None:
     write = {
         "op": "write",
         "path": _rel(env, path),
         "temp": ".torchwheel-part-1-999",
         "dirs": [_rel(env, d) for d in dirs],
     }
-    _append(
-        home,
-        json.dumps(write),
-        json.dumps({"op": "wrote", "path": _rel(env, path), "sha256": sha, "size": 31}),
-    )
+    record = {
+        "op": "wrote",
+        "path": _rel(env, path),
+        "sha256": sha,
+        "size": 31,
+        "dev": 1,
+        "ino": 2,
+        "mtime_ns": 3,
+    }
+    _append(home, json.dumps(write), json.dumps(record | wrote))
 
 
 def t_link_write(env: Any, home: Path, rng: random.Random) -> Undo:
@@ -151,6 +173,8 @@ def t_link_aside(env: Any, home: Path, rng: random.Random) -> Undo:
 def t_journal_link(env: Any, home: Path, rng: random.Random) -> Undo:
     """``journal`` itself a link: ``{"op":"undone"}`` was appended to the file it points to."""
     target = env.outside / "journal-elsewhere"
+    if not (home / "journal").is_file():  # killed before its journal was made: nothing to link
+        return lambda: None
     shutil.move(home / "journal", target)
     (home / "journal").symlink_to(target)
 
@@ -250,7 +274,7 @@ def t_extra_file(env: Any, home: Path, rng: random.Random) -> Undo:
 
 
 def t_swapped(env: Any, home: Path, rng: random.Random) -> Undo:
-    lines = (home / "journal").read_bytes().splitlines(keepends=True)
+    lines = _followed(home).splitlines(keepends=True)
     if len(lines) > 2:
         i, j = rng.sample(range(1, len(lines)), 2)
         lines[i], lines[j] = lines[j], lines[i]
@@ -259,9 +283,65 @@ def t_swapped(env: Any, home: Path, rng: random.Random) -> Undo:
 
 
 def t_other_format(env: Any, home: Path, rng: random.Random) -> Undo:
-    data = (home / "journal").read_bytes()
-    (home / "journal").write_bytes(data.replace(b'"format":2', b'"format":1', 1))
+    data = _followed(home)
+    if data:
+        (home / "journal").write_bytes(data.replace(b'"format":3', b'"format":2', 1))
     return lambda: None
+
+
+def _last_written(env: Any, home: Path) -> Path | None:
+    records = [json.loads(line) for line in _journal(home).splitlines() if line.endswith(b"}")]
+    paths = [env.root / r["path"] for r in records if r.get("op") == "wrote"]
+    # a file the run wrote: no link on the way (another tampering's record may lead outside)
+    return next((p for p in reversed(paths) if p.is_file() and os.path.realpath(p) == str(p)), None)
+
+
+def t_same_bytes_elsewhere(env: Any, home: Path, rng: random.Random) -> Undo:
+    """A file the run wrote replaced by another file with the same bytes, as another
+    installer of the same wheel leaves it (``pip install --ignore-installed``): format 2
+    deleted it."""
+    victim = _last_written(env, home)
+    if victim is None:
+        return lambda: None
+    data = victim.read_bytes()
+    victim.unlink()
+    victim.write_bytes(data)
+    ino = victim.stat().st_ino
+    records = [json.loads(line) for line in _journal(home).splitlines() if line.endswith(b"}")]
+    made = sorted({env.root / d for r in records for d in r.get("dirs", [])}, key=lambda d: -len(d.parts))
+
+    def undo() -> None:  # the user removes the copy the rollback named and left, and the install's folders
+        if victim.exists() and victim.stat().st_ino == ino:
+            victim.unlink()
+            for folder in made:  # deepest first; a folder that still holds something stays
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+
+    return undo
+
+
+def _planted_distribution(env: Any, home: Path, names: tuple[str, ...]) -> Undo:
+    files = _other_distribution(env)
+    for name in names:
+        _write_records(env, home, files[name], [], **_identity(files[name]))
+
+    def undo() -> None:
+        shutil.rmtree(_site(env) / "otherpkg")
+        shutil.rmtree(_site(env) / "otherpkg-1.0.dist-info")
+
+    return undo
+
+
+def t_other_distribution_installer(env: Any, home: Path, rng: random.Random) -> Undo:
+    """Write records naming another distribution's empty ``__init__.py``, ``py.typed`` and
+    its ``INSTALLER`` with their very bytes and identity: all three were deleted, exit 0."""
+    return _planted_distribution(env, home, ("init", "typed", "installer"))
+
+
+def t_other_distribution_module(env: Any, home: Path, rng: random.Random) -> Undo:
+    """Write records naming another distribution's ``__init__.py`` and ``py.typed`` (its
+    RECORD lists them), with their very bytes and identity."""
+    return _planted_distribution(env, home, ("init", "typed"))
 
 
 TAMPERS: dict[str, Callable[[Any, Path, random.Random], Undo]] = {
@@ -277,12 +357,18 @@ def _journal(home: Path) -> bytes:
     return path.read_bytes() if path.is_file() and not path.is_symlink() and not home.is_symlink() else b""
 
 
-def _restore(home: Path, pristine: bytes, tampered: bytes) -> None:
+def _followed(home: Path) -> bytes:
+    """The journal's bytes wherever a tampering put them (through a link too), b"" if none."""
+    try:
+        return (home / "journal").read_bytes()
+    except OSError:
+        return b""
+
+
+def _restore(home: Path, pristine: bytes, recovery_wrote_undone: bool) -> None:
     """The journal as the killed run left it, and an ``undone`` the recovery wrote: what a
     user finishing by hand keeps (without it, old files moved back could be taken for new)."""
-    undone = b'{"op":"undone"}\n'
-    wrote = _journal(home).endswith(undone) and _journal(home) != tampered
-    (home / "journal").write_bytes(pristine + (undone if wrote else b""))
+    (home / "journal").write_bytes(pristine + (b'{"op":"undone"}\n' if recovery_wrote_undone else b""))
 
 
 def _tampered(
@@ -304,8 +390,12 @@ def _tampered(
     untouched = sweeper.tree(env.outside)
     undos = [TAMPERS[n](env, home, rng) for n in names]
     whole, others, outside = sweeper.tree(env.root), _others(env), sweeper.tree(env.outside)
-    tampered = _journal(home)
+    tampered = _followed(home)
     code, err = _repair(env, capsys)
+    # whether this recovery wrote its undone record (an exit 2 wrote nothing; a tampering's own
+    # undone records, or a journal read through a planted link, are not it)
+    after = _followed(home)
+    wrote_undone = code != 2 and after != tampered and after.endswith(b'{"op":"undone"}\n')
     where = f"at={at} {names}: exit {code}: {err.strip()[-400:]}"
     assert code in (0, 2, 3), where
     assert "Traceback" not in err and "internal error" not in err, where
@@ -321,7 +411,7 @@ def _tampered(
     for undo in reversed(undos):  # the tampering taken away, as a user finishing by hand would
         undo()
     if os.path.isdir(home) and not os.path.islink(home):
-        _restore(home, pristine, tampered)
+        _restore(home, pristine, wrote_undone)
     again, err2 = _repair(env, capsys)
     assert again == 0, f"{where}; then exit {again}: {err2.strip()[-400:]}"
     assert env.which() in ("1.0", "2.0"), f"{where}: not one whole version after the second recovery"
@@ -356,8 +446,12 @@ def test_each_tampering_changes_nothing_it_did_not_write(
                "nested", "long_line", "many_records", "extra_file", "other_format"}  # fmt: skip
     if name in refused:
         assert code == 2, err  # nothing touched
-    if name == "pre_existing":  # the rollback ran, and said what it left: the file it did not write
-        assert code == 3 and "not the bytes the install wrote" in err, err
+    if name in ("pre_existing", "same_bytes_elsewhere"):  # the rollback ran, and named what it left
+        assert code == 3 and "not the file the install wrote" in err, err
+    if name == "other_distribution_installer":  # in another project's .dist-info: a forgery
+        assert code == 2 and "a file of another distribution (otherpkg-1.0.dist-info)" in err, err
+    if name == "other_distribution_module":
+        assert code == 3 and "another distribution's: otherpkg-1.0.dist-info lists it" in err, err
 
 
 def test_random_kills_and_tamperings(
@@ -368,6 +462,8 @@ def test_random_kills_and_tamperings(
         names = rng.sample(sorted(TAMPERS), rng.randint(1, 2))
         if {"home_link", "journal_link"} <= set(names):
             names.remove("journal_link")  # the second moves what the first already moved
+        if {"other_distribution_installer", "other_distribution_module"} <= set(names):
+            names.remove("other_distribution_module")  # both plant the same distribution
         _tampered(env, capsys, monkeypatch, rng.randint(1, points), names, rng)
 
 
@@ -402,7 +498,7 @@ def test_the_pre_existing_file_is_deleted_only_with_its_own_bytes(
     _write_records(env, home, victim, [], sha="B" * 43)
     code, err = _repair(env, capsys)
     assert code == 3 and victim.read_bytes() == before
-    assert "pyvenv.cfg (not the bytes the install wrote" in err
+    assert "pyvenv.cfg (not the file the install wrote" in err
     code, err = _repair(env, capsys)  # the rest was done: the next replay only removes the journal
     assert code == 0 and env.which() == "1.0", err
 
@@ -421,3 +517,103 @@ def test_an_install_never_writes_through_a_link(env: Any, capsys: pytest.Capture
     assert sweeper.tree(env.outside) == outside
     assert sweeper.tree(env.root) == whole  # rolled back: nothing of it is left
     planted.unlink()
+
+
+def _other_distribution(env: Any) -> dict[str, Path]:
+    """Another distribution installed beside the package, with the files whose bytes anyone
+    can guess (an empty ``__init__.py`` and ``py.typed``, ``INSTALLER``) and a RECORD."""
+    site = _site(env)
+    files = {
+        "init": site / "otherpkg" / "__init__.py",
+        "typed": site / "otherpkg" / "py.typed",
+        "installer": site / "otherpkg-1.0.dist-info" / "INSTALLER",
+    }
+    for path in files.values():
+        path.parent.mkdir(exist_ok=True)
+    files["init"].write_bytes(b"")
+    files["typed"].write_bytes(b"")
+    files["installer"].write_bytes(b"pip\n")
+    (site / "otherpkg-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: otherpkg\nVersion: 1.0\n"
+    )
+    rows = [
+        f"{p.relative_to(site)},sha256={_identity(p)['sha256']},{p.stat().st_size}" for p in files.values()
+    ]
+    (site / "otherpkg-1.0.dist-info" / "RECORD").write_text(
+        "\n".join([*rows, "otherpkg-1.0.dist-info/RECORD,,"]) + "\n"
+    )
+    return files
+
+
+def _forged(env: Any, project: str, victims: list[Path], exact: bool) -> Path:
+    """A journal written by hand: an install of ``project`` that wrote ``victims``, each
+    with its very bytes (and, ``exact``, its very device, inode and time)."""
+    home = _site(env) / f"{journal.PREFIX}{project}"
+    home.mkdir()
+    begin = {"op": "begin", "format": journal.FORMAT, "project": project, "wheel": f"{project}-1.0-py3-none-any.whl",
+             "replaces": None, "keep": []}  # fmt: skip
+    _append(home, json.dumps(begin))
+    for victim in victims:
+        identity = _identity(victim)
+        if not exact:
+            identity |= {"dev": 0, "ino": 1, "mtime_ns": 0}
+        _write_records(env, home, victim, [], **identity)
+    return home
+
+
+@pytest.mark.parametrize("exact", [False, True], ids=["guessed", "looked-up"])
+def test_a_forged_journal_never_removes_another_distributions_files(
+    env: Any, capsys: pytest.CaptureFixture[str], exact: bool
+) -> None:
+    """Issue 47: a journal naming another distribution's ``__init__.py``, ``py.typed`` and
+    ``INSTALLER`` (bytes anyone can guess) deleted all three with exit 0. A file inside
+    another project's ``.dist-info`` is no install's to write: the journal is refused whole
+    (exit 2); the package's files, which that distribution's RECORD lists, are left and named
+    (exit 3), even when the journal carries their very identity."""
+    env.reset("1.0")
+    files = _other_distribution(env)
+    whole = sweeper.tree(env.root)
+    home = _forged(env, "evil", list(files.values()), exact)
+    code, err = _repair(env, capsys)
+    assert (
+        code == 2
+        and err.count("\n") == 1
+        and "a file of another distribution (otherpkg-1.0.dist-info)" in err
+    ), err
+    shutil.rmtree(home)
+    assert sweeper.tree(env.root) == whole
+    home = _forged(env, "evil", [files["init"], files["typed"]], exact)
+    code, err = _repair(env, capsys)
+    assert code == 3 and err.count("\n") == 1, err
+    assert "another distribution's: otherpkg-1.0.dist-info lists it" in err, err
+    shutil.rmtree(home)
+    assert sweeper.tree(env.root) == whole
+
+
+def test_a_forged_journal_of_the_owner_with_guessed_identity_removes_nothing(
+    env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The journal names the distribution whose files it lists, with their bytes but not
+    their identity (device, inode, time): not the files it wrote, so left (exit 3)."""
+    env.reset("1.0")
+    files = _other_distribution(env)
+    whole = sweeper.tree(env.root)
+    home = _forged(env, "otherpkg", list(files.values()), exact=False)
+    code, err = _repair(env, capsys)
+    assert code == 3 and "not the file the install wrote" in err, err
+    shutil.rmtree(home)
+    assert sweeper.tree(env.root) == whole
+
+
+def test_the_tamper_rows_of_the_hostile_corpus_name_these_cases() -> None:
+    """``fixtures/hostile_install.py`` lists the tamperings as the corpus's ``journal-tamper``
+    class: each row names a tampering of this module or a test that exists."""
+    sys.path.insert(0, str(REPO / "fixtures"))
+    import hostile_install
+
+    for name, (_, tamper) in hostile_install.TAMPERS.items():
+        if "::" in tamper:
+            path, test = tamper.split("::")
+            assert f"def {test}(" in (REPO / path).read_text(), name
+        else:
+            assert tamper == "random" or tamper in TAMPERS, name

@@ -1,6 +1,6 @@
 """``select`` ranks as pip and uv rank, differentially: folders of small wheels written by
 ``wheel``'s own ``WheelFile`` (it writes RECORD), one project per case, and for each case set
-one ``pip install --dry-run --report -``, one ``uv pip install --dry-run`` (uv 0.13.8, the
+one ``pip install --dry-run --report -``, one ``uv pip install --dry-run`` (uv 0.13.9, the
 test extra's) and one ``select --format json``, all for this interpreter (torch 2.13.0 CPU
 installed). Every case must give the same file in all three, or nothing in all three.
 

@@ -45,6 +45,9 @@ REFUSED = {
 # tw414: an invalid file name, exit 2 (tests/e2e/test_invalid_names.py); tw416: a WHEEL Build
 # past max-version-length
 REFUSED |= {"tw409", "tw409_version", "tw411", "tw411_long", "tw414", "tw416", "tw503_pin_conflict"}
+# an op library its package imports as a module: its import fails on every torch (TW304), so
+# WHEEL has no torch to state
+REFUSED |= {"tw304_op_library_imported"}
 TAGGABLE = sorted(n for n in WHEELS if n not in REFUSED)
 BIN = Path(sys.executable).parent
 
@@ -266,6 +269,9 @@ def test_refusals(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
         result = torchwheel("tag", "-w", str(tmp_path / "o"), str(fixture_wheels[bad]), cwd=tmp_path)
         assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+    imported = torchwheel("tag", "-w", str(tmp_path / "o"), str(fixture_wheels["tw304_op_library_imported"]))
+    assert imported.returncode == 2 and len(imported.stderr.splitlines()) == 1, imported.stderr
+    assert "fails on every torch (TW304)" in imported.stderr and "torch.ops.load_library" in imported.stderr
 
 
 def test_unwritable_destination_leaves_nothing(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """Wheel variants for CUDA builds (DRAFT standards): `tag --variant` labels a wheel that
-needs a CUDA build of torch with NVIDIA's provider properties, which uv 0.13.8's preview
+needs a CUDA build of torch with NVIDIA's provider properties, which uv 0.13.9's preview
 evaluates itself. One release: the CPU build as the plain wheel, the CUDA 13 and CUDA 12
 builds (the nvcc fixtures) as variants ``cu13`` and ``cu12``.
 
@@ -24,12 +24,15 @@ from variantlib.models.variant import VariantProperty
 from variantlib.resolver.lib import sort_and_filter_supported_variants
 from variantlib.variants_json import VariantsJson
 
+from torchwheel.wheel import variant_json
+
 from ..helpers import fixture_wheels_module, torchwheel
 from ..publish_helpers import TAGS, offline_env, venv_with_torch
 
 VARIANTLIB = Path(sys.executable).parent / "variantlib"
 BUILDS = {"cpu": "elf_marker_2_10", "cu13": "cuda:cu13_torch_cuda.so", "cu12": "cuda:cu12_runtime.so"}
 PLAIN = f"twgpu-1.0.0-{TAGS}.whl"
+VARIANTLIB_SCHEMA = "https://variants-schema.wheelnext.dev/v0.2.0.json"  # what variantlib 0.2.2 names
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +111,9 @@ def test_variantlib_reads_them_and_writes_the_same_index_file(release: Path, tmp
     )
     assert made.returncode == 0, made.stderr
     theirs = json.loads((folder / "twgpu-1.0.0-variants.json").read_text())
-    assert json.loads((release / "twgpu-1.0.0-variants.json").read_text()) == theirs
+    ours = json.loads((release / "twgpu-1.0.0-variants.json").read_text())
+    assert (ours.pop("$schema"), theirs.pop("$schema")) == (variant_json.SCHEMA, VARIANTLIB_SCHEMA)
+    assert ours == theirs
 
 
 def _has_nvidia_driver() -> bool:
@@ -156,7 +161,7 @@ def test_uv_preview_picks_by_the_gpu(release: Path, tmp_path: Path, target: str)
 
 def nvidia_supported(driver: str | None, sm: str | None) -> list[VariantProperty]:
     """The properties NVIDIA's provider reports for a target (nvidia-variant-provider's
-    ``get_supported_configs``, the logic uv 0.13.8 carries): ``cuda_version_lower_bound``:
+    ``get_supported_configs``, the logic uv 0.13.9 carries): ``cuda_version_lower_bound``:
     every CUDA version up to the driver's, newest first, each major also bare (``13.0``,
     ``13``, ``12.20`` ... ``12.0``, ``12``, ... ``11``); ``sm_arch``: the GPU's major with every
     minor up to its own as ``_real``, then ``X0_virtual``. Nothing without a driver."""

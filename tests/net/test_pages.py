@@ -172,3 +172,121 @@ def test_a_broken_frame_is_still_the_page(frame: dict[str, Any]) -> None:
     doc = {"meta": {"api-version": "1.1"}, "name": "x", "files": []} | frame
     with pytest.raises(InputError):
         _ours(json.dumps({k: v for k, v in doc.items() if v is not _ABSENT}).encode(), True)
+
+
+# -- links as pip 26.3 reads them: its own test shapes (pypa/pip tests/unit/test_collector.py
+# ``test_clean_url_path`` / ``test_ensure_quoted_url``, tests/unit/test_link.py), each held to
+# the literal pip's test expects and to pip's own function on the same input
+
+from pip._internal.models.link import _ensure_quoted_url  # noqa: E402
+
+# (path, what pip's test_clean_url_path expects it quoted as)
+PIP_PATHS = [
+    ("a b", "a%20b"),
+    ("a @ b", "a%20@%20b"),
+    ("a @ @ b", "a%20@%20@%20b"),
+    ("a %40 b", "a%20%40%20b"),
+    ("a %40b@ c", "a%20%40b@%20c"),
+    ("a @b%40 c", "a%20@b%40%20c"),
+    ("a %40@b %40@c %40", "a%20%40@b%20%40@c%20%40"),
+    ("a / b", "a%20/%20b"),
+    ("a / / b", "a%20/%20/%20b"),
+    ("a %2F b", "a%20%2F%20b"),
+    ("a %2Fb/ c", "a%20%2Fb/%20c"),
+    ("a /b%2F c", "a%20/b%2F%20c"),
+    ("a %2F/b %2F/c %2F", "a%20%2F/b%20%2F/c%20%2F"),
+    ("a %5b %5d b", "a%20%5B%20%5D%20b"),
+    ("a %2f b", "a%20%2F%20b"),
+]
+
+# (URL, what pip's test_ensure_quoted_url expects), the shapes that are not Windows-only
+PIP_URLS = [
+    ("https://localhost.localdomain:8181/path/with space/", "https://localhost.localdomain:8181/path/with%20space/"),
+    (
+        "https://localhost.localdomain:8181/path/with%20quoted%20space/",
+        "https://localhost.localdomain:8181/path/with%20quoted%20space/",
+    ),
+    ("https://127.0.0.1:8181/path/with space/", "https://127.0.0.1:8181/path/with%20space/"),
+    ("https://[fd00:0:0:236::100]:8181/path/with space/", "https://[fd00:0:0:236::100]:8181/path/with%20space/"),
+    (
+        "https://localhost.localdomain:8181/path/with/query?request=test",
+        "https://localhost.localdomain:8181/path/with/query?request=test",
+    ),
+    ("https://localhost.localdomain:8181/path:/with:/colon", "https://localhost.localdomain:8181/path%3A/with%3A/colon"),
+    ("https://localhost.localdomain/T:/path/", "https://localhost.localdomain/T%3A/path/"),
+    ("https://example.com/access%2Ftoken/path/", "https://example.com/access%2Ftoken/path/"),
+    ("file:///T:/path/with spaces/", "file:///T%3A/path/with%20spaces/"),  # on a POSIX host, as pip's test says
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("path", "expected"), PIP_PATHS, ids=[p for p, _ in PIP_PATHS])
+def test_a_path_is_quoted_as_pip_quotes_it(path: str, expected: str) -> None:
+    url = f"https://example.com/{path}"
+    assert pages.quote_link(url) == f"https://example.com/{expected}" == _ensure_quoted_url(url)
+
+
+@pytest.mark.parametrize(("url", "expected"), PIP_URLS, ids=[u for u, _ in PIP_URLS])
+def test_a_url_is_quoted_as_pip_quotes_it(url: str, expected: str) -> None:
+    assert pages.quote_link(url) == expected == _ensure_quoted_url(url)
+
+
+DIGEST = "ab" * 32
+# hrefs as pages write them: a raw space, a quoted one, a fragment with more than the digest,
+# pip's own shapes of test_collector.py (``#md5=000000000``, ``#sha512=abc132409cb``) and
+# test_link.py (``#egg=...&subdirectory=...``, a quoted ``#`` and ``+`` in the file name)
+HREFS = [
+    "/files/with space/demo-1.0-py3-none-any.whl",
+    "/files/with%20space/demo-1.0-py3-none-any.whl",
+    f"/files/demo-1.0-py3-none-any.whl#sha256={DIGEST}&subdirectory=sub",
+    f"/files/demo-1.0-py3-none-any.whl#subdirectory=sub&sha256={DIGEST}",
+    f"/files/demo-1.0-py3-none-any.whl#egg=demo&sha256={DIGEST.upper()}",
+    f"/files/demo-1.0-py3-none-any.whl#SHA256={DIGEST}",  # pip reads lower-case names only: none
+    "/files/demo-1.0-py3-none-any.whl#sha256=",  # an empty digest stays one (no file matches it)
+    "/abc-1.0.tar.gz#md5=000000000",
+    "/pkg1-1.0.tar.gz#sha512=abc132409cb",
+    "/files/page%231-1.0-py3-none-any.whl",
+    "/files/myproject-1.0%2Bfoobar.0-py2.py3-none-any.whl",
+    "/files/a%2F..%2Fdemo-1.0-py3-none-any.whl",  # a quoted separator never makes a path
+    f"/files/q/demo-1.0-py3-none-any.whl?x=1&sha256={DIGEST}",  # pip searches the whole URL
+    "../up/./demo-1.0-py3-none-any.whl#sha256=x",
+    "https://other.example/w i t h/demo-1.0-py3-none-any.whl#sha256=x&egg=demo",
+]
+
+
+def _pip_link_facts(link: PipLink) -> tuple[Any, ...]:
+    return (link.url_without_fragment, link.filename, {k: v.lower() for k, v in link._hashes.items()})
+
+
+def _link_facts(link: pages.Link) -> tuple[Any, ...]:
+    return (link.url, link.filename, dict(link.hashes))
+
+
+@pytest.mark.parametrize("href", HREFS)
+def test_an_html_link_reads_as_pip_reads_it(href: str) -> None:
+    html = f'<!DOCTYPE html><html><body><a href="{href}">x</a></body></html>'.encode()
+    (ours,) = [*_ours(html, False).files, *_ours(html, False).projects]
+    (theirs,) = _pips(html, False)
+    assert _link_facts(ours) == _pip_link_facts(theirs)
+    assert " " not in ours.url
+
+
+@pytest.mark.parametrize("href", HREFS)
+def test_a_json_file_url_reads_as_pip_reads_it(href: str) -> None:
+    """PEP 691: the page's ``hashes`` and the URL's own digest, which pip lays over them."""
+    entry = {
+        "filename": "demo-1.0-py3-none-any.whl",
+        "url": href,
+        "hashes": {"sha256": "CD" * 32, "md5": "ef"},
+    }
+    data = json.dumps({"meta": {"api-version": "1.1"}, "name": "demo", "files": [entry]}).encode()
+    (ours,) = _ours(data, True).files
+    (theirs,) = _pips(data, True)
+    assert _link_facts(ours)[0::2] == _pip_link_facts(theirs)[0::2]  # the file name is the page's
+    assert ours.filename == "demo-1.0-py3-none-any.whl"
+
+
+def test_the_digest_of_a_fragment_with_more_parameters() -> None:
+    """The one shape a page of a real index writes that a plain ``partition("=")`` misread."""
+    page = f'<a href="demo-1.0-py3-none-any.whl#sha256={DIGEST}&subdirectory=sub">x</a>'.encode()
+    (link,) = _ours(page, False).files
+    assert link.hashes == {"sha256": DIGEST} and link.url == URL.format("x") + "demo-1.0-py3-none-any.whl"

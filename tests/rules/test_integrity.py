@@ -30,7 +30,7 @@ from .direct import facts
 LINUX_ABI3 = "cp39-abi3-manylinux_2_28_x86_64"
 CLEAN_MEMBER = "demo_stable/elf_marker_2_10.abi3.so"
 OWN_CODES = {"TW401", "TW402", "TW403", "TW404", "TW405", "TW406", "TW407", "TW408", "TW409", "TW410",
-             "TW411", "TW412", "TW413", "TW414", "TW415", "TW416"}  # fmt: skip
+             "TW411", "TW412", "TW413", "TW414", "TW415", "TW416", "TW417"}  # fmt: skip
 
 
 def found(code: str, path: Path) -> list[Hit | Omitted]:
@@ -216,6 +216,50 @@ def test_tw405_every_platform_of_a_compressed_tag(built_fixtures: dict[str, Path
 )
 def test_tw405_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
     assert hits("TW405", fixture_wheels[scenario]) == []
+
+
+KERNEL = "vendors/op_impl/cpu/aicpu_kernel/impl/libcust_aicpu_kernels.so"
+
+
+@pytest.mark.parametrize(
+    ("scenario", "why"),
+    [
+        ("device_kernels_loaded", "the package's Python opens it with ctypes.CDLL on the host"),
+        ("device_kernels_no_manifest", "no kernel manifest names it"),
+    ],
+)
+def test_tw405_stays_for_aarch64_code_without_both_kinds_of_evidence(
+    scenario: str, why: str, fixture_wheels: dict[str, Path]
+) -> None:
+    dist = {"device_kernels_loaded": "wdevload", "device_kernels_no_manifest": "wdevnoman"}[scenario]
+    assert hits("TW405", fixture_wheels[scenario]) == [
+        (
+            f"{dist}/{KERNEL}",
+            "has aarch64 but the wheel is tagged manylinux_2_28_x86_64 (x86_64): retag or rebuild",
+        )
+    ], why
+    assert hits("TW417", fixture_wheels[scenario]) == []
+
+
+# -- TW417 device-side-code -------------------------------------------------------------------
+
+
+def test_tw417_device_kernels_named_by_the_manifest_and_loaded_by_no_host_code(
+    fixture_wheels: dict[str, Path],
+) -> None:
+    """Issue 48, item 4: an AArch64 AI CPU kernel library (zig, ``aarch64-linux-gnu``) in an
+    x86_64 wheel, named by CANN's operator information library, loaded by no host code."""
+    wheel = fixture_wheels["device_kernels"]
+    assert hits("TW405", wheel) == []
+    assert hits("TW417", wheel) == [
+        (
+            f"wdevice/{KERNEL}",
+            "is aarch64 code for an accelerator's own cores, not for the host: "
+            "wdevice/vendors/op_impl/cpu/config/cust_aicpu_kernel.json names it as a kernel and no Python file "
+            "or library of the package loads it, so it is not judged against manylinux_2_28_x86_64 (TW405); "
+            "the device runtime loads it",
+        )
+    ]
 
 
 # -- TW406 binary-unreadable ------------------------------------------------------------------

@@ -225,3 +225,59 @@ def test_tw603_silent(
 ) -> None:
     wheels = release(built_fixtures, tmp_path, [("elf_marker_2_10", LINUX, ("torch>=2.10",)), second])
     assert all(found == [] for found in each(release_agreement.release_stable_and_unstable, wheels).values())
+
+
+# -- hybrid releases (issue 48, item 3): a stable build for torch >= 2.13 beside per-minor
+# builds for 2.11 and 2.12, each wheel of its own tag so that the files differ
+
+PY311 = "cp311-cp311-manylinux_2_28_x86_64"
+PY312 = "cp312-cp312-manylinux_2_28_x86_64"
+STABLE_213 = ("elf_marker_2_13_shims_2_13", LINUX, ("torch>=2.13",))
+
+
+def _hybrid(built: dict[str, Path], out: Path, *locked: tuple[str, str]) -> list[WheelFacts]:
+    """The stable 2.13 build and one version-locked build per (tag, requirement)."""
+    return release(built, out, [STABLE_213, *(("elf_unstable_cpp", tag, (req,)) for tag, req in locked)])
+
+
+def test_a_hybrid_release_is_no_tw603(built_fixtures: dict[str, Path], tmp_path: Path) -> None:
+    wheels = _hybrid(built_fixtures, tmp_path, (PY311, "torch==2.11.*"), (PY312, "torch==2.12.*"))
+    assert all(found == [] for found in each(release_agreement.release_stable_and_unstable, wheels).values())
+
+
+def test_tw601_gives_a_hybrid_release_its_recipe(built_fixtures: dict[str, Path], tmp_path: Path) -> None:
+    wheels = _hybrid(built_fixtures, tmp_path, (PY311, "torch==2.11.*"), (PY312, "torch==2.12.*"))
+    found = each(release_agreement.release_requirements_differ, wheels)
+    recipe = (
+        "this hybrid release (stable >= 2.13, per-minor builds for torch 2.11, 2.12) cannot be one: give each "
+        "per-minor build its local label (`torchwheel tag --build-torch {0} --local-label torch{0}`) and publish "
+        "them with `torchwheel index`, whose per-torch indexes serve each torch its build (docs/installers.md, "
+        "hybrid releases)"
+    )
+    assert found[LINUX_FILE] == [
+        ("", f"requires torch>=2.13 but relset-1.0.0-{PY311}.whl of the same release requires torch==2.11.*: "
+             "installers read one METADATA per release, and " + recipe.format("2.11"))
+    ]  # fmt: skip
+    ((_, message),) = found[f"relset-1.0.0-{PY312}.whl"]
+    assert message.endswith(recipe.format("2.12"))  # its own minor in the example
+
+
+@pytest.mark.parametrize(
+    ("locked", "why"),
+    [
+        (
+            ((PY311, "torch==2.11.*"), (PY312, "torch==2.13.*")),
+            "a build for the floor's minor: two load on 2.13",
+        ),
+        (((PY311, "torch==2.11.*"), (PY312, "torch==2.14.*")), "a build above the floor"),
+        (((PY311, "torch==2.11.*"), (PY312, "torch")), "an undated build: nothing says where it loads"),
+    ],
+)
+def test_tw603_stays_for_a_real_conflict(
+    locked: tuple[tuple[str, str], ...], why: str, built_fixtures: dict[str, Path], tmp_path: Path
+) -> None:
+    wheels = _hybrid(built_fixtures, tmp_path, *locked)
+    found = each(release_agreement.release_stable_and_unstable, wheels)
+    assert found[LINUX_FILE] and found[LINUX_FILE][0][1].startswith("this wheel is stable but"), why
+    found601 = each(release_agreement.release_requirements_differ, wheels)
+    assert all("hybrid" not in m for hits_ in found601.values() for _, m in hits_), why

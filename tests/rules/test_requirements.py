@@ -269,6 +269,15 @@ def test_tw505_no_requirement_over_per_release_builds(fixture_wheels: dict[str, 
     ]
 
 
+def test_per_release_builds_named_twice_are_builds(fixture_wheels: dict[str, Path]) -> None:
+    """Issue 48, item 4: ``glue_2_13_0/libpywrap_2_13_0_common.so`` and its 2.14.0 twin, the
+    release in the folder and again in the file: two per-release builds, no TW504."""
+    wheel = fixture_wheels["per_release_named_twice"]
+    assert hits(requirements.unstable_torch_unpinned, wheel) == []
+    ((member, message),) = hits(requirements.builds_gap, wheel)
+    assert member == "" and "(it has 2.13.0, 2.14.0)" in message
+
+
 def test_tw505_per_patch_builds_miss_one_patch(fixture_wheels: dict[str, Path]) -> None:
     """Builds for 2.1.0-2.1.2, 2.2.0 and 2.2.1; ``>=2.1,<2.3`` also admits torch 2.2.2."""
     ((member, message),) = hits(requirements.builds_gap, fixture_wheels["per_patch"])

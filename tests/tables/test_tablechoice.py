@@ -105,3 +105,62 @@ def test_the_user_tables_file_is_read_while_it_knows_a_newer_torch(tmp_path: Pat
     shipped = load_shipped()
     user.write_text(SymbolTable(dict(shipped.symbols), shipped.sources[:2]).to_json())  # older
     assert tablechoice.choose_table(None, None).how == tablechoice.SHIPPED
+
+
+@pytest.mark.parametrize("damage", [b"{", b'{"schema_version": 99}', b"\x00" * 100])
+def test_an_unreadable_user_tables_file_is_set_aside(tmp_path: Path, damage: bytes) -> None:
+    """Issue 47: one warning, the file renamed beside itself (never deleted, never over an
+    earlier one), the shipped tables used; the next run finds nothing to warn about."""
+    user = tablechoice.user_tables_path()
+    user.parent.mkdir(parents=True)
+    (user.parent / "tables.json.unreadable").write_bytes(b"an earlier one")
+    user.write_bytes(damage)
+    chosen = tablechoice.choose_table(None, None)
+    assert chosen.how == tablechoice.SHIPPED and "cannot be read" in chosen.warning
+    assert "\n" not in chosen.warning and "tables.json.unreadable.2" in chosen.warning
+    assert not user.exists() and (user.parent / "tables.json.unreadable.2").read_bytes() == damage
+    assert (user.parent / "tables.json.unreadable").read_bytes() == b"an earlier one"
+    assert tablechoice.choose_table(None, None).warning == ""
+
+
+def test_a_named_tables_file_stays_an_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b"{")
+    with pytest.raises(InputError, match="not JSON"):
+        tablechoice.choose_table(bad, None)
+    assert bad.read_bytes() == b"{"
+
+
+def test_a_second_symbols_update_waits_for_the_first(tmp_path: Path) -> None:
+    """The lock held (as a first ``symbols update`` holds it from reading its base to
+    writing), a second one says it waits and writes nothing; released, it writes."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    inc = tmp_path / "torch" / "include" / "torch"
+    (inc / "csrc" / "stable" / "c").mkdir(parents=True)
+    (inc / "headeronly").mkdir()
+    (inc / "headeronly" / "version.h").write_text(
+        "#define TORCH_VERSION_MAJOR 2\n#define TORCH_VERSION_MINOR 99\n#define TORCH_VERSION_PATCH 0\n"
+    )
+    (inc / "csrc" / "stable" / "c" / "shim.h").write_text("AOTI_TORCH_EXPORT int torch_new_shim(void);\n")
+    user = tablechoice.user_tables_path()
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
+    with tablechoice.tables_lock(user):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "torchwheel", "symbols", "update", str(tmp_path / "torch")],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stderr is not None
+        first = proc.stderr.readline()  # its first word, while the lock is held
+        assert first.startswith("torchwheel: waiting for another torchwheel writing"), first
+        time.sleep(1)
+        assert proc.poll() is None and not user.exists()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "wrote" in err
+    assert "torch_new_shim" in user.read_text()

@@ -195,3 +195,22 @@ def test_release_mode_refuses_two_releases(built_fixtures: dict[str, Path], tmp_
     with pytest.raises(InputError) as info:
         release_sets(wheels, TagOptions(), True)
     assert str(info.value) == "--release: the wheels given are not one release (other 1.0.0, relset 1.0.0)"
+
+
+def test_a_hybrid_release_keeps_each_wheels_requirement(
+    built_fixtures: dict[str, Path], tmp_path: Path
+) -> None:
+    """Issue 48, item 3: stable >= 2.13 beside a per-minor build for 2.12. Given together
+    (automatic mode), each keeps its own; ``--release`` refuses with the recipe."""
+    wheels = release(
+        built_fixtures, tmp_path,
+        [("elf_marker_2_13_shims_2_13", LINUX, ("torch>=2.13",)), ("elf_unstable_cpp", UNSTABLE, ("torch==2.12.*",))],
+    )  # fmt: skip
+    assert release_sets(wheels, TagOptions(), None) == {}
+    with pytest.raises(InputError) as info:
+        release_sets(wheels, TagOptions(), True)
+    assert str(info.value) == (
+        "relset 1.0.0: a hybrid release (stable >= 2.13, per-minor builds for torch 2.12) cannot share one torch "
+        "requirement: tag each build on its own, the per-minor builds with --build-torch X.Y --local-label "
+        "torchX.Y, and publish them with `torchwheel index` (docs/installers.md, hybrid releases)"
+    )

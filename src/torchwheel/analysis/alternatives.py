@@ -9,7 +9,8 @@ with a bare ``Requires-Dist: torch``, a range, or none at all: the
 wheel loads where it has a build, and a pin would break it everywhere else. Such a set is
 recognised by its names alone (the same path but for the torch release, at least two
 releases), keeping the granularity the names have: a build named ``2.2.1`` says nothing
-about 2.2.2. ``compat`` confirms a claim against a real torch's exports where one is at hand.
+about 2.2.2. A path may name its release more than once (a folder and the file in it,
+``glue_2_14_0/libpywrap_2_14_0_common.so``): each place is blanked, as long as they agree. ``compat`` confirms a claim against a real torch's exports where one is at hand.
 """
 
 from __future__ import annotations
@@ -31,14 +32,22 @@ _TOKEN = re.compile(
 
 
 def build_of(member: str) -> tuple[str, Release] | None:
-    """(the path with its torch release as ``*``, the release it names) when exactly one
-    component of the path names one (a file ``_torch24``, a directory ``torch-2.6``)."""
+    """(the path with its torch release as ``*``, the release it names) when the path names
+    one release: in one place (a file ``_torch24``, a directory ``torch-2.6``), or the same
+    release in several (``glue_2_14_0/libpywrap_2_14_0_common.so``). Two that differ, even by
+    granularity (``torch2.13/_C_2_14.so``, ``2_12/_ops_2_12_1.so``), say no one release."""
     found = list(_TOKEN.finditer(member))
-    if len(found) != 1:
-        return None  # no release, or an ambiguous path: not a per-release build by its name
-    m = found[0]
-    build = tuple(int(g) for g in m.groups() if g is not None)  # (2, 12) or (2, 12, 1)
-    return f"{member[: m.start()]}*{member[m.end() :]}", build
+    if not found:
+        return None
+    builds = {tuple(int(g) for g in m.groups() if g is not None) for m in found}  # (2, 12) or (2, 12, 1)
+    if len(builds) != 1:
+        return None  # names two releases: not a per-release build by its name
+    (build,) = builds
+    key, end = [], 0
+    for m in found:
+        key += [member[end : m.start()], "*"]
+        end = m.end()
+    return "".join([*key, member[end:]]), build
 
 
 @frozen

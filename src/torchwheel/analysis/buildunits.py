@@ -40,7 +40,7 @@ def brought_runtimes(
     """The accelerator runtimes the wheel brings itself: the ``nvidia-*`` distributions its
     requirements install (``accelerators.required_runtimes``) and the copies it bundles."""
     found: dict[str, dict[int | None, str]] = {}
-    for component, major, req in accelerators.required_runtimes(requirements, _platform(tags)):
+    for component, major, req in accelerators.required_runtimes(requirements, wheel_platform(tags)):
         found.setdefault(component, {}).setdefault(major, f"the requirement {req}")
     for member in members:
         lib = bundled(member)
@@ -49,7 +49,7 @@ def brought_runtimes(
     return found
 
 
-def _platform(tags: Iterable[Tag]) -> str | None:
+def wheel_platform(tags: Iterable[Tag]) -> str | None:
     """``linux``, ``win32`` or ``darwin`` from the wheel's platform tags, for requirement markers."""
     platforms = {t.platform for t in tags}
     for word, value in (("win", "win32"), ("macosx", "darwin"), ("linux", "linux")):

@@ -10,18 +10,19 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 
-from torchwheel.analysis import loaders, pyimports
+from torchwheel.analysis import device_code, loaders, pyimports, reach
 from torchwheel.analysis.buildunits import flavour_pair_dirs, flavour_sets
 from torchwheel.analysis.member import BinaryAnalysis, MemberBinary, UnreadableBinary, analyze_binary
+from torchwheel.analysis.platforms import expected
 from torchwheel.analysis.pythonabi import parse_suffix
-from torchwheel.analysis.wheelfacts import WheelFacts
+from torchwheel.analysis.wheelfacts import WheelFacts, is_torch_itself
 from torchwheel.binary import BinaryError
 from torchwheel.binary.memberscan import scan_member
 from torchwheel.tables.symtable import SymbolTable
 from torchwheel.wheel.contents import is_compiled_name
 from torchwheel.wheel.metadata import parse_metadata
 from torchwheel.wheel.record import verify_record
-from torchwheel.wheel.sources import Source
+from torchwheel.wheel.sources import DirectorySource, Source
 
 _BATCH_BYTES = 32 << 20  # small members are hashed in batches: one future per file costs more
 _BATCH_COUNT = 512  # than hashing it (torch's wheel has 12,000 members)
@@ -84,12 +85,14 @@ def _read_members(
 
     hashes: _Hashes = {}
     results: dict[str, BinaryAnalysis | UnreadableBinary] = {}
+    compiled, same = _one_name_per_file(source, compiled)
     batched = list(_batches(others, source.member_size))
     if sum(map(source.member_size, contents.members)) < _INLINE_BYTES:
         for m in compiled:
             hashes[m], results[m] = read_compiled(m)
         for names in batched:
             hashes.update(hash_batch(names))
+        _copy_to_links(same, hashes, results)
         return hashes, results
     from concurrent.futures import ThreadPoolExecutor  # only a wheel worth threads pays for them
 
@@ -101,7 +104,41 @@ def _read_members(
             hashes[m], results[m] = scanned.result()
         for batch in batches:
             hashes.update(batch.result())
+    _copy_to_links(same, hashes, results)
     return hashes, results
+
+
+def _one_name_per_file(source: Source, compiled: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The compiled members to read, one per file, and each other name -> the one read: in
+    an installed distribution or a folder, hard links (and symlinks) give one file many
+    names (5,000 names of one 64 MB library were 5,000 reads, 20 minutes). A wheel's
+    members are distinct by construction."""
+    if not isinstance(source, DirectorySource):
+        return compiled, {}
+    first: dict[tuple[int, int], str] = {}
+    keep: list[str] = []
+    same: dict[str, str] = {}
+    for m in compiled:
+        key = source.identity(m)
+        if key is None:
+            keep.append(m)
+        elif key in first:
+            same[m] = first[key]
+        else:
+            first[key] = m
+            keep.append(m)
+    return keep, same
+
+
+def _copy_to_links(
+    same: dict[str, str], hashes: _Hashes, results: dict[str, BinaryAnalysis | UnreadableBinary]
+) -> None:
+    for name, read in same.items():
+        hashes[name] = hashes[read]
+        result = results[read]
+        results[name] = (
+            UnreadableBinary(name, result.error) if isinstance(result, UnreadableBinary) else result
+        )
 
 
 def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> WheelFacts:
@@ -129,6 +166,16 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
     fallbacks = loaders.fallback_units(
         contents.members, source.member_size, source.read, flavour_sets(readable)
     )
+    platforms = {t.platform for t in (contents.filename_tags or contents.wheel_tags)}
+    promises = (
+        [e for e in map(expected, sorted(platforms)) if e is not None] if "any" not in platforms else []
+    )
+    device = device_code.device_side(readable, promises, contents.members, source.member_size, source.read)
+    reaching = (
+        reach.Reaching()
+        if is_torch_itself(contents)
+        else reach.read_reach(contents.members, source.member_size, source.read, reach_inputs(readable))
+    )
     record = verify_record(
         contents.record,
         contents.dist_info,
@@ -150,4 +197,19 @@ def collect(source: Source, table: SymbolTable, verify_hashes: bool = True) -> W
         py_imports=py_imports,
         loader_prefers=loader_prefers,
         loader_fallbacks=fallbacks,
+        device_code=device,
+        reach=reaching,
     )
+
+
+def reach_inputs(binaries: Iterable[MemberBinary]) -> list[reach.Compiled]:
+    """What ``reach`` needs of each compiled member: the module its name makes, the
+    libraries it links."""
+    out = []
+    for b in binaries:
+        suffix = parse_suffix(b.member)
+        module = pyimports.module_name(b.member, suffix.module) if suffix.module else None
+        needed = tuple(dict.fromkeys(n for s in b.analysis.facts.slices for n in s.needed))
+        hooked = any(s.python.hooks for s in b.analysis.slices)
+        out.append(reach.Compiled(b.member, module, needed, hooked))
+    return out

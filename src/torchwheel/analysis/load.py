@@ -4,6 +4,11 @@ wheels, single binaries and installed distributions all end up as ``WheelFacts``
 A wheel-shaped input goes through its source (``wheel.sources``) and ``collect``; a lone
 binary is scanned as one file and judged with empty metadata, so the binary rules still
 apply to it.
+
+An input that cannot be read raises ``InputError`` naming it, or, given a list to put it in
+(``unreadable``: ``check`` and ``show``, as ruff reports the bad file and goes on), is put
+there and the others are read: one unreadable wheel of a wheelhouse hides no other wheel's
+findings.
 """
 
 from __future__ import annotations
@@ -36,17 +41,32 @@ def expand(paths: tuple[Path, ...]) -> list[Path]:
     """
     out: list[Path] = []
     for p in paths:
-        mode = _mode(p)
-        if stat.S_ISDIR(mode) and not any(p.glob("*.dist-info")):
-            wheels = sorted(p.glob("*.whl"))
-            if not wheels:
-                raise InputError(f"{p}: a directory with neither wheels nor a .dist-info")
-            out.extend(_directory_entry(p, w) for w in wheels)
-        elif not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-            raise InputError(f"{p}: {kind(mode)}, not a wheel, directory or binary: refused")
-        else:
-            out.append(p)
+        for entry in _entries(p):
+            if isinstance(entry, InputError):
+                raise entry
+            out.append(entry)
     return out
+
+
+def _entries(p: Path) -> list[Path | InputError]:
+    """``expand`` of one input, a directory entry it refuses in its place among the others
+    (an ``InputError`` of the input itself is raised)."""
+    mode = _mode(p)
+    if stat.S_ISDIR(mode) and not any(p.glob("*.dist-info")):
+        wheels = sorted(p.glob("*.whl"))
+        if not wheels:
+            raise InputError(f"{p}: a directory with neither wheels nor a .dist-info")
+        out: list[Path | InputError] = []
+        for w in wheels:
+            try:
+                out.append(_directory_entry(p, w))
+            except InputError as exc:
+                exc.input_path = str(w)
+                out.append(exc)
+        return out
+    if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+        raise InputError(f"{p}: {kind(mode)}, not a wheel, directory or binary: refused")
+    return [p]
 
 
 def _mode(p: Path) -> int:
@@ -104,6 +124,26 @@ def reading(path: Path) -> Iterator[None]:
         raise
 
 
+@contextmanager
+def _kept(path: Path | str, unreadable: list[InputError] | None) -> Iterator[None]:
+    """Reading ``path`` (an installed distribution's name: a ``str``): its ``InputError`` (an
+    ``OSError`` made one) names it, and is raised, or with ``unreadable`` given, put there for
+    the report while the other inputs are read."""
+    try:
+        try:
+            yield
+        except InputError:
+            raise
+        except OSError as exc:  # permissions, I/O: the words the entry point would say
+            raise system_error(Path(path), exc) from exc
+    except InputError as exc:
+        if exc.input_path is None and isinstance(path, Path):
+            exc.input_path = str(path)
+        if unreadable is None:
+            raise
+        unreadable.append(exc)
+
+
 def _expanded(paths: tuple[Path, ...]) -> list[Path]:
     out: list[Path] = []
     for given in paths:
@@ -113,28 +153,44 @@ def _expanded(paths: tuple[Path, ...]) -> list[Path]:
 
 
 def load(
-    paths: tuple[Path, ...], env: tuple[str, ...], table: SymbolTable, verify_hashes: bool = True
+    paths: tuple[Path, ...],
+    env: tuple[str, ...],
+    table: SymbolTable,
+    verify_hashes: bool = True,
+    unreadable: list[InputError] | None = None,
 ) -> Iterator[WheelFacts]:
-    for path in _expanded(paths):
-        if path.is_file() and path.suffix != ".whl":
-            with reading(path):
-                facts = _binary_facts(path, table)
-            yield facts
-            continue
-        with reading(path):
-            source = _open(path, lenient_name=True)
-        try:
-            with reading(path):
-                facts = collect(source, table, verify_hashes)
-            yield facts
-        finally:
-            source.close()
+    """The facts of every input, in order (an unreadable one in its place among them);
+    ``unreadable``: see the module's docstring."""
+    for given in paths:
+        entries: list[Path | InputError] = []
+        with _kept(given, unreadable):
+            entries = _entries(given)
+        for entry in entries:
+            found: list[WheelFacts] = []
+            with _kept(entry if isinstance(entry, Path) else Path(entry.input_path or given), unreadable):
+                if isinstance(entry, InputError):
+                    raise entry
+                found.append(_read(entry, table, verify_hashes))
+            yield from found
     for name in env:
-        source = installed_source(name)
-        try:
-            yield collect(source, table, verify_hashes)
-        finally:
-            source.close()
+        found = []
+        with _kept(name, unreadable):
+            source = installed_source(name)
+            try:
+                found.append(collect(source, table, verify_hashes))
+            finally:
+                source.close()
+        yield from found
+
+
+def _read(path: Path, table: SymbolTable, verify_hashes: bool) -> WheelFacts:
+    if path.is_file() and path.suffix != ".whl":
+        return _binary_facts(path, table)
+    source = _open(path, lenient_name=True)
+    try:
+        return collect(source, table, verify_hashes)
+    finally:
+        source.close()
 
 
 @contextmanager

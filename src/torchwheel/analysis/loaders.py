@@ -27,10 +27,9 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 
-from torchwheel.analysis.pyimports import python_sources
+from torchwheel.analysis.pyimports import parsed, python_sources
 
 # the flavour a string names by its last word: f'{library}_cuda', "_C_hip", '_cpu'
 _ENDS = re.compile(r"[_.-](cpu|cuda|hip|gpu|rocm)$", re.IGNORECASE)
@@ -49,20 +48,10 @@ def _flavour_of(node: ast.AST) -> str | None:
     return found
 
 
-def _parsed(source: bytes, member: str) -> ast.Module | None:
-    """The file's syntax tree, or None for what does not parse (never executed)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
-            return ast.parse(source, filename=member)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-
-
 def preferred_flavour(source: bytes, member: str) -> str | None:
     """The accelerated flavour this file's loader takes whenever its file exists, before the
     CPU one (``cuda_spec or cpu_spec``); None when it does not read so."""
-    tree = _parsed(source, member)
+    tree = parsed(source, member)
     if tree is None:
         return None
     named: dict[str, str] = {}
@@ -169,7 +158,7 @@ def _catches_load_failure(handler: ast.ExceptHandler) -> bool:
 def fallback_stems(source: bytes, member: str, stems: Iterable[str]) -> set[str]:
     """The stems (``libbitsandbytes``, ``_C``) whose library this file loads inside a ``try``
     whose handler goes on without it."""
-    tree = _parsed(source, member)
+    tree = parsed(source, member)
     if tree is None:
         return set()
     calls = frozenset(_LOADING_CALLS | _loading_functions(tree))

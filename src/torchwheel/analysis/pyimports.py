@@ -34,7 +34,7 @@ def module_name(member: str, stem: str) -> str:
     return ".".join([*_parts(member)[:-1], stem])
 
 
-def _names(member: str) -> tuple[str, str]:
+def names_of(member: str) -> tuple[str, str]:
     """(this file's module name, its package) for a ``.py`` member."""
     parts = _parts(member)
     package = ".".join(parts[:-1])
@@ -42,7 +42,7 @@ def _names(member: str) -> tuple[str, str]:
     return (package if stem == "__init__" else ".".join([*parts[:-1], stem])), package
 
 
-def _resolve(name: str | None, level: int, package: str) -> str | None:
+def resolve(name: str | None, level: int, package: str) -> str | None:
     """An absolute module name for ``from <level dots><name> import``, as importlib resolves it."""
     if level == 0:
         return name
@@ -53,7 +53,7 @@ def _resolve(name: str | None, level: int, package: str) -> str | None:
     return ".".join([*base, *([name] if name else [])]) or None
 
 
-def _dynamic(call: ast.Call, module: str, package: str) -> str | None:
+def dynamic_import(call: ast.Call, module: str, package: str) -> str | None:
     """``import_module("x")`` / ``importlib.import_module(".x", __package__)`` / ``__import__``."""
     func = call.func
     fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
@@ -75,30 +75,38 @@ def _dynamic(call: ast.Call, module: str, package: str) -> str | None:
     if anchor is None:
         return None
     level = len(target) - len(target.lstrip("."))
-    return _resolve(target[level:] or None, level, anchor)
+    return resolve(target[level:] or None, level, anchor)
+
+
+def parsed(source: bytes, member: str) -> ast.Module | None:
+    """The file's syntax tree, or None for what does not parse (a syntax error, null bytes,
+    nesting too deep): the one parser of a wheel's Python, never executed."""
+    try:
+        with warnings.catch_warnings():  # a wheel's invalid escapes are its own, not ours to print
+            warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+            return ast.parse(source, filename=member)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def imports_of(source: bytes, member: str) -> frozenset[str]:
     """Every module name the file ``member`` imports, absolute. ``from a import b`` yields
     ``a`` and ``a.b``: whether ``b`` is a submodule is not knowable from the text."""
-    try:
-        with warnings.catch_warnings():  # a wheel's invalid escapes are its own, not ours to print
-            warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
-            tree = ast.parse(source, filename=member)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed(source, member)
+    if tree is None:
         return frozenset()
-    module, package = _names(member)
+    module, package = names_of(member)
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = _resolve(node.module, node.level, package)
+            base = resolve(node.module, node.level, package)
             if base is not None:
                 found.add(base)
                 found.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
         elif isinstance(node, ast.Call):
-            name = _dynamic(node, module, package)
+            name = dynamic_import(node, module, package)
             if name:
                 found.add(name)
     return frozenset(found)

@@ -2,6 +2,12 @@
 release, so ``check`` judges them together (TW6xx) and ``tag --release`` writes them one
 shared torch requirement set. A local version label (``1.0+torch2.12``) makes another
 release: that is the way out.
+
+A *hybrid* release (``hybrid_of``) is a stable-ABI build for torch >= its floor beside
+ordinary per-minor builds for the minors below it (prebuilt-kernel projects serve torch
+2.10-2.12 users so): no torch has two of its builds that load, so the builds do not
+conflict; only one METADATA per index cannot hold them, which local labels and per-target
+indexes answer (``docs/installers.md``, "Hybrid releases").
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from packaging.version import InvalidVersion, Version
 
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.frozen import frozen
+from torchwheel.torchabi.need import Release, claimed_releases, show_release
+from torchwheel.version import FeatureVersion
 
 
 @frozen
@@ -62,3 +70,48 @@ def markers_can_tell(a: WheelFacts, b: WheelFacts) -> bool:
     when each is of one platform family and the two families differ."""
     fa, fb = platform_family(a), platform_family(b)
     return fa is not None and fb is not None and fa != fb
+
+
+@frozen
+class Hybrid:
+    """A stable build for torch >= ``floor`` and per-minor builds for ``releases``, all below it."""
+
+    floor: FeatureVersion  # the lowest floor of the release's stable wheels
+    releases: tuple[Release, ...]  # what its version-locked wheels are built for, ascending
+
+    @property
+    def summary(self) -> str:
+        shown = ", ".join(show_release(r) for r in self.releases)
+        return f"stable >= {self.floor.minor_release}, per-minor builds for torch {shown}"
+
+
+def hybrid_of(release: Iterable[WheelFacts]) -> Hybrid | None:
+    """The release as a hybrid, or None: it has stable and version-locked wheels, every
+    version-locked one is dated (its one-minor pin, else the releases it loads on; none newer
+    than the tables) and every release it is for is a minor below every stable floor.
+    Anything less is a real conflict (TW603)."""
+    stable: list[FeatureVersion] = []
+    locked: list[Release] = []
+    for w in release:
+        need = w.torch_need
+        if need.kind == "stable":
+            if need.floor is None or need.newer:
+                return None
+            stable.append(need.floor)
+        elif need.kind == "unstable":
+            # where installers put it: its one-minor pin (or label) where it states one, as the
+            # imports of a per-minor build may exist in later torches too; else where it loads
+            try:
+                version = Version(w.contents.filename_version)
+            except InvalidVersion:
+                version = Version("0")
+            releases = claimed_releases(w.metadata.torch_requirements, version)[0] or need.releases
+            if not releases or need.newer:
+                return None
+            locked += releases
+    if not stable or not locked:
+        return None
+    floor = min(stable)
+    if any(r[:2] >= (floor.major, floor.minor) for r in locked):
+        return None
+    return Hybrid(floor, tuple(sorted(set(locked))))

@@ -51,6 +51,9 @@ class TorchUsage:
     # torch up to it exports them (the table dates every shim those releases export or
     # declare), so they need a torch newer than the tables: on one up to it the import fails
     table_newest: FeatureVersion | None = None
+    # what of a torch build the strong shim imports need beyond its release (the table's
+    # ``needs``: ``python``, ``distributed``), sorted
+    build_needs: tuple[str, ...] = ()
     # names past max-listed / max-listed-bytes, counted and not listed above
     stable_omitted: int = 0
     unknown_omitted: int = 0
@@ -119,6 +122,7 @@ def analyze_imports(names: Iterable[str], table: SymbolTable, weak: Iterable[str
     introduced: dict[str, FeatureVersion] = {}  # names of the table: bounded by it
     unstable: list[str] = []  # mangled, in name order: references, demangled only when listed
     any_unknown = False
+    needs: set[str] = set()
     for name in _distinct(names):
         if is_shim_name(name) or name in table.symbols:
             try:
@@ -135,6 +139,7 @@ def analyze_imports(names: Iterable[str], table: SymbolTable, weak: Iterable[str
                 any_unknown = True
             else:
                 introduced[name] = version
+                needs.update(table.origin(name).needs)
         elif is_unstable(name):
             unstable.append(name)
     min_version = max(introduced.values(), default=None)
@@ -155,6 +160,7 @@ def analyze_imports(names: Iterable[str], table: SymbolTable, weak: Iterable[str
         introduced=tuple(sorted(introduced.items())),
         weak_symbols=tuple(weak_shims.kept),
         table_newest=table.newest if any_unknown else None,
+        build_needs=tuple(sorted(needs)),
         stable_omitted=stable.more,
         unknown_omitted=unknown.more,
         unstable_omitted=unstable_more,

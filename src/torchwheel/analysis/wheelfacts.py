@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import field
 from functools import cached_property
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -25,22 +25,33 @@ from torchwheel.analysis import buildunits
 from torchwheel.analysis.alternatives import Alternatives, find_alternatives
 from torchwheel.analysis.buildunits import Brought, BuildUnit
 from torchwheel.analysis.member import MemberBinary, SliceAnalysis, UnreadableBinary
+from torchwheel.analysis.pythonabi import parse_suffix
+from torchwheel.analysis.reach import Reaching
+from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
+from torchwheel.tables.symtable import BASELINE
 from torchwheel.torchabi import accelerators, cuda_archs
 from torchwheel.torchabi.accelerators import AcceleratorNeeds
 from torchwheel.torchabi.backend import BuildSet
-from torchwheel.torchabi.cxxnames import is_unstable
+from torchwheel.torchabi.cxxnames import is_unstable, names_text
 from torchwheel.torchabi.need import (
     Kind,
+    OptionalPart,
+    OptionalWhen,
     Release,
     ReleasesFrom,
     TorchNeed,
     claimed_releases,
     narrowed_builds,
     pinned_builds,
+    show_release,
+    show_releases,
 )
 from torchwheel.torchabi.torch_releases import Minor
 from torchwheel.version import FeatureVersion
+
+if TYPE_CHECKING:
+    from torchwheel.tables.exports import ExportIndex
 from torchwheel.wheel.contents import WheelContents
 from torchwheel.wheel.metadata import MetadataFacts
 from torchwheel.wheel.record import RecordProblem
@@ -71,6 +82,12 @@ class WheelFacts:
     # the flavour sets (``unit_key``) whose loader goes on without them where none loads:
     # ``analysis.loaders.fallback_units``; such a set loads where any member does
     loader_fallbacks: frozenset[str] = frozenset()
+    # member -> the kernel manifest that names it: code for an accelerator's own cores, which
+    # no host loader of the package reads (``analysis.device_code``); TW405 leaves it alone
+    device_code: Mapping[str, str] = field(default_factory=dict)
+    # how the package's own Python reaches each compiled file (``analysis.reach``): imported
+    # as a module or loaded by path, at import, optionally or on use
+    reach: Reaching = field(default_factory=Reaching)
 
     @property
     def is_wheel_file(self) -> bool:
@@ -118,10 +135,22 @@ class WheelFacts:
         return tuple(find_alternatives(sorted(unstable))) if unstable else ()
 
     @cached_property
+    def library_datings(self) -> Mapping[str, Dated]:
+        """Each unstable library dated alone by every import it has (``date_each_library``)."""
+        return date_each_library(self.binaries)
+
+    @cached_property
     def torch_need(self) -> TorchNeed:
         """The one reading of the wheel's need from its binaries, every axis (``torchabi.need``):
         what ``tag`` writes into WHEEL, and what ``select`` reads of an untagged wheel."""
         return _torch_need(self)
+
+    @cached_property
+    def every_file_need(self) -> TorchNeed:
+        """The need of every compiled file as if the import needed each (its optional parts
+        too): what rules about the files themselves judge (a per-release build named for a
+        torch that lacks its imports is wrong wherever the package picks it)."""
+        return _files_need(self)
 
     @cached_property
     def provides_libtorch(self) -> bool:
@@ -132,13 +161,19 @@ class WheelFacts:
         requirement rewrite leave it alone. An extension that vendors libtorch in a directory
         of its own is not torch and keeps them.
         """
-        if canonicalize_name(self.contents.filename_name) == "torch":
-            return True
-        return any(_LIBTORCH_CORE.fullmatch(m) for m in self.contents.members)
+        return is_torch_itself(self.contents)
 
     @cached_property
     def _unstable_members(self) -> frozenset[str]:
         return frozenset(member for member, _, s in iter_slices(self) if s.torch.usage == "unstable")
+
+
+def is_torch_itself(c: WheelContents) -> bool:
+    """``WheelFacts.provides_libtorch``, from the contents alone: named torch, or holding
+    libtorch's core libraries in ``torch/lib/``."""
+    if canonicalize_name(c.filename_name) == "torch":
+        return True
+    return any(_LIBTORCH_CORE.fullmatch(m) for m in c.members)
 
 
 def iter_slices(w: WheelFacts) -> Iterator[tuple[str, str, SliceAnalysis]]:
@@ -165,7 +200,70 @@ def _per_release(w: WheelFacts) -> frozenset[Release]:
 
 
 def _torch_need(w: WheelFacts) -> TorchNeed:
-    """``WheelFacts.torch_need``. An unstable build's releases come from its per-release file
+    """``WheelFacts.torch_need``: the need of the files the package's import cannot do
+    without (``analysis.reach``), with each optional part's own need beside it."""
+    parts = _optional_groups(w)
+    if not parts:
+        return _files_need(w)
+    optional = {m for _, _, members in parts for m in members}
+    need = _files_need(_only(w, [b for b in w.binaries if b.member not in optional], keep_unreadable=True))
+    found = tuple(
+        OptionalPart(
+            tuple(members),
+            when,
+            dataclasses.replace(
+                _files_need(_only(w, [b for b in w.binaries if b.member in members])), requirements=()
+            ),
+            why,
+        )
+        for when, why, members in parts
+    )
+    return dataclasses.replace(need, optional=found)
+
+
+def files_need(w: WheelFacts, members: Iterable[str]) -> TorchNeed:
+    """The need of some of the wheel's files alone, as if the import needed each of them
+    (``doctor --explain`` on one file): no optional parts, no requirement."""
+    wanted = set(members)
+    need = _files_need(_only(w, [b for b in w.binaries if b.member in wanted]))
+    return dataclasses.replace(need, requirements=())
+
+
+def _only(w: WheelFacts, binaries: Sequence[MemberBinary], keep_unreadable: bool = False) -> WheelFacts:
+    """The facts of some of the wheel's files (``_files_need`` reads them as required)."""
+    return dataclasses.replace(
+        w, binaries=tuple(binaries), unreadable=w.unreadable if keep_unreadable else ()
+    )
+
+
+def _optional_groups(w: WheelFacts) -> list[tuple[OptionalWhen, str, list[str]]]:
+    """The files the import goes on without, grouped by when and why (``analysis.reach``)."""
+    groups: dict[tuple[OptionalWhen, str], list[str]] = {}
+    for b in w.binaries:
+        r = w.reach.of(b.member)
+        if r.when != "import":
+            groups.setdefault((r.when, r.why), []).append(b.member)
+    return [(when, why, members) for (when, why), members in groups.items()]
+
+
+def _files_need(w: WheelFacts) -> TorchNeed:
+    """The need of every file of ``w``, and those its code imports as modules that export
+    no hook for their name (``TorchNeed.unimportable``)."""
+    need = _torch_axes(w)
+    hookless = tuple(
+        b.member
+        for b in w.binaries
+        if w.reach.of(b.member).how == "module"
+        and (module := parse_suffix(b.member).module) is not None
+        and not any(
+            {f"PyInit_{module}", f"PyModExport_{module}"} & set(s.python.hooks) for s in b.analysis.slices
+        )
+    )
+    return dataclasses.replace(need, unimportable=hookless) if hookless else need
+
+
+def _torch_axes(w: WheelFacts) -> TorchNeed:
+    """The torch axes of the need of every file of ``w``. An unstable build's releases come from its per-release file
     names, else from the torch releases that export its imports (``torchabi.exports``: the
     binary dates itself), else from its own words (a ``+torchX.Y`` label, a one-minor pin),
     which the need then names. The build axis is the binaries', narrowed to the build an
@@ -178,18 +276,22 @@ def _torch_need(w: WheelFacts) -> TorchNeed:
         buildunits.build_evidence(w.build_units),
     )
     gpu = None if w.unreadable else frozenset(cuda_archs.code_names(w.accelerator_needs.gpu))
+    needs = tuple(sorted({n for _, _, s in iter_slices(w) for n in s.torch.build_needs}))
     if w._unstable_members:
-        found, how, newer, tables = _unstable_releases(w)
+        found, how, dated = _unstable_releases(w)
         return TorchNeed(
-            "unstable", None, found, how, builds, gpu, reqs, source, declared, why, newer, tables
-        )
+            "unstable", None, found, how, builds, gpu, reqs, source, declared, why, dated.newer,
+            dated.tables, unresolved=dated.unresolved, uncovered=dated.uncovered, build_needs=needs,
+            indexed_from=dated.oldest,
+        )  # fmt: skip
     floors = [s.torch.min_version for _, _, s in iter_slices(w) if s.torch.min_version is not None]
     if declared is not None or floors:
         floor = max([*floors, *([declared] if declared else [])])
         newer, tables = _newer_shims(w)
         return TorchNeed(
-            "stable", floor, frozenset(), "", builds, gpu, reqs, source, declared, why, newer, tables
-        )
+            "stable", floor, frozenset(), "", builds, gpu, reqs, source, declared, why, newer, tables,
+            build_needs=needs,
+        )  # fmt: skip
     kind: Kind = "any" if any(s.accelerators.links_torch for _, _, s in iter_slices(w)) else "none"
     return TorchNeed(kind, None, frozenset(), "", builds, gpu, reqs, source, declared, why)
 
@@ -197,23 +299,57 @@ def _torch_need(w: WheelFacts) -> TorchNeed:
 _NEWER_KEPT = 10
 
 
-def _unstable_releases(
-    w: WheelFacts,
-) -> tuple[frozenset[Release], ReleasesFrom, tuple[str, ...], Minor | None]:
-    """An unstable build's releases, where they were read, its imports newer than the tables
-    and the newest minor those tables speak for (``_torch_need``'s order)."""
+def _unstable_releases(w: WheelFacts) -> tuple[frozenset[Release], ReleasesFrom, Dated]:
+    """An unstable build's releases, where they were read, and what the exports index could
+    not settle (``Dated``: imports newer than the tables, others it has in no release, builds
+    it does not cover), in ``_torch_need``'s order. A label or a pin the author wrote dates a
+    build the index could not."""
     found = _per_release(w)
     if found:
-        return found, "names", (), None
+        return _above_shim_floors(w, found), "names", Dated()
     dated = dated_by_exports(w.binaries)
-    if dated.releases or dated.newer:
-        return dated.releases, "exports", dated.newer, dated.tables
+    if dated.releases:
+        return _above_shim_floors(w, dated.releases), "exports", dated
     try:
         version = Version(w.contents.filename_version)
     except InvalidVersion:
         version = Version("0")
     claimed, how = claimed_releases(w.metadata.torch_requirements, version)
-    return claimed, how, (), None
+    if claimed:
+        return _above_shim_floors(w, claimed), how, Dated()
+    return frozenset(), "", dated
+
+
+def _at_least(release: Release, floor: FeatureVersion) -> bool:
+    """Does a build for ``release`` (a minor, or one patch release) have the shims of ``floor``?"""
+    if len(release) == 2:
+        return release >= (floor.major, floor.minor)
+    return release >= (floor.major, floor.minor, floor.patch)
+
+
+def _above_shim_floors(w: WheelFacts, found: frozenset[Release]) -> frozenset[Release]:
+    """The releases of an unstable build that every library's stable shims allow: one floor
+    for every import (issue 46). A library's range starts no earlier than the newest shim it
+    imports, whatever else dates it (its unstable imports are exported by older torches
+    too); a per-release build is held to its own shims, every other library to all of its.
+    Shims of the table's baseline date nothing (the table says only "in every release it
+    covers"), so they set no floor here."""
+    per_member = {member for a in w.alternatives for _, member in a.members}
+    build_of = {member: build for a in w.alternatives for build, member in a.members}
+    floors: dict[str, FeatureVersion] = {}
+    for member, _, s in iter_slices(w):
+        floor = s.torch.min_version
+        if floor is not None and floor > BASELINE and (member not in floors or floor > floors[member]):
+            floors[member] = floor
+    if not floors:
+        return found
+    common = [f for m, f in floors.items() if m not in per_member]
+    kept = frozenset(r for r in found if all(_at_least(r, f) for f in common))
+    for member, floor in floors.items():
+        build = build_of.get(member)
+        if build is not None and not _at_least(build, floor):
+            kept -= {build}
+    return kept
 
 
 def _newer_shims(w: WheelFacts) -> tuple[tuple[str, ...], Minor | None]:
@@ -235,47 +371,199 @@ def _newer_shims(w: WheelFacts) -> tuple[tuple[str, ...], Minor | None]:
 
 @frozen
 class Dated:
-    """What the exports index says of a wheel's unstable imports (``dated_by_exports``)."""
+    """What the exports index says of a wheel's unstable imports (``dated_by_exports``).
 
-    releases: frozenset[Release] = frozenset()  # the minors where its (known) imports meet
-    newer: tuple[str, ...] = ()  # imports no indexed release exports (the first ten)
-    tables: Minor | None = None  # the newest minor every index read speaks for
+    ``releases``: the minors where the imports it knows meet (every library's, and never
+    below a shim a library imports: ``_shim_floor``); the answer when nothing else is set.
+    ``newer``: imports no indexed release exports while the known ones reach the newest minor
+    the indexes speak for (``tables``): a build for a torch after them. ``unresolved``: imports
+    no indexed release exports while the known ones end before it (another library's names, or
+    an older torch's): unknown where the known ones meet, and no elsewhere. ``uncovered``: the
+    builds or platforms whose exports the tables never read, for the libraries that need them
+    (an XPU build, Windows CUDA, linux-aarch64): "not covered for this build", an honest unknown
+    where the known imports meet, never "exported by no torch"."""
+
+    releases: frozenset[Release] = frozenset()
+    newer: tuple[str, ...] = ()
+    tables: Minor | None = None
+    unresolved: tuple[str, ...] = ()
+    uncovered: str = ""
+    oldest: Minor | None = None  # the oldest minor every index read speaks for
+
+    def __str__(self) -> str:
+        """``torch 2.10 (by its imports)``, with what the tables could not settle."""
+        if not self.releases:
+            said = "no torch of the export tables exports its imports together"
+        elif self.unresolved or self.uncovered:
+            since = f" (from {show_release(self.oldest)})" if self.oldest is not None else ""
+            said = f"by its known imports, torch {show_releases(self.releases)} of the releases the tables read{since}"
+        else:
+            said = f"torch {show_releases(self.releases)} (by its imports)"
+        if self.uncovered:
+            said += f"; not covered for this build: {self.uncovered}"
+        if self.unresolved:
+            said += f"; exported by none of them: {names_text(self.unresolved)}"
+        if self.newer and self.tables is not None:
+            said += (
+                f"; newer than the tables (up to {show_release(self.tables)}): {names_text(self.newer)}"
+            )
+        return said
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "releases": [show_release(r) for r in sorted(self.releases)],
+            "newer_than_tables": list(self.newer),
+            "unresolved": list(self.unresolved),
+            "not_covered": self.uncovered or None,
+        }
+
+
+@frozen
+class _LibraryDating:
+    minors: frozenset[Release] | None  # None: no known import restricts it
+    newer: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = ()
+    uncovered: str = ""
+    newest: Minor | None = None
+    oldest: Minor | None = None
+
+
+def _index_kinds(index: ExportIndex) -> frozenset[str]:
+    """The kinds of torch build (``cpu``, ``cuda``, ``rocm``, ``xpu``) an index has read."""
+    from torchwheel.torchabi.backend import parse_backend  # deferred with the index itself
+
+    kinds = set()
+    for builds in index.builds:
+        for name in builds:
+            try:
+                kinds.add(parse_backend(name).kind)
+            except InputError:
+                continue  # "unknown": a build nothing named
+    return frozenset(kinds)
+
+
+def _shim_floor(s: SliceAnalysis) -> Minor | None:
+    """The minor the library's stable shims need, where it is past the shim table's baseline
+    (an unstable library that calls a 2.10 shim loads on no torch before 2.10, whatever its
+    C++ imports say); None when they need no more than the baseline."""
+    from torchwheel.tables.symtable import BASELINE
+
+    floor = s.torch.min_version
+    return (floor.major, floor.minor) if floor is not None and floor > BASELINE else None
+
+
+def _own_exports(binaries: Sequence[MemberBinary]) -> frozenset[str]:
+    """What the wheel's own libraries export: an import of one of those names resolves
+    inside the wheel (a sibling library's ``at::`` op, a ``torch_*`` helper), never in torch.
+    torch's own libraries (the torch wheel itself, or a bundled copy: TW703) are torch's,
+    whose names date the build as any torch's do."""
+    return frozenset(
+        e
+        for b in binaries
+        if not _is_torch_library(b.member)
+        for s in b.analysis.slices
+        for e in s.facts.exports
+    )
+
+
+def _is_torch_library(member: str) -> bool:
+    lib = accelerators.classify_library(member)
+    return lib is not None and lib.role in ("torch", "torch-python")
+
+
+def _date_library(binary: MemberBinary, own: frozenset[str]) -> _LibraryDating | None:
+    """One library dated by every import it has (None: it has no unstable slice): its C++
+    names by the export index of each platform, never below the stable shims it also calls,
+    less the names the wheel's own libraries export."""
+    from torchwheel.tables.exports import exports_index, platform_of  # deferred: see below
+
+    found: frozenset[Release] | None = None
+    newer: list[str] = []
+    unresolved: list[str] = []
+    uncovered: list[str] = []
+    newest: list[Minor] = []
+    oldest: list[Minor] = []
+    dated = False
+    for s in binary.analysis.slices:
+        if s.torch.usage != "unstable":
+            continue
+        dated = True
+        platform = platform_of(binary.analysis.facts.format, s.facts.arch)
+        newer += [n for n in s.torch.unknown_symbols if n not in own]  # shims no torch of the table exports
+        index = exports_index(platform)
+        if index is None:
+            uncovered.append(f"the export tables have no {platform} index")
+            continue
+        newest.append(index.newest)
+        oldest.append((index.releases[0].major, index.releases[0].minor))
+        names = {i.name for i in s.facts.imports if not i.weak and is_unstable(i.name) and i.name not in own}
+        dating = index.dating(names)
+        minors: frozenset[Release] | None = frozenset(dating.minors) if dating.known else None
+        if minors is not None and (floor := _shim_floor(s)) is not None:
+            minors = frozenset(r for r in minors if r >= floor)
+        if minors is not None:
+            found = minors if found is None else found & minors
+        if dating.decides:
+            continue
+        accelerator = s.accelerators.torch_accelerator
+        if accelerator is not None and accelerator not in _index_kinds(index):
+            build = {"cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU"}[accelerator]
+            uncovered.append(f"the {platform} export tables read no {build} build of torch")
+        elif dating.known and index.newest in dating.minors:
+            newer += dating.unknown
+        else:
+            unresolved += dating.unknown
+    if not dated:
+        return None
+    return _LibraryDating(
+        found,
+        tuple(sorted(set(newer))),
+        tuple(sorted(set(unresolved))),
+        "; ".join(dict.fromkeys(uncovered)),
+        min(newest) if newest else None,
+        max(oldest) if oldest else None,
+    )
 
 
 def dated_by_exports(binaries: Sequence[MemberBinary]) -> Dated:
     """The torch minors whose exports hold every strong unstable torch import of the wheel
-    (``torchabi.exports``: the loader's sense of "loads"), per platform, with the newest minor
-    the indexes speak for. Imports no indexed release exports are ``newer`` when the known ones
-    meet in the newest indexed minor (a build for a torch after it: the minors are then only
-    where the known ones meet, and the others may also come from another library). Empty when
-    no index can say (none for a platform, or it knows none of the names), when no indexed
-    torch exports the names together, or when the known ones do not reach the newest minor (a
-    build for a torch older than the index, or not torch's names): then the version is unknown."""
+    (``torchabi.exports``: the loader's sense of "loads"), each library dated by every import
+    it has (``_date_library``), with what the tables could not settle (``Dated``). Empty when
+    no index knows any of the names, or when the libraries' minors do not meet (names of two
+    releases mixed, or builds the package picks from at run time that nothing recognised):
+    then the version is unknown, and each library's own dating says why (``date_each_library``)."""
     # deferred: exports (lzma, the index format) costs 3 ms at start-up; only an unstable
     # wheel is dated by it
-    from torchwheel.tables.exports import exports_index, platform_of
+    own = _own_exports(binaries)
+    return _combined([d for b in binaries if (d := _date_library(b, own)) is not None])
 
-    wanted: dict[str, set[str]] = {}
-    for b in binaries:
-        for s in b.analysis.slices:
-            if s.torch.usage == "unstable":
-                names = wanted.setdefault(platform_of(b.analysis.facts.format, s.facts.arch), set())
-                names.update(imp.name for imp in s.facts.imports if not imp.weak and is_unstable(imp.name))
-    found: frozenset[Release] | None = None
-    newer: list[str] = []
-    newest: list[Minor] = []
-    for platform, names in sorted(wanted.items()):
-        index = exports_index(platform)
-        dating = index.dating(names) if index is not None else None
-        if index is None or dating is None or not dating.known:
-            return Dated()
-        found = dating.minors if found is None else found & dating.minors
-        if not dating.decides:  # some names no indexed release exports: newer than the index
-            newer += dating.unknown
-        newest.append(index.newest)
-    if not found or (newer and min(newest) not in found):
-        return Dated()  # its known imports are not the newest torch's: an older build, or not torch's
-    return Dated(found, tuple(sorted(set(newer))[:_NEWER_KEPT]), min(newest))
+
+def date_each_library(binaries: Sequence[MemberBinary]) -> dict[str, Dated]:
+    """Each unstable library dated alone by every import it has (the wheel's own exports
+    still resolve its sibling names): what ``show`` prints per library."""
+    own = _own_exports(binaries)
+    return {b.member: _combined([d]) for b in binaries if (d := _date_library(b, own)) is not None}
+
+
+def _combined(libraries: list[_LibraryDating]) -> Dated:
+    if not libraries:
+        return Dated()
+    restricting = [d.minors for d in libraries if d.minors is not None]
+    found = frozenset.intersection(*restricting) if restricting else frozenset()
+    uncovered = "; ".join(dict.fromkeys(d.uncovered for d in libraries if d.uncovered))
+    unresolved = tuple(sorted({n for d in libraries for n in d.unresolved}))
+    newer = tuple(sorted({n for d in libraries for n in d.newer}))
+    newest = [d.newest for d in libraries if d.newest is not None]
+    tables = min(newest) if newest else None
+    oldests = [d.oldest for d in libraries if d.oldest is not None]
+    oldest = max(oldests) if oldests else None
+    if restricting and not found:
+        return Dated()  # the libraries meet in no torch: nothing here can say which
+    if not found and not uncovered:
+        return Dated()  # no index knows any of the names
+    if newer and (tables is None or tables not in found):
+        newer, unresolved = (), tuple(sorted({*unresolved, *newer}))  # not the newest torch's build
+    return Dated(found, newer[:_NEWER_KEPT], tables, unresolved[:_NEWER_KEPT], uncovered, oldest)
 
 
 def indexed_minors(binary: MemberBinary) -> frozenset[tuple[int, int]]:

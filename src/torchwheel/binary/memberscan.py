@@ -39,6 +39,9 @@ BIG = 8 << 20  # members larger than this are scanned as a stream (two whole 40 
 # in flight at once were most of the peak memory on torch's wheel)
 _HEAD = 8 << 20
 _TAIL = 4 << 20
+# the head grows with the member (1/32 of it: a 1 GB CUDA library keeps 32 MB) up to this:
+# a 12 GiB member kept 384 MB; past it the fallback passes fetch what the tables still need
+_HEAD_MAX = 32 << 20
 _SLACK = 4 << 20  # a fallback pass captures at least this much around what was missing
 _PASSES = 6
 _QUESTIONS = 64  # needed_ranges calls per member while it streams (torch_cpu.dll: 28)
@@ -187,12 +190,14 @@ class _FirstPass:
 
     The member is sniffed once, on its first chunk; ``fmt`` is None for anything no format
     claims (then it is only hashed). The capture starts as the head (at least 1/32 of the
-    member) and the tail, and grows by what the format's ``needed_ranges`` names."""
+    member, at most ``_HEAD_MAX``) and the tail, and grows by what the format's ``needed_ranges`` names."""
 
     def __init__(self, name: str, size: int, head: int, tail: int, hashing: bool) -> None:
         self.size = size
         self.digest = hashlib.sha256() if hashing else None
-        self.capture = Capture([(0, min(size, max(head, size // 32))), (max(0, size - tail), size)], name)
+        self.capture = Capture(
+            [(0, min(size, max(head, min(size // 32, _HEAD_MAX)))), (max(0, size - tail), size)], name
+        )
         self.hits = marker_record.Hits()  # bounded: see marker_record.Hits
         self.gpu: GpuScanner | None = None  # fed every chunk once the head tells where GPU code may lie
         self.fmt: FormatReader | None = None

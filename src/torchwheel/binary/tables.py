@@ -17,12 +17,16 @@ The facts lack what only a scan of every byte finds (raw marker records, GPU cod
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from torchwheel import limits
-from torchwheel.binary import BinaryError, BinaryFacts, not_a_binary, sniff
+from torchwheel.binary import BinaryError, BinaryFacts, FormatReader, not_a_binary, sniff
 from torchwheel.binary.sparse import MissingRange, SparseBuffer
 from torchwheel.safeopen import open_regular
+
+T = TypeVar("T")
 
 _EDGE = 64 << 10  # the head and the tail fetched first: headers, program and section tables
 _ROUNDS = 64  # needed_ranges questions plus MissingRange fetches, per file
@@ -32,9 +36,26 @@ def read_tables(path: Path, label: str, follow_symlinks: bool = False) -> Binary
     """The facts of the file at ``path`` (named ``label``) from its tables alone; a
     ``BinaryError`` for a file that is no readable binary, ``OSError`` for one that cannot be
     opened (a FIFO, a device, mode 000)."""
+
+    def read(fmt: FormatReader, buf: SparseBuffer) -> BinaryFacts:
+        return fmt.read(buf, label, [], None)
+
+    return read_ranged(path, read, lambda fmt, buf: fmt.needed_ranges(buf), follow_symlinks)
+
+
+def read_ranged(
+    path: Path,
+    read: Callable[[FormatReader, SparseBuffer], T],
+    ranges: Callable[[FormatReader, SparseBuffer], list[tuple[int, int]]],
+    follow_symlinks: bool = False,
+) -> T:
+    """``read`` of the file at ``path`` from the byte ranges ``ranges`` names (asked until it
+    names nothing new), each ``MissingRange`` fetched and ``read`` asked again, within
+    ``max-binary-tables`` (module docstring): any reader of a file's tables, such as
+    ``elfdynamic``'s for the loader."""
     fd = open_regular(path, follow_symlinks)
     try:
-        return _read(_Ranged(fd, os.fstat(fd).st_size), label)
+        return _read(_Ranged(fd, os.fstat(fd).st_size), read, ranges)
     finally:
         os.close(fd)
 
@@ -71,7 +92,11 @@ class _Ranged:
         return SparseBuffer.from_ranges(self.size, self.pieces)
 
 
-def _read(file: _Ranged, label: str) -> BinaryFacts:
+def _read(
+    file: _Ranged,
+    read: Callable[[FormatReader, SparseBuffer], T],
+    ranges: Callable[[FormatReader, SparseBuffer], list[tuple[int, int]]],
+) -> T:
     if file.size == 0:
         raise BinaryError("empty file")
     file.fetch(0, _EDGE)
@@ -80,17 +105,17 @@ def _read(file: _Ranged, label: str) -> BinaryFacts:
         raise not_a_binary()
     file.fetch(file.size - _EDGE, file.size)
     for _ in range(_ROUNDS):
-        fetched = [file.fetch(lo, hi) for lo, hi in fmt.needed_ranges(file.view())]
+        fetched = [file.fetch(lo, hi) for lo, hi in ranges(fmt, file.view())]
         if not any(fetched):
             break
     for _ in range(_ROUNDS):
         try:
-            return fmt.read(file.view(), label, [], None)
+            return read(fmt, file.view())
         except MissingRange as missing:
             if not file.fetch(missing.start, missing.stop):
                 raise BinaryError(
                     f"its reader asked again for bytes {missing.start:#x}..{missing.stop:#x}"
                 ) from None
-            for lo, hi in fmt.needed_ranges(file.view()):
+            for lo, hi in ranges(fmt, file.view()):
                 file.fetch(lo, hi)
     raise BinaryError("its reader kept asking for more bytes; giving up")

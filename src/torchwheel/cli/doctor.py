@@ -17,8 +17,8 @@ from torchwheel.errors import Exit
     "--python",
     "python",
     metavar="PATH",
-    help="The environment's interpreter (default: the one running torchwheel); asked in a "
-    "subprocess, nothing of the environment is imported here.",
+    help="The environment's interpreter (default: the one running torchwheel); asked with "
+    "`-I -S` in a subprocess: nothing of the environment is imported or executed ('' is refused).",
 )
 @click.option(
     "--torch",
@@ -66,8 +66,9 @@ def doctor(
     """Which installed extensions load on this environment's torch, and which break on another.
 
     Every installed distribution with compiled torch code is read in place through its
-    RECORD (nothing imported, executed or written) and judged: exit 0 all load, 1 one does
-    not (or cannot be judged), 2 an environment that cannot be read.
+    RECORD (nothing of the environment imported, executed or written: the interpreter runs
+    with -I -S, .pth import lines are listed, not run) and judged: exit 0 all load, 1 one
+    does not (or cannot be judged), 2 an environment that cannot be read.
     """
     from torchwheel.doctor.checkup import doctor as run_doctor
     from torchwheel.doctor.diagnosis import summary

@@ -35,8 +35,6 @@ class ExitRow:
     unfinished: str | None = None
 
 
-_READ = "an input that cannot be read; a misuse"
-
 EXITS: tuple[ExitRow, ...] = (
     ExitRow(
         "torchwheel",
@@ -45,12 +43,19 @@ EXITS: tuple[ExitRow, ...] = (
         "an unknown command or option",
     ),
     ExitRow("inspect", "the facts shown", None, "a file that is no readable binary; a misuse"),
-    ExitRow("show", "the facts shown", None, _READ),
+    ExitRow(
+        "show",
+        "the facts shown",
+        None,
+        "an input that cannot be read (the facts of every other input still shown, each unreadable "
+        "one named); a misuse",
+    ),
     ExitRow(
         "check",
         "no error found (warnings and info do not count), or `--exit-zero`",
         "an error found (`docs/rules.md`)",
-        "an input that cannot be read; an unknown code in `--select`/`--ignore`; a misuse",
+        "an input that cannot be read, `--exit-zero` or not (every other input still judged and its "
+        "findings shown, each unreadable one named); an unknown code in `--select`/`--ignore`; a misuse",
     ),
     ExitRow(
         "compat",
@@ -60,10 +65,14 @@ EXITS: tuple[ExitRow, ...] = (
     ),
     ExitRow(
         "doctor",
-        "every installed distribution with compiled torch code loads on the torch judged "
-        "(`--explain`: the file's distribution loads)",
-        "one does not load, or cannot be judged (unknown: it says why); one whose files cannot be known is listed as not read and does not count",
-        "an environment that cannot be read (`--python` not a Python); a TORCH that cannot be read; "
+        "every installed distribution with compiled torch code imports on the torch judged, "
+        "each loading whole or partly (optional parts that do not load: a warning) "
+        "(`--explain`: the file's distribution imports)",
+        "one does not load, loads only against its own Requires-Dist (excluded), or cannot be judged "
+        "(unknown: it says why); one whose files cannot be known is listed as not read and does not count; "
+        "one whose RECORD lists a compiled file that is no regular file (a FIFO, a folder, a device) or a path with a NUL is unknown and counts",
+        "an environment that cannot be read (`--python` not a Python, or `''`; an answer to the probe past 4 MiB or not the probe's; "
+        "a torch version past `max-version-length`); a TORCH that cannot be read; "
         "an `--explain` that names nothing found; a misuse",
     ),
     ExitRow(
@@ -107,11 +116,12 @@ EXITS: tuple[ExitRow, ...] = (
         "without `--upgrade`; an installed version that cannot be replaced safely",
         "nothing installed: as `select`; several projects without `--name`; torch itself; an "
         "install that failed and was undone; a journal of a killed install that is not replayed "
-        "(another format, a path outside the environment or through a link, over a limit): "
-        "nothing changed",
+        "(another format, a path outside the environment, through a link or in another "
+        "distribution's `.dist-info`, over a limit): nothing changed",
         "a rollback of a killed install that could not finish (a file it did not write where an old "
-        "file goes back, a file changed since it was written, a file system error): what was left "
-        "and how to finish by hand on stderr",
+        "file goes back, a file that is no longer the one it wrote (another installer's, even with "
+        "the same bytes, or changed since) or that another distribution lists, a file system "
+        "error): what was left and how to finish by hand on stderr",
     ),
     ExitRow(
         "index",

@@ -56,7 +56,8 @@ def _sources(func: F) -> F:
         "--python",
         "python",
         metavar="PATH",
-        help="The interpreter to choose for (default: the one running torchwheel).",
+        help="The interpreter to choose for (default: the one running torchwheel); asked with `-I -S`: "
+        "nothing of its environment is imported or executed ('' is refused).",
     )(func)
     func = symbols_option(func)
     func = no_config_option(func)
@@ -148,6 +149,8 @@ def select(
         code = outcome.exit_code(found, gathered)
         if code == Exit.INPUT:  # the report above lists every reason; stderr gets the one line of an exit 2
             raise InputError(outcome.unreadable_line(found, gathered))
+        if not planned:
+            _say_driver([o.choice.chosen for o in found if o.choice.chosen is not None], target)
         for o in found:
             if o.kind == "absent":
                 click.echo(f"torchwheel: {safe(outcome.absent_text(o.name, gathered))}", err=True)
@@ -230,10 +233,35 @@ def install(
             _say_refused(found, gathered)
             return code
         chosen = [o.choice.chosen for o in found if o.choice.chosen is not None]
+        _say_driver(chosen, target)  # a warning: said under -q too
         if _install_all(chosen, target, text, upgrade, quiet) != Exit.OK:
             return Exit.NO
         _warn_forced(found)
     return Exit.OK
+
+
+def _say_driver(chosen: list[Candidate], target: TorchTarget) -> None:
+    """On stderr, for an interpreter whose torch is a CUDA build: each chosen wheel whose CUDA
+    code this machine's NVIDIA driver cannot run (read as ``doctor`` reads it, ``docs/doctor.md``).
+    The wheel is still the one that loads: the import works, its CUDA calls fail."""
+    build = target.build
+    if target.python is None or build is None or build.kind != "cuda" or not chosen:
+        return
+    from torchwheel.doctor.driver import read_driver
+    from torchwheel.torchabi.cuda_driver import build_need, runs, shown
+
+    driver = read_driver(target.python)
+    if driver.state != "found" or driver.cuda is None:
+        return
+    torch = f"torch {target.torch}" + (f"+{build.backend}" if target.torch and not target.torch.local else "")
+    for c in chosen:
+        need = build_need(c.torch.builds, build, torch)
+        if need is not None and not runs(driver.cuda, need):
+            click.echo(
+                f"torchwheel: note: {safe(c.name)} {c.version}: its CUDA code will not run on this machine: it "
+                f"needs CUDA {need.cuda[0]} ({need.what}); the NVIDIA driver supports CUDA {shown(driver.cuda)}",
+                err=True,
+            )
 
 
 def _repair_only(python: str | None) -> Exit:

@@ -52,6 +52,8 @@ def json_failures(command: str) -> Callable[[F], F]:
                 return func(*args, fmt=fmt, **kwargs)
             except BaseException as exc:
                 message = failure_message(exc)
+                if getattr(exc, "reported", False):  # the report named it, and carries the error
+                    raise
                 if message is not None and fmt == "github":
                     from torchwheel.errors import InputError
                     from torchwheel.report.github import failure

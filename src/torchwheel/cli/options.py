@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
+from torchwheel.report.textsafe import safe
+
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
     from torchwheel.tables.tablechoice import ChosenTable
@@ -121,7 +123,10 @@ def chosen_table(symbols_file: Path | None, no_config: bool, start: Path | None 
     from torchwheel.cli.config import configured_symbols
     from torchwheel.tables.tablechoice import choose_table
 
-    return choose_table(symbols_file, configured_symbols(start or Path.cwd(), use_config=not no_config))
+    chosen = choose_table(symbols_file, configured_symbols(start or Path.cwd(), use_config=not no_config))
+    if chosen.warning:  # the user tables file was unreadable and set aside: said once, on stderr
+        click.echo(f"torchwheel: warning: {safe(chosen.warning)}", err=True)
+    return chosen
 
 
 def require_inputs(inputs: tuple[Path, ...], env: tuple[str, ...]) -> tuple[Path, ...]:

@@ -106,6 +106,7 @@ def index_command(
     from torchwheel.selection.outcome import grid_exit_code
 
     require_sources(sources, index_urls)
+    _public_base_url(base_url)
     asked = _minors(torches)
     table = chosen_table(symbols_file, no_config).table
     result = write_indexes(sources, output, asked, names, table, base_url, indexes=index_urls)
@@ -116,6 +117,18 @@ def index_command(
     for line in missing:
         click.echo(f"torchwheel: {safe(line)}", err=True)
     return code
+
+
+def _public_base_url(base_url: str | None) -> None:
+    """``--base-url`` goes into every install line of a page anyone may read: a user part
+    (``user:token@``) there would publish the token, so it is refused (exit 2), shown hidden."""
+    from torchwheel.net.urls import has_credentials, shown
+
+    if base_url is not None and has_credentials(base_url):
+        raise InputError(
+            f"--base-url {shown(base_url)}: holds a user part (user:password@ or token@), which the "
+            "front page would print in every install line; give the address without it"
+        )
 
 
 def _index_lines(output: Path, result: IndexResult) -> list[str]:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from torchwheel.cli.jsonout import json_failures, print_document
+from torchwheel.cli.jsonout import error_object, json_failures, print_document
 from torchwheel.cli.options import (
     chosen_table,
     config_folder,
@@ -23,10 +23,10 @@ from torchwheel.cli.options import (
     symbols_option,
 )
 from torchwheel.errors import Exit, InputError
-from torchwheel.report.textsafe import safe
+from torchwheel.report.textsafe import safe, safe_lines
 
 if TYPE_CHECKING:
-    from torchwheel.results import CheckResult
+    from torchwheel.results import CheckResult, Unreadable
 
 
 @click.command(short_help="Show the torch and CPython facts of single compiled files.")
@@ -84,14 +84,45 @@ def show(
     from torchwheel.report.show_text import wheel_text
 
     chosen = chosen_table(symbols_file, no_config, config_folder(inputs, no_config))
-    facts = api.inspect_wheel(require_inputs(inputs, env), env=env, symbols=chosen)
+    facts = api.inspect_wheel(require_inputs(inputs, env), env=env, symbols=chosen, unreadable="report")
+    failure = _unreadable_failure(facts.unreadable)
     if fmt == "json":
-        print_document(facts.to_json())
+        doc = facts.to_json()
+        print_document(doc | ({"error": error_object(str(failure))} if failure else {}))
     else:
-        click.echo(("\n" if quiet else "\n\n").join(wheel_text(w, quiet) for w in facts.facts))
+        parts = [wheel_text(w, quiet) for w in facts.facts]
+        if facts.unreadable:
+            parts.append(safe_lines(_unreadable_lines(facts.unreadable)))
+        click.echo(("\n" if quiet else "\n\n").join(parts))
         if not quiet:
             click.echo(f"\nsymbol table: {safe(chosen.label)}")
+    if failure is not None:
+        raise failure
     return Exit.OK
+
+
+def _unreadable_lines(unreadable: tuple[Unreadable, ...]) -> list[str]:
+    from torchwheel.report.findings import unreadable_line
+
+    return [unreadable_line(u.path, u.message) for u in unreadable]
+
+
+def _unreadable_failure(unreadable: tuple[Unreadable, ...]) -> InputError | None:
+    """The one stderr line of an exit 2 that read the other inputs: the first input that
+    could not be read, and how many more (the report names each)."""
+    if not unreadable:
+        return None
+    more = len(unreadable) - 1
+    failure = InputError(
+        unreadable[0].message
+        + (
+            f" (and {more:,} more input{'s' if more != 1 else ''} that could not be read: see the report)"
+            if more
+            else ""
+        )
+    )
+    failure.input_path, failure.reported = unreadable[0].path, True
+    return failure
 
 
 @click.command(short_help="Run the rules on wheels: exit 1 on errors, 2 on unreadable input.")
@@ -155,31 +186,60 @@ def check(
     policy = load_policy(start, select, ignore, use_config=not no_config)
     chosen = chosen_table(symbols_file, no_config, start)
     result = api.check(
-        require_inputs(inputs, env), env=env, symbols=chosen, verify_hashes=not skip_hashes, policy=policy
+        require_inputs(inputs, env),
+        env=env,
+        symbols=chosen,
+        verify_hashes=not skip_hashes,
+        policy=policy,
+        unreadable="report",
     )
-    _show_check(result, fmt, quiet, statistics, verbose)
+    failure = _unreadable_failure(result.unreadable)
+    _show_check(result, fmt, quiet, statistics, failure, verbose)
+    if failure is not None:  # every readable input judged and shown; still exit 2 (--exit-zero too)
+        raise failure
     return Exit.OK if exit_zero else result.exit_code
 
 
-def _show_check(result: CheckResult, fmt: str, quiet: int, statistics: bool, verbose: bool = False) -> None:
+def _show_check(
+    result: CheckResult,
+    fmt: str,
+    quiet: int,
+    statistics: bool,
+    failure: InputError | None,
+    verbose: bool = False,
+) -> None:
     """``check``'s report: a document for tools (``--quiet`` does not thin it), annotations
-    with a summary for the log, or text: the findings (or ``--statistics``) and the summary,
-    the summary dropped by ``-q`` and everything by ``-qq``."""
+    with a summary for the log, or text: the findings (or ``--statistics``), a line for each
+    input that could not be read, and the summary, the summary dropped by ``-q`` and
+    everything by ``-qq``. With ``failure`` (an input could not be read) the document carries
+    its ``error`` and the annotations one ``input error`` for each such input."""
     from torchwheel.cli import colour
     from torchwheel.report.findings import check_text, statistics_json, statistics_text, summary_line
     from torchwheel.report.github import check_github
+    from torchwheel.report.github import failure as input_error
+    from torchwheel.results import with_unreadable
 
-    wheels, findings = list(result.facts.facts), result.found
+    wheels, findings, unreadable = list(result.facts.facts), result.found, result.unreadable
     if fmt == "json":
-        print_document(statistics_json(wheels, findings) if statistics else result.to_json())
+        doc = (
+            with_unreadable(statistics_json(wheels, findings), unreadable) if statistics else result.to_json()
+        )
+        print_document(doc | ({"error": error_object(str(failure))} if failure else {}))
     elif fmt == "github":
-        out = check_github(findings)
+        out = "\n".join(
+            [check_github(findings), *(input_error(u.message, u.path) for u in unreadable)]
+        ).strip("\n")
         if out and quiet < 2:
             click.echo(out)
         if not quiet:
-            click.echo(summary_line(wheels, findings))  # for the log
+            click.echo(summary_line(wheels, findings, len(unreadable)))  # for the log
     elif quiet < 2:
-        text = statistics_text(wheels, findings) if statistics else check_text(wheels, findings, verbose)
+        lines = _unreadable_lines(unreadable)
+        text = (
+            statistics_text(wheels, findings, lines)
+            if statistics
+            else check_text(wheels, findings, lines, verbose)
+        )
         if quiet:  # the findings alone: drop the summary, the last line
             text = text.rpartition("\n")[0]
         if text:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import click
@@ -55,28 +56,34 @@ def symbols_update(
     would use now (--symbols, TORCHWHEEL_SYMBOLS, [tool.torchwheel] symbols, the user tables
     file, else the shipped ones).
     """
-    from torchwheel.tables.tablechoice import user_tables_path
-    from torchwheel.tables.tableupdate import update_tables, write_tables
-    from torchwheel.torchabi import torch_releases
-
-    base = chosen_table(symbols_file, no_config)
     from torchwheel.tables.exports import exports_index
+    from torchwheel.tables.tablechoice import tables_lock, user_tables_path
+    from torchwheel.tables.tableupdate import update_tables, write_tables
+    from torchwheel.torchabi import torch_backends, torch_releases
 
-    indexes = {p: exports_index(p) for p in base.indexes}  # the base file's own, read and checked
-    tables = update_tables(list(sources), base.table, torch_releases.releases(), indexes, replace)
     target = output if output is not None else user_tables_path()
-    if str(target) == "-":
-        click.echo(tables.to_json(), nl=False)
-    else:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_tables(target, tables)
+    printing = str(target) == "-"
+    # the user tables file, from choosing the base to writing: a second update at once waits,
+    # then builds on this one's file (an -o FILE is the caller's to serialise: no lock file beside it)
+    with tables_lock(target) if output is None else contextlib.nullcontext():
+        base = chosen_table(symbols_file, no_config)
+        indexes = {p: exports_index(p) for p in base.indexes}  # the base file's own, read and checked
+        tables = update_tables(
+            list(sources), base.table, torch_releases.releases(), indexes, replace, torch_backends.backends()
+        )
+        if printing:
+            click.echo(tables.to_json(), nl=False)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_tables(target, tables)
     for note in () if quiet else tables.notes:
         click.echo(note, err=True)
     newest = tables.releases[-1] if tables.releases else "none"
-    if str(target) != "-" and not quiet:
+    if not printing and not quiet:
         click.echo(
             f"wrote {target}: {len(tables.table.symbols)} symbols (torch {', '.join(tables.table.sources[-1:])}), "
-            f"releases to {newest}, exports for {', '.join(sorted(tables.indexes)) or 'no platform'}",
+            f"releases to {newest}, exports for {', '.join(sorted(tables.indexes)) or 'no platform'}, "
+            f"{len(tables.backends)} backends",
             err=True,
         )
     return Exit.OK

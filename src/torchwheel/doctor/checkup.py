@@ -1,9 +1,10 @@
 """``torchwheel doctor``: read a target environment and judge every installed extension
 against a torch: its own, a planned one (``--torch``) or a torch wheel (``--against``).
 
-The edges of the command: the interpreter is probed in a subprocess (``target.probe``: its
-search path, prefixes, torch version and build; nothing of the environment is imported
-here), its distributions are read in place (``wheel.installed``, ``doctor.environment``),
+The edges of the command: the interpreter is probed in a subprocess (``target.probe``: run
+with ``-I -S``, so nothing of the environment runs; its search path computed from its
+``pyvenv.cfg`` and ``.pth`` path lines, its torch read from disk; ``.pth`` import lines are
+not run, and listed), its distributions are read in place (``wheel.installed``, ``doctor.environment``),
 its torch's exports read through the torch distribution's own RECORD, and the judgement is
 ``doctor.diagnosis``, pure. ``--explain`` reads the same environment for the one file an
 import error names (``doctor.import_error``).
@@ -14,23 +15,30 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from torchwheel import limits
+from torchwheel.analysis.pythonabi import parse_suffix
 from torchwheel.analysis.torchcompat import torch_imports
-from torchwheel.doctor.diagnosis import Diagnosis, Judged, Row, diagnose, judge
+from torchwheel.doctor.diagnosis import Diagnosis, Judged, Row, diagnose, judge, judge_files
 from torchwheel.doctor.doctor_report import doctor_json
 from torchwheel.doctor.environment import Distribution, Environment, read_environment
 from torchwheel.doctor.import_error import (
     Explanation,
     Question,
     date_symbol,
+    hook_stem,
     library_words,
     module_file,
     parse,
 )
+from torchwheel.doctor.libsearch import Resolver
+from torchwheel.doctor.machine import Machine, Part, library_parts, read_machine
+from torchwheel.doctor.machine_explain import MachineAnswer, explain_driver, explain_kernel, explain_version
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.selection import target as targets
@@ -39,7 +47,7 @@ from torchwheel.tables.exports import platform_of
 from torchwheel.tables.symtable import SymbolTable
 from torchwheel.tables.tablechoice import ChosenTable, choose_table
 from torchwheel.torchabi.backend import parse_backend
-from torchwheel.torchabi.torchlibs import TorchLibraries, read_files, read_torch
+from torchwheel.torchabi.torchlibs import VERSION_PY_BYTES, TorchLibraries, read_files, read_torch
 from torchwheel.wheel.installed import Installed, NotRead, installed, source_of
 
 
@@ -61,6 +69,8 @@ class DoctorResult:
     @property
     def exit_code(self) -> int:
         if self.explanation is not None:
+            if self.explanation.machine is not None and self.explanation.row is None:
+                return 0 if self.explanation.machine.fits else 1
             row = self.explanation.row
             return 0 if row is not None and row.verdict.loads else 1
         return self.diagnosis.exit_code
@@ -132,14 +142,53 @@ def run(
     elif against is not None:
         libraries = read_torch(against, wanted)
         judged = _against(target, libraries)
-    diagnosis = diagnose(env, judged, table, own if judged is not own else None)
-    explanation = _explain(question, asked, env, judged, table) if question is not None else None
+    machine, parts = _machine(target, env)
+    diagnosis = diagnose(env, judged, table, own if judged is not own else None, machine, parts)
+    diagnosis = replace(diagnosis, not_run=target.not_run, more_not_run=target.more_not_run)
+    explanation = None
+    if question is not None:
+        explanation = _explain(question, asked, env, judged, table)
+        answer = _machine_answer(question, machine, diagnosis, env, target.gpu)
+        if answer is not None:
+            explanation = replace(explanation, machine=answer)
     return DoctorResult(target, diagnosis, explanation)
+
+
+def _machine_answer(
+    question: Question, machine: Machine, diagnosis: Diagnosis, env: Environment, gpu: int | None
+) -> MachineAnswer | None:
+    """The machine's answer to an error it causes (``doctor.machine_explain``), None for others."""
+    if question.version is not None:
+        return explain_version(question.version, question.version_library, question.path, machine, env)
+    if question.machine == "driver":
+        return explain_driver(machine, diagnosis)
+    if question.machine == "kernel":
+        return explain_kernel(gpu, env)
+    return None
+
+
+def _machine(target: TorchTarget, env: Environment) -> tuple[Machine, dict[str, tuple[Part, ...]]]:
+    """The machine the interpreter's loader sees (``doctor.machine``), and what of each
+    distribution it cannot load there."""
+    torch_dir = None
+    if env.torch is not None and (env.torch.site / "torch").is_dir():
+        torch_dir = str(env.torch.site / "torch")
+    platform_name = target.markers.get("sys_platform", sys.platform)
+    machine = read_machine(target.python, platform_name, torch_dir, target.search_path)
+    if machine.process is None:
+        return machine, {}
+    resolver = Resolver(machine.process)
+    torch = str(target.torch) if target.torch is not None else None
+    libraries = {
+        str(d.installed.dist_info): library_parts(d.facts, str(d.installed.site), resolver, torch)[0]
+        for d in env.with_torch
+    }
+    return machine, libraries
 
 
 def _planned(target: TorchTarget, torch: str, backend: str | None) -> Judged:
     try:
-        version = Version(torch)
+        version = Version(limits.check_version("--torch", torch))
     except InvalidVersion as exc:
         raise InputError(f"--torch {clipped(torch, 40)!r}: not a version (X.Y or X.Y.Z)") from exc
     if len(version.release) not in (2, 3) or version.local or version.is_prerelease:
@@ -150,11 +199,18 @@ def _planned(target: TorchTarget, torch: str, backend: str | None) -> Judged:
 
 def _against(target: TorchTarget, libraries: TorchLibraries) -> Judged:
     try:
-        version = Version(libraries.version) if libraries.version else None
+        version = (
+            Version(limits.check_version(f"{libraries.origin}: torch's version", libraries.version))
+            if libraries.version
+            else None
+        )
     except InvalidVersion:
         version = None
     if version is None:
-        raise InputError(f"{libraries.origin}: the torch's version cannot be read (no torch/version.py)")
+        raise InputError(
+            f"{libraries.origin}: the torch's version cannot be read (no torch/version.py, or one that "
+            "is not a regular file or names no version)"
+        )
     return Judged(version, libraries.build, target.gpu, target.markers, "against", libraries)
 
 
@@ -187,7 +243,8 @@ def _torch_exports(
     version_py = None
     if "torch/version.py" in members:
         try:
-            version_py = source.read("torch/version.py").decode("utf-8", "replace")[: 1 << 16]
+            head = b"".join(source.stream("torch/version.py", VERSION_PY_BYTES))[:VERSION_PY_BYTES]
+            version_py = head.decode("utf-8", "replace")
         except InputError:
             version_py = None
     files = [(m, Path(os.path.realpath(torch.site / m))) for m in members if m.startswith("torch/lib/")]
@@ -198,8 +255,13 @@ def _torch_exports(
 
 
 def _asked_file(question: Question, target: TorchTarget) -> str:
-    """The real path of the file an import error or module name points at."""
-    if question.library is not None:
+    """The real path of the file an import error or module name points at ("" where it
+    names none: a missing library alone, an op, a module hook, the machine's errors)."""
+    if question.op is not None or question.hook is not None or question.machine is not None:
+        return ""
+    if question.library is not None and question.path is None:
+        return ""
+    if question.version is not None and question.path is None:
         return ""
     found = (
         module_file(question.module, target.search_path)
@@ -215,8 +277,13 @@ def _asked_file(question: Question, target: TorchTarget) -> str:
 def _explain(
     question: Question, asked: str | None, env: Environment, judged: Judged, table: SymbolTable
 ) -> Explanation:
+    if question.op is not None:
+        return _explain_op(question, env, judged, table)
+    if question.hook is not None:
+        return _explain_hook(question, env, judged, table)
     owner = env.owner
     row = judge(owner, judged, table) if isinstance(owner, Distribution) else None
+    file = _file(owner, asked, judged, table)
     if question.library is not None:
         wanted = question.library
         needing = tuple(
@@ -224,14 +291,84 @@ def _explain(
             for d in env.with_torch
             if any(wanted in s.needed for b in d.facts.binaries for s in b.analysis.facts.slices)
         )
-        return Explanation(question, None, None, library=library_words(wanted), needing=needing)
+        return Explanation(
+            question, asked or None, row, library=library_words(wanted), needing=needing, **file
+        )
     dated = None
     exported = None
     if question.symbol is not None:
         dated = date_symbol(question.symbol, table, _platform(asked, owner))
         if judged.libraries is not None:
             exported = question.symbol in judged.libraries.all_exports
-    return Explanation(question, asked, row, dated, exported)
+    return Explanation(question, asked, row, dated, exported, **file)
+
+
+def _file(
+    owner: Distribution | Installed | None, asked: str | None, judged: Judged, table: SymbolTable
+) -> dict[str, Any]:
+    """The asked file as its distribution lists it: how its package reaches it, and the
+    verdict on it alone."""
+    if not isinstance(owner, Distribution) or not asked:
+        return {}
+    for b in owner.facts.binaries:
+        if os.path.realpath(owner.installed.site / b.member) == asked:
+            return {
+                "member": b.member,
+                "reach": owner.facts.reach.of(b.member).words,
+                "verdict": judge_files(owner, [b.member], judged, table),
+            }
+    return {}
+
+
+def _namespace_key(name: str) -> str:
+    return name.lower().replace("-", "_").strip("_").removesuffix("_ns")
+
+
+def _explain_op(question: Question, env: Environment, judged: Judged, table: SymbolTable) -> Explanation:
+    """``operator NS::OP does not exist``: the distribution whose package is named for the
+    namespace (``torchvision``, ``_torchaudio``, ``torchcodec_ns``), its op libraries (the
+    files its code loads by path), and why they do not load here."""
+    ns = _namespace_key((question.op or "").split("::", 1)[0])
+    for d in env.with_torch:
+        tops = {_namespace_key(b.member.split("/", 1)[0]) for b in d.facts.binaries} | {
+            _namespace_key(d.name)
+        }
+        if not any(t and (ns == t or ns.startswith(t) or t.startswith(ns)) for t in tops):
+            continue
+        libraries = tuple(b.member for b in d.facts.binaries if d.facts.reach.of(b.member).how == "library")
+        files = libraries or tuple(b.member for b in d.facts.binaries)
+        return Explanation(
+            question, None, judge(d, judged, table), candidates=files,
+            verdict=judge_files(d, files, judged, table),
+            reach="; ".join(f"{m}: {d.facts.reach.of(m).words}" for m in files[:4]),
+        )  # fmt: skip
+    return Explanation(question, None, None)
+
+
+def _explain_hook(question: Question, env: Environment, judged: Judged, table: SymbolTable) -> Explanation:
+    """``dynamic module does not define module export function (PyInit__C)``: the files
+    named as that module without the hook (a torch op library imported as a module: load
+    it by path instead), with their distributions."""
+    hook = question.hook or ""
+    stem = hook_stem(hook)
+    found = [
+        (d, b.member)
+        for d in env.with_torch
+        for b in d.facts.binaries
+        if parse_suffix(b.member).module == stem
+        and not any(hook in s.python.hooks for s in b.analysis.slices)
+    ]
+    # the import system loads only what the package imports: a file it loads by path is not it
+    order = {"module": 0, "unreached": 1, "dependency": 2, "library": 3}
+    found.sort(key=lambda f: order[f[0].facts.reach.of(f[1]).how])
+    if not found:
+        return Explanation(question, None, None)
+    d, member = found[0]
+    return Explanation(
+        question, str(d.installed.site / member), judge(d, judged, table), member=member,
+        reach=d.facts.reach.of(member).words, candidates=tuple(f"{o.name}: {m}" for o, m in found[:8]),
+        verdict=judge_files(d, [member], judged, table),
+    )  # fmt: skip
 
 
 def _platform(asked: str | None, owner: Distribution | Installed | None) -> str:

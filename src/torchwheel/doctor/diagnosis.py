@@ -20,18 +20,20 @@ from dataclasses import replace
 from packaging.version import Version
 
 from torchwheel.analysis.torchcompat import compare_slice
-from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
+from torchwheel.analysis.wheelfacts import WheelFacts, files_need, torch_need_of
 from torchwheel.doctor.environment import Distribution, Environment
+from torchwheel.doctor.machine import Machine, Part, cuda_needs, driver_part, torch_driver_words
 from torchwheel.errors import clipped
 from torchwheel.frozen import frozen
 from torchwheel.tables.symtable import SymbolTable
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, describe_builds
+from torchwheel.torchabi.cuda_driver import shown
 from torchwheel.torchabi.cxxnames import demangle
 from torchwheel.torchabi.need import TorchNeed, release_matches, show_release, show_releases
 from torchwheel.torchabi.torch_releases import minor_of, show_minor
 from torchwheel.torchabi.torchlibs import TorchLibraries
-from torchwheel.torchabi.verdicts import Verdict, minor_verdict, verdict
+from torchwheel.torchabi.verdicts import Verdict, combine_parts, minor_verdict, verdict
 from torchwheel.wheel.installed import NotRead
 
 
@@ -80,13 +82,30 @@ class Row:
     missing: tuple[str, ...] = ()
     before: Verdict | None = None
     not_read: bool = False  # its files cannot be known (no RECORD, editable, a link out): not judged
+    # what does not load on this machine (``doctor.machine``): a required part made the
+    # verdict "no"; the others make a row that loads "partly"
+    parts: tuple[Part, ...] = ()
 
     @property
     def state(self) -> str:
-        """``loads``, ``no``, ``unknown`` or ``not read``: the word the summary counts by."""
+        """The word the summary counts by: ``loads``; ``partly`` (the import works, parts of
+        it do not load: optional parts on this torch, ``verdict.partly``, or parts this
+        machine stops, ``parts``; ``partly`` names both); ``no``; ``excluded`` (it loads, but
+        its own ``Requires-Dist`` excludes this torch: ``pip check`` fails and pip may move
+        torch); ``unknown``; ``not read``."""
         if self.not_read:
             return "not read"
-        return "loads" if self.verdict.loads else "unknown" if self.verdict.cell == "unknown" else "no"
+        if self.verdict.loads:
+            return "partly" if self.partly else "loads"
+        if self.verdict.cell == "unknown":
+            return "unknown"
+        return "excluded" if self.verdict.excluded_only else "no"
+
+    @property
+    def partly(self) -> tuple[str, ...]:
+        """What of a distribution that imports does not load, each in words: its optional
+        parts on the judged torch, then what this machine stops (empty when none)."""
+        return (*self.verdict.partly, *(p.words for p in self.parts if not p.required))
 
     @property
     def breaks(self) -> bool:
@@ -100,27 +119,79 @@ class Diagnosis:
     rows: tuple[Row, ...]
     without_torch: int
     installed: Judged | None = None  # in a plan or --against: the environment's own torch
+    # the .pth import lines of the environment not run (``TorchTarget.not_run``): whatever
+    # they add at startup was not read; listed and counted, the exit code does not change
+    # (setuptools puts one in nearly every environment: distutils-precedence.pth)
+    not_run: tuple[str, ...] = ()
+    more_not_run: int = 0
+    machine: Machine | None = None  # the driver and the libraries outside torch, where read
 
     @property
     def exit_code(self) -> int:
-        """1 when a distribution with compiled torch code does not load or cannot be judged,
-        else 0 (``cli/exits.py``): one whose files cannot be known is listed, not judged."""
-        return 1 if any(r.state in ("no", "unknown") for r in self.rows) else 0
+        """1 when a distribution with compiled torch code does not load, cannot be judged, or
+        loads against its own requirement, else 0 (``cli/exits.py``): one that imports with
+        optional parts that do not load is a warning (``partly``), one whose files cannot be
+        known is listed, not judged."""
+        return 1 if any(r.state in ("no", "unknown", "excluded") for r in self.rows) else 0
 
 
 def diagnose(
-    env: Environment, judged: Judged, table: SymbolTable, installed: Judged | None = None
+    env: Environment,
+    judged: Judged,
+    table: SymbolTable,
+    installed: Judged | None = None,
+    machine: Machine | None = None,
+    libraries: Mapping[str, tuple[Part, ...]] | None = None,
 ) -> Diagnosis:
     """Every distribution of ``env`` judged against ``judged`` (and, for a plan, against the
-    environment's own torch too); those not read are rows of their own, ``unknown``."""
+    environment's own torch too); those not read are rows of their own, ``unknown``.
+    ``machine``: the driver its CUDA code is judged against; ``libraries``: the parts each
+    distribution (by its dist-info path) cannot load on this machine (``machine.library_parts``)."""
     rows = []
     for d in env.with_torch:
-        before = judge(d, installed, table).verdict if installed is not None else None
+        own = (libraries or {}).get(str(d.installed.dist_info), ())
+        before = None
+        if installed is not None:
+            before = _machine_verdict(judge(d, installed, table).verdict, own)
         row = judge(d, judged, table, loads_now=before.loads if before is not None else None)
-        rows.append(replace(row, before=before))
+        rows.append(replace(with_machine(row, d, judged, machine, own), before=before))
     rows += [Row(u.name, u.version, u.where, None, Verdict("unknown", u.reason)) for u in env.unreadable]
     rows += [not_read_row(n) for n in env.not_read]
-    return Diagnosis(judged, tuple(rows), env.without_torch, installed)
+    return Diagnosis(judged, tuple(rows), env.without_torch, installed, machine=machine)
+
+
+def with_machine(
+    row: Row, d: Distribution, judged: Judged, machine: Machine | None, libraries: tuple[Part, ...]
+) -> Row:
+    """The row with what this machine lets load of it (``doctor.machine``): a required part
+    that fails makes it not load (axis ``system library`` or ``driver``), the others make
+    it ``partly``; the driver is judged against the judged torch's build."""
+    parts = list(libraries)
+    if machine is not None and judged.version is not None:
+        needs = cuda_needs(d.facts, judged.build, torch_words(judged), judged.gpu)
+        driven = driver_part(needs, machine.driver)
+        if driven is not None:
+            parts.append(driven)
+    if not parts:
+        return row
+    verdict = _machine_verdict(row.verdict, parts)
+    fix = row.fix
+    if verdict is not row.verdict or (row.verdict.loads and not fix):
+        fix = (
+            next((p.fix for p in parts if p.required), "") or fix or next((p.fix for p in parts if p.fix), "")
+        )
+    return replace(row, verdict=verdict, fix=fix, parts=tuple(parts))
+
+
+def _machine_verdict(verdict: Verdict, parts: Iterable[Part]) -> Verdict:
+    """A verdict with the required parts that fail here: "no" on their axis where it loaded."""
+    required = [p for p in parts if p.required]
+    if not required:
+        return verdict
+    words = "; ".join(p.words for p in required)
+    if verdict.loads:
+        return Verdict("no", words, required[0].axis)
+    return replace(verdict, reason=f"{verdict.reason}; and {words}")
 
 
 def not_read_row(item: NotRead) -> Row:
@@ -141,9 +212,56 @@ def judge(d: Distribution, judged: Judged, table: SymbolTable, loads_now: bool |
         why = f"its RECORD names compiled files outside the environment ({first.path}: {first.detail})"
         return Row(name, version, where, None, Verdict("unknown", why), f"reinstall {name}")
     need = torch_need_of(w, "binaries")
-    missing = _missing(w, judged.libraries, table) if judged.libraries is not None else ()
-    found = _verdict(need, judged, missing)
-    return Row(name, version, where, need, found, fix_for(name, need, found, judged, loads_now), missing)
+    optional = {f for p in need.optional for f in p.files}
+    missing = _missing(w, judged.libraries, table, optional) if judged.libraries is not None else ()
+    found = _verdict(replace(need, optional=()), judged, missing)
+    fix = fix_for(name, need, found, judged, loads_now)
+    if found.loads:
+        found, fix = _parts(w, need, found, judged, table)
+    return Row(name, version, where, need, found, fix, missing)
+
+
+def judge_files(d: Distribution, members: Iterable[str], judged: Judged, table: SymbolTable) -> Verdict:
+    """Whether these files of a distribution load on the judged torch, as if its import
+    needed each of them (``--explain`` on one file): the one verdict on their own need,
+    their imports against the torch's exports where they were read."""
+    wanted = frozenset(members)
+    need = files_need(d.facts, wanted)
+    missing = (
+        _missing(d.facts, judged.libraries, table, frozenset(), wanted)
+        if judged.libraries is not None
+        else ()
+    )
+    return _verdict(need, judged, missing)
+
+
+def _parts(
+    w: WheelFacts, need: TorchNeed, found: Verdict, judged: Judged, table: SymbolTable
+) -> tuple[Verdict, str]:
+    """A verdict that loads, with what its optional parts do on the judged torch (each by
+    the same verdict, its exports where they were read: ``verdicts.combine_parts``), and
+    the fix for those that do not load."""
+    judged_parts = []
+    for part in need.optional:
+        missing = (
+            _missing(w, judged.libraries, table, frozenset(), frozenset(part.files))
+            if judged.libraries is not None
+            else ()
+        )
+        judged_parts.append((part, _verdict(part.need, judged, missing)))
+    if judged.version is None:
+        return found, ""
+    combined = combine_parts(found, judged_parts, judged.version)
+    fix = ""
+    failing = next(((p, on) for p, on in judged_parts if not on.loads and on.cell != "unknown"), None)
+    if failing is not None and combined.partly:
+        part, on = failing
+        fix = f"its import works; to use its {part.when} parts, " + fix_for(
+            w.metadata.name or "it", part.need, on, judged
+        )
+    elif failing is not None and not combined.loads:
+        fix = fix_for(w.metadata.name or "it", failing[0].need, failing[1], judged)
+    return combined, fix
 
 
 def _verdict(need: TorchNeed, judged: Judged, missing: tuple[str, ...]) -> Verdict:
@@ -192,9 +310,16 @@ def _past_tables(need: TorchNeed, judged: Judged, found: Verdict) -> Verdict:
     return found
 
 
-def _missing(w: WheelFacts, torch: TorchLibraries, table: SymbolTable) -> tuple[str, ...]:
+def _missing(
+    w: WheelFacts,
+    torch: TorchLibraries,
+    table: SymbolTable,
+    skip: frozenset[str] | set[str] = frozenset(),
+    only: frozenset[str] | None = None,
+) -> tuple[str, ...]:
     """The torch symbols the libraries the package loads on this torch import (strongly)
-    that the torch's exports lack, less what the distribution's own libraries export."""
+    that the torch's exports lack, less what the distribution's own libraries export;
+    ``skip``: files not judged here (its optional parts), ``only``: the files judged."""
     release = torch_releases.release_of(torch.version) if torch.version else None
     others: set[str] = set()
     if release is not None:
@@ -203,7 +328,7 @@ def _missing(w: WheelFacts, torch: TorchLibraries, table: SymbolTable) -> tuple[
     own = {e for b in w.binaries for s in b.analysis.facts.slices for e in s.exports}
     lacking: set[str] = set()
     for b in w.binaries:
-        if b.member in others:
+        if b.member in others or b.member in skip or (only is not None and b.member not in only):
             continue
         for s in b.analysis.slices:
             found = compare_slice(b.member, b.analysis.facts.format, s.facts, torch, table)
@@ -264,7 +389,10 @@ def _to_decide(need: TorchNeed, found: Verdict) -> str:
 
 def summary(d: Diagnosis) -> str:
     """One line: what the torch judged means for the environment (a plan: what it breaks)."""
-    named = {state: [r.name for r in d.rows if r.state == state] for state in ("no", "unknown", "not read")}
+    named = {
+        state: [r.name for r in d.rows if r.state == state]
+        for state in ("no", "excluded", "partly", "unknown", "not read")
+    }
     head = d.judged.label
     if d.installed is not None:
         broken = [r.name for r in d.rows if r.breaks]
@@ -275,15 +403,65 @@ def summary(d: Diagnosis) -> str:
             parts.append(f"does not load on it either: {_names(already)}")
     else:
         judged = [r for r in d.rows if r.state != "not read"]
-        loads = sum(1 for r in judged if r.state == "loads")
+        loads = sum(1 for r in judged if r.state in ("loads", "partly"))
         parts = [f"{head}: {loads} of {len(judged)} with compiled torch code load"]
         if named["no"]:
             parts.append(f"does not load: {_names(named['no'])}")
+    if named["partly"]:
+        parts.append(f"loads partly (parts do not load): {_names(named['partly'])}")
+    if named["excluded"]:
+        parts.append(f"loads, but its own requirement excludes the torch: {_names(named['excluded'])}")
+    if d.machine is not None and (driver := driver_summary(d)):
+        parts.append(driver)
     if named["unknown"]:
         parts.append(f"unknown: {_names(named['unknown'])}")
     if named["not read"]:
         parts.append(f"not read: {_names(named['not read'])}")
+    skipped = len(d.not_run) + d.more_not_run
+    if skipped:
+        parts.append(f"{skipped} .pth import line{'s' if skipped > 1 else ''} not run (listed above)")
     return "; ".join(parts) + f" ({d.without_torch} without compiled torch code, not listed)"
+
+
+def driver_summary(d: Diagnosis) -> str:
+    """The driver against the judged torch and the distributions whose CUDA code it cannot
+    run, in a line: "This machine's driver supports CUDA 12.4: torch 2.14.1+cu130 and
+    torchvision need CUDA 13"; "" when there is nothing to say."""
+    machine = d.machine
+    if machine is None or machine.driver.state != "found" or machine.driver.cuda is None:
+        return ""
+    judged = d.judged
+    torch = torch_words(judged)
+    words = torch_driver_words(judged.build, torch, machine.driver) if judged.version is not None else ""
+    names = [torch] if words else []
+    driven = [(r.name, p.cuda) for r in d.rows for p in r.parts if p.axis == "driver" and p.cuda is not None]
+    names += [name for name, _ in driven]
+    if not names:
+        return ""
+    cudas = [cuda for _, cuda in driven]
+    if words and judged.build is not None and judged.build.major is not None:
+        cudas.append((judged.build.major, judged.build.minor or 0))
+    top = max(cudas)  # a new major is named alone (any minor of it needs that driver); PTX by its minor
+    needed = f"CUDA {top[0]}" if top[0] > machine.driver.cuda[0] else f"CUDA {shown(top)}"
+    verb = "needs" if len(names) == 1 else "need"
+    return f"this machine's driver supports CUDA {shown(machine.driver.cuda)}: {_and(names)} {verb} {needed}"
+
+
+def torch_words(judged: Judged) -> str:
+    """``torch 2.14.1+cu130``: the judged torch by its version and, where the version has no
+    local label, its build's backend name."""
+    if judged.version is None:
+        return "no torch"
+    shown_version = judged.version.public
+    if not judged.version.local and judged.build is not None:
+        shown_version += f"+{judged.build.backend}"
+    return f"torch {shown_version}"
+
+
+def _and(names: list[str]) -> str:
+    if len(names) > 8:
+        return _names(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _names(names: Iterable[str]) -> str:

@@ -126,6 +126,12 @@ def _read_one(item: Installed, table: SymbolTable) -> Distribution | NotRead | _
     if isinstance(source, NotRead):
         return source
     contents = source.contents
+    special = [p for p in contents.record_problems if p.problem == "not-regular" and is_compiled_name(p.path)]
+    if special:  # listed as its compiled code, and no file to read: never counted clean
+        first = special[0]
+        more = f" (and {len(special) - 1} more)" if len(special) > 1 else ""
+        why = f"its compiled file {first.path} is {first.detail}{more}"
+        return _Unreadable(NotRead(item.name, item.version, str(item.dist_info), why))
     outside = tuple(
         p for p in contents.record_problems if p.problem == "outside-environment" and is_compiled_name(p.path)
     )
@@ -151,7 +157,13 @@ def _touches(
     """Does the distribution touch torch, by its compiled files' tables? True too when one of
     them cannot be read that way: only the whole read can tell (and says why)."""
     binaries = []
+    seen: set[tuple[int, int]] = set()
     for member in compiled:
+        key = source.identity(member)
+        if key is not None and key in seen:  # another name of a file read already (a hard link)
+            continue
+        if key is not None:
+            seen.add(key)
         try:
             facts = read_tables(source.root / member, member, follow_symlinks=True)
         except (BinaryError, OSError):

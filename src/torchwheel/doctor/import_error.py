@@ -19,48 +19,111 @@ from pathlib import Path
 
 from torchwheel.analysis.usage import is_shim_name
 from torchwheel.doctor.diagnosis import Row
+from torchwheel.doctor.machine_explain import MachineAnswer
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.tables.symtable import SymbolTable
 from torchwheel.torchabi.accelerators import classify_library
 from torchwheel.torchabi.cxxnames import demangle, is_unstable
 from torchwheel.torchabi.torch_releases import show_minor
+from torchwheel.torchabi.verdicts import Verdict
 from torchwheel.wheel.contents import is_compiled_name
 
 _MODULE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _UNDEFINED = re.compile(r"(?P<path>[^\s:'\"]+):\s*undefined symbol:\s*(?P<symbol>[^\s,;:'\"()]+)")
-_MISSING_LIB = re.compile(r"(?P<lib>[^\s:'\"/]+):\s*cannot open shared object file")
+# the loading file (when the loader names it) and the library it did not find
+_MISSING_LIB = re.compile(
+    r"(?:(?P<path>/[^\s:'\"]+):\s*)?(?P<lib>[^\s:'\"/]+):\s*cannot open shared object file"
+)
+# torch.ops.load_library's words for a library ctypes could not open
+_COULD_NOT_LOAD = re.compile(r"Could not load this library:\s*(?P<path>[^\s'\"]+)")
+# an op its library never registered (the library did not load, or is not there)
+_NO_OPERATOR = re.compile(r"operator\s+(?P<op>[A-Za-z_]\w*::[A-Za-z_][\w.]*)\s+does not exist")
+# a file imported as a module that exports no module hook
+_NO_HOOK = re.compile(
+    r"dynamic module does not define module export function \((?P<hook>(?:PyInit|PyModExport)_\w+)\)"
+)
+# ld.so: "/lib/.../libstdc++.so.6: version `GLIBCXX_3.4.32' not found (required by /x/_C.so)"
+_VERSION = re.compile(
+    r"(?:(?P<lib>[^\s:'\"`]+):\s*)?version\s+[`'\u2018\"](?P<version>[^'`\u2019\"\s]+)['`\u2019\"]\s+not\s+found"
+    r"(?:\s*\(required\s+by\s+(?P<by>[^)\s]+)\))?"
+)
+# the CUDA runtime's words, torch's, and the error names
+_DRIVER = re.compile(
+    r"CUDA driver version is insufficient for CUDA runtime version|NVIDIA driver on your system is too old"
+    r"|cudaErrorInsufficientDriver",
+    re.IGNORECASE,
+)
+_KERNEL = re.compile(
+    r"no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice", re.I
+)
 _ASKED = 4096  # the most of a pasted error text read
 
 
 @frozen
 class Question:
-    """What ``--explain`` was given, taken apart: a module, or a file with the symbol it
-    lacks, or a library the loader did not find."""
+    """What ``--explain`` was given, taken apart: a module, a file (a bare path, the file
+    ``torch.ops.load_library`` could not load, or one with the symbol it lacks), a library
+    the loader did not find (and the file that needs it, when the error names it), an op
+    no library registered (``op``: ``torchvision::nms``), or the module hook a module
+    lacks (``hook``: ``PyInit__C``)."""
 
     asked: str
     module: str | None = None
     path: str | None = None
     symbol: str | None = None
     library: str | None = None
+    op: str | None = None
+    hook: str | None = None
+    version: str | None = None  # a symbol version the library found lacks (GLIBCXX_3.4.32)
+    version_library: str | None = None  # the library the loader found, as the error names it
+    machine: str | None = None  # "driver" or "kernel": the driver or the GPU, no file
 
 
 def parse(text: str) -> Question:
-    """A module name or an ``ImportError``'s text; ``InputError`` for anything else."""
+    """A module name, a compiled file's path or the text of the error Python or torch
+    printed; ``InputError`` for anything else."""
     asked = text.strip()[:_ASKED]
     if _MODULE.fullmatch(asked):
         return Question(asked, module=asked)
+    if "/" in asked and not any(c.isspace() for c in asked) and is_compiled_name(asked.rsplit("/", 1)[-1]):
+        return Question(asked, path=asked)  # a bare library path
     undefined = list(_UNDEFINED.finditer(asked))
     if undefined:
         last = undefined[-1]
         return Question(asked, path=last.group("path"), symbol=last.group("symbol"))
     missing = _MISSING_LIB.search(asked)
     if missing:
-        return Question(asked, library=missing.group("lib"))
+        return Question(asked, path=missing.group("path"), library=missing.group("lib"))
+    versioned = _VERSION.search(asked)
+    if versioned:
+        by, lib = versioned.group("by"), versioned.group("lib")
+        return Question(asked, path=by, version=versioned.group("version"), version_library=lib)
+    could_not = _COULD_NOT_LOAD.search(asked)
+    if could_not:
+        return Question(asked, path=could_not.group("path"))
+    no_op = _NO_OPERATOR.search(asked)
+    if no_op:
+        return Question(asked, op=no_op.group("op"))
+    no_hook = _NO_HOOK.search(asked)
+    if no_hook:
+        return Question(asked, hook=no_hook.group("hook"))
+    if _DRIVER.search(asked):
+        return Question(asked, machine="driver")
+    if _KERNEL.search(asked):
+        return Question(asked, machine="kernel")
     raise InputError(
-        f"--explain {clipped(asked, 80)!r}: neither a module name nor an import error naming an "
-        "'undefined symbol' or a library that 'cannot open shared object file'"
+        f"--explain {clipped(asked, 80)!r}: neither a module name, a library's path nor an error "
+        "this torchwheel reads ('undefined symbol', 'cannot open shared object file', "
+        "\"version `X' not found\", 'Could not load this library', 'operator NS::OP does not "
+        "exist', 'dynamic module does not define module export function', an insufficient CUDA "
+        "driver, 'no kernel image is available')"
     )
+
+
+def hook_stem(hook: str) -> str:
+    """The module a hook is for: ``PyInit__C`` -> ``_C``."""
+    return hook.split("_", 1)[1]
 
 
 def module_file(module: str, search_path: Iterable[str]) -> Path | None:
@@ -154,6 +217,15 @@ class Explanation:
     installed_exports: bool | None = None
     library: str | None = None
     needing: tuple[str, ...] = ()
+    # the file itself (``member``, as its distribution lists it): how the package reaches it
+    # (``reach``, in words) and whether it loads on the judged torch (``verdict``: its own
+    # need's verdict, every axis)
+    member: str | None = None
+    reach: str | None = None
+    verdict: Verdict | None = None
+    # an op no library registered, or a module without its hook: the files that may be it
+    candidates: tuple[str, ...] = ()
+    machine: MachineAnswer | None = None  # a version, the driver or the GPU (``machine_explain``)
 
 
 def shown_symbol(symbol: str) -> str:

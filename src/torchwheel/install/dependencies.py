@@ -4,50 +4,29 @@ torchwheel installs no dependencies (it would need a resolver, and the other dep
 pip's or uv's business), so ``install`` says which of the wheel's ``Requires-Dist`` the target
 does not satisfy: not installed, or installed at a version the requirement excludes. Markers
 are evaluated for the target (``extra`` empty: no extras were asked for); torch is judged by
-the choice itself. The target lists its distributions in a subprocess, as the probe does: its
-``importlib.metadata`` sees its own ``sys.path``, ``.pth`` files included.
+the choice itself. The target's distributions are the ``.dist-info`` folders of its search path
+(``selection.target.probe``: ``.pth`` path lines included, nothing of the environment run).
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import tempfile
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from torchwheel.errors import InputError
 from torchwheel.selection.target import TorchTarget
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.headers import parse_headers
-
-_LIST = """
-import importlib.metadata as m, json
-print(json.dumps([[d.metadata["Name"] or "", d.version] for d in m.distributions()]))
-"""
+from torchwheel.wheel.installed import distributions
 
 
 def installed(target: TorchTarget) -> dict[NormalizedName, str]:
-    """Every distribution the target's interpreter sees, by name (the first on its path)."""
-    if target.python is None:
-        return {}
-    with tempfile.TemporaryDirectory() as empty:  # ``-c`` puts the cwd on sys.path
-        try:
-            proc = subprocess.run(
-                [target.python, "-E", "-c", _LIST], capture_output=True, text=True, timeout=120, cwd=empty
-            )
-            found = json.loads(proc.stdout) if proc.returncode == 0 else None
-        except (OSError, subprocess.SubprocessError, ValueError) as exc:
-            raise InputError(f"--python {target.python}: cannot list its distributions ({exc})") from exc
-    if not isinstance(found, list):
-        raise InputError(f"--python {target.python}: cannot list its distributions")
-    out: dict[NormalizedName, str] = {}
-    for name, version in found:
-        out.setdefault(canonicalize_name(str(name)), str(version))
-    return out
+    """Every distribution on the target's search path, by name (the first on the path, as
+    ``importlib.metadata`` finds it): read from the ``.dist-info`` folders on disk, never by
+    running the target (its ``.pth`` files and ``sitecustomize`` would run)."""
+    return distributions(target.search_path)
 
 
 def requirements(wheel: Path) -> list[Requirement]:

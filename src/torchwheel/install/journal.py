@@ -5,7 +5,7 @@ an environment the next run can finish or roll back (``install.recovery``).
 A run keeps its journal in ``.torchwheel-txn-<project>/`` beside the ``.dist-info`` it
 replaces (or in ``purelib``): ``journal`` there is JSON lines, each written, flushed and
 ``fsync``'d before the act it describes starts, and ``aside/`` holds the replaced version's
-files. Records (format 2; paths relative to the environment's root, ``sysconfig``'s
+files. Records (format 3; paths relative to the environment's root, ``sysconfig``'s
 ``data``):
 
 - ``begin``: the project, the wheel, the ``.dist-info`` it replaces, the folders never to
@@ -14,9 +14,13 @@ files. Records (format 2; paths relative to the environment's root, ``sysconfig`
   written before the first move: a move that has happened is seen on disk, where its file is);
 - ``write``: one file ``installer`` is about to create, the temporary name (in the same
   folder, ``TEMP_PREFIX``) its bytes go to first, and the folders it will create;
-- ``wrote``: that file's sha256 and size, once its bytes are whole; only then is the file
-  linked under its own name. A rollback deletes a file only while it still has these bytes:
-  a file the install did not write is never deleted, whatever a journal says;
+- ``wrote``: that file's sha256 and size once its bytes are whole, and which file holds them
+  (its device, inode and modification time in nanoseconds: the temporary file's, which the
+  file keeps, being that same file under a second name); only then is the file linked under
+  its own name. A rollback deletes a file only while it is still that file with these bytes:
+  a file another installer wrote over it, even with the same bytes (``pip install
+  --ignore-installed`` of the same wheel), or one that was there before is never deleted,
+  whatever a journal says (format 2 had no file identity: a reinstall by pip was deleted);
 - ``commit``: the new version is whole and verified, its files ``fsync``'d;
 - ``undone`` (written by a rollback): every recorded write is removed; what follows moves the
   old version back, often to the very paths the new one wrote, so a replay after this record
@@ -43,7 +47,7 @@ from torchwheel.errors import InputError
 
 PREFIX = ".torchwheel-txn-"
 TEMP_PREFIX = ".torchwheel-part-"  # then the writer's pid and the write's number
-FORMAT = 2
+FORMAT = 3  # 3: a wrote record names its file (device, inode, mtime_ns), not only its bytes
 ASIDE_RECORD_BYTES = 256 << 10  # a record of moves is cut here (max-journal-line-bytes is 1 MiB)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -176,8 +180,21 @@ class Journal:
         return temp
 
     def wrote(self, path: Path, temp: Path, sha256: str, size: int) -> None:
-        """``temp`` holds ``path``'s whole bytes: their digest on disk, then ``path`` made."""
-        self._append({"op": "wrote", "path": self._rel(path), "sha256": sha256, "size": size})
+        """``temp`` holds ``path``'s whole bytes: their digest and the file that holds them on
+        disk, then ``path`` made (the same file: a hard link, or a rename, keeps the inode and
+        the modification time; the time tells a file from a later one that reuses the inode)."""
+        st = os.lstat(temp)
+        self._append(
+            {
+                "op": "wrote",
+                "path": self._rel(path),
+                "sha256": sha256,
+                "size": size,
+                "dev": st.st_dev,
+                "ino": st.st_ino,
+                "mtime_ns": st.st_mtime_ns,
+            }
+        )
         _place(temp, path)
 
     def commit(self) -> None:

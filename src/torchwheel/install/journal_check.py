@@ -1,10 +1,12 @@
 """An install journal checked whole before a replay touches anything (``install.recovery``):
 read within ``max-journal-line-bytes`` and ``max-journal-entries``, each line a record of its
 schema (through ``safejson``: no nesting, no duplicate keys, no NaN), the records in the order
-a run writes them, every path a string without NUL inside the environment, and no folder on
-the way to it (from the scheme folder it lies in) a symbolic link. What a replay needs is kept
-as a ``Plan``: strings and small records, not the parsed lines, so a journal at its limits
-stays within the memory budget.
+a run writes them, every path a string without NUL inside the environment, no folder on the
+way to it (from the scheme folder it lies in) a symbolic link, and none inside another
+project's ``.dist-info`` (an install writes only its own; an upgrade moves aside only the
+version it replaces, of the same project). What a replay needs is kept as a ``Plan``: strings
+and small records, not the parsed lines, so a journal at its limits stays within the memory
+budget.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from torchwheel import limits, safejson
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
@@ -29,6 +33,7 @@ from torchwheel.safeopen import kind
 _LEFT = "not repairing; left as it is"
 _TEMP = re.escape(TEMP_PREFIX) + r"\d+-\d+"
 _B64_SHA256 = "[A-Za-z0-9_-]{43}"
+_U64 = (1 << 64) - 1
 _OPS = ("begin", "aside", "write", "wrote", "commit", "undone")
 _HAS_OP = Object({"op": Str(choices=_OPS)}, required=("op",), other=ANY)
 _SCHEMAS = {
@@ -42,8 +47,10 @@ _SCHEMAS = {
         {"op": Str(), "path": Str(), "temp": Str(_TEMP), "dirs": List(Str())}, required=("op", "path", "temp", "dirs")
     ),
     "wrote": Object(
-        {"op": Str(), "path": Str(), "sha256": Str(_B64_SHA256), "size": Int(minimum=0)},
-        required=("op", "path", "sha256", "size"),
+        {"op": Str(), "path": Str(), "sha256": Str(_B64_SHA256), "size": Int(minimum=0),
+         "dev": Int(minimum=0, maximum=_U64), "ino": Int(minimum=0, maximum=_U64),
+         "mtime_ns": Int(minimum=-_U64, maximum=_U64)},
+        required=("op", "path", "sha256", "size", "dev", "ino", "mtime_ns"),
     ),
     "commit": Object({"op": Str()}, required=("op",)),
     "undone": Object({"op": Str()}, required=("op",)),
@@ -57,12 +64,23 @@ class Move:
 
 
 @frozen
+class Identity:
+    """The file a ``wrote`` record names: its bytes (sha256, RECORD's base64, and size) and
+    which file holds them (device, inode, modification time)."""
+
+    sha256: str
+    size: int
+    dev: int
+    ino: int
+    mtime_ns: int
+
+
+@frozen
 class Write:
     path: str
     temp: str
     dirs: tuple[str, ...]
-    sha256: str | None = None  # its ``wrote`` record; None: the write a kill cut short
-    size: int | None = None
+    wrote: Identity | None = None  # its ``wrote`` record; None: the write a kill cut short
 
 
 @dataclass
@@ -72,6 +90,7 @@ class Plan:
     home: Path
     root: Path
     wheel: str = ""
+    project: str = ""  # canonical
     replaces: str | None = None
     keep: frozenset[Path] = frozenset()
     moves: list[Move] = field(default_factory=list)
@@ -91,22 +110,36 @@ def _refused(home: Path, why: str) -> RepairFailed:
     return RepairFailed(f"{home}/journal {why}: {_LEFT}")
 
 
-def same_bytes(path: str, sha256: str, size: int | None) -> bool:
-    """``path`` is a regular file (not a link) with this size and sha256 (RECORD's base64)."""
+def same_file(path: str, wrote: Identity) -> bool:
+    """``path`` is still the file the install wrote: a regular file (not a link), the same
+    device, inode, modification time and size, and the same sha256. The same bytes in another
+    file (another installer's copy of the same wheel) are not enough, nor the same inode
+    number in a file made later."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+
+    def same(st: os.stat_result) -> bool:
+        return stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size) == (
+            wrote.dev,
+            wrote.ino,
+            wrote.mtime_ns,
+            wrote.size,
+        )
+
     try:
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size != size:
+        if not same(os.lstat(path)):
             return False
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | nofollow)
     except OSError:
         return False
     h = hashlib.sha256()
     try:
+        if not same(os.fstat(fd)):  # replaced between the two looks
+            return False
         while chunk := os.read(fd, 1 << 20):
             h.update(chunk)
     finally:
         os.close(fd)
-    return base64.urlsafe_b64encode(h.digest()).decode().rstrip("=") == sha256
+    return base64.urlsafe_b64encode(h.digest()).decode().rstrip("=") == wrote.sha256
 
 
 def _under(path: str, folder: str) -> bool:
@@ -120,6 +153,7 @@ class _Paths:
 
     def __init__(self, home: Path, root: Path, allowed: tuple[Path, ...]) -> None:
         self.home, self.root = home, str(root)
+        self.project = ""  # canonical; set from the begin record
         self._home = str(home)
         self.allowed = sorted({os.path.normpath(a) for a in allowed}, key=len, reverse=True)
         self._real: set[str] = set()
@@ -135,7 +169,18 @@ class _Paths:
         if base is None or path == self.root or _under(path, self._home):
             raise _refused(self.home, f"names {shown}, outside the environment")
         self._walk(base, path, shown, last_may_be_link)
+        self._own_dist_info(path[len(base) :], shown)
         return path
+
+    def _own_dist_info(self, below: str, shown: str) -> None:
+        """No path inside another project's ``.dist-info``: an install writes its own, an
+        upgrade sets aside the one of the version it replaces; another distribution's
+        ``INSTALLER`` or ``RECORD`` in a journal is a forgery."""
+        for part in below.split(os.sep):
+            if part.endswith(".dist-info"):
+                owner = canonicalize_name(part.removesuffix(".dist-info").split("-", 1)[0])
+                if owner != self.project:
+                    raise _refused(self.home, f"names {shown}, a file of another distribution ({part})")
 
     def _walk(self, base: str, path: str, shown: str, last_may_be_link: bool) -> None:
         here = base
@@ -261,7 +306,9 @@ def check(home: Path, root: Path, allowed: tuple[Path, ...]) -> Plan:
         return plan
     _begin(plan, first[1])
     plan.journal_end = first[2]
-    _Reader(plan, _Paths(home, root, allowed)).read(records)
+    paths = _Paths(home, root, allowed)
+    paths.project = plan.project
+    _Reader(plan, paths).read(records)
     return plan
 
 
@@ -275,6 +322,7 @@ def _begin(plan: Plan, record: dict[str, Any]) -> None:
             "replay it with the torchwheel that wrote it",
         )
     plan.wheel, plan.replaces = record["wheel"][:300], record["replaces"]
+    plan.project = canonicalize_name(record["project"][:300])
     keep = {Path(os.path.normpath(plan.root / k)) for k in record["keep"] if k and "\x00" not in k}
     plan.keep = frozenset(keep | {plan.root})
 
@@ -352,7 +400,8 @@ class _Reader:
         w = self.open_write
         if w is None or path != w.path:
             raise self._wrong(n, "says a file was written that no write record names")
-        self.plan.writes.append(Write(w.path, w.temp, w.dirs, record["sha256"], record["size"]))
+        wrote = Identity(record["sha256"], record["size"], record["dev"], record["ino"], record["mtime_ns"])
+        self.plan.writes.append(Write(w.path, w.temp, w.dirs, wrote))
         self.open_write = None
 
     def _commit(self, n: int, record: dict[str, Any]) -> None:

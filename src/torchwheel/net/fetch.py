@@ -238,6 +238,15 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
         return new
 
 
+def _netloc(url: str, bare: str) -> str:
+    """The authority of ``bare`` (``url`` without its user part), or the one-line refusal of
+    a URL ``urlsplit`` cannot read (an unclosed "[": ``ValueError``), its user part hidden."""
+    try:
+        return urlsplit(bare).netloc
+    except ValueError:
+        raise InputError(f"{shown(url)}: not a URL torchwheel can request (its host or port)") from None
+
+
 @dataclass
 class Session:
     """One command's requests: the credentials given in index URLs, by host (``credentials``,
@@ -249,23 +258,28 @@ class Session:
         self.budget = _Budget()
         self._opener = urllib.request.build_opener(_Redirects(self), _HTTP(self), _HTTPS(self))
 
-    def remember(self, url: str) -> str:
+    def remember(self, url: str, keep: bool = False) -> str:
         """``url`` without its user part, whose credentials are kept for its host: a source
         given on the command line is stripped here, before anything joins, parses or shows
-        it (``urljoin`` too reads a raw "#" in a password as the start of a fragment)."""
+        it (``urljoin`` too reads a raw "#" in a password as the start of a fragment); so is
+        a page's link to a wheel, so no line, document or page written holds its user part.
+        ``keep``: credentials already kept for that host stay (a page's link never replaces
+        what the user gave)."""
         bare, user = split_credentials(url)
+        netloc = _netloc(url, bare)
+        if not HOST_PORT.fullmatch(netloc):  # refused before it is joined or parsed any further:
+            # with a user part before no valid host, its password would be read as the host
+            raise InputError(f"{shown(url)}: not a URL torchwheel can request (its host or port)")
         if user is not None:  # pip's convention: user:password@host, or a token as the user
-            netloc = urlsplit(bare).netloc
-            if not HOST_PORT.fullmatch(netloc):
-                raise InputError(f"{shown(url)}: not a URL torchwheel can request (its host or port)")
             name, _, password = user.partition(":")
             token = base64.b64encode(f"{unquote(name)}:{unquote(password)}".encode()).decode()
-            self.credentials[netloc.lower()] = f"Basic {token}"
+            if not (keep and netloc.lower() in self.credentials):
+                self.credentials[netloc.lower()] = f"Basic {token}"
         return bare
 
     def _request(self, url: str, accept: str, span: str | None = None) -> urllib.request.Request:
         bare = self.remember(url)
-        parts = urlsplit(bare)
+        parts = urlsplit(bare)  # remember() saw that it splits
         if parts.scheme.lower() not in REMOTE_SCHEMES:
             raise InputError(f"{shown(url)}: only http(s) links are followed from a hosted page")
         if not HOST_PORT.fullmatch(parts.netloc):

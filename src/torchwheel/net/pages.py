@@ -15,13 +15,16 @@ the parse stops at the first one too many) and a ``requires-python`` is measured
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping
 from dataclasses import field
 from functools import cached_property
 from html.parser import HTMLParser
 from posixpath import basename
 from typing import Any
-from urllib.parse import unquote, urldefrag, urljoin, urlsplit
+from urllib.parse import quote, unquote, urldefrag, urljoin, urlsplit, urlunsplit
+from urllib.request import pathname2url, url2pathname
 
 from packaging.utils import canonicalize_name
 
@@ -94,9 +97,13 @@ class Link:
 
     @cached_property  # asked for several times per link, and a page may hold 100,000
     def filename(self) -> str:
+        """As pip 26.3 names it (``Link.filename``): the last component of the *unquoted*
+        path, so a quoted ``%2F`` never makes a name with a separator in it, and ``.``/``..``
+        no name at all."""
         if self.name is not None:
             return self.name
-        return unquote(basename(urlsplit(self.url).path.rstrip("/")))
+        name = os.path.basename(basename(unquote(urlsplit(self.url).path).rstrip("/")))
+        return "" if name in (os.curdir, os.pardir) else name
 
     @property
     def is_file(self) -> bool:
@@ -122,9 +129,55 @@ class Page:
 
 
 def digests(text: str | None) -> dict[str, str]:
-    """A ``#sha256=abc…`` fragment or attribute as ``{"sha256": "abc…"}``; anything else as none."""
+    """A ``data-core-metadata="sha256=abc…"`` attribute as ``{"sha256": "abc…"}``; anything else as none."""
     algo, sep, value = (text or "").partition("=")
     return {algo.strip().lower(): value.strip().lower()} if sep and algo.strip() and value.strip() else {}
+
+
+# pip 26.3's reading of a link's digest (``LinkHash._hash_url_fragment_re``, searched over the
+# whole URL): one of its algorithms, spelled in lower case, after ``#`` or ``&``, up to the
+# next ``&``; so ``#sha256=abc&subdirectory=x`` is ``abc``, and a fragment without one of
+# these names has no digest
+_LINK_DIGEST = re.compile(r"[#&](sha512|sha384|sha256|sha224|sha1|md5)=([^&]*)")
+# what pip keeps as it is while it quotes a path: ``@`` and a quoted ``/`` (``_reserved_chars_re``)
+_RESERVED = re.compile("(@|%2F)", re.IGNORECASE)
+
+
+def _quoted_part(part: str, local: bool) -> str:
+    if local:  # a file: URL's path, as the platform spells one (pip's ``_clean_file_url_path``)
+        out = pathname2url(url2pathname(part))
+        return out.removeprefix("//") if out.startswith("///") else out
+    return quote(unquote(part))  # unquoted first, so nothing is quoted twice
+
+
+def quote_link(url: str) -> str:
+    """``url`` with its path quoted as pip 26.3 quotes a link before it fetches it
+    (``_ensure_quoted_url``): a raw space becomes ``%20``, ``%5b`` becomes ``%5B``, an
+    existing ``%20`` stays; ``@`` and ``%2F`` are kept as they are. Written here because
+    pip's function is internal to pip (no library offers it)."""
+    parts = urlsplit(url)
+    local = not parts.netloc
+    pieces = _RESERVED.split(parts.path)
+    path = "".join(
+        _quoted_part(piece, local) if i % 2 == 0 else piece.upper() for i, piece in enumerate(pieces)
+    )
+    # the scheme as "file" first, so an empty netloc still gets its "//" (RFC 1738), as pip does
+    out = urlunsplit(parts._replace(scheme="file", path=path))
+    return parts.scheme + out[4:]
+
+
+def link_digests(url: str) -> dict[str, str]:
+    """The digest a link's URL carries, as pip reads it (``#sha256=…``, also with other
+    parameters beside it: ``#sha256=…&subdirectory=…``), lowercase hex."""
+    m = _LINK_DIGEST.search(url)
+    # an empty value is kept, as pip keeps it: a digest no file matches, never "no digest"
+    return {m.group(1): m.group(2).lower()} if m is not None else {}
+
+
+def split_link(url: str) -> tuple[str, dict[str, str]]:
+    """A link's absolute URL as torchwheel fetches it (quoted as pip quotes it, without its
+    fragment) and the digest it carries."""
+    return urldefrag(quote_link(url))[0], link_digests(url)
 
 
 def requires_python(text: str | None, where: str) -> str | None:
@@ -175,22 +228,30 @@ def _html(text: str, url: str, where: str) -> Page:
     parser = _Anchors(where)
     parser.feed(text)
     parser.close()
-    base = urljoin(url, parser.base) if parser.base else url
+    try:
+        base = urljoin(url, parser.base) if parser.base else url
+    except ValueError as exc:  # an unclosed "[": the URL itself is never printed (it may hold a password)
+        raise InputError(f"{where}: unreadable index page (its <base href> is no URL: {exc})") from None
     files: list[Link] = []
     projects: list[Link] = []
-    for a in parser.anchors:
-        target, fragment = urldefrag(urljoin(base, a["href"] or ""))
+    refused: list[Refused] = []
+    for i, a in enumerate(parser.anchors):
+        try:
+            target, hashes = split_link(urljoin(base, a["href"] or ""))
+        except ValueError as exc:
+            refused.append(Refused(f"link {i + 1:,}", f"its href is no URL ({exc})"))
+            continue
         # PEP 714: data-core-metadata, else the PEP 658 spelling; "true" or a digest
         meta_attr = "data-core-metadata" if "data-core-metadata" in a else "data-dist-info-metadata"
         link = Link(
             target,
-            digests(fragment),
+            hashes,
             "data-yanked" in a,  # PEP 592: present at all, with or without a reason
             a.get("data-requires-python"),
             digests(a.get(meta_attr)) if meta_attr in a else None,
         )
         (files if link.is_file else projects).append(link)
-    return Page(files, projects)
+    return Page(files, projects, refused)
 
 
 def _offered(value: object) -> dict[str, str] | None:
@@ -213,9 +274,11 @@ def _file(f: Mapping[str, Any], url: str, where: str) -> Link:
     """One PEP 691 file entry that fits ``PEP691_FILE``. ``yanked`` as pip reads it: true or a
     reason; false, null and "" (PEP 592 wants a reason that is not empty) are not yanked."""
     yanked = f.get("yanked")
+    target, from_link = split_link(urljoin(url, f["url"]))
     return Link(
-        urldefrag(urljoin(url, f["url"]))[0],
-        {k.lower(): v.lower() for k, v in (f.get("hashes") or {}).items()},
+        target,
+        # the page's digests, and the URL's own over them, as pip merges them
+        {k.lower(): v.lower() for k, v in (f.get("hashes") or {}).items()} | from_link,
         yanked is True or (isinstance(yanked, str) and yanked != ""),
         requires_python(f.get("requires-python"), where),
         _offered(_metadata(f)),
@@ -239,7 +302,10 @@ def _json(data: bytes, url: str, where: str) -> Page:
         for i, f in enumerate(doc["files"]):
             problem = PEP691_FILE.problem(f, f"$.files[{i}]")
             if problem is None:
-                files.append(_file(f, url, where))
+                try:
+                    files.append(_file(f, url, where))
+                except ValueError as exc:  # an unclosed "[" in its url
+                    refused.append(Refused(f"$.files[{i}]", f"its url is no URL ({exc})", _entry_name(f)))
             else:
                 refused.append(Refused(f"$.files[{i}]", problem, _entry_name(f)))
         return Page(files, [], refused, doc["name"])

@@ -27,12 +27,13 @@ per-host caps and the retries of ``fairness``):
 from __future__ import annotations
 
 import bisect
+import http.client
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, quoted
 from torchwheel.limits import current
 from torchwheel.net import fetch
 from torchwheel.safeopen import open_regular
@@ -55,6 +56,14 @@ class NoRanges(InputError):
     """The server sent the whole file where a range was asked for: read the wheel whole."""
 
 
+class FileChanged(fetch.DigestMismatch):
+    """The file's size, ``ETag`` or ``Last-Modified`` differs between two range requests: the
+    bytes read so far and the next ones may be of two files, and no answer is read from both."""
+
+
+_VALIDATORS = ("ETag", "Last-Modified")
+
+
 class RemoteFile:
     """A hosted file's bytes by offset, and what reading them cost (``fetched``, ``requests``)."""
 
@@ -64,7 +73,10 @@ class RemoteFile:
         self.starts: list[int] = []  # spans held for small reads, sorted by start
         self.spans: list[bytes] = []
         self._ahead, self._missed_to = _READAHEAD, -1  # the read-ahead, and the last miss's end
-        first, data, self.size = self._get(f"bytes=-{_TAIL}")
+        self.size = -1  # set by the first answer; every later one must give the same
+        self.validators: dict[str, str] = {}  # the first answer's ETag and Last-Modified
+        self.changed: FileChanged | None = None  # raised once: what a caller reports, however wrapped
+        first, data, _ = self._get(f"bytes=-{_TAIL}")
         self._keep(first, data)
 
     def _get(self, span: str, sink: BinaryIO | None = None) -> tuple[int, bytes, int]:
@@ -78,6 +90,7 @@ class RemoteFile:
             if got is None:
                 raise InputError(f"{fetch.shown(self.url)}: a 206 answer without a Content-Range it can read")
             first, last, size = (int(g) for g in got.groups())
+            self._same_file(size, response)
             if sink is None:
                 data = b"".join(chunks)
                 length = len(data)
@@ -92,6 +105,32 @@ class RemoteFile:
             raise InputError(f"{fetch.shown(self.url)}: the range {first}-{last} came with {length:,} bytes")
         return first, data, size
 
+    def _same_file(self, size: int, response: http.client.HTTPResponse) -> None:
+        """The file the first answer described, by its size and by each validator both
+        answers carry (a validator one of them lacks tells nothing); ``FileChanged`` if not.
+        A server that gives neither validator and keeps the size is trusted, as the whole
+        read's single GET trusts it."""
+        found = {h: v for h in _VALIDATORS if (v := response.headers.get(h)) is not None}
+        if self.size < 0:
+            self.size, self.validators = size, found
+            return
+        if size != self.size:
+            why = f"its size, {self.size:,} then {size:,} bytes"
+        else:
+            differ = [
+                h
+                for h in _VALIDATORS
+                if h in found and h in self.validators and found[h] != self.validators[h]
+            ]
+            if not differ:
+                return
+            why = f"its {differ[0]}, {quoted(self.validators[differ[0]], 60)} then {quoted(found[differ[0]], 60)}"
+        self.changed = FileChanged(
+            f"{fetch.shown(self.url)}: the file changed between two range requests ({why}): "
+            "no answer is read from two files; scan it again"
+        )
+        raise self.changed
+
     @property
     def holds_all(self) -> bool:
         """Whether the spans held are the whole file (the first request of a small one)."""
@@ -105,8 +144,8 @@ class RemoteFile:
             at = 0
             for start, data in [*zip(self.starts, self.spans, strict=True), (self.size, b"")]:
                 if start > at:
-                    first, _, size = self._get(f"bytes={at}-{start - 1}", fh)
-                    if first != at or size != self.size:
+                    first, _, _ = self._get(f"bytes={at}-{start - 1}", fh)
+                    if first != at:
                         raise InputError(
                             f"{fetch.shown(self.url)}: the server answered bytes {at}- with others"
                         )
@@ -130,8 +169,8 @@ class RemoteFile:
         return b"".join(pieces)
 
     def _range(self, lo: int, hi: int) -> bytes:
-        first, data, size = self._get(f"bytes={lo}-{hi - 1}")
-        if first != lo or len(data) != hi - lo or size != self.size:
+        first, data, _ = self._get(f"bytes={lo}-{hi - 1}")
+        if first != lo or len(data) != hi - lo:
             raise InputError(f"{fetch.shown(self.url)}: the server answered bytes {lo}-{hi - 1} with others")
         return data
 

@@ -43,16 +43,17 @@ def _anchor(c: Candidate) -> str:
 
 
 # what each cell says beside its mark: the page reads without an emoji font (and aloud)
-WORD = {"loads": "yes", "only": "only", "some": "some", "no": "no", "unknown": "unknown"}
+WORD = {"loads": "yes", "only": "only", "some": "some", "partly": "partly", "no": "no", "unknown": "unknown"}
 
 
 def _cell(c: Candidate, verdict: Verdict) -> str:
-    mark = f"{matrix.mark(verdict.cell, markdown=True).split()[0]} {WORD.get(verdict.cell, verdict.cell)}"
+    cell = matrix.state(verdict)
+    mark = f"{matrix.mark(cell, markdown=True).split()[0]} {WORD.get(cell, cell)}"
     why = html_text(verdict.reason)
     if not verdict.loads:
-        return f'<td data-fit="{verdict.cell}" title="{why}">{mark}</td>'
+        return f'<td data-fit="{cell}" title="{why}">{mark}</td>'
     return (
-        f'<td data-fit="{verdict.cell}" title="{why}"><a href="files/{quote(c.filename)}">{mark}</a> '
+        f'<td data-fit="{cell}" title="{why}"><a href="files/{quote(c.filename)}">{mark}</a> '
         f'<a href="#{_anchor(c)}">install</a></td>'
     )
 

@@ -18,7 +18,8 @@ from torchwheel.frozen import frozen
 from torchwheel.report.textsafe import markdown_cell, markdown_code
 from torchwheel.selection.candidates import Candidate
 from torchwheel.selection.choose import fit, needed_minors
-from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, builds_text, representative_backends
+from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, builds_text
+from torchwheel.torchabi.torch_backends import representative_backends
 from torchwheel.torchabi.torch_releases import (
     TABLES_WORDS,
     Minor,
@@ -29,17 +30,23 @@ from torchwheel.torchabi.torch_releases import (
 from torchwheel.torchabi.verdicts import Verdict
 
 SCHEMA_VERSION = 1
-SYMBOL = {"loads": "yes", "only": "only", "some": "some", "no": "-", "unknown": "?"}  # --format text
+SYMBOL = {"loads": "yes", "only": "only", "some": "some", "partly": "part", "no": "-", "unknown": "?"}  # text
 # markdown (CI job summaries, the index's front page): told apart at a glance
-MARK = {"loads": "✅", "only": "✅ only", "some": "⚠️ some", "no": "❌", "unknown": "❓"}
+MARK = {"loads": "✅", "only": "✅ only", "some": "⚠️ some", "partly": "⚠️ partly", "no": "❌", "unknown": "❓"}
 MEANING = {
     "loads": "loads (stable ABI target <= this torch, or no torch symbols)",
     "only": "loads on this minor only (unstable build)",
     "some": "on some patch releases of it",
+    "partly": "imports, but optional parts of it do not load (the reason names them)",
     "no": "does not load",
     "unknown": "unknown: an axis of the wheel could not be read, or the torch is newer than the tables "
     "(the reason says which)",
 }
+
+
+def state(v: Verdict) -> str:
+    """A cell's state: its verdict's, or ``partly`` where optional parts do not load."""
+    return "partly" if v.loads and v.partly else v.cell
 
 
 def mark(cell: str, markdown: bool) -> str:
@@ -67,7 +74,7 @@ class Matrix:
 def backends(cands: Iterable[Candidate]) -> list[TorchBuild]:
     """The torch builds that tell these wheels apart (the backend axis): none when every wheel
     loads on every build; else the CPU build and one backend per CUDA/ROCm major they name."""
-    needs = [c.torch.builds for c in cands]
+    needs = [n for c in cands for n in (c.torch.builds, *(p.need.builds for p in c.torch.optional))]
     if all(n == ANY_BUILD for n in needs):
         return []
     return representative_backends(needs)
@@ -110,7 +117,7 @@ def groups(grids: list[Matrix]) -> list[list[int]]:
         if merged:
             j = merged[-1][-1]
             prev = torches[j]
-            same = all(r.cells[i].cell == r.cells[j].cell for g in grids for r in g.rows)
+            same = all(state(r.cells[i]) == state(r.cells[j]) for g in grids for r in g.rows)
             adjacent = t == (prev[0], prev[1] + 1)
             if same and adjacent and not starred & {t, prev}:
                 merged[-1].append(i)
@@ -132,6 +139,7 @@ _WORDS = {
     "loads": "loads on",
     "only": "loads only on",
     "some": "loads on some releases of",
+    "partly": "loads, partly, on",
     "no": "does not load on",
     "unknown": "cannot tell on",
 }
@@ -166,7 +174,7 @@ def _why(m: Matrix) -> list[str]:
         lines.append(f"{r.cand.filename}: {r.cand.torch} (from {r.cand.torch.source})")
         runs: list[tuple[str, str, list[Minor], str]] = []  # (cell, general reason, minors, reason)
         for t, verdict in zip(m.torches, r.cells, strict=True):
-            key = (verdict.cell, "" if verdict.cell == "loads" else _general(verdict.reason, t))
+            key = (state(verdict), "" if state(verdict) == "loads" else _general(verdict.reason, t))
             if runs and runs[-1][:2] == key:
                 runs[-1][2].append(t)
             else:
@@ -228,7 +236,7 @@ def _text(m: Matrix, groups: list[list[int]], why: bool) -> str:
         "  ".join(["wheel".ljust(width), *(h.rjust(w) for h, w in zip(head, cw, strict=True))]),
     ]
     for r in m.rows:
-        cells = [SYMBOL[r.cells[g[0]].cell].rjust(w) for g, w in zip(groups, cw, strict=True)]
+        cells = [SYMBOL[state(r.cells[g[0]])].rjust(w) for g, w in zip(groups, cw, strict=True)]
         lines.append("  ".join([r.cand.filename.ljust(width), *cells]))
     if why:
         lines += ["", *_why(m)]
@@ -243,7 +251,7 @@ def _markdown(m: Matrix, groups: list[list[int]], why: bool) -> str:
         "|---|" + "|".join(":-:" for _ in head) + "|",
     ]
     for r in m.rows:
-        cells = [mark(r.cells[g[0]].cell, True) for g in groups]
+        cells = [mark(state(r.cells[g[0]]), True) for g in groups]
         lines.append(f"| `{markdown_cell(r.cand.filename)}` | " + " | ".join(cells) + " |")
     if why:
         lines += ["", "```", *map(markdown_code, _why(m)), "```"]
@@ -292,6 +300,7 @@ def to_json(m: Matrix) -> dict[str, Any]:
                         "axis": cell.axis,
                         "releases": [str(v) for v in cell.loads_on],
                         "newer_than_tables": cell.newer,
+                        "partly": list(cell.partly),
                     }
                     for t, cell in zip(m.torches, r.cells, strict=True)
                 },

@@ -19,13 +19,13 @@ to ``OUT`` and renamed into place, so a reader never sees half an index.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from packaging.version import Version
@@ -40,7 +40,8 @@ from torchwheel.selection.candidates import Candidate, Gathered
 from torchwheel.selection.choose import fit, preference
 from torchwheel.selection.discovery import gathering
 from torchwheel.tables.symtable import SymbolTable
-from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, representative_backends
+from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild
+from torchwheel.torchabi.torch_backends import representative_backends
 from torchwheel.torchabi.torch_releases import Minor, known_minors, show_minor
 from torchwheel.wheel import variant_json
 from torchwheel.wheel.archive import WheelArchive
@@ -223,9 +224,12 @@ def write(
     out: Path,
     backend_targets: dict[tuple[Minor, str], list[Entry]] | None = None,
     front: str = "",
+    variants: dict[tuple[str, str], bytes] | None = None,
 ) -> list[str]:
     """Build the whole tree in a temp dir beside ``out``, then swap it in; ``front``: the front
-    page for people (``front_page``), ``OUT/index.html`` beside ``simple/``."""
+    page for people (``front_page``), ``OUT/index.html`` beside ``simple/``; ``variants``: the
+    ``{name}-{version}-variants.json`` of each release that has variant wheels
+    (``variant_files``)."""
     if out.is_symlink():
         raise InputError(
             f"{out}: a symbolic link: index writes a folder of its own there, never through a link"
@@ -243,10 +247,8 @@ def write(
             _copy(e.cand.path, files / e.cand.filename)
             (files / f"{e.cand.filename}.metadata").write_bytes(e.metadata)
         variants_files: dict[tuple[str, str], tuple[str, str]] = {}
-        for (name, version), docs in _variant_releases(entries).items():
+        for (name, version), data in (variants or {}).items():
             vfile = variant_json.index_file_name(name, version)
-            data = (json.dumps(variant_json.merge(docs), indent=2, sort_keys=True) + "\n").encode()
-            safejson.load(data, vfile, variant_json.SHAPE)  # what installers will read: read back first
             (files / vfile).write_bytes(data)
             variants_files[(name, version)] = (vfile, _sha(data))
         _write_simple(tmp / "simple", entries, "../../", variants_files)
@@ -274,12 +276,40 @@ def write(
     return sorted(v for v, _ in variants_files.values())
 
 
-def _variant_releases(entries: list[Entry]) -> dict[tuple[str, str], list[dict[str, object]]]:
-    out: dict[tuple[str, str], list[dict[str, object]]] = {}
+def variant_files(entries: list[Entry]) -> tuple[list[Entry], dict[tuple[str, str], bytes], list[str]]:
+    """(the entries to publish, each variant release's ``variants.json``, notes). A release
+    whose variant metadata uv 0.13.9 cannot parse (``variant_json.installer_problem``: one
+    wheel's own ``variant.json``, or their union), or whose wheels contradict each other, is
+    published without its variant wheels and without a ``variants.json``: uv's preview fails
+    the whole install over a file it cannot parse, and without one it takes the plain wheel,
+    as pip always does."""
+    releases: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for e in entries:
         if e.variant is not None:
-            out.setdefault((e.cand.name, str(e.cand.version)), []).append(e.variant)
-    return out
+            releases.setdefault((e.cand.name, str(e.cand.version)), []).append(e.variant)
+    files: dict[tuple[str, str], bytes] = {}
+    notes: list[str] = []
+    for (name, version), docs in releases.items():
+        vfile = variant_json.index_file_name(name, version)
+        problem = next(filter(None, map(variant_json.installer_problem, docs)), None)
+        try:
+            data = variant_json.encode(variant_json.merge(docs))
+            doc = safejson.load(data, vfile, variant_json.SHAPE)  # what installers will read: read back first
+        except InputError as exc:
+            problem = problem or str(exc)
+        else:
+            problem = problem or variant_json.installer_problem(doc)
+        if problem is None:
+            files[(name, version)] = data
+        else:
+            notes.append(
+                f"{vfile}: not written and the variant wheels of {name} {version} not listed ({problem}): "
+                "uv refuses a whole install over a variants.json it cannot parse; without one, installers "
+                "take the plain wheel"
+            )
+    dropped = {key for key in releases if key not in files}
+    kept = [e for e in entries if e.variant is None or (e.cand.name, str(e.cand.version)) not in dropped]
+    return kept, files, notes
 
 
 def _swap(tmp: Path, out: Path) -> None:
@@ -314,6 +344,10 @@ def write_indexes(
         entries, notes = index_entries(got)
         if not entries:
             raise InputError("no wheels to index")
+        entries, variants, dropped = variant_files(entries)
+        if not entries:
+            raise InputError(f"no wheels to index: {dropped[0]}")
+        notes += dropped
         extra = set(extra)
         targets = plan_targets(entries, extra)
         per_backend: dict[tuple[Minor, str], list[Entry]] = {}
@@ -321,6 +355,26 @@ def write_indexes(
             for torch, chosen in plan_targets(entries, extra, b).items():
                 if chosen:
                     per_backend[(torch, b.backend)] = chosen
+        notes += left_out(entries, targets, per_backend)
         front = front_page.page([e.cand for e in entries], extra, base_url)
-        vfiles = write(entries, targets, out, per_backend, front)
+        vfiles = write(entries, targets, out, per_backend, front, variants)
     return IndexResult(out, entries, targets, per_backend, notes, vfiles)
+
+
+def left_out(
+    entries: list[Entry], targets: dict[Minor, list[Entry]], per_backend: dict[tuple[Minor, str], list[Entry]]
+) -> list[str]:
+    """A note for every wheel no per-torch index lists, with why (the verdict on the newest
+    torch the tables know): it is in the root index only, and no installer pointed at a
+    per-torch index is offered it (a module imported without its hook, a build no torch of
+    the tables loads)."""
+    listed = {e.cand.filename for chosen in (*targets.values(), *per_backend.values()) for e in chosen}
+    newest = max(known_minors())
+    notes = []
+    for e in entries:
+        if e.cand.filename in listed or (e.cand.torch.kind == "unstable" and not e.cand.torch.releases):
+            continue  # the unknown minor has its own note
+        builds = [None, *representative_backends([e.cand.torch.builds])]
+        why = next((v.reason for b in builds if not (v := fit(e.cand, newest, b)).loads), "")
+        notes.append(f"{e.cand.filename}: in no per-torch index ({why or 'outranked on every torch'})")
+    return notes

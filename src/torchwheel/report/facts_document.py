@@ -12,6 +12,7 @@ from typing import Any
 
 from torchwheel.analysis.member import BinaryAnalysis, DeclaredMarker, SliceAnalysis
 from torchwheel.analysis.pythonabi import PythonFacts
+from torchwheel.analysis.reach import Reach
 from torchwheel.analysis.usage import TorchUsage
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.limits import listed
@@ -219,9 +220,26 @@ def need_json(need: TorchNeed) -> dict[str, Any]:
         "requirements": [str(r) for r in need.requirements],
         "unknown": list(need.unknown_axes),
         "newer_than_tables": need.newer_json,
+        "not_covered": need.not_covered_json,
+        "build_needs": list(need.build_needs),
         "summary": str(need),
         "source": need.source,
+        "optional": [
+            {"files": list(p.files), "when": p.when, "why": p.why, "need": need_json(p.need)}
+            for p in need.optional
+        ],
     }
+
+
+def reach_json(r: Reach) -> dict[str, Any]:
+    """How the package's own Python reaches a file (``analysis.reach``)."""
+    return {"how": r.how, "when": r.when, "where": r.where or None, "why": r.why or None}
+
+
+def _dated_json(w: WheelFacts, member: str) -> dict[str, object] | None:
+    """An unstable library dated alone by every import it has, or null (``date_each_library``)."""
+    dated = w.library_datings.get(member)
+    return dated.to_json() if dated is not None else None
 
 
 def wheel_json(w: WheelFacts) -> dict[str, Any]:
@@ -260,8 +278,17 @@ def wheel_json(w: WheelFacts) -> dict[str, Any]:
         "need": need_json(need),
         "accelerator": accelerator_json(w.accelerator_needs),
         "torch_build": builds_json(need.builds),
-        "files": [{"member": b.member, **binary_json(b.analysis)} for b in w.binaries],
+        "files": [
+            {
+                "member": b.member,
+                **binary_json(b.analysis),
+                "reach": reach_json(w.reach.of(b.member)),
+                "dated": _dated_json(w, b.member),
+            }
+            for b in w.binaries
+        ],
         "unreadable": [{"member": u.member, "error": u.error} for u in w.unreadable],
+        "device_code": [{"member": m, "manifest": manifest} for m, manifest in sorted(w.device_code.items())],
     }
 
 

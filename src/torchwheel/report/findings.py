@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from torchwheel import limits
 from torchwheel.analysis.wheelfacts import WheelFacts
-from torchwheel.report.textsafe import safe_lines
+from torchwheel.report.textsafe import safe, safe_lines
 from torchwheel.rules.codes import BY_CODE
 from torchwheel.rules.registry import Finding, Findings
 
@@ -89,12 +90,14 @@ def _collapsed(findings: Findings) -> list[str]:
     return lines
 
 
-def summary_line(wheels: list[WheelFacts], findings: Findings) -> str:
+def summary_line(wheels: list[WheelFacts], findings: Findings, unreadable: int = 0) -> str:
+    """The last line: the inputs read and what was found, then how many could not be read."""
     s = summary(findings)
     n = len(wheels)
+    tail = f"; {unreadable} input{'s' if unreadable != 1 else ''} could not be read" if unreadable else ""
     return (
         f"{n} input{'s' if n != 1 else ''} checked: {s['errors']} error(s), {s['warnings']} warning(s), "
-        f"{s['infos']} info(s)" + ("" if findings else " - all clean")
+        f"{s['infos']} info(s)" + tail + ("" if findings or unreadable else " - all clean")
     )
 
 
@@ -114,7 +117,7 @@ def statistics(findings: Findings) -> list[dict[str, Any]]:
     return rows
 
 
-def statistics_text(wheels: list[WheelFacts], findings: Findings) -> str:
+def statistics_text(wheels: list[WheelFacts], findings: Findings, unreadable: list[str] | None = None) -> str:
     """One line a code (count, code, severity, ``[*]`` when a rewrite fixes it: ``tag``,
     ``repair`` or ``unlabel``, name), a legend when a ``[*]`` is shown, then the summary line."""
     rows = statistics(findings)
@@ -125,7 +128,8 @@ def statistics_text(wheels: list[WheelFacts], findings: Findings) -> str:
     ]
     if any(r["fixed_by"] for r in rows):
         lines.append("[*] a torchwheel rewrite fixes it (`torchwheel rule CODE` names the command)")
-    return "\n".join([*lines, summary_line(wheels, findings)])
+    unreadable = unreadable or []
+    return "\n".join([*lines, *map(safe, unreadable), summary_line(wheels, findings, len(unreadable))])
 
 
 def statistics_json(wheels: list[WheelFacts], findings: Findings) -> dict[str, Any]:
@@ -139,11 +143,32 @@ def statistics_json(wheels: list[WheelFacts], findings: Findings) -> dict[str, A
     }
 
 
-def check_text(wheels: list[WheelFacts], findings: Findings, verbose: bool = False) -> str:
-    """One line a finding (a code repeated over members: one line for all), then the summary;
-    ``verbose``: every finding, with the whole lists (``_each``)."""
+def check_text(
+    wheels: list[WheelFacts],
+    findings: Findings,
+    unreadable: list[str] | None = None,
+    verbose: bool = False,
+) -> str:
+    """One line a finding (a code repeated over members: one line for all), then a line for
+    each input that could not be read (``unreadable_line``), then the summary; ``verbose``:
+    every finding, with the whole lists (``_each``)."""
+    unreadable = unreadable or []
     body = _each(findings) if verbose else _collapsed(findings)
-    return safe_lines([*body, summary_line(wheels, findings)])  # input text escaped (textsafe)
+    return safe_lines(
+        [*body, *unreadable, summary_line(wheels, findings, len(unreadable))]
+    )  # input text escaped (textsafe)
+
+
+def unreadable_line(path: str | None, message: str) -> str:
+    """An input that could not be read, as a line of a report: where, then why (its message
+    without the name it begins with)."""
+    if path is not None:
+        for name in (path, os.path.basename(path)):
+            if message.startswith(f"{name}: "):
+                message = message[len(name) + 2 :]
+                break
+        return f"{path}: not read: {message}"
+    return f"not read: {message}"
 
 
 def check_json(wheels: list[WheelFacts], findings: Findings, verified_hashes: bool) -> dict[str, Any]:

@@ -9,10 +9,12 @@ from packaging.tags import Tag
 
 from torchwheel.analysis.buildunits import build_choices, own_runtime_notes
 from torchwheel.analysis.member import BinaryAnalysis
-from torchwheel.analysis.wheelfacts import WheelFacts
+from torchwheel.analysis.reach import Reach
+from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices
 from torchwheel.report.accelerator_facts import gpu_text, need_text
 from torchwheel.report.facts_document import symbol_lines
 from torchwheel.report.textsafe import safe_lines
+from torchwheel.torchabi import accelerators
 from torchwheel.torchabi.accelerators import AcceleratorNeeds
 from torchwheel.torchabi.backend import ANY_BUILD, builds_text, describe_builds
 from torchwheel.torchabi.cxxnames import short_name
@@ -124,7 +126,14 @@ def wheel_text(w: WheelFacts, brief: bool = False) -> str:
     ]
     if (need.kind == "unstable" and not need.per_release) or need.newer:
         lines.append(f"  torch version    {need}")
+    for part in need.optional:
+        build = "" if part.need.builds == ANY_BUILD else f", on {describe_builds(part.need.builds)}"
+        lines.append(f"  {part.when.ljust(17)}{part.files_words}: {part.need}{build} ({part.why})")
     lines += _build_lines(w)
+    lines += [
+        f"  device-side      {member} (the accelerator's own cores: {manifest} names it, no host code loads it)"
+        for member, manifest in sorted(w.device_code.items())
+    ]
     if not brief:
         lines += _file_table(w)
         lines += _symbol_detail(w)
@@ -144,9 +153,12 @@ def _build_lines(w: WheelFacts) -> list[str]:
         lines.append(
             f"  torch build      any: {own[0]}" + (f" (and {len(own) - 1} more)" if len(own) > 1 else "")
         )
+    if need.build_needs:
+        lines.append(f"  torch needs      {need.build_needs_text} (its shims, by the tables)")
     choices = build_choices(w.build_units)
     lines += [f"  flavours         {choice}" for choice in choices]
-    acc = w.accelerator_needs
+    # what the import needs: the optional parts' accelerators are on their own lines
+    acc = accelerators.combine(s.accelerators for m, _, s in iter_slices(w) if w.reach.of(m).required)
     wanted = need_text(acc)
     if need.builds and (
         choices or max(len(acc.accelerators), len(acc.cuda_majors), len(acc.rocm_majors)) > 1
@@ -160,14 +172,23 @@ def _build_lines(w: WheelFacts) -> list[str]:
     return lines
 
 
+def _loaded(r: Reach) -> str:
+    """How the package's own Python reaches a file, in a word or two (``analysis.reach``;
+    the JSON's ``reach`` says where and why)."""
+    how = {"module": "import", "library": "by path", "dependency": "as a dep", "unreached": "not named"}[
+        r.how
+    ]
+    return how if r.when == "import" else f"{how}, {r.when}"
+
+
 def _file_table(w: WheelFacts) -> list[str]:
     """One row per compiled file (and per unreadable member), columns aligned."""
     lines: list[str] = []
-    table = [["file", "format", "kind", "marker", "torch", "needs", "python", "accelerator"]]
+    table = [["file", "format", "kind", "marker", "torch", "needs", "python", "accelerator", "loaded"]]
     for b in w.binaries:
-        table += _row(b.member, b.analysis)
+        table += [[*row, _loaded(w.reach.of(b.member))] for row in _row(b.member, b.analysis)]
     for u in w.unreadable:
-        table.append([u.member, "?", "?", "?", "?", "?", f"unreadable: {u.error}", "?"])
+        table.append([u.member, "?", "?", "?", "?", "?", f"unreadable: {u.error}", "?", "?"])
     if len(table) > 1:
         widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
         lines.append("")
@@ -184,6 +205,7 @@ def _symbol_detail(w: WheelFacts) -> list[str]:
     """The symbols that set each slice's torch floor, for the files that have any."""
     lines: list[str] = []
     detailed = False
+    shown: set[str] = set()  # the libraries whose dating is shown (once, whatever their slices)
     for b in w.binaries:
         for s in b.analysis.slices:
             t = s.torch
@@ -196,4 +218,7 @@ def _symbol_detail(w: WheelFacts) -> list[str]:
                 if t.unstable_count:
                     example = f", e.g. {short_name(t.unstable_symbols[0])}" if t.unstable_symbols else ""
                     lines.append(f"    unstable    {t.unstable_count}{example}")
+                    if (dated := w.library_datings.get(b.member)) is not None and b.member not in shown:
+                        lines.append(f"    dated       {dated}")
+                        shown.add(b.member)
     return lines

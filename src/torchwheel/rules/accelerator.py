@@ -15,13 +15,27 @@ from collections.abc import Callable, Iterator
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from torchwheel.analysis.buildunits import BuildUnit, binds_no_build, brings_own_runtime, own_runtimes
+from torchwheel.analysis.buildunits import (
+    BuildUnit,
+    binds_no_build,
+    brings_own_runtime,
+    own_runtimes,
+    wheel_platform,
+)
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.binary.gpucode import CudaImage
 from torchwheel.rules.codes import BY_CODE
 from torchwheel.rules.registry import Check, Hit, Policy, hit, rule
 from torchwheel.torchabi import torch_releases
-from torchwheel.torchabi.accelerators import AcceleratorNeeds, LinkedLibrary, Role
+from torchwheel.torchabi.accelerators import (
+    CUDA_TOOLKIT,
+    AcceleratorNeeds,
+    LinkedLibrary,
+    Role,
+    applies,
+    platform_markers,
+    runtime_requirement,
+)
 from torchwheel.torchabi.backend import (
     ANY_BUILD,
     TorchBuild,
@@ -128,6 +142,14 @@ def claims(w: WheelFacts) -> Iterator[tuple[str, TorchBuild]]:
                     yield f"the requirement {req}", pinned
         elif m := _NVIDIA_REQ.match(name):
             yield f"the requirement {req.name}", from_cuda_digits(m.group(1))
+        elif (
+            name == CUDA_TOOLKIT
+            and (toolkit := runtime_requirement(req))
+            and toolkit.major is not None
+            and applies(req, platform_markers(wheel_platform(w.contents.wheel_tags)))
+        ):
+            # cuda-toolkit[cudart,...]==13.0.3: the toolkit's own major, as torch's METADATA names it
+            yield f"the requirement {req}", TorchBuild("cuda", toolkit.major)
         elif name.startswith("nvidia-"):
             for extra in sorted(req.extras):
                 if m := re.fullmatch(r"cu(\d{2,3})", extra.lower()):

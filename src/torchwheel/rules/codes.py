@@ -128,6 +128,7 @@ CODES: tuple[Code, ...] = (
     Code("TW414", "filename-invalid", _E, "the file name is not a valid wheel name, though its archive and metadata are", WHEEL, True),
     Code("TW415", "platform-refused-by-pypi", _W, "a platform tag PyPI refuses at upload (linux_x86_64 from a plain pip wheel)", WHEEL, fixed_by=REPAIR_LINUX),
     Code("TW416", "version-too-long", _E, "a version, build tag or requirement holds a word past max-version-length", WHEEL, True),
+    Code("TW417", "device-side-code", _I, "a library for an accelerator's own cores (a kernel manifest names it, no host loader reads it): not judged by the platform tag", WHEEL),
     # TW5xx: the torch requirement (rules/requirements.py)
     Code("TW501", "torch-requirement-missing", _W, "the wheel uses torch but does not require it", CONSUMER_WHEEL, fixed_by=TAG),
     Code("TW502", "torch-pinned-too-tight", _W, "a stable-ABI wheel pins torch tighter than its ABI needs", CONSUMER_WHEEL, fixed_by=TAG_RELAX_PIN),

@@ -29,11 +29,17 @@ def _tags(w: WheelFacts) -> frozenset[Tag]:
 def _by_import(w: WheelFacts, b: MemberBinary, module: str | None) -> bool:
     """Whether Python's import system is what loads ``b``, so that its file name matters.
 
-    An extension module (it has a hook), or a hook-less file that calls the C API (a module
-    that lost its hook), is imported. A hook-less file without CPython symbols (a torch op
-    library that ``torch.ops.load_library`` loads by path, a helper library) is imported only
-    if the wheel's own Python code imports it by name.
+    The package's own loader decides (``analysis.reach``): a file its code imports as a
+    module is imported; a file it only loads by path (``torch.ops.load_library``,
+    ``ctypes.CDLL``) is not, whatever it exports or imports (the everyday
+    ``torch/extension.h`` op library imports ``Py*`` and has no hook). Where no loader code
+    names it: an extension module (it has a hook), or a hook-less file that calls the C API
+    (a module that lost its hook), is imported; a hook-less file without CPython symbols (a
+    helper library) only if the wheel's own Python code imports it by name.
     """
+    how = w.reach.of(b.member).how
+    if how in ("module", "library"):
+        return how == "module"
     if b.analysis.kind == "extension-module" or any(
         s.python.verdict != "not-python" for s in b.analysis.slices
     ):

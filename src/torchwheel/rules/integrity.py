@@ -78,6 +78,8 @@ def platform_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             )
         return
     for b in w.binaries:
+        if b.member in w.device_code:
+            continue  # the accelerator's code, on evidence (TW417 says so)
         managed = [s.facts for s in b.analysis.slices if s.facts.managed]
         if managed:
             for platform in sorted(platforms):
@@ -110,6 +112,24 @@ def platform_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                         f"({', '.join(sorted(archs))}): retag or rebuild"
                     ),
                 )
+
+
+@rule("TW417")
+def device_side_code(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+    """Info, never an error: the file is not the host's, and the package's own manifest and
+    loader say so (``analysis.device_code``); reported so that nobody mistakes the silence of
+    TW405 for a judgement of it."""
+    platforms = ", ".join(sorted({t.platform for t in (w.contents.filename_tags or w.contents.wheel_tags)}))
+    for b in w.binaries:
+        manifest = w.device_code.get(b.member)
+        if manifest is not None:
+            archs = ", ".join(sorted({s.facts.arch for s in b.analysis.slices}))
+            yield (
+                b.member,
+                f"is {archs} code for an accelerator's own cores, not for the host: {manifest} names it as a "
+                "kernel and no Python file or library of the package loads it, so it is not judged against "
+                f"{platforms} (TW405); the device runtime loads it",
+            )
 
 
 @rule("TW406")

@@ -7,6 +7,9 @@ see a whole release at once: ``rules.run_all`` groups the wheels it is given by 
 version), and for every release of two or more wheels calls each TW6xx check once per wheel
 with a ``ReleaseView`` (the wheel and its siblings), so each finding lands on a wheel file.
 A local version label (``1.0+torch2.12``) makes another release: that is the way out.
+A hybrid release (a stable build beside per-minor builds for the minors below its floor:
+``release_wheels.hybrid_of``) is no TW603 conflict; TW601 still says that one index cannot
+serve it, and how to publish it.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from collections.abc import Iterator
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from torchwheel.analysis.release_wheels import ReleaseView, markers_can_tell
+from torchwheel.analysis.release_wheels import ReleaseView, hybrid_of, markers_can_tell
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.rules.registry import Hit, Policy, rule
+from torchwheel.torchabi.need import show_release
 from torchwheel.version import FeatureVersion
 
 
@@ -46,13 +50,28 @@ def _platforms(w: WheelFacts) -> str:
 def release_requirements_differ(view: ReleaseView, policy: Policy) -> Iterator[Hit]:
     mine = torch_requirement_set(view.wheel)
     other = next((o for o in view.others if torch_requirement_set(o) != mine), None)
-    if other is not None:
+    if other is None:
+        return
+    differ = (
+        f"requires {_shown(mine)} but {_name(other)} of the same release requires "
+        f"{_shown(torch_requirement_set(other))}: installers read one METADATA per release"
+    )
+    hybrid = hybrid_of(view.release)
+    if hybrid is None:
         yield (
             "",
-            f"requires {_shown(mine)} but {_name(other)} of the same release requires "
-            f"{_shown(torch_requirement_set(other))}: installers read one METADATA per release; "
-            "write one set to all with `torchwheel tag --release` (markers where platforms differ)",
+            f"{differ}; write one set to all with `torchwheel tag --release` (markers where platforms differ)",
         )
+        return
+    own = sorted(view.wheel.torch_need.releases) if view.wheel.torch_need.kind == "unstable" else []
+    first = show_release(own[0] if own else hybrid.releases[0])
+    yield (
+        "",
+        f"{differ}, and this hybrid release ({hybrid.summary}) cannot be one: give each per-minor build "
+        f"its local label (`torchwheel tag --build-torch {first} --local-label torch{first}`) and publish "
+        "them with `torchwheel index`, whose per-torch indexes serve each torch its build (docs/installers.md, "
+        "hybrid releases)",
+    )
 
 
 @rule("TW602")
@@ -91,7 +110,7 @@ def release_stable_and_unstable(view: ReleaseView, policy: Policy) -> Iterator[H
         return
     want = "unstable" if mine == "stable" else "stable"
     other = next((o for o in view.others if o.torch_need.kind == want), None)
-    if other is not None:
+    if other is not None and hybrid_of(view.release) is None:  # a hybrid's builds never meet
         yield (
             "",
             f"this wheel is {mine} but {_name(other)} of the same release is {want}: they cannot share "

@@ -102,6 +102,8 @@ def unstable_torch_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     )
     if abi.newer:  # imports no torch of the tables exports: TW207 says so
         fix += "; its imports include names newer than this torchwheel's tables (TW207)"
+    elif abi.uncovered or abi.unresolved:  # the tables cannot settle which: say none
+        fix += "; the export tables cannot date it (`torchwheel compat --against TORCH` can)"
     elif abi.releases_from == "exports":  # the binaries date themselves: say where
         fix += f"; its imports are exported by torch {show_releases(abi.releases)} only"
     if not w.metadata.torch_requirements and policy.require_torch:
@@ -125,8 +127,10 @@ def unstable_torch_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 def builds_gap(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     """A warning, not an error: per-minor builds with a bare requirement are right when the
     package's Python code does without its library where it has none (a newer torch
-    provides the feature itself), and broken when it does not; the binaries cannot tell."""
-    abi = w.torch_need
+    provides the feature itself), and broken when it does not; the binaries cannot tell.
+    Judged over every file, optional parts too (``every_file_need``): where its loader
+    does without them, the warning says so already."""
+    abi = w.every_file_need
     if not abi.per_release:
         return
     reqs = [r for r in w.metadata.torch_requirements if r.marker is None]
@@ -162,8 +166,9 @@ def _builds_span(releases: frozenset[Release]) -> str:
 @rule("TW507")
 def release_build_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     """A warning: the shipped exports index (one release per minor, its last patch) dates the
-    build; a per-patch build may differ from the patch the index read."""
-    if not w.torch_need.per_release:
+    build; a per-patch build may differ from the patch the index read. Every file is judged,
+    optional parts too: the package picks that build on that torch either way."""
+    if not w.every_file_need.per_release:
         return
     by_member = {b.member: b for b in w.binaries}
     for alternatives in w.alternatives:

@@ -196,6 +196,10 @@ def partial_line(
     remote: RemoteFile | None = None
     try:
         remote = RemoteFile(fetch.Session(), source.location)
+        if source.size is not None and remote.size != source.size:  # as a download is refused
+            raise fetch.DigestMismatch(
+                f"{fetch.shown(source.location)}: {remote.size:,} bytes, the index page says {source.size:,}"
+            )
         with tempfile.TemporaryDirectory(prefix="torchwheel-partial-") as scratch:
             if remote.holds_all:
                 return _whole(source, remote, Path(scratch), "small", (check, need, symbols))
@@ -207,6 +211,8 @@ def partial_line(
                     found, how, axes = wheel_need(wheel, _table(symbols), gpu)
                     line["need"] = _reported(found, axes, fetch.shown(source.location))
                 except InputError as exc:
+                    if remote.changed is not None:  # not the wheel's defect: the line's error
+                        raise remote.changed from exc
                     how, axes = {}, dict.fromkeys((*AXES, MARKER), NOT_READ)
                     line["need"] = {"schema_version": DOCUMENT_VERSION, "error": scanline.error_json(exc)}
         line["partial"] = {
@@ -217,7 +223,8 @@ def partial_line(
         }
     except NoRanges:
         return scanline.scan_line(source, check, need, symbols)
-    except InputError as exc:
-        line["error"] = scanline.error_json(exc)
+    except InputError as exc:  # a change of the file, however deep it was met, is what the line says
+        changed = remote.changed if remote is not None else None
+        line["error"] = scanline.error_json(changed or exc)
     line["fetched_bytes"] = remote.fetched if remote is not None else 0
     return line

@@ -23,9 +23,9 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from urllib.parse import unquote, urldefrag, urljoin, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 from urllib.request import url2pathname
 
 from packaging.utils import NormalizedName, canonicalize_name
@@ -71,9 +71,12 @@ def _read_local_page(page: Path) -> pages.Page:
 def source_path(source: str) -> Path:
     """A path or a ``file://`` URL as a path (hosted URLs are told apart before)."""
     if "://" in source:
-        parts = urlsplit(source)
+        try:
+            parts = urlsplit(source)
+        except ValueError:  # an unclosed "[" in the authority
+            raise InputError(f"{fetch.shown(source)}: not a path or a URL torchwheel reads") from None
         if parts.scheme != "file":
-            raise InputError(f"{source}: only paths, file:// and http(s):// URLs are read")
+            raise InputError(f"{fetch.shown(source)}: only paths, file:// and http(s):// URLs are read")
         return Path(url2pathname(unquote(parts.path)))
     return Path(source)
 
@@ -133,14 +136,16 @@ class _Walk:
             if page is not None and not wheels:
                 self._local_page(page, 0)
             elif not wheels:
-                raise InputError(f"{source}: neither wheels nor an index page (index.html or index.json)")
+                raise InputError(
+                    f"{fetch.shown(source)}: neither wheels nor an index page (index.html or index.json)"
+                )
             for w in wheels:
                 if self.wanted(w.name):
                     self.local.append((w, str(path), {}))
         elif not path.exists():
-            raise InputError(f"{source}: no such file or directory")
+            raise InputError(f"{fetch.shown(source)}: no such file or directory")
         else:
-            raise InputError(f"{source}: not a wheel, a folder of wheels or an index page")
+            raise InputError(f"{fetch.shown(source)}: not a wheel, a folder of wheels or an index page")
 
     def _files(self, page: pages.Page, origin: str, hosted_page: bool) -> None:
         limit = current().max_project_files
@@ -157,6 +162,12 @@ class _Walk:
             if link.yanked:
                 self.out.unopened.append(Skipped(fetch.shown(link.url), f"yanked on {origin}", name))
             elif fetch.is_remote(link.url):
+                if "@" in link.url:  # a user part, maybe (a page may hold 100,000 links: only then)
+                    try:
+                        link = replace(link, url=self.session.remember(link.url, keep=True))
+                    except InputError as exc:  # a user part before no host: that entry, not the page
+                        self.out.skipped.append(Skipped(fetch.shown(link.url), f"on {origin}: {exc}", name))
+                        continue
                 self.hosted.append(remote.HostedFile(link, origin))
             elif hosted_page:
                 self.out.skipped.append(
@@ -203,8 +214,7 @@ class _Walk:
     def _hosted_source(self, url: str, index: bool) -> None:
         path = urlsplit(url).path
         if path.endswith(".whl"):
-            bare, fragment = urldefrag(url)
-            link = pages.Link(bare, pages.digests(fragment))
+            link = pages.Link(*pages.split_link(url))
             self._files(pages.Page([link], []), fetch.shown(url), hosted_page=True)
             return
         last = canonicalize_name(unquote(path.rstrip("/").rsplit("/", 1)[-1]))

@@ -52,7 +52,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from torchwheel import safejson
+from torchwheel import limits, safejson
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
 from torchwheel.safejson import Int, List, Object, Str
@@ -296,6 +296,7 @@ class ExportIndex:
             raise InputError(f"{where}: {exc}") from exc
         if any(a >= b for a, b in itertools.pairwise(releases)):
             raise InputError(f"{where}: the releases are not in ascending order")
+        limits.current().max_export_entries.check(f"{where}: its entries", count)
         expected = 4 * (_BUCKETS + 1) + (4 + width) * count
         if header["body_size"] != expected:
             raise InputError(

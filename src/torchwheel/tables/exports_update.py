@@ -19,6 +19,7 @@ import zlib
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from packaging.version import Version
@@ -70,7 +71,11 @@ def encode(
             part.byteswap()
     body = starts.tobytes() + lows.tobytes() + column.tobytes()
     if compression == "xz":
-        packed = lzma.compress(body, format=lzma.FORMAT_XZ, preset=9 | lzma.PRESET_EXTREME)
+        # preset 9e with a dictionary no larger than the body needs: 9e's own 64 MiB dictionary
+        # costs ~50 MB more of memory for the same bytes (a body is a few MB)
+        dict_size = min(64 << 20, max(1 << 20, 1 << (len(body) - 1).bit_length()))
+        chain = [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME, "dict_size": dict_size}]
+        packed = lzma.compress(body, format=lzma.FORMAT_XZ, filters=chain)
     else:
         packed = zlib.compress(body, 9)
     header = {
@@ -96,11 +101,12 @@ def _entries(index: ExportIndex) -> list[dict[str, Any]]:
 
 
 def _counted(entries: list[dict[str, Any]], masks: Mapping[int, int]) -> list[dict[str, Any]]:
-    """Each release's ``names``: how many hashes carry its bit."""
+    """Each release's ``names``: how many hashes carry its bit (counted per distinct mask, of
+    which there are few: a loop per hash and bit took 10 s for 800,000 hashes)."""
     counts = [0] * len(entries)
-    for mask in masks.values():
+    for mask, n in Counter(masks.values()).items():
         for bit in range(len(entries)):
-            counts[bit] += mask >> bit & 1
+            counts[bit] += n * (mask >> bit & 1)
     return [{**e, "names": n} for e, n in zip(entries, counts, strict=True)]
 
 
@@ -131,17 +137,20 @@ def add_release(
     names: Iterable[str],
     generated: str,
     generator: str,
+    hashes: AbstractSet[int] | None = None,
 ) -> tuple[bytes, str]:
     """The index with one more torch read (``release``: its header entry, ``version``,
     ``builds``, ``wheels``) and what changed, in words. The index keeps one release per minor,
     its newest patch: a newer patch replaces an older one, another build of the same release
-    joins it (a name counts when any build exports it), an older patch is not taken."""
+    joins it (a name counts when any build exports it), an older patch is not taken. ``names``
+    may be given as their ``name_hash`` already (``symbols update`` hashes a torch's names and
+    lets the names go before the index is rebuilt: 700,000 of them were 180 MB)."""
     version = Version(release["version"])
     entries = _entries(index) if index is not None else []
     masks = dict(index.entries()) if index is not None else {}
     releases = [Version(e["version"]) for e in entries]
     same = [i for i, v in enumerate(releases) if (v.major, v.minor) == (version.major, version.minor)]
-    new = {name_hash(n) for n in names}
+    new = hashes if hashes is not None else {name_hash(n) for n in names}
     if same and releases[same[0]] > version:
         return b"", f"{platform}: kept torch {releases[same[0]]}, newer than {version} (one patch per minor)"
     if same and releases[same[0]] == version:
@@ -179,7 +188,9 @@ def _without_bit(masks: Mapping[int, int], bit: int) -> dict[int, int]:
     return {h: m for h, m in out.items() if m}
 
 
-def _with_bit_at(masks: Mapping[int, int], bit: int) -> dict[int, int]:
-    """Room for a release at ``bit``: the later releases' bits move up by one."""
+def _with_bit_at(masks: dict[int, int], bit: int) -> dict[int, int]:
+    """Room for a release at ``bit``: the later releases' bits move up by one (in place)."""
     low = (1 << bit) - 1
-    return {h: (m & low) | (m >> bit) << (bit + 1) for h, m in masks.items()}
+    for h, m in masks.items():
+        masks[h] = (m & low) | (m >> bit) << (bit + 1)
+    return masks

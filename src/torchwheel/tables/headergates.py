@@ -16,7 +16,16 @@ from dataclasses import dataclass, field
 
 from torchwheel.version import FeatureVersion
 
-__all__ = ["ConditionalTracker", "Gate", "condition_gates", "max_gate", "min_gate", "scan_header_text"]
+__all__ = [
+    "BUILD_CONDITIONS",
+    "ConditionalTracker",
+    "Gate",
+    "condition_gates",
+    "max_gate",
+    "min_gate",
+    "scan_header_declarations",
+    "scan_header_text",
+]
 
 Gate = FeatureVersion | None
 
@@ -89,12 +98,27 @@ def condition_gates(expression: str) -> tuple[Gate, Gate]:
     return min_gate(d[0] for d in disjuncts), max_gate(d[1] for d in disjuncts)
 
 
+#: Build conditionals a declaration may sit under, and the torch build need each names: a
+#: shim declared only ``#ifdef USE_DISTRIBUTED`` is there on a torch built with distributed.
+BUILD_CONDITIONS = {"USE_DISTRIBUTED": "distributed"}
+_CONDITION_WORD = re.compile(r"\b(" + "|".join(BUILD_CONDITIONS) + r")\b")
+
+
+def _condition_needs(name: str, expression: str) -> frozenset[str]:
+    """The build needs of the branch an ``#ifdef X`` / ``#if defined(X)`` / ``#if X`` opens
+    (never of an ``#ifndef`` or a negation: those open the branch for builds without it)."""
+    if name == "ifndef" or "!" in expression or "||" in expression:
+        return frozenset()
+    return frozenset(BUILD_CONDITIONS[m] for m in _CONDITION_WORD.findall(expression))
+
+
 @dataclass
 class _Frame:
     gate: Gate  # gate of the branch currently being read
     else_gate: Gate  # gate an ``#else`` would open
     live: bool  # False inside ``#if 0``
     else_live: bool
+    needs: frozenset[str] = frozenset()  # build needs of the branch being read (``BUILD_CONDITIONS``)
 
 
 @dataclass
@@ -120,15 +144,21 @@ class ConditionalTracker:
     def live(self) -> bool:
         return all(frame.live for frame in self._stack)
 
+    @property
+    def needs(self) -> frozenset[str]:
+        return frozenset().union(*(frame.needs for frame in self._stack))
+
     def directive(self, name: str, rest: str) -> None:
         """Apply one preprocessor directive (``name`` without the ``#``)."""
         expression = rest.strip()
         if name == "if":
             gate, else_gate = condition_gates(expression)
             live = expression != "0"
-            self._stack.append(_Frame(gate, else_gate, live, expression != "1"))
+            self._stack.append(
+                _Frame(gate, else_gate, live, expression != "1", _condition_needs(name, expression))
+            )
         elif name in ("ifdef", "ifndef"):
-            self._stack.append(_Frame(None, None, True, True))
+            self._stack.append(_Frame(None, None, True, True, _condition_needs(name, expression)))
         elif name == "elif":
             frame = self._top(name)
             gate, else_gate = condition_gates(expression)
@@ -138,10 +168,12 @@ class ConditionalTracker:
             frame.else_gate = max_gate((frame.else_gate, else_gate))
             frame.live = frame.else_live and expression != "0"
             frame.else_live = frame.else_live and expression != "1"
+            frame.needs = _condition_needs("if", expression)
         elif name == "else":
             frame = self._top(name)
             frame.gate, frame.else_gate = frame.else_gate, None
             frame.live, frame.else_live = frame.else_live, False
+            frame.needs = frozenset()
         elif name == "endif":
             self._top(name)
             self._stack.pop()
@@ -210,10 +242,17 @@ def scan_header_text(text: str) -> dict[str, Gate]:
     A name declared more than once keeps its most permissive declaration: if any copy is
     visible to a target, the function is available to that target.
     """
+    return {name: gate for name, (gate, _) in scan_header_declarations(text).items()}
+
+
+def scan_header_declarations(text: str) -> dict[str, tuple[Gate, frozenset[str]]]:
+    """``scan_header_text``, with the build needs of the conditionals each declaration sits
+    under (``BUILD_CONDITIONS``); a name declared twice needs only what both copies need."""
     tracker = ConditionalTracker()
     code: list[str] = []
     starts: list[int] = []
     gates: list[Gate] = []
+    needs: list[frozenset[str]] = []
     offset = 0
     for line in _logical_lines(_strip_comments(text)):
         directive = _DIRECTIVE.match(line)
@@ -224,18 +263,22 @@ def scan_header_text(text: str) -> dict[str, Gate]:
             continue
         starts.append(offset)
         gates.append(tracker.gate)
+        needs.append(tracker.needs)
         code.append(line)
         offset += len(line) + 1
     joined = "\n".join(code)
 
-    found: dict[str, Gate] = {}
+    found: dict[str, tuple[Gate, frozenset[str]]] = {}
     for export in _EXPORT.finditer(joined):
         declaration = _DECLARATION.match(joined, export.start())
         if declaration is None:
             continue  # not a function (or a shape we do not parse): nothing to import
-        gate = gates[bisect.bisect_right(starts, export.start()) - 1]
+        at = bisect.bisect_right(starts, export.start()) - 1
+        gate, need = gates[at], needs[at]
         name = declaration["name"]
-        found[name] = min_gate((found[name], gate)) if name in found else gate
+        if name in found:
+            gate, need = min_gate((found[name][0], gate)), found[name][1] & need
+        found[name] = (gate, need)
     return found
 
 

@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from torchwheel.errors import InputError
+from torchwheel.tables.shimorigin import Origin
 from torchwheel.tables.symtable import SymbolTable
 from torchwheel.version import FeatureVersion
 
@@ -149,10 +150,26 @@ def scan_headers(source: Source) -> SymbolTable:
         raise ValueError(f"{path}: not a torch wheel or directory")
     if not headers:
         raise ValueError(f"{path}: torch {version} ships no stable-ABI shim headers")
-    from torchwheel.tables.headergates import min_gate, scan_header_text
+    from torchwheel.tables.headergates import min_gate, scan_header_declarations
 
     symbols: dict[str, Gate] = {}
-    for text in headers.values():
-        for name, gate in scan_header_text(text).items():
+    needs: dict[str, frozenset[str]] = {}
+    for relative, text in headers.items():
+        named = _header_needs(relative)
+        for name, (gate, need) in scan_header_declarations(text).items():
+            need |= named
             symbols[name] = min_gate((symbols[name], gate)) if name in symbols else gate
-    return SymbolTable(symbols=symbols, sources=(version.release,))
+            needs[name] = needs[name] & need if name in needs else need
+    origins = {n: Origin(needs=tuple(sorted(need))) for n, need in needs.items() if need}
+    return SymbolTable(symbols=symbols, sources=(version.release,), origins=origins)
+
+
+#: A shim header named for a torch component declares shims of it: ``c10d`` (torch's
+#: distributed library) in the name is a distributed build's need, as ``#ifdef
+#: USE_DISTRIBUTED`` around a declaration is (``headergates.BUILD_CONDITIONS``).
+_NAMED_NEEDS = (("c10d", "distributed"), ("distributed", "distributed"))
+
+
+def _header_needs(relative: str) -> frozenset[str]:
+    name = PurePosixPath(relative).name.lower()
+    return frozenset(need for word, need in _NAMED_NEEDS if word in name)

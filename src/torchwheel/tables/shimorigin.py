@@ -21,20 +21,29 @@ class Origin:
     export it, see ``scripts/shim_exports.py``) or ``header-gate``. ``platforms``: (label, first
     release read that exports it there), label ``os-arch`` for libtorch_cpu and
     ``os-arch+device`` for a device library (``linux-x86_64+cuda``): a platform can start
-    exporting a shim later than another, and a device shim needs that device's build."""
+    exporting a shim later than another, and a device shim needs that device's build.
+    ``needs``: what else of a torch build it needs (``python``, ``distributed``)."""
 
     source: str = HEADER_GATE
     platforms: tuple[tuple[str, str], ...] = ()
+    # what of a torch build the shim needs beyond its release (schema 4): ``python``, exported
+    # by libtorch_python alone (the library must be loaded: the Python torch, not LibTorch
+    # alone); ``distributed``, declared for a torch built with distributed only
+    needs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "platforms", tuple(sorted(self.platforms)))
+        object.__setattr__(self, "needs", tuple(sorted(set(self.needs))))
 
     def to_json(self, version: FeatureVersion | None) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "introduced": None if version is None else version.release,
             "platforms": dict(self.platforms),
             "source": self.source,
         }
+        if self.needs:
+            out["needs"] = list(self.needs)
+        return out
 
 
 @frozen

@@ -61,8 +61,11 @@ __all__ = [
 #: and added the wheels read; version 1 (a bare version per symbol) is still read, so
 #: tables written by an older ``symbols update`` keep working. Version 3 added the optional
 #: ``releases`` (the torch release list) and ``exports`` (platform -> an export index,
-#: base64), which ``tablechoice`` reads: one file refreshes every table.
-SCHEMA_VERSION = 3
+#: base64), which ``tablechoice`` reads: one file refreshes every table. Version 4 added the
+#: optional ``backends`` (the backend table, ``torchabi.torch_backends``) and, per symbol, the
+#: optional ``needs`` (what of a torch build the shim needs beyond its release: ``python``,
+#: exported by libtorch_python; ``distributed``, declared for a distributed build only).
+SCHEMA_VERSION = 4
 
 #: The torch release assumed for baseline (``None``) symbols when computing a minimum.
 #:
@@ -180,14 +183,16 @@ class SymbolTable:
             if name in self.symbols and name in other.symbols:
                 a, b = self.origin(name), other.origin(name)
                 platforms = _union(a.platforms, b.platforms)
+                needs = (*a.needs, *b.needs)  # what either reading found the shim needs
                 if (a.source == EXPORT) != (b.source == EXPORT):
                     winner = self if a.source == EXPORT else other
-                    merged[name], origins[name] = winner.symbols[name], winner.origin(name)
+                    merged[name] = winner.symbols[name]
+                    origins[name] = Origin(winner.origin(name).source, winner.origin(name).platforms, needs)
                     continue
                 merged[name] = _lowest_gate(self.symbols[name], other.symbols[name])
                 if a.source == EXPORT and None in (self.symbols[name], other.symbols[name]):
                     merged[name] = None  # exported by the baseline release: nothing is lower
-                origins[name] = Origin(a.source, platforms)
+                origins[name] = Origin(a.source, platforms, needs)
             elif name in self.symbols:
                 merged[name] = _arrival(self.symbols[name], mine, theirs)
                 origins[name] = self.origin(name)
@@ -240,11 +245,12 @@ class SymbolTable:
                 version = parsed[text] = FeatureVersion.parse(text)
             return version
 
-        def origin(source: str, platforms: dict[str, str]) -> Origin:
-            key = (source, *platforms.items())
+        def origin(source: str, platforms: dict[str, str], needs: list[str]) -> Origin:
+            key = (source, *platforms.items(), *needs)
             found = made.get(key)
             if found is None:
-                found = made[key] = Origin(source, tuple((p, parse(r).release) for p, r in platforms.items()))
+                pairs = tuple((p, parse(r).release) for p, r in platforms.items())
+                found = made[key] = Origin(source, pairs, tuple(needs))
             return found
 
         try:
@@ -254,7 +260,7 @@ class SymbolTable:
                     if not isinstance(raw, dict):
                         raise ValueError(f"{name}: schema 2 describes each symbol with an object")
                     value = raw.get("introduced")
-                    origins[name] = origin(raw["source"], raw.get("platforms", {}))
+                    origins[name] = origin(raw["source"], raw.get("platforms", {}), raw.get("needs", []))
                 elif isinstance(raw, dict):
                     raise ValueError(f"{name}: schema 1 gives each symbol a version or null")
                 symbols[name] = None if value is None else parse(value)
@@ -279,6 +285,7 @@ def shape() -> Object:
             "introduced": Either((Str(), Null())),
             "source": Str(choices=(EXPORT, HEADER_GATE)),
             "platforms": Object(other=Str()),
+            "needs": List(Str(pattern=r"[a-z_]{1,32}")),
         },
         required=("source",),
     )
@@ -289,6 +296,7 @@ def shape() -> Object:
             "symbols": Object(other=Either((symbol_v2, Str(), Null()))),
             "wheels": List(Object(dict.fromkeys(_WHEEL_FIELDS, Str()), required=_WHEEL_FIELDS)),
             "releases": List(Str(pattern=r"\d{1,4}(\.\d{1,4}){1,3}")),
+            "backends": List(Str(pattern=r"cpu|xpu|cu\d{3}|rocm\d{1,2}\.\d{1,2}")),
             "exports": Object(other=Str()),  # base64, decoded with validation by tablechoice
         },
         required=("schema_version", "symbols"),

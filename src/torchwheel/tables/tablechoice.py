@@ -13,20 +13,30 @@ of these wins:
 2. the ``TORCHWHEEL_SYMBOLS`` environment variable;
 3. ``symbols = "FILE"`` in ``[tool.torchwheel]`` (relative to that ``pyproject.toml``);
 4. the user tables file ``symbols update`` writes by default (``user_tables_path``), when it
-   knows a newer torch than the shipped tables (an upgraded torchwheel outgrows it);
+   knows a newer torch than the shipped tables, or as new a torch and a backend they lack (an
+   upgraded torchwheel outgrows it);
 5. the tables shipped in the package.
 
 A file of schema 1 or 2 holds only a shim table: the shipped release list and export
-indexes stay. Choosing installs the file's release list and indexes for the whole process
+indexes stay; one of schema 3 has no backend table: the shipped one stays.
+
+The user tables file is torchwheel's own, found without being asked for: one that cannot be
+read (damaged, cut short by a full disk, of a newer schema) must not stop every command, and
+its remedy, ``symbols update``, must not build on it. So it is set aside (renamed beside
+itself, ``tables.json.unreadable``, never deleted) with one warning, and the shipped tables
+are used. A file named by ``--symbols``, the environment or ``pyproject.toml`` was asked for:
+it stays an error. ``symbols update`` holds ``tables_lock`` from choosing its base to writing,
+so two at once run one after the other and the second builds on the first. Choosing installs the file's release list and indexes for the whole process
 (``torch_releases.use``, ``exports.use``): every verdict of one run reads one set of tables.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Mapping
-from dataclasses import field
+from collections.abc import Iterator, Mapping
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +45,7 @@ from packaging.version import Version
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.tables.symtable import SymbolTable, load_shipped, shape
-from torchwheel.torchabi import torch_releases
+from torchwheel.torchabi import torch_backends, torch_releases
 
 _EXPORTS_MODULE = "torchwheel.tables.exports"
 
@@ -54,6 +64,8 @@ class ChosenTable:
     how: str  # "--symbols", ENV_VAR, "pyproject.toml", USER_FILE or "shipped"
     releases: tuple[Version, ...] = ()
     indexes: Mapping[str, bytes] = field(default_factory=dict, repr=False, compare=False)
+    warning: str = ""  # the user tables file could not be read and was set aside (module docstring)
+    backends: tuple[str, ...] = ()  # the backend table (empty: the shipped one)
 
     @property
     def newest(self) -> Version:
@@ -68,6 +80,7 @@ class ChosenTable:
         where = "shipped table" if self.origin == SHIPPED else f"{self.origin} (from {self.how})"
         extra = f", releases to {self.releases[-1]}" if self.releases else ""
         extra += "".join(f", {p} exports" for p in sorted(self.indexes))
+        extra += f", backends to {', '.join(self.backends[-3:])}" if self.backends else ""
         return f"{where}: {len(self.table.symbols)} shims, {span}{extra}"
 
     def to_json(self) -> dict[str, Any]:
@@ -78,6 +91,7 @@ class ChosenTable:
             "symbols": len(self.table.symbols),
             "releases_newest": str(self.releases[-1] if self.releases else torch_releases.newest()),
             "exports_from_file": sorted(self.indexes),
+            "backends": list(self.backends or torch_backends.backends()),
         }
 
 
@@ -94,17 +108,105 @@ def user_tables_path() -> Path:
 
 def read_tables(path: Path, how: str) -> ChosenTable:
     """A tables file as ``symbols update`` writes it; any defect is one ``InputError``."""
+    try:
+        return _read(path, how)
+    except InputError as exc:
+        raise InputError(f"{exc} (write one with `torchwheel symbols update`)") from exc
+
+
+def _read(path: Path, how: str) -> ChosenTable:
     from torchwheel import safejson  # only a file: the shipped tables are trusted
 
     where = f"symbol table {path}"
+    document = safejson.load_file(path, where, shape())
+    table = SymbolTable.from_document(document, where)
+    releases = _releases(document.get("releases", []))
+    indexes = _indexes(document.get("exports", {}), where)
+    backends = torch_backends.ordered(document.get("backends", []))
+    return ChosenTable(table, str(path), how, releases, indexes, backends=backends)
+
+
+@contextlib.contextmanager
+def tables_lock(path: Path) -> Iterator[None]:
+    """``path`` (a tables file) to this process from reading its base to writing it: a lock
+    file beside it (``tables.json.lock``, ``flock``; released when the process ends, however
+    it ends). A second ``symbols update`` says it waits, then waits."""
+    if sys.platform == "win32":  # pragma: no cover - no flock; the write is atomic still
+        yield
+        return
+    import fcntl
+
+    lock = path.with_name(path.name + ".lock")
     try:
-        document = safejson.load_file(path, where, shape())
-        table = SymbolTable.from_document(document, where)
-        releases = _releases(document.get("releases", []))
-        indexes = _indexes(document.get("exports", {}), where)
-    except InputError as exc:
-        raise InputError(f"{exc} (write one with `torchwheel symbols update`)") from exc
-    return ChosenTable(table, str(path), how, releases, indexes)
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        raise InputError(f"{lock}: cannot be opened as the tables' lock ({exc.strerror or exc})") from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"torchwheel: waiting for another torchwheel writing {path}", file=sys.stderr, flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        _HELD.add(str(lock))
+        yield
+    finally:
+        _HELD.discard(str(lock))
+        os.close(fd)
+
+
+_HELD: set[str] = set()  # the tables locks this process holds (a second flock of its own would wait)
+
+
+def _set_aside(path: Path, seen: os.stat_result, problem: InputError) -> str:
+    """Rename the unreadable user tables file beside itself (the first free
+    ``NAME.unreadable``, ``NAME.unreadable.2``, ...) unless it changed since it was read (an
+    update replaced it meanwhile) or another torchwheel holds its lock; the warning line."""
+    said = f"the user tables file {path} cannot be read ({clipped(problem, 200)})"
+    shipped = "the shipped tables are used (`torchwheel symbols update` writes a new one)"
+    lock = path.with_name(path.name + ".lock")
+    if sys.platform != "win32" and str(lock) not in _HELD:
+        import fcntl
+
+        try:
+            fd = os.open(
+                lock,
+                os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
+                0o644,
+            )
+        except OSError:
+            return f"{said}; {shipped}"
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # an update is writing it right now
+                return f"{said}; {shipped}"
+            return f"{said}; {_rename_aside(path, seen)}; {shipped}"
+        finally:
+            os.close(fd)
+    return f"{said}; {_rename_aside(path, seen)}; {shipped}"
+
+
+def _rename_aside(path: Path, seen: os.stat_result) -> str:
+    try:
+        now = os.lstat(path)
+    except OSError:
+        return "it is gone"
+    if (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) != (
+        seen.st_dev, seen.st_ino, seen.st_size, seen.st_mtime_ns
+    ):  # fmt: skip
+        return "it changed meanwhile and was left"
+    for n in range(1, 1000):
+        aside = path.with_name(path.name + ".unreadable" + (f".{n}" if n > 1 else ""))
+        try:
+            os.link(path, aside)  # never over an earlier one
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            return f"it could not be set aside ({exc.strerror or exc})"
+        os.unlink(path)
+        return f"set aside as {aside}"
+    return "it could not be set aside (1,000 earlier ones)"
 
 
 def _releases(texts: list[str]) -> tuple[Version, ...]:
@@ -139,6 +241,7 @@ def activate(chosen: ChosenTable) -> ChosenTable:
     """Make ``chosen``'s release list and export indexes the process's (a scan worker, an API
     call given a table, do this for the table the command chose)."""
     torch_releases.use(chosen.releases or None)
+    torch_backends.use(chosen.backends or None)
     if chosen.indexes or _EXPORTS_MODULE in sys.modules:  # nothing to undo in a module not loaded
         from torchwheel.tables import exports
 
@@ -158,12 +261,22 @@ def _choose(cli: Path | None, configured: Path | None) -> ChosenTable:
     shipped = ChosenTable(load_shipped(), SHIPPED, SHIPPED)
     user = user_tables_path()
     if user.is_file():
-        found = read_tables(user, USER_FILE)
-        if found.newest > _shipped_newest(shipped):
+        try:
+            seen = os.stat(user)
+        except OSError:  # gone since: nothing to read
+            return shipped
+        try:
+            found = _read(user, USER_FILE)
+        except InputError as exc:
+            return replace(shipped, warning=_set_aside(user, seen, exc))
+        newest = _shipped_newest(shipped)
+        more_backends = set(found.backends) - set(torch_backends.shipped())
+        if found.newest > newest or (found.newest == newest and more_backends):
             return found
     return shipped
 
 
 def _shipped_newest(shipped: ChosenTable) -> Version:
     torch_releases.use(None)
+    torch_backends.use(None)
     return max(shipped.newest, torch_releases.newest())

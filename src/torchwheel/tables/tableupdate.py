@@ -17,17 +17,19 @@ import stat
 from collections.abc import Iterable, Mapping
 from datetime import date
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from packaging.version import InvalidVersion, Version
 
-from torchwheel import __version__
+from torchwheel import __version__, limits
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
+from torchwheel.safeopen import open_regular
 from torchwheel.tables import exports_update
-from torchwheel.tables.exports import ExportIndex, exports_index, platform_of
+from torchwheel.tables.exports import ExportIndex, exports_index, name_hash, platform_of
 from torchwheel.tables.shim_headers import scan_headers
 from torchwheel.tables.symtable import SymbolTable, load_shipped, merge_all, shape
+from torchwheel.torchabi import torch_backends
 from torchwheel.torchabi.cxxnames import is_unstable
 from torchwheel.torchabi.torchlibs import TorchLibraries, read_torch
 from torchwheel.wheel.temps import OutputKind, replace_atomically
@@ -43,10 +45,14 @@ class Tables:
     releases: tuple[Version, ...]
     indexes: Mapping[str, bytes]  # platform -> index bytes (only platforms the file carries)
     notes: tuple[str, ...] = ()
+    backends: tuple[str, ...] = ()  # the backend table (``torchabi.torch_backends``)
 
     def to_json(self) -> str:
         encoded = {p: base64.b64encode(data).decode("ascii") for p, data in sorted(self.indexes.items())}
-        return self.table.to_json({"releases": [str(v) for v in self.releases], "exports": encoded})
+        extra: dict[str, object] = {"releases": [str(v) for v in self.releases], "exports": encoded}
+        if self.backends:
+            extra["backends"] = list(self.backends)
+        return self.table.to_json(extra)
 
 
 def regenerate(
@@ -79,29 +85,40 @@ def update_tables(
     releases: Iterable[Version],
     indexes: Mapping[str, ExportIndex | None],
     replace: bool = False,
+    backends: Iterable[str] = (),
 ) -> Tables:
     """Every table refreshed from ``sources`` (torch wheels or installations): the shim table
     from their headers (onto ``base`` unless ``replace``), each one's unstable exports added to
     its platform's index (``indexes``: the base's, by platform; a platform missing here starts
-    from the run's index), and each one's release to ``releases``. A source without libraries
-    (an include tree) refreshes the shim table only, and the notes say so."""
+    from the run's index), each one's release to ``releases`` and its backend (read from its
+    ``version.py``, local label or METADATA: ``torchlibs``) to ``backends``. A source without
+    libraries (an include tree) refreshes the shim table only, and the notes say so."""
     table = regenerate(sources, None, extend=not replace, base=base)
     if not replace:
         table = _not_earlier(table, base)
     known = set(releases)
+    named = list(backends)
     out: dict[str, bytes] = {}
     current: dict[str, ExportIndex | None] = {p: None if replace else i for p, i in indexes.items()}
     notes: list[str] = []
+    library_needs: dict[str, set[str]] = {}
     for source in sources:
         torch = _libraries(source, notes)
         if torch is None:
             continue
+        for name, need in _exported_needs(torch, table.symbols).items():
+            library_needs.setdefault(name, set()).update(need)
         version = _release(torch)
         known.add(version)
+        if torch.build is not None and torch_backends.named(torch.build) and torch.build.backend not in named:
+            named.append(torch.build.backend)
+            notes.append(f"{clipped(source, 120)}: backend {torch.build.backend} ({torch.build.words}) added")
         platform = _platform(torch)
         if platform not in current:
             current[platform] = None if replace else exports_index(platform)
-        data, what = _add(current[platform], platform, version, torch, source)
+        hashes, release = _hashed(version, torch, source)
+        torch = None  # its names go before the index is rebuilt (memory: 700,000 names are 180 MB)
+        data, what = _add(current[platform], platform, release, hashes, source)
         notes.append(what)
         if data:
             out[platform] = data
@@ -109,7 +126,36 @@ def update_tables(
     for platform, index in current.items():  # the base's own platforms stay in the file
         if platform not in out and index is not None and platform in indexes:
             out[platform] = index.raw  # as it was read
-    return Tables(table, tuple(sorted(known)), out, tuple(notes))
+    if library_needs:
+        table = _with_needs(table, library_needs)
+    return Tables(table, tuple(sorted(known)), out, tuple(notes), torch_backends.ordered(named))
+
+
+#: torch's library whose exports need it loaded: the Python bindings (``python_shim.h``:
+#: "the implementation lives in libtorch_python.so ... consumers must also link against it")
+_PYTHON_LIBRARIES = ("libtorch_python", "torch_python")
+
+
+def _exported_needs(torch: TorchLibraries, shims: Mapping[str, object]) -> dict[str, set[str]]:
+    """The shims of the table that only libtorch_python of this torch exports: the Python
+    torch's, which a library calling them needs loaded (LibTorch alone has no such library)."""
+    where: dict[str, set[str]] = {}
+    for library, names in torch.exports.items():
+        python = library.lower().startswith(_PYTHON_LIBRARIES)
+        for name in names:
+            if name in shims:
+                where.setdefault(name, set()).add("python" if python else "")
+    return {name: {"python"} for name, kinds in where.items() if kinds == {"python"}}
+
+
+def _with_needs(table: SymbolTable, needs: Mapping[str, set[str]]) -> SymbolTable:
+    from torchwheel.tables.shimorigin import Origin
+
+    origins = {}
+    for name in table.symbols:
+        o = table.origin(name)
+        origins[name] = Origin(o.source, o.platforms, (*o.needs, *needs.get(name, ())))
+    return SymbolTable(table.symbols, table.sources, origins, table.wheels)
 
 
 def _not_earlier(table: SymbolTable, base: SymbolTable) -> SymbolTable:
@@ -140,8 +186,13 @@ def _libraries(source: Path, notes: list[str]) -> TorchLibraries | None:
 
 
 def _release(torch: TorchLibraries) -> Version:
+    if not torch.version:
+        raise InputError(
+            f"{torch.origin}: the torch's version cannot be read (no torch/version.py, or one that "
+            "is not a regular file or names no __version__)"
+        )
     try:
-        version = Version(torch.version or "")
+        version = Version(limits.check_version(f"{torch.origin}: torch's version", torch.version))
     except InvalidVersion as exc:
         raise InputError(f"{torch.origin}: torch {clipped(torch.version, 40)!r} is not a version") from exc
     return Version(version.base_version)
@@ -156,23 +207,34 @@ def _platform(torch: TorchLibraries) -> str:
     return platforms[0]
 
 
-def _add(
-    index: ExportIndex | None, platform: str, version: Version, torch: TorchLibraries, source: Path
-) -> tuple[bytes, str]:
-    names = sorted({n for exported in torch.exports.values() for n in exported if is_unstable(n)})
+def _hashed(version: Version, torch: TorchLibraries, source: Path) -> tuple[set[int], dict[str, Any]]:
+    """The ``name_hash`` of each unstable name ``torch`` exports, and its release's header
+    entry: the wheel's sha256, or for an installation the hash of the names read."""
+    unstable = sorted({n for exported in torch.exports.values() for n in exported if is_unstable(n)})
+    hashes = {name_hash(n) for n in unstable}
     if source.is_file():
-        with source.open("rb") as fh:
+        fd = open_regular(source)
+        with open(fd, "rb") as fh:
             digest = hashlib.file_digest(fh, "sha256").hexdigest()
     else:  # an installation: the hash of what was read stands in for a wheel's
-        digest = hashlib.sha256("\n".join(names).encode("utf-8", "surrogatepass")).hexdigest()
+        h = hashlib.sha256()
+        for i, n in enumerate(unstable):
+            h.update((("\n" if i else "") + n).encode("utf-8", "surrogatepass"))
+        digest = h.hexdigest()
     build = torch.build.backend if torch.build is not None else "unknown"
     release = {
         "version": str(version),
         "builds": [build],
         "wheels": [{"file": source.name, "sha256": digest}],
     }
+    return hashes, release
+
+
+def _add(
+    index: ExportIndex | None, platform: str, release: dict[str, Any], hashes: set[int], source: Path
+) -> tuple[bytes, str]:
     try:
-        return exports_update.add_release(index, platform, release, names, _today(), _GENERATOR)
+        return exports_update.add_release(index, platform, release, (), _today(), _GENERATOR, hashes)
     except ValueError as exc:
         raise InputError(f"{clipped(source, 120)}: {exc}") from exc
 

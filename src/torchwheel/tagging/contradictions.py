@@ -24,6 +24,19 @@ from torchwheel.torchabi.verdicts import minor_verdict
 from torchwheel.version import FeatureVersion
 
 
+def check_importable(need: TorchNeed) -> None:
+    """A wheel whose own import fails on every torch (its code imports a file as a module
+    that exports no hook for its name: TW304) has no torch to state: WHEEL would promise the
+    torches it loads on, and every installer would believe it."""
+    if need.unimportable:
+        shown = ", ".join(need.unimportable[:2]) + (" and more" if len(need.unimportable) > 2 else "")
+        raise InputError(
+            f"its code imports {shown} as a module, which exports no module hook for its name: its import "
+            "fails on every torch (TW304); load the library by path (torch.ops.load_library) or build it "
+            "as a module, then tag it"
+        )
+
+
 def check_build_torch(need: TorchNeed, opts: TagOptions) -> None:
     """``--build-torch X.Y`` names the one torch of a version-locked build: pointless on any
     other wheel, and a lie against a requirement that admits no release of X.Y."""

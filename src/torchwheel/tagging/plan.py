@@ -31,7 +31,7 @@ from torchwheel.analysis.wheelfacts import (
 from torchwheel.errors import InputError
 from torchwheel.report.facts_document import binary_json
 from torchwheel.tagging import naming
-from torchwheel.tagging.contradictions import check_build_torch, check_local_label
+from torchwheel.tagging.contradictions import check_build_torch, check_importable, check_local_label
 from torchwheel.tagging.requirement import apply_requirements, metadata_text, named_minor
 from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi.backend import builds_text
@@ -41,6 +41,7 @@ from torchwheel.wheel.metadata import (
     TORCH_ABI_BUILDS_FIELD,
     TORCH_ABI_EXPORTS_FIELD,
     TORCH_ABI_FIELD,
+    TORCH_ABI_OPTIONAL_FIELD,
     TORCH_BUILD_FIELD,
     TORCH_GPU_FIELD,
     parse_metadata,
@@ -131,9 +132,19 @@ def torch_abi_fields(need: TorchNeed) -> list[tuple[str, str]]:
     the GPU code of its libraries (``Torch-GPU: sm_80, sm_90a, compute_90``, when it has any)
     go beside it, in fields of their own. An axis that could not be read is not written:
     the binaries are read again."""
+    fields = _axes(need)
+    for part in need.optional:
+        if any(";" in f or ", " in f or "\n" in f for f in part.files):
+            continue  # a name the line cannot hold: that part is read from the binaries again
+        axes = "; ".join(f"{name}={value}" for name, value in _axes(part.need))
+        fields.append((TORCH_ABI_OPTIONAL_FIELD, f"{part.when}; {axes}; files={', '.join(part.files)}"))
+    return fields
+
+
+def _axes(need: TorchNeed) -> list[tuple[str, str]]:
     fields = [(TORCH_ABI_FIELD, need.label)]
     dated = {"names": TORCH_ABI_BUILDS_FIELD, "exports": TORCH_ABI_EXPORTS_FIELD}.get(need.releases_from)
-    if need.kind == "unstable" and dated and need.releases:
+    if need.kind == "unstable" and dated and need.releases and not (need.unresolved or need.uncovered):
         fields.append((dated, ", ".join(show_release(b) for b in sorted(need.releases))))
     if need.builds is not None:
         fields.append((TORCH_BUILD_FIELD, builds_text(need.builds)))
@@ -153,6 +164,7 @@ def wheel_file_text(original: str, tags: list[Tag], fields: list[tuple[str, str]
                 TORCH_ABI_EXPORTS_FIELD,
                 TORCH_BUILD_FIELD,
                 TORCH_GPU_FIELD,
+                TORCH_ABI_OPTIONAL_FIELD,
             )
         ),
     )
@@ -270,6 +282,7 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     ]
     wheel_name = f"{c.dist_info}/WHEEL"
     meta_name = f"{c.dist_info}/METADATA"
+    check_importable(need)
     check_build_torch(need, opts)
     if w.provides_libtorch:  # torch itself: it cannot require torch
         new_meta, meta_notes = c.metadata_text, ["torch itself: Requires-Dist left as it is"]
@@ -289,9 +302,10 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     }
     if c.wheel_tags != tags:
         changes.append("WHEEL Tag lines now equal the file name's tags")
-    for field_name, value in fields:
-        if c.wheel_fields.get(field_name) != [value]:
-            changes.append(f"WHEEL {field_name}: {value}")
+    for field_name in dict.fromkeys(n for n, _ in fields):
+        values = [v for n, v in fields if n == field_name]
+        if c.wheel_fields.get(field_name) != values:
+            changes += [f"WHEEL {field_name}: {v}" for v in values]
     changes += meta_notes
     drop = {f"{c.dist_info}/RECORD.jws", f"{c.dist_info}/RECORD.p7s"} & set(c.members)
     if drop:

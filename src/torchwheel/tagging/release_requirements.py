@@ -6,7 +6,10 @@ requirements stay as they are; requirements that differ by platform become one l
 platform family with a ``sys_platform`` marker (the most common one takes ``!=`` for the
 others, so a platform nobody built for keeps the common floor). A release whose wheels
 disagree *within* one platform family (or a stable beside an unstable build: TW603) cannot
-be expressed with markers and is refused with what to do instead.
+be expressed with markers and is refused with what to do instead. A hybrid release (a stable
+build beside per-minor builds for the minors below its floor) given without ``--release``
+keeps each wheel's own requirement: its builds never meet on one torch, and the recipe
+(local labels, ``index``) gives each torch its own.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections import Counter
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 
-from torchwheel.analysis.release_wheels import group_by_release, platform_family, release_key
+from torchwheel.analysis.release_wheels import group_by_release, hybrid_of, platform_family, release_key
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.errors import InputError
 from torchwheel.tagging.plan import plan
@@ -34,6 +37,14 @@ def _with_marker(req: str, family_marker: str) -> str:
 def shared_requirements(group: list[WheelFacts], opts: TagOptions) -> tuple[str, ...]:
     """The one torch requirement set for every wheel of ``group`` (one release)."""
     kinds = {w.torch_need.kind for w in group} - {"none", "any"}
+    hybrid = hybrid_of(group)
+    if hybrid is not None:
+        raise InputError(
+            f"{group[0].contents.filename_name} {group[0].contents.filename_version}: a hybrid release "
+            f"({hybrid.summary}) cannot share one torch requirement: tag each build on its own, the "
+            "per-minor builds with --build-torch X.Y --local-label torchX.Y, and publish them with "
+            "`torchwheel index` (docs/installers.md, hybrid releases)"
+        )
     if kinds == {"stable", "unstable"}:
         raise InputError(
             f"{group[0].contents.filename_name} {group[0].contents.filename_version}: stable and unstable "
@@ -80,8 +91,8 @@ def release_sets(wheels: list[WheelFacts], opts: TagOptions, mode: bool | None) 
             shown = ", ".join(sorted(f"{k[0]} {k[1]}" if k else "not a wheel file" for k in keys))
             raise InputError(f"--release: the wheels given are not one release ({shown})")
         groups = [tuple(wheels)]
-    else:
-        groups = group_by_release(wheels)
+    else:  # a hybrid release keeps each wheel's own requirement (module docstring)
+        groups = [g for g in group_by_release(wheels) if hybrid_of(g) is None]
     out: dict[int, tuple[str, ...]] = {}
     for group in groups:
         reqs = shared_requirements(list(group), opts)

@@ -19,7 +19,7 @@ number their own releases: their major is recorded, not read as a toolkit.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Literal
 
 from packaging.requirements import Requirement
@@ -28,6 +28,7 @@ from packaging.utils import canonicalize_name
 from torchwheel.binary.facts import Import
 from torchwheel.binary.gpucode import NO_GPU_CODE, CudaImage, GpuCode
 from torchwheel.frozen import frozen
+from torchwheel.torchabi.backend import TorchBuild
 
 Accelerator = Literal["cuda", "rocm", "xpu"]
 Role = Literal["torch", "torch-python", "runtime", "library", "driver"]
@@ -176,14 +177,61 @@ def _classify(name: str, base: str) -> LinkedLibrary | None:
 
 
 # NVIDIA's PyPI distributions of the toolkit runtimes: ``nvidia-cuda-runtime-cu12`` (CUDA 12
-# and older), ``nvidia-cuda-runtime`` with a version of the toolkit's (CUDA 13 on); the
-# components each installs, as ``classify_library`` names them
+# and older), ``nvidia-cuda-runtime`` with a version of the toolkit's (CUDA 13 on), and since
+# torch 2.12.1 the meta-package ``cuda-toolkit[cudart,cublas,...]==13.0.2``, whose extras name
+# the components it installs and whose version is the toolkit's; the components each
+# installs, as ``classify_library`` names them
 _NVIDIA_RUNTIME = re.compile(r"nvidia-(cuda-runtime|cuda-nvrtc|cublas|nvjitlink|cuda-cupti)(?:-cu(\d{2,3}))?")
 _NVIDIA_COMPONENTS = {
     "cuda-runtime": ("cudart",), "cuda-nvrtc": ("nvrtc", "nvrtc-builtins"), "cublas": ("cublas", "cublasLt"),
     "nvjitlink": ("nvJitLink",), "cuda-cupti": ("cupti",),
 }  # fmt: skip
+CUDA_TOOLKIT = "cuda-toolkit"
+_TOOLKIT_EXTRAS = {
+    "cudart": ("cudart",), "nvrtc": ("nvrtc", "nvrtc-builtins"), "cublas": ("cublas", "cublasLt"),
+    "nvjitlink": ("nvJitLink",), "cupti": ("cupti",), "cufft": ("cufft", "cufftw"), "curand": ("curand",),
+    "cusolver": ("cusolver", "cusolverMg"), "cusparse": ("cusparse",), "cufile": ("cufile",),
+    "nvtx": ("nvToolsExt", "nvtx3interop"),
+}  # fmt: skip
 _LOWER_BOUND = re.compile(r"(?:>=|==|~=|>)\s*(\d+)")
+_PINNED = re.compile(r"^===?\s*(\d+)\.(\d+)")
+
+
+@frozen
+class RuntimeRequirement:
+    """One requirement that installs CUDA toolkit runtimes: the ``components`` it installs
+    (``classify_library``'s names), the toolkit ``major`` (None: its version does not say) and,
+    for an exact pin, the ``minor`` (``cuda-toolkit[...]==13.2.2``: 13.2, torch's cu132 build)."""
+
+    requirement: Requirement
+    components: tuple[str, ...]
+    major: int | None
+    minor: int | None = None
+
+
+def runtime_requirement(req: Requirement) -> RuntimeRequirement | None:
+    """What one requirement says of the CUDA runtime, or None when it installs none: the one
+    reading of the ``nvidia-*`` names and of ``cuda-toolkit[...]``, for a torch's METADATA (its
+    build) and an extension's (what it brings itself, what it claims)."""
+    name = canonicalize_name(req.name)
+    pins = [_PINNED.match(str(s)) for s in req.specifier]
+    pin = next((m for m in pins if m is not None), None)
+    if name == CUDA_TOOLKIT:
+        components = tuple(c for extra in sorted(req.extras) for c in _TOOLKIT_EXTRAS.get(extra.lower(), ()))
+        bound = _LOWER_BOUND.search(str(req.specifier))
+        major: int | None = int(bound.group(1)) if bound else None
+        minor = int(pin.group(2)) if pin is not None and major == int(pin.group(1)) else None
+        return RuntimeRequirement(req, components, major, minor)
+    m = _NVIDIA_RUNTIME.fullmatch(name)
+    if m is None:
+        return None
+    if m.group(2):
+        major = _windows_major(m.group(2)) if len(m.group(2)) == 3 else int(m.group(2))
+    else:
+        bound = _LOWER_BOUND.search(str(req.specifier))
+        major = int(bound.group(1)) if bound else None
+    minor = int(pin.group(2)) if pin is not None and major == int(pin.group(1)) else None
+    return RuntimeRequirement(req, _NVIDIA_COMPONENTS[m.group(1)], major, minor)
 
 
 def required_runtimes(
@@ -193,30 +241,64 @@ def required_runtimes(
     requirements install on its platform (``linux``, ``win32``, ``darwin``; None: any),
     leaving out those only an extra asks for."""
     for req in requirements:
-        m = _NVIDIA_RUNTIME.fullmatch(canonicalize_name(req.name))
-        if m is None or not _applies(req, platform):
+        found = runtime_requirement(req)
+        if found is None or not applies(req, platform_markers(platform)):
             continue
-        if m.group(2):
-            major: int | None = _windows_major(m.group(2)) if len(m.group(2)) == 3 else int(m.group(2))
-        else:
-            bound = _LOWER_BOUND.search(str(req.specifier))
-            major = int(bound.group(1)) if bound else None
-        for component in _NVIDIA_COMPONENTS[m.group(1)]:
-            yield component, major, req
+        for component in found.components:
+            yield component, found.major, req
 
 
-def _applies(req: Requirement, platform: str | None) -> bool:
+def cuda_runtime_required(
+    requirements: Iterable[Requirement], markers: Mapping[str, str] | None
+) -> RuntimeRequirement | None:
+    """The requirement that brings the CUDA runtime (``cudart``) where ``markers`` hold (None:
+    only unconditional ones count), or None: how a torch's METADATA names its CUDA build when
+    nothing more direct does (PyPI's Windows and macOS torch carry the Linux-only line too)."""
+    for req in requirements:
+        found = runtime_requirement(req)
+        where = req.marker is None or (markers is not None and applies(req, markers))
+        if found is not None and "cudart" in found.components and where:
+            return found
+    return None
+
+
+def torch_build_of_requirements(
+    requirements: Iterable[Requirement], markers: Mapping[str, str] | None
+) -> TorchBuild | None:
+    """A torch's CUDA build as its own requirements name it (``cuda-toolkit[...]==13.2.2``:
+    CUDA 13.2, ``cu132``; ``nvidia-cuda-runtime-cu12==12.8.90``: CUDA 12.8), or None when no
+    requirement that applies brings the CUDA runtime (which says nothing of the build)."""
+    found = cuda_runtime_required(requirements, markers)
+    return (
+        TorchBuild("cuda", found.major, found.minor if found.major is not None else None) if found else None
+    )
+
+
+def platform_markers(platform: str | None) -> dict[str, str] | None:
+    """The markers of a platform (``linux``, ``win32``, ``darwin``) that requirements name;
+    None for none (then nothing rules a requirement out)."""
+    if platform is None:
+        return None
+    system = {"linux": "Linux", "win32": "Windows", "darwin": "Darwin"}[platform]
+    return {
+        "sys_platform": platform,
+        "platform_system": system,
+        "os_name": "nt" if platform == "win32" else "posix",
+    }
+
+
+def applies(req: Requirement, markers: Mapping[str, str] | None) -> bool:
+    """Does ``req`` apply where ``markers`` hold? A requirement only an extra asks for never
+    does; with no markers every other one does (nothing rules it out), and so does one whose
+    marker names a variable the markers lack."""
     if req.marker is None:
         return True
-    text = str(req.marker)
-    if "extra" in text:
+    if "extra" in str(req.marker):
         return False
-    if platform is None:
+    if markers is None:
         return True
-    system = {"linux": "Linux", "win32": "Windows", "darwin": "Darwin"}[platform]
     try:
-        os_name = "nt" if platform == "win32" else "posix"
-        return req.marker.evaluate({"sys_platform": platform, "platform_system": system, "os_name": os_name})
+        return req.marker.evaluate(dict(markers))
     except Exception:  # an undefined marker variable: the marker cannot rule it out
         return True
 

@@ -3,8 +3,9 @@ ROCm (by major) or XPU.
 
 The stable ABI frees an extension from the torch *version*, not from the *build*: a library
 that links ``libtorch_cuda.so`` and ``libcudart.so.13`` loads only where torch was built for
-CUDA 13. PyTorch publishes torch per backend and names them (``cpu``, ``cu126``, ``cu128``,
-``cu130``, ``rocm7.0``, ``xpu``; uv's ``--torch-backend`` uses the same names).
+CUDA 13. PyTorch publishes torch per backend and names them (``cpu``, ``cu126``, ``cu130``,
+``cu132``, ``rocm7.2``, ``xpu``; uv's ``--torch-backend`` uses the same names); which names
+exist is data, the backend table (``torch_backends``), never this module's.
 
 One type, ``TorchBuild``, spells every build: a target's (``cu130``: CUDA 13.0), and each
 build a wheel loads on (CUDA 13, any minor; CUDA, any major; CPU). A wheel's build axis is a
@@ -29,10 +30,6 @@ KINDS: tuple[Kind, ...] = ("cpu", "cuda", "rocm", "xpu")
 _NAMES = {"cpu": "CPU", "cuda": "CUDA", "rocm": "ROCm", "xpu": "XPU"}
 _TOKEN = re.compile(r"^(cpu|xpu|cuda|rocm)(?:-(\d{1,3}))?$")
 _BACKEND = re.compile(r"^(?:(cpu)|cu(\d{2})(\d)|rocm(\d{1,2})\.(\d{1,2})|(xpu))$")
-# the newest backend PyTorch publishes per CUDA major: what a column or an index stands for
-CUDA_BACKENDS = {11: "cu118", 12: "cu128", 13: "cu130"}
-ROCM_BACKENDS = {6: "rocm6.4", 7: "rocm7.1"}
-BACKENDS = ("cpu", "cu126", "cu128", "cu129", "cu130", "rocm6.4", "rocm7.0", "rocm7.1", "xpu")
 
 
 @frozen(order=True)
@@ -135,16 +132,6 @@ def from_version_py_text(text: str) -> TorchBuild:
     return from_version_py(found.get("cuda"), found.get("hip"), bool(found.get("xpu")))
 
 
-def from_requirements(names: Iterable[str]) -> TorchBuild | None:
-    """torch's CUDA builds on PyPI require the runtime: ``nvidia-cuda-runtime-cu12`` (CUDA 12),
-    ``nvidia-cuda-runtime`` 13.x (CUDA 13, unsuffixed names)."""
-    for name in names:
-        m = re.match(r"nvidia-cuda-runtime(?:-cu(\d+))?$", name.lower())
-        if m:
-            return TorchBuild("cuda", int(m.group(1)), 0) if m.group(1) else TorchBuild("cuda")
-    return None
-
-
 def from_cuda_digits(digits: str) -> TorchBuild:
     """``12``, ``121``/``128`` (PyTorch's backend names), ``130``: the CUDA major they name."""
     return TorchBuild("cuda", int(digits[:2]) if len(digits) == 3 else int(digits))
@@ -204,24 +191,3 @@ def builds_fit(builds: BuildSet | None, target: TorchBuild | None) -> tuple[bool
     if any(b.admits(target) for b in builds):
         return True, f"needs {describe_builds(builds)}: the target's torch is a {target!s}"
     return False, f"needs {describe_builds(builds)}, the target's torch is a {target!s}"
-
-
-def representative_backends(axes: Iterable[BuildSet | None]) -> list[TorchBuild]:
-    """The backends that tell wheels with these build axes apart (one per CUDA/ROCm major
-    named; the CPU build whenever some wheel loads there): the columns of ``matrix``, the
-    per-backend indexes of ``index``."""
-    out: set[str] = set()
-    for builds in axes:
-        for b in builds or ():
-            if b.kind == "cpu" or builds == ANY_BUILD:
-                out.add("cpu")
-            elif b.kind == "cuda":
-                out.add(CUDA_BACKENDS.get(b.major, f"cu{b.major}0") if b.major else CUDA_BACKENDS[13])
-            elif b.kind == "rocm":
-                out.add(ROCM_BACKENDS.get(b.major, f"rocm{b.major}.0") if b.major else ROCM_BACKENDS[7])
-            else:
-                out.add("xpu")
-    return sorted(
-        (parse_backend(b) for b in out),
-        key=lambda b: (BACKENDS.index(b.backend) if b.backend in BACKENDS else 99, b.backend),
-    )

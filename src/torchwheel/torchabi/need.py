@@ -24,6 +24,7 @@ torch_need_of`` from the binaries of an untagged wheel), and the two agree axis 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import field
@@ -44,6 +45,7 @@ from torchwheel.wheel.metadata import (
     TORCH_ABI_BUILDS_FIELD,
     TORCH_ABI_EXPORTS_FIELD,
     TORCH_ABI_FIELD,
+    TORCH_ABI_OPTIONAL_FIELD,
     TORCH_BUILD_FIELD,
     TORCH_GPU_FIELD,
     torch_abi_floor,
@@ -107,8 +109,55 @@ class TorchNeed:
     # table's; the exports index's, for a build dated by its imports), None when none did
     newer: tuple[str, ...] = ()
     tables: Minor | None = None
+    # the parts the package's import goes on without (``analysis.reach``), each with its own
+    # need: the axes above are those of the files its import cannot do without
+    optional: tuple[OptionalPart, ...] = ()
+    # files the import imports as modules that export no module hook for their name (TW304:
+    # "dynamic module does not define module export function"): it fails on every torch;
+    # ``tag`` refuses such a wheel, so WHEEL never states it
+    unimportable: tuple[str, ...] = field(default=(), compare=False)
+    # what the export tables could not settle for an unstable build dated by its imports:
+    # imports no indexed release exports, though the known ones end before the tables' newest
+    # minor (another library's names, or an older torch's), and the builds or platforms whose
+    # exports the tables never read ("the linux-x86_64 export tables read no XPU build of torch"): unknown where
+    # the known imports meet, never "exported by no torch"
+    unresolved: tuple[str, ...] = ()
+    uncovered: str = ""
+    # what of a torch build its shims need beyond the release (``python``: libtorch_python
+    # loaded; ``distributed``: a torch built with distributed), from the shim table's
+    # ``needs``; explains, is not written by ``tag`` (the table of whoever reads it decides)
+    build_needs: tuple[str, ...] = field(default=(), compare=False)
+    # the oldest minor the export tables read, for an unstable build dated by its imports: below
+    # it they say nothing, and an unsettled need is unknown there, never "no"
+    indexed_from: Minor | None = field(default=None, compare=False)
+
+    @property
+    def build_needs_text(self) -> str:
+        """``a torch built with distributed, with libtorch_python loaded``; "" for none."""
+        words = []
+        if "distributed" in self.build_needs:
+            words.append("a torch built with distributed")
+        if "python" in self.build_needs:
+            words.append("libtorch_python loaded (the Python torch, not LibTorch alone)")
+        return ", with ".join(words) if words else ""
 
     def __str__(self) -> str:
+        if self.uncovered or self.unresolved:
+            since = f" (from {show_release(self.indexed_from)})" if self.indexed_from else ""
+            read = (
+                f"by its known imports, torch {show_releases(self.releases)} of the releases the export tables read{since}"
+                if self.releases
+                else ""
+            )
+            if self.uncovered:
+                return f"unstable, not covered for this build: {self.uncovered}" + (
+                    f"; {read}" if read else ""
+                )
+            shown = names_text(self.unresolved)
+            return (
+                f"unstable, {read}; {shown}: exported by none of them (another library's, an older "
+                "torch's, or a build they lack)"
+            )
         if self.newer and self.tables is not None:
             shown = names_text(self.newer)
             return (
@@ -116,7 +165,8 @@ class TorchNeed:
                 f"{show_release(self.tables)})"
             )
         if self.kind == "stable" and self.floor is not None:
-            return f"stable >= {self.floor.minor_release if self.floor.patch == 0 else self.floor.release}"
+            needs = f", needs {self.build_needs_text}" if self.build_needs else ""
+            return f"stable >= {self.floor.minor_release if self.floor.patch == 0 else self.floor.release}{needs}"
         if self.kind == "unstable" and len(self.releases) > 1 and self.releases_from != "exports":
             return f"unstable, per-minor builds for torch {show_releases(self.releases)}"
         if self.kind == "unstable" and self.releases:
@@ -131,6 +181,11 @@ class TorchNeed:
         if self.kind == "any":
             return "any torch (links libtorch, imports no versioned symbol)"
         return "no torch"
+
+    @property
+    def optional_words(self) -> str:
+        """The optional parts and their needs in a line (``show``, ``doctor``); "" without."""
+        return "; ".join(f"{p.files_words} ({p.when}): {p.need}" for p in self.optional)
 
     @property
     def label(self) -> str:
@@ -155,6 +210,14 @@ class TorchNeed:
         return {(b[0], b[1]) for b in self.releases} | past
 
     @property
+    def not_covered_json(self) -> dict[str, object] | None:
+        """``not_covered`` in every JSON document that shows a need: what the export tables
+        could not settle (``unresolved``, ``uncovered``), or null."""
+        if not self.unresolved and not self.uncovered:
+            return None
+        return {"builds": self.uncovered or None, "imports": list(self.unresolved)}
+
+    @property
     def newer_json(self) -> dict[str, object] | None:
         """``newer_than_tables`` in every JSON document that shows a need: the imports no torch
         up to ``tables`` exports, or null."""
@@ -166,13 +229,36 @@ class TorchNeed:
     def unknown_axes(self) -> tuple[UnknownAxis, ...]:
         """The axes nothing could read: said wherever the need is shown."""
         axes: list[UnknownAxis] = []
-        if self.kind == "unstable" and not self.releases:
+        if self.kind == "unstable" and (not self.releases or self.uncovered or self.unresolved):
             axes.append("version")
         if self.builds is None:
             axes.append("build")
         if self.gpu_code is None:
             axes.append("gpu")
         return tuple(axes)
+
+
+OptionalWhen = Literal["optional", "conditional", "on-use"]
+
+
+@frozen
+class OptionalPart:
+    """Files the package's import may go on without (``analysis.reach``): loaded in a
+    ``try`` that goes on (``optional``), behind a capability, torch-feature or version check
+    (``conditional``: needed where the check lets the load through), or only by a function
+    the import does not call (``on-use``). ``need``: what they need of torch (no requirement
+    of their own: the wheel's applies to the wheel). ``verdicts.part_outcome`` says what a
+    part that does not load means on one torch."""
+
+    files: tuple[str, ...]
+    when: OptionalWhen
+    need: TorchNeed
+    why: str = field(default="", compare=False)
+
+    @property
+    def files_words(self) -> str:
+        shown = ", ".join(self.files[:2])
+        return shown + (f" and {len(self.files) - 2} more" if len(self.files) > 2 else "")
 
 
 def pinned_minor(reqs: Iterable[Requirement]) -> Minor | None:
@@ -266,7 +352,7 @@ def need_from_fields(
         return None
     per_release, gpu = fields.get(TORCH_ABI_BUILDS_FIELD), fields.get(TORCH_GPU_FIELD)
     dated = fields.get(TORCH_ABI_EXPORTS_FIELD)
-    return declared_need(
+    need = declared_need(
         abi[-1],
         reqs,
         version,
@@ -274,6 +360,49 @@ def need_from_fields(
         per_release[-1] if per_release else None,
         gpu[-1] if gpu else None,
         dated[-1] if dated else None,
+    )
+    parts = tuple(_optional_part(line, version) for line in fields.get(TORCH_ABI_OPTIONAL_FIELD, []))
+    return dataclasses.replace(need, optional=parts) if parts else need
+
+
+_PART_KEYS = {
+    TORCH_ABI_FIELD,
+    TORCH_ABI_BUILDS_FIELD,
+    TORCH_ABI_EXPORTS_FIELD,
+    TORCH_BUILD_FIELD,
+    TORCH_GPU_FIELD,
+}
+
+
+def _optional_part(line: str, version: Version) -> OptionalPart:
+    """A ``Torch-ABI-Optional`` line: ``optional; Torch-ABI=2.11; Torch-Build=cuda-13;
+    files=pkg/_C.so`` (``tagging.plan.torch_abi_fields`` writes it)."""
+    when, *pairs = [p.strip() for p in line.split(";")]
+    values: dict[str, str] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or (key not in _PART_KEYS and key != "files"):
+            break
+        values[key] = value.strip()
+    else:
+        if (
+            when in ("optional", "conditional", "on-use")
+            and values.get("files")
+            and {TORCH_ABI_FIELD, TORCH_BUILD_FIELD} <= set(values)
+        ):
+            need = declared_need(
+                values[TORCH_ABI_FIELD], (), version, values[TORCH_BUILD_FIELD], values.get(TORCH_ABI_BUILDS_FIELD),
+                values.get(TORCH_GPU_FIELD), values.get(TORCH_ABI_EXPORTS_FIELD),
+                source=f"WHEEL {TORCH_ABI_OPTIONAL_FIELD}",
+            )  # fmt: skip
+            files = tuple(f.strip() for f in values["files"].split(", ") if f.strip())
+            kind: OptionalWhen = (
+                "on-use" if when == "on-use" else "optional" if when == "optional" else "conditional"
+            )
+            return OptionalPart(files, kind, need)
+    raise InputError(
+        f"WHEEL {TORCH_ABI_OPTIONAL_FIELD}: {clipped(line, 80)!r} is not "
+        "'optional|conditional|on-use; Torch-ABI=...; Torch-Build=...; files=...'"
     )
 
 

@@ -17,15 +17,19 @@ from pathlib import Path, PurePosixPath
 
 from packaging.version import InvalidVersion, Version
 
+from torchwheel import limits
 from torchwheel.binary import BinaryError, BinaryFacts, read_path
 from torchwheel.binary.facts import Import
 from torchwheel.binary.memberscan import scan_member
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
+from torchwheel.safeopen import read_head
 from torchwheel.torchabi import backend
+from torchwheel.torchabi.accelerators import platform_markers, torch_build_of_requirements
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.contents import is_compiled_name
+from torchwheel.wheel.metadata import parse_metadata
 
 INSTALLED = "installed"
 _LIB_DIR = "torch/lib/"
@@ -49,7 +53,8 @@ class TorchLibraries:
     all_exports: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "all_exports", frozenset().union(*self.exports.values()))
+        values = list(self.exports.values())  # one library: its own set (700,000 names twice were 60 MB)
+        object.__setattr__(self, "all_exports", values[0] if len(values) == 1 else frozenset().union(*values))
 
     @property
     def label(self) -> str:
@@ -73,17 +78,38 @@ def is_runtime_library(name: str) -> bool:
     return is_compiled_name(base) and base.startswith(_RUNTIME_PREFIXES) and "test" not in base
 
 
-def _build(version_py: str | None, version: str | None, libraries: Iterable[str]) -> TorchBuild | None:
-    """The torch's build: its ``version.py``, else its local label (``+cu130``), else what
-    its libraries say (``libtorch_cuda`` ships only in CUDA builds; major unknown then)."""
+def _build(
+    version_py: str | None,
+    version: str | None,
+    libraries: Iterable[str],
+    metadata: str | None = None,
+    platforms: Iterable[tuple[str, str]] = (),
+) -> TorchBuild | None:
+    """The torch's build: its ``version.py``, else its local label (``+cu130``), else the CUDA
+    runtime its METADATA requires on its platform (``cuda-toolkit[...]==13.2.2``: CUDA 13.2),
+    else what its libraries say (``libtorch_cuda`` ships only in CUDA builds; major unknown then)."""
     if version_py:
         return backend.from_version_py_text(version_py)
     try:
-        label = backend.from_local_label(Version(version).local) if version else None
+        label = (
+            backend.from_local_label(Version(version).local)
+            if version and len(version) <= limits.current().max_version_length.value
+            else None
+        )
     except InvalidVersion:
         label = None
     if label is not None:
         return label
+    formats = {fmt for fmt, _ in platforms}
+    if metadata and len(formats) == 1:
+        system = {"elf": "linux", "pe": "win32", "macho": "darwin"}.get(formats.pop())
+        markers = platform_markers(system) if system else None
+        try:
+            requirements = parse_metadata(metadata).requirements
+        except InputError:
+            requirements = ()
+        if markers is not None and (found := torch_build_of_requirements(requirements, markers)) is not None:
+            return found
     names = " ".join(libraries)
     for kind, word in (("cuda", "torch_cuda"), ("rocm", "torch_hip"), ("xpu", "torch_xpu")):
         if word in names:
@@ -97,18 +123,22 @@ def _facts(
     version: str | None,
     wanted: frozenset[str] | None,
     version_py: str | None = None,
+    metadata: str | None = None,
 ) -> TorchLibraries:
+    if version:  # from version.py or a file name: every reader parses it (int() of 5,000 digits fails)
+        limits.check_version(f"{origin}: torch's version", version)
     exports: dict[str, frozenset[str]] = {}
     platforms: set[tuple[str, str]] = set()
     count = 0
     for name, facts in read:
-        names = {e for s in facts.slices for e in s.exports}
+        names = frozenset(e for s in facts.slices for e in s.exports)
         count += len(names)
-        exports[name.lower()] = frozenset(names if wanted is None else names & wanted)
+        exports[name.lower()] = names if wanted is None else names & wanted
         platforms.update((facts.format, s.arch) for s in facts.slices)
+        del names, facts  # the next library's facts are read without this one's
     if not exports:
         raise InputError(f"{origin}: no torch libraries (libtorch*, libc10*) found; not a torch build?")
-    build = _build(version_py, version, exports)
+    build = _build(version_py, version, exports, metadata, platforms)
     return TorchLibraries(origin, version, exports, frozenset(platforms), count, build)
 
 
@@ -130,14 +160,34 @@ def _read_wheel(path: Path, wanted: frozenset[str] | None) -> TorchLibraries:
                     raise InputError(f"{path}: {member}: {facts}")
                 yield PurePosixPath(member).name, facts
 
-        version_py = wheel.read_text("torch/version.py") if "torch/version.py" in wheel.infos else None
-        return _facts(read(), str(path), wheel.contents.filename_version or None, wanted, version_py)
+        version_py = (
+            b"".join(wheel.stream("torch/version.py", VERSION_PY_BYTES))[:VERSION_PY_BYTES].decode(
+                "utf-8", "replace"
+            )
+            if "torch/version.py" in wheel.infos
+            else None
+        )
+        metadata = next((wheel.read_text(m) for m in wheel.infos if _is_metadata(m)), None)
+        return _facts(
+            read(), str(path), wheel.contents.filename_version or None, wanted, version_py, metadata
+        )
+
+
+def _is_metadata(member: str) -> bool:
+    """The torch distribution's own METADATA (``torch-2.15.0.dist-info/METADATA``)."""
+    folder, _, name = member.partition("/")
+    return name == "METADATA" and folder.endswith(".dist-info") and folder.lower().startswith("torch-")
+
+
+VERSION_PY_BYTES = 1 << 16  # torch's version.py is ~300 bytes: only its start is ever read
 
 
 def _version_py(torch_dir: Path) -> str | None:
+    """The start of ``torch/version.py``, through ``safeopen``: a FIFO or a device there is
+    not read (never blocks), a huge file costs its first 64 KiB."""
     try:
-        return (torch_dir / "version.py").read_text(encoding="utf-8")[: 1 << 16]
-    except (OSError, UnicodeDecodeError):
+        return read_head(torch_dir / "version.py", VERSION_PY_BYTES).decode("utf-8", "replace")
+    except OSError:
         return None
 
 
@@ -156,7 +206,30 @@ def _read_lib_dir(lib: Path, wanted: frozenset[str] | None) -> TorchLibraries:
                     raise InputError(f"{p}: {exc}") from exc
 
     text = _version_py(lib.parent)
-    return _facts(read(), str(lib), _version_from(text), wanted, text)
+    metadata = _installed_metadata(lib.parent)
+    version = _version_from(text) or _metadata_version(metadata)
+    return _facts(read(), str(lib), version, wanted, text, metadata)
+
+
+def _metadata_version(metadata: str | None) -> str | None:
+    """The ``Version`` the distribution's METADATA states, for a torch without ``version.py``."""
+    if not metadata:
+        return None
+    try:
+        return parse_metadata(metadata).version
+    except InputError:
+        return None
+
+
+def _installed_metadata(torch_dir: Path) -> str | None:
+    """The METADATA of the torch distribution installed beside the package (site-packages'
+    ``torch-*.dist-info``), bounded like ``version.py``; None when there is none."""
+    for info in sorted(torch_dir.parent.glob("torch-*.dist-info")):
+        try:
+            return (info / "METADATA").read_text(encoding="utf-8", errors="replace")[: 1 << 20]
+        except OSError:
+            continue
+    return None
 
 
 def read_files(

@@ -23,15 +23,15 @@ from packaging.version import Version
 
 from torchwheel.errors import clipped
 from torchwheel.frozen import frozen
-from torchwheel.torchabi import backend, torch_releases
+from torchwheel.torchabi import backend, torch_backends, torch_releases
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.cuda_archs import runs_on
-from torchwheel.torchabi.need import TorchNeed, release_matches, show_release, show_releases
+from torchwheel.torchabi.need import OptionalPart, TorchNeed, release_matches, show_release, show_releases
 from torchwheel.torchabi.torch_releases import Minor, minor_of, show_minor
 
 Cell = Literal["loads", "only", "some", "no", "unknown"]
 # which axis decided a verdict; a verdict that loads names the version axis
-Axis = Literal["version", "build", "gpu", "requirement", "tags", "python"]
+Axis = Literal["version", "build", "gpu", "requirement", "tags", "python", "driver", "system library"]
 
 
 @frozen
@@ -48,6 +48,12 @@ class Verdict:
     axis: Axis = "version"
     loads_on: tuple[Version, ...] = ()
     newer: bool = False  # the torch is newer than the tables the verdict rests on
+    # the optional parts that do not load where the wheel does (``need.OptionalPart``):
+    # "FILES (optional): WHY", each; the import works, partly
+    partly: tuple[str, ...] = ()
+    # refused by the wheel's own Requires-Dist alone: every other axis loads (the import
+    # works, but ``pip check`` fails and pip may move torch)
+    excluded_only: bool = False
 
     @property
     def loads(self) -> bool:
@@ -71,9 +77,35 @@ _RELEASES_VERB = {
 }
 
 
+def _unsettled_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
+    """An unstable build whose imports the export tables could not all settle (``unresolved``,
+    ``uncovered``): no where its known imports are not exported (they fail there whatever the
+    others are), unknown where they meet and past the tables: never "exported by no torch"."""
+    if need.kind != "unstable" or not (need.unresolved or need.uncovered):
+        return None
+    here = minor_of(torch)
+    known = {(b[0], b[1]) for b in need.releases}
+    decide = "`torchwheel compat --against TORCH` decides for one torch"
+    read = (
+        need.indexed_from is not None
+        and need.indexed_from <= here
+        and (need.tables is None or here <= need.tables)
+    )
+    if known and here not in known and read:  # below or past the tables' releases they say nothing
+        return Verdict(
+            "no",
+            f"{need}: its known imports are exported by torch {show_releases(need.releases)} only, not {torch.public}",
+        )
+    if need.uncovered:
+        return Verdict("unknown", f"{need}: not covered for this build; {decide}")
+    return Verdict("unknown", f"{need}; {decide}")  # the need names the unresolved imports, short
+
+
 def _tables_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
     """The verdict where the need's own tables decide (module docstring), else None: imports
     no torch of the tables exports, or a build dated by an index that ends before this torch."""
+    if (unsettled := _unsettled_verdict(need, torch)) is not None:
+        return unsettled
     if need.tables is None or not (need.newer or need.releases_from == "exports"):
         return None
     here = minor_of(torch)
@@ -168,8 +200,40 @@ def verdict(
     compute capability, 90 for ``sm_90``; None: not known, not judged) and the wheel's own
     requirement.
 
+    A target build the backend table does not list (``cu140``) is judged by its kind and major
+    like any other, and a verdict the build axis takes part in says it is newer than the
+    tables (``torch_backends.tables_note``): never "an unknown build".
+
     ``markers``: the target's environment for requirements with markers; None evaluates only
     the unconditional ones."""
+    if need.unimportable:
+        shown = ", ".join(need.unimportable[:2]) + (
+            f" and {len(need.unimportable) - 2} more" if len(need.unimportable) > 2 else ""
+        )
+        return Verdict(
+            "no",
+            f"its code imports {shown} as a module, which exports no module hook for its name: "
+            "'dynamic module does not define module export function' on every torch (TW304)",
+            "python",
+        )
+    found = _verdict(need, markers, torch, build, gpu)
+    if (
+        torch is not None
+        and build is not None
+        and torch_backends.newer_than_tables(build)
+        and need.builds not in (None, backend.ANY_BUILD)
+    ):
+        return replace(found, reason=f"{found.reason}; {torch_backends.tables_note(build)}", newer=True)
+    return found
+
+
+def _verdict(
+    need: TorchNeed,
+    markers: Mapping[str, str] | None,
+    torch: Version | None,
+    build: TorchBuild | None,
+    gpu: int | None,
+) -> Verdict:
     if torch is None:
         if need.kind == "none":
             return Verdict("loads", "uses no torch symbols")
@@ -195,11 +259,73 @@ def verdict(
             return Verdict("no", excluded, "requirement")
         return replace(on_gpu, reason=on_gpu.reason + also)
     if excluded:
-        return Verdict("no", excluded, "requirement")
+        return Verdict("no", excluded, "requirement", excluded_only=True)
     found = replace(found, reason=f"{found.reason}; {why}") if why else found
     if torch_releases.newer_than_tables(torch) and not found.newer:
-        return replace(found, reason=f"{found.reason}; {torch_releases.tables_note(torch)}", newer=True)
-    return found
+        found = replace(found, reason=f"{found.reason}; {torch_releases.tables_note(torch)}", newer=True)
+    return with_parts(found, need, markers, torch, build, gpu)
+
+
+def with_parts(
+    found: Verdict,
+    need: TorchNeed,
+    markers: Mapping[str, str] | None,
+    torch: Version,
+    build: TorchBuild | None,
+    gpu: int | None,
+) -> Verdict:
+    """A verdict that loads, with what its optional parts do there (``part_outcome``): each
+    judged by the one verdict on its own need."""
+    return combine_parts(
+        found, [(p, verdict(p.need, markers, torch, build, gpu)) for p in need.optional], torch
+    )
+
+
+PartOutcome = Literal["loads", "partly", "fails"]
+
+
+def part_outcome(part: OptionalPart, on: Verdict, torch: Version) -> PartOutcome:
+    """What an optional part's verdict ``on`` means for the wheel on ``torch``. A part in a
+    ``try`` that goes on, or loaded on use: the import works, partly. A conditional part
+    (behind a check of a capability, of what torch provides, of its version) is needed where
+    the check lets the load through: where its build is not this torch's (a CUDA part on a
+    CPU torch), the capability is absent and it is not loaded (partly); where this torch is
+    newer than every release it has a build for, torch provides what it adds (the package's
+    builds stop where torch took the feature over: torch-c-dlpack-ext), and nothing is
+    missing; anywhere else it is loaded and fails, and so does the import."""
+    if on.loads:
+        return "loads"
+    if part.when != "conditional" or on.axis in ("build", "gpu") or on.cell == "unknown":
+        return "partly"
+    releases = part.need.releases
+    if releases and all(minor_of(torch) > (b[0], b[1]) for b in releases):
+        return "loads"
+    return "fails"
+
+
+def combine_parts(found: Verdict, judged: Iterable[tuple[OptionalPart, Verdict]], torch: Version) -> Verdict:
+    """The wheel's verdict (``found`` loads) with its parts' outcomes: ``partly`` for those
+    that do not load, ``no`` where a conditional one fails (the import fails with it)."""
+    partly = []
+    for part, on in judged:
+        outcome = part_outcome(part, on, torch)
+        why = on.reason if on.cell != "unknown" else f"cannot be told: {on.reason}"
+        if outcome == "fails":
+            return Verdict("no", part_words(part, why), on.axis)
+        if outcome == "partly":
+            partly.append(part_words(part, why))
+    if not partly:
+        return found
+    return replace(found, reason=f"{found.reason}; partly: {'; '.join(partly)}", partly=tuple(partly))
+
+
+def part_words(part: OptionalPart, why: str) -> str:
+    """``its optional torchao/_C_mxfp8.so ...: needs a CUDA 13 build of torch, ...``."""
+    return (
+        f"its {part.when} {part.files_words} ({part.why}): {why}"
+        if part.why
+        else f"its {part.when} {part.files_words}: {why}"
+    )
 
 
 def minor_verdict(

@@ -19,12 +19,13 @@ import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
+from packaging.utils import NormalizedName, canonicalize_name
 
 from torchwheel import limits
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
 from torchwheel.safeopen import read_regular
+from torchwheel.wheel.headers import parse_headers
 from torchwheel.wheel.sources import DirectorySource
 
 _METADATA_FILES = ("WHEEL", "METADATA", "RECORD", "direct_url.json")
@@ -161,6 +162,63 @@ def _one(directory: Path, entry: str, name: str, version: str, boundary: Path) -
             "no RECORD: nothing says which files are its own (a system package manager's?)",
         )
     return Installed(name, version, directory, path, boundary)
+
+
+def locate(search_path: Iterable[str], key: str) -> Path | None:
+    """The ``.dist-info`` (or ``.egg-info``) of the distribution ``key`` (a canonical name)
+    that ``importlib.metadata`` would find first on the search path, or None. A directory
+    that cannot be listed is passed over, as ``importlib.metadata`` passes it over."""
+    for directory in _directories(search_path):
+        try:
+            names = sorted(
+                e.name for e in os.scandir(directory) if e.name.endswith((".dist-info", ".egg-info"))
+            )
+        except OSError:
+            continue
+        for entry in names:
+            name, _ = _split(entry)
+            if name and canonicalize_name(name) == key:
+                return directory / entry
+    return None
+
+
+def distributions(search_path: Iterable[str]) -> dict[NormalizedName, str]:
+    """Every distribution's version by name, the first of a name on the search path (as
+    ``importlib.metadata.distributions()`` lists them): the version the folder's name
+    spells (``name-1.0.dist-info``, ``name-1.0-py3.11.egg-info``), else its metadata's."""
+    out: dict[NormalizedName, str] = {}
+    for directory in _directories(search_path):
+        try:
+            names = sorted(
+                e.name for e in os.scandir(directory) if e.name.endswith((".dist-info", ".egg-info"))
+            )
+        except OSError:
+            continue
+        for entry in names:
+            name, version = _split(entry)
+            key = canonicalize_name(name) if name else None
+            if key is None or key in out:
+                continue
+            version = version.split("-py", 1)[0] if entry.endswith(".egg-info") else version
+            if not version:
+                try:
+                    version = str(parse_headers(metadata_text(directory / entry)).get("Version") or "")
+                except OSError:
+                    continue
+            out[key] = version
+    return out
+
+
+def metadata_text(dist: Path) -> str:
+    """A distribution's core metadata as text: ``METADATA`` of a ``.dist-info``, ``PKG-INFO``
+    of an ``.egg-info`` folder, or the ``.egg-info`` file itself; read through ``safeopen``
+    within ``max-metadata-bytes`` (``OSError`` otherwise)."""
+    if dist.name.endswith(".dist-info"):
+        path = dist / "METADATA"
+    else:
+        path = dist / "PKG-INFO" if dist.is_dir() else dist
+    data = read_regular(path, limits.current().max_metadata_bytes.value)
+    return data.decode("utf-8", "replace")
 
 
 def source_of(item: Installed) -> DirectorySource | NotRead:

@@ -34,6 +34,9 @@ TORCH_ABI_BUILDS_FIELD = "Torch-ABI-Builds"  # beside it, for per-release builds
 TORCH_ABI_EXPORTS_FIELD = "Torch-ABI-Exports"
 TORCH_BUILD_FIELD = "Torch-Build"  # the torch builds it loads on: any, or cpu, cuda-13, rocm-7, xpu
 TORCH_GPU_FIELD = "Torch-GPU"  # its CUDA images, when it has any: sm_80, sm_90a, compute_90
+# one line per part its import goes on without: "optional; Torch-ABI=2.11; Torch-Build=cuda-13;
+# files=pkg/_C_cuda.so" (the fields above, for those files; ``torchabi.need.OptionalPart``)
+TORCH_ABI_OPTIONAL_FIELD = "Torch-ABI-Optional"
 
 
 @functools.cache
@@ -63,6 +66,7 @@ _WHEEL_NAMES[TORCH_ABI_BUILDS_FIELD.lower()] = TORCH_ABI_BUILDS_FIELD
 _WHEEL_NAMES[TORCH_ABI_EXPORTS_FIELD.lower()] = TORCH_ABI_EXPORTS_FIELD
 _WHEEL_NAMES[TORCH_BUILD_FIELD.lower()] = TORCH_BUILD_FIELD
 _WHEEL_NAMES[TORCH_GPU_FIELD.lower()] = TORCH_GPU_FIELD
+_WHEEL_NAMES[TORCH_ABI_OPTIONAL_FIELD.lower()] = TORCH_ABI_OPTIONAL_FIELD
 _FLOOR = re.compile(r"(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?", re.ASCII)  # what `tag` writes: 2.10, 2.10.1
 
 

@@ -18,13 +18,19 @@ for installers without variant support (pip: none; uv: a preview). Two namespace
   build of torch: ``nvidia :: cuda_version_lower_bound :: 13`` (the CUDA major its runtime
   names: a driver of CUDA 13 or newer) and ``nvidia :: sm_arch :: 80_real, 90_real,
   120_virtual`` (a cubin per ``XY_real``, PTX per ``XY_virtual``: the values of the
-  provider's ``get_all_configs``; compatible when one of them is supported). uv 0.13.8's
+  provider's ``get_all_configs``; compatible when one of them is supported). uv 0.13.9's
   variant preview evaluates this provider itself; it skips every third-party plugin and then
   every variant that uses one, so a CUDA variant carries the ``nvidia`` namespace alone and
   its torch floor stays where every installer reads it, ``Requires-Dist: torch``.
 
 ``{name}-{version}-variants.json`` next to the wheels is the union of their ``variant.json``
 files (the index-level cache ``index`` writes).
+
+``$schema`` is the PEP 850 draft's URL, one of the two uv 0.13.9 knows (it logs any other as
+unknown; variantlib 0.2.2 reads any). And uv's preview fails the *whole* install on a
+``variants.json`` it cannot parse ("twidx has invalid metadata"), where it falls back to the
+plain wheel when there is none: so ``installer_problem`` holds a document to what uv 0.13.9
+parses, and ``index`` publishes a release's variants only when it passes.
 """
 
 from __future__ import annotations
@@ -40,9 +46,13 @@ from torchwheel.safejson import Bool, List, Object, Str
 NAMESPACE = "torchwheel"  # owned by this project; ``torch`` is PyTorch's name
 STABLE = "stable_abi"  # torchwheel :: stable_abi :: 2.12 = loads on torch >= 2.12
 LOCKED = "build_torch"  # torchwheel :: build_torch :: 2.13 = loads on torch 2.13 only
-SCHEMA = "https://variants-schema.wheelnext.dev/v0.2.0.json"  # what variantlib 0.2.2 writes
+# the PEP 850 draft's format (PEP 825's, with the providers table this file has), as uv 0.13.9
+# names it; variantlib 0.2.2 writes ``.../v0.2.0.json`` for the same shape and reads either
+# (uv 0.13.9 knows it and PEP 825's ``.../peps/825/v0.1.1.json``, by ``strings`` of its binary;
+# any other it logs as "Unknown variant metadata schema" and parses the same)
+SCHEMA = "https://variants-schema.wheelnext.dev/peps/850/v0.2.0.json"
 PLUGIN_API = "torchwheel.publish.variant_plugin:TorchABIPlugin"
-NVIDIA = "nvidia"  # NVIDIA's provider: uv 0.13.8 knows it by this plugin and package
+NVIDIA = "nvidia"  # NVIDIA's provider: uv 0.13.9 knows it by this plugin and package
 CUDA_LOWER = "cuda_version_lower_bound"
 SM_ARCH = "sm_arch"
 NVIDIA_PROVIDER = {
@@ -167,7 +177,7 @@ def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
                         f"variant {what} {clipped(json.dumps(key), 80)} is described two different ways"
                     )
     return {
-        "$schema": docs[0].get("$schema", SCHEMA) if docs else SCHEMA,
+        "$schema": SCHEMA,  # the form written is this one, whatever the wheels' files named
         "default-priorities": {"namespace": namespaces},
         "providers": provs,
         "variants": dict(sorted(variants.items())),
@@ -176,3 +186,45 @@ def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def index_file_name(name: str, version: str) -> str:
     return f"{name.replace('-', '_')}-{version}-variants.json"
+
+
+# -- what uv 0.13.9's preview parses beyond ``SHAPE`` (variantlib's reading, which already
+# refuses unknown keys, empty value lists and names outside the grammar): each rule below is a
+# refusal of uv 0.13.9 seen on a variants.json beside the wheels, and each fails the whole
+# install (tests/e2e/test_variants_uv.py runs uv on every case and on what torchwheel writes)
+
+# a provider is one of uv's ``ProviderKind``s, any of them with ``optional`` beside it
+_PROVIDER_KINDS = frozenset(
+    {frozenset({"requires"}), frozenset({"requires", "plugin-api"}), frozenset({"builtin"}),
+     frozenset({"static-properties"})}
+)  # fmt: skip
+
+
+def installer_problem(doc: dict[str, Any]) -> str | None:
+    """Why uv 0.13.9 would refuse this ``variants.json`` (or a wheel's ``variant.json``), or
+    None. ``doc`` fits ``SHAPE``."""
+    for key in ("$schema", "default-priorities"):
+        if key not in doc:
+            return f"the key {key!r} is missing"
+    namespaces = doc["default-priorities"].get("namespace", [])
+    if not namespaces or len(set(namespaces)) != len(namespaces):
+        return "default-priorities.namespace is empty or names a namespace twice"
+    providers = doc.get("providers")
+    # PEP 850's format requires a provider per namespace; the others may have none at all
+    if (providers is not None or doc["$schema"] == SCHEMA) and set(providers or {}) != set(namespaces):
+        return f"the providers {sorted(providers or {})} are not the namespaces {namespaces} of default-priorities"
+    for ns, provider in sorted((providers or {}).items()):
+        if frozenset(provider) - {"optional"} not in _PROVIDER_KINDS:
+            return f"the provider of {ns!r} has the keys {sorted(provider)}, a kind uv does not know"
+    for name, variant in doc["variants"].items():
+        if name == "null" and any(variant.values()):
+            return "the null variant has properties"
+        for ns, features in variant.items():
+            if ns not in namespaces:
+                return (
+                    f"the variant {name!r} uses the namespace {ns!r}, which default-priorities does not list"
+                )
+            for feature, values in features.items():
+                if len(set(values)) != len(values):
+                    return f"{ns} :: {feature} names a value twice"
+    return None

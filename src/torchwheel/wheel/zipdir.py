@@ -246,7 +246,32 @@ def read_index(read_at: ReadAt, file_size: int, local_headers: bool = True) -> t
         raise InputError(f"the central directory declares {count:,} entries but holds {len(members):,}")
     if local_headers:
         check_local_headers(read_at, members, cd_start)
+    else:
+        check_layout(members, cd_start)
     return members, cd_start
+
+
+def check_layout(members: list[Member], cd_start: int) -> None:
+    """What the central directory alone shows of where the members lie, for a reader that
+    checks each local header only when it reads that member (a partial read): no local header
+    at or past the central directory (an entry beyond the file), and no member whose bytes,
+    its local header at least as long as its name and then its compressed data, reach the
+    next member's header or the central directory (overlapping entries, two entries over one
+    header). The whole read refuses each of them from the local headers, with these words;
+    refused here before any member is read, they are refused whatever members are read."""
+    ordered = sorted(members, key=lambda m: m.header_offset)
+    for i, m in enumerate(ordered):
+        if m.header_offset + _LOCAL.size > cd_start:
+            raise InputError(f"member {m.filename!r}: local header is missing or corrupt")
+        end = ordered[i + 1].header_offset if i + 1 < len(ordered) else cd_start
+        name = (
+            len(m.filename.encode()) if m.flag_bits & _UTF8 else len(m.filename)
+        )  # cp437: a byte a character
+        if m.header_offset + _LOCAL.size + name + m.compress_size > end:
+            what = "the central directory" if i + 1 == len(ordered) else repr(ordered[i + 1].filename)
+            raise InputError(
+                f"member {m.filename!r}: its data overlap {what} (overlapping entries: a zip bomb)"
+            )
 
 
 _NEAR = 1 << 14  # the next local header this close: read a 64 KiB window, not one header

@@ -1,0 +1,779 @@
+"""How a package's own Python reaches each of its compiled files: read with ``ast`` and a
+byte scan, never executed (issue 46: "loads" means ``import`` works).
+
+Whether a file must export ``PyInit_`` and whether its failure stops ``import pkg`` depend
+on the code that loads it, not on the file:
+
+- **how**: ``module`` (the import system loads it: ``from . import _C``,
+  ``importlib.import_module``, ``spec.loader.exec_module``: it needs its module hook),
+  ``library`` (``torch.ops.load_library`` / ``torch.classes.load_library`` / ``ctypes.CDLL``
+  / ``dlopen`` by path: no hook needed, and a ``Py*`` import resolves in a process that
+  holds libpython), ``dependency`` (only another of its libraries' ``DT_NEEDED`` names it),
+  or ``unreached`` (no code of the wheel names it);
+- **when**: ``import`` (the package's import loads it and fails with it), ``optional``
+  (loaded at import inside a ``try`` whose handler goes on without it), ``conditional``
+  (behind a capability check, a check of what torch provides or of its version: loaded, and
+  needed, where the check lets the load through), ``on-use`` (loaded only inside functions
+  the import does not call: torchcodec's HEIC decoder, or named by no code the import runs).
+
+Which files a loading call reaches is read from the names it spells: string literals,
+``glob`` patterns (``"_C*.so"``) and f-strings with their fields as ``*``
+(``f"libtorchcodec_core{major}"``) in the call, in the function around it, and at every call
+of that function (a helper ``_load_lib("_torchaudio")`` defined in another file), followed a
+few levels up. A name no literal spells (a path passed in from elsewhere) reaches nothing:
+such a file stays ``unreached``, which every verdict treats as loaded at import, so the
+reading only ever relaxes a verdict where the code says so.
+
+An op library loaded in a ``try`` is optional only if nothing at import needs its ops: a
+module-level ``@torch.library.register_fake("torchvision::nms")`` (or ``torch.ops.NS.op``)
+for a namespace the package's Python does not define itself (``Library("NS", "DEF")``,
+``custom_op("NS::...")``) fails with "operator torchvision::nms does not exist" where the
+library did not load (torchvision on a CPU torch), so its libraries are required after all.
+
+Bounded as ``pyimports``: only the ``.py`` files under a folder that holds compiled files
+are read (``python_sources``' budget), only those that spell a loading call, a compiled
+module's import or a loading helper are parsed, and helpers are followed at most
+``_LEVELS`` deep.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import fnmatch
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import field
+from typing import Literal
+
+from torchwheel.analysis.pyimports import dynamic_import, names_of, parsed, python_sources, resolve
+from torchwheel.frozen import frozen
+
+How = Literal["module", "library", "dependency", "unreached"]
+When = Literal["import", "conditional", "optional", "on-use"]
+
+
+@frozen
+class Reach:
+    """How the package reaches one compiled file (module docstring). ``where``: the ``.py``
+    file (and line) whose code loads it; ``why``: what makes it optional or on-use."""
+
+    how: How = "unreached"
+    when: When = "import"
+    where: str = ""
+    why: str = ""
+
+    @property
+    def required(self) -> bool:
+        """Does ``import pkg`` fail where this file does not load? Unreached files count as
+        required: a load the reading could not see must not be excused."""
+        return self.when == "import"
+
+    @property
+    def words(self) -> str:
+        """``loaded by path (torch.ops.load_library), optional: ...`` for ``show``."""
+        how = {
+            "module": "imported as a module",
+            "library": "loaded by path",
+            "dependency": "loaded as a dependency of its libraries",
+            "unreached": "named by no code of the wheel",
+        }[self.how]
+        where = f" in {self.where}" if self.where and self.how in ("module", "library") else ""
+        if self.when == "import":
+            return f"{how}{where} ({self.why})" if self.why else how + where
+        return f"{how}{where}, {self.when}: {self.why}" if self.why else f"{how}{where}, {self.when}"
+
+
+UNREACHED = Reach()
+
+
+@frozen
+class Reaching:
+    """Every compiled member's ``Reach`` (members it does not list are ``unreached``)."""
+
+    files: Mapping[str, Reach] = field(default_factory=dict)
+
+    def of(self, member: str) -> Reach:
+        return self.files.get(member, UNREACHED)
+
+
+# -- what a call does ---------------------------------------------------------------------------
+
+# a library opened by path: torch.ops / torch.classes, ctypes, a dlopen binding
+_LIBRARY_CALLS = frozenset(
+    {"load_library", "CDLL", "PyDLL", "WinDLL", "OleDLL", "LoadLibrary", "LoadLibraryEx", "dlopen"}
+)
+# a module loaded by the import system
+_MODULE_CALLS = frozenset({"import_module", "__import__", "spec_from_file_location", "load_dynamic"})
+_WORDS = tuple(w.encode() for w in sorted(_LIBRARY_CALLS | _MODULE_CALLS))
+# what a failed load raises; a handler of an exception class the wheel defines counts too
+# (xformers' loader turns the OSError into xFormersInvalidLibException and catches that)
+_LOAD_FAILURES = frozenset(
+    {"ImportError", "ModuleNotFoundError", "OSError", "RuntimeError", "Exception", "BaseException"}
+)
+_BUILTIN_NAMES = frozenset(dir(builtins))
+_CAPABILITY = frozenset({"is_available", "device_count", "cuda", "hip", "xpu", "mps", "backends", "is_built"})
+_LEVELS = 4  # helpers followed up this many calls
+_GOES_ON = "its loader goes on without it"  # the words of a try's guard (``_reach_of``)
+_MAX_PARSED = 512  # .py files parsed per wheel, at most
+_MAX_HINT = 200  # a longer string is a message, not a file name
+
+
+def _called(node: ast.Call) -> str:
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _hints(node: ast.AST) -> set[str]:
+    """The file names and patterns an expression spells: literals without spaces, and
+    f-strings with their fields as ``*``."""
+    out: set[str] = set()
+    inside: set[int] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.JoinedStr):
+            parts = []
+            for value in sub.values:
+                inside.add(id(value))
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    parts.append(value.value)
+                else:
+                    parts.append("*")
+            out.add("".join(parts))
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and id(sub) not in inside:
+            out.add(sub.value)
+    return {h for h in out if h and len(h) <= _MAX_HINT and not any(c.isspace() for c in h)}
+
+
+def _type_names(handler: ast.ExceptHandler) -> list[str]:
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return [
+        k.id if isinstance(k, ast.Name) else k.attr if isinstance(k, ast.Attribute) else "?"
+        for k in kinds
+        if k is not None
+    ]
+
+
+def _goes_on(handler: ast.ExceptHandler) -> bool:
+    """Does this handler catch what a failed load raises and go on (no ``raise`` in it)?"""
+    names = _type_names(handler)
+    caught = handler.type is None or any(n in _LOAD_FAILURES or n not in _BUILTIN_NAMES for n in names)
+    return caught and not any(isinstance(n, ast.Raise) for s in handler.body for n in ast.walk(s))
+
+
+def _passes_on(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.AST) -> bool:
+    """Does a loading call take one of its function's parameters (``_load(name, path)``)? Then
+    its callers say what it loads."""
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)} - {"self", "cls"}
+    return any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(call))
+
+
+def _early_exit(stmt: ast.stmt) -> str:
+    """``if <capability or version check>: return`` (or raise): what comes after it in the
+    function runs only where the check fails; its guard, else ""."""
+    if not isinstance(stmt, ast.If) or stmt.orelse or not stmt.body:
+        return ""
+    if not isinstance(stmt.body[-1], ast.Return | ast.Raise):
+        return ""
+    return _condition(stmt.test)
+
+
+def _condition(test: ast.expr) -> str:
+    """Why an ``if`` makes a load conditional, in words; "" for other tests."""
+    words = {n.attr for n in ast.walk(test) if isinstance(n, ast.Attribute)}
+    words |= {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+    asks_torch = any(
+        isinstance(n, ast.Call) and _called(n) in ("hasattr", "getattr") and n.args
+        and any(isinstance(a, ast.Name) and a.id == "torch" for a in ast.walk(n.args[0]))
+        for n in ast.walk(test)
+    )  # fmt: skip
+    if asks_torch:
+        return f"behind a check of what torch provides (`{_short(test)}`)"
+    if words & _CAPABILITY:
+        return f"behind a capability check (`{_short(test)}`)"
+    if any("version" in w.lower() for w in words) and any(isinstance(n, ast.Compare) for n in ast.walk(test)):
+        return f"only on some torch versions (`{_short(test)}`)"
+    return ""
+
+
+def _short(node: ast.AST) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+@frozen
+class _Event:
+    """One place that loads something: ``function`` is the function around it (None: the
+    module's own code, run at import)."""
+
+    how: How
+    hints: frozenset[str]
+    modules: frozenset[str]
+    where: str
+    guard: str
+    function: str | None
+
+
+class _Reader(ast.NodeVisitor):
+    """One file's loading events and the functions they sit in (to follow helpers)."""
+
+    def __init__(
+        self,
+        member: str,
+        helpers: Mapping[str, list[_Event]],
+        modules: frozenset[str],
+        basenames: frozenset[str],
+    ) -> None:
+        self.member = member
+        self.modules = modules  # the compiled modules: an import of anything else is no event
+        self.basenames = basenames  # the compiled files' names: what an event's names must reach
+        self.module, self.package = names_of(member)
+        self.helpers = helpers
+        self.events: list[_Event] = []
+        self.function: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        self.guards: list[str] = []
+        self.latent: dict[str, list[_Event]] = {}  # function -> events inside it
+        self.top: ast.stmt | None = None  # the module-level statement being read
+        self.classes: list[str] = []
+        self.names: list[str] = []  # the outermost function's name, as its callers spell it
+        self.assigned: dict[str, set[str]] = {}  # module-level name -> the names its value spells
+        self.defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}  # the module's functions
+        self.lines: list[bytes] = []  # the file's lines, to skip a statement that spells nothing
+        self.needles: list[bytes] = []  # what a statement must spell to hold an event
+        self.hints_of: dict[int, set[str]] = {}  # a function's or statement's names, once
+
+    def _spells(self, node: ast.stmt) -> bool:
+        """Does the statement's text spell a loading call, a helper or a compiled module?
+        A statement that spells none can hold no event: not walked (a big package's
+        thousands of functions cost the walk, not the parse)."""
+        end = getattr(node, "end_lineno", None) or len(self.lines)
+        text = b"\n".join(self.lines[node.lineno - 1 : end])
+        return any(n in text for n in self.needles)
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self.defs = {n.name: n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        for stmt in node.body:
+            if isinstance(stmt, ast.Assign | ast.AnnAssign):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                for t in targets:
+                    if isinstance(t, ast.Name) and stmt.value is not None:
+                        self.assigned.setdefault(t.id, set()).update(_hints(stmt.value))
+        for stmt in node.body:
+            self.top = stmt
+            if self._spells(stmt):
+                self.visit(stmt)
+
+    # context ---------------------------------------------------------------------------------
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.classes.append(node.name)
+        for d in node.decorator_list:
+            self.visit(d)
+        for stmt in node.body:
+            if self._spells(stmt):
+                self.visit(stmt)
+        self.classes.pop()
+
+    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for d in node.decorator_list:
+            self.visit(d)
+        outer = self.guards
+        if not self.function:  # what a caller calls: a constructor by its class's name
+            self.names.append(self.classes[-1] if node.name == "__init__" and self.classes else node.name)
+        self.function.append(node)
+        self.guards = []  # a function's body runs where it is called: the caller's guards apply there
+        pushed = 0
+        for stmt in node.body:
+            if self._spells(stmt):
+                self.visit(stmt)
+            guard = _early_exit(stmt)  # `if hasattr(torch.Tensor, ...): return`: the rest is conditional
+            if guard:
+                self.guards.append(guard)
+                pushed += 1
+        del self.guards[len(self.guards) - pushed :]
+        self.function.pop()
+        if not self.function:
+            self.names.pop()
+        self.guards = outer
+
+    visit_FunctionDef = _visit_function
+    visit_AsyncFunctionDef = _visit_function
+
+    def visit_Try(self, node: ast.Try | ast.TryStar) -> None:
+        kept = [h for h in node.handlers if _goes_on(h)]
+        guard = ""
+        if kept:
+            caught = ", ".join(dict.fromkeys(n for h in kept for n in (_type_names(h) or ["everything"])))
+            guard = f"{_GOES_ON} (`except {caught}` at {self.member}:{node.lineno})"
+        self._guarded(node.body, guard)
+        for part in (*node.handlers, *node.orelse, *node.finalbody):
+            self.visit(part)
+
+    visit_TryStar = visit_Try
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        guard = _condition(node.test)
+        self._guarded(node.body, guard)
+        self._guarded(node.orelse, guard)
+
+    def _guarded(self, body: Iterable[ast.stmt], guard: str) -> None:
+        if guard:
+            self.guards.append(guard)
+        for stmt in body:
+            self.visit(stmt)
+        if guard:
+            self.guards.pop()
+
+    # events ----------------------------------------------------------------------------------
+    def _add(self, how: How, node: ast.AST, hints: set[str], modules: set[str], guard: str = "") -> None:
+        """One event. Its names: the call's own, those of the function around it (or, at
+        module level, of the statement around it: a glob one line above the loop that
+        loads), and those module-level assignments give the names it uses."""
+        fn = self.function[0] if self.function else None  # the outermost: what a caller calls
+        around = fn if fn is not None else self.top
+        name = self.names[0] if self.names else None
+        if around is not None and around is not node:
+            if id(around) not in self.hints_of:
+                self.hints_of[id(around)] = _hints(around)
+            hints = set(hints) | self.hints_of[id(around)]
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id in self.assigned:
+                hints |= self.assigned[n.id]
+            elif isinstance(n, ast.Call) and n is not node and _called(n) in self.defs:
+                hints |= _hints(self.defs[_called(n)])  # load_library(_lib_path()): the path's names
+        event = _Event(
+            how,
+            frozenset(hints),
+            frozenset(modules),
+            f"{self.member}:{getattr(node, 'lineno', 0)}",
+            (self.guards[-1] if self.guards else "") or guard,
+            name,
+        )
+        self.events.append(event)
+        if (
+            name is not None
+            and fn is not None
+            and (how == "library" or modules or self._reaches(hints) or _passes_on(fn, node))
+        ):
+            self.latent.setdefault(name, []).append(event)  # a helper: its callers are read too
+
+    def _reaches(self, hints: Iterable[str]) -> bool:
+        return any(_matches(h, b) for h in hints for b in self.basenames)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        self._imported(node, {a.name for a in node.names})
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        base = resolve(node.module, node.level, self.package)
+        if base is not None:
+            self._imported(node, {base} | {f"{base}.{a.name}" for a in node.names if a.name != "*"})
+
+    def _imported(self, node: ast.stmt, names: set[str]) -> None:
+        names &= self.modules
+        if not names:
+            return
+        name = self.names[0] if self.names else None
+        event = _Event(
+            "module", frozenset(), frozenset(names), f"{self.member}:{node.lineno}",
+            self.guards[-1] if self.guards else "", name,
+        )  # fmt: skip
+        self.events.append(event)
+        if name is not None:
+            self.latent.setdefault(name, []).append(event)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        name = _called(node)
+        if name in _LIBRARY_CALLS:
+            self._add("library", node, _hints(node), set())
+        elif name in _MODULE_CALLS:
+            found = dynamic_import(node, self.module, self.package)
+            if found is None or found in self.modules:
+                self._add("module", node, _hints(node), {found} if found else set())
+        elif name in self.helpers and not (self.names and self.names[0] == name):
+            here = _hints(node)
+            for inner in self.helpers[name]:
+                self._add(inner.how, node, set(inner.hints) | here, set(inner.modules), inner.guard)
+        self.generic_visit(node)
+
+
+def _read(
+    tree: ast.Module,
+    member: str,
+    data: bytes,
+    helpers: Mapping[str, list[_Event]],
+    modules: frozenset[str],
+    basenames: frozenset[str],
+) -> _Reader:
+    reader = _Reader(member, helpers, modules, basenames)
+    reader.lines = data.split(b"\n")
+    stems = {m.rsplit(".", 1)[-1].encode() for m in modules}
+    reader.needles = [*_WORDS, *(n.encode() for n in helpers), *stems]
+    reader.visit(tree)
+    return reader
+
+
+# -- which files an event reaches ------------------------------------------------------------------
+
+
+def _glob(hint: str) -> bool:
+    return any(c in hint for c in "*?[")
+
+
+def _matches(hint: str, basename: str) -> bool:
+    """Does a spelled name reach the file ``basename``? The name itself, its stem (the part
+    before the first dot: ``_C`` for ``_C.abi3.so``), or a pattern over either."""
+    hint = hint.rsplit("/", 1)[-1]
+    stem = basename.split(".", 1)[0]
+    if _glob(hint):
+        if len(re.sub(r"[*?\[\]]", "", hint)) < 2:  # f"{lib}*{suffix}" names nothing
+            return False
+        return fnmatch.fnmatchcase(basename, hint) or fnmatch.fnmatchcase(stem, hint)
+    return hint in (basename, stem)
+
+
+@frozen
+class Compiled:
+    """What the reading needs of one compiled member: its path, the module its name makes
+    (``pkg._C``; None for a library name) and the libraries it links (``DT_NEEDED``)."""
+
+    member: str
+    module: str | None
+    needed: tuple[str, ...] = ()
+    hooked: bool = False  # it exports a module hook: an extension module users may import
+
+
+def _top(member: str) -> str:
+    parts = re.sub(r"^[^/]+\.data/(?:purelib|platlib)/", "", member).split("/")
+    return parts[0] if len(parts) > 1 else ""
+
+
+_RANK: dict[When, int] = {"import": 0, "conditional": 1, "optional": 2, "on-use": 3}
+
+
+def _best(reaches: Iterable[Reach]) -> Reach | None:
+    found = sorted(reaches, key=lambda r: (_RANK[r.when], r.how != "module"))
+    return found[0] if found else None
+
+
+# -- ops an import needs from a namespace only the libraries register ---------------------------
+
+# module-level (column 0, so unconditional) registrations or uses of an op of namespace NS
+_OP_USE = re.compile(
+    rb"^@?[A-Za-z_][\w.]*\.(?:register_fake|register_kernel|register_autograd|impl_abstract|"
+    rb"register_torch_dispatch|register_vmap|register_autocast|impl)\(\s*[\"']([A-Za-z_]\w*)::(\w+)"
+    rb"|^(?![ \t#@]).*?\btorch\.ops\.([A-Za-z_]\w*)\.([A-Za-z_]\w*)",
+    re.M,
+)
+# namespaces the package's Python defines itself: their ops exist without its libraries
+_OP_DEFINED = re.compile(
+    rb"Library\(\s*[\"']([A-Za-z_]\w*)[\"']\s*,\s*[\"'](?:DEF|FRAGMENT)"
+    rb"|(?:define|custom_op|triton_op)\(\s*f?[\"']([A-Za-z_]\w*)::"
+)
+# torch's own namespaces: always there
+_TORCH_NAMESPACES = frozenset(
+    {"aten", "prim", "prims", "quantized", "_quantized", "quantized_decomposed", "c10d", "_c10d_functional",
+     "_c10d_functional_autograd", "_dtensor", "inductor", "higher_order", "profiler", "mkldnn", "onednn",
+     "mkl", "xpu", "cuda", "debugprims", "rngprims", "fsdp", "streams", "_test", "_inductor_test",
+     "torch", "_prims", "_refs", "sparse", "_TorchScriptTesting", "autograd", "symm_mem"}
+)  # fmt: skip
+
+
+def import_time_ops(sources: Iterable[tuple[str, bytes]]) -> dict[str, tuple[str, str]]:
+    """Top-level package -> (``NS::op``, the file) of the first op the package's import
+    runs into (``import_time_files``) from a namespace its Python does not define and torch
+    does not provide."""
+    sources = list(sources)
+    at_import = import_time_files(sources)
+    used: dict[str, list[tuple[str, str, str]]] = {}
+    defined: dict[str, set[str]] = {}
+    for member, data in sources:
+        top = _top(member)
+        if b"Library(" in data or b"define(" in data or b"_op(" in data:
+            for m in _OP_DEFINED.finditer(data):
+                defined.setdefault(top, set()).add((m.group(1) or m.group(2)).decode())
+        if member in at_import and (b"::" in data or b"torch.ops." in data):
+            for m in _OP_USE.finditer(data):
+                ns, op = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+                used.setdefault(top, []).append((ns.decode(), op.decode(), member))
+    out = {}
+    for top, uses in used.items():
+        mine = defined.get(top, set())
+        for ns, op, member in uses:
+            if ns not in mine and ns not in _TORCH_NAMESPACES:
+                out[top] = (f"{ns}::{op}", member)
+                break
+    return out
+
+
+# an unconditional module-level import: at column 0 (not in an ``if``, ``try`` or function)
+_COL0_IMPORT = re.compile(
+    rb"^(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)|import[ \t]+([^\n#;]+))", re.M
+)
+_ANY_IMPORT = re.compile(
+    rb"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)|import[ \t]+([^\n#;]+))", re.M
+)
+
+
+def _outside_functions(data: bytes) -> list[bytes]:
+    """The lines of a file outside function bodies, by indentation (one line scan, never
+    run): an import inside a function runs when it is called, not when the module is."""
+    kept: list[bytes] = []
+    inside: int | None = None  # the indentation of the def whose body the scan is in
+    for line in data.split(b"\n"):
+        text = line.lstrip(b" \t")
+        if not text or text.startswith(b"#"):
+            continue
+        width = len(line) - len(text)
+        if inside is not None:
+            if width > inside or text.startswith((b")", b"]", b"}")):
+                continue
+            inside = None
+        if text.startswith((b"def ", b"async def ")):
+            inside = width
+            continue
+        kept.append(line)
+    return kept
+
+
+def import_time_files(sources: Iterable[tuple[str, bytes]], conditional: bool = False) -> set[str]:
+    """The ``.py`` members ``import TOP`` runs: each top-level package's ``__init__.py`` and
+    what it imports, transitively: unconditionally (column-0 imports, a byte scan), or with
+    ``conditional`` also those in a module-level ``if`` or ``try`` (any import outside a
+    function body): what the import may run."""
+    by_module: dict[str, tuple[str, bytes]] = {}
+    for member, data in sources:
+        module, _ = names_of(re.sub(r"^[^/]+\.data/(?:purelib|platlib)/", "", member))
+        by_module[module] = (member, data)
+    todo = [m for m in by_module if "." not in m]
+    seen: set[str] = set()
+    while todo:
+        module = todo.pop()
+        if module in seen or module not in by_module:
+            continue
+        seen.add(module)
+        member, data = by_module[module]
+        package = module if member.endswith("/__init__.py") else module.rpartition(".")[0]
+        found = (
+            _ANY_IMPORT.finditer(b"\n".join(_outside_functions(data)))
+            if conditional
+            else _COL0_IMPORT.finditer(data)
+        )
+        for m in found:
+            names: list[str] = []
+            if m.group(1) is not None:
+                text = m.group(1).decode("ascii", "replace")
+                level = len(text) - len(text.lstrip("."))
+                base = resolve(text[level:] or None, level, package)
+                if base is None:
+                    continue
+                names.append(base)
+                listed = m.group(2).decode("ascii", "replace").strip("()")
+                names += [f"{base}.{n.split()[0]}" for n in listed.replace("\n", " ").split(",") if n.split()]
+            else:
+                names += [n.split()[0] for n in m.group(3).decode("ascii", "replace").split(",") if n.split()]
+            for name in names:
+                parts = name.split(".")
+                todo += [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    return {by_module[m][0] for m in seen}
+
+
+# -- the reading -----------------------------------------------------------------------------------
+
+
+def _module_names(compiled: Sequence[Compiled]) -> dict[str, str]:
+    return {c.module: c.member for c in compiled if c.module}
+
+
+def read_reach(
+    members: Iterable[str],
+    size: Callable[[str], int],
+    read: Callable[[str], bytes],
+    compiled: Sequence[Compiled],
+) -> Reaching:
+    """Every compiled member's ``Reach`` (module docstring), from the wheel's ``.py`` files
+    in the folders that hold compiled files."""
+    if not compiled:
+        return Reaching()
+    members = list(members)
+    tops = {_top(c.member) for c in compiled}
+
+    def wanted(m: str) -> bool:  # files at the top level: any package of the wheel may load them
+        return ".dist-info/" not in m and ("" in tops or _top(m) in tops)
+
+    sources = list(python_sources(members, size, read, wanted))
+    complete = len(sources) == sum(1 for m in members if m.endswith(".py") and wanted(m))
+    modules = _module_names(compiled)
+    basenames = frozenset(c.member.rsplit("/", 1)[-1] for c in compiled)
+    events = _events(sources, modules, basenames)
+    ran = import_time_files(sources, conditional=True)
+    packages = {_top(m) for m, _ in sources if m.endswith("/__init__.py") and m.count("/") == 1}
+    found: dict[str, list[Reach]] = {}
+    for c in compiled:
+        base = c.member.rsplit("/", 1)[-1]
+        top = _top(c.member)
+        for e in events:
+            source = e.where.rsplit(":", 1)[0]
+            if top and _top(source) != top:
+                continue
+            by_module = c.module is not None and c.module in e.modules
+            by_name = e.how == "library" or (e.how == "module" and not e.modules)
+            if by_module or (by_name and any(_matches(h, base) for h in e.hints)):
+                reach = _reach_of(e, "module" if by_module else e.how)
+                if e.function is None and _top(source) in packages and source not in ran:
+                    module = names_of(source)[0]
+                    why = f"loaded when {module} is imported, which the package's import does not do"
+                    reach = Reach(reach.how, "on-use", reach.where, why)
+                found.setdefault(c.member, []).append(reach)
+    reached = {m: r for m, rs in found.items() if (r := _best(rs)) is not None}
+    reached = _with_dependencies(reached, compiled)
+    reached = _ops_needed_at_import(reached, import_time_ops(sources))
+    blind = [
+        e for e in events
+        if e.function is None and not e.modules and not any(_matches(h, b) for h in e.hints for b in basenames)
+    ]  # fmt: skip
+    if reached and complete and not blind:  # its code loads its libraries itself, and all of it was read
+        reached = _not_at_import(reached, compiled)
+    return Reaching(reached)
+
+
+def _not_at_import(reached: dict[str, Reach], compiled: Sequence[Compiled]) -> dict[str, Reach]:
+    """Files no code names that the package's import cannot load: its code loads some of its
+    libraries itself (a package whose Python names none says nothing of how they are used:
+    they stay required), every ``.py`` was read, and no load at import spells a name the
+    reading could not follow, so only a function called
+    on use (a path built at run time, torch-memory-saver's hook libraries) or a user's own
+    import can reach them. An extension module (it has a hook) is what users import
+    themselves, and so is any module at the top level: required."""
+    out = dict(reached)
+    for c in compiled:
+        if c.member in out or c.hooked or (not _top(c.member) and c.module is not None):
+            continue
+        out[c.member] = Reach("unreached", "on-use", "", "no code the package's import runs names it")
+    return out
+
+
+def _ops_needed_at_import(
+    reached: dict[str, Reach], needs_ops: Mapping[str, tuple[str, str]]
+) -> dict[str, Reach]:
+    """An optional op library is required after all where the package's import uses an op
+    of a namespace only its libraries register and no library it loads unconditionally can
+    be the one that does (torchcodec's image library, loaded at import, registers the ops
+    its import names; torchvision loads both of its libraries in a ``try``). Of the
+    optional ones, those named for the namespace or ``_C`` are taken, else all of them."""
+    out = dict(reached)
+    for top, (op, where) in needs_ops.items():
+        mine = {m: r for m, r in reached.items() if _top(m) == top and r.how == "library"}
+        if any(r.when == "import" for r in mine.values()):
+            continue
+        optional = [m for m, r in mine.items() if r.when == "optional"]
+        ns = op.split("::", 1)[0].lower()
+        named = [
+            m
+            for m in optional
+            if ns in (stem := m.rsplit("/", 1)[-1].split(".", 1)[0].lower()) or stem == "_c"
+        ]
+        for member in named or optional:
+            r = reached[member]
+            out[member] = Reach(
+                r.how, "import", r.where,
+                f"its loader goes on without it, but {where} uses {op} at import, which only its libraries define",
+            )  # fmt: skip
+    return out
+
+
+def _reach_of(e: _Event, how: How) -> Reach:
+    where = e.where.rsplit(":", 1)[0]
+    if e.function is not None:
+        return Reach(
+            how, "on-use", where, f"only {e.function}() loads it, and the package's import does not call it"
+        )
+    if e.guard:
+        # a try that goes on makes it optional; an if (a capability, what torch provides, its
+        # version) makes it conditional: loaded, and needed, where the check lets it through
+        kind: When = "optional" if e.guard.startswith(_GOES_ON) else "conditional"
+        return Reach(how, kind, where, e.guard)
+    return Reach(how, "import", where)
+
+
+def _with_dependencies(reached: dict[str, Reach], compiled: Sequence[Compiled]) -> dict[str, Reach]:
+    """Files only another's ``DT_NEEDED`` names load with it: as early as the earliest of
+    those that need them (transitively); a reached file a required one needs is required."""
+    by_name: dict[str, list[str]] = {}
+    for c in compiled:
+        by_name.setdefault(c.member.rsplit("/", 1)[-1], []).append(c.member)
+    needed_by = {c.member: c.needed for c in compiled}
+    out = dict(reached)
+    for _ in range(8):  # a dependency chain is short; never a runaway
+        changed = False
+        for member, r in list(out.items()):
+            for lib in needed_by.get(member, ()):
+                for dep in by_name.get(lib, ()):
+                    have = out.get(dep)
+                    if have is None:
+                        out[dep] = Reach("dependency", r.when, member, r.why)
+                        changed = True
+                    elif _RANK[r.when] < _RANK[have.when]:
+                        out[dep] = Reach(have.how, r.when, have.where, r.why)
+                        changed = True
+        if not changed:
+            break
+    return out
+
+
+def _import_needles(modules: Iterable[str]) -> re.Pattern[bytes] | None:
+    """An import that may name a compiled module: its dotted name, or a relative import of
+    its last part (``from . import _C``, ``from ._C import x``); never ``torch._C``."""
+    alternatives: list[bytes] = []
+    for name in sorted(set(modules)):
+        parent, _, last = name.rpartition(".")
+        stem = re.escape(last.encode())
+        alternatives.append(re.escape(name.encode()) + rb"\b")
+        alternatives.append(rb"from\s+\.[\w.]*\s+import\s[^\n]*\b" + stem + rb"\b")
+        alternatives.append(rb"from\s+\.+(?:\w+\.)*" + stem + rb"\b")
+        alternatives.append(rb"import\s*\([^)]*\b" + stem + rb"\b")  # a parenthesized list
+        if parent:  # from pkg import _C
+            alternatives.append(
+                rb"from\s+" + re.escape(parent.encode()) + rb"\s+import\s[^\n]*\b" + stem + rb"\b"
+            )
+    return re.compile(b"|".join(alternatives)) if alternatives else None
+
+
+def _events(
+    sources: Sequence[tuple[str, bytes]], modules: Mapping[str, str], basenames: frozenset[str]
+) -> list[_Event]:
+    """Every loading event of the files that spell one, helpers followed ``_LEVELS`` deep:
+    each file parsed once, and read again only when a helper it calls changed."""
+    imports = _import_needles(modules)
+    names = frozenset(modules)
+    text = dict(sources)
+    todo = {
+        m for m, d in sources if any(w in d for w in _WORDS) or (imports is not None and imports.search(d))
+    }
+    trees: dict[str, ast.Module | None] = {}
+    helpers: dict[str, list[_Event]] = {}
+    readers: dict[str, _Reader] = {}
+    for _ in range(_LEVELS):
+        for m in sorted(todo)[:_MAX_PARSED]:
+            if m not in trees and len(trees) >= _MAX_PARSED:
+                continue
+            if m not in trees:
+                trees[m] = parsed(text[m], m)
+            tree = trees[m]
+            if tree is not None:
+                readers[m] = _read(tree, m, text[m], helpers, names, basenames)
+        latent: dict[str, list[_Event]] = {}
+        for r in readers.values():
+            for name, found in r.latent.items():
+                latent.setdefault(name, []).extend(found)
+        changed = [n for n in latent if len(latent[n]) != len(helpers.get(n, ()))]
+        if not changed:
+            break
+        helpers = latent
+        calls = [n.encode() + b"(" for n in changed]
+        todo = {m for m, d in sources if any(c in d for c in calls)}
+    return [e for r in readers.values() for e in r.events if not _import_of_stdlib(e)]
+
+
+def _import_of_stdlib(e: _Event) -> bool:
+    """Imports name modules of every kind; only those of compiled files matter (matched by
+    name later), so an import with no module spelled is nothing."""
+    return e.how == "module" and not e.modules and not e.hints
