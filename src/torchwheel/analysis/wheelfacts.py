@@ -404,9 +404,7 @@ class Dated:
         if self.unresolved:
             said += f"; exported by none of them: {names_text(self.unresolved)}"
         if self.newer and self.tables is not None:
-            said += (
-                f"; newer than the tables (up to {show_release(self.tables)}): {names_text(self.newer)}"
-            )
+            said += f"; newer than the tables (up to {show_release(self.tables)}): {names_text(self.newer)}"
         return said
 
     def to_json(self) -> dict[str, object]:

@@ -77,6 +77,12 @@ def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
 )
 @_TORCH
 @_NAME
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Also each sub-index written, and each wheel a note is about (default: one line, notes counted).",
+)
 @symbols_option
 @no_config_option
 @network_options
@@ -87,6 +93,7 @@ def index_command(
     base_url: str | None,
     torches: tuple[str, ...],
     names: tuple[str, ...],
+    verbose: bool,
     symbols_file: Path | None,
     no_config: bool,
 ) -> Exit:
@@ -98,10 +105,15 @@ def index_command(
     gets the right build, and OUT/torch-X.Y/constraints.txt keeps pip and uv to it beside
     another index; OUT/torch-X.Y-BUILD/ (cpu, cu130, ...) the same for one torch build.
     OUT/index.html is the page for people: per project, the matrix of what loads where, each
-    cell linking its wheel and the pip and uv lines that install it. Metadata only (WHEEL
-    Torch-ABI); untagged wheels are read once. Exit 0 written, 1 a project has nothing for a
+    cell linking its wheel and the pip and uv lines that install it, and what `check` finds in
+    each wheel (one it calls broken is marked there, with no install line). Torch needs from
+    WHEEL Torch-ABI (untagged wheels: from their binaries); every wheel is read once, for its
+    hashes and for check's rules ([tool.torchwheel] applies). Prints one line (-v: each
+    sub-index, and each wheel a note is about). Exit 0 written, 1 a project has nothing for a
     --torch asked for, 2 unreadable input (nothing written).
     """
+    from torchwheel import rules
+    from torchwheel.cli.config import load_policy
     from torchwheel.publish.simple_index import write_indexes
     from torchwheel.selection.outcome import grid_exit_code
 
@@ -109,10 +121,28 @@ def index_command(
     _public_base_url(base_url)
     asked = _minors(torches)
     table = chosen_table(symbols_file, no_config).table
-    result = write_indexes(sources, output, asked, names, table, base_url, indexes=index_urls)
+    policy = load_policy(Path.cwd(), use_config=not no_config)  # where the table's configuration is read
+    result = write_indexes(
+        sources,
+        output,
+        asked,
+        names,
+        table,
+        base_url,
+        indexes=index_urls,
+        judge=lambda w: rules.run_all(w, policy),
+    )
     for note in result.notes:
-        click.echo(f"note: {safe(note)}", err=True)
-    click.echo(safe_lines(_index_lines(output, result)))  # paths from the command line, names from the input
+        if verbose:
+            for item, what in note.items:
+                click.echo(f"note: {safe(item)}: {safe(what)}", err=True)
+        else:
+            more = f" ({note.items[0][0]} ...; -v names each)" if len(note.items) > 1 else ""
+            click.echo(f"note: {safe(note.summary)}{safe(more)}", err=True)
+    lines = _index_lines(output, result)
+    click.echo(
+        safe_lines(lines if verbose else lines[:1])
+    )  # paths from the command line, names from the input
     code, missing = grid_exit_code([e.cand for e in result.entries], asked)
     for line in missing:
         click.echo(f"torchwheel: {safe(line)}", err=True)
@@ -137,15 +167,20 @@ def _index_lines(output: Path, result: IndexResult) -> list[str]:
     (``torch-X.Y-cpu/``, ``torch-X.Y-cu130/``: ``simple_index.write_indexes``)."""
     from torchwheel.torchabi.torch_releases import show_minor
 
-    head = f"wrote {output}: {_plural(len(result.entries), 'wheel', 'wheels')}, simple/"
+    head = f"wrote {output}: {_plural(len(result.entries), 'wheel', 'wheels')}"
+    if result.broken:
+        head += f" ({len(result.broken)} `check` calls broken)"
+    head += ", simple/"
     per_torch = _plural(len(result.targets), "per-torch index", "per-torch indexes")
     if result.backend_targets:
         builds = ", ".join(dict.fromkeys(name for _, name in result.backend_targets))
         per_build = _plural(len(result.backend_targets), "per-torch-build index", "per-torch-build indexes")
-        head += f", {per_torch} and {per_build} ({builds})"
+        head += f", {per_torch}, {per_build} ({builds})"
     else:
-        head += f" and {per_torch}"
-    lines = [head]
+        head += f", {per_torch}"
+    if result.variants_files:
+        head += f", {_plural(len(result.variants_files), 'variants.json', 'variants.json files')}"
+    lines = [head + " and index.html"]
     for torch, entries in result.targets.items():
         lines.append(f"  torch-{show_minor(torch)}/simple: {_plural(len(entries), 'wheel', 'wheels')}")
     for (torch, name), entries in result.backend_targets.items():
