@@ -327,17 +327,21 @@ def test_one_line_by_default_and_untagged_wheels_counted_in_one_note(
     assert result.returncode == 0, result.stderr
     (line,) = result.stdout.splitlines()
     assert line.startswith(f"wrote {tmp_path / 'idx'}: 30 wheels (30 `check` calls broken), simple/")
-    untagged, broken = result.stderr.splitlines()
+    untagged, broken, outranked = result.stderr.splitlines()
     assert untagged.startswith(
         "note: 30 untagged wheels: their torch need was read from their binaries; run `torchwheel tag`"
     )
     assert broken.startswith("note: 30 wheels `torchwheel check` calls broken (TW503): index.html marks them")
-    assert untagged.endswith("-v names each)") and broken.endswith("-v names each)")
+    # build 30 outranks the other 29 on every torch: one line, their one reason said
+    assert outranked.startswith("note: 29 wheels in no per-torch index (outranked on every torch) (")
+    assert all(n.endswith("-v names each)") for n in (untagged, broken, outranked))
     each = torchwheel("index", "-v", str(folder), "-o", str(tmp_path / "idx"))
     notes = [n for n in each.stderr.splitlines() if "untagged" in n]
     assert len(notes) == 30 and all("untagged, its torch need (stable >= 2.12)" in n for n in notes)
     assert sorted(n.split(": ")[1] for n in notes) == sorted(p.name for p in folder.iterdir())
-    assert len(each.stderr.splitlines()) == 60 and len(each.stdout.splitlines()) > 1
+    left = [n for n in each.stderr.splitlines() if "in no per-torch index" in n]
+    assert len(left) == 29 and not any("-30-cp39-" in n for n in left)
+    assert len(each.stderr.splitlines()) == 89 and len(each.stdout.splitlines()) > 1
 
 
 def test_a_wheel_check_calls_broken_is_noted_and_its_policy_is_the_projects(

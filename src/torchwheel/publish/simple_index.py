@@ -432,7 +432,9 @@ def left_out(
         builds = [None, *representative_backends([e.cand.torch.builds])]
         why = next((v.reason for b in builds if not (v := fit(e.cand, newest, b)).loads), "")
         items.append((e.cand.filename, f"in no per-torch index ({why or 'outranked on every torch'})"))
-    return _note(items, "{n} wheels in no per-torch index, each for its own reason")
+    reasons = {what for _, what in items}
+    same = reasons.pop() if len(reasons) == 1 else "in no per-torch index, each for its own reason"
+    return _note(items, f"{{n}} wheels {same}")
 
 
 _STILL = "the per-torch indexes list by torch alone (`torchwheel check` says what to fix)"
