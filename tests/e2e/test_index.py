@@ -317,7 +317,7 @@ def test_one_line_by_default_and_untagged_wheels_counted_in_one_note(
     """30 untagged builds (build tags 1..30 of the 2.12 build, as a CI folder holds them): one
     line out, one note per kind for all 30 (issue 50: 3,000 wheels made 3,000 notes): untagged,
     and broken (`torch>=2.10` admits torches before the 2.12 it needs: TW503, an error
-    of `check`'s that `tag` fixes); -v names each."""
+    of `check`'s that `tag` fixes); -v names each; -q says the broken ones alone."""
     raw = untagged_builds(built_fixtures, tmp_path / "raw")["212"]
     folder = tmp_path / "many"
     folder.mkdir()
@@ -342,6 +342,10 @@ def test_one_line_by_default_and_untagged_wheels_counted_in_one_note(
     left = [n for n in each.stderr.splitlines() if "in no per-torch index" in n]
     assert len(left) == 29 and not any("-30-cp39-" in n for n in left)
     assert len(each.stderr.splitlines()) == 89 and len(each.stdout.splitlines()) > 1
+    # -q: the warning alone (the broken wheels the per-torch indexes still list), the index written
+    quiet = torchwheel("index", "-q", str(folder), "-o", str(tmp_path / "quiet"))
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", broken + "\n")
+    assert (tmp_path / "quiet" / "index.html").is_file()
 
 
 def test_a_wheel_check_calls_broken_is_noted_and_its_policy_is_the_projects(

@@ -83,6 +83,10 @@ def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
     is_flag=True,
     help="Also each sub-index written, and each wheel a note is about (default: one line, notes counted).",
 )
+@quiet_option(
+    "no line saying what was written, no notes but those on what is published otherwise than it may "
+    "seem (wheels `check` calls broken, variant wheels left out)"
+)
 @symbols_option
 @no_config_option
 @network_options
@@ -94,6 +98,7 @@ def index_command(
     torches: tuple[str, ...],
     names: tuple[str, ...],
     verbose: bool,
+    quiet: bool,
     symbols_file: Path | None,
     no_config: bool,
 ) -> Exit:
@@ -109,8 +114,8 @@ def index_command(
     each wheel (one it calls broken is marked there, with no install line). Torch needs from
     WHEEL Torch-ABI (untagged wheels: from their binaries); every wheel is read once, for its
     hashes and for check's rules ([tool.torchwheel] applies). Prints one line (-v: each
-    sub-index, and each wheel a note is about). Exit 0 written, 1 a project has nothing for a
-    --torch asked for, 2 unreadable input (nothing written).
+    sub-index, and each wheel a note is about; -q: nothing but the warnings). Exit 0 written,
+    1 a project has nothing for a --torch asked for, 2 unreadable input (nothing written).
     """
     from torchwheel import rules
     from torchwheel.cli.config import load_policy
@@ -132,7 +137,7 @@ def index_command(
         indexes=index_urls,
         judge=lambda w: rules.run_all(w, policy),
     )
-    for note in result.notes:
+    for note in (n for n in result.notes if n.warning or not quiet):
         if verbose:
             for item, what in note.items:
                 click.echo(f"note: {safe(item)}: {safe(what)}", err=True)
@@ -140,9 +145,10 @@ def index_command(
             more = f" ({note.items[0][0]} ...; -v names each)" if len(note.items) > 1 else ""
             click.echo(f"note: {safe(note.summary)}{safe(more)}", err=True)
     lines = _index_lines(output, result)
-    click.echo(
-        safe_lines(lines if verbose else lines[:1])
-    )  # paths from the command line, names from the input
+    if not quiet:
+        click.echo(
+            safe_lines(lines if verbose else lines[:1])
+        )  # paths from the command line, names from the input
     code, missing = grid_exit_code([e.cand for e in result.entries], asked)
     for line in missing:
         click.echo(f"torchwheel: {safe(line)}", err=True)

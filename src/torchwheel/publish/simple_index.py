@@ -68,18 +68,25 @@ class Entry:
 class Note:
     """Something ``index`` tells beside what it wrote, about ``items`` (file, what of it): a
     note on 3,000 untagged wheels is one line (``summary``, which counts them) unless each is
-    asked for (``index -v``)."""
+    asked for (``index -v``). ``warning``: what is published is not what the user may think
+    (a wheel ``check`` calls broken still listed by torch, variant wheels left out): said under
+    ``index -q`` too."""
 
     summary: str
     items: tuple[tuple[str, str], ...]
+    warning: bool = False
 
 
-def _note(items: Sequence[tuple[str, str]], many: str) -> list[Note]:
+def _note(items: Sequence[tuple[str, str]], many: str, warning: bool = False) -> list[Note]:
     """One note on ``items``, or none; ``many``: its line for several, ``{n}`` their count."""
     if not items:
         return []
     return [
-        Note(f"{items[0][0]}: {items[0][1]}" if len(items) == 1 else many.format(n=len(items)), tuple(items))
+        Note(
+            f"{items[0][0]}: {items[0][1]}" if len(items) == 1 else many.format(n=len(items)),
+            tuple(items),
+            warning,
+        )
     ]
 
 
@@ -343,7 +350,7 @@ def variant_files(entries: list[Entry]) -> tuple[list[Entry], dict[tuple[str, st
                 "refuses a whole install over a variants.json it cannot parse; without one, installers "
                 "take the plain wheel"
             )
-            notes.append(Note(f"{vfile}: {why}", ((vfile, why),)))
+            notes.append(Note(f"{vfile}: {why}", ((vfile, why),), warning=True))
     dropped = {key for key in releases if key not in files}
     kept = [e for e in entries if e.variant is None or (e.cand.name, str(e.cand.version)) not in dropped]
     return kept, files, notes
@@ -402,6 +409,7 @@ def write_indexes(
                 for f in bad
             ],
             f"{{n}} wheels `torchwheel check` calls broken ({codes}): index.html marks them, offered for no install; {_STILL}",
+            warning=True,
         )
         extra = set(extra)
         targets = plan_targets(entries, extra)
