@@ -454,3 +454,63 @@ def test_without_a_base_url_the_page_says_what_to_put_there(
     text = (tmp_path / "out" / "index.html").read_text()
     assert "pip install BASE_URL/files/" in text and "torchwheel index --base-url URL" in text
     assert os.access(tmp_path / "out" / "index.html", os.R_OK)
+
+
+PARTLY_INIT = b"""import os
+
+import torch
+
+try:  # the CUDA kernels, where a CUDA build of torch has them
+    torch.ops.load_library(os.path.join(os.path.dirname(__file__), "_cuda_ops.abi3.so"))
+except OSError:
+    pass
+"""
+
+
+def test_partly_is_a_badge_of_its_own_that_reads_as_a_verdict_that_loads(
+    built_fixtures: dict[str, Path], tmp_path: Path
+) -> None:
+    """``twpartly``: its CUDA 13 op library (nvcc, ``fixtures/cuda``) loaded by path in a
+    ``try`` that goes on, so its import works on a CPU torch without it (issue 46's "partly").
+    In the page (issue 50, item 5, over the merge of both): the CPU grid's cells say
+    ``partly``, link the wheel and its install line (it imports), and in greyscale are as dark
+    as those that load and darker than those that do not, in a colour of their own; the CUDA
+    13 grid says ``yes``. Its release 0.9.0 (stable 2.10) gives the cells that do not load."""
+    from ..helpers import fixture_wheels_module
+
+    fw = fixture_wheels_module()
+    spec = fw.WheelSpec(
+        "partly", "twpartly", "cp39-abi3-" + fw.LINUX,
+        (("twpartly/_cuda_ops.abi3.so", "cuda:cu13_torch_cuda.so"),), requires=("torch",),
+        extra=(("twpartly/__init__.py", PARTLY_INIT),),
+    )  # fmt: skip
+    older = fw.WheelSpec(
+        "older", "twpartly", "cp39-abi3-" + fw.LINUX, (("twpartly/elf_marker_2_10.abi3.so", "elf_marker_2_10"),),
+        version="0.9.0",
+    )  # fmt: skip
+    dist = tmp_path / "dist"
+    wheel = Path(fw.write_wheel(dist / spec.filename, spec, {}))
+    assert (
+        _errors(wheel) == []
+        and _errors(Path(fw.write_wheel(dist / older.filename, older, built_fixtures))) == []
+    )
+    made = torchwheel("index", str(dist), "-o", str(tmp_path / "site"))
+    assert made.returncode == 0, made.stderr
+    page = rendered(tmp_path / "site" / "index.html", tmp_path / "profile")
+    grids = {g["build"]: g for g in page.grids if g["project"] == "twpartly"}
+    assert set(grids) == {"cpu", "cu130"}
+    cpu, cuda = (
+        next(r for r in grids[b]["rows"] if r["wheel"] == wheel.name)["cells"] for b in ("cpu", "cu130")
+    )
+    assert {c["fit"] for c in cpu} == {"partly"} and {c["fit"] for c in cuda} == {"loads"}
+    assert all(c["word"] == "partly" and len(c["links"]) == 2 for c in cpu)
+    assert page.lines[cpu[0]["links"][1].removeprefix("#")][0].endswith(f"/files/{wheel.name}")
+    geometry, image = screenshot(tmp_path / "site" / "index.html", 1280, tmp_path)
+    grey: dict[str, list[float]] = {}
+    colour: dict[str, list[float]] = {}
+    for c in geometry["cells"]:
+        grey.setdefault(c["fit"], []).append(_inside(image, c["badge"], "L")[0])
+        colour[c["fit"]] = _inside(image, c["badge"], "RGB")
+    assert {"partly", "loads", "no"} <= set(grey), grey
+    assert max(grey["partly"] + grey["loads"]) + 50 < min(grey["no"]), grey
+    assert sum(abs(x - y) for x, y in zip(colour["partly"], colour["loads"], strict=True)) > 100, colour
