@@ -211,8 +211,9 @@ def _show_check(
     """``check``'s report: a document for tools (``--quiet`` does not thin it), annotations
     with a summary for the log, or text: the findings (or ``--statistics``), a line for each
     input that could not be read, and the summary, the summary dropped by ``-q`` and
-    everything by ``-qq``. With ``failure`` (an input could not be read) the document carries
-    its ``error`` and the annotations one ``input error`` for each such input."""
+    everything by ``-qq``; ``verbose`` (``-v``): every finding on its own line, its whole
+    lists under it. With ``failure`` (an input could not be read) the document carries its
+    ``error`` and the annotations one ``input error`` for each such input."""
     from torchwheel.cli import colour
     from torchwheel.report.findings import check_text, statistics_json, statistics_text, summary_line
     from torchwheel.report.github import check_github
