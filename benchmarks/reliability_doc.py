@@ -65,7 +65,9 @@ def corpus_table() -> str:
         f"**{len(cases)} cases** ({sum(c.long for c in cases)} of them long, run with "
         f"`TORCHWHEEL_HOSTILE_LONG=1`), **{runs} runs** in the default set, {every} with "
         f"`TORCHWHEEL_HOSTILE_LONG=1` (commands: {', '.join(hostile.COMMANDS)}; "
-        f"{sum(bool(c.short) for c in cases)} cases at a limit run only some of them by default).",
+        f"{sum(bool(c.short) for c in cases)} cases at a limit run only some of them by default; every "
+        f"other case a wheel command reads runs through {' and '.join(hostile.SHORT_ALWAYS)} and one more "
+        "wheel command chosen by its name).",
         "",
         "| class | cases | examples |",
         "|---|---:|---|",

@@ -9,6 +9,7 @@ import importlib.util
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -362,3 +363,32 @@ def release_wheels(
         spec = wheels.WheelSpec("rel", dist, tag, ((f"{dist}/_C{suffix}", scenario),), requires=requires)
         paths.append(wheels.write_wheel(out / spec.filename, spec, built))
     return paths
+
+
+def checkout_copy(dest: Path) -> Path:
+    """A copy of this checkout as ``git clone`` would give it: the files git tracks (and new
+    ones it does not ignore), none of ``.venv``, ``.cache`` or build output. ``dest``."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for name in filter(None, (n.decode() for n in listed)):
+        source = REPO / name
+        if source.is_file():  # a file git lists but the work tree deleted is not copied
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    return dest
+
+
+def venv_seeing_this_one(path: Path) -> Path:
+    """A new venv with pip whose interpreter also sees this environment's installed packages
+    (a ``.pth`` line: their ``.pth`` files, this checkout's editable torchwheel among them,
+    are not read), so that ``pip install torch==2.13.0`` there is already satisfied and only
+    what a test installs is new; the stand-in for an image that has torch. Returns its python."""
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, capture_output=True)
+    (site,) = (path / "lib").glob("python3*/site-packages")
+    here = next(p for p in sys.path if p.endswith("site-packages") and Path(p).is_relative_to(sys.prefix))
+    (site / "zz_test_environment.pth").write_text(here + "\n")
+    return path / "bin" / "python"

@@ -29,11 +29,14 @@ def untagged_builds(
 ) -> dict[str, Path]:
     """Build -> an untagged wheel of ``dist`` 1.0.0, one folder each: every build has the same
     file name, as a project's CI produces them (written by the fixture writer, not torchwheel).
-    ``also``: requirements besides torch (a dependency the registry holds)."""
+    Each module is named for the init hook its binary exports (``PyInit_elf_marker_2_10``), so
+    that `check` finds nothing broken in them (TW304). ``also``: requirements besides torch (a
+    dependency the registry holds)."""
     wm = fixture_wheels_module()
     files = {}
     for build, (binary, req, _) in BUILDS.items():
-        spec = wm.WheelSpec("release", dist, TAGS, ((f"{dist}/_C.abi3.so", binary),), requires=(req, *also))
+        member = ((f"{dist}/{binary}.abi3.so", binary),)
+        spec = wm.WheelSpec("release", dist, TAGS, member, requires=(req, *also))
         files[build] = wm.write_wheel(out / build / spec.filename, spec, built)
     return files
 
@@ -63,7 +66,7 @@ def registry(built: dict[str, Path], root: Path, torches: tuple[str, ...] = ("2.
     wm = fixture_wheels_module()
     files = root / "files"
     newer = wm.WheelSpec(
-        "registry", "twidx", TAGS, (("twidx/_C.abi3.so", "elf_unstable_cpp"),),
+        "registry", "twidx", TAGS, (("twidx/elf_unstable_cpp.abi3.so", "elf_unstable_cpp"),),
         requires=("torch>=2.10", f"{DEPENDENCY}>=1"), version="1.1.0",
     )  # fmt: skip
     wm.write_wheel(files / newer.filename, newer, built)

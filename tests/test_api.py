@@ -124,7 +124,7 @@ def test_need_of_a_checked_wheel_reads_no_binary_again(
     def unread(*_: object) -> None:
         raise AssertionError("the binaries were read again")
 
-    monkeypatch.setattr(candidates, "_from_binaries", unread)
+    monkeypatch.setattr(candidates, "_facts", unread)
     for kind in kinds:
         try:
             again = api.need(wheels[kind], checked=checked[kind]).to_json()
@@ -184,6 +184,62 @@ def test_tag_writes_and_returns_the_path(fixture_wheels: dict[str, Path], tmp_pa
     assert api.check(written).exit_code == 0
     labelled = api.tag(source, tmp_path / "lab", local_label="torch2.10", build_tag="1")
     assert labelled.name.startswith("w501-1.0.0+torch2.10-1-")
+
+
+def test_tag_speaks_python(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    """api.tag's refusals name its keyword arguments, not the command line's options: the
+    output that exists (``overwrite=True``), the missing build torch (``build_torch``, which
+    takes ``"installed"`` as the option does), a contradicting ``build_torch``; each error
+    keeps its kind, a RewriteRefused its findings."""
+    out = tmp_path / "out"
+    api.tag(fixture_wheels["tw501"], out)
+    with pytest.raises(api.InputError) as exists:
+        api.tag(fixture_wheels["tw501"], out)
+    assert str(exists.value).endswith(": exists; pass overwrite=True to replace it")
+    assert "--" not in str(exists.value)
+    assert api.tag(fixture_wheels["tw501"], out, overwrite=True).is_file()
+    with pytest.raises(api.InputError) as unpinned:  # w204 pins torch==2.13.*: a bare copy
+        api.tag(_bare_requirement(fixture_wheels["tw204"], tmp_path), tmp_path / "u")
+    said = str(unpinned.value)
+    assert "pass build_torch='X.Y', or build_torch='installed' (the torch installed here)" in said
+    assert "--build-torch" not in said
+    pinned = api.tag(
+        _bare_requirement(fixture_wheels["tw204"], tmp_path), tmp_path / "u", build_torch="installed"
+    )
+    with zipfile.ZipFile(pinned) as zf:
+        assert "Requires-Dist: torch==2.13.*" in zf.read("w204-1.0.0.dist-info/METADATA").decode()
+    with pytest.raises(api.InputError) as stable:
+        api.tag(fixture_wheels["tw501"], tmp_path / "s", build_torch="2.13")
+    assert str(stable.value).startswith("build_torch='2.13': the wheel is stable-ABI")
+    with pytest.raises(api.RewriteRefused) as refused:
+        api.tag(fixture_wheels["tw402"], tmp_path / "never")
+    assert str(refused.value) == "refusing to rewrite: TW402 make the new metadata untrustworthy"
+    assert {f.code for f in refused.value.findings} == {"TW402"}
+
+
+def _bare_requirement(wheel: Path, tmp_path: Path) -> Path:
+    """A copy of ``wheel`` whose METADATA requires a bare ``torch`` (RECORD made true again)."""
+    from torchwheel.wheel.record import record_hash
+
+    out = tmp_path / "bare" / wheel.name
+    if out.exists():
+        return out
+    out.parent.mkdir()
+    with zipfile.ZipFile(wheel) as zin:
+        items = {i.filename: zin.read(i) for i in zin.infolist()}
+    (meta,) = (k for k in items if k.endswith(".dist-info/METADATA"))
+    items[meta] = b"\n".join(
+        b"Requires-Dist: torch" if line.startswith(b"Requires-Dist: torch") else line
+        for line in items[meta].split(b"\n")
+    )
+    (rec,) = (k for k in items if k.endswith(".dist-info/RECORD"))
+    items[rec] = "".join(
+        f"{k},,\n" if k == rec else f"{k},{record_hash(v)},{len(v)}\n" for k, v in items.items()
+    ).encode()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
+        for k, v in items.items():
+            zout.writestr(k, v)
+    return out
 
 
 def test_bad_input_raises_input_error(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:

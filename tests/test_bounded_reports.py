@@ -160,11 +160,16 @@ def test_names_are_listed_within_max_listed_bytes() -> None:
     assert t.unknown_symbols == tuple(names[:2]) and t.unknown_omitted == 1
 
 
-def test_tw203_names_ten_unknown_shims_and_counts_the_rest() -> None:
-    from torchwheel.rules.torch import _unknown_text
+def test_tw203_names_three_unknown_shims_and_its_detail_the_ten_kept() -> None:
+    """The message's one line names three and counts the rest (issue 50, item 4); the detail
+    (``check -v``, JSON) holds the ten the facts kept and counts the twenty they did not."""
+    from torchwheel.rules.torch import _unknown_text, _whole
 
     t = analyze_imports([f"aoti_torch_hostile_{i:03d}" for i in range(30)], choose_table(None, None).table)
-    assert _unknown_text(t).endswith("aoti_torch_hostile_009 and 20 more")
+    assert _unknown_text(t).endswith("aoti_torch_hostile_002 and 27 more")
+    detail = _whole(t.unknown_symbols, t.unknown_count)
+    assert detail.startswith("aoti_torch_hostile_000, ")
+    assert detail.endswith("aoti_torch_hostile_009 and 20 more")
 
 
 def test_python_names_and_hooks_are_listed_within_the_bound() -> None:

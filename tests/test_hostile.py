@@ -13,6 +13,7 @@ cases (1M members, 1M RECORD rows) run with TORCHWHEEL_HOSTILE_LONG=1.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import shutil
@@ -339,6 +340,18 @@ def test_corpus_is_large_and_covers_the_classes() -> None:
             "budget", "json-document", "self-contradiction"} <= classes  # fmt: skip
     found = {c.finding for c in hostile.CASES.values() if c.finding}
     assert {1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 15, 16} <= found
+
+
+def test_short_form_still_meets_every_wheel_command() -> None:
+    """CI's short form runs a wheel case through check, tag -w and one more command chosen by
+    its name: each wheel command must still meet dozens of cases, and the long form every pair."""
+    short = collections.Counter(
+        cmd for c in hostile.CASES.values() if not c.long for cmd in c.commands(long=False)
+    )
+    assert all(short[cmd] >= 40 for cmd in hostile.WHEEL_COMMANDS), short
+    assert short["check"] == short["tag-w"] > 250, short
+    every = sum(len(c.commands()) for c in hostile.CASES.values() if not c.long)
+    assert sum(short.values()) < every * 0.7, (sum(short.values()), every)
 
 
 def test_reliability_doc_is_current() -> None:

@@ -118,7 +118,7 @@ def test_json_round_trip_keeps_provenance() -> None:
     text = table.to_json()
     assert SymbolTable.from_json(text) == table
     document = json.loads(text)
-    assert document["schema_version"] == 3  # schema 3: a tables file may carry releases and exports too
+    assert document["schema_version"] == 4  # 3: releases and exports too; 4: backends
     assert document["symbols"]["b"] == {
         "introduced": "2.10.0",
         "platforms": {"macos-arm64": "2.10.0"},

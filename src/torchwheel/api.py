@@ -22,6 +22,7 @@ command line reads ``[tool.torchwheel]`` and passes it in). Unreadable input rai
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -95,6 +96,18 @@ class RewriteRefused(InputError):
     def __init__(self, message: str, findings: Findings, wheels: list[WheelFacts]) -> None:
         super().__init__(message)
         self.findings, self.wheels = findings, wheels
+
+
+def _refused(refusals: list[tuple[str, InputError]], wheels: int) -> InputError:
+    """One error for every wheel ``tag`` refuses and why, at once (a run of ten wheels that
+    need ``--build-torch`` says so once, naming them): never one refusal a run. A run of one
+    wheel refused once raises that refusal itself."""
+    if wheels == 1 and len(refusals) == 1:
+        return refusals[0][1]
+    named: dict[str, list[str]] = {}
+    for wheel, exc in refusals:
+        named.setdefault(str(exc), []).append(Path(wheel).name)
+    return InputError("; and ".join(f"{', '.join(who)}: {reason}" for reason, who in named.items()))
 
 
 def _chosen(symbols: PathLike | ChosenTable | None) -> ChosenTable:
@@ -181,7 +194,7 @@ def _candidate(path: PathLike, symbols: PathLike | ChosenTable | None, facts: An
     from torchwheel.selection.candidates import read_candidate
 
     given = arguments.path(path, "path")
-    return read_candidate(given, str(given.parent), table=_chosen(symbols).table, facts=facts)
+    return read_candidate(given, str(given.parent), table=_chosen(symbols).table, checked=facts)
 
 
 def need(
@@ -268,14 +281,22 @@ def tag_wheels(
     with opened(arguments.paths(paths), _chosen(symbols).table, lock) as loaded:
         wheels = [w for w, _ in loaded]
         blocking = rules.run_all(wheels, rules.rewrite_blockers())
-        if blocking:
-            raise RewriteRefused(
-                "refusing to rewrite: the facts above make the new metadata untrustworthy", blocking, wheels
-            )
         shared = release_sets(wheels, options, release)
-        for w in wheels:  # plans (and their refusals), outputs that exist: before the first write
+        refusals: list[tuple[str, InputError]] = []  # every wheel's, before the first write
+        for w in wheels:  # plans (and their refusals), outputs that exist
             opts = dataclasses.replace(options, release_requirements=shared.get(id(w)))
-            apply.refuse_outputs(w, opts, dest, in_place, variant, overwrite or dry_run)
+            try:
+                apply.refuse_outputs(w, opts, dest, in_place, variant, overwrite or dry_run)
+            except InputError as exc:
+                refusals.append((w.contents.path, exc))
+        if blocking:
+            codes = ", ".join(sorted({f.code for f in blocking}))
+            more = f"; and {_refused(refusals, len(wheels))}" if refusals else ""
+            raise RewriteRefused(
+                f"refusing to rewrite: {codes} make the new metadata untrustworthy{more}", blocking, wheels
+            )
+        if refusals:
+            raise _refused(refusals, len(wheels))
         for w, fd in loaded:
             opts = dataclasses.replace(options, release_requirements=shared.get(id(w)))
             # the variant copy first, while the input is still where it was (--in-place replaces it)
@@ -302,20 +323,17 @@ def tag(
 ) -> Path:
     """Write the tagged copy of one wheel into ``out_dir`` and return its path (the input is
     never modified): ``Torch-ABI`` and correct ``Tag`` lines in WHEEL, the torch requirement,
-    the facts side file, RECORD. Options as ``torchwheel tag``'s; a file already at the
-    output's name is ``InputError`` unless ``overwrite``."""
-    from torchwheel.tagging.tag_options import TagOptions
-    from torchwheel.version import FeatureVersion
+    the facts side file, RECORD. Options as ``torchwheel tag``'s (``build_torch``: ``"X.Y"``
+    or ``"installed"``); a file already at the output's name is ``InputError`` unless
+    ``overwrite``. Every refusal is said at once, its fixes in these keywords' words."""
+    from torchwheel.tagging.tag_options import TagOptions, build_torch_of
 
     arguments.path(out_dir, "out_dir")
     given = {"build_tag": build_tag, "local_label": local_label, "build_torch": build_torch}
     given |= {"upper_bound": upper_bound}
     chosen = {name: arguments.text(value, name, version=True) for name, value in given.items()}
     if chosen["build_torch"] is not None:
-        try:
-            FeatureVersion.parse(chosen["build_torch"])
-        except ValueError as exc:
-            raise InvalidValue(f"build_torch {chosen['build_torch']!r}: expected X.Y") from exc
+        chosen["build_torch"] = build_torch_of(chosen["build_torch"], "build_torch")
     options = TagOptions(
         upper_bound=chosen["upper_bound"],
         build_torch=chosen["build_torch"],
@@ -323,6 +341,38 @@ def tag(
         build_tag=chosen["build_tag"],
         local_label=chosen["local_label"],
     )
-    (result,) = tag_wheels([path], out_dir, options, release=False, symbols=symbols, overwrite=overwrite)
+    try:
+        (result,) = tag_wheels([path], out_dir, options, release=False, symbols=symbols, overwrite=overwrite)
+    except InputError as exc:
+        raise in_python_words(exc) from exc.__cause__
     assert result.target is not None  # not a dry run
     return result.target
+
+
+# the command line's options as ``api.tag`` spells its keywords: its errors speak Python
+_KEYWORDS = (
+    (re.compile(r"--build-torch (X\.Y|installed|\d+\.\d+(?:\.\d+)?)"), lambda m: f"build_torch={m[1]!r}"),
+    (re.compile(r"--build-torch\b"), lambda m: "build_torch"),
+    (re.compile(r"--overwrite\b"), lambda m: "overwrite=True"),
+    (re.compile(r"--relax-pin\b"), lambda m: "relax_pin=True"),
+    (re.compile(r"--local-label (\S+)"), lambda m: f"local_label={m[1]!r}"),
+    (re.compile(r"--upper-bound (\S+)"), lambda m: f"upper_bound={m[1]!r}"),
+    (re.compile(r"pass --in-place or -w DIR"), lambda m: "give another out_dir"),
+)
+
+
+def in_python_words(exc: InputError) -> InputError:
+    """``exc`` with the command line's option names in its message said as ``tag``'s keyword
+    arguments (``pass --overwrite`` -> ``pass overwrite=True``): the one place the API words
+    what the tagging code says for both. The kind and attributes of the error are kept."""
+    text = str(exc)
+    for pattern, keyword in _KEYWORDS:
+        text = pattern.sub(keyword, text)
+    if text == str(exc):
+        return exc
+    said = type(exc).__new__(type(exc))  # no __init__: RewriteRefused's takes its findings
+    said.__dict__.update(exc.__dict__)
+    said.args = (text, *exc.args[1:])
+    if isinstance(exc, OSError) and isinstance(said, OSError):
+        said.errno, said.strerror, said.filename = exc.errno, exc.strerror, exc.filename
+    return said

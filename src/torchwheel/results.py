@@ -112,6 +112,7 @@ class Finding:
     wheel: str
     member: str | None
     message: str
+    detail: str | None = None  # the whole lists the message cut to a few names
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -120,6 +121,7 @@ class Finding:
             "path": self.wheel,
             "member": self.member,
             "message": self.message,
+            "detail": self.detail,
         }
 
 
@@ -136,7 +138,10 @@ class CheckResult:
     def findings(self) -> tuple[Finding, ...]:
         """Each finding (code, severity, wheel, member, message), in report order; at most
         ``max-listed`` of one code per input, the rest counted in ``omitted``."""
-        return tuple(Finding(f.code, f.severity, f.wheel, f.member or None, f.message) for f in self.found)
+        return tuple(
+            Finding(f.code, f.severity, f.wheel, f.member or None, f.message, f.detail or None)
+            for f in self.found
+        )
 
     @property
     def omitted(self) -> dict[tuple[str, str], int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import json
 import os
 import re
@@ -228,3 +229,53 @@ def test_the_marker_on_an_unstable_library_says_what_to_change(
 def test_every_option_that_wants_a_torch_names_installed(command: str) -> None:
     text = " ".join(torchwheel(command, "--help").stdout.split())
     assert "--build-torch X.Y|installed" in text and "'installed' (the torch installed here)" in text
+
+
+TORCH_INCLUDE = Path(importlib.util.find_spec("torch").origin or "").parent / "include"  # not imported
+GUARD = "#if !defined(TORCH_STABLE_ONLY) && !defined(TORCH_TARGET_VERSION)"
+
+
+def test_the_unstable_routes_python_side_loads_the_library_in_the_real_torch(
+    unstable_wheel: Path, tmp_path: Path
+) -> None:
+    """The page's ``mypkg/__init__.py`` of the unstable route, as written (``mypkg`` the real
+    unstable extension's package), with the extension's wheel unpacked beside it: importing
+    the package in torch 2.13.0 registers the operators, and they run."""
+    (block,) = re.findall(r"<!-- unstable-python -->\n```python\n(.*?)```", PAGE.read_text(), re.DOTALL)
+    assert block.startswith("# mypkg/__init__.py\n") and "torch.ops.load_library(" in block
+    site = tmp_path / "site"
+    with zipfile.ZipFile(unstable_wheel) as zf:
+        zf.extractall(site)
+    (site / "twdemo_unstable" / "__init__.py").write_text(block.replace("mypkg", "twdemo_unstable"))
+    run = subprocess.run(
+        [sys.executable, "-c", "import torch, twdemo_unstable; print(torch.ops.twdemo_unstable.scale(torch.ones(2), 3.0))"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(site)}, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "tensor([3., 3.])"
+
+
+def test_torch_refuses_aten_under_a_target_as_the_page_says(tmp_path: Path) -> None:
+    """The page's reason why the usual breakage is a second translation unit, held to the real
+    headers of the installed torch 2.13.0: every ATen and c10 header is guarded, and a file
+    that includes <ATen/ATen.h> with TORCH_TARGET_VERSION stops at the error the page quotes;
+    the stable headers are not guarded."""
+    text = PAGE.read_text()
+    assert GUARD in text
+    (quoted,) = re.findall(r"<!-- aten-refused -->\n```text\n(.*?)\n```", text, re.DOTALL)
+    for folder in ("ATen", "c10"):
+        headers = list((TORCH_INCLUDE / folder).rglob("*.h"))
+        assert len(headers) > 200 and all(h.read_text(errors="replace").startswith(GUARD) for h in headers)
+    for header in ("torch/extension.h", "torch/library.h"):
+        assert (TORCH_INCLUDE / header).read_text().startswith(GUARD)
+    assert not (TORCH_INCLUDE / "torch/csrc/stable/tensor.h").read_text().startswith(GUARD)
+    source = tmp_path / "ops.cpp"
+    source.write_text("#include <ATen/ATen.h>\nat::Tensor twice(const at::Tensor& x) { return x * 2; }\n")
+    compiled = subprocess.run(
+        ["g++", "-std=c++17", "-fsyntax-only", "-DTORCH_TARGET_VERSION=0x020a000000000000",
+         f"-I{TORCH_INCLUDE}", f"-I{TORCH_INCLUDE / 'torch/csrc/api/include'}", str(source)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert compiled.returncode != 0
+    assert quoted.split("error: ", 1)[1] in compiled.stderr, compiled.stderr[-2000:]
+    assert f"{TORCH_INCLUDE}/{quoted.split(':', 1)[0]}:" in compiled.stderr

@@ -115,7 +115,7 @@ def test_index_has_per_backend_indexes_pip_and_uv_take_the_right_file(folder: Pa
     tagged = tmp_path / "tagged"
     assert torchwheel("tag", "-w", str(tagged), *map(str, sorted(folder.glob("*.whl")))).returncode == 0
     site = tmp_path / "site"
-    result = torchwheel("index", str(tagged), "-o", str(site))
+    result = torchwheel("index", "-v", str(tagged), "-o", str(site))
     assert result.returncode == 0, result.stderr
     assert "torch-2.13-cu130/simple" in result.stdout
     plain = (

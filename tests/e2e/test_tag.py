@@ -357,6 +357,29 @@ def test_pin_is_kept_unless_relaxed(fixture_wheels: dict[str, Path], tmp_path: P
     assert bad.returncode == 2 and "relax-pin must be true or false" in bad.stderr
 
 
+def test_every_refusal_of_a_run_is_said_at_once(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
+    """Three wheels, three reasons: one whose pin excludes every torch it loads on, one whose
+    output exists, and (in the second run) one whose RECORD lies. One run names them all,
+    each wheel with its reason, and writes nothing: no refusal waits for the next run."""
+    out = tmp_path / "out"
+    out.mkdir()
+    taken = Path(shutil.copy(fixture_wheels["tw501"], out))
+    conflict = fixture_wheels["tw503_pin_conflict"]
+    inputs = [str(conflict), str(fixture_wheels["tw501"]), str(fixture_wheels["clean"])]
+    refused = torchwheel("tag", "-w", str(out), *inputs, cwd=tmp_path)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    (line,) = refused.stderr.splitlines()
+    assert f"{conflict.name}: " in line and "--relax-pin" in line
+    assert f"{taken.name}: {taken}: exists; pass --overwrite to replace it" in line
+    assert sorted(p.name for p in out.iterdir()) == [taken.name]  # nothing written
+    with_lie = torchwheel("tag", "-w", str(out), *inputs, str(fixture_wheels["tw402"]), cwd=tmp_path)
+    assert with_lie.returncode == 1
+    (line,) = with_lie.stderr.splitlines()
+    assert line.startswith("torchwheel: refusing to rewrite: TW402 make the new metadata untrustworthy; and ")
+    assert "--relax-pin" in line and "pass --overwrite" in line and "TW402 error" in with_lie.stdout
+    assert sorted(p.name for p in out.iterdir()) == [taken.name]
+
+
 def test_pin_that_excludes_every_usable_torch(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
     """``torch==2.11.*`` for binaries that need 2.13: narrowing leaves nothing, so tag and
     repair refuse in one line instead of guessing (tag: exit 2, the options given cannot

@@ -209,3 +209,44 @@ def test_fast_reader_agrees_on_targeted_cases(symbol: str) -> None:
     fast = cxxnames._itanium_prefix(name, 2) if name.startswith("_Z") else cxxnames._msvc_prefix(name)
     if fast is not None:
         assert fast == cxxnames._library_key(name)
+
+
+WRAP_OUTPUTS = (
+    "_ZN5torch8autograd13_wrap_outputsERKSt6vectorIN2at6TensorESaIS3_EERKSt13unordered_setIPN3c1010"
+    "TensorImplESt4hashIS9_ESt8equal_toIS9_ESaIS9_EESH_N3c108ArrayRefISt8optionalIS3_EEERKSt10shared_ptr"
+    "INS0_4NodeEESt8functionIFSt6vectorISt8optionalIS3_ESaISS_EESV_SV_EEb"
+)
+
+
+def test_a_message_names_a_cxx_symbol_by_its_entity() -> None:
+    """The name fbgemm-gpu and torchrl import from torch 2.13, 300 characters mangled and
+    more demangled, is the function's qualified name with its parameters cut."""
+    assert len(WRAP_OUTPUTS) > 250 and len(demangle(WRAP_OUTPUTS) or "") > 300
+    assert cxxnames.short_name(WRAP_OUTPUTS) == "torch::autograd::_wrap_outputs(...)"
+    assert (
+        cxxnames.short_name("_ZNK3c1010TensorImpl4sizeEl") == "c10::TensorImpl::size(long) const"
+    )  # fits: whole
+    assert cxxnames.short_name("torch_from_blob") == "torch_from_blob"  # C: as it is
+    assert cxxnames.names_text([WRAP_OUTPUTS, "torch_from_blob", "a", "b"]) == (
+        "torch::autograd::_wrap_outputs(...), torch_from_blob, a and 1 more"
+    )
+
+
+@pytest.mark.parametrize("platform", ["linux", "windows"])
+def test_every_exported_cxx_name_is_short_and_keeps_its_entity(platform: str) -> None:
+    """Every seventh C++ name torch 2.13 exports, cut for a message: at most SHORT
+    characters, the whole demangled text when it fits, else pieces of it in their order
+    between the cut marks (``(...)``, ``<...>``, a final ``...``), the entity's own name
+    among them."""
+    for name in _cxx(platform)[::7]:
+        short = cxxnames.short_name(name)
+        whole = demangle(name) or name
+        assert len(short) <= cxxnames.SHORT, (name, short)
+        if len(whole) <= cxxnames.SHORT:
+            assert short == whole
+            continue
+        at = 0
+        for piece in re.split(r"\(\.\.\.\)|<\.\.\.>|\.\.\.$", short):
+            found = whole.find(piece, at)
+            assert found >= 0, (name, short, piece)
+            at = found + len(piece)

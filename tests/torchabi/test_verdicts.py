@@ -51,7 +51,9 @@ def test_imports_no_torch_of_the_tables_exports_refuse_every_torch_they_know() -
     need = _stable(("torch_new_shim",))
     found = verdict(need, None, Version(LAST))
     assert (found.cell, found.axis, found.newer) == ("no", "version", False)
-    assert f"does not export torch_new_shim (no torch up to {NEWEST[0]}.{NEWEST[1]} does)" in found.reason
+    assert found.reason.endswith(
+        f"(torch_new_shim: exported by no torch up to {NEWEST[0]}.{NEWEST[1]}): torch {NEWEST[0]}.{NEWEST[1]}.0 does not export them"
+    ), found.reason
     past = verdict(need, None, Version(PAST))
     assert (past.cell, past.newer) == ("unknown", True)
     assert f"is newer than this torchwheel's tables (newest {NEWEST[0]}.{NEWEST[1]})" in past.reason
@@ -137,3 +139,34 @@ def test_an_unknown_version_on_a_torch_of_another_build_is_refused() -> None:
     )  # fmt: skip
     found = verdict(rocm, None, Version("2.13.0"), TorchBuild("cuda", 13))
     assert (found.cell, found.axis) == ("no", "build") and "x/_C.so: libamdhip64.so.7" in found.reason
+
+
+def test_imports_the_tables_could_not_settle_are_named_short_and_once() -> None:
+    """An unstable build whose known imports date it to 2.12-2.13 and four of whose imports no
+    indexed release exports (issue 48's export dating): on 2.13 unknown, the reason naming
+    three of them demangled and cut (issue 50, item 4), once; on 2.11 no."""
+    mangled = "_ZN2at14TensorIterator22set_output_raw_stridedElN3c108ArrayRefIlEES3_NS1_13TensorOptionsE"
+    need = TorchNeed(
+        "unstable",
+        None,
+        frozenset({(2, 12), (2, 13)}),
+        "exports",
+        ANY_BUILD,
+        frozenset(),
+        (),
+        unresolved=(mangled, "_ZN3foo3barEv", "_ZN3foo3bazEv", "_ZN3foo3quxEv"),
+        tables=NEWEST,
+        indexed_from=(2, 4),
+    )
+    here = verdict(need, None, Version("2.13.0"))
+    assert here.cell == "unknown", here.reason
+    assert mangled not in here.reason and "_ZN3foo" not in here.reason
+    assert (
+        here.reason.count(
+            "at::TensorIterator::set_output_raw_strided(...), foo::bar(), foo::baz() and 1 more"
+        )
+        == 1
+    )
+    assert "`torchwheel compat --against TORCH` decides for one torch" in here.reason
+    below = verdict(need, None, Version("2.11.0"))
+    assert below.cell == "no" and "exported by torch 2.12, 2.13 only, not 2.11.0" in below.reason

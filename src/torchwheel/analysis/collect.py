@@ -7,7 +7,7 @@ the rest hashed in batches. Everything after this is pure.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from torchwheel.analysis import device_code, loaders, pyimports, reach
 from torchwheel.analysis.buildunits import flavour_pair_dirs, flavour_sets
@@ -18,6 +18,7 @@ from torchwheel.analysis.pythonabi import parse_suffix
 from torchwheel.analysis.wheelfacts import WheelFacts, is_torch_itself
 from torchwheel.binary import BinaryError, BinaryFacts
 from torchwheel.binary.memberscan import scan_member
+from torchwheel.frozen import frozen
 from torchwheel.tables.symtable import SymbolTable
 from torchwheel.wheel.contents import WheelContents, is_compiled_name
 from torchwheel.wheel.metadata import parse_metadata
@@ -132,18 +133,7 @@ def collect(
             readable.append(MemberBinary(member, result))
     stems = list(hookless_modules(readable))
     py_imports = pyimports.wheel_imports(contents.members, source.member_size, source.read, stems)
-    loader_prefers = loaders.preferred_flavours(
-        contents.members, source.member_size, source.read, flavour_pair_dirs(readable)
-    )
-    fallbacks = loaders.fallback_units(
-        contents.members, source.member_size, source.read, flavour_sets(readable)
-    )
-    platforms = {t.platform for t in (contents.filename_tags or contents.wheel_tags)}
-    promises = (
-        [e for e in map(expected, sorted(platforms)) if e is not None] if "any" not in platforms else []
-    )
-    device = device_code.device_side(readable, promises, contents.members, source.member_size, source.read)
-    reaching = reach_of(contents, readable, source.member_size, source.read)
+    code = package_code(contents, readable, source.member_size, source.read)
     record = verify_record(
         contents.record,
         contents.dist_info,
@@ -163,25 +153,44 @@ def collect(
         hashes_verified=verify_hashes,
         kind="wheel" if source.is_wheel_file else "directory",
         py_imports=py_imports,
-        loader_prefers=loader_prefers,
-        loader_fallbacks=fallbacks,
-        device_code=device,
-        reach=reaching,
+        loader_prefers=code.loader_prefers,
+        loader_fallbacks=code.loader_fallbacks,
+        device_code=code.device_code,
+        reach=code.reach,
     )
 
 
-def reach_of(
+@frozen
+class PackageCode:
+    """What the package's own code and files say of its compiled members, read without
+    running anything: which build its loader prefers, which sets it goes on without, which
+    files are code for an accelerator's own cores, how its Python reaches each file. One
+    reading for ``collect`` and for a partial read (``scan --partial``), so both judge alike."""
+
+    loader_prefers: Mapping[str, str]
+    loader_fallbacks: frozenset[str]
+    device_code: Mapping[str, str]
+    reach: reach.Reaching
+
+
+def package_code(
     contents: WheelContents,
     binaries: Sequence[MemberBinary],
     size: Callable[[str], int],
     read: Callable[[str], bytes],
-) -> reach.Reaching:
-    """How the package's own Python reaches each compiled member (torch itself: not read,
-    its libraries are all required): one place for the whole read and ``scan --partial``,
-    whose needs must agree."""
-    if is_torch_itself(contents):
-        return reach.Reaching()
-    return reach.read_reach(contents.members, size, read, reach_inputs(binaries))
+) -> PackageCode:
+    platforms = {t.platform for t in (contents.filename_tags or contents.wheel_tags)}
+    promises = (
+        [e for e in map(expected, sorted(platforms)) if e is not None] if "any" not in platforms else []
+    )
+    return PackageCode(
+        loaders.preferred_flavours(contents.members, size, read, flavour_pair_dirs(binaries)),
+        loaders.fallback_units(contents.members, size, read, flavour_sets(binaries)),
+        device_code.device_side(binaries, promises, contents.members, size, read),
+        reach.Reaching()
+        if is_torch_itself(contents)
+        else reach.read_reach(contents.members, size, read, reach_inputs(binaries)),
+    )
 
 
 def reach_inputs(binaries: Iterable[MemberBinary]) -> list[reach.Compiled]:

@@ -33,7 +33,7 @@ from torchwheel.tables.symtable import BASELINE
 from torchwheel.torchabi import accelerators, cuda_archs
 from torchwheel.torchabi.accelerators import AcceleratorNeeds
 from torchwheel.torchabi.backend import BuildSet
-from torchwheel.torchabi.cxxnames import is_unstable
+from torchwheel.torchabi.cxxnames import is_unstable, names_text
 from torchwheel.torchabi.need import (
     Kind,
     OptionalPart,
@@ -402,11 +402,9 @@ class Dated:
         if self.uncovered:
             said += f"; not covered for this build: {self.uncovered}"
         if self.unresolved:
-            said += f"; exported by none of them: {', '.join(self.unresolved[:3])}"
+            said += f"; exported by none of them: {names_text(self.unresolved)}"
         if self.newer and self.tables is not None:
-            said += (
-                f"; newer than the tables (up to {show_release(self.tables)}): {', '.join(self.newer[:3])}"
-            )
+            said += f"; newer than the tables (up to {show_release(self.tables)}): {names_text(self.newer)}"
         return said
 
     def to_json(self) -> dict[str, object]:

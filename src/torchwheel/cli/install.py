@@ -19,6 +19,7 @@ from torchwheel.cli.options import (
     index_options,
     network_options,
     no_config_option,
+    quiet_option,
     require_sources,
     symbols_option,
 )
@@ -74,6 +75,7 @@ def _pre_option(func: F) -> F:
 
 
 @click.command(short_help="Choose the wheel that loads on the target's torch, and say why.")
+@quiet_option("one line per project, its choice (no target line, no reasons for the others)")
 @_sources
 @_pre_option
 @click.option("--torch", "torch_version", metavar="X.Y", help="Plan: choose for this torch.")
@@ -108,6 +110,7 @@ def select(
     symbols_file: Path | None,
     no_config: bool,
     pre: bool,
+    quiet: bool,
 ) -> Exit:
     """Choose, among candidate wheels, the one that loads on the target's torch; explain
     every other. Exit 0 chosen, 1 nothing fits, 2 unreadable input (per project: the worst)."""
@@ -141,7 +144,7 @@ def select(
         click.echo(  # candidate names come from the input: escaped like every text report
             select_json(target, gathered, found)
             if fmt == "json"
-            else safe_lines(select_text(target, gathered, found).splitlines())
+            else safe_lines(select_text(target, gathered, found, quiet).splitlines())
         )
         code = outcome.exit_code(found, gathered)
         if code == Exit.INPUT:  # the report above lists every reason; stderr gets the one line of an exit 2
@@ -155,6 +158,9 @@ def select(
 
 
 @click.command(short_help="Select the wheel that loads on the target, then install it.")
+@quiet_option(
+    "nothing on success (no choice report, no line per wheel installed); warnings and refusals stay"
+)
 @_sources
 @_pre_option
 @click.option("--force", is_flag=True, help="Install even when the torch checks refuse (loudly).")
@@ -182,6 +188,7 @@ def install(
     symbols_file: Path | None,
     no_config: bool,
     pre: bool,
+    quiet: bool,
 ) -> Exit:
     """Select, then install the chosen wheel of each project into the target interpreter's
     environment with `installer`. Sources that hold several projects need --name for each to
@@ -226,8 +233,8 @@ def install(
             _say_refused(found, gathered)
             return code
         chosen = [o.choice.chosen for o in found if o.choice.chosen is not None]
-        _say_driver(chosen, target)
-        if _install_all(chosen, target, text, upgrade) != Exit.OK:
+        _say_driver(chosen, target)  # a warning: said under -q too
+        if _install_all(chosen, target, text, upgrade, quiet) != Exit.OK:
             return Exit.NO
         _warn_forced(found)
     return Exit.OK
@@ -305,7 +312,9 @@ def _say_repaired(lines: list[str]) -> None:
         click.echo(f"torchwheel: repaired {safe(line)}", err=True)
 
 
-def _install_all(chosen: list[Candidate], target: TorchTarget, text: str, upgrade: bool) -> Exit:
+def _install_all(
+    chosen: list[Candidate], target: TorchTarget, text: str, upgrade: bool, quiet: bool = False
+) -> Exit:
     """Install each choice (each all or nothing); then name the requirements the target lacks.
     ``Exit.NO`` when the environment refuses one (the ones before it stay installed)."""
     from torchwheel.install import dependencies
@@ -338,9 +347,10 @@ def _install_all(chosen: list[Candidate], target: TorchTarget, text: str, upgrad
         click.echo(text, err=True)
         click.echo(f"torchwheel: install refused: {safe(str(exc))}", err=True)
         return Exit.NO
-    click.echo(text, err=True)
-    for line in done:
-        click.echo(safe(line))
+    if not quiet:
+        click.echo(text, err=True)
+        for line in done:
+            click.echo(safe(line))
     have = dependencies.installed(target)
     for c in chosen:
         missing = dependencies.unmet(dependencies.requirements(c.path), have, target.markers)

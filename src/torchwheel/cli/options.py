@@ -96,6 +96,13 @@ def wheel_dir_option(help_text: str, required: bool = False) -> Callable[[F], F]
     )
 
 
+def quiet_option(dropped: str) -> Callable[[F], F]:
+    """``-q/--quiet`` on every command that prints more than its answer (``check`` counts it:
+    ``-qq``). What it drops is said per command; errors and refusals are always said (stderr,
+    and the findings a refusal rests on), and the exit code never changes."""
+    return click.option("-q", "--quiet", is_flag=True, help=f"Quiet: {dropped}; errors are still said.")
+
+
 inputs_argument = click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
 env_option = click.option(
     "--env", "env", multiple=True, metavar="DIST", help="Also read an installed distribution by name."

@@ -19,6 +19,7 @@ from torchwheel.cli.options import (
     index_options,
     network_options,
     no_config_option,
+    quiet_option,
     require_sources,
     symbols_option,
     wheel_dir_option,
@@ -76,6 +77,16 @@ def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
 )
 @_TORCH
 @_NAME
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Also each sub-index written, and each wheel a note is about (default: one line, notes counted).",
+)
+@quiet_option(
+    "no line saying what was written, no notes but those on what is published otherwise than it may "
+    "seem (wheels `check` calls broken, variant wheels left out)"
+)
 @symbols_option
 @no_config_option
 @network_options
@@ -86,6 +97,8 @@ def index_command(
     base_url: str | None,
     torches: tuple[str, ...],
     names: tuple[str, ...],
+    verbose: bool,
+    quiet: bool,
     symbols_file: Path | None,
     no_config: bool,
 ) -> Exit:
@@ -97,10 +110,15 @@ def index_command(
     gets the right build, and OUT/torch-X.Y/constraints.txt keeps pip and uv to it beside
     another index; OUT/torch-X.Y-BUILD/ (cpu, cu130, ...) the same for one torch build.
     OUT/index.html is the page for people: per project, the matrix of what loads where, each
-    cell linking its wheel and the pip and uv lines that install it. Metadata only (WHEEL
-    Torch-ABI); untagged wheels are read once. Exit 0 written, 1 a project has nothing for a
-    --torch asked for, 2 unreadable input (nothing written).
+    cell linking its wheel and the pip and uv lines that install it, and what `check` finds in
+    each wheel (one it calls broken is marked there, with no install line). Torch needs from
+    WHEEL Torch-ABI (untagged wheels: from their binaries); every wheel is read once, for its
+    hashes and for check's rules ([tool.torchwheel] applies). Prints one line (-v: each
+    sub-index, and each wheel a note is about; -q: nothing but the warnings). Exit 0 written,
+    1 a project has nothing for a --torch asked for, 2 unreadable input (nothing written).
     """
+    from torchwheel import rules
+    from torchwheel.cli.config import load_policy
     from torchwheel.publish.simple_index import write_indexes
     from torchwheel.selection.outcome import grid_exit_code
 
@@ -108,10 +126,29 @@ def index_command(
     _public_base_url(base_url)
     asked = _minors(torches)
     table = chosen_table(symbols_file, no_config).table
-    result = write_indexes(sources, output, asked, names, table, base_url, indexes=index_urls)
-    for note in result.notes:
-        click.echo(f"note: {safe(note)}", err=True)
-    click.echo(safe_lines(_index_lines(output, result)))  # paths from the command line, names from the input
+    policy = load_policy(Path.cwd(), use_config=not no_config)  # where the table's configuration is read
+    result = write_indexes(
+        sources,
+        output,
+        asked,
+        names,
+        table,
+        base_url,
+        indexes=index_urls,
+        judge=lambda w: rules.run_all(w, policy),
+    )
+    for note in (n for n in result.notes if n.warning or not quiet):
+        if verbose:
+            for item, what in note.items:
+                click.echo(f"note: {safe(item)}: {safe(what)}", err=True)
+        else:
+            more = f" ({note.items[0][0]} ...; -v names each)" if len(note.items) > 1 else ""
+            click.echo(f"note: {safe(note.summary)}{safe(more)}", err=True)
+    lines = _index_lines(output, result)
+    if not quiet:
+        click.echo(
+            safe_lines(lines if verbose else lines[:1])
+        )  # paths from the command line, names from the input
     code, missing = grid_exit_code([e.cand for e in result.entries], asked)
     for line in missing:
         click.echo(f"torchwheel: {safe(line)}", err=True)
@@ -136,15 +173,20 @@ def _index_lines(output: Path, result: IndexResult) -> list[str]:
     (``torch-X.Y-cpu/``, ``torch-X.Y-cu130/``: ``simple_index.write_indexes``)."""
     from torchwheel.torchabi.torch_releases import show_minor
 
-    head = f"wrote {output}: {_plural(len(result.entries), 'wheel', 'wheels')}, simple/"
+    head = f"wrote {output}: {_plural(len(result.entries), 'wheel', 'wheels')}"
+    if result.broken:
+        head += f" ({len(result.broken)} `check` calls broken)"
+    head += ", simple/"
     per_torch = _plural(len(result.targets), "per-torch index", "per-torch indexes")
     if result.backend_targets:
         builds = ", ".join(dict.fromkeys(name for _, name in result.backend_targets))
         per_build = _plural(len(result.backend_targets), "per-torch-build index", "per-torch-build indexes")
-        head += f", {per_torch} and {per_build} ({builds})"
+        head += f", {per_torch}, {per_build} ({builds})"
     else:
-        head += f" and {per_torch}"
-    lines = [head]
+        head += f", {per_torch}"
+    if result.variants_files:
+        head += f", {_plural(len(result.variants_files), 'variants.json', 'variants.json files')}"
+    lines = [head + " and index.html"]
     for torch, entries in result.targets.items():
         lines.append(f"  torch-{show_minor(torch)}/simple: {_plural(len(entries), 'wheel', 'wheels')}")
     for (torch, name), entries in result.backend_targets.items():
@@ -164,6 +206,7 @@ def _index_lines(output: Path, result: IndexResult) -> list[str]:
 @symbols_option
 @no_config_option
 @network_options
+@quiet_option("the grids alone, no legend")
 def matrix_command(
     sources: tuple[str, ...],
     index_urls: tuple[str, ...],
@@ -173,6 +216,7 @@ def matrix_command(
     names: tuple[str, ...],
     symbols_file: Path | None,
     no_config: bool,
+    quiet: bool,
 ) -> Exit:
     """Which of these wheels (files, folders or a hosted index; or -i INDEX) loads on which
     torch release: a grid.
@@ -186,7 +230,7 @@ def matrix_command(
     asked = _minors(torches)
     table = chosen_table(symbols_file, no_config).table
     with gathering(sources, names, indexes=index_urls, table=table) as got:
-        return _matrix(got, fmt, why, asked)
+        return _matrix(got, fmt, why, asked, quiet)
 
 
 def _first_skipped(got: Gathered) -> str:
@@ -195,7 +239,7 @@ def _first_skipped(got: Gathered) -> str:
     return f"{first.location}: {first.reason}{more}"
 
 
-def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) -> Exit:
+def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], quiet: bool = False) -> Exit:
     from torchwheel.publish import matrix
     from torchwheel.selection.outcome import grid_exit_code
     from torchwheel.selection.target import installed_torch, probe_here
@@ -236,7 +280,7 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) ->
             doc["error"] = error_object(failure)
         print_document(doc)
     else:
-        out = matrix.render(grids, fmt == "markdown", why, installed, here)
+        out = matrix.render(grids, fmt == "markdown", why, installed, here, with_legend=not quiet)
         click.echo(safe_lines(out.splitlines()))  # wheel names come from the input
     if failure is not None:  # listed in the report (below the grid); stderr: the one line of an exit 2
         if fmt != "json":
@@ -266,8 +310,14 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]]) ->
     help="Replace an output wheel of the same name (never a file that is no wheel).",
 )
 @click.option("--dry-run", is_flag=True, help="Say what would be written; write nothing.")
+@quiet_option("no line per wheel written, no notes but the one that PyPI still refuses a copy")
 def unlabel_command(
-    wheels: tuple[Path, ...], wheel_dir: Path, build_tag: str | None, overwrite: bool, dry_run: bool
+    wheels: tuple[Path, ...],
+    wheel_dir: Path,
+    build_tag: str | None,
+    overwrite: bool,
+    dry_run: bool,
+    quiet: bool,
 ) -> Exit:
     """Copy local-label wheels (1.0+cu129) as their public version (1.0), for PyPI.
 
@@ -285,7 +335,7 @@ def unlabel_command(
     # the shim table: TORCHWHEEL_SYMBOLS, else the shipped one (it only decides whether a
     # build is unstable, for the label-only-pin refusal)
     with opened(wheels, choose_table(None, None).table) as loaded:  # written from these descriptors
-        return _unlabel(loaded, wheel_dir, build_tag, overwrite, dry_run)
+        return _unlabel(loaded, wheel_dir, build_tag, overwrite, dry_run, quiet and not dry_run)
 
 
 def _unlabel(
@@ -294,6 +344,7 @@ def _unlabel(
     build_tag: str | None,
     overwrite: bool,
     dry_run: bool,
+    quiet: bool = False,
 ) -> Exit:
     from torchwheel import rules
     from torchwheel.cli import colour
@@ -323,9 +374,13 @@ def _unlabel(
             assert archive is not None  # a wheel file: public_plan refuses anything else
             target = write_public(w, archive, p, wheel_dir, overwrite)
         status = "would write" if dry_run else "wrote"
-        click.echo(safe_lines([f"{status} {target}", *(f"  - {change}" for change in p.changes)]))
+        if not quiet:
+            click.echo(safe_lines([f"{status} {target}", *(f"  - {change}" for change in p.changes)]))
         refused = upload.get(w.contents.path)
-        notes = [*p.notes, *([f"{p.filename}: PyPI still refuses it: {refused}"] if refused else [])]
+        notes = [
+            *([] if quiet else p.notes),
+            *([f"{p.filename}: PyPI still refuses it: {refused}"] if refused else []),
+        ]
         for note in notes:
             click.echo(f"torchwheel: note: {safe(note)}", err=True)
     return Exit.OK

@@ -19,6 +19,7 @@ from torchwheel.cli.options import (
     inputs_argument,
     load_inputs,
     no_config_option,
+    quiet_option,
     require_inputs,
     select_option,
     symbols_option,
@@ -37,7 +38,10 @@ if TYPE_CHECKING:
 @json_failures("inspect")
 @symbols_option
 @no_config_option
-def inspect(files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_config: bool) -> Exit:
+@quiet_option("no line naming the symbol table used")
+def inspect(
+    files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_config: bool, quiet: bool
+) -> Exit:
     """Show the torch and CPython facts of single compiled files (.so, .dylib, .pyd, .dll)."""
     from torchwheel.analysis.member import analyze_binary
     from torchwheel.binary import BinaryError
@@ -55,7 +59,7 @@ def inspect(files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_con
         print_document(inspect_json(results, chosen.to_json()))
     else:
         click.echo("\n\n".join(binary_text(r) for r in results))
-        if chosen.origin != "shipped":
+        if chosen.origin != "shipped" and not quiet:
             click.echo(f"\nsymbol table: {safe(chosen.label)}")
     return Exit.OK
 
@@ -67,12 +71,16 @@ def inspect(files: tuple[Path, ...], fmt: str, symbols_file: Path | None, no_con
 @json_failures("show")
 @symbols_option
 @no_config_option
+@quiet_option(
+    "each wheel's summary lines alone (no table of compiled files, no symbols, no symbol-table line)"
+)
 def show(
     inputs: tuple[Path, ...],
     env: tuple[str, ...],
     fmt: str,
     symbols_file: Path | None,
     no_config: bool,
+    quiet: bool,
 ) -> Exit:
     """Show the torch and CPython facts of wheels and every compiled file in them."""
     with _early(inputs, verify_hashes=True) as early:
@@ -88,11 +96,12 @@ def show(
         doc = facts.to_json()
         print_document(doc | ({"error": error_object(str(failure))} if failure else {}))
     else:
-        parts = [wheel_text(w) for w in facts.facts]
+        parts = [wheel_text(w, quiet) for w in facts.facts]
         if facts.unreadable:
             parts.append(safe_lines(_unreadable_lines(facts.unreadable)))
-        click.echo("\n\n".join(parts))
-        click.echo(f"\nsymbol table: {safe(chosen.label)}")
+        click.echo(("\n" if quiet else "\n\n").join(parts))
+        if not quiet:
+            click.echo(f"\nsymbol table: {safe(chosen.label)}")
     if failure is not None:
         raise failure
     return Exit.OK
@@ -144,6 +153,12 @@ def _unreadable_failure(unreadable: tuple[Unreadable, ...]) -> InputError | None
     help="-q: the findings only, no summary line; -qq: nothing on stdout (the exit code says it).",
 )
 @click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Every finding on a line of its own, with the whole lists a message cuts to a few names.",
+)
+@click.option(
     "--exit-zero",
     is_flag=True,
     help="Exit 0 even when errors are found (2 still means an input could not be read).",
@@ -163,6 +178,7 @@ def check(
     symbols_file: Path | None,
     skip_hashes: bool,
     quiet: int,
+    verbose: bool,
     exit_zero: bool,
     statistics: bool,
 ) -> Exit:
@@ -186,7 +202,7 @@ def check(
             early=early,
         )
     failure = _unreadable_failure(result.unreadable)
-    _show_check(result, fmt, quiet, statistics, failure)
+    _show_check(result, fmt, quiet, statistics, failure, verbose)
     if failure is not None:  # every readable input judged and shown; still exit 2 (--exit-zero too)
         raise failure
     return Exit.OK if exit_zero else result.exit_code
@@ -209,13 +225,19 @@ def _early(inputs: tuple[Path, ...], verify_hashes: bool) -> Iterator[EarlyRead 
 
 
 def _show_check(
-    result: CheckResult, fmt: str, quiet: int, statistics: bool, failure: InputError | None
+    result: CheckResult,
+    fmt: str,
+    quiet: int,
+    statistics: bool,
+    failure: InputError | None,
+    verbose: bool = False,
 ) -> None:
     """``check``'s report: a document for tools (``--quiet`` does not thin it), annotations
     with a summary for the log, or text: the findings (or ``--statistics``), a line for each
     input that could not be read, and the summary, the summary dropped by ``-q`` and
-    everything by ``-qq``. With ``failure`` (an input could not be read) the document carries
-    its ``error`` and the annotations one ``input error`` for each such input."""
+    everything by ``-qq``; ``verbose`` (``-v``): every finding on its own line, its whole
+    lists under it. With ``failure`` (an input could not be read) the document carries its
+    ``error`` and the annotations one ``input error`` for each such input."""
     from torchwheel.cli import colour
     from torchwheel.report.findings import check_text, statistics_json, statistics_text, summary_line
     from torchwheel.report.github import check_github
@@ -238,7 +260,11 @@ def _show_check(
             click.echo(summary_line(wheels, findings, len(unreadable)))  # for the log
     elif quiet < 2:
         lines = _unreadable_lines(unreadable)
-        text = statistics_text(wheels, findings, lines) if statistics else check_text(wheels, findings, lines)
+        text = (
+            statistics_text(wheels, findings, lines)
+            if statistics
+            else check_text(wheels, findings, lines, verbose)
+        )
         if quiet:  # the findings alone: drop the summary, the last line
             text = text.rpartition("\n")[0]
         if text:
@@ -258,12 +284,14 @@ def _show_check(
 @json_failures("compat")
 @symbols_option
 @no_config_option
+@quiet_option("one line per input, its verdict (no torch line, no per-library lines, no summary)")
 def compat(
     inputs: tuple[Path, ...],
     against: str,
     fmt: str,
     symbols_file: Path | None,
     no_config: bool,
+    quiet: bool,
 ) -> Exit:
     """Would these wheels load on TORCH? Exit 1 when a torch symbol they import is missing.
 
@@ -282,5 +310,5 @@ def compat(
     if fmt == "json":
         print_document(compat_json(torch, results))
     else:
-        click.echo(compat_text(torch, results))
+        click.echo(compat_text(torch, results, brief=quiet))
     return Exit.OK if all(r.loads for r in results) else Exit.NO

@@ -3,6 +3,8 @@ file (``docs/scan.md``). The work is ``torchwheel.scan``; this is its command li
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from torchwheel.cli.options import (
     index_options,
     network_options,
     no_config_option,
+    quiet_option,
     symbols_option,
 )
 from torchwheel.errors import Exit
@@ -89,6 +92,7 @@ def _report(report_file: Path, fmt: str) -> Exit:
 @symbols_option
 @no_config_option
 @network_options
+@quiet_option("no progress on stderr (the file holds every line)")
 def scan_command(
     sources: tuple[str, ...],
     index_urls: tuple[str, ...],
@@ -104,6 +108,7 @@ def scan_command(
     gpu: bool,
     symbols_file: Path | None,
     no_config: bool,
+    quiet: bool,
 ) -> Exit:
     """Read and check every wheel of SOURCES (folders, PEP 503/691 indexes local or hosted,
     wheel files or URLs, files listing wheel URLs one a line) and of -i INDEX (with --name,
@@ -139,9 +144,22 @@ def scan_command(
     table = chosen_table(symbols_file, no_config)
     try:
         judges = Judges(api.check, api.need)
-        run_scan(
-            sources, output, jobs, table, policy, sys.stderr, tty, read, index_urls, names, judges=judges
-        )
+        with contextlib.ExitStack() as stack:
+            # -q: the progress goes nowhere (it is only ever progress: every result is in the file)
+            stream = stack.enter_context(open(os.devnull, "w")) if quiet else sys.stderr
+            run_scan(
+                sources,
+                output,
+                jobs,
+                table,
+                policy,
+                stream,
+                tty and not quiet,
+                read,
+                index_urls,
+                names,
+                judges=judges,
+            )
     finally:
         carry_credentials({})  # the index URLs' credentials end with the command
     return Exit.OK

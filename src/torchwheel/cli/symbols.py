@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from torchwheel.cli.options import chosen_table, no_config_option, symbols_option
+from torchwheel.cli.options import chosen_table, no_config_option, quiet_option, symbols_option
 from torchwheel.errors import Exit
 
 
@@ -40,8 +40,14 @@ def symbols() -> None:
 @click.option("--replace", is_flag=True, help="Build from SOURCES only, not on top of the current tables.")
 @symbols_option
 @no_config_option
+@quiet_option("no notes and no line saying what was written")
 def symbols_update(
-    sources: tuple[Path, ...], output: Path | None, replace: bool, symbols_file: Path | None, no_config: bool
+    sources: tuple[Path, ...],
+    output: Path | None,
+    replace: bool,
+    symbols_file: Path | None,
+    no_config: bool,
+    quiet: bool,
 ) -> Exit:
     """Refresh every table (shims, exports, releases) from torch wheels or installations.
 
@@ -70,10 +76,10 @@ def symbols_update(
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             write_tables(target, tables)
-    for note in tables.notes:
+    for note in () if quiet else tables.notes:
         click.echo(note, err=True)
     newest = tables.releases[-1] if tables.releases else "none"
-    if not printing:
+    if not printing and not quiet:
         click.echo(
             f"wrote {target}: {len(tables.table.symbols)} symbols (torch {', '.join(tables.table.sources[-1:])}), "
             f"releases to {newest}, exports for {', '.join(sorted(tables.indexes)) or 'no platform'}, "

@@ -14,6 +14,7 @@ from torchwheel.cli.options import (
     config_folder,
     ignore_option,
     no_config_option,
+    quiet_option,
     select_option,
     symbols_option,
     wheel_dir_option,
@@ -42,21 +43,10 @@ def _tag_options(
     start: Path | None = None,
 ) -> TagOptions:
     from torchwheel.cli.config import configured_relax_pin
-    from torchwheel.tagging.tag_options import TagOptions
-    from torchwheel.version import FeatureVersion
+    from torchwheel.tagging.tag_options import TagOptions, build_torch_of
 
-    if build_torch == "installed":  # right after a build: the torch it compiled against
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            build_torch = version("torch").split("+", 1)[0]
-        except PackageNotFoundError as exc:
-            raise InputError("--build-torch installed: no torch is installed in this environment") from exc
     if build_torch is not None:
-        try:
-            FeatureVersion.parse(build_torch)
-        except ValueError as exc:
-            raise InputError(f"--build-torch {build_torch!r}: expected X.Y (or 'installed')") from exc
+        build_torch = build_torch_of(build_torch, "--build-torch")
     if relax_pin is None:  # the command line wins over [tool.torchwheel] relax-pin
         relax_pin = configured_relax_pin(start or Path.cwd(), use_config)
     return TagOptions(
@@ -138,6 +128,7 @@ def _report_tag(result: TagResult) -> None:
 )
 @symbols_option
 @no_config_option
+@quiet_option("nothing on success (no line per wheel written, no notes); a refusal still names its reasons")
 @_with_tag_options
 def tag(
     wheels: tuple[Path, ...],
@@ -152,6 +143,7 @@ def tag(
     local_label: str | None,
     symbols_file: Path | None,
     no_config: bool,
+    quiet: bool,
     upper_bound: str | None,
     keep_correct: bool,
     build_torch: str | None,
@@ -180,14 +172,14 @@ def tag(
             variant=variant,
             release=release,
             symbols=chosen_table(symbols_file, no_config, start),
-            each=_report_tag,
+            each=None if quiet and not dry_run else _report_tag,
             overwrite=overwrite,
         )
     except api.RewriteRefused as refused:
         colour.echo(check_text(refused.wheels, refused.findings))
         click.echo(f"torchwheel: {refused}", err=True)
         return Exit.NO
-    if local_label is not None:
+    if local_label is not None and not quiet:
         click.echo(
             f"torchwheel: note: a local version label (+{safe(local_label)}) is for your own index: PyPI refuses "
             "local versions at upload (`torchwheel check` says TW413); docs/authors.md",
@@ -209,6 +201,7 @@ def tag(
     metavar="COMMAND",
     help="Run this repair tool first, writing to {repair_dir} (a fresh temp dir), then check and tag its wheel.",
 )
+@quiet_option("nothing on success (no fixed findings, no line for the wheel written, no notes)")
 @_with_tag_options
 def repair(
     wheel: Path,
@@ -219,6 +212,7 @@ def repair(
     ignore: tuple[str, ...],
     symbols_file: Path | None,
     repair_with: str | None,
+    quiet: bool,
     upper_bound: str | None,
     keep_correct: bool,
     build_torch: str | None,
@@ -234,10 +228,10 @@ def repair(
     policy = load_policy(start, select, ignore, use_config=not no_config)
     chosen = chosen_table(symbols_file, no_config, start)
     opts = _tag_options(upper_bound, keep_correct, build_torch, relax_pin, not no_config, start)
-    out = _Output(wheel_dir, overwrite, str(wheel))
+    out = _Output(wheel_dir, overwrite, str(wheel), quiet)
     if repair_with is None:
         return _repair(wheel, out, policy, chosen, opts)
-    with first_stage(repair_with, wheel) as repaired:
+    with first_stage(repair_with, wheel, quiet) as repaired:
         return _repair(repaired, out, policy, chosen, opts)
 
 
@@ -249,6 +243,7 @@ class _Output:
     wheel_dir: Path
     overwrite: bool
     shown: str
+    quiet: bool = False  # ``-q``: a success says nothing
 
 
 def _repair(wheel: Path, out: _Output, policy: Policy, chosen: ChosenTable, opts: TagOptions) -> Exit:
@@ -272,21 +267,26 @@ def _repair_loaded(
     blocking = rules.run_all(facts, rules.rewrite_blockers()).relabelled(path, out.shown)
     blockers = sorted({f.code for f in blocking if f.severity == "error"})
     try:
-        planned, refusal = plan(facts[0], opts), ""
+        planned, unplanned = plan(facts[0], opts), None
     except InputError as exc:  # no honest rewrite exists (an unknown build torch, a pin conflict)
-        planned, refusal = None, str(exc)
+        planned, unplanned = None, exc
     after = Findings() if planned is None else rules.run(planned_facts(facts[0], planned), policy)
     after = after.relabelled(path, out.shown)
-    fixed = {f.code for f in findings} - {f.code for f in after} if planned is not None else set()
-    remaining = sorted({f.code for f in after if f.severity == "error"})
-    if blockers:  # as tag: facts that make any rewrite dishonest, whatever it would fix
-        refusal = f"{', '.join(blockers)} make the new metadata untrustworthy"
-        findings = findings or blocking
-    elif remaining and not refusal:
-        refusal = f"the rewrite cannot fix {', '.join(remaining)}; fix them in the build"
+    # what the rewrite fixes: nothing while a blocker stops it, or without a plan
+    fixed = (
+        {f.code for f in findings} - {f.code for f in after}
+        if planned is not None and not blockers
+        else set()
+    )
+    refusal = _refusal(findings, after if planned is not None else None, blockers, unplanned)
+    if refusal and planned is not None:  # an output in the way is one more reason, said with the others
+        try:
+            apply.refuse_existing(apply.output_path(facts[0], opts, out.wheel_dir, False), out.overwrite)
+        except InputError as exc:
+            refusal.append(str(exc))
     if refusal:
-        _report_refused(facts, findings, fixed)
-        click.echo(f"torchwheel: repair refused: {safe(refusal)}", err=True)
+        _report_refused(facts, findings or blocking, fixed)
+        click.echo(f"torchwheel: repair refused: {safe('; and '.join(refusal))}", err=True)
         return Exit.NO
     assert planned is not None
     before = _present_dir(out.wheel_dir)
@@ -298,10 +298,35 @@ def _repair_loaded(
         if any(f.code not in fixed for f in findings):
             _report_refused(facts, findings, fixed)
         raise
-    _report_repair(facts, [f for f in findings if f.code in fixed], after)
-    _report_tag(result)
-    _note_others(out.wheel_dir, before, result.target)
+    if not out.quiet:
+        _report_repair(facts, [f for f in findings if f.code in fixed], after)
+        _report_tag(result)
+        _note_others(out.wheel_dir, before, result.target)
     return Exit.OK
+
+
+def _refusal(
+    findings: Findings, after: Findings | None, blockers: list[str], unplanned: InputError | None
+) -> list[str]:
+    """Every reason ``repair`` refuses, said at once, each with the fix that works: the
+    facts that make any rewrite dishonest, the errors no rewrite fixes (``after``: the wheel
+    as the rewrite leaves it; None without a plan: the errors no rewrite fixes whatever the
+    options), and the plan's own refusal (an option that contradicts the wheel). A request
+    for a build torch is left out beside faults to fix in the build: the rebuild decides
+    whether it still holds."""
+    from torchwheel.rules.codes import BY_CODE
+    from torchwheel.tagging.requirement import BuildTorchNeeded
+
+    reasons: list[str] = []
+    if blockers:
+        reasons.append(f"{', '.join(blockers)} make the new metadata untrustworthy")
+    remaining = after if after is not None else [f for f in findings if BY_CODE[f.code].fixed_by is None]
+    unfixable = sorted({f.code for f in remaining if f.severity == "error"} - set(blockers))
+    if unfixable:
+        reasons.append(f"the rewrite cannot fix {', '.join(unfixable)}; fix them in the build")
+    if unplanned is not None and not (isinstance(unplanned, BuildTorchNeeded) and reasons):
+        reasons.append(str(unplanned))
+    return reasons
 
 
 def _report_refused(facts: list[WheelFacts], findings: Findings, fixed: set[str]) -> None:

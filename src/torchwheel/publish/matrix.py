@@ -35,8 +35,8 @@ SYMBOL = {"loads": "yes", "only": "only", "some": "some", "partly": "part", "no"
 MARK = {"loads": "✅", "only": "✅ only", "some": "⚠️ some", "partly": "⚠️ partly", "no": "❌", "unknown": "❓"}
 MEANING = {
     "loads": "loads (stable ABI target <= this torch, or no torch symbols)",
-    "only": "loads on this minor only (unstable build)",
-    "some": "on some patch releases of it",
+    "only": "loads on the torch minors it names and no other (a version-locked build: unstable ABI)",
+    "some": "loads on some patch releases of the minor, not all (the reason names them)",
     "partly": "imports, but optional parts of it do not load (the reason names them)",
     "no": "does not load",
     "unknown": "unknown: an axis of the wheel could not be read, or the torch is newer than the tables "
@@ -58,6 +58,13 @@ def mark(cell: str, markdown: bool) -> str:
 class Row:
     cand: Candidate
     cells: list[Verdict]
+
+
+def only_minors(m: Matrix, r: Row) -> str:
+    """``2.4-2.15``: every minor a version-locked wheel loads on (its ``only`` cells). Said in
+    each such cell, because "only" under a column of twelve minors, or under two columns,
+    would not say which: a build per minor (``_C_torch24.so`` ...) loads on all of them."""
+    return minors_text([t for t, v in zip(m.torches, r.cells, strict=True) if v.cell == "only"])
 
 
 @frozen
@@ -212,12 +219,18 @@ def newer_columns(m: Matrix) -> list[Minor]:
 
 
 def render(
-    grids: list[Matrix], markdown: bool, why: bool, installed: Minor | None, build: TorchBuild | None
+    grids: list[Matrix],
+    markdown: bool,
+    why: bool,
+    installed: Minor | None,
+    build: TorchBuild | None,
+    with_legend: bool = True,
 ) -> str:
-    """Every grid of a run with the same columns, then one legend for all; ``--why`` per grid."""
+    """Every grid of a run with the same columns, then one legend for all (none for
+    ``matrix -q``); ``--why`` per grid."""
     merged = groups(grids)
     tables = [(_markdown if markdown else _text)(g, merged, why) for g in grids]
-    return "\n\n".join([*tables, legend(grids, markdown, installed, build)])
+    return "\n\n".join([*tables, *([legend(grids, markdown, installed, build)] if with_legend else [])])
 
 
 def _text(m: Matrix, groups: list[list[int]], why: bool) -> str:
@@ -245,7 +258,12 @@ def _markdown(m: Matrix, groups: list[list[int]], why: bool) -> str:
         "|---|" + "|".join(":-:" for _ in head) + "|",
     ]
     for r in m.rows:
-        cells = [mark(state(r.cells[g[0]]), True) for g in groups]
+        cells = [
+            f"{MARK['only']} {only_minors(m, r)}"
+            if state(r.cells[g[0]]) == "only"
+            else mark(state(r.cells[g[0]]), True)
+            for g in groups
+        ]
         lines.append(f"| `{markdown_cell(r.cand.filename)}` | " + " | ".join(cells) + " |")
     if why:
         lines += ["", "```", *map(markdown_code, _why(m)), "```"]

@@ -22,10 +22,10 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from packaging.version import Version
@@ -46,6 +46,12 @@ from torchwheel.torchabi.torch_releases import Minor, known_minors, show_minor
 from torchwheel.wheel import variant_json
 from torchwheel.wheel.archive import WheelArchive
 
+if TYPE_CHECKING:
+    from torchwheel.analysis.wheelfacts import WheelFacts
+
+# ``check``'s rules over the wheels, handed down by the command line (publish does not import them)
+Judge = Callable[[list["WheelFacts"]], Iterable[front_page.Finding]]
+
 MARKER = ".torchwheel-index"  # identifies a directory this command wrote (and may replace)
 FILES = "files"
 CONSTRAINTS = "constraints.txt"  # beside each torch-X.Y[-backend]/simple/
@@ -58,14 +64,41 @@ class Entry:
     variant: dict[str, object] | None  # .dist-info/variant.json of a variant wheel
 
 
+@frozen
+class Note:
+    """Something ``index`` tells beside what it wrote, about ``items`` (file, what of it): a
+    note on 3,000 untagged wheels is one line (``summary``, which counts them) unless each is
+    asked for (``index -v``). ``warning``: what is published is not what the user may think
+    (a wheel ``check`` calls broken still listed by torch, variant wheels left out): said under
+    ``index -q`` too."""
+
+    summary: str
+    items: tuple[tuple[str, str], ...]
+    warning: bool = False
+
+
+def _note(items: Sequence[tuple[str, str]], many: str, warning: bool = False) -> list[Note]:
+    """One note on ``items``, or none; ``many``: its line for several, ``{n}`` their count."""
+    if not items:
+        return []
+    return [
+        Note(
+            f"{items[0][0]}: {items[0][1]}" if len(items) == 1 else many.format(n=len(items)),
+            tuple(items),
+            warning,
+        )
+    ]
+
+
 @dataclass
 class IndexResult:
     out: Path
     entries: list[Entry]
     targets: dict[Minor, list[Entry]]
     backend_targets: dict[tuple[Minor, str], list[Entry]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
     variants_files: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)  # the wheels ``check`` calls broken
 
 
 def read_entry(c: Candidate) -> Entry:
@@ -84,7 +117,7 @@ def read_entry(c: Candidate) -> Entry:
     return Entry(c, meta, doc)
 
 
-def index_entries(got: Gathered) -> tuple[list[Entry], list[str]]:
+def index_entries(got: Gathered) -> tuple[list[Entry], list[Note]]:
     """Every wheel gathered (``discovery.gathering(..., verify_hashes=True)``); an unreadable
     or broken one stops the index (exit 2): publishing a corrupt file or silently leaving one
     out are both worse than saying so. Broken is what ``check`` calls broken in the archive:
@@ -102,20 +135,30 @@ def index_entries(got: Gathered) -> tuple[list[Entry], list[str]]:
                 "an index serves one file per name (give one a build tag or local label)"
             )
         by_name[c.filename] = c
-    notes = [
-        f"{c.filename}: untagged, its torch need ({c.torch}) was read from its binaries; "
-        "run `torchwheel tag` so installers and this index read it from WHEEL"
+    untagged = [
+        (c.filename, f"untagged, its torch need ({c.torch}) was read from its binaries; {_TAG}")
         for c in got.candidates
         if not c.torch.source.startswith("WHEEL")
     ]
-    notes += [
-        f"{c.filename}: unstable build whose torch minor is unknown: in no per-torch index "
-        "(tag it with --build-torch X.Y, or --build-torch installed where it was built)"
+    undated = [
+        (c.filename, f"unstable build whose torch minor is unknown: in no per-torch index ({_BUILD_TORCH})")
         for c in got.candidates
         if c.torch.kind == "unstable" and not c.torch.releases
     ]
-    notes += [f"{s.location}: {s.reason}: not indexed" for s in got.unopened]
+    unopened = [(s.location, f"{s.reason}: not indexed") for s in got.unopened]
+    notes = [
+        *_note(untagged, f"{{n}} untagged wheels: their torch need was read from their binaries; {_TAG}"),
+        *_note(
+            undated,
+            f"{{n}} unstable builds whose torch minor is unknown: in no per-torch index ({_BUILD_TORCH})",
+        ),
+        *_note(unopened, "{n} files not indexed (yanked, or passed over on what their index page says)"),
+    ]
     return [read_entry(c) for c in got.candidates], notes
+
+
+_TAG = "run `torchwheel tag` so installers and this index read it from WHEEL"
+_BUILD_TORCH = "tag it with --build-torch X.Y, or --build-torch installed where it was built"
 
 
 def plan_targets(
@@ -276,7 +319,7 @@ def write(
     return sorted(v for v, _ in variants_files.values())
 
 
-def variant_files(entries: list[Entry]) -> tuple[list[Entry], dict[tuple[str, str], bytes], list[str]]:
+def variant_files(entries: list[Entry]) -> tuple[list[Entry], dict[tuple[str, str], bytes], list[Note]]:
     """(the entries to publish, each variant release's ``variants.json``, notes). A release
     whose variant metadata uv 0.13.9 cannot parse (``variant_json.installer_problem``: one
     wheel's own ``variant.json``, or their union), or whose wheels contradict each other, is
@@ -288,7 +331,7 @@ def variant_files(entries: list[Entry]) -> tuple[list[Entry], dict[tuple[str, st
         if e.variant is not None:
             releases.setdefault((e.cand.name, str(e.cand.version)), []).append(e.variant)
     files: dict[tuple[str, str], bytes] = {}
-    notes: list[str] = []
+    notes: list[Note] = []
     for (name, version), docs in releases.items():
         vfile = variant_json.index_file_name(name, version)
         problem = next(filter(None, map(variant_json.installer_problem, docs)), None)
@@ -302,11 +345,12 @@ def variant_files(entries: list[Entry]) -> tuple[list[Entry], dict[tuple[str, st
         if problem is None:
             files[(name, version)] = data
         else:
-            notes.append(
-                f"{vfile}: not written and the variant wheels of {name} {version} not listed ({problem}): "
-                "uv refuses a whole install over a variants.json it cannot parse; without one, installers "
+            why = (
+                f"not written and the variant wheels of {name} {version} not listed ({problem}): uv "
+                "refuses a whole install over a variants.json it cannot parse; without one, installers "
                 "take the plain wheel"
             )
+            notes.append(Note(f"{vfile}: {why}", ((vfile, why),), warning=True))
     dropped = {key for key in releases if key not in files}
     kept = [e for e in entries if e.variant is None or (e.cand.name, str(e.cand.version)) not in dropped]
     return kept, files, notes
@@ -335,19 +379,38 @@ def write_indexes(
     table: SymbolTable | None = None,
     base_url: str | None = None,
     indexes: Iterable[str] = (),
+    judge: Judge | None = None,
 ) -> IndexResult:
     """Sources may be hosted (every wheel is downloaded, hash-checked, and republished);
     ``table``: the shim table untagged wheels are judged with (``--symbols``); ``base_url``:
     where OUT is served, for the front page's install lines; ``indexes``: index roots
-    (``-i``), read as ``discovery.gather`` reads them."""
+    (``-i``), read as ``discovery.gather`` reads them; ``judge``: ``check``'s rules, whose
+    findings the front page shows per wheel (a wheel with an error: marked broken, offered
+    for no install there)."""
     with gathering(sources, names, indexes=indexes, verify_hashes=True, table=table) as got:
         entries, notes = index_entries(got)
         if not entries:
             raise InputError("no wheels to index")
         entries, variants, dropped = variant_files(entries)
         if not entries:
-            raise InputError(f"no wheels to index: {dropped[0]}")
+            raise InputError(f"no wheels to index: {dropped[0].items[0][0]}: {dropped[0].items[0][1]}")
         notes += dropped
+        findings = _judged([e.cand for e in entries], judge)
+        bad = sorted(f for f, found in findings.items() if front_page.broken(found))
+        codes = ", ".join(
+            sorted({x.code for f in bad for x in findings[f] if x.severity == front_page.BROKEN})
+        )
+        notes += _note(
+            [
+                (
+                    f,
+                    f"`torchwheel check` calls it broken ({codes}): index.html marks it, offered for no install; {_STILL}",
+                )
+                for f in bad
+            ],
+            f"{{n}} wheels `torchwheel check` calls broken ({codes}): index.html marks them, offered for no install; {_STILL}",
+            warning=True,
+        )
         extra = set(extra)
         targets = plan_targets(entries, extra)
         per_backend: dict[tuple[Minor, str], list[Entry]] = {}
@@ -356,25 +419,43 @@ def write_indexes(
                 if chosen:
                     per_backend[(torch, b.backend)] = chosen
         notes += left_out(entries, targets, per_backend)
-        front = front_page.page([e.cand for e in entries], extra, base_url)
+        front = front_page.page([e.cand for e in entries], extra, base_url, findings)
         vfiles = write(entries, targets, out, per_backend, front, variants)
-    return IndexResult(out, entries, targets, per_backend, notes, vfiles)
+    return IndexResult(out, entries, targets, per_backend, notes, vfiles, bad)
 
 
 def left_out(
     entries: list[Entry], targets: dict[Minor, list[Entry]], per_backend: dict[tuple[Minor, str], list[Entry]]
-) -> list[str]:
-    """A note for every wheel no per-torch index lists, with why (the verdict on the newest
+) -> list[Note]:
+    """A note on every wheel no per-torch index lists, with why (the verdict on the newest
     torch the tables know): it is in the root index only, and no installer pointed at a
     per-torch index is offered it (a module imported without its hook, a build no torch of
-    the tables loads)."""
+    the tables loads). One line for several (``index -v`` names each)."""
     listed = {e.cand.filename for chosen in (*targets.values(), *per_backend.values()) for e in chosen}
     newest = max(known_minors())
-    notes = []
+    items = []
     for e in entries:
         if e.cand.filename in listed or (e.cand.torch.kind == "unstable" and not e.cand.torch.releases):
             continue  # the unknown minor has its own note
         builds = [None, *representative_backends([e.cand.torch.builds])]
         why = next((v.reason for b in builds if not (v := fit(e.cand, newest, b)).loads), "")
-        notes.append(f"{e.cand.filename}: in no per-torch index ({why or 'outranked on every torch'})")
-    return notes
+        items.append((e.cand.filename, f"in no per-torch index ({why or 'outranked on every torch'})"))
+    reasons = {what for _, what in items}
+    same = reasons.pop() if len(reasons) == 1 else "in no per-torch index, each for its own reason"
+    return _note(items, f"{{n}} wheels {same}")
+
+
+_STILL = "the per-torch indexes list by torch alone (`torchwheel check` says what to fix)"
+
+
+def _judged(cands: list[Candidate], judge: Judge | None) -> dict[str, list[front_page.Finding]]:
+    """File name -> ``check``'s findings on it, over every wheel at once (the release rules
+    judge the wheels of one release together, as ``check DIR`` does)."""
+    if judge is None:
+        return {}
+    read = [(c.facts, c.filename) for c in cands if c.facts is not None]  # all: read_candidate keeps them
+    names = {w.contents.path: filename for w, filename in read}
+    out: dict[str, list[front_page.Finding]] = {c.filename: [] for c in cands}
+    for f in judge([w for w, _ in read]):
+        out[names[f.wheel]].append(f)
+    return out

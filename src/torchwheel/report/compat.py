@@ -34,7 +34,10 @@ def _where(s: SliceCompat, multi: bool) -> str:
     return f"{s.member} [{s.arch}]" if multi else s.member
 
 
-def compat_text(torch: TorchLibraries, results: list[InputCompat]) -> str:
+def compat_text(torch: TorchLibraries, results: list[InputCompat], brief: bool = False) -> str:
+    """``brief`` (``compat -q``): one line per input, its verdict, and nothing else."""
+    if brief:
+        return safe_lines([f"{r.path}: {'loads' if r.loads else 'does NOT load'}" for r in results])
     lines = [
         f"{torch.label}{f' ({torch.build})' if torch.build else ''} from {torch.origin}: {len(torch.exports)} libraries, "
         f"{torch.exported_count} exported symbols"

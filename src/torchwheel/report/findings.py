@@ -45,6 +45,21 @@ def _collapsed_line(group: list[Finding]) -> str | None:
     )
 
 
+def _each(findings: Findings) -> list[str]:
+    """``check -v``: every finding on a line of its own, the whole lists its message cut
+    (``Finding.detail``) indented under it, and what was counted but not kept."""
+    lines: list[str] = []
+    for f in findings:
+        lines.append(f"{f.location}: {f.code} {f.severity}: {f.message}")
+        if f.detail:
+            lines.append(f"    {f.detail}")
+    lines += [
+        f"{wheel}: {code} {BY_CODE[code].severity}: {more_text(code, count)}"
+        for (wheel, code), count in findings.omitted.items()
+    ]
+    return lines
+
+
 def _collapsed(findings: Findings) -> list[str]:
     """One line per code and wheel when a code repeats across members.
 
@@ -128,12 +143,19 @@ def statistics_json(wheels: list[WheelFacts], findings: Findings) -> dict[str, A
     }
 
 
-def check_text(wheels: list[WheelFacts], findings: Findings, unreadable: list[str] | None = None) -> str:
-    """The findings, then a line for each input that could not be read (``unreadable_line``),
-    then the summary."""
+def check_text(
+    wheels: list[WheelFacts],
+    findings: Findings,
+    unreadable: list[str] | None = None,
+    verbose: bool = False,
+) -> str:
+    """One line a finding (a code repeated over members: one line for all), then a line for
+    each input that could not be read (``unreadable_line``), then the summary; ``verbose``:
+    every finding, with the whole lists (``_each``)."""
     unreadable = unreadable or []
+    body = _each(findings) if verbose else _collapsed(findings)
     return safe_lines(
-        [*_collapsed(findings), *unreadable, summary_line(wheels, findings, len(unreadable))]
+        [*body, *unreadable, summary_line(wheels, findings, len(unreadable))]
     )  # input text escaped (textsafe)
 
 
@@ -163,6 +185,7 @@ def check_json(wheels: list[WheelFacts], findings: Findings, verified_hashes: bo
                 "path": f.wheel,
                 "member": f.member or None,
                 "message": f.message,
+                "detail": f.detail or None,
             }
             for f in findings
         ],

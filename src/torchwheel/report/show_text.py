@@ -5,6 +5,8 @@ Rendering only, like facts.py, whose per-slice text it shares.
 
 from __future__ import annotations
 
+from packaging.tags import Tag
+
 from torchwheel.analysis.buildunits import build_choices, own_runtime_notes
 from torchwheel.analysis.member import BinaryAnalysis
 from torchwheel.analysis.reach import Reach
@@ -15,11 +17,34 @@ from torchwheel.report.textsafe import safe_lines
 from torchwheel.torchabi import accelerators
 from torchwheel.torchabi.accelerators import AcceleratorNeeds
 from torchwheel.torchabi.backend import ANY_BUILD, builds_text, describe_builds
+from torchwheel.torchabi.cxxnames import short_name
 from torchwheel.torchabi.need import show_release, show_releases
 
 
 def _requirement_text(w: WheelFacts) -> str:
     return "; ".join(str(r) for r in w.metadata.torch_requirements) or "none"
+
+
+def _requires_python_text(w: WheelFacts) -> str:
+    """METADATA's Requires-Python; without one, what the CPython tags admit (a ``cp39-abi3``
+    wheel installs on 3.9 and later, never on "any" Python), said to come from the tags."""
+    if w.metadata.requires_python:
+        return str(w.metadata.requires_python)
+    tags = w.contents.filename_tags or w.contents.wheel_tags
+    # cp39: CPython 3.9, cp311: 3.11 (the major is one digit, as packaging reads the tag)
+    versions = [t.interpreter[2:] for t in tags if t.interpreter[:2] == "cp" and t.interpreter[2:].isdigit()]
+    floors = sorted({(int(v[0]), int(v[1:])) for v in versions if len(v) > 1})
+    if not floors or any(t.interpreter[:2] != "cp" for t in tags):
+        return "any"  # a py3 or another interpreter's tag: nothing narrower to say
+    if any(t.abi in ("abi3", "abi3t") for t in tags):  # the stable ABI: this CPython and every later one
+        low = floors[0]
+        return f">={low[0]}.{low[1]} (from the tag {_tag_words(tags)}: METADATA has none)"
+    shown = ", ".join(f"{a}.{b}" for a, b in floors)
+    return f"{shown} only (from the tag {_tag_words(tags)}: METADATA has none)"
+
+
+def _tag_words(tags: frozenset[Tag]) -> str:
+    return ", ".join(sorted({f"{t.interpreter}-{t.abi}" for t in tags}))
 
 
 def _record_text(w: WheelFacts) -> str:
@@ -65,7 +90,9 @@ def _row(member: str, b: BinaryAnalysis) -> list[list[str]]:
     return rows
 
 
-def wheel_text(w: WheelFacts) -> str:
+def wheel_text(w: WheelFacts, brief: bool = False) -> str:
+    """show's text for one wheel; ``brief`` (``show -q``): its summary lines alone, without
+    the table of compiled files and the symbols that set the minimum."""
     c = w.contents
     need = w.torch_need
     lines = [c.path]
@@ -78,8 +105,8 @@ def wheel_text(w: WheelFacts) -> str:
                 if c.name_problem
                 else ""
             ),
-            f"  requires-python  {w.metadata.requires_python or 'any'}",
-            f"  torch requires   {_requirement_text(w)}",
+            f"  requires-python  {_requires_python_text(w)}",
+            f"  requires torch   {_requirement_text(w)}",
             f"  RECORD           {_record_text(w)}",
         ]
     lines.append(
@@ -107,8 +134,9 @@ def wheel_text(w: WheelFacts) -> str:
         f"  device-side      {member} (the accelerator's own cores: {manifest} names it, no host code loads it)"
         for member, manifest in sorted(w.device_code.items())
     ]
-    lines += _file_table(w)
-    lines += _symbol_detail(w)
+    if not brief:
+        lines += _file_table(w)
+        lines += _symbol_detail(w)
     return safe_lines(lines)  # input-derived text escaped (textsafe)
 
 
@@ -188,7 +216,7 @@ def _symbol_detail(w: WheelFacts) -> list[str]:
                 lines.append(f"  {b.member} [{s.facts.arch}]")
                 lines += symbol_lines(t, 12)
                 if t.unstable_count:
-                    example = f", e.g. {t.unstable_symbols[0]}" if t.unstable_symbols else ""
+                    example = f", e.g. {short_name(t.unstable_symbols[0])}" if t.unstable_symbols else ""
                     lines.append(f"    unstable    {t.unstable_count}{example}")
                     if (dated := w.library_datings.get(b.member)) is not None and b.member not in shown:
                         lines.append(f"    dated       {dated}")

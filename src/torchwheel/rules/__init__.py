@@ -7,11 +7,12 @@ below holds no list of codes of its own.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from torchwheel.analysis.release_wheels import ReleaseView, group_by_release
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.rules import accelerator, cpython, integrity, marker, release_agreement, requirements, torch
-from torchwheel.rules.registry import REGISTRY, Findings, Policy, Rule, sort_findings
+from torchwheel.rules.registry import REGISTRY, Finding, Findings, Policy, Rule, sort_findings
 
 __all__ = [
     "REGISTRY",
@@ -37,15 +38,40 @@ def _judges(r: Rule, facts: WheelFacts, torch_itself: bool) -> bool:
 
 
 def run(facts: WheelFacts, policy: Policy) -> Findings:
+    """The findings of one input. A finding a rewrite fixes says, in a wheel the rewrite
+    refuses (``blocks_rewrite``: run whatever the policy), which finding must be fixed first:
+    only the fixes that work are offered."""
     found = Findings()
     torch_itself = facts.provides_libtorch
     path = facts.contents.path
+    blockers: list[str] = []
     for code in sorted(REGISTRY):
         r = REGISTRY[code]
-        if _judges(r, facts, torch_itself) and policy.enabled(code):
-            found.add(*r.run(facts, policy, path), path, code)
-    found.kept = sort_findings(found.kept)
+        if not _judges(r, facts, torch_itself):
+            continue
+        if policy.enabled(code):
+            kept, more = r.run(facts, policy, path)
+            found.add(kept, more, path, code)
+        elif r.blocks_rewrite:
+            kept, more = r.run(facts, policy, path)
+        else:
+            continue
+        if r.blocks_rewrite and (kept or more):
+            blockers.append(code)
+    found.kept = sort_findings(_after_blockers(found.kept, blockers))
     return found
+
+
+def _after_blockers(findings: list[Finding], blockers: list[str]) -> list[Finding]:
+    """Each finding a rewrite fixes (``Code.fixed_by``) with the blockers that stop the
+    rewrite named: ``torchwheel tag`` refuses the wheel until they are fixed."""
+    if not blockers:
+        return findings
+    first = f" (first fix {', '.join(blockers)}: until then `tag` and `repair` refuse this wheel)"
+    return [
+        replace(f, message=f.message + first) if REGISTRY[f.code].fixed_by is not None else f
+        for f in findings
+    ]
 
 
 def run_all(wheels: Iterable[WheelFacts], policy: Policy) -> Findings:

@@ -25,7 +25,7 @@ from torchwheel.analysis.buildunits import (
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.binary.gpucode import CudaImage
 from torchwheel.rules.codes import BY_CODE
-from torchwheel.rules.registry import Check, Hit, Policy, rule
+from torchwheel.rules.registry import Check, Hit, Policy, hit, rule
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.accelerators import (
     CUDA_TOOLKIT,
@@ -50,21 +50,33 @@ from torchwheel.torchabi.grafting import EXCLUDE_FLAG, Tool, bundled
 # -- TW701, TW702: which build of torch -----------------------------------------------------
 
 
-def _names(needs: AcceleratorNeeds) -> str:
-    """The needed names that say which build: ``libc10_cuda.so, libcudart.so.13``."""
+_LISTED = 3  # libraries a message names; ``check -v`` gives the rest (``Finding.detail``)
+
+
+def _names(needs: AcceleratorNeeds, whole: bool = False) -> str:
+    """The needed names that say which build: ``libc10_cuda.so, libcudart.so.13``, the first
+    three and how many more unless ``whole``."""
     names = [lib.name for lib in needs.libraries if lib.accelerator is not None and lib.role != "driver"]
     if names:
-        return ", ".join(names)
+        cut = len(names) > _LISTED and not whole
+        return ", ".join(names[:_LISTED] if cut else names) + (
+            f" and {len(names) - _LISTED} more" if cut else ""
+        )
     if needs.gpu.cuda:
         return "its CUDA kernels"
     return needs.label if needs.accelerators else "needs no accelerator"
 
 
-def _evidence(unit: BuildUnit) -> str:
+def _evidence(unit: BuildUnit, whole: bool = False) -> str:
     """``w/_ops.so (and 3 other builds): libcudart.so.13, libtorch_cuda.so``."""
     member, needs = next(((m, n) for m, n in unit.members if n.accelerators), unit.members[0])
     more = f" (and {len(unit.members) - 1} other builds)" if len(unit.members) > 1 else ""
-    return f"{member}{more}: {_names(needs)}"
+    return f"{member}{more}: {_names(needs, whole)}"
+
+
+def _detail(short: str, whole: str) -> str:
+    """A finding's ``detail``: the whole lists, when the message cut them."""
+    return whole if whole != short else ""
 
 
 @rule("TW701")
@@ -76,21 +88,23 @@ def accelerators_mixed(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         if not unit.builds:  # one library that needs two accelerators or CUDA majors at once
             for member, needs in unit.members:
                 if not _library_loads(needs):
-                    yield (
+                    yield hit(
                         member,
                         f"needs {needs.label} at once ({_names(needs)}): no build of torch has both; "
                         "build it against one toolkit",
+                        _detail(_names(needs), _names(needs, whole=True)),
                     )
     if any(not u.builds for u in units):
         return
     named = [u for u in units if u.builds != ANY_BUILD]
-    yield (
+    short = "; ".join(f"{describe_builds(u.builds)} for {_evidence(u)}" for u in named[:2])
+    short += f"; and {len(named) - 2} more" if len(named) > 2 else ""
+    whole = "; ".join(f"{describe_builds(u.builds)} for {_evidence(u, whole=True)}" for u in named)
+    yield hit(
         "",
-        "no build of torch loads every library: "
-        + "; ".join(f"{describe_builds(u.builds)} for {_evidence(u)}" for u in named[:4])
-        + ("; ..." if len(named) > 4 else "")
-        + ". Build them against one toolkit, or ship flavours the package picks from at run "
-        "time (`_C_cpu.so`/`_C_cuda.so`, `_C_cu12.so`/`_C_cu13.so`)",
+        f"no build of torch loads every library: {short}. Build them against one toolkit, or ship flavours "
+        "the package picks from at run time (`_C_cpu.so`/`_C_cuda.so`, `_C_cu12.so`/`_C_cu13.so`)",
+        _detail(short, whole),
     )
 
 
@@ -154,11 +168,12 @@ def accelerator_claim_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         seen.add(said)
         unit = next((u for u in w.build_units if not builds_fit(u.builds, build)[0]), None)
         which = f" ({_evidence(unit)})" if unit is not None else ""
-        yield (
+        yield hit(
             "",
             f"{said} says {build.words}, but the binaries need {describe_builds(builds)}{which}: "
             "an installer that trusts the name puts it where it cannot load; build it for what the "
             "name says, or rename it",
+            _detail(which, f" ({_evidence(unit, whole=True)})" if unit is not None else "").strip(" ()"),
         )
 
 

@@ -8,8 +8,10 @@ rule here is one consistency check between them that a wheel's own bytes can dec
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
+from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 from packaging.version import Version
 
@@ -61,8 +63,13 @@ def _requires_python_floor(w: WheelFacts) -> tuple[int, int] | None:
     """The lowest CPython 3.x that ``Requires-Python`` admits: pip and uv never install the
     wheel below it, whatever the tag says (vLLM ships cp38-abi3 with Requires-Python >=3.11)."""
     spec = w.metadata.requires_python
-    if spec is None:
-        return None
+    return None if spec is None else _floor_of(spec)
+
+
+@functools.lru_cache(maxsize=256)
+def _floor_of(spec: SpecifierSet) -> tuple[int, int] | None:
+    """Up to 3,000 releases tried: once per specifier in a run (``index`` judges every wheel
+    of a folder, most with the same ``Requires-Python``)."""
     for minor in range(0, 100):
         if any(spec.contains(Version(f"3.{minor}.{patch}"), prereleases=True) for patch in range(0, 30)):
             return (3, minor)

@@ -25,7 +25,9 @@ class Finding:
     severity: Severity
     wheel: str  # the input the finding is about
     member: str  # the file inside it ("" for the wheel as a whole)
-    message: str  # one line that says what to do
+    message: str  # one line that says what to do, its lists cut to a few names
+    # the lists the message cut, whole (``check -v``, the JSON ``detail``); "" when it cut none
+    detail: str = ""
 
     @property
     def location(self) -> str:
@@ -50,7 +52,14 @@ class Policy:
         return (not self.select or hit(self.select)) and not hit(self.ignore)
 
 
-Hit = tuple[str, str]  # (member, message): a rule says where and what; the runner adds the rest
+# (member, message) or (member, message, detail): a rule says where and what, and the whole
+# lists its message cut (``Finding.detail``); the runner adds the rest
+Hit = tuple[str, str] | tuple[str, str, str]
+
+
+def hit(member: str, message: str, detail: str = "") -> Hit:
+    """A rule's hit, with the whole lists its message cut when there are any."""
+    return (member, message, detail) if detail else (member, message)
 
 
 @frozen

@@ -2,25 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from fnmatch import fnmatch
 
 from torchwheel.analysis.usage import TorchUsage
 from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices
 from torchwheel.errors import quoted
 from torchwheel.rules.marker import hex_hint, slice_targets
-from torchwheel.rules.registry import Hit, Policy, rule
+from torchwheel.rules.registry import Hit, Policy, hit, rule
 from torchwheel.torchabi import torch_releases
+from torchwheel.torchabi.cxxnames import demangle, names_text
 from torchwheel.torchabi.need import show_release
 from torchwheel.version import FeatureVersion
 
-_NAMED = 10  # symbol names a message spells out; the rest are counted
-
 
 def _unknown_text(t: TorchUsage) -> str:
-    shown = t.unknown_symbols[:_NAMED]
-    more = t.unknown_count - len(shown)
-    return " and ".join(x for x in (", ".join(shown), f"{more:,} more" if more else "") if x)
+    return names_text(t.unknown_symbols, t.unknown_count)
+
+
+def _whole(names: Sequence[str], count: int, shown: int = 3) -> str:
+    """The ``detail`` of a finding whose message named ``shown`` of ``names``: all of them
+    (demangled), and the count of those the facts did not keep; "" when the message said all."""
+    if count <= shown:
+        return ""
+    more = count - len(names)
+    return ", ".join(demangle(n) or n for n in names) + (f" and {more:,} more" if more > 0 else "")
 
 
 def _allowlisted(member: str, policy: Policy) -> bool:
@@ -37,14 +43,18 @@ def target_too_old(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         if d is None or d.record.version is None or t.min_version is None:
             continue
         if t.min_version > d.record.version:
-            newer = ", ".join(f"{n} ({v.minor_release})" for n, v in t.newer_than(d.record.version))
-            yield (
+            later = t.newer_than(d.record.version)
+            newer = ", ".join(f"{n} ({v.minor_release})" for n, v in later[:3])
+            newer += f" and {len(later) - 3} more" if len(later) > 3 else ""
+            whole = ", ".join(f"{n} ({v.minor_release})" for n, v in later) if len(later) > 3 else ""
+            yield hit(
                 member,
                 (
                     f"[{arch}] declares torch {d.record.version} but imports {newer or _unknown_text(t)}: "
                     f"on torch {d.record.version.minor_release} the import fails with 'undefined symbol'; "
                     f"set TORCH_TARGET_VERSION to {t.min_version.minor_release} or stop using them"
                 ),
+                whole or _whole(t.unknown_symbols, t.unknown_count),
             )
 
 
@@ -52,8 +62,8 @@ def target_too_old(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 def unstable_in_stable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     for member, arch, s in iter_slices(w):
         if s.declared is not None and s.torch.unstable_count:
-            sample = "; ".join(s.torch.unstable_symbols[:3])
-            yield (
+            sample = names_text(s.torch.unstable_symbols, s.torch.unstable_count, sep="; ")
+            yield hit(
                 member,
                 (
                     f"[{arch}] declares the stable ABI but imports {s.torch.unstable_count} unstable "
@@ -61,6 +71,7 @@ def unstable_in_stable(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
                     "marker and TORCH_TARGET_VERSION from this library and pin it "
                     "(`torchwheel tag --build-torch installed`)"
                 ),
+                _whole(s.torch.unstable_symbols, s.torch.unstable_count),
             )
 
 
@@ -70,13 +81,14 @@ def unknown_shim(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         if s.torch.unknown_count:
             newest = s.torch.table_newest
             upto = f" up to {newest.minor_release}" if newest is not None else ""
-            yield (
+            yield hit(
                 member,
                 (
                     f"[{arch}] imports shims no torch{upto} exports ({_unknown_text(s.torch)}): newer than this "
                     "torchwheel's tables, so it loads on no torch they know; run `torchwheel symbols update "
                     "TORCH_WHEEL_OR_ENV` with the torch it was built for"
                 ),
+                _whole(s.torch.unknown_symbols, s.torch.unknown_count),
             )
 
 
@@ -182,9 +194,10 @@ def newer_than_tables(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             )
     need = w.torch_need
     if need.kind == "unstable" and need.newer and need.tables is not None:
-        shown = ", ".join(need.newer[:3]) + (", ..." if len(need.newer) > 3 else "")
-        yield (
+        shown = names_text(need.newer)
+        yield hit(
             "",
             f"unstable imports no torch up to {show_release(need.tables)} exports ({shown}): built for a newer torch "
             f"(or they come from another library), so no torch the tables know loads it; {update}",
+            _whole(need.newer, len(need.newer)),
         )

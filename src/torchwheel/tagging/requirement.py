@@ -18,10 +18,18 @@ from torchwheel import limits
 from torchwheel.errors import InputError, clipped, quoted
 from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi import torch_releases
+from torchwheel.torchabi.cxxnames import names_text
 from torchwheel.torchabi.need import TorchNeed, show_releases
 from torchwheel.torchabi.torch_releases import show_minor
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.metadata_edit import rewrite_requirements, verify_requirements
+
+
+class BuildTorchNeeded(InputError):
+    """An unstable build whose torch only ``--build-torch`` can name: a request for a fact,
+    not a fault of the wheel. A refusal that also has faults the rewrite cannot fix leaves
+    it unsaid, since the rebuild decides whether it still holds (a port to the stable ABI
+    needs no build torch)."""
 
 
 def _render(req: Requirement, spec: str) -> str:
@@ -82,7 +90,7 @@ def desired_spec(
     with imports newer than the tables is refused: its floor or its dating is a guess
     (an unstable build's --build-torch is the author's word, and is taken)."""
     if abi.newer and abi.tables is not None and not (abi.kind == "unstable" and opts.build_torch):
-        shown = ", ".join(abi.newer[:3]) + (", ..." if len(abi.newer) > 3 else "")
+        shown = names_text(abi.newer)
         raise InputError(
             f"the binaries import {shown}, which no torch up to {show_minor(abi.tables)} exports: newer than "
             "this torchwheel's tables, so the requirement would be a guess; run `torchwheel symbols update "
@@ -109,7 +117,7 @@ def desired_spec(
         if abi.releases_from == "exports" and not (abi.uncovered or abi.unresolved):
             said.append(f"its imports exist in the exports of torch {show_releases(abi.releases)}")
         guess = named or (show_releases(abi.releases) if len(abi.releases) == 1 else "X.Y")
-        raise InputError(
+        raise BuildTorchNeeded(
             "the wheel uses unstable libtorch symbols and its torch requirement does not name the build "
             f"torch: pass --build-torch X.Y{' (' + '; '.join(said) + ')' if said else ''}, or "
             "--build-torch installed (the torch installed here); "

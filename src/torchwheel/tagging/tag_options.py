@@ -2,7 +2,27 @@
 
 from __future__ import annotations
 
+from torchwheel.errors import InputError, InvalidValue
 from torchwheel.frozen import frozen
+from torchwheel.version import FeatureVersion
+
+
+def build_torch_of(value: str, said: str) -> str:
+    """``--build-torch`` / ``build_torch=``: ``X.Y``, or ``installed``, the torch installed
+    in the environment running torchwheel (right after a build: the one it compiled
+    against). ``said``: how the caller spells the option in its messages."""
+    if value == "installed":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("torch").split("+", 1)[0]
+        except PackageNotFoundError as exc:
+            raise InputError(f"{said} installed: no torch is installed in this environment") from exc
+    try:
+        FeatureVersion.parse(value)
+    except ValueError as exc:
+        raise InvalidValue(f"{said} {value!r}: expected X.Y (or 'installed')") from exc
+    return value
 
 
 @frozen

@@ -32,6 +32,7 @@ the two paths agree on every fifth of them.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -83,6 +84,108 @@ def demangle(name: str) -> str | None:
     if not name.startswith(("_Z", "?", "__Z")) or len(name) > _DEMANGLED_MAX:
         return None
     return _demangle(name) if len(name) <= _CACHED else _demangle.__wrapped__(name)
+
+
+SHORT = 60  # the widest C++ name a message spells out: the name of the entity, not its declaration
+
+
+def short_name(name: str, width: int = SHORT) -> str:
+    """A symbol as a one-line message names it: demangled, and past ``width`` characters cut
+    down to its entity: the return type and MSVC's access and calling convention dropped,
+    the parameter list cut to ``(...)`` and what follows it (``const``) dropped, template
+    arguments cut to ``<...>``, then the rest cut: ``torch::autograd::_wrap_outputs(...)``,
+    not 300 characters of mangled or demangled declaration. The whole name is in the JSON
+    documents and under ``check -v``."""
+    text = demangle(name) or name
+    if len(text) <= width:
+        return text
+    for cut in (_entity, _outer_parameters, _template_arguments):
+        text = cut(text)
+        if len(text) <= width:
+            return text
+    return re.sub(r"[<(]\.*$", "", text[: width - 3]) + "..."  # never half a cut mark
+
+
+def _entity(text: str) -> str:
+    """The declaration from its qualified name on: what stands before it at the outer level
+    (a template function's return type, ``public: signed char __cdecl``) dropped."""
+    named = _operator_names(text)
+    angle = 0
+    start = 0
+    for i, ch in enumerate(text):
+        if i in named:
+            continue
+        if ch == "<":
+            angle += 1
+        elif ch == ">" and angle:
+            angle -= 1
+        elif ch == "(" and angle == 0:
+            break
+        elif ch == " " and angle == 0:
+            start = i + 1
+    return text[start:]
+
+
+def names_text(names: Iterable[str], count: int | None = None, shown: int = 3, sep: str = ", ") -> str:
+    """Symbols as a message lists them: the first ``shown`` by ``short_name``, then how many
+    more (``count``: how many there are, when ``names`` holds only the first few)."""
+    names = list(names)
+    total = len(names) if count is None else max(count, len(names))
+    text = sep.join(short_name(n) for n in names[:shown])
+    return text + (f" and {total - min(shown, len(names)):,} more" if total > shown else "")
+
+
+# an operator's name, whose brackets open no parameter or template list: ``operator()``,
+# ``operator<<``, ``operator->``, ``operator new[]``, a conversion ``operator bool``
+_OPERATOR = re.compile(r"\boperator(?:\(\)|\[\]|->\*?|[<>=!+\-*/%^&|~,]+| (?:new|delete)(?:\[\])?| [\w:]+)")
+
+
+def _operator_names(text: str) -> set[int]:
+    """The positions of the characters that spell an operator's name: no parameter list or
+    template bracket begins there, and its space is no separator."""
+    return {i for m in _OPERATOR.finditer(text) for i in range(m.start(), m.end())}
+
+
+def _outer_parameters(text: str) -> str:
+    """The entity's own parameter list as ``(...)``: the first ``(`` outside template
+    arguments that is no operator's name, to its matching ``)``."""
+    named = _operator_names(text)
+    angle = 0
+    for i, ch in enumerate(text):
+        if i in named:
+            continue
+        if ch == "<":
+            angle += 1
+        elif ch == ">" and angle:
+            angle -= 1
+        elif ch == "(" and angle == 0:
+            depth = 0
+            for j in range(i, len(text)):
+                depth += {"(": 1, ")": -1}.get(text[j], 0)
+                if depth == 0:
+                    return f"{text[:i]}({'...' if j > i + 1 else ''})"  # a const or && after it goes too
+            return f"{text[:i]}(...)"
+    return text
+
+
+def _template_arguments(text: str) -> str:
+    """Every outermost template argument list as ``<...>``."""
+    named = _operator_names(text)
+    out: list[str] = []
+    depth = 0
+    for i, ch in enumerate(text):
+        if i in named or ch not in "<>":
+            if depth == 0:
+                out.append(ch)
+        elif ch == "<":
+            depth += 1
+            if depth == 1:
+                out.append("<...")
+        elif depth:
+            depth -= 1
+            if depth == 0:
+                out.append(">")
+    return "".join(out)
 
 
 @lru_cache(maxsize=65536)

@@ -38,6 +38,7 @@ from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.torchabi import backend, torch_releases
 from torchwheel.torchabi.backend import BuildSet
+from torchwheel.torchabi.cxxnames import names_text
 from torchwheel.torchabi.torch_releases import Minor, minor_of
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.metadata import (
@@ -152,13 +153,13 @@ class TorchNeed:
                 return f"unstable, not covered for this build: {self.uncovered}" + (
                     f"; {read}" if read else ""
                 )
-            shown = ", ".join(self.unresolved[:3]) + (", ..." if len(self.unresolved) > 3 else "")
+            shown = names_text(self.unresolved)
             return (
                 f"unstable, {read}; {shown}: exported by none of them (another library's, an older "
                 "torch's, or a build they lack)"
             )
         if self.newer and self.tables is not None:
-            shown = ", ".join(self.newer[:3]) + (", ..." if len(self.newer) > 3 else "")
+            shown = names_text(self.newer)
             return (
                 f"{self.kind}, newer than the tables ({shown}: exported by no torch up to "
                 f"{show_release(self.tables)})"

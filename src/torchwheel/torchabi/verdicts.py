@@ -77,12 +77,6 @@ _RELEASES_VERB = {
 }
 
 
-def _shown(names: tuple[str, ...]) -> str:
-    return ", ".join(clipped(n, 120) for n in names[:3]) + (
-        f" and {len(names) - 3} more" if len(names) > 3 else ""
-    )
-
-
 def _unsettled_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
     """An unstable build whose imports the export tables could not all settle (``unresolved``,
     ``uncovered``): no where its known imports are not exported (they fail there whatever the
@@ -104,7 +98,7 @@ def _unsettled_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
         )
     if need.uncovered:
         return Verdict("unknown", f"{need}: not covered for this build; {decide}")
-    return Verdict("unknown", f"{need}: {_shown(need.unresolved)} may come from another library; {decide}")
+    return Verdict("unknown", f"{need}; {decide}")  # the need names the unresolved imports, short
 
 
 def _tables_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
@@ -121,16 +115,15 @@ def _tables_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
         return Verdict("unknown", f"{need}: {note}", newer=True)
     if not need.newer:
         return None  # dated by imports that left torch by the tables' newest minor: the usual verdict
-    last = show_minor(need.tables)
     if need.kind == "unstable" and here in need.named_minors:  # its other imports are there
         return Verdict(
             "unknown",
-            f"{need}: torch {show_minor(here)} exports its other imports, and {_shown(need.newer)} "
+            f"{need}: torch {show_minor(here)} exports its other imports, and those "
             "come from a torch newer than the tables or from another library",
         )
     return Verdict(
         "no",
-        f"{need}: torch {torch.public} does not export {_shown(need.newer)} (no torch up to {last} does)",
+        f"{need}: torch {torch.public} does not export them",
     )
 
 
