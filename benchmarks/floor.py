@@ -13,7 +13,7 @@ Modes (every member of every wheel, streamed in 1 MiB pieces, nothing kept):
   SHA-256, no CRC check: what a faster inflater could reach.
 
 run.py times these as whole processes, interpreter start-up included, like the tools: the
-floors of ``docs/performance.md`` ("The floors") come from its run (``benchmarks/run.py``).
+floors of ``docs/evidence/performance.md`` ("The floors") come from its run (``benchmarks/run.py``).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ publish.unlabel_command
 scan.scan_command
 doctor.doctor
 api.__getattr__  # PEP 562: Python asks it for api.doctor, which is imported when first used
-EXITS  # the exit-code table that docs/exit-codes.md prints (tests/cli/test_exits.py holds them equal)
+EXITS  # the exit-code table that docs/reference/exit-codes.md prints (tests/cli/test_exits.py holds them equal)
 ExitRow.no
 ExitRow.input
 ExitRow.unfinished

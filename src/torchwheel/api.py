@@ -3,14 +3,14 @@
 A build backend, a test suite or an index scanner asks here; the commands ``inspect``,
 ``show``, ``check`` and ``tag`` are this module plus rendering (``torchwheel.cli``). Every
 result serialises, with ``to_json()``, to the versioned document its command prints with
-``--format json`` (``docs/json.md``), so a tool can switch between the two freely.
+``--format json`` (``docs/reference/json.md``), so a tool can switch between the two freely.
 
 Stable (kept across releases, changed only with a deprecation): the functions
 ``inspect_wheel``, ``check``, ``need``, ``loads_on`` and ``tag``, their keyword arguments,
 the result classes' documented attributes and ``to_json()`` (``torchwheel.results``, every one
 exported here), ``InputError`` and its kinds. Provisional:
 the ``facts`` attribute (the internal per-wheel facts), the ``policy``/``table`` keywords
-the command line passes, ``scan_one`` and ``doctor``. ``docs/api.md`` is the reference.
+the command line passes, ``scan_one`` and ``doctor``. ``docs/reference/api.md`` is the reference.
 
 Nothing here prints, exits or reads ``pyproject.toml``: configuration is the caller's (the
 command line reads ``[tool.torchwheel]`` and passes it in). Unreadable input raises
@@ -155,7 +155,7 @@ def check(
     policy: Policy | None = None,
     unreadable: Literal["raise", "report"] = "raise",
 ) -> CheckResult:
-    """Run the rules (``docs/rules.md``). ``select``/``ignore``: codes or prefixes, as
+    """Run the rules (``docs/reference/rules.md``). ``select``/``ignore``: codes or prefixes, as
     ``--select``/``--ignore``; an unknown code raises ``InvalidValue``. ``policy``: the
     command line's (``[tool.torchwheel]`` merged in; provisional). ``unreadable``: as
     ``inspect_wheel``'s; reported ones make ``exit_code`` 2, the others judged."""

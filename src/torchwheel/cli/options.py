@@ -23,7 +23,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _FORMATS = {
     "text": "for people and CI logs",
-    "json": "the versioned document (docs/json.md)",
+    "json": "the versioned document (docs/reference/json.md)",
     "github": "workflow annotations for GitHub Actions",
     "markdown": "for a CI job summary",
 }

@@ -90,7 +90,7 @@ def doctor(
     explain: str | None = None,
     symbols: str | os.PathLike[str] | ChosenTable | None = None,
 ) -> DoctorResult:
-    """``torchwheel.api.doctor`` (``docs/api.md``): the installed distributions of the
+    """``torchwheel.api.doctor`` (``docs/reference/api.md``): the installed distributions of the
     environment of ``python`` (default: this interpreter's; nothing of it is imported here)
     with compiled torch code, judged against its torch, a planned ``torch`` (``2.16``,
     ``2.16.1``; ``torch_backend`` its build, ``cu130``) or the torch wheel or folder

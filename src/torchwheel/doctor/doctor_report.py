@@ -1,5 +1,5 @@
 """``doctor``'s diagnosis as text, markdown (a CI job summary), GitHub annotations and the
-versioned JSON document (``docs/json.md``). Rendering only: every verdict and fix was
+versioned JSON document (``docs/reference/json.md``). Rendering only: every verdict and fix was
 decided in ``doctor.diagnosis``. Rows are a list that is only shown, so each renderer
 keeps the first ``max-listed`` of them and counts the rest (the exit code counts all)."""
 
