@@ -24,7 +24,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when docs/reference/rules.md is stale")
     args = parser.parse_args()
-    text = explain.page()
+    text = explain.rules_page()
     if args.check:
         if PAGE.read_text(encoding="utf-8") != text:
             print("docs/reference/rules.md is stale: run python scripts/rules_doc.py", file=sys.stderr)

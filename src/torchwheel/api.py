@@ -132,7 +132,7 @@ def inspect_wheel(
     ``env``: also installed distributions of this interpreter, by name. ``unreadable``:
     ``"raise"`` the first input that cannot be read, or ``"report"`` each in
     ``Facts.unreadable`` and read the others (``check`` and ``show`` on the command line)."""
-    from torchwheel.analysis.load import load
+    from torchwheel.analysis.load import load_facts
 
     if unreadable not in ("raise", "report"):
         raise InvalidValue(f"unreadable: {unreadable!r:.80} is neither 'raise' nor 'report'")
@@ -140,7 +140,7 @@ def inspect_wheel(
     if not given and not env:
         raise InputError("give at least one wheel, directory or binary (or an installed distribution)")
     failed: list[InputError] | None = [] if unreadable == "report" else None
-    facts = tuple(load(given, tuple(env), chosen.table, verify_hashes, failed))
+    facts = tuple(load_facts(given, tuple(env), chosen.table, verify_hashes, failed))
     return Facts(facts, chosen, tuple(Unreadable(e.input_path, str(e)) for e in failed or ()))
 
 
@@ -288,7 +288,9 @@ def tag_wheels(
             # the variant copy first, while the input is still where it was (--in-place replaces it)
             for copy in (True, False) if variant else (False,):
                 results.append(
-                    apply.tag(w, opts, dest, in_place and not copy, dry_run, verbose, fd, copy, overwrite)
+                    apply.write_tagged(
+                        w, opts, dest, in_place and not copy, dry_run, verbose, fd, copy, overwrite
+                    )
                 )
                 if each is not None:
                     each(results[-1])

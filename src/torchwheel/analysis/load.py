@@ -152,7 +152,7 @@ def _expanded(paths: tuple[Path, ...]) -> list[Path]:
     return out
 
 
-def load(
+def load_facts(
     paths: tuple[Path, ...],
     env: tuple[str, ...],
     table: SymbolTable,

@@ -119,7 +119,7 @@ def _section(r: RuleDoc) -> list[str]:
     return lines
 
 
-def page() -> str:
+def rules_page() -> str:
     """``docs/reference/rules.md``, whole."""
     b = book()
     out = [

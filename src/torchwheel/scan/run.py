@@ -44,7 +44,7 @@ class Judges:
 def _init(
     budget: limits.Limits,
     table: ChosenTable,
-    policy: fairness.Policy,
+    policy: fairness.FairnessPolicy,
     shared: Any,
     read: str = "whole",
     credentials: dict[str, str] | None = None,
@@ -76,7 +76,7 @@ def scan_item(source: WheelSource, judges: Judges) -> dict[str, Any]:
 
 
 @frozen
-class Plan:
+class ScanPlan:
     """What a run does: the wheels still to scan, the unlisted entries to record, how many
     the file already holds."""
 
@@ -86,7 +86,7 @@ class Plan:
     yanked: int
 
 
-def plan_scan(listed: Listed, previous: jsonl.Done) -> Plan:
+def plan_scan(listed: Listed, previous: jsonl.Done) -> ScanPlan:
     todo: list[WheelSource] = []
     skipped = 0
     for w in listed.wheels:
@@ -95,11 +95,16 @@ def plan_scan(listed: Listed, previous: jsonl.Done) -> Plan:
         else:
             todo.append(w)
     unlisted = [(where, why) for where, why in listed.unlisted if f"unlisted:{where}" not in previous.keys]
-    return Plan(todo, unlisted, skipped + len(listed.unlisted) - len(unlisted), listed.yanked)
+    return ScanPlan(todo, unlisted, skipped + len(listed.unlisted) - len(unlisted), listed.yanked)
 
 
 def _pooled(
-    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy, read: str, judges: Judges
+    todo: list[WheelSource],
+    jobs: int,
+    table: ChosenTable,
+    policy: fairness.FairnessPolicy,
+    read: str,
+    judges: Judges,
 ) -> Iterator[dict[str, Any]]:
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
@@ -125,7 +130,12 @@ def _pooled(
 
 
 def results(
-    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy, read: str, judges: Judges
+    todo: list[WheelSource],
+    jobs: int,
+    table: ChosenTable,
+    policy: fairness.FairnessPolicy,
+    read: str,
+    judges: Judges,
 ) -> Iterator[dict[str, Any]]:
     """The lines of ``todo`` as they are done (in this process for one job)."""
     if jobs == 1 or len(todo) <= 1:
@@ -140,7 +150,7 @@ def run_scan(
     out: Path,
     jobs: int,
     table: ChosenTable,
-    policy: fairness.Policy,
+    policy: fairness.FairnessPolicy,
     stream: TextIO,
     tty: bool,
     read: str = "whole",
@@ -148,7 +158,7 @@ def run_scan(
     names: Iterable[str] = (),
     *,
     judges: Judges,
-) -> Plan:
+) -> ScanPlan:
     """Scan ``sources`` and ``indexes`` (of the projects ``names``, all when empty) into
     ``out``, appending to what a previous run left there; ``read``: ``whole``, or
     ``partial`` / ``partial+gpu`` for hosted wheels (``--partial [--gpu]``)."""
