@@ -3,7 +3,7 @@
 
     python benchmarks/check_speed.py [--reps 7] [--baseline REV] [--no-peers] [WHEEL]
 
-Reproduces ``docs/performance.md`` ("Two-core floor"): the wheel is vLLM 0.33.0 (336 MB,
+Reproduces ``docs/evidence/performance.md`` ("Two cores from the first byte, and a scan against its download"): the wheel is vLLM 0.33.0 (336 MB,
 5,802 members; fetched by pip into ``.cache/bench`` the first time), each tool a whole
 process under GNU ``time -v``, all of them in turn in every round (A B C ... A B C ...), so
 that whatever else the machine does falls on all of them alike; medians over the rounds.
@@ -22,7 +22,7 @@ the machine may be shared, and a figure from a loaded machine says so. The done-
 issue 49 is printed at the end: check <= 1.15x the 2-worker floor and <= 0.7x the
 single-core floor, >= 4x faster than the fastest peer, peak RSS <= 100 MB.
 ``--json`` (default ``benchmarks/results/check_speed.json``) keeps every sample;
-``--write-docs`` puts the table into docs/performance.md between its markers.
+``--write-docs`` puts the table into docs/evidence/performance.md between its markers.
 """
 
 from __future__ import annotations
@@ -185,7 +185,9 @@ def main(argv: list[str] | None = None) -> int:
         "--rev", help="measure torchwheel as committed at this git revision (default: the working tree)"
     )
     parser.add_argument("--json", type=Path, default=HERE / "results" / "check_speed.json")
-    parser.add_argument("--write-docs", action="store_true", help="the table into docs/performance.md")
+    parser.add_argument(
+        "--write-docs", action="store_true", help="the table into docs/evidence/performance.md"
+    )
     args = parser.parse_args(argv)
 
     wheel = args.wheel or vllm_wheel()
@@ -220,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(result)
     print(text)
     if args.write_docs:
-        harness.put_section(REPO / "docs" / "performance.md", text, "check-speed")
+        harness.put_section(REPO / "docs" / "evidence" / "performance.md", text, "check-speed")
     return 0
 
 

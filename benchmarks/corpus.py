@@ -19,7 +19,7 @@ layouts we thought of. Published wheels bring the others (op libraries loaded wi
 subset is downloaded on demand and must be checkable (a failed download fails the test);
 the other wheels are compared when present in the cache. ``--peers`` also runs
 torch-abi-audit, abi3audit and auditwheel (``bash benchmarks/setup_peers.sh``) and lists
-where they disagree with torchwheel; ``--write-docs`` writes ``docs/corpus.md`` (its text:
+where they disagree with torchwheel; ``--write-docs`` writes ``docs/evidence/corpus.md`` (its text:
 ``corpus_docs.py``), which the first command above reproduces.
 """
 
@@ -46,7 +46,7 @@ REPO = HERE.parent
 CORPUS_TOML = HERE / "corpus.toml"
 CACHE = REPO / ".cache" / "corpus"
 RESULTS = CACHE / "results.json"
-DOCS = REPO / "docs" / "corpus.md"
+DOCS = REPO / "docs" / "evidence" / "corpus.md"
 
 
 class CorpusError(Exception):

@@ -1,4 +1,4 @@
-"""``docs/corpus.md`` from the corpus list and the last run's results (``benchmarks/corpus.py``,
+"""``docs/evidence/corpus.md`` from the corpus list and the last run's results (``benchmarks/corpus.py``,
 which hands over where each wheel differs from its expected verdict).
 
 The judgements (why a finding is right or wrong, who is right in a disagreement with a peer)

@@ -3,7 +3,7 @@
 
     python benchmarks/cuda_speed.py [--reps N] [--torchwheel CMD] [--baseline REV] [WHEEL]
 
-Reproduces ``docs/performance.md`` ("GPU code"): ``python benchmarks/cuda_speed.py --reps 7
+Reproduces ``docs/evidence/performance.md`` ("GPU code"): ``python benchmarks/cuda_speed.py --reps 7
 --baseline 7407a4c`` and ``python benchmarks/cuda_speed.py --scan-cost [WHEEL]``.
 
 Reading GPU code (fatbin entry headers, offload bundles) happens while every member
@@ -12,7 +12,7 @@ inflates anyway; this measures what it costs on the wheel where it costs most (v
 under GNU ``time -v`` (wall time and peak RSS), ``--reps`` times, interleaved so that the
 machine's other load falls on both alike; the medians are compared. The floor is
 ``floor.py isal-inflate-sha256``: ISA-L inflate plus SHA-256 of every member, nothing kept.
-Targets (docs/performance.md): check <= 1.15x the floor, peak RSS <= the 300 MB budget.
+Targets (docs/evidence/performance.md): check <= 1.15x the floor, peak RSS <= the 300 MB budget.
 ``--baseline REV`` also runs torchwheel as committed at REV (``run.torchwheel_at``) in the
 same rounds: on a shared machine the floor moves with the load, the baseline moves with it.
 """

@@ -8,7 +8,7 @@ wall time of ``doctor --python ENV`` (a fresh process, as users run it), of ``pi
 for the same interpreter (the check users run today, which reads requirements only), and of
 reading every installed distribution whole (``collect`` on each, what ``doctor`` would cost
 without reading the tables first), medians of ``--runs``, as ratios in one run. Writes
-``benchmarks/results/doctor.json``, the table of ``docs/performance.md`` ("``doctor``"):
+``benchmarks/results/doctor.json``, the table of ``docs/evidence/performance.md`` ("``doctor``"):
 ``.venv/bin/python benchmarks/doctor_bench.py`` with the two default environments, set a of
 ``loadtruth_doctor.py`` and the hostile corpus's ``env_2000_distributions`` named as ENV_PYTHON.
 """

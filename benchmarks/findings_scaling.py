@@ -11,7 +11,7 @@ shape below is written at three sizes and every command that renders findings ru
 fresh process (``tests.helpers.measured_run``: wall time, peak RSS of the child); the ratio of
 two sizes' times is near 10 when time is linear (less, while start-up dominates). The wheels
 are made by the hostile corpus's own makers (``fixtures/hostile_budget.py``) from the compiled
-fixture module. ``benchmarks/reliability_doc.py`` renders the JSON into docs/reliability.md.
+fixture module. ``benchmarks/reliability_doc.py`` renders the JSON into docs/evidence/reliability.md.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Modes (every member of every wheel, streamed in 1 MiB pieces, nothing kept):
   full check spends on two cores, the "2-worker floor" of ``check_speed.py``.
 
 run.py times these as whole processes, interpreter start-up included, like the tools: the
-floors of ``docs/performance.md`` ("The floors") come from its run (``benchmarks/run.py``).
+floors of ``docs/evidence/performance.md`` ("The floors") come from its run (``benchmarks/run.py``).
 """
 
 from __future__ import annotations

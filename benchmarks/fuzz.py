@@ -3,7 +3,7 @@
     python benchmarks/fuzz.py --target elf --runs 200000        # one reader, 200k executions
     python benchmarks/fuzz.py --target all --runs 200000 --json out.json
 
-Reproduces ``docs/reliability.md`` ("Fuzzing", through ``reliability_doc.py``): ``python
+Reproduces ``docs/evidence/reliability.md`` ("Fuzzing", through ``reliability_doc.py``): ``python
 benchmarks/fuzz.py --target all --runs 200000 --json benchmarks/results/fuzz.json``.
 
 Targets: zip (open a wheel, read and scan every member), elf, macho, pe (``read_binary``),

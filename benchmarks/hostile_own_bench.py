@@ -1,7 +1,7 @@
 """Every case of issue 39's families (fixtures/hostile_own.py, fixtures/hostile_surfaces.py)
 and issue 47's (fixtures/hostile_round5.py)
 in a fresh process of its own: exit code, wall time, peak RSS (``os.wait4``), the one stderr
-line, and what the folder looked like afterwards. ``docs/reliability.md`` prints the result
+line, and what the folder looked like afterwards. ``docs/evidence/reliability.md`` prints the result
 (``benchmarks/reliability_doc.py``, section ``round4``).
 
     python benchmarks/hostile_own_bench.py --long --json benchmarks/results/hostile_round4.json

@@ -8,7 +8,7 @@ Runs ``torchwheel check``, ``auditwheel show``, ``pip install --no-deps --target
 cap, and records what each did: ``ok`` (exit 0), ``refused`` (a clean non-zero exit),
 ``crash`` (a traceback), ``hang`` (killed at the timeout) or ``memory`` (MemoryError or
 killed by the cap), with seconds and peak RSS. ``benchmarks/reliability_doc.py`` renders the
-JSON into docs/reliability.md.
+JSON into docs/evidence/reliability.md.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ _TEMP_DIR = re.compile(r"(?<![\w.])/tmp/(?:tmp|pip-)[\w-]+")
 
 def scrubbed(message: str, tmp: Path) -> str:
     """The message with this machine's paths as placeholders: the results are published in
-    docs/reliability.md, where a reader's checkout and temp folders have other names."""
+    docs/evidence/reliability.md, where a reader's checkout and temp folders have other names."""
     message = message.replace(str(tmp), "<tmp>").replace(str(REPO), "<repo>")
     return _TEMP_DIR.sub("<tmp>", message)
 

@@ -28,7 +28,7 @@ the package imports as that version, and (on a sample) ``pip check`` passes. A p
 *stuck* unless rerunning the same install afterwards ends with the new version, whole.
 
 The short form (``sweep(..., stride=...)`` over two small wheels) is what
-``tests/e2e/test_install_journal.py`` runs; the figures in docs/reliability.md come from the long
+``tests/e2e/test_install_journal.py`` runs; the figures in docs/evidence/reliability.md come from the long
 form.
 """
 

@@ -6,7 +6,7 @@
     .venv/bin/python benchmarks/loadtruth.py --envs torch-2.13.0,torch-2.14.1 --no-download
     .venv/bin/python benchmarks/loadtruth_doctor.py --write-docs       # installed envs, real upgrades
 
-The first line reproduces ``docs/loadtruth.md``; its ``doctor`` and ``stale-tables`` sections
+The first line reproduces ``docs/evidence/loadtruth.md``; its ``doctor`` and ``stale-tables`` sections
 are written by ``loadtruth_doctor.py`` and ``stale_tables.py`` (``--write-docs``) and kept.
 
 ``benchmarks/corpus.py`` compares torchwheel with verdicts people wrote down; those can only be
@@ -94,7 +94,7 @@ INSTALLED = CACHE / "installed"
 LOADER = CACHE / "loader"
 RESULTS = CACHE / "results.json"
 WHEELS = REPO / ".cache" / "corpus"
-DOCS = REPO / "docs" / "loadtruth.md"
+DOCS = REPO / "docs" / "evidence" / "loadtruth.md"
 PROBE_TIMEOUT = 600  # one process: import torch, then a round of libraries (vllm's are large)
 LOADER_VERSION = 4  # bump when the probe changes, so cached loader results are redone
 
@@ -943,7 +943,7 @@ def tally(results: dict[str, Any]) -> dict[str, int]:
     return counts
 
 
-# -- docs/loadtruth.md ----------------------------------------------------------------------------------
+# -- docs/evidence/loadtruth.md ----------------------------------------------------------------------------------
 
 SHORT = {
     "true-loads": "ok",

@@ -15,7 +15,7 @@ distribution's top-level modules. Before moving on, ``doctor --torch NEXT --torc
 and ``doctor --against NEXT_WHEEL`` predict the next torch; then ``pip install torch==NEXT``
 really upgrades (or downgrades) the environment, and the next state's truth judges the
 predictions. The confusion matrices (installed, ``--torch``, ``--against``) go into
-``docs/loadtruth.md`` between the ``doctor`` markers (``loadtruth_doctor_docs.py``), which
+``docs/evidence/loadtruth.md`` between the ``doctor`` markers (``loadtruth_doctor_docs.py``), which
 ``loadtruth.py --write-docs`` keeps.
 """
 
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", default="", help="only these sets (comma-separated names)")
     parser.add_argument("--no-download", action="store_true", help="use only the wheels in the cache")
     parser.add_argument(
-        "--write-docs", action="store_true", help="write the doctor section of docs/loadtruth.md"
+        "--write-docs", action="store_true", help="write the doctor section of docs/evidence/loadtruth.md"
     )
     args = parser.parse_args(argv)
     tw = str(Path(args.torchwheel).resolve())

@@ -1,4 +1,4 @@
-"""The ``doctor`` section of ``docs/loadtruth.md``, from ``benchmarks/loadtruth_doctor.py``'s
+"""The ``doctor`` section of ``docs/evidence/loadtruth.md``, from ``benchmarks/loadtruth_doctor.py``'s
 results (``python benchmarks/loadtruth_doctor.py --write-docs``): written between its
 markers, the rest of the page left as it is."""
 

@@ -28,7 +28,7 @@ modules of its ``top_level.txt``, or its package directories):
 
 ``doctor --python ENV --format json`` gives each row's state (``loads``, ``partly``, ``no``,
 ``excluded``, ``unknown``); ``classify`` puts each pair in the confusion matrix, and
-``--write-docs`` writes it between the ``import-truth`` markers of ``docs/loadtruth.md``
+``--write-docs`` writes it between the ``import-truth`` markers of ``docs/evidence/loadtruth.md``
 (``loadtruth.py --write-docs`` keeps the section). Envs are built once into
 ``.cache/loadtruth/envs/import-NAME`` and reused while their inputs are unchanged
 (``--rebuild`` redoes them).
@@ -509,7 +509,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-download", action="store_true", help="use only the wheels in the cache")
     parser.add_argument("--rebuild", action="store_true", help="build the envs again")
     parser.add_argument(
-        "--write-docs", action="store_true", help="write the import-truth section of docs/loadtruth.md"
+        "--write-docs",
+        action="store_true",
+        help="write the import-truth section of docs/evidence/loadtruth.md",
     )
     args = parser.parse_args(argv)
     tw = str(Path(args.torchwheel).resolve())

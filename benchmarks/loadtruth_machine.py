@@ -2,7 +2,7 @@
 """Machine truth: ``doctor``'s driver and system-library axes held to what a real import does.
 
     .venv/bin/python benchmarks/loadtruth_machine.py               # run, print the table
-    .venv/bin/python benchmarks/loadtruth_machine.py --write-docs  # and write docs/loadtruth.md's section
+    .venv/bin/python benchmarks/loadtruth_machine.py --write-docs  # and write docs/evidence/loadtruth.md's section
 
 The environment: torch 2.14.1's CUDA 13.0 build (``.venv-cu130``'s files, hard-linked into a
 venv of its own under ``.cache/loadtruth-machine``: the shared venv is never written), with
@@ -44,7 +44,7 @@ from harness import md_cell, put_section  # noqa: E402
 SOURCE = REPO / ".venv-cu130"
 CACHE = REPO / ".cache" / "loadtruth-machine"
 WHEELS = REPO / ".cache" / "corpus"
-DOCS = REPO / "docs" / "loadtruth.md"
+DOCS = REPO / "docs" / "evidence" / "loadtruth.md"
 TIMEOUT = 600
 PACKAGES = ("torchvision==0.29.1", "torchcodec==0.17.0", "numpy", "pillow")
 MACHINES: dict[str, int | None] = {

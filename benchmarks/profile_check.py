@@ -3,7 +3,7 @@
 
     python benchmarks/profile_check.py [--top N] [--timer cpu|wall] -- check --format json WHEEL
 
-Reproduces ``docs/performance.md`` ("Profile of ``torchwheel check``"): the line above on
+Reproduces ``docs/evidence/performance.md`` ("Profile of ``torchwheel check``"): the line above on
 ``torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl``.
 
 ``python -m cProfile`` sees only the main thread; once ``collect`` hands members to a

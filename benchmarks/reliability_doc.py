@@ -1,4 +1,4 @@
-"""Render docs/reliability.md: the limits (read from src/torchwheel/limits.py), the hostile
+"""Render docs/evidence/reliability.md: the limits (read from src/torchwheel/limits.py), the hostile
 corpus summary (fixtures/hostile.py), the long fuzz run (benchmarks/results/fuzz.json), the
 side-by-side table (benchmarks/results/hostile_peers.json), the scaling in the number of
 findings (benchmarks/results/findings_scaling*.json) and issue 39's own-run families
@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DOC = REPO / "docs" / "reliability.md"
+DOC = REPO / "docs" / "evidence" / "reliability.md"
 RESULTS = REPO / "benchmarks" / "results"
 sys.path.insert(0, str(REPO / "fixtures"))
 sys.path.insert(0, str(REPO / "src"))

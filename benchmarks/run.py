@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/run.py --quick         # 1 repetition, small wheels only
     .venv/bin/python benchmarks/run.py --wheels torch-2.14.1 --tools tw-check,abi3audit --reps 5
 
-Reproduces ``docs/performance.md`` (its tables side by side with the peers, and the floors):
+Reproduces ``docs/evidence/performance.md`` (its tables side by side with the peers, and the floors):
 ``.venv/bin/python benchmarks/run.py --rev HEAD``.
 
 Run it with the project's venv: ``torchwheel`` is taken from beside that interpreter (or

@@ -4,7 +4,7 @@ side by side in one run (issue 49).
 
     python benchmarks/scan_speed.py [--reps 3] [--rate MB/s] [--project torchao] [--no-vllm]
 
-Reproduces ``docs/performance.md`` ("Scan against the download"): once with the default
+Reproduces ``docs/evidence/performance.md`` ("Two cores from the first byte, and a scan against its download"): once with the default
 ``--rate`` (one link of 16.7 MB/s shared by every connection, the speed of the issue's own
 download of the project: 154 MB in 9.2 s) and once with ``--rate 0`` (127.0.0.1's speed, where
 the download costs next to nothing and a scan costs its checks). The project's wheels (all
@@ -26,7 +26,7 @@ peak RSS); the requests and bytes are the server's own count. The load average i
 and after each round. The done-when of issue 49 is printed at the end: a project's scan <= 1.3x
 the plain download, and ``--partial`` <= the whole scan in bytes, requests and time (on the
 project and on vLLM). ``--json`` keeps every sample; ``--write-docs`` puts the table into
-docs/performance.md between its markers.
+docs/evidence/performance.md between its markers.
 """
 
 from __future__ import annotations
@@ -384,7 +384,9 @@ def main(argv: list[str] | None = None) -> int:
         "--rev", help="measure torchwheel as committed at this git revision (default: the working tree)"
     )
     parser.add_argument("--json", type=Path, default=HERE / "results" / "scan_speed.json")
-    parser.add_argument("--write-docs", action="store_true", help="the tables into docs/performance.md")
+    parser.add_argument(
+        "--write-docs", action="store_true", help="the tables into docs/evidence/performance.md"
+    )
     parser.add_argument(
         "--plain-download", nargs=2, type=Path, metavar=("LISTING", "DEST"), help=argparse.SUPPRESS
     )
@@ -419,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(result)
     print(text)
     if args.write_docs:
-        harness.put_section(REPO / "docs" / "performance.md", text, _section(args.rate))
+        harness.put_section(REPO / "docs" / "evidence" / "performance.md", text, _section(args.rate))
     return 0
 
 

@@ -28,7 +28,7 @@ user would. Then:
   tables; after the update, the verdicts of the full tables.
 
 Results: ``.cache/stale-tables/results.json``; ``--write-docs`` writes its section of
-``docs/loadtruth.md`` (between the ``stale-tables`` markers, which ``loadtruth.py`` keeps).
+``docs/evidence/loadtruth.md`` (between the ``stale-tables`` markers, which ``loadtruth.py`` keeps).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from packaging.version import Version
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 CACHE = REPO / ".cache" / "stale-tables"
-DOCS = REPO / "docs" / "loadtruth.md"
+DOCS = REPO / "docs" / "evidence" / "loadtruth.md"
 PLATFORMS = {
     "linux-x86_64": ("manylinux_2_28_x86_64",),
     "macos-arm64": ("macosx_14_0_arm64", "macosx_11_0_arm64"),
@@ -465,7 +465,7 @@ def loadtruth_tally(results: dict[str, Any]) -> dict[str, Any]:
     return {"counts": counts, "moved": moved, "rows": rows}
 
 
-# -- docs/loadtruth.md ----------------------------------------------------------------------------
+# -- docs/evidence/loadtruth.md ----------------------------------------------------------------------------
 
 
 def section(results: dict[str, Any]) -> str:

@@ -29,7 +29,7 @@ Reported per wheel: median and min wall, median CPU, the largest peak RSS, and e
 ratio to ``torchwheel check`` (median / median and min / min; above 1: slower than
 torchwheel). The JSON result (``--json``, default ``benchmarks/results/startup.json``) keeps
 every sample; paths in it are relative to the repository, the interpreter is ``<venv>``.
-The goals (docs/performance.md, "Start-up"): ``check`` at most 0.25 s (best run) and faster
+The goals (docs/evidence/performance.md, "Start-up"): ``check`` at most 0.25 s (best run) and faster
 than ``auditwheel show``.
 """
 

@@ -5,7 +5,7 @@ Usage (the project's venv)::
 
     python benchmarks/tag_bench.py [--repeat 3] [--wheels large,torch]
 
-Reproduces ``docs/performance.md`` ("``tag``"): ``python benchmarks/tag_bench.py``.
+Reproduces ``docs/evidence/performance.md`` ("``tag``"): ``python benchmarks/tag_bench.py``.
 
 ``torchwheel tag`` reads every member once (inflate, sha256 for RECORD, marker scan: the
 facts it writes must be true), then writes the new wheel copying unchanged members as

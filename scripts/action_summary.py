@@ -12,7 +12,7 @@ it reads comes in files and environment variables the earlier steps wrote:
 - ``MATRIX``, ``MATRIX_CODE``: ``matrix --format markdown`` and its exit code (no file: none);
 - ``EXIT_CODE``, ``ERRORS``, ``WARNINGS``, ``COUNT``: check's exit code, counts and the inputs
   (an input check could not read leaves the others judged: their counts, and an exit 2);
-- ``RULES_URL``: ``docs/rules.md`` of the action's repository and ref (empty where the runner
+- ``RULES_URL``: ``docs/reference/rules.md`` of the action's repository and ref (empty where the runner
   does not say them: then each code names ``torchwheel rule TWnnn``).
 
 The annotations are read back as check wrote them (``report/github.py``): the workflow-command
@@ -82,7 +82,7 @@ def code_span(text: str) -> str:
 
 
 def _rule_anchors() -> dict[str, str]:
-    """Code -> the heading anchor of ``docs/rules.md`` (``### TW201 target-too-old (error)``)."""
+    """Code -> the heading anchor of ``docs/reference/rules.md`` (``### TW201 target-too-old (error)``)."""
     result = subprocess.run(
         [sys.executable, "-m", "torchwheel", "rule", "--all", "--format", "json"],
         capture_output=True,

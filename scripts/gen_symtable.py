@@ -1,4 +1,4 @@
-"""Regenerate src/torchwheel/data/shim_versions.json (and docs/symbol-table.md) from torch wheels.
+"""Regenerate src/torchwheel/data/shim_versions.json (and docs/reference/symbol-table.md) from torch wheels.
 
 The shipped table dates each shim by the first torch release whose libraries EXPORT it
 (``scripts/shim_exports.py``); header gates are scanned from the same wheels as a
@@ -51,7 +51,7 @@ PLATFORMS = {
     "windows-x86_64": ("win_amd64",),
 }
 DEFAULT_OUTPUT = ROOT / "src/torchwheel/data/shim_versions.json"
-DEFAULT_REPORT = ROOT / "docs/symbol-table.md"
+DEFAULT_REPORT = ROOT / "docs/reference/symbol-table.md"
 DEFAULT_WHEEL_DIR = ROOT / ".cache/torch-wheels"
 
 
@@ -99,7 +99,7 @@ def gather(
 
 
 def report(table: SymbolTable, headers: SymbolTable, gates: dict[str, Gate], missing: list[str]) -> str:
-    """docs/symbol-table.md: what was read, and where export dates and header gates differ."""
+    """docs/reference/symbol-table.md: what was read, and where export dates and header gates differ."""
     lines = [
         "# The shim symbol table: export dates vs header gates",
         "",

@@ -44,7 +44,7 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 from torchwheel.tables.exports import HASH_BITS, ExportIndex
-from torchwheel.tables.exports_update import encode as encode_index
+from torchwheel.tables.exports_update import encode_exports as encode_index
 from torchwheel.tables.exports_update import masks_of
 from torchwheel.torchabi.cxxnames import demangle, is_unstable
 from torchwheel.torchabi.torchlibs import read_torch

@@ -1,9 +1,9 @@
-"""Write docs/rules.md from the one source of every rule's documentation.
+"""Write docs/reference/rules.md from the one source of every rule's documentation.
 
 The prose (What, Why, Fix, the other labelled paragraphs, the preamble, the group
 introductions) is ``src/torchwheel/data/rules.toml``; names, severities, summaries and the
 commands that fix a finding are ``src/torchwheel/rules/codes.py``. ``torchwheel rule TWnnn``
-prints from the same two, so edit them, never docs/rules.md, then run this script.
+prints from the same two, so edit them, never docs/reference/rules.md, then run this script.
 ``tests/test_rules_doc.py`` fails when the page is stale.
 
 Usage: python scripts/rules_doc.py [--check]
@@ -17,17 +17,17 @@ from pathlib import Path
 
 from torchwheel.rules import explain
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "rules.md"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when docs/rules.md is stale")
+    parser.add_argument("--check", action="store_true", help="exit 1 when docs/reference/rules.md is stale")
     args = parser.parse_args()
-    text = explain.page()
+    text = explain.rules_page()
     if args.check:
         if PAGE.read_text(encoding="utf-8") != text:
-            print("docs/rules.md is stale: run python scripts/rules_doc.py", file=sys.stderr)
+            print("docs/reference/rules.md is stale: run python scripts/rules_doc.py", file=sys.stderr)
             return 1
         return 0
     PAGE.write_text(text, encoding="utf-8")

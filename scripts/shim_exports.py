@@ -27,7 +27,7 @@ from pathlib import Path
 
 from torchwheel.analysis.usage import is_shim_name
 from torchwheel.tables.headergates import Gate, max_gate
-from torchwheel.tables.symtable import BASELINE, Origin, SymbolTable, WheelSource
+from torchwheel.tables.symtable import BASELINE, Origin, SymbolTable, TorchWheelOrigin
 from torchwheel.torchabi.torchlibs import read_torch
 from torchwheel.version import FeatureVersion
 
@@ -51,7 +51,7 @@ _DEVICES = ("cuda", "xpu", "hip", "rocm")
 class WheelExports:
     """The shim-named exports of one torch wheel, per library file."""
 
-    source: WheelSource
+    source: TorchWheelOrigin
     libraries: Mapping[str, frozenset[str]]
 
     @property
@@ -73,7 +73,7 @@ class WheelExports:
         if doc.get("cache_schema") != _CACHE_SCHEMA:
             raise ValueError("stale export cache")
         libraries = {lib: frozenset(names) for lib, names in doc["libraries"].items()}
-        return cls(WheelSource.from_json(doc["wheel"]), libraries)
+        return cls(TorchWheelOrigin.from_json(doc["wheel"]), libraries)
 
 
 def file_sha256(path: Path) -> str:
@@ -104,7 +104,7 @@ def read_wheel_exports(path: Path, cache_dir: Path | None = None) -> WheelExport
     libs = {lib: names for lib, names in libs.items() if names}
     variant = next((v for v in _DEVICES if any(v in lib for lib in torch.exports)), "cpu")
     release = torch.version.split("+", 1)[0]
-    source = WheelSource(path.name, sha256, release, platforms[0], variant)
+    source = TorchWheelOrigin(path.name, sha256, release, platforms[0], variant)
     result = WheelExports(source, libs)
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)

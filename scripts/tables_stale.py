@@ -115,11 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--versions", help="these torch versions instead of the index's (comma-separated)")
     args = parser.parse_args(argv)
     from torchwheel.tables.symtable import load_shipped
-    from torchwheel.tables.tablechoice import ChosenTable, activate, read_tables
+    from torchwheel.tables.tablechoice import ChosenTable, activate, read_tables_file
     from torchwheel.torchabi import torch_releases
 
     shipped = ChosenTable(load_shipped(), "shipped", "shipped")
-    chosen = activate(read_tables(args.tables, "--tables") if args.tables else shipped)
+    chosen = activate(read_tables_file(args.tables, "--tables") if args.tables else shipped)
     indexes = {p: exports_index(p) for p in PLATFORMS}
     if args.versions:
         available = finals(Version(v) for v in args.versions.split(","))

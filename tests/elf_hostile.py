@@ -5,7 +5,7 @@ A hand-made ELF (not a compiled fixture) because no toolchain writes these on pu
 layout is the one ``ld`` writes for a shared library (one PT_LOAD over the whole file,
 PT_DYNAMIC, .dynsym/.dynstr/.dynamic and a section table at the end), so that both routes of
 ``binary.elf`` (section headers, PT_DYNAMIC) read it. Used by ``test_elf_limits.py`` and by
-the before/after measurements quoted in ``docs/reliability.md``.
+the before/after measurements quoted in ``docs/evidence/reliability.md``.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ def test_the_stable_names_are_exported() -> None:
         "inspect_wheel",
         "loads_on",
         "need",
-        "scan_one",  # provisional (docs/api.md): exported, but not among the stable names
+        "scan_one",  # provisional (docs/reference/api.md): exported, but not among the stable names
         "tag",
     }
     assert all(hasattr(api, name) for name in api.__all__)

@@ -1,6 +1,6 @@
 """``torchwheel.api`` typed as its JSON: the docs' example and the typed attributes pass
 ``mypy --strict`` (run on them, against the installed package and its ``py.typed``); the
-``Literal`` aliases hold exactly the values docs/json.md documents; null is None; the
+``Literal`` aliases hold exactly the values docs/reference/json.md documents; null is None; the
 errors are the standard exceptions they say they are."""
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ def probe(path: Path) -> None:
 
 
 def _docs_example() -> str:
-    """The python blocks of docs/api.md, in order (the later ones use the first's import)."""
-    text = (REPO / "docs" / "api.md").read_text()
+    """The python blocks of docs/reference/api.md, in order (the later ones use the first's import)."""
+    text = (REPO / "docs" / "reference" / "api.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     assert len(blocks) >= 2
     return "\n".join(blocks)
@@ -90,8 +90,8 @@ def test_the_docs_example_and_the_typed_attributes_pass_mypy_strict(tmp_path: Pa
 
 
 def _documented(field: str) -> set[str]:
-    """A JSON field's closed set as docs/json.md writes it: ``"field": "a|b|c"``."""
-    text = (REPO / "docs" / "json.md").read_text()
+    """A JSON field's closed set as docs/reference/json.md writes it: ``"field": "a|b|c"``."""
+    text = (REPO / "docs" / "reference" / "json.md").read_text()
     (found,) = set(re.findall(rf'"{field}": "([a-z| ]+\|[a-z| ]+)"', text))
     return set(found.split("|"))
 

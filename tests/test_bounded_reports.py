@@ -22,14 +22,14 @@ import pytest
 
 import torchwheel.cli
 from torchwheel import limits
-from torchwheel.analysis.pythonabi import analyze as python_analyze
+from torchwheel.analysis.pythonabi import analyze_python_abi as python_analyze
 from torchwheel.analysis.torchcompat import InputCompat, SliceCompat
 from torchwheel.analysis.usage import analyze_imports
 from torchwheel.binary.common import companions_of
 from torchwheel.binary.facts import Import, SliceFacts
 from torchwheel.report import findings as findings_report
 from torchwheel.report.compat import compat_json
-from torchwheel.rules.registry import Finding
+from torchwheel.rules.registry import RuleFinding
 from torchwheel.tables.symtable import BASELINE, SymbolTable, load_shipped
 from torchwheel.tables.tablechoice import choose_table
 from torchwheel.tagging import plan as tag_plan
@@ -111,8 +111,8 @@ def test_the_text_collapse_sums_each_group_once(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setenv("TORCHWHEEL_MAX_LISTED", "100000")
     limits.reset()
-    found = Findings([Finding("TW403", "error", "w.whl", f"m{i:05d}.py", "x") for i in range(2000)])
-    found.kept += [Finding("TW402", "error", "w.whl", f"m{i:05d}.py", "y") for i in range(2000)]
+    found = Findings([RuleFinding("TW403", "error", "w.whl", f"m{i:05d}.py", "x") for i in range(2000)])
+    found.kept += [RuleFinding("TW402", "error", "w.whl", f"m{i:05d}.py", "y") for i in range(2000)]
     calls = []
 
     def counting_sorted(items: Any, **kw: Any) -> list[Any]:

@@ -3,7 +3,7 @@
 It must find nothing: an input may only end in BinaryError, InputError (LimitExceeded) or
 MarkerError, within 10 s and 2 GB. ``json`` and ``page`` are issue 16's readers: every JSON
 document schema, and local index pages (HTML and PEP 691 JSON). The long run (200,000 executions per reader) is the
-documented command in docs/reliability.md; this one keeps the harness and the readers honest
+documented command in docs/evidence/reliability.md; this one keeps the harness and the readers honest
 on every change."""
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from torchwheel.binary import read_binary, read_path
 from torchwheel.binary.gpucode import GpuCode, scan_buffer
 from torchwheel.binary.memberscan import scan
 from torchwheel.binary.offload import BUNDLE_MAGIC
-from torchwheel.torchabi.accelerators import classify, classify_library
+from torchwheel.torchabi.accelerators import classify_library, classify_needs
 from torchwheel.torchabi.cuda_archs import ptx_cuda
 
 CUDA = REPO / "fixtures" / "cuda"
@@ -62,7 +62,7 @@ def test_fixture_facts(fx: object) -> None:
     assert code.problems == () and code.registered
     assert {i.ptx_isa for i, _ in code.cuda if i.kind == "ptx"} == ({(9, 5)} if fx.ptx else set())  # type: ignore[attr-defined]
     facts = read_path(path).slices[0]
-    needs = classify(facts.needed, facts.imports, facts.gpu)
+    needs = classify_needs(facts.needed, facts.imports, facts.gpu)
     assert needs.accelerators == ("cuda",)
     assert needs.static_cudart == (fx.name == "cu13_static.so")  # type: ignore[attr-defined]
     assert needs.cuda_majors == (() if needs.static_cudart else (13,))
@@ -92,7 +92,7 @@ def test_compression_as_built() -> None:
 def test_pe_carries_the_elf_fatbin() -> None:
     pe = read_path(BIN / build.PE_FIXTURE).slices[0]
     assert pe.gpu.cuda == gpu(BIN / "cu13_torch_cuda.so").cuda
-    needs = classify(pe.needed, pe.imports, pe.gpu)
+    needs = classify_needs(pe.needed, pe.imports, pe.gpu)
     assert needs.torch_accelerator == "cuda" and needs.cuda_majors == (13,) and not needs.static_cudart
     assert needs.label == "CUDA 13"
 
@@ -137,7 +137,7 @@ def test_load_proof_cuda12(tmp_path: Path) -> None:
     assert without.returncode == 1  # Python's exit on the uncaught OSError
     assert "libcudart.so.12: cannot open shared object file" in without.stderr
     facts = read_path(BIN / build.CUDA12_FIXTURE).slices[0]
-    assert classify(facts.needed, facts.imports).label == "CUDA 12"
+    assert classify_needs(facts.needed, facts.imports).label == "CUDA 12"
 
 
 @pytest.mark.parametrize(
@@ -196,18 +196,18 @@ def test_unrelated_libraries(name: str) -> None:
 
 
 def test_links_torch_without_accelerator_needs_some_torch() -> None:
-    needs = classify(["libtorch.so", "libc10.so", "libc.so.6"])
+    needs = classify_needs(["libtorch.so", "libc10.so", "libc.so.6"])
     assert (
         needs.links_torch
         and needs.torch_accelerator is None
         and needs.accelerators == ()
         and needs.label == "-"
     )
-    assert not classify(["libc.so.6"]).links_torch
+    assert not classify_needs(["libc.so.6"]).links_torch
 
 
 def test_two_cuda_majors_are_both_kept() -> None:
-    needs = classify(["libcudart.so.12", "libnvrtc.so.13", "libtorch_cuda.so"])
+    needs = classify_needs(["libcudart.so.12", "libnvrtc.so.13", "libtorch_cuda.so"])
     assert needs.cuda_majors == (12, 13) and needs.label == "CUDA 12 + CUDA 13"
 
 
@@ -358,7 +358,7 @@ def test_rocm_bundles_plain_and_compressed(tmp_path: Path) -> None:
     data = path.read_bytes()
     _, streamed = scan("hip", len(data), lambda stop: chunked(data[:stop], 333), big=0, head=4096, tail=4096)
     assert not isinstance(streamed, Exception) and streamed.slices[0].gpu == code
-    assert classify([], (), code).label == "ROCm"
+    assert classify_needs([], (), code).label == "ROCm"
 
 
 def test_rocm_bundle_lying_count(tmp_path: Path) -> None:

@@ -355,7 +355,7 @@ def test_short_form_still_meets_every_wheel_command() -> None:
 
 
 def test_reliability_doc_is_current() -> None:
-    """docs/reliability.md's limits and corpus tables are generated from limits.py and the
+    """docs/evidence/reliability.md's limits and corpus tables are generated from limits.py and the
     corpus (benchmarks/reliability_doc.py): they cannot drift from the code."""
     proc = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "reliability_doc.py"), "--check"],

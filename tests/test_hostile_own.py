@@ -1,6 +1,6 @@
 """Issue 39's families (fixtures/hostile_own.py, fixtures/hostile_surfaces.py): each case set
 up in a folder of its own, one command line (or one call of the API) run in it, and the
-invariant of docs/reliability.md held: torchwheel changes only files it created in this run
+invariant of docs/evidence/reliability.md held: torchwheel changes only files it created in this run
 or that the command names as its output, and replaces or appends to an output only when it
 is of the kind torchwheel writes there; every other file, in the folder and in a folder
 outside it (``outside``, where the cases point their links), stays byte for byte.

@@ -4,7 +4,7 @@ from what ``tag`` wrote into WHEEL are the same, axis by axis, and so is every v
 The installer side reads a tagged wheel's WHEEL fields only and an untagged wheel's
 binaries; if the two ever disagreed, the answer to "does it load here" would depend on
 whether the author ran ``tag``. Every fixture wheel and every corpus wheel of the CI subset
-(and the rest of the corpus where it is cached) is tagged for real (``tagging.apply.tag``
+(and the rest of the corpus where it is cached) is tagged for real (``tagging.apply.write_tagged``
 writes the file) and read back by ``selection.candidates.read_candidate`` as ``select`` does.
 """
 
@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from torchwheel.analysis.load import load
+from torchwheel.analysis.load import load_facts
 from torchwheel.analysis.wheelfacts import torch_need_of
 from torchwheel.errors import InputError
 from torchwheel.selection.candidates import read_candidate
 from torchwheel.tables.symtable import load_shipped
-from torchwheel.tagging.apply import tag
+from torchwheel.tagging.apply import write_tagged
 from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, parse_backend
@@ -46,9 +46,9 @@ def _axes(need: TorchNeed) -> dict[str, object]:
 def _round_trip(wheel: Path, out: Path) -> tuple[TorchNeed, TorchNeed] | str:
     """(the binaries' need with the requirement tag writes, the need read back), or the
     refusal tag gave."""
-    (facts,) = list(load((wheel,), (), load_shipped(), verify_hashes=True))
+    (facts,) = list(load_facts((wheel,), (), load_shipped(), verify_hashes=True))
     try:
-        result = tag(facts, TagOptions(), out, in_place=False, dry_run=False)
+        result = write_tagged(facts, TagOptions(), out, in_place=False, dry_run=False)
     except InputError as exc:
         return str(exc)
     written = result.target if result.target is not None else wheel
@@ -58,7 +58,7 @@ def _round_trip(wheel: Path, out: Path) -> tuple[TorchNeed, TorchNeed] | str:
         with pytest.raises(InputError):
             read_candidate(wheel, "test")
         return f"unreadable: {exc}"
-    (tagged_facts,) = list(load((written,), (), load_shipped(), verify_hashes=False))
+    (tagged_facts,) = list(load_facts((written,), (), load_shipped(), verify_hashes=False))
     return torch_need_of(tagged_facts), back.torch
 
 
@@ -124,7 +124,7 @@ def test_tagged_and_untagged_corpus_wheels_have_one_need(entry: object, tmp_path
 
 def test_no_axis_is_any_by_default(fixture_wheels: dict[str, Path]) -> None:
     """A CUDA wheel's need names its build; a CPU target never gets a yes from it."""
-    (facts,) = list(load((fixture_wheels["cuda13"],), (), load_shipped(), verify_hashes=False))
+    (facts,) = list(load_facts((fixture_wheels["cuda13"],), (), load_shipped(), verify_hashes=False))
     need = torch_need_of(facts)
     assert need.builds is not None and need.builds != ANY_BUILD
     cpu = verdict(need, None, Version("2.13.0"), parse_backend("cpu"))

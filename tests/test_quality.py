@@ -50,6 +50,67 @@ def test_no_two_modules_share_a_name() -> None:
     assert {name: where for name, where in seen.items() if len(where) > 1} == {}
 
 
+# Public names defined in more than one module on purpose, each with the modules that may: one
+# concept spelled once per place it must live. Any other name defined twice fails.
+SHARED_NAMES = {
+    # slots of the format table (binary/format.py's ``Format``), one function per binary format
+    "needed_ranges": {"binary.elf", "binary.macho", "binary.pe"},
+    "gpu_sections": {"binary.elf", "binary.pe"},
+    "gpu_zones": {"binary.elf", "binary.pe"},
+    # each shipped table's process-wide switch, one verb for all three; they go when the tables
+    # become one value passed down
+    "use": {"tables.exports", "torchabi.torch_backends", "torchabi.torch_releases"},
+}
+
+
+def public_definitions(src: Path) -> dict[str, set[str]]:
+    """Each public (no leading underscore) top-level class and function name -> the modules
+    under ``src`` that define it (``pkg.mod``; a package's ``__init__`` as ``pkg``)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(src.rglob("*.py")):
+        module = ".".join(path.relative_to(src).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(
+                node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+            ) and not node.name.startswith("_"):
+                found.setdefault(node.name, set()).add(module)
+    return found
+
+
+def names_defined_twice(found: dict[str, set[str]], shared: dict[str, set[str]]) -> dict[str, list[str]]:
+    """The names defined in more than one module beyond what ``shared`` allows them."""
+    return {
+        name: sorted(modules)
+        for name, modules in sorted(found.items())
+        if len(modules) > 1 and not modules <= shared.get(name, set())
+    }
+
+
+def test_one_name_per_public_class_or_function() -> None:
+    """A name says one thing: ``Installed`` in a traceback, a grep or an import names one class.
+    No public top-level class or function of src/torchwheel is defined in two modules, but for
+    ``SHARED_NAMES``, and every entry there is still needed."""
+    found = public_definitions(ROOT / "src" / "torchwheel")
+    assert names_defined_twice(found, SHARED_NAMES) == {}
+    assert {name: found.get(name) for name in SHARED_NAMES if found.get(name) != SHARED_NAMES[name]} == {}
+
+
+def test_names_defined_twice_are_found(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "__init__.py").write_text("def run(): ...\nclass _Hidden: ...\n")
+    (tmp_path / "a" / "one.py").write_text(
+        "class Plan: ...\ndef run(): ...\ndef helper():\n    def run(): ...\n"
+    )
+    (tmp_path / "two.py").write_text("class Plan: ...\nclass _Hidden: ...\nimport os\nrun = os.getcwd\n")
+    (tmp_path / "three.py").write_text("class Plan: ...\n")
+    found = public_definitions(tmp_path)
+    assert found["run"] == {"a", "a.one"} and "_Hidden" not in found and "helper" in found
+    assert names_defined_twice(found, {}) == {"Plan": ["a.one", "three", "two"], "run": ["a", "a.one"]}
+    assert names_defined_twice(found, {"run": {"a", "a.one"}, "Plan": {"a.one", "two"}}) == {
+        "Plan": ["a.one", "three", "two"]
+    }
+
+
 def test_benchmarks_have_no_import_circle() -> None:
     """benchmarks/ is not a package, so import-linter does not see it: its scripts import one
     another by name (function-level imports included), and no chain of them comes back."""

@@ -1,4 +1,4 @@
-"""docs/rules.md is written from one source (``torchwheel/data/rules.toml`` for the prose,
+"""docs/reference/rules.md is written from one source (``torchwheel/data/rules.toml`` for the prose,
 ``rules/codes.py`` for the table) by ``scripts/rules_doc.py``; ``torchwheel rule`` reads the
 same. A page edited by hand, or a source changed without running the script, fails here."""
 
@@ -11,14 +11,14 @@ import tomllib
 
 from torchwheel.rules import REGISTRY
 from torchwheel.rules.codes import CODES
-from torchwheel.rules.explain import SOURCE, book, page
+from torchwheel.rules.explain import SOURCE, book, rules_page
 
 from .helpers import REPO
 
 
 def test_the_page_is_written_from_the_source() -> None:
-    written = (REPO / "docs" / "rules.md").read_text(encoding="utf-8")
-    assert written == page(), "docs/rules.md is stale: run python scripts/rules_doc.py"
+    written = (REPO / "docs" / "reference" / "rules.md").read_text(encoding="utf-8")
+    assert written == rules_page(), "docs/reference/rules.md is stale: run python scripts/rules_doc.py"
     check = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "rules_doc.py"), "--check"], capture_output=True, text=True
     )

@@ -123,15 +123,15 @@ def test_variant_json_schema(change: dict[str, Any], says: str) -> None:
 
 
 def test_variant_json_round_trip_and_merge_conflicts() -> None:
-    doc = variant_json.read_variant_json(variant_json.encode(GOOD_VARIANT), "w.whl")
+    doc = variant_json.read_variant_json(variant_json.encode_variant_json(GOOD_VARIANT), "w.whl")
     assert doc == GOOD_VARIANT
     other = variant_json.document(variant_json.LOCKED, "2.13")
-    merged = variant_json.merge([doc, other])
+    merged = variant_json.merge_variant_files([doc, other])
     assert safejson.load(json.dumps(merged).encode(), "merged", variant_json.SHAPE) == merged
     liar = json.loads(json.dumps(GOOD_VARIANT))
     liar["variants"]["torch2.12"]["torchwheel"]["stable_abi"] = ["2.11"]
     with pytest.raises(InputError, match=r'label "torch2\.12" is described two different ways'):
-        variant_json.merge([doc, liar])
+        variant_json.merge_variant_files([doc, liar])
 
 
 def test_symbol_table_schema() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from tests.helpers import load_script
 from torchwheel.errors import InputError
-from torchwheel.tables.symtable import BASELINE, Origin, SymbolTable, WheelSource, load_shipped
+from torchwheel.tables.symtable import BASELINE, Origin, SymbolTable, TorchWheelOrigin, load_shipped
 from torchwheel.torchabi.torchlibs import TorchLibraries, read_torch
 from torchwheel.version import FeatureVersion
 
@@ -41,7 +41,7 @@ def _first_on(origin: Origin, platform: str) -> FeatureVersion | None:
 
 
 def _wheel(release: str, platform: str, libraries: dict[str, set[str]]) -> WheelExports:
-    source = WheelSource(f"torch-{release}-{platform}.whl", "0" * 64, release, platform, "cpu")
+    source = TorchWheelOrigin(f"torch-{release}-{platform}.whl", "0" * 64, release, platform, "cpu")
     return WheelExports(source, {lib: frozenset(names) for lib, names in libraries.items()})
 
 

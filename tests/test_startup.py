@@ -1,6 +1,6 @@
 """Start-up structure: what a `check` of a small wheel imports, and what it must not.
 
-Speed is measured by benchmarks (``benchmarks/startup_bench.py``, docs/performance.md
+Speed is measured by benchmarks (``benchmarks/startup_bench.py``, docs/evidence/performance.md
 "Start-up"), never by timed tests. These tests guard the structure that speed rests on: the
 imports made lazy because a check of a small stable-ABI wheel does not need them stay out of
 such a check (``python -X importtime`` lists every module a process imported), and each

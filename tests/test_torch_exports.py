@@ -269,7 +269,7 @@ def _strong_unstable_imports(filename: str) -> set[str]:
     """A corpus wheel's strong unstable imports; it must have no ``torch`` requirement. Weak
     imports are left out as ``compat`` leaves them out: the loader does not need them (GCC
     references TLS init functions, ``_ZTH...``, weakly, and no torch defines them)."""
-    from torchwheel.analysis.load import load
+    from torchwheel.analysis.load import load_facts
     from torchwheel.tables.symtable import load_shipped
 
     path = CORPUS / filename
@@ -281,7 +281,7 @@ def _strong_unstable_imports(filename: str) -> set[str]:
              f"{name}=={version}", "-d", str(CORPUS)],
             check=True,
         )  # fmt: skip
-    (wheel,) = load((path,), (), load_shipped(), verify_hashes=False)
+    (wheel,) = load_facts((path,), (), load_shipped(), verify_hashes=False)
     assert not wheel.metadata.torch_requirements
     return {
         imp.name

@@ -3,14 +3,14 @@
 A build backend, a test suite or an index scanner asks here; the commands ``inspect``,
 ``show``, ``check`` and ``tag`` are this module plus rendering (``torchwheel.cli``). Every
 result serialises, with ``to_json()``, to the versioned document its command prints with
-``--format json`` (``docs/json.md``), so a tool can switch between the two freely.
+``--format json`` (``docs/reference/json.md``), so a tool can switch between the two freely.
 
 Stable (kept across releases, changed only with a deprecation): the functions
 ``inspect_wheel``, ``check``, ``need``, ``loads_on`` and ``tag``, their keyword arguments,
 the result classes' documented attributes and ``to_json()`` (``torchwheel.results``, every one
 exported here), ``InputError`` and its kinds. Provisional:
 the ``facts`` attribute (the internal per-wheel facts), the ``policy``/``table`` keywords
-the command line passes, ``scan_one`` and ``doctor``. ``docs/api.md`` is the reference.
+the command line passes, ``scan_one`` and ``doctor``. ``docs/reference/api.md`` is the reference.
 
 Nothing here prints, exits or reads ``pyproject.toml``: configuration is the caller's (the
 command line reads ``[tool.torchwheel]`` and passes it in). Unreadable input raises
@@ -136,7 +136,7 @@ def inspect_wheel(
     ``Facts.unreadable`` and read the others (``check`` and ``show`` on the command line).
     ``early``: the command line's (provisional): the first wheel, opened and being read
     already (``analysis.memberpool.start``)."""
-    from torchwheel.analysis.load import load
+    from torchwheel.analysis.load import load_facts
 
     if unreadable not in ("raise", "report"):
         raise InvalidValue(f"unreadable: {unreadable!r:.80} is neither 'raise' nor 'report'")
@@ -144,7 +144,7 @@ def inspect_wheel(
     if not given and not env:
         raise InputError("give at least one wheel, directory or binary (or an installed distribution)")
     failed: list[InputError] | None = [] if unreadable == "report" else None
-    facts = tuple(load(given, tuple(env), chosen.table, verify_hashes, failed, early))
+    facts = tuple(load_facts(given, tuple(env), chosen.table, verify_hashes, failed, early))
     return Facts(facts, chosen, tuple(Unreadable(e.input_path, str(e)) for e in failed or ()))
 
 
@@ -160,7 +160,7 @@ def check(
     unreadable: Literal["raise", "report"] = "raise",
     early: EarlyRead | None = None,
 ) -> CheckResult:
-    """Run the rules (``docs/rules.md``). ``select``/``ignore``: codes or prefixes, as
+    """Run the rules (``docs/reference/rules.md``). ``select``/``ignore``: codes or prefixes, as
     ``--select``/``--ignore``; an unknown code raises ``InvalidValue``. ``policy``: the
     command line's (``[tool.torchwheel]`` merged in; provisional). ``unreadable``: as
     ``inspect_wheel``'s; reported ones make ``exit_code`` 2, the others judged."""
@@ -302,7 +302,9 @@ def tag_wheels(
             # the variant copy first, while the input is still where it was (--in-place replaces it)
             for copy in (True, False) if variant else (False,):
                 results.append(
-                    apply.tag(w, opts, dest, in_place and not copy, dry_run, verbose, fd, copy, overwrite)
+                    apply.write_tagged(
+                        w, opts, dest, in_place and not copy, dry_run, verbose, fd, copy, overwrite
+                    )
                 )
                 if each is not None:
                     each(results[-1])

@@ -1,5 +1,5 @@
 """How a command ends: the exit codes every command shares (``Exit``; the table of
-what each one means per command is ``cli/exits.py`` and ``docs/exit-codes.md``), and the error
+what each one means per command is ``cli/exits.py`` and ``docs/reference/exit-codes.md``), and the error
 that ends a command with exit 2 and one line on stderr.
 
 The codes live at the bottom of the layers because the library decides them too:

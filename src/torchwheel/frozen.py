@@ -3,7 +3,7 @@
 ``dataclass(frozen=True)`` on CPython 3.11 compiles six functions per class, each with its
 own ``exec`` (``__init__``, ``__repr__``, ``__eq__``, ``__hash__``, ``__setattr__`` and
 ``__delattr__``): about half a millisecond a class. ``check`` defines some sixty record
-classes before it reads a byte, a quarter of its start-up (docs/performance.md,
+classes before it reads a byte, a quarter of its start-up (docs/evidence/performance.md,
 "Start-up"); CPython 3.13 compiles them in one ``exec``. Until 3.13 is the floor,
 ``frozen`` has ``dataclasses`` compile ``__init__`` alone and gives every class the same
 five functions, which read the class's field names, gathered once when it is defined.

@@ -255,7 +255,7 @@ def describe() -> str:
     """The budget in one line, for the out-of-memory message."""
     return (
         f"the memory budget is {MEMORY_BUDGET_MB} MB; limits are raised with --max-member-size "
-        f"or {_ENV_PREFIX}MAX_* environment variables (docs/reliability.md)"
+        f"or {_ENV_PREFIX}MAX_* environment variables (docs/evidence/reliability.md)"
     )
 
 

@@ -1,13 +1,13 @@
 """What the library face (``torchwheel.api``) returns, typed as the JSON documents are.
 
 Each class is the answer of one function of ``api`` and serialises, with ``to_json()``, to
-the document its command prints with ``--format json`` (``docs/json.md``). Where a JSON
+the document its command prints with ``--format json`` (``docs/reference/json.md``). Where a JSON
 value is one of a closed set, the attribute is a ``Literal`` of that set (``Severity``,
 ``Cell``, ``Axis``, ``NeedKind``, ``UnknownAxis``: each the one definition the code itself
 uses); where the JSON has ``null``, the attribute is ``None``.
 
 The classes live apart from ``api`` so that ``api`` stays the list of functions; ``api``
-exports every one of them (``docs/api.md``).
+exports every one of them (``docs/reference/api.md``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from torchwheel.torchabi.verdicts import Axis, Cell, Verdict
 
 # the closed sets, each imported where it is defined when first asked for: importing the
-# library must not load the rules (``docs/performance.md``, "Start-up")
+# library must not load the rules (``docs/evidence/performance.md``, "Start-up")
 ALIASES = {
     "Severity": ("torchwheel.rules.codes", "Severity"),
     "Cell": ("torchwheel.torchabi.verdicts", "Cell"),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from torchwheel.analysis import device_code
-from torchwheel.analysis.load import load
+from torchwheel.analysis.load import load_facts
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.report.facts_document import wheel_json
 from torchwheel.report.show_text import wheel_text
@@ -24,7 +24,7 @@ MANIFEST = "wdevice/vendors/op_impl/cpu/config/cust_aicpu_kernel.json"
 
 
 def _facts(path: Path) -> WheelFacts:
-    (facts,) = load((path,), (), load_shipped())
+    (facts,) = load_facts((path,), (), load_shipped())
     return facts
 
 

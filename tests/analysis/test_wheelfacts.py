@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from torchwheel.analysis import buildunits, wheelfacts
-from torchwheel.analysis.load import load
+from torchwheel.analysis.load import load_facts
 from torchwheel.analysis.wheelfacts import WheelFacts, torch_need_of
 from torchwheel.report.facts_document import wheel_json
 from torchwheel.report.show_text import wheel_text
@@ -26,7 +26,7 @@ from torchwheel.wheel.metadata import parse_metadata
 
 
 def _facts(fixture_wheels: dict[str, Path], name: str) -> WheelFacts:
-    (facts,) = load((fixture_wheels[name],), (), load_shipped())
+    (facts,) = load_facts((fixture_wheels[name],), (), load_shipped())
     return facts
 
 
@@ -132,7 +132,8 @@ def _counted(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> Callabl
 def test_derived_once(fixture_wheels: dict[str, Path], monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """Every rule, both reports and ``tag``'s plan read one computation of each derived fact."""
     counts = {
-        fn: _counted(monkeypatch, buildunits, fn) for fn in ("build_units", "brought_runtimes", "loads_on")
+        fn: _counted(monkeypatch, buildunits, fn)
+        for fn in ("build_units", "brought_runtimes", "builds_loaded_on")
     }
     counts["torch need"] = _counted(monkeypatch, wheelfacts, "_torch_need")
     w = _facts(fixture_wheels, name)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from torchwheel.binary import read_path
-from torchwheel.binary.elfdynamic import DynamicFacts, dynamic_facts, needed_ranges, read_dynamic
+from torchwheel.binary.elfdynamic import DynamicFacts, dynamic_facts, dynamic_needed_ranges, read_dynamic
 from torchwheel.binary.facts import BinaryError
 from torchwheel.binary.sparse import SparseBuffer
 
@@ -115,7 +115,7 @@ def test_what_the_fixtures_show() -> None:
 
 
 def test_large_files_cost_their_tables() -> None:
-    """libtorch_cuda.so (hundreds of MB) is read by ranges: what ``needed_ranges`` names is
+    """libtorch_cuda.so (hundreds of MB) is read by ranges: what ``dynamic_needed_ranges`` names is
     a sliver of it."""
     (lib,) = (REPO / ".venv-cu130").glob("lib/python3*/site-packages/torch/lib/libtorch_cuda.so")
     size = lib.stat().st_size
@@ -123,7 +123,7 @@ def test_large_files_cost_their_tables() -> None:
         head = fh.read(64 << 10)
         fh.seek(size - (64 << 10))
         tail = fh.read()
-    ranges = needed_ranges(SparseBuffer.from_ranges(size, {0: head, size - len(tail): tail}))
+    ranges = dynamic_needed_ranges(SparseBuffer.from_ranges(size, {0: head, size - len(tail): tail}))
     assert ranges and sum(hi - lo for lo, hi in ranges) < size // 50
     facts = dynamic_facts(lib)
     assert (

@@ -1,5 +1,5 @@
 """The exit codes: one table (``cli/exits.py``) that every command has a row in and that
-``docs/exit-codes.md`` prints, commands that return their code, and only the entry point
+``docs/reference/exit-codes.md`` prints, commands that return their code, and only the entry point
 exiting."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def test_only_the_entry_point_exits() -> None:
         for path in sorted(SRC.rglob("*.py"))
         if path != ENTRY_POINT and (hits := _exits_in(path.read_text(encoding="utf-8")))
     }
-    assert offenders == {}, "return the code from the command instead (docs/exit-codes.md)"
+    assert offenders == {}, "return the code from the command instead (docs/reference/exit-codes.md)"
 
 
 def _commands(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
@@ -78,7 +78,7 @@ def test_every_command_has_one_row_and_every_row_a_command() -> None:
     rows = [r.command for r in EXITS]
     assert len(rows) == len(set(rows))
     missing = sorted(set(_commands(cli)) - set(rows))
-    assert missing == [], "add a row to EXITS in cli/exits.py and to docs/exit-codes.md"
+    assert missing == [], "add a row to EXITS in cli/exits.py and to docs/reference/exit-codes.md"
     assert sorted(set(rows) - set(_commands(cli))) == ["torchwheel"]  # the group itself
 
 
@@ -91,8 +91,8 @@ def test_every_command_returns_its_code(name: str) -> None:
 
 
 def _doc_table() -> list[ExitRow]:
-    """The exit-code table of ``docs/exit-codes.md``, parsed."""
-    lines = (REPO / "docs" / "exit-codes.md").read_text(encoding="utf-8").splitlines()
+    """The exit-code table of ``docs/reference/exit-codes.md``, parsed."""
+    lines = (REPO / "docs" / "reference" / "exit-codes.md").read_text(encoding="utf-8").splitlines()
     head = lines.index("| command | 0 | 1 | 2 | 3 |")
     assert lines[head + 1] == "|---|---|---|---|---|"
     rows = []

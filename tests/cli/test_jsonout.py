@@ -1,5 +1,5 @@
 """cli/jsonout.py: a ``--format json`` command that fails with exit 2 before printing its
-document prints one carrying the error (docs/json.md); ``--format github`` prints the error
+document prints one carrying the error (docs/reference/json.md); ``--format github`` prints the error
 as an annotation; text output and a failure after the document print nothing more."""
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def test_a_format_the_command_does_not_offer_is_a_usage_error() -> None:
 def test_the_help_names_each_format_and_hides_the_alias() -> None:
     out = CliRunner().invoke(_report, ["--help"]).stdout
     assert (
-        "text: for people and CI logs; json: the versioned document (docs/json.md); markdown: for a CI job"
+        "text: for people and CI logs; json: the versioned document (docs/reference/json.md); markdown: for a CI job"
         in " ".join(out.split())
     )
     assert "--json" not in out

@@ -9,13 +9,13 @@ from packaging.version import Version
 
 from torchwheel.doctor.diagnosis import (
     Diagnosis,
-    Judged,
-    Row,
+    DiagnosisRow,
+    JudgedTorch,
     _one_verdict,
     _past_tables,
+    environment_summary,
     fix_for,
     keep_words,
-    summary,
 )
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild
@@ -40,9 +40,9 @@ def _need(kind: str, releases: frozenset[tuple[int, ...]] = frozenset(), floor: 
     )
 
 
-def _judged(torch: str, build: TorchBuild | None = CPU, how: str = "installed") -> Judged:
+def _judged(torch: str, build: TorchBuild | None = CPU, how: str = "installed") -> JudgedTorch:
     version = Version(torch)
-    return Judged(version, build, None, {}, how, minor_only=len(version.release) == 2)
+    return JudgedTorch(version, build, None, {}, how, minor_only=len(version.release) == 2)
 
 
 def test_keep_words() -> None:
@@ -104,16 +104,16 @@ def test_a_torch_newer_than_the_tables_is_said_never_guessed() -> None:
 def test_the_exit_and_the_summary() -> None:
     plan = _judged("2.14.1", TorchBuild("cpu"), "planned")
     rows = (
-        Row("a", "1", "", None, Verdict("no", "x"), before=Verdict("loads", "")),
-        Row("b", "1", "", None, Verdict("no", "x"), before=Verdict("no", "")),
-        Row("c", "1", "", None, Verdict("loads", "")),
-        Row("d", "1", "", None, Verdict("unknown", "editable"), not_read=True),
+        DiagnosisRow("a", "1", "", None, Verdict("no", "x"), before=Verdict("loads", "")),
+        DiagnosisRow("b", "1", "", None, Verdict("no", "x"), before=Verdict("no", "")),
+        DiagnosisRow("c", "1", "", None, Verdict("loads", "")),
+        DiagnosisRow("d", "1", "", None, Verdict("unknown", "editable"), not_read=True),
     )
     found = Diagnosis(plan, rows, 7, _judged("2.13.0"))
     assert found.exit_code == 1
-    assert summary(found) == (
+    assert environment_summary(found) == (
         "moving to torch 2.14.1, CPU build breaks a; does not load on it either: b; not read: d "
         "(7 without compiled torch code, not listed)"
     )
     assert Diagnosis(plan, rows[2:], 0).exit_code == 0  # not read: listed, not judged
-    assert Diagnosis(plan, (Row("e", "1", "", None, Verdict("unknown", "?")),), 0).exit_code == 1
+    assert Diagnosis(plan, (DiagnosisRow("e", "1", "", None, Verdict("unknown", "?")),), 0).exit_code == 1

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from torchwheel.doctor.import_error import date_symbol, library_words, module_file, parse
+from torchwheel.doctor.import_error import date_symbol, library_words, module_file, parse_import_error
 from torchwheel.errors import InputError
 from torchwheel.tables.symtable import load_shipped
 
@@ -14,13 +14,17 @@ TORCHRL = "_ZN5torch8autograd24fire_node_creation_hooksERKN3c1013intrusive_ptrIN
 
 
 def test_parse_the_three_questions() -> None:
-    assert parse("xformers._C").module == "xformers._C"
-    q = parse("ImportError: /v/site-packages/x/_C.so: undefined symbol: _ZN3c104cuda9device_countEv")
+    assert parse_import_error("xformers._C").module == "xformers._C"
+    q = parse_import_error(
+        "ImportError: /v/site-packages/x/_C.so: undefined symbol: _ZN3c104cuda9device_countEv"
+    )
     assert (q.path, q.symbol) == ("/v/site-packages/x/_C.so", "_ZN3c104cuda9device_countEv")
-    q = parse("ImportError: libc10_cuda.so: cannot open shared object file: No such file or directory")
+    q = parse_import_error(
+        "ImportError: libc10_cuda.so: cannot open shared object file: No such file or directory"
+    )
     assert q.library == "libc10_cuda.so"
     with pytest.raises(InputError, match="neither a module name"):
-        parse("ModuleNotFoundError: No module named 'tensordict'")
+        parse_import_error("ModuleNotFoundError: No module named 'tensordict'")
 
 
 def test_symbols_are_dated() -> None:
@@ -56,9 +60,9 @@ def test_a_module_is_found_on_the_search_path(tmp_path: Path) -> None:
 
 def test_the_machines_errors_are_taken_apart() -> None:
     """What ld.so, the CUDA runtime and torch print when the machine, not torch, is the cause."""
-    from torchwheel.doctor.import_error import parse
+    from torchwheel.doctor.import_error import parse_import_error
 
-    q = parse(
+    q = parse_import_error(
         "ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.32' not found "
         "(required by /env/site-packages/pkg/_C.so)"
     )
@@ -67,15 +71,15 @@ def test_the_machines_errors_are_taken_apart() -> None:
         "/lib/x86_64-linux-gnu/libstdc++.so.6",
         "/env/site-packages/pkg/_C.so",
     )
-    bare = parse("version 'GLIBCXX_3.4.32' not found")
+    bare = parse_import_error("version 'GLIBCXX_3.4.32' not found")
     assert bare.version == "GLIBCXX_3.4.32" and bare.path is None and bare.version_library is None
     for words in (
         "RuntimeError: CUDA driver version is insufficient for CUDA runtime version",
         "RuntimeError: The NVIDIA driver on your system is too old (found version 12040).",
     ):
-        assert parse(words).machine == "driver"
+        assert parse_import_error(words).machine == "driver"
     assert (
-        parse(
+        parse_import_error(
             "torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device"
         ).machine
         == "kernel"

@@ -16,10 +16,10 @@ import pytest
 
 from torchwheel.doctor.libsearch import (
     Resolver,
-    expand,
     library_path,
     preloaded_cuda,
     read_process,
+    rpath_folders,
     system_dirs,
 )
 
@@ -86,7 +86,11 @@ def test_every_kind_of_answer_occurs() -> None:
 
 
 def test_expanding_paths() -> None:
-    assert expand("$ORIGIN/../lib:${ORIGIN}/x::/opt/y:$LIB/z", "/a/b") == ("/a/b/../lib", "/a/b/x", "/opt/y")
+    assert rpath_folders("$ORIGIN/../lib:${ORIGIN}/x::/opt/y:$LIB/z", "/a/b") == (
+        "/a/b/../lib",
+        "/a/b/x",
+        "/opt/y",
+    )
     assert library_path("/p::/q;/r", "/cwd") == ("/p", "/cwd", "/q", "/r")
     assert library_path("", "/cwd") == ()
     dirs, how = system_dirs("/lib64/ld-linux-x86-64.so.2", 62)
@@ -122,7 +126,9 @@ def test_a_hostile_search_path_is_bounded(tmp_path: Path) -> None:
     bounded number of folders and files, and says the answer is not known past the budget."""
     from torchwheel.doctor import libsearch
 
-    assert len(expand(":".join(f"/nowhere/{i}" for i in range(100_000)), "/o")) == libsearch._MAX_FOLDERS
+    assert (
+        len(rpath_folders(":".join(f"/nowhere/{i}" for i in range(100_000)), "/o")) == libsearch._MAX_FOLDERS
+    )
     assert len(library_path(":".join(f"/n/{i}" for i in range(100_000)), "/")) == libsearch._MAX_FOLDERS
     lib, _ = machine_fixtures().cases["missing"]
     resolver = Resolver(read_process(sys.executable, _environ(None), None, []))

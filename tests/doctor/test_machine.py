@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torchwheel.analysis.load import load
+from torchwheel.analysis.load import load_facts
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.doctor.driver import Driver
 from torchwheel.doctor.machine import (
@@ -28,7 +28,7 @@ CU130 = TorchBuild("cuda", 13, 0)
 
 
 def _facts(path: Path) -> WheelFacts:
-    (facts,) = load((path,), (), load_shipped())
+    (facts,) = load_facts((path,), (), load_shipped())
     return facts
 
 
@@ -102,14 +102,14 @@ def test_the_driver_in_the_summary() -> None:
     minor, the rows whose CUDA code it cannot run."""
     from packaging.version import Version
 
-    from torchwheel.doctor.diagnosis import Diagnosis, Judged, Row, driver_summary
+    from torchwheel.doctor.diagnosis import Diagnosis, DiagnosisRow, JudgedTorch, driver_summary
     from torchwheel.doctor.machine import Machine
     from torchwheel.torchabi.verdicts import Verdict
 
     def diagnosis(build: TorchBuild, driver: tuple[int, int], parts: tuple[CudaNeed, ...]) -> Diagnosis:
         machine = Machine(Driver("found", driver, "/x/libcuda.so.1"), None, "")
         part = driver_part(parts, machine.driver)
-        row = Row(
+        row = DiagnosisRow(
             "ext",
             "1.0",
             "/site/ext-1.0.dist-info",
@@ -117,7 +117,7 @@ def test_the_driver_in_the_summary() -> None:
             Verdict("loads", "ok"),
             parts=(part,) if part else (),
         )
-        judged = Judged(Version("2.15.0"), build, None, {})
+        judged = JudgedTorch(Version("2.15.0"), build, None, {})
         return Diagnosis(judged, (row,), 0, None, machine=machine)
 
     runtime13 = (CudaNeed("runtime", (13, 0), "libcudart.so.13"),)

@@ -10,11 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from torchwheel.analysis.load import load
+from torchwheel.analysis.load import load_facts
 from torchwheel.binary.elfdynamic import dynamic_facts
 from torchwheel.doctor.driver import Driver
 from torchwheel.doctor.environment import Distribution, Environment
-from torchwheel.doctor.import_error import parse
+from torchwheel.doctor.import_error import parse_import_error
 from torchwheel.doctor.libsearch import read_process
 from torchwheel.doctor.machine import Machine
 from torchwheel.doctor.machine_explain import explain_kernel, explain_version
@@ -40,7 +40,7 @@ def test_a_version_the_system_lacks() -> None:
     )
     error = proc.stderr.strip().splitlines()[-1]
     assert "version `GLIBCXX_3.4.99' not found" in error, error
-    q = parse(error)
+    q = parse_import_error(error)
     answer = explain_version(q.version or "", q.version_library, q.path, _machine(), EMPTY)
     found = q.version_library or ""
     defined = dynamic_facts(Path(found)).versions_defined or frozenset()
@@ -59,7 +59,7 @@ def test_a_version_the_system_has() -> None:
 
 
 def test_gpu_code_for_another_gpu(tmp_path: Path) -> None:
-    (facts,) = load((REPO / "fixtures" / "cuda" / "bin" / "cu13_cubins_only.so",), (), load_shipped())
+    (facts,) = load_facts((REPO / "fixtures" / "cuda" / "bin" / "cu13_cubins_only.so",), (), load_shipped())
     installed = Installed("demo", "1.0", tmp_path, tmp_path / "demo-1.0.dist-info", tmp_path)
     env = Environment(None, (Distribution(installed, facts),), 0, ())
     none = explain_kernel(120, env)

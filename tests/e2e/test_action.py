@@ -34,7 +34,7 @@ DOC = (REPO / "docs" / "cibuildwheel.md").read_text()
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 STEP_KEYS = {"name", "id", "shell", "env", "run"}
 GITHUB = {"github.action_repository": "OWNER/torchwheel", "github.action_ref": "v1"}
-RULES = "https://github.com/OWNER/torchwheel/blob/v1/docs/rules.md"
+RULES = "https://github.com/OWNER/torchwheel/blob/v1/docs/reference/rules.md"
 
 
 @dataclass

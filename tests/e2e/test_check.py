@@ -158,7 +158,7 @@ def test_show_json_files_match_inspect_json(
 
 
 def test_rules_are_documented() -> None:
-    doc = (REPO / "docs" / "rules.md").read_text()
+    doc = (REPO / "docs" / "reference" / "rules.md").read_text()
     for code, rule in REGISTRY.items():
         assert f"### {code} {rule.name} ({rule.severity})" in doc, code
 

@@ -49,7 +49,7 @@ import pytest
 from ..helpers import REPO, checkout_copy, fixture_wheels_module
 from ..publish_helpers import TAGS, untagged_builds
 
-PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 SHELL, CONFIG = {"sh", "bash", "shell"}, {"toml"}
 _FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 _DIRECTIVE = re.compile(r"^\s*<!-- (run|tested|flow|recipe|not run): ?(.*?) -->$")

@@ -1,6 +1,6 @@
 """What ``tag`` and ``repair`` fix, as ``codes.CODES`` declares it (``fixed_by``), held to the
 rewrite: every finding that a fixing command removes says so in its message and in
-``docs/rules.md``, and the rewrite removes exactly the codes declared fixed, nothing claimed
+``docs/reference/rules.md``, and the rewrite removes exactly the codes declared fixed, nothing claimed
 that it leaves. TW415 (``repair --repair-with 'auditwheel repair ...'``) is held to auditwheel
 in ``tests/e2e/test_authors_flow.py``.
 """
@@ -63,7 +63,7 @@ def test_the_message_names_the_command(
     found = _findings(fixture_wheels[name], _policy_dir(tmp_path, spec.allowlist, spec.gpu_archs))
     messages = [f["message"] for f in found if f["code"] == code]
     assert messages and all(needle in m for m in messages), (needle, messages)
-    page = (REPO / "docs" / "rules.md").read_text()
+    page = (REPO / "docs" / "reference" / "rules.md").read_text()
     assert f"**Fixed by**: {fixed_by_text(fixed_by)}." in page
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from torchwheel import rules
-from torchwheel.analysis.load import load
+from torchwheel.analysis.load import load_facts
 from torchwheel.rules.registry import Policy
 from torchwheel.tables.symtable import load_shipped
 from torchwheel.wheel.archive import WheelArchive
@@ -43,10 +43,10 @@ def test_the_shared_judgement_is_checks_own(name: str, fixture_wheels: dict[str,
     """For every fixture wheel: the TW4xx errors ``check`` reports (but those of the compiled
     members) are exactly those ``archive_defects`` finds, with every member hashed as
     ``index`` hashes them: one set of rules, one verdict."""
-    (facts,) = load((fixture_wheels[name],), (), load_shipped())
+    (facts,) = load_facts((fixture_wheels[name],), (), load_shipped())
     from_check = {
         f.code
-        for f in rules.run(facts, Policy())
+        for f in rules.run_rules(facts, Policy())
         if f.code.startswith("TW4") and f.severity == "error" and f.code not in BINARY_CODES
     }
     with WheelArchive(fixture_wheels[name], lenient_name=True) as archive:  # tw414: read as check reads it

@@ -490,7 +490,7 @@ def test_the_pre_existing_file_is_deleted_only_with_its_own_bytes(
 ) -> None:
     """What the hash buys, and what it cannot: a forged record with a wrong digest leaves the
     file; one that carries the file's very sha256 and size is what a writer of the journal
-    could also do by deleting the file itself (documented in docs/reliability.md)."""
+    could also do by deleting the file itself (documented in docs/evidence/reliability.md)."""
     home = _killed_upgrade(env, mid_write)
     assert home is not None
     victim = env.root / "pyvenv.cfg"

@@ -17,7 +17,7 @@ from typing import Any
 import lief
 import pytest
 
-from torchwheel.analysis.load import load
+from torchwheel.analysis.load import load_facts
 from torchwheel.binary import BinaryError, memberscan, read_binary
 from torchwheel.rules import REGISTRY
 from torchwheel.rules.registry import Policy
@@ -159,7 +159,7 @@ def _tw405(kind: str, platform: str, tmp: Path) -> list[str]:
         kind, "netprobe", f"py3-none-{platform}", ((f"netprobe/{kind}.dll", kind),), requires=()
     )
     path = wheels.write_wheel(tmp / platform / spec.filename, spec, {kind: dll})
-    (facts,) = load((path,), (), load_shipped())
+    (facts,) = load_facts((path,), (), load_shipped())
     return [f.message for f in REGISTRY["TW405"].run(facts, Policy(), str(path))[0]]
 
 

@@ -90,7 +90,7 @@ def _runs(h: dict[str, Path]) -> dict[str, list[str]]:
     return runs
 
 
-# each run's exit code (docs/exit-codes.md): the good wheel has errors (check 1; repair refuses
+# each run's exit code (docs/reference/exit-codes.md): the good wheel has errors (check 1; repair refuses
 # what the rewrite cannot fix), the broken one an archive that cannot be trusted (tag and
 # repair refuse: 1; matrix and index cannot use it: 2); install refuses without torch (1)
 CODES = {

@@ -1,4 +1,4 @@
-"""``torchwheel rule`` (one code explained from the source docs/rules.md is written from) and
+"""``torchwheel rule`` (one code explained from the source docs/reference/rules.md is written from) and
 the refusal of unknown codes in ``--select``/``--ignore`` and ``[tool.torchwheel]``."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def test_rule_prints_the_section_of_the_page(tmp_path: Path) -> None:
         "cannot load on"
     )
     assert lines[1].startswith("Fixed by: `torchwheel tag`, `torchwheel repair`")
-    page = (REPO / "docs" / "rules.md").read_text()
+    page = (REPO / "docs" / "reference" / "rules.md").read_text()
     for label, text in book().rules["TW503"].sections:
         assert f"{label}: {text}" in result.stdout  # the same words ...
         assert f"**{label}**: {text}" in page  # ... as the page's

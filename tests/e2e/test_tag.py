@@ -305,7 +305,7 @@ def test_failure_mid_write_leaves_nothing(
     src = tmp_path / fixture_wheels["clean"].name
     shutil.copy(fixture_wheels["clean"], src)
     before = src.read_bytes()
-    (facts,) = list(load.load((src,), (), load_shipped()))
+    (facts,) = list(load.load_facts((src,), (), load_shipped()))
 
     def broken(*args: object, **kwargs: object) -> None:
         raise failure
@@ -314,7 +314,7 @@ def test_failure_mid_write_leaves_nothing(
     dest = tmp_path / "out"
     for in_place in (False, True):
         with pytest.raises(type(failure)):
-            apply.tag(facts, TagOptions(), None if in_place else dest, in_place, False)
+            apply.write_tagged(facts, TagOptions(), None if in_place else dest, in_place, False)
     assert src.read_bytes() == before
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [src.name]
 

@@ -220,7 +220,7 @@ def test_index_leaves_out_what_uv_refuses_and_uv_installs_the_plain_wheel(
             docs.append(json.loads(zf.read("twidx-1.0.0.dist-info/variant.json")))
     before = tmp_path / "before"
     shutil.copytree(folder, before)
-    (before / "twidx-1.0.0-variants.json").write_text(json.dumps(variant_json.merge(docs)))
+    (before / "twidx-1.0.0-variants.json").write_text(json.dumps(variant_json.merge_variant_files(docs)))
     links = ("--no-index", "--find-links", str(before))
     refused = _uv(python, *links, "twidx", "--reinstall-package", "twidx", cache=tmp_path / "uv0")
     assert refused.returncode != 0 and REFUSED in refused.stderr

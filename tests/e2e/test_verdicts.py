@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from torchwheel.analysis.load import load
+from torchwheel.analysis.load import load_facts
 from torchwheel.analysis.torchcompat import compare, torch_imports
 from torchwheel.publish import matrix, simple_index
 from torchwheel.selection.choose import choose
@@ -283,7 +283,7 @@ def test_the_five_commands_agree_on_every_fixture_wheel_and_torch(
                     build,
                 )
     table = load_shipped()
-    facts = list(load(tuple(wheels), (), table, verify_hashes=False))
+    facts = list(load_facts(tuple(wheels), (), table, verify_hashes=False))
     torch = read_torch(INSTALLED, torch_imports(facts, table))
     here = Version("2.13.0")
     for w in facts:

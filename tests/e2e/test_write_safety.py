@@ -218,7 +218,7 @@ def test_input_overwritten_after_analysis(how: str, fixture_wheels: dict[str, Pa
         else:
             _flip_member_bytes(src, so)
         with pytest.raises(InputError, match=r"analysed|does not verify|local header"):
-            apply.tag(facts, TagOptions(), dest, False, False, archive=archive)
+            apply.write_tagged(facts, TagOptions(), dest, False, False, archive=archive)
     assert not dest.exists() or not list(dest.iterdir())
 
 
@@ -238,7 +238,7 @@ def test_input_replaced_during_in_place(fixture_wheels: dict[str, Path], tmp_pat
         ((facts, archive),) = loaded
         os.replace(newcomer, src)
         with pytest.raises(InputError, match="replaced or removed while tag ran"):
-            apply.tag(facts, TagOptions(), None, True, False, archive=archive)
+            apply.write_tagged(facts, TagOptions(), None, True, False, archive=archive)
     assert src.read_bytes() == b"someone else's file"
     assert sorted(p.name for p in tmp_path.iterdir()) == [src.name]
 

@@ -25,7 +25,7 @@ def files(tmp_path: Path) -> Iterator[Path]:
     for i in range(8):
         (tmp_path / f"f{i}.txt").write_bytes(b"x" * 100)
     yield tmp_path
-    fairness.configure(fairness.Policy())  # the next test starts from the defaults
+    fairness.configure(fairness.FairnessPolicy())  # the next test starts from the defaults
     limits.reset()
 
 
@@ -34,7 +34,7 @@ def _get(url: str) -> bytes:
 
 
 def test_a_429_is_waited_out_as_retry_after_says(files: Path) -> None:
-    fairness.configure(fairness.Policy(backoff=0.01))
+    fairness.configure(fairness.FairnessPolicy(backoff=0.01))
     with serve(files, Behaviour(refuse={"/f0.txt": [(429, "1")]})) as (url, b):
         started = time.monotonic()
         assert _get(f"{url}/f0.txt") == b"x" * 100
@@ -44,7 +44,7 @@ def test_a_429_is_waited_out_as_retry_after_says(files: Path) -> None:
 
 
 def test_a_503_is_retried_with_back_off_then_succeeds(files: Path) -> None:
-    fairness.configure(fairness.Policy(backoff=0.1))
+    fairness.configure(fairness.FairnessPolicy(backoff=0.1))
     with serve(files, Behaviour(refuse={"/f0.txt": [(503, None), (502, None)]})) as (url, b):
         started = time.monotonic()
         assert _get(f"{url}/f0.txt") == b"x" * 100
@@ -54,7 +54,7 @@ def test_a_503_is_retried_with_back_off_then_succeeds(files: Path) -> None:
 
 
 def test_the_retries_are_bounded_and_the_error_stands(files: Path) -> None:
-    fairness.configure(fairness.Policy(retries=2, backoff=0.01))
+    fairness.configure(fairness.FairnessPolicy(retries=2, backoff=0.01))
     refusing = Behaviour(refuse={"/f0.txt": [(503, None)] * 10})
     with serve(files, refusing) as (url, b), pytest.raises(fetch.HTTPFailure, match="HTTP 503") as caught:
         _get(f"{url}/f0.txt")
@@ -63,7 +63,7 @@ def test_the_retries_are_bounded_and_the_error_stands(files: Path) -> None:
 
 
 def test_a_404_and_a_501_are_not_retried(files: Path) -> None:
-    fairness.configure(fairness.Policy(backoff=0.01))
+    fairness.configure(fairness.FairnessPolicy(backoff=0.01))
     with serve(files, Behaviour(refuse={"/f0.txt": [(501, None)] * 3})) as (url, b):
         with pytest.raises(fetch.NotFound):
             _get(f"{url}/missing.txt")
@@ -75,12 +75,12 @@ def test_a_404_and_a_501_are_not_retried(files: Path) -> None:
 def test_a_long_retry_after_is_capped_and_never_outlives_the_budget(
     files: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fairness.configure(fairness.Policy(max_wait=0.2))
+    fairness.configure(fairness.FairnessPolicy(max_wait=0.2))
     with serve(files, Behaviour(refuse={"/f0.txt": [(429, "86400")]})) as (url, _):
         started = time.monotonic()
         assert _get(f"{url}/f0.txt") == b"x" * 100
         assert time.monotonic() - started < 2
-    fairness.configure(fairness.Policy(max_wait=60))
+    fairness.configure(fairness.FairnessPolicy(max_wait=60))
     monkeypatch.setenv("TORCHWHEEL_MAX_HTTP_SECONDS", "2")
     limits.reset()
     with serve(files, Behaviour(refuse={"/f1.txt": [(429, "30")]})) as (url, b):
@@ -98,12 +98,12 @@ def test_retry_after_as_an_http_date() -> None:
     assert fairness.retry_after("7") == 7
     assert fairness.retry_after("soon") is None
     assert fairness.retry_after(email.utils.formatdate(now - 60, usegmt=True), now) == 0
-    assert fairness.wait(fairness.Policy(backoff=0.5, max_wait=3), 0, None) == 0.5
-    assert fairness.wait(fairness.Policy(backoff=0.5, max_wait=3), 4, None) == 3  # 8 s, capped
+    assert fairness.wait(fairness.FairnessPolicy(backoff=0.5, max_wait=3), 0, None) == 0.5
+    assert fairness.wait(fairness.FairnessPolicy(backoff=0.5, max_wait=3), 4, None) == 3  # 8 s, capped
 
 
 def _in_flight(url: str, cap: int) -> None:
-    fairness.configure(fairness.Policy(host_connections=cap))
+    fairness.configure(fairness.FairnessPolicy(host_connections=cap))
     threads = [threading.Thread(target=_get, args=(f"{url}/f{i}.txt",)) for i in range(6)]
     for t in threads:
         t.start()
@@ -120,7 +120,7 @@ def test_the_server_sees_at_most_the_connection_cap(files: Path, cap: int) -> No
 
 
 def test_the_request_rate_cap(files: Path) -> None:
-    fairness.configure(fairness.Policy(rate=10))
+    fairness.configure(fairness.FairnessPolicy(rate=10))
     with serve(files) as (url, b):
         started = time.monotonic()
         for i in range(6):
@@ -132,7 +132,7 @@ def test_the_request_rate_cap(files: Path) -> None:
 
 def test_a_policy_that_cannot_be_kept_is_refused() -> None:
     with pytest.raises(InputError, match="at least 1"):
-        fairness.Policy(host_connections=0)
+        fairness.FairnessPolicy(host_connections=0)
     with pytest.raises(InputError, match="TORCHWHEEL_MAX_REQUEST_RATE"):
         fairness.from_env({"TORCHWHEEL_MAX_REQUEST_RATE": "fast"})
     assert fairness.from_env({"TORCHWHEEL_MAX_HOST_CONNECTIONS": "3"}).host_connections == 3

@@ -1,7 +1,7 @@
 """rules/cpython.py: the TW3xx rules (wheel tags vs module file names vs init hooks vs CPython
 symbols), called directly on the facts of real fixture wheels.
 
-These tests exist so that each rule is held to ``docs/rules.md`` on its own: the CPython 3.12
+These tests exist so that each rule is held to ``docs/reference/rules.md`` on its own: the CPython 3.12
 extensions of ``fixtures/build.py`` (``elf_cpython_abi3``: limited API, floor 3.12;
 ``elf_cpython_cp312``: PyUnicode_New and PyDict_SetDefault outside it) and the torch
 libraries (hook ``PyInit_<scenario>``, or none for the op library) in wheels tagged to trigger

@@ -1,7 +1,7 @@
 """rules/integrity.py: the TW4xx rules (RECORD, tags, platform, metadata files, member names),
 called directly on the facts of real fixture wheels (``fixtures/wheels.py``).
 
-These tests exist so that each rule registered by this module is held to ``docs/rules.md`` on
+These tests exist so that each rule registered by this module is held to ``docs/reference/rules.md`` on
 its own: where the finding lands (the member, the ``.dist-info`` file, or the wheel) and what
 it says, for a wheel built to trigger it and for near misses. The archive rules (TW401-TW403,
 TW407-TW411, TW414) share their words with ``wheel.defects``; they are reached through

@@ -1,7 +1,7 @@
 """rules/marker.py: the TW1xx rules on the stable-ABI marker, called directly on the facts of
 real fixture wheels (``fixtures/wheels.py``) rather than through ``torchwheel check``.
 
-These tests exist so that each rule function is held to what ``docs/rules.md`` says it
+These tests exist so that each rule function is held to what ``docs/reference/rules.md`` says it
 reports, member by member and in its own words, for a wheel built to trigger it and for one
 built not to. The expected values come from ``fixtures/README.md`` (each scenario's markers,
 raw records and companions), never from the code under test.

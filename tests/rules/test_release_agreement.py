@@ -1,7 +1,7 @@
 """rules/release_agreement.py: the TW6xx rules, which judge each wheel of a release (same name
 and version) beside its siblings, called directly with a ``ReleaseView``.
 
-These tests exist so that each release rule is held to ``docs/rules.md`` without the command
+These tests exist so that each release rule is held to ``docs/reference/rules.md`` without the command
 line: the release sets are the ones of ``tests/e2e/test_release.py`` (one library per wheel, the
 scenario's documented target: ``elf_marker_2_10`` 2.10, ``macho_arm64_marker_2_12`` 2.12,
 ``pe_mingw_marker_2_10`` 2.10, ``elf_unstable_cpp`` unstable), written as wheels by the

@@ -2,7 +2,7 @@
 facts of real fixture wheels (``fixtures/wheels.py``) and on wheels written the same way
 with other requirements.
 
-These tests exist so that each rule is held to ``docs/rules.md`` on its own, without the
+These tests exist so that each rule is held to ``docs/reference/rules.md`` on its own, without the
 command line: which requirement it reports, in which words, and which near misses it leaves
 alone. Expected releases come from the fixtures' documented targets (2.10 for
 ``elf_marker_2_10``, 2.13 for ``elf_marker_2_13_shims_2_13``, per-minor builds 2.4-2.9) and
@@ -117,7 +117,7 @@ def test_tw502_silent_on_a_range_of_two_minors(built_fixtures: dict[str, Path], 
 def test_tw502_says_pin_only_of_a_requirement_that_admits_one_release(
     built_fixtures: dict[str, Path], tmp_path: Path
 ) -> None:
-    """``torch<2.0`` admits no torch 2.x release at all: it pins nothing (docs/rules.md: TW502
+    """``torch<2.0`` admits no torch 2.x release at all: it pins nothing (docs/reference/rules.md: TW502
     is a requirement of "exactly one torch release"). What is wrong with it, that no torch
     the binaries load on is admitted, is TW503's to say, and it does."""
     path = stable_wheel(tmp_path, built_fixtures, "elf_marker_2_10", "torch<2.0")

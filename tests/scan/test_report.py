@@ -16,7 +16,7 @@ import pytest
 
 from torchwheel import api, limits
 from torchwheel.errors import InputError
-from torchwheel.scan.report import Summary, render, summarize
+from torchwheel.scan.report import Summary, render_summary, summarize
 from torchwheel.scan.scanline import empty_line
 
 
@@ -123,7 +123,7 @@ def test_a_file_without_lines_counts_nothing(tmp_path: Path) -> None:
         "input_errors": {},
         "not_scan_lines": 0,
     }
-    assert render(summarize(empty), "text") == "0 wheels, 0 read, 0 unreadable"
+    assert render_summary(summarize(empty), "text") == "0 wheels, 0 read, 0 unreadable"
 
 
 def test_no_scan_file_is_an_input_error(tmp_path: Path) -> None:
@@ -175,7 +175,7 @@ def _summary() -> Summary:
 
 
 def test_the_text_tables() -> None:
-    assert render(_summary(), "text").splitlines() == [
+    assert render_summary(_summary(), "text").splitlines() == [
         "1,234 wheels, 1,229 read, 5 unreadable",
         "",
         "need      wheels",
@@ -197,7 +197,7 @@ def test_the_text_tables() -> None:
 
 
 def test_the_markdown_tables() -> None:
-    assert render(_summary(), "markdown").splitlines() == [
+    assert render_summary(_summary(), "markdown").splitlines() == [
         "**1,234 wheels, 1,229 read, 5 unreadable**",
         "",
         "| need | wheels |",
@@ -237,10 +237,10 @@ def test_keys_a_wheel_chose_are_escaped(tmp_path: Path) -> None:
         _line("/w/a.whl", _need("stable", "2.10.0", ["cu\x1b[31m|`x`"])),
         _line("/w/b.whl", error="::error::x\n"),
     )
-    text = render(summarize(scan), "text").splitlines()
+    text = render_summary(summarize(scan), "text").splitlines()
     assert "cu\\x1b[31m|`x`       1" in text  # the escaped key is what sets the width
     assert "\\x3a:error::x\\n         1" in text
-    markdown = render(summarize(scan), "markdown").splitlines()
+    markdown = render_summary(summarize(scan), "markdown").splitlines()
     assert "| `cu\\x1b[31m\\|'x'` | 1 |" in markdown
     assert "| `::error::x\\n` | 1 |" in markdown
 
@@ -375,7 +375,7 @@ def test_a_partial_scan_counts_each_axis_and_the_bytes(tmp_path: Path) -> None:
     assert doc["axes"]["kind"] == {"decided": 3, "not read": 0}
     assert doc["axes"]["gpu_code"] == {"decided": 1, "not read": 2}
     assert doc["axes"]["marker"] == {"decided": 1, "not read": 2}
-    text = render(summary, "text").splitlines()
+    text = render_summary(summary, "text").splitlines()
     assert text[:6] == [
         "4 wheels, 4 read, 0 unreadable",
         "",
@@ -384,5 +384,5 @@ def test_a_partial_scan_counts_each_axis_and_the_bytes(tmp_path: Path) -> None:
         "axis (partial reads)  decided  not read",
         "kind                        3         0",
     ]
-    assert "| `marker` | 1 | 2 |" in render(summary, "markdown").splitlines()
+    assert "| `marker` | 1 | 2 |" in render_summary(summary, "markdown").splitlines()
     assert "partial" not in summarize(_file(tmp_path / "plain.jsonl", _line("/w/a.whl"))).to_json()

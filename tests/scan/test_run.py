@@ -36,9 +36,9 @@ JUDGES = Judges(api.check, api.need)  # what the command hands down
 
 
 @pytest.fixture
-def policy() -> Iterator[fairness.Policy]:
-    yield fairness.Policy()
-    fairness.configure(fairness.Policy())  # run_scan() sets this process's caps: back to the defaults
+def policy() -> Iterator[fairness.FairnessPolicy]:
+    yield fairness.FairnessPolicy()
+    fairness.configure(fairness.FairnessPolicy())  # run_scan() sets this process's caps: back to the defaults
 
 
 def test_plan_skips_what_the_file_holds_by_any_key() -> None:
@@ -117,7 +117,7 @@ def _index(root: Path) -> tuple[Path, Path, str]:
     return root / "simple", wheel, digest
 
 
-def test_a_run_then_a_resume_after_a_kill(tmp_path: Path, policy: fairness.Policy) -> None:
+def test_a_run_then_a_resume_after_a_kill(tmp_path: Path, policy: fairness.FairnessPolicy) -> None:
     index, wheel, digest = _index(tmp_path)
     out = tmp_path / "scan.jsonl"
     table = choose_table(None, None)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from torchwheel.tables.exports import ExportIndex
-from torchwheel.tables.exports_update import add_release, encode, masks_of, restrict
+from torchwheel.tables.exports_update import add_release, encode_exports, masks_of, restrict
 
 NAMES = {
     "2.12.1": ["_ZN2at3oldEv", "_ZN2at6sharedEv"],
@@ -27,7 +27,9 @@ def _entry(version: str, build: str = "cu130") -> dict[str, Any]:
 
 def _index(releases: dict[str, list[str]]) -> ExportIndex:
     entries = [{**_entry(v), "names": len(n)} for v, n in releases.items()]
-    data = encode("linux-x86_64", entries, masks_of(list(releases.values())), "2026-12-05", "test", "zlib")
+    data = encode_exports(
+        "linux-x86_64", entries, masks_of(list(releases.values())), "2026-12-05", "test", "zlib"
+    )
     return ExportIndex.from_bytes(data, "test index")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchwheel.tables.shimorigin import EXPORT, HEADER_GATE, Origin, WheelSource
+from torchwheel.tables.shimorigin import EXPORT, HEADER_GATE, Origin, TorchWheelOrigin
 from torchwheel.version import FeatureVersion
 
 
@@ -29,8 +29,8 @@ def test_origin_platforms_are_sorted_so_equal_origins_compare_equal() -> None:
 def test_wheel_source_round_trips() -> None:
     raw = {"file": "torch.whl", "sha256": "ab" * 32, "release": "2.13.0", "platform": "linux-x86_64",
            "variant": "cpu"}  # fmt: skip
-    source = WheelSource.from_json(raw)
-    assert source == WheelSource("torch.whl", "ab" * 32, "2.13.0", "linux-x86_64", "cpu")
+    source = TorchWheelOrigin.from_json(raw)
+    assert source == TorchWheelOrigin("torch.whl", "ab" * 32, "2.13.0", "linux-x86_64", "cpu")
     assert source.to_json() == raw
 
 
@@ -45,7 +45,7 @@ def test_wheel_source_round_trips() -> None:
 )
 def test_wheel_source_refuses_a_malformed_entry(raw: object) -> None:
     with pytest.raises(ValueError) as info:
-        WheelSource.from_json(raw)
+        TorchWheelOrigin.from_json(raw)
     assert str(info.value) == (
         "symbol table: a wheel entry needs string fields file, sha256, release, platform, variant"
     )

@@ -438,7 +438,7 @@ def test_installed_torch_agrees_with_shipped_table(installed_include: Path) -> N
     }
     # The shipped table is export-dated; the 2.13 headers are only a cross-check. Every
     # shim they declare exists by 2.13, but the dates differ where the gate is missing or
-    # wrong (all listed in docs/symbol-table.md) or the headers arrived after 2.9.
+    # wrong (all listed in docs/reference/symbol-table.md) or the headers arrived after 2.9.
     assert all((shipped.introduced(n) or BASELINE) <= V("2.13.0") for n in scanned.symbols)
     exported = {n for n in disagreements if shipped.origin(n).source == "export"}
     assert RETRO_GATED_MPS | {"aoti_torch_int64_to_ivalue", "aoti_torch_str_to_ivalue"} <= exported
@@ -448,7 +448,9 @@ def test_installed_torch_agrees_with_shipped_table(installed_include: Path) -> N
         "aoti_torch_mps__scaled_dot_product_attention_math_for_mps_v2",  # gate 2.13, exported 2.12
         "aoti_torch_mps_nonzero_static",  # gate 2.11, exported 2.12
     }
-    report = (Path(__file__).resolve().parents[2] / "docs/symbol-table.md").read_text(encoding="utf-8")
+    report = (Path(__file__).resolve().parents[2] / "docs/reference/symbol-table.md").read_text(
+        encoding="utf-8"
+    )
     for name in exported - RETRO_GATED_MPS:  # the retro-gates agree with 2.14's headers
         assert f"| `{name}` |" in report, name
     # The rest: never exported by a wheel read, declared ungated but only from 2.10 on.

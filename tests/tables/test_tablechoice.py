@@ -15,7 +15,7 @@ from packaging.version import Version
 
 from torchwheel.errors import InputError
 from torchwheel.tables import exports, tablechoice
-from torchwheel.tables.exports_update import encode, masks_of
+from torchwheel.tables.exports_update import encode_exports, masks_of
 from torchwheel.tables.symtable import SymbolTable, load_shipped
 from torchwheel.torchabi import torch_releases
 
@@ -35,7 +35,7 @@ def _index(platform: str = "linux-x86_64", version: str = "2.16.0") -> str:
         "wheels": [{"file": "t.whl", "sha256": "0" * 64}],
         "names": 1,
     }
-    data = encode(platform, [entry], masks_of([["_ZN2at3newEv"]]), "2026-12-22", "test", "zlib")
+    data = encode_exports(platform, [entry], masks_of([["_ZN2at3newEv"]]), "2026-12-22", "test", "zlib")
     return base64.b64encode(data).decode()
 
 

@@ -13,9 +13,9 @@ from torchwheel.tagging.requirement import (
     apply_requirements,
     desired_spec,
     merged_requirement,
-    metadata_text,
     named_minor,
     narrowed,
+    with_torch_requirements,
 )
 from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi import torch_releases
@@ -166,21 +166,21 @@ _META = "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: numpy\n
 
 
 def test_metadata_text_adds_a_missing_requirement() -> None:
-    text, notes = metadata_text(_META + "\nbody\n", _STABLE_210, TagOptions())
+    text, notes = with_torch_requirements(_META + "\nbody\n", _STABLE_210, TagOptions())
     assert text == _META + "Requires-Dist: torch>=2.10\n\nbody\n"
     assert notes == ["added Requires-Dist: torch>=2.10"]
 
 
 def test_metadata_text_keeps_a_correct_requirement() -> None:
     meta = _META + "Requires-Dist: torch >= 2.10\n"
-    assert metadata_text(meta, _STABLE_210, TagOptions()) == (meta, [])
+    assert with_torch_requirements(meta, _STABLE_210, TagOptions()) == (meta, [])
 
 
 def test_metadata_text_replaces_a_wrong_requirement_in_place() -> None:
     meta = (
         "Metadata-Version: 2.1\r\nName: demo\r\nVersion: 1.0\r\nRequires-Dist: torch>=2.4\r\nSummary: s\r\n"
     )
-    text, notes = metadata_text(meta, _STABLE_210, TagOptions())
+    text, notes = with_torch_requirements(meta, _STABLE_210, TagOptions())
     assert text == meta.replace("torch>=2.4", "torch>=2.10")
     assert notes == ["Requires-Dist: torch>=2.4 -> torch>=2.10"]
 

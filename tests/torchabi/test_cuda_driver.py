@@ -15,7 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from torchwheel.torchabi.cuda_driver import CudaNeed, parse_driver_version, runs, under_minor_compatibility
+from torchwheel.torchabi.cuda_driver import (
+    CudaNeed,
+    driver_runs,
+    parse_driver_version,
+    under_minor_compatibility,
+)
 
 from ..helpers import machine_fixtures
 
@@ -61,18 +66,18 @@ def test_the_rule_is_the_runtimes(which: int, driver: int) -> None:
     cuda = parse_driver_version(driver)
     assert cuda is not None
     need = CudaNeed("runtime", (version // 1000, (version % 1000) // 10), runtime.name)
-    assert runs(cuda, need) == (status == 100), (runtime, driver, words)
+    assert driver_runs(cuda, need) == (status == 100), (runtime, driver, words)
     if status == 35:
         assert words == "CUDA driver version is insufficient for CUDA runtime version"
 
 
 def test_minor_version_compatibility_and_ptx() -> None:
     cu135 = CudaNeed("runtime", (13, 5), "libcudart.so.13")
-    assert runs((13, 0), cu135) and under_minor_compatibility((13, 0), cu135)
-    assert not runs((12, 9), cu135) and not under_minor_compatibility((12, 9), cu135)
-    assert runs((14, 0), cu135) and not under_minor_compatibility((14, 0), cu135)
+    assert driver_runs((13, 0), cu135) and under_minor_compatibility((13, 0), cu135)
+    assert not driver_runs((12, 9), cu135) and not under_minor_compatibility((12, 9), cu135)
+    assert driver_runs((14, 0), cu135) and not under_minor_compatibility((14, 0), cu135)
     ptx = CudaNeed("ptx", (13, 5), "compute_90 PTX, ISA 9.5")
-    assert not runs((13, 2), ptx) and runs((13, 5), ptx) and runs((14, 0), ptx)
+    assert not driver_runs((13, 2), ptx) and driver_runs((13, 5), ptx) and driver_runs((14, 0), ptx)
     assert ptx.words == "CUDA 13.5 (for its compute_90 PTX, ISA 9.5)"
 
 

@@ -44,15 +44,15 @@ def test_every_label_is_a_build_known_or_newer(label: str, build: TorchBuild, kn
     read = from_local_label(label)
     assert read == build  # never None: the kind and major are read whatever the tables list
     assert torch_backends.known(build) is known
-    assert torch_backends.newer_than_tables(build) is not known
+    assert torch_backends.backend_newer_than_tables(build) is not known
     if not known:
-        note = torch_backends.tables_note(build)
+        note = torch_backends.backend_tables_note(build)
         assert note.startswith(f"torch build {build.backend} is newer than this torchwheel's tables")
         assert "torchwheel symbols update" in note
 
 
 def test_a_need_without_a_backend_name_is_never_asked() -> None:
-    assert torch_backends.known(TorchBuild("cuda", 13)) and not torch_backends.newer_than_tables(None)
+    assert torch_backends.known(TorchBuild("cuda", 13)) and not torch_backends.backend_newer_than_tables(None)
 
 
 def test_columns_and_index_folders_keep_their_backends() -> None:

@@ -188,7 +188,7 @@ def build_units(
     loader_prefers: Mapping[str, str],
     fallbacks: frozenset[str] = frozenset(),
 ) -> tuple[BuildUnit, ...]:
-    """The wheel's compiled members grouped into libraries, as ``loads_on`` and the
+    """The wheel's compiled members grouped into libraries, as ``builds_loaded_on`` and the
     accelerator rules (TW701) judge them; ``fallbacks``: the flavour sets whose loader goes
     on without them where none loads (``loaders.fallback_units``)."""
     out = []
@@ -285,7 +285,7 @@ def own_runtime_notes(binaries: Iterable[MemberBinary], brought: Brought) -> lis
     return notes
 
 
-def loads_on(units: Iterable[BuildUnit]) -> BuildSet:
+def builds_loaded_on(units: Iterable[BuildUnit]) -> BuildSet:
     """The torch builds every library loads on (``ANY_BUILD``; ``{cpu, cuda-13}``).
 
     Every library must load, and of the builds of one library (per torch release, per

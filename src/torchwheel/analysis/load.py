@@ -153,7 +153,7 @@ def _expanded(paths: tuple[Path, ...]) -> list[Path]:
     return out
 
 
-def load(
+def load_facts(
     paths: tuple[Path, ...],
     env: tuple[str, ...],
     table: SymbolTable,

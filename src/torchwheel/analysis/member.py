@@ -101,8 +101,8 @@ def analyze_slice(facts: SliceFacts, table: SymbolTable) -> SliceAnalysis:
         declared,
         problem,
         analyze(facts, table),
-        pythonabi.analyze(facts),
-        accelerators.classify(facts.needed, facts.imports, facts.gpu),
+        pythonabi.analyze_python_abi(facts),
+        accelerators.classify_needs(facts.needed, facts.imports, facts.gpu),
     )
 
 

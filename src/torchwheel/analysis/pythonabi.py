@@ -81,7 +81,7 @@ class PythonFacts:
     non_limited_omitted: int = 0
 
 
-def analyze(facts: SliceFacts) -> PythonFacts:
+def analyze_python_abi(facts: SliceFacts) -> PythonFacts:
     hooks = facts.hooks
     py_imports = sorted(
         {

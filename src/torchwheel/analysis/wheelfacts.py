@@ -110,7 +110,7 @@ class WheelFacts:
     def torch_builds(self) -> BuildSet | None:
         """The torch builds the wheel loads on (``ANY_BUILD``; ``{cpu, cuda-13}``); None when a
         compiled member could not be read (its needs are unknown, so the wheel's are)."""
-        return None if self.unreadable else buildunits.loads_on(self.build_units)
+        return None if self.unreadable else buildunits.builds_loaded_on(self.build_units)
 
     @cached_property
     def accelerator_needs(self) -> AcceleratorNeeds:

@@ -4,7 +4,7 @@ versions it needs of each (DT_VERNEED: ``GLIBCXX_3.4.32`` of ``libstdc++.so.6``)
 defines (DT_VERDEF), and its class and machine (a library of another is passed over).
 
 Read through PT_DYNAMIC only, the loader's own route (section headers are for linkers), from
-a ``SparseBuffer`` of the bytes fetched so far: ``needed_ranges`` names what to fetch next,
+a ``SparseBuffer`` of the bytes fetched so far: ``dynamic_needed_ranges`` names what to fetch next,
 ``read_dynamic`` reads or raises ``MissingRange``; ``binary.tables.read_ranged`` drives the
 two over a file by ``pread``, so a 500 MB cuBLAS costs its headers and dynamic tables.
 Every count is checked against the bytes present and held to ``limits`` (``max-needed``;
@@ -111,7 +111,7 @@ def _offset(r: Reader, loads: list[Segment], vaddr: int, what: str) -> int:
     return off
 
 
-def needed_ranges(buf: SparseBuffer) -> list[tuple[int, int]]:
+def dynamic_needed_ranges(buf: SparseBuffer) -> list[tuple[int, int]]:
     """The byte ranges ``read_dynamic`` reads, as far as the bytes held so far tell."""
     try:
         r = Reader(buf, "")
@@ -145,7 +145,9 @@ def dynamic_facts(path: Path, needles: Iterable[bytes] = ()) -> DynamicFacts:
             raise BinaryError(f"a {fmt.title} file, not ELF")
         return read_dynamic(buf, wanted)
 
-    return read_ranged(path, read, lambda fmt, buf: needed_ranges(buf) if fmt.name == "elf" else [], True)
+    return read_ranged(
+        path, read, lambda fmt, buf: dynamic_needed_ranges(buf) if fmt.name == "elf" else [], True
+    )
 
 
 def read_dynamic(buf: SparseBuffer, needles: tuple[bytes, ...] = ()) -> DynamicFacts:

@@ -21,15 +21,15 @@ from torchwheel import __version__
 
 # command name -> "module:object" under torchwheel.cli. A command's module is imported when
 # the command runs (or when --help lists them all): `check` on a small wheel must not pay for
-# the installer, the index writer and the rewrite (docs/performance.md, "Start-up").
+# the installer, the index writer and the rewrite (docs/evidence/performance.md, "Start-up").
 COMMANDS = {
     "inspect": "read:inspect",
     "show": "read:show",
-    "check": "read:check",
-    "tag": "tag:tag",
+    "check": "read:check_command",
+    "tag": "tag:tag_command",
     "repair": "tag:repair",
     "compat": "read:compat",
-    "doctor": "doctor:doctor",
+    "doctor": "doctor:doctor_command",
     "include": "symbols:include",
     "symbols": "symbols:symbols",
     "rule": "rule:rule_command",
@@ -75,7 +75,7 @@ def _max_member_size(ctx: click.Context, param: click.Parameter, value: str | No
     callback=_max_member_size,
     expose_value=False,
     help="Largest inflated member read (default 8G; K/M/G/T); also TORCHWHEEL_MAX_MEMBER_SIZE. "
-    "The other limits: docs/reliability.md.",
+    "The other limits: docs/evidence/reliability.md.",
 )
 def cli() -> None:
     """Read, check and tag PyTorch-extension wheels by their LibTorch stable-ABI target."""

@@ -12,7 +12,7 @@ from torchwheel.cli.options import chosen_table, format_option, no_config_option
 from torchwheel.errors import Exit
 
 
-@click.command(short_help="Which installed extensions load on this torch, or the next one.")
+@click.command("doctor", short_help="Which installed extensions load on this torch, or the next one.")
 @click.option(
     "--python",
     "python",
@@ -52,7 +52,7 @@ from torchwheel.errors import Exit
 @json_failures("doctor")
 @symbols_option
 @no_config_option
-def doctor(
+def doctor_command(
     python: str | None,
     torch_version: str | None,
     torch_backend: str | None,
@@ -71,7 +71,7 @@ def doctor(
     does not (or cannot be judged), 2 an environment that cannot be read.
     """
     from torchwheel.doctor.checkup import doctor as run_doctor
-    from torchwheel.doctor.diagnosis import summary
+    from torchwheel.doctor.diagnosis import environment_summary
     from torchwheel.doctor.doctor_report import doctor_github, doctor_markdown, doctor_text
 
     found = run_doctor(
@@ -92,7 +92,7 @@ def doctor(
         out = doctor_github(found.diagnosis)
         if out:
             click.echo(out)
-        click.echo(summary(found.diagnosis))  # for the log
+        click.echo(environment_summary(found.diagnosis))  # for the log
     else:
         click.echo(doctor_text(where, found.diagnosis, found.explanation))
     return Exit(found.exit_code)

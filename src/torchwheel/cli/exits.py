@@ -6,7 +6,7 @@ returned, or the exception that ended it, into the code, with one line on stderr
 exit 2. A deep ``sys.exit`` would skip the ``--format json`` error document, the cleanups
 above it and this one decision.
 
-``EXITS`` says what each code means for each command; ``docs/exit-codes.md`` prints the same
+``EXITS`` says what each code means for each command; ``docs/reference/exit-codes.md`` prints the same
 table and ``tests/cli/test_exits.py`` holds the two equal and every command to a row. A new
 command adds its row here and in that table (``None``: the command never exits 1).
 """
@@ -53,7 +53,7 @@ EXITS: tuple[ExitRow, ...] = (
     ExitRow(
         "check",
         "no error found (warnings and info do not count), or `--exit-zero`",
-        "an error found (`docs/rules.md`)",
+        "an error found (`docs/reference/rules.md`)",
         "an input that cannot be read, `--exit-zero` or not (every other input still judged and its "
         "findings shown, each unreadable one named); an unknown code in `--select`/`--ignore`; a misuse",
     ),

@@ -148,7 +148,7 @@ def select(
         )
         code = outcome.exit_code(found, gathered)
         if code == Exit.INPUT:  # the report above lists every reason; stderr gets the one line of an exit 2
-            raise InputError(outcome.unreadable_line(found, gathered))
+            raise InputError(outcome.refusal_line(found, gathered))
         if not planned:
             _say_driver([o.choice.chosen for o in found if o.choice.chosen is not None], target)
         for o in found:
@@ -227,7 +227,7 @@ def install(
             )
         if code == Exit.INPUT:  # every exit 2 is one line on stderr: the report goes to stdout
             click.echo(text)
-            raise InputError(outcome.unreadable_line(found, gathered))
+            raise InputError(outcome.refusal_line(found, gathered))
         if code != Exit.OK:
             click.echo(text, err=True)
             _say_refused(found, gathered)
@@ -248,7 +248,7 @@ def _say_driver(chosen: list[Candidate], target: TorchTarget) -> None:
     if target.python is None or build is None or build.kind != "cuda" or not chosen:
         return
     from torchwheel.doctor.driver import read_driver
-    from torchwheel.torchabi.cuda_driver import build_need, runs, shown
+    from torchwheel.torchabi.cuda_driver import build_need, cuda_text, driver_runs
 
     driver = read_driver(target.python)
     if driver.state != "found" or driver.cuda is None:
@@ -256,10 +256,10 @@ def _say_driver(chosen: list[Candidate], target: TorchTarget) -> None:
     torch = f"torch {target.torch}" + (f"+{build.backend}" if target.torch and not target.torch.local else "")
     for c in chosen:
         need = build_need(c.torch.builds, build, torch)
-        if need is not None and not runs(driver.cuda, need):
+        if need is not None and not driver_runs(driver.cuda, need):
             click.echo(
                 f"torchwheel: note: {safe(c.name)} {c.version}: its CUDA code will not run on this machine: it "
-                f"needs CUDA {need.cuda[0]} ({need.what}); the NVIDIA driver supports CUDA {shown(driver.cuda)}",
+                f"needs CUDA {need.cuda[0]} ({need.what}); the NVIDIA driver supports CUDA {cuda_text(driver.cuda)}",
                 err=True,
             )
 
@@ -351,7 +351,7 @@ def _install_all(
         click.echo(text, err=True)
         for line in done:
             click.echo(safe(line))
-    have = dependencies.installed(target)
+    have = dependencies.installed_by_name(target)
     for c in chosen:
         missing = dependencies.unmet(dependencies.requirements(c.path), have, target.markers)
         if missing:

@@ -1,5 +1,5 @@
 """``--format json`` keeps its promise on failure: a command that ends in exit 2 before its
-document was printed prints one that carries the error (``docs/json.md``); ``--format
+document was printed prints one that carries the error (``docs/reference/json.md``); ``--format
 github`` prints the error as an annotation.
 
 A CI step that parses stdout must get a document whatever happened; an empty stdout makes

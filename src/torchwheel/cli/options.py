@@ -23,7 +23,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _FORMATS = {
     "text": "for people and CI logs",
-    "json": "the versioned document (docs/json.md)",
+    "json": "the versioned document (docs/reference/json.md)",
     "github": "workflow annotations for GitHub Actions",
     "markdown": "for a CI job summary",
 }
@@ -139,9 +139,9 @@ def require_inputs(inputs: tuple[Path, ...], env: tuple[str, ...]) -> tuple[Path
 def load_inputs(
     inputs: tuple[Path, ...], env: tuple[str, ...], chosen: ChosenTable, verify_hashes: bool = True
 ) -> list[WheelFacts]:
-    from torchwheel.analysis.load import load
+    from torchwheel.analysis.load import load_facts
 
-    return list(load(require_inputs(inputs, env), env, chosen.table, verify_hashes))
+    return list(load_facts(require_inputs(inputs, env), env, chosen.table, verify_hashes))
 
 
 def _network_budget(field_name: str) -> Callable[[click.Context, click.Parameter, int | None], None]:

@@ -260,7 +260,7 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], qu
             )
         raise InputError(empty)
     installed = installed_torch()
-    axis = matrix.backends(got.candidates)
+    axis = matrix.backend_axis(got.candidates)
     cols = matrix.columns(got.candidates, asked, installed, axis)
     here = probe_here().build  # the installed torch's column is marked in its own build's grid
     grids = [

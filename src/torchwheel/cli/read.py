@@ -131,7 +131,7 @@ def _unreadable_failure(unreadable: tuple[Unreadable, ...]) -> InputError | None
     return failure
 
 
-@click.command(short_help="Run the rules on wheels: exit 1 on errors, 2 on unreadable input.")
+@click.command("check", short_help="Run the rules on wheels: exit 1 on errors, 2 on unreadable input.")
 @inputs_argument
 @env_option
 @format_option("text", "json", "github")
@@ -168,7 +168,7 @@ def _unreadable_failure(unreadable: tuple[Unreadable, ...]) -> InputError | None
     is_flag=True,
     help="Instead of the findings, how many of each code (as ruff's --statistics); text or json.",
 )
-def check(
+def check_command(
     inputs: tuple[Path, ...],
     env: tuple[str, ...],
     fmt: str,

@@ -1,4 +1,4 @@
-"""``torchwheel rule TWnnn``: one code explained, as ``docs/rules.md`` explains it (both come
+"""``torchwheel rule TWnnn``: one code explained, as ``docs/reference/rules.md`` explains it (both come
 from ``rules.explain``: ``data/rules.toml`` and ``rules/codes.py``)."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _find(text: str) -> tuple[list[str], bool]:
 @format_option("text", "json")
 @json_failures("rule")
 def rule_command(code: str | None, every: bool, fmt: str) -> Exit:
-    """Explain a finding code (TW503, or its name) as docs/rules.md does: name, severity,
+    """Explain a finding code (TW503, or its name) as docs/reference/rules.md does: name, severity,
     summary, whether `tag`/`repair` fix it, and What/Why/Fix. A prefix (TW5) lists a group."""
     from torchwheel.rules.codes import CODES
     from torchwheel.rules.explain import SCHEMA_VERSION, as_json, book

@@ -24,10 +24,10 @@ from torchwheel.errors import Exit
 
 def _report(report_file: Path, fmt: str) -> Exit:
     from torchwheel.report.textsafe import json_text
-    from torchwheel.scan.report import render, summarize
+    from torchwheel.scan.report import render_summary, summarize
 
     summary = summarize(report_file)
-    click.echo(json_text(summary.to_json()) if fmt == "json" else render(summary, fmt))
+    click.echo(json_text(summary.to_json()) if fmt == "json" else render_summary(summary, fmt))
     return Exit.OK
 
 
@@ -133,10 +133,10 @@ def scan_command(
     if gpu and not partial:
         raise click.UsageError("--gpu is for --partial (a whole read always reads GPU code)")
     from torchwheel import api
-    from torchwheel.net.fairness import Policy
+    from torchwheel.net.fairness import FairnessPolicy
     from torchwheel.scan.run import Judges, run_scan
 
-    policy = Policy(host_connections=max_host_connections, rate=max_rate)
+    policy = FairnessPolicy(host_connections=max_host_connections, rate=max_rate)
     tty = sys.stderr.isatty() if progress is None else progress
     read = ("partial+gpu" if gpu else "partial") if partial else "whole"
     from torchwheel.net.urls import carry_credentials

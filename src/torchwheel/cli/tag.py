@@ -25,7 +25,7 @@ from torchwheel.report.textsafe import safe
 
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
-    from torchwheel.rules.registry import Finding, Findings, Policy
+    from torchwheel.rules.registry import Findings, Policy, RuleFinding
     from torchwheel.tables.tablechoice import ChosenTable
     from torchwheel.tagging.apply import TagResult
     from torchwheel.tagging.tag_options import TagOptions
@@ -101,7 +101,7 @@ def _report_tag(result: TagResult) -> None:
     click.echo(safe_lines([f"{status} {result.target}", *(f"  - {change}" for change in result.changes)]))
 
 
-@click.command(short_help="Write the torch ABI into wheels: WHEEL, the requirement, RECORD.")
+@click.command("tag", short_help="Write the torch ABI into wheels: WHEEL, the requirement, RECORD.")
 @click.argument("wheels", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @wheel_dir_option("Write here (default: next to the input).")
 @click.option("--in-place", is_flag=True, help="Replace the input wheel (atomically).")
@@ -130,7 +130,7 @@ def _report_tag(result: TagResult) -> None:
 @no_config_option
 @quiet_option("nothing on success (no line per wheel written, no notes); a refusal still names its reasons")
 @_with_tag_options
-def tag(
+def tag_command(
     wheels: tuple[Path, ...],
     wheel_dir: Path | None,
     in_place: bool,
@@ -270,7 +270,7 @@ def _repair_loaded(
         planned, unplanned = plan(facts[0], opts), None
     except InputError as exc:  # no honest rewrite exists (an unknown build torch, a pin conflict)
         planned, unplanned = None, exc
-    after = Findings() if planned is None else rules.run(planned_facts(facts[0], planned), policy)
+    after = Findings() if planned is None else rules.run_rules(planned_facts(facts[0], planned), policy)
     after = after.relabelled(path, out.shown)
     # what the rewrite fixes: nothing while a blocker stops it, or without a plan
     fixed = (
@@ -291,7 +291,7 @@ def _repair_loaded(
     assert planned is not None
     before = _present_dir(out.wheel_dir)
     try:
-        result = apply.tag(
+        result = apply.write_tagged(
             facts[0], opts, out.wheel_dir, False, False, archive=archive, overwrite=out.overwrite
         )
     except InputError:  # an exit 2 is one line on stderr: what the rewrite would not fix goes to stdout
@@ -349,7 +349,7 @@ def _report_refused(facts: list[WheelFacts], findings: Findings, fixed: set[str]
     colour.echo("\n".join(filter(None, [body, safe_lines(fixes), summary])))
 
 
-def _report_repair(facts: list[WheelFacts], fixed: list[Finding], after: Findings) -> None:
+def _report_repair(facts: list[WheelFacts], fixed: list[RuleFinding], after: Findings) -> None:
     """What a successful repair tells the CI log, on stderr: each finding the rewrite fixed
     as fixed, never as an error (the job passed), then what the rewritten wheel still has."""
     from torchwheel.report.findings import check_text

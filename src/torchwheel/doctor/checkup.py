@@ -24,7 +24,14 @@ from packaging.version import InvalidVersion, Version
 from torchwheel import limits
 from torchwheel.analysis.pythonabi import parse_suffix
 from torchwheel.analysis.torchcompat import torch_imports
-from torchwheel.doctor.diagnosis import Diagnosis, Judged, Row, diagnose, judge, judge_files
+from torchwheel.doctor.diagnosis import (
+    Diagnosis,
+    DiagnosisRow,
+    JudgedTorch,
+    diagnose,
+    judge_distribution,
+    judge_files,
+)
 from torchwheel.doctor.doctor_report import doctor_json
 from torchwheel.doctor.environment import Distribution, Environment, read_environment
 from torchwheel.doctor.import_error import (
@@ -34,7 +41,7 @@ from torchwheel.doctor.import_error import (
     hook_stem,
     library_words,
     module_file,
-    parse,
+    parse_import_error,
 )
 from torchwheel.doctor.libsearch import Resolver
 from torchwheel.doctor.machine import Machine, Part, library_parts, read_machine
@@ -63,7 +70,7 @@ class DoctorResult:
     explanation: Explanation | None = None
 
     @property
-    def rows(self) -> tuple[Row, ...]:
+    def rows(self) -> tuple[DiagnosisRow, ...]:
         return self.diagnosis.rows
 
     @property
@@ -90,7 +97,7 @@ def doctor(
     explain: str | None = None,
     symbols: str | os.PathLike[str] | ChosenTable | None = None,
 ) -> DoctorResult:
-    """``torchwheel.api.doctor`` (``docs/api.md``): the installed distributions of the
+    """``torchwheel.api.doctor`` (``docs/reference/api.md``): the installed distributions of the
     environment of ``python`` (default: this interpreter's; nothing of it is imported here)
     with compiled torch code, judged against its torch, a planned ``torch`` (``2.16``,
     ``2.16.1``; ``torch_backend`` its build, ``cu130``) or the torch wheel or folder
@@ -98,7 +105,7 @@ def doctor(
     text. ``symbols``: a shim table file (``TORCHWHEEL_SYMBOLS`` when None). An environment
     that cannot be read raises ``InputError``."""
     chosen = symbols if isinstance(symbols, ChosenTable) else choose_table(_path(symbols), None)
-    return run(chosen.table, _text(python), torch, torch_backend, _text(against), gpu, explain)
+    return run_checkup(chosen.table, _text(python), torch, torch_backend, _text(against), gpu, explain)
 
 
 def _path(value: str | os.PathLike[str] | None) -> Path | None:
@@ -109,7 +116,7 @@ def _text(value: str | os.PathLike[str] | None) -> str | None:
     return os.fspath(value) if value is not None else None
 
 
-def run(
+def run_checkup(
     table: SymbolTable,
     python: str | None = None,
     torch: str | None = None,
@@ -124,7 +131,7 @@ def run(
         raise InputError("--torch and --against exclude each other: judge a planned torch or a torch wheel")
     if torch_backend is not None and torch is None:
         raise InputError("--torch-backend names the build of a planned torch: give --torch too")
-    question = parse(explain) if explain is not None else None
+    question = parse_import_error(explain) if explain is not None else None
     target = targets.probe(python)
     if gpu is not None:
         target = targets.with_gpu(target, gpu)
@@ -186,7 +193,7 @@ def _machine(target: TorchTarget, env: Environment) -> tuple[Machine, dict[str, 
     return machine, libraries
 
 
-def _planned(target: TorchTarget, torch: str, backend: str | None) -> Judged:
+def _planned(target: TorchTarget, torch: str, backend: str | None) -> JudgedTorch:
     try:
         version = Version(limits.check_version("--torch", torch))
     except InvalidVersion as exc:
@@ -194,10 +201,12 @@ def _planned(target: TorchTarget, torch: str, backend: str | None) -> Judged:
     if len(version.release) not in (2, 3) or version.local or version.is_prerelease:
         raise InputError(f"--torch {clipped(torch, 40)!r}: give a torch release as X.Y or X.Y.Z")
     build = parse_backend(backend) if backend is not None else None
-    return Judged(version, build, target.gpu, target.markers, "planned", minor_only=len(version.release) == 2)
+    return JudgedTorch(
+        version, build, target.gpu, target.markers, "planned", minor_only=len(version.release) == 2
+    )
 
 
-def _against(target: TorchTarget, libraries: TorchLibraries) -> Judged:
+def _against(target: TorchTarget, libraries: TorchLibraries) -> JudgedTorch:
     try:
         version = (
             Version(limits.check_version(f"{libraries.origin}: torch's version", libraries.version))
@@ -211,10 +220,10 @@ def _against(target: TorchTarget, libraries: TorchLibraries) -> Judged:
             f"{libraries.origin}: the torch's version cannot be read (no torch/version.py, or one that "
             "is not a regular file or names no version)"
         )
-    return Judged(version, libraries.build, target.gpu, target.markers, "against", libraries)
+    return JudgedTorch(version, libraries.build, target.gpu, target.markers, "against", libraries)
 
 
-def _installed_judged(target: TorchTarget, env: Environment, wanted: frozenset[str]) -> Judged:
+def _installed_judged(target: TorchTarget, env: Environment, wanted: frozenset[str]) -> JudgedTorch:
     """The environment's own torch, its exports read through its RECORD when it has one
     (else judged by its version and build alone, and said so)."""
     libraries, problem = None, ""
@@ -222,7 +231,7 @@ def _installed_judged(target: TorchTarget, env: Environment, wanted: frozenset[s
         libraries, problem = _torch_exports(env.torch, str(target.torch), wanted)
     elif target.torch is not None:
         problem = "its distribution was not found on the search path"
-    return Judged(
+    return JudgedTorch(
         target.torch,
         target.build,
         target.gpu,
@@ -275,14 +284,14 @@ def _asked_file(question: Question, target: TorchTarget) -> str:
 
 
 def _explain(
-    question: Question, asked: str | None, env: Environment, judged: Judged, table: SymbolTable
+    question: Question, asked: str | None, env: Environment, judged: JudgedTorch, table: SymbolTable
 ) -> Explanation:
     if question.op is not None:
         return _explain_op(question, env, judged, table)
     if question.hook is not None:
         return _explain_hook(question, env, judged, table)
     owner = env.owner
-    row = judge(owner, judged, table) if isinstance(owner, Distribution) else None
+    row = judge_distribution(owner, judged, table) if isinstance(owner, Distribution) else None
     file = _file(owner, asked, judged, table)
     if question.library is not None:
         wanted = question.library
@@ -304,7 +313,7 @@ def _explain(
 
 
 def _file(
-    owner: Distribution | Installed | None, asked: str | None, judged: Judged, table: SymbolTable
+    owner: Distribution | Installed | None, asked: str | None, judged: JudgedTorch, table: SymbolTable
 ) -> dict[str, Any]:
     """The asked file as its distribution lists it: how its package reaches it, and the
     verdict on it alone."""
@@ -324,7 +333,7 @@ def _namespace_key(name: str) -> str:
     return name.lower().replace("-", "_").strip("_").removesuffix("_ns")
 
 
-def _explain_op(question: Question, env: Environment, judged: Judged, table: SymbolTable) -> Explanation:
+def _explain_op(question: Question, env: Environment, judged: JudgedTorch, table: SymbolTable) -> Explanation:
     """``operator NS::OP does not exist``: the distribution whose package is named for the
     namespace (``torchvision``, ``_torchaudio``, ``torchcodec_ns``), its op libraries (the
     files its code loads by path), and why they do not load here."""
@@ -338,14 +347,16 @@ def _explain_op(question: Question, env: Environment, judged: Judged, table: Sym
         libraries = tuple(b.member for b in d.facts.binaries if d.facts.reach.of(b.member).how == "library")
         files = libraries or tuple(b.member for b in d.facts.binaries)
         return Explanation(
-            question, None, judge(d, judged, table), candidates=files,
+            question, None, judge_distribution(d, judged, table), candidates=files,
             verdict=judge_files(d, files, judged, table),
             reach="; ".join(f"{m}: {d.facts.reach.of(m).words}" for m in files[:4]),
         )  # fmt: skip
     return Explanation(question, None, None)
 
 
-def _explain_hook(question: Question, env: Environment, judged: Judged, table: SymbolTable) -> Explanation:
+def _explain_hook(
+    question: Question, env: Environment, judged: JudgedTorch, table: SymbolTable
+) -> Explanation:
     """``dynamic module does not define module export function (PyInit__C)``: the files
     named as that module without the hook (a torch op library imported as a module: load
     it by path instead), with their distributions."""
@@ -365,7 +376,7 @@ def _explain_hook(question: Question, env: Environment, judged: Judged, table: S
         return Explanation(question, None, None)
     d, member = found[0]
     return Explanation(
-        question, str(d.installed.site / member), judge(d, judged, table), member=member,
+        question, str(d.installed.site / member), judge_distribution(d, judged, table), member=member,
         reach=d.facts.reach.of(member).words, candidates=tuple(f"{o.name}: {m}" for o, m in found[:8]),
         verdict=judge_files(d, [member], judged, table),
     )  # fmt: skip

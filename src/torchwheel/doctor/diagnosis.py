@@ -2,7 +2,7 @@
 (``torchabi.verdicts``) on each distribution with compiled torch code, the torch libraries'
 own exports deciding where they were read, and the fix in a line.
 
-Three torches are judged the same way (``Judged``): the environment's own (its version and
+Three torches are judged the same way (``JudgedTorch``): the environment's own (its version and
 build from its distribution, its exports from its ``torch/lib``), a planned one (``--torch``,
 ``--torch-backend``: the verdict alone) and a torch wheel or folder (``--against``: its
 exports too). Where exports were read, a torch import they lack makes the distribution "does
@@ -28,7 +28,7 @@ from torchwheel.frozen import frozen
 from torchwheel.tables.symtable import SymbolTable
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, describe_builds
-from torchwheel.torchabi.cuda_driver import shown
+from torchwheel.torchabi.cuda_driver import cuda_text
 from torchwheel.torchabi.cxxnames import demangle
 from torchwheel.torchabi.need import TorchNeed, release_matches, show_release, show_releases
 from torchwheel.torchabi.torch_releases import minor_of, show_minor
@@ -38,7 +38,7 @@ from torchwheel.wheel.installed import NotRead
 
 
 @frozen
-class Judged:
+class JudgedTorch:
     """The torch a diagnosis judges against. ``how``: ``installed`` (the environment's own),
     ``planned`` (``--torch``) or ``against`` (a torch wheel or folder). ``libraries``: its
     exports, where they were read; ``minor_only``: a plan that named a minor (every known
@@ -68,7 +68,7 @@ class Judged:
 
 
 @frozen
-class Row:
+class DiagnosisRow:
     """One distribution: its need, the verdict, the fix. ``missing``: torch symbols its
     libraries import that the judged torch's exports lack; ``before``: in a plan, the
     verdict on the environment's own torch (what the change breaks)."""
@@ -115,10 +115,10 @@ class Row:
 
 @frozen
 class Diagnosis:
-    judged: Judged
-    rows: tuple[Row, ...]
+    judged: JudgedTorch
+    rows: tuple[DiagnosisRow, ...]
     without_torch: int
-    installed: Judged | None = None  # in a plan or --against: the environment's own torch
+    installed: JudgedTorch | None = None  # in a plan or --against: the environment's own torch
     # the .pth import lines of the environment not run (``TorchTarget.not_run``): whatever
     # they add at startup was not read; listed and counted, the exit code does not change
     # (setuptools puts one in nearly every environment: distutils-precedence.pth)
@@ -137,9 +137,9 @@ class Diagnosis:
 
 def diagnose(
     env: Environment,
-    judged: Judged,
+    judged: JudgedTorch,
     table: SymbolTable,
-    installed: Judged | None = None,
+    installed: JudgedTorch | None = None,
     machine: Machine | None = None,
     libraries: Mapping[str, tuple[Part, ...]] | None = None,
 ) -> Diagnosis:
@@ -152,17 +152,23 @@ def diagnose(
         own = (libraries or {}).get(str(d.installed.dist_info), ())
         before = None
         if installed is not None:
-            before = _machine_verdict(judge(d, installed, table).verdict, own)
-        row = judge(d, judged, table, loads_now=before.loads if before is not None else None)
+            before = _machine_verdict(judge_distribution(d, installed, table).verdict, own)
+        row = judge_distribution(d, judged, table, loads_now=before.loads if before is not None else None)
         rows.append(replace(with_machine(row, d, judged, machine, own), before=before))
-    rows += [Row(u.name, u.version, u.where, None, Verdict("unknown", u.reason)) for u in env.unreadable]
+    rows += [
+        DiagnosisRow(u.name, u.version, u.where, None, Verdict("unknown", u.reason)) for u in env.unreadable
+    ]
     rows += [not_read_row(n) for n in env.not_read]
     return Diagnosis(judged, tuple(rows), env.without_torch, installed, machine=machine)
 
 
 def with_machine(
-    row: Row, d: Distribution, judged: Judged, machine: Machine | None, libraries: tuple[Part, ...]
-) -> Row:
+    row: DiagnosisRow,
+    d: Distribution,
+    judged: JudgedTorch,
+    machine: Machine | None,
+    libraries: tuple[Part, ...],
+) -> DiagnosisRow:
     """The row with what this machine lets load of it (``doctor.machine``): a required part
     that fails makes it not load (axis ``system library`` or ``driver``), the others make
     it ``partly``; the driver is judged against the judged torch's build."""
@@ -194,11 +200,15 @@ def _machine_verdict(verdict: Verdict, parts: Iterable[Part]) -> Verdict:
     return replace(verdict, reason=f"{verdict.reason}; and {words}")
 
 
-def not_read_row(item: NotRead) -> Row:
-    return Row(item.name, item.version, item.where, None, Verdict("unknown", item.reason), not_read=True)
+def not_read_row(item: NotRead) -> DiagnosisRow:
+    return DiagnosisRow(
+        item.name, item.version, item.where, None, Verdict("unknown", item.reason), not_read=True
+    )
 
 
-def judge(d: Distribution, judged: Judged, table: SymbolTable, loads_now: bool | None = None) -> Row:
+def judge_distribution(
+    d: Distribution, judged: JudgedTorch, table: SymbolTable, loads_now: bool | None = None
+) -> DiagnosisRow:
     """The verdict on one distribution (module docstring) and its fix; ``loads_now``: in a
     plan, whether it loads on the environment's own torch (then "keep torch" is a fix)."""
     w = d.facts
@@ -206,11 +216,13 @@ def judge(d: Distribution, judged: Judged, table: SymbolTable, loads_now: bool |
     if w.unreadable:
         bad = w.unreadable[0]
         why = f"its compiled file {bad.member} cannot be read ({clipped(bad.error, 160)})"
-        return Row(name, version, where, None, Verdict("unknown", why), "`torchwheel show` on it says more")
+        return DiagnosisRow(
+            name, version, where, None, Verdict("unknown", why), "`torchwheel show` on it says more"
+        )
     if d.outside:
         first = d.outside[0]
         why = f"its RECORD names compiled files outside the environment ({first.path}: {first.detail})"
-        return Row(name, version, where, None, Verdict("unknown", why), f"reinstall {name}")
+        return DiagnosisRow(name, version, where, None, Verdict("unknown", why), f"reinstall {name}")
     need = torch_need_of(w, "binaries")
     optional = {f for p in need.optional for f in p.files}
     missing = _missing(w, judged.libraries, table, optional) if judged.libraries is not None else ()
@@ -218,10 +230,10 @@ def judge(d: Distribution, judged: Judged, table: SymbolTable, loads_now: bool |
     fix = fix_for(name, need, found, judged, loads_now)
     if found.loads:
         found, fix = _parts(w, need, found, judged, table)
-    return Row(name, version, where, need, found, fix, missing)
+    return DiagnosisRow(name, version, where, need, found, fix, missing)
 
 
-def judge_files(d: Distribution, members: Iterable[str], judged: Judged, table: SymbolTable) -> Verdict:
+def judge_files(d: Distribution, members: Iterable[str], judged: JudgedTorch, table: SymbolTable) -> Verdict:
     """Whether these files of a distribution load on the judged torch, as if its import
     needed each of them (``--explain`` on one file): the one verdict on their own need,
     their imports against the torch's exports where they were read."""
@@ -236,7 +248,7 @@ def judge_files(d: Distribution, members: Iterable[str], judged: Judged, table: 
 
 
 def _parts(
-    w: WheelFacts, need: TorchNeed, found: Verdict, judged: Judged, table: SymbolTable
+    w: WheelFacts, need: TorchNeed, found: Verdict, judged: JudgedTorch, table: SymbolTable
 ) -> tuple[Verdict, str]:
     """A verdict that loads, with what its optional parts do on the judged torch (each by
     the same verdict, its exports where they were read: ``verdicts.combine_parts``), and
@@ -264,7 +276,7 @@ def _parts(
     return combined, fix
 
 
-def _verdict(need: TorchNeed, judged: Judged, missing: tuple[str, ...]) -> Verdict:
+def _verdict(need: TorchNeed, judged: JudgedTorch, missing: tuple[str, ...]) -> Verdict:
     """The one verdict, with the exports where they were read: an axis that refuses on its
     own (the build, the requirement) says so first, a missing export refuses what the need
     alone would let load, and an unstable build whose imports are all there is dated by
@@ -285,13 +297,13 @@ def _verdict(need: TorchNeed, judged: Judged, missing: tuple[str, ...]) -> Verdi
     return Verdict("no", f"{need}: {lacking}", "version")
 
 
-def _one_verdict(need: TorchNeed, judged: Judged) -> Verdict:
+def _one_verdict(need: TorchNeed, judged: JudgedTorch) -> Verdict:
     if judged.minor_only and judged.version is not None:
         return minor_verdict(need, judged.markers, minor_of(judged.version), judged.build, judged.gpu)
     return verdict(need, judged.markers, judged.version, judged.build, judged.gpu)
 
 
-def _past_tables(need: TorchNeed, judged: Judged, found: Verdict) -> Verdict:
+def _past_tables(need: TorchNeed, judged: JudgedTorch, found: Verdict) -> Verdict:
     """A torch newer than the release list: an unstable build dated by its imports cannot be
     judged there (the exports index ends before it), a stable build's "loads" rests on the
     stable ABI's promise; both said, never guessed. Per-release builds (by their file names)
@@ -352,7 +364,9 @@ def keep_words(need: TorchNeed) -> str:
     return ""
 
 
-def fix_for(name: str, need: TorchNeed, found: Verdict, judged: Judged, loads_now: bool | None = None) -> str:
+def fix_for(
+    name: str, need: TorchNeed, found: Verdict, judged: JudgedTorch, loads_now: bool | None = None
+) -> str:
     """What to do, in a line: nothing for a distribution that loads. Keeping the torch one
     has is a fix only where the distribution loads on it (``loads_now``)."""
     if found.loads:
@@ -387,7 +401,7 @@ def _to_decide(need: TorchNeed, found: Verdict) -> str:
     return ""
 
 
-def summary(d: Diagnosis) -> str:
+def environment_summary(d: Diagnosis) -> str:
     """One line: what the torch judged means for the environment (a plan: what it breaks)."""
     named = {
         state: [r.name for r in d.rows if r.state == state]
@@ -442,12 +456,14 @@ def driver_summary(d: Diagnosis) -> str:
     if words and judged.build is not None and judged.build.major is not None:
         cudas.append((judged.build.major, judged.build.minor or 0))
     top = max(cudas)  # a new major is named alone (any minor of it needs that driver); PTX by its minor
-    needed = f"CUDA {top[0]}" if top[0] > machine.driver.cuda[0] else f"CUDA {shown(top)}"
+    needed = f"CUDA {top[0]}" if top[0] > machine.driver.cuda[0] else f"CUDA {cuda_text(top)}"
     verb = "needs" if len(names) == 1 else "need"
-    return f"this machine's driver supports CUDA {shown(machine.driver.cuda)}: {_and(names)} {verb} {needed}"
+    return (
+        f"this machine's driver supports CUDA {cuda_text(machine.driver.cuda)}: {_and(names)} {verb} {needed}"
+    )
 
 
-def torch_words(judged: Judged) -> str:
+def torch_words(judged: JudgedTorch) -> str:
     """``torch 2.14.1+cu130``: the judged torch by its version and, where the version has no
     local label, its build's backend name."""
     if judged.version is None:

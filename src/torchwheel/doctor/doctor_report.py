@@ -1,5 +1,5 @@
 """``doctor``'s diagnosis as text, markdown (a CI job summary), GitHub annotations and the
-versioned JSON document (``docs/json.md``). Rendering only: every verdict and fix was
+versioned JSON document (``docs/reference/json.md``). Rendering only: every verdict and fix was
 decided in ``doctor.diagnosis``. Rows are a list that is only shown, so each renderer
 keeps the first ``max-listed`` of them and counts the rest (the exit code counts all)."""
 
@@ -7,14 +7,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchwheel.doctor.diagnosis import Diagnosis, Judged, Row, driver_summary, summary, torch_words
+from torchwheel.doctor.diagnosis import (
+    Diagnosis,
+    DiagnosisRow,
+    JudgedTorch,
+    driver_summary,
+    environment_summary,
+    torch_words,
+)
 from torchwheel.doctor.import_error import Explanation, shown_symbol
 from torchwheel.doctor.ldcache import LdCache
 from torchwheel.doctor.machine import Part, minor_compatibility_words
 from torchwheel.limits import listed
 from torchwheel.report.facts_document import SCHEMA_VERSION, need_json
 from torchwheel.report.textsafe import escape_data, escape_property, markdown_cell, markdown_code, safe_lines
-from torchwheel.torchabi.cuda_driver import shown
+from torchwheel.torchabi.cuda_driver import cuda_text
 from torchwheel.torchabi.cxxnames import demangle
 
 _WORD = {
@@ -27,11 +34,11 @@ _WORD = {
 }
 
 
-def _rows(d: Diagnosis) -> tuple[list[Row], int]:
+def _rows(d: Diagnosis) -> tuple[list[DiagnosisRow], int]:
     return listed(d.rows, lambda r: r.name + r.verdict.reason + r.fix)
 
 
-def _judged_line(j: Judged) -> str:
+def _judged_line(j: JudgedTorch) -> str:
     how = {"installed": "the environment's own", "planned": "planned", "against": "compared with"}[j.how]
     line = f"{how}: {j.label}"
     if j.gpu is not None:
@@ -55,7 +62,7 @@ def _not_run_lines(d: Diagnosis) -> list[str]:
     return lines
 
 
-def _verdict_text(r: Row) -> str:
+def _verdict_text(r: DiagnosisRow) -> str:
     machine = [p.words for p in r.parts if not p.required]
     if r.state == "partly" and machine:  # the torch's reason already names its optional parts
         return f"{_WORD['partly']}: {'; '.join(machine)} (torch: {r.verdict.reason})"
@@ -114,7 +121,7 @@ def doctor_text(python: str, d: Diagnosis, explanation: Explanation | None = Non
             lines.append(f"    fix: {r.fix}")
     if more:
         lines += ["", f"... and {more} more distributions (max-listed)"]
-    lines += ["", summary(d)]
+    lines += ["", environment_summary(d)]
     return safe_lines(lines)
 
 
@@ -190,7 +197,7 @@ def doctor_markdown(python: str, d: Diagnosis, explanation: Explanation | None =
         f"`{markdown_cell(python)}`: {markdown_cell(_judged_line(d.judged))}",
         *(f"<br>{markdown_cell(line)}" for line in _machine_lines(d)),
         "",
-        f"**{markdown_cell(summary(d))}**",
+        f"**{markdown_cell(environment_summary(d))}**",
         "",
         *(f"{markdown_cell(line)}  " for line in _not_run_lines(d)),
         *([""] if d.not_run else []),
@@ -228,7 +235,7 @@ def doctor_github(d: Diagnosis) -> str:
     return "\n".join(lines)
 
 
-def _judged_json(j: Judged | None) -> dict[str, Any] | None:
+def _judged_json(j: JudgedTorch | None) -> dict[str, Any] | None:
     if j is None:
         return None
     return {
@@ -243,7 +250,7 @@ def _judged_json(j: Judged | None) -> dict[str, Any] | None:
     }
 
 
-def _row_json(r: Row) -> dict[str, Any]:
+def _row_json(r: DiagnosisRow) -> dict[str, Any]:
     missing, missing_more = listed(r.missing)
     return {
         "name": r.name,
@@ -285,7 +292,7 @@ def _machine_json(d: Diagnosis) -> dict[str, Any] | None:
     return {
         "driver": {
             "state": driver.state,
-            "cuda": shown(driver.cuda) if driver.cuda is not None else None,
+            "cuda": cuda_text(driver.cuda) if driver.cuda is not None else None,
             "source": driver.source or None,
             "note": driver.note or None,
         },
@@ -312,7 +319,7 @@ def doctor_json(python: str, d: Diagnosis, explanation: Explanation | None = Non
         "without_torch_code": d.without_torch,
         "pth_not_run": list(d.not_run),
         "pth_not_run_omitted": d.more_not_run,
-        "summary": summary(d),
+        "summary": environment_summary(d),
     }
     if explanation is not None:
         document["explain"] = _explain_json(explanation)

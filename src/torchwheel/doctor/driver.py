@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from torchwheel.frozen import frozen
-from torchwheel.torchabi.cuda_driver import Cuda, parse_driver_version, shown
+from torchwheel.torchabi.cuda_driver import Cuda, cuda_text, parse_driver_version
 
 _TIMEOUT = 60
 _SMI_VERSION = re.compile(r"CUDA Version\s*:\s*(\d+)\.(\d+)")
@@ -80,7 +80,7 @@ class Driver:
     @property
     def words(self) -> str:
         if self.state == "found" and self.cuda is not None:
-            return f"NVIDIA driver supporting CUDA {shown(self.cuda)} ({self.source})"
+            return f"NVIDIA driver supporting CUDA {cuda_text(self.cuda)} ({self.source})"
         if self.state == "none":
             return f"no NVIDIA driver ({self.note})"
         return f"NVIDIA driver not judged ({self.note})"

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from torchwheel.analysis.usage import is_shim_name
-from torchwheel.doctor.diagnosis import Row
+from torchwheel.doctor.diagnosis import DiagnosisRow
 from torchwheel.doctor.machine_explain import MachineAnswer
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
@@ -80,7 +80,7 @@ class Question:
     machine: str | None = None  # "driver" or "kernel": the driver or the GPU, no file
 
 
-def parse(text: str) -> Question:
+def parse_import_error(text: str) -> Question:
     """A module name, a compiled file's path or the text of the error Python or torch
     printed; ``InputError`` for anything else."""
     asked = text.strip()[:_ASKED]
@@ -146,7 +146,7 @@ def module_file(module: str, search_path: Iterable[str]) -> Path | None:
 
 
 @frozen
-class Dated:
+class SymbolDating:
     """Which torch releases have a symbol, in words, and how that was read."""
 
     words: str
@@ -154,31 +154,31 @@ class Dated:
     minors: tuple[str, ...] = ()  # an unstable name: the indexed minors that export it
 
 
-def date_symbol(symbol: str, table: SymbolTable, platform: str) -> Dated:
+def date_symbol(symbol: str, table: SymbolTable, platform: str) -> SymbolDating:
     """Which torch releases export ``symbol``: the shim table for a shim, the exports index
     of ``platform`` (``linux-x86_64``) for unstable C++; "not known" otherwise."""
     if is_shim_name(symbol) or symbol in table.symbols:
         try:
             since = table.introduced(symbol)
         except KeyError:
-            return Dated(
+            return SymbolDating(
                 f"a shim this torchwheel's table does not know (newer than {table.newest.minor_release}?)"
             )
         first = since.minor_release if since is not None else "every release the table covers"
-        return Dated(f"the stable C shim, in torch {first} and newer (the shim table)", first)
+        return SymbolDating(f"the stable C shim, in torch {first} and newer (the shim table)", first)
     if not is_unstable(symbol):
-        return Dated("not a torch symbol (neither the C shim nor libtorch's C++)")
+        return SymbolDating("not a torch symbol (neither the C shim nor libtorch's C++)")
     from torchwheel.tables.exports import exports_index
 
     index = exports_index(platform)
     if index is None:
-        return Dated(f"unstable C++; no exports index ships for {platform}")
+        return SymbolDating(f"unstable C++; no exports index ships for {platform}")
     dating = index.dating([symbol])
     covered = f"{index.releases[0].major}.{index.releases[0].minor}-{index.releases[-1].major}.{index.releases[-1].minor}"
     if not dating.known:
-        return Dated(f"unstable C++ that no indexed torch ({covered}, {platform}) exports")
+        return SymbolDating(f"unstable C++ that no indexed torch ({covered}, {platform}) exports")
     minors = tuple(show_minor(m) for m in sorted(dating.minors))
-    return Dated(
+    return SymbolDating(
         f"unstable C++, exported by torch {', '.join(minors)} of those indexed ({covered})", minors=minors
     )
 
@@ -212,8 +212,8 @@ class Explanation:
 
     question: Question
     file: str | None
-    row: Row | None
-    dated: Dated | None = None
+    row: DiagnosisRow | None
+    dated: SymbolDating | None = None
     installed_exports: bool | None = None
     library: str | None = None
     needing: tuple[str, ...] = ()

@@ -75,7 +75,7 @@ class VersionGap:
 
 
 @frozen
-class Outcome:
+class LoadOutcome:
     """What loading one file would do: ``missing`` and ``gaps`` make it fail; ``unread``:
     files met on the way whose tables could not be read (path, why): the answer is then not
     known. ``brought``: the names the load adds to the process (name -> path)."""
@@ -113,7 +113,7 @@ class Process:
     torch_missing: tuple[Missing, ...] = ()  # what torch's own load lacks (it would not import)
 
 
-def expand(spec: str, origin: str) -> tuple[str, ...]:
+def rpath_folders(spec: str, origin: str) -> tuple[str, ...]:
     """A DT_RPATH/DT_RUNPATH string as folders: ``$ORIGIN``/``${ORIGIN}`` replaced by
     ``origin``; an empty element, or one with a token we do not expand (``$LIB``,
     ``$PLATFORM``), is dropped: glibc drops what it cannot expand."""
@@ -198,7 +198,7 @@ class Resolver:
         if not asker.runpath:
             for path, facts in chain:
                 if facts.rpath and not facts.runpath:
-                    found = self._in(expand(facts.rpath, os.path.dirname(path)), name)
+                    found = self._in(rpath_folders(facts.rpath, os.path.dirname(path)), name)
                     if found:
                         return found
             found = self._in(p.executable_rpath, name)
@@ -208,7 +208,7 @@ class Resolver:
         if found:
             return found
         if asker.runpath:
-            found = self._in(expand(asker.runpath, os.path.dirname(asker_path)), name)
+            found = self._in(rpath_folders(asker.runpath, os.path.dirname(asker_path)), name)
             if found:
                 return found
         if asker.nodeflib:
@@ -219,26 +219,26 @@ class Resolver:
                     return candidate
         return self._in(p.system_dirs, name)
 
-    def load(self, path: str, also: Mapping[str, str] | None = None) -> Outcome:
+    def load(self, path: str, also: Mapping[str, str] | None = None) -> LoadOutcome:
         """``dlopen(path)`` in the process, which also holds ``also`` (names -> paths: the
         package's libraries loaded before this one). A load that looks at more than
         ``_MAX_LOOKS`` candidate files is not known (``unread``), never a guess."""
         self.looks = _MAX_LOOKS
         outcome = self._load(path, also)
         if self.looks < 0:  # what was not found may lie past the budget: not known
-            return Outcome(
+            return LoadOutcome(
                 path, unread=((path, f"finding its libraries took more than {_MAX_LOOKS:,} looks"),)
             )
         return outcome
 
-    def _load(self, path: str, also: Mapping[str, str] | None) -> Outcome:
+    def _load(self, path: str, also: Mapping[str, str] | None) -> LoadOutcome:
         loaded = dict(self.process.loaded)
         loaded.update(also or {})
         if path in loaded:
-            return Outcome(path)
+            return LoadOutcome(path)
         first = self.facts(path)
         if isinstance(first, str):
-            return Outcome(path, unread=((path, first),))
+            return LoadOutcome(path, unread=((path, first),))
         new: dict[str, DynamicFacts] = {path: first}
         parents: dict[str, list[tuple[str, DynamicFacts]]] = {path: [(path, first)]}
         brought: dict[str, str] = {path: path}
@@ -278,7 +278,7 @@ class Resolver:
                 (path, f"it brings in more than {_MAX_OBJECTS} libraries; the rest were not followed")
             )
         gaps = self._gaps(new, {**loaded, **brought})
-        return Outcome(path, tuple(missing), gaps, tuple(unread), brought)
+        return LoadOutcome(path, tuple(missing), gaps, tuple(unread), brought)
 
     def _gaps(self, new: Mapping[str, DynamicFacts], names: Mapping[str, str]) -> tuple[VersionGap, ...]:
         gaps: list[VersionGap] = []
@@ -321,7 +321,7 @@ def read_process(
         machine=facts.machine,
         elf_class=facts.elf_class,
         executable=real_exe,
-        executable_rpath=expand(facts.rpath, origin) if not facts.runpath else (),
+        executable_rpath=rpath_folders(facts.rpath, origin) if not facts.runpath else (),
         ld_library_path=library_path(environ.get("LD_LIBRARY_PATH"), os.getcwd()),
         cache=read_cache(cache_path or Path("/etc/ld.so.cache"), facts.machine),
         system_dirs=dirs,

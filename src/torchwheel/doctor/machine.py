@@ -37,13 +37,13 @@ from typing import Literal
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.binary.gpucode import GpuCode
 from torchwheel.doctor.driver import Driver
-from torchwheel.doctor.libsearch import Outcome, Process, Resolver
+from torchwheel.doctor.libsearch import LoadOutcome, Process, Resolver
 from torchwheel.frozen import frozen
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.accelerators import AcceleratorNeeds, classify_library
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.cuda_archs import ptx_cuda, runs_on
-from torchwheel.torchabi.cuda_driver import CudaNeed, runs, shown, under_minor_compatibility
+from torchwheel.torchabi.cuda_driver import CudaNeed, cuda_text, driver_runs, under_minor_compatibility
 from torchwheel.torchabi.need import release_matches
 
 MachineAxis = Literal["system library", "driver"]
@@ -146,12 +146,12 @@ def _loaded_members(w: WheelFacts, torch_version: str | None) -> list[str]:
     ]
 
 
-def _load_all(resolver: Resolver, files: list[tuple[str, str]]) -> dict[str, Outcome]:
+def _load_all(resolver: Resolver, files: list[tuple[str, str]]) -> dict[str, LoadOutcome]:
     """Each file loaded as its package loads them: in passes, a file that loads lending its
     names to the next (``_torchaudio.so`` finds ``libtorchaudio.so``, opened first, by its
     SONAME), until a pass loads nothing new."""
     also: dict[str, str] = {}
-    outcomes: dict[str, Outcome] = {}
+    outcomes: dict[str, LoadOutcome] = {}
     pending = list(files)
     while pending:
         progress = False
@@ -170,7 +170,7 @@ def _load_all(resolver: Resolver, files: list[tuple[str, str]]) -> dict[str, Out
     return outcomes
 
 
-def _without(o: Outcome, own: set[str]) -> Outcome:
+def _without(o: LoadOutcome, own: set[str]) -> LoadOutcome:
     """The outcome with the package's own files it lacks set apart (``siblings``)."""
     siblings = tuple(m.name for m in o.missing if m.name in own)
     if not siblings:
@@ -178,7 +178,7 @@ def _without(o: Outcome, own: set[str]) -> Outcome:
     return replace(o, missing=tuple(m for m in o.missing if m.name not in own), siblings=siblings)
 
 
-def _outside_torch(o: Outcome) -> bool:
+def _outside_torch(o: LoadOutcome) -> bool:
     """Does the load fail for a library outside torch (or a symbol version)? Torch's own
     libraries and toolkit runtimes missing are the torch build's axis, judged elsewhere."""
     return bool(o.gaps) or any(not _torch_axis(m.name) for m in o.missing)
@@ -216,7 +216,9 @@ def _families(members: Iterable[str]) -> list[dict[int, tuple[str, ...]]]:
 
 
 def _family_part(
-    alternatives: Mapping[int, tuple[str, ...]], failing: Mapping[str, Outcome], needs: Callable[[str], bool]
+    alternatives: Mapping[int, tuple[str, ...]],
+    failing: Mapping[str, LoadOutcome],
+    needs: Callable[[str], bool],
 ) -> Part:
     files = tuple(m for files in alternatives.values() for m in files)
     outcomes = [o for m in files if (o := failing.get(m)) is not None]
@@ -229,7 +231,7 @@ def _family_part(
     return Part(files, "system library", words, required, missing, versions, _library_fix(missing, versions))
 
 
-def _file_part(member: str, outcome: Outcome, required: bool) -> Part:
+def _file_part(member: str, outcome: LoadOutcome, required: bool) -> Part:
     missing = _outside([outcome])
     versions = _gaps([outcome])
     name = member.rpartition("/")[2]
@@ -250,17 +252,17 @@ def _is_driver(name: str) -> bool:
     return lib is not None and lib.role == "driver"
 
 
-def _outside(outcomes: Iterable[Outcome]) -> tuple[str, ...]:
+def _outside(outcomes: Iterable[LoadOutcome]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(m.name for o in outcomes for m in o.missing if not _torch_axis(m.name)))
 
 
-def _first_missing(outcomes: Iterable[Outcome]) -> tuple[str, ...]:
+def _first_missing(outcomes: Iterable[LoadOutcome]) -> tuple[str, ...]:
     """The library each load stops at first outside torch: the one the loader's error names."""
     firsts = (next((m.name for m in o.missing if not _torch_axis(m.name)), None) for o in outcomes)
     return tuple(dict.fromkeys(name for name in firsts if name))
 
 
-def _gaps(outcomes: Iterable[Outcome]) -> tuple[str, ...]:
+def _gaps(outcomes: Iterable[LoadOutcome]) -> tuple[str, ...]:
     return tuple(
         dict.fromkeys(
             f"version {g.version} of {g.library} (needed by {os.path.basename(g.needed_by)})"
@@ -379,12 +381,12 @@ def driver_part(needs: tuple[CudaNeed, ...], driver: Driver) -> Part | None:
     None where the driver runs it, or there is no driver (no mismatch), or it is not known."""
     if driver.state != "found" or driver.cuda is None:
         return None
-    failing = [n for n in needs if not runs(driver.cuda, n)]
+    failing = [n for n in needs if not driver_runs(driver.cuda, n)]
     if not failing:
         return None
-    words = f"its CUDA code will not run: it needs {needs_words(failing)}; this machine's driver supports CUDA {shown(driver.cuda)}"
+    words = f"its CUDA code will not run: it needs {needs_words(failing)}; this machine's driver supports CUDA {cuda_text(driver.cuda)}"
     majors = sorted({n.cuda[0] for n in failing})
-    fix = f"update the NVIDIA driver to one that supports CUDA {shown(max(n.cuda for n in failing))}"
+    fix = f"update the NVIDIA driver to one that supports CUDA {cuda_text(max(n.cuda for n in failing))}"
     if driver.cuda[0] < majors[-1]:
         fix += f", or install builds of torch and its extensions for CUDA {driver.cuda[0]}"
     return Part((), "driver", words, False, fix=fix, cuda=max(n.cuda for n in failing))
@@ -413,7 +415,7 @@ def minor_compatibility_words(build: TorchBuild | None, torch: str, driver: Driv
     need = CudaNeed("runtime", (build.major, build.minor or 0), torch)
     if not under_minor_compatibility(driver.cuda, need):
         return ""
-    return f"{torch} (CUDA {shown(need.cuda)}) runs on it by minor-version compatibility"
+    return f"{torch} (CUDA {cuda_text(need.cuda)}) runs on it by minor-version compatibility"
 
 
 def torch_driver_words(build: TorchBuild | None, torch: str, driver: Driver) -> str:
@@ -425,9 +427,9 @@ def torch_driver_words(build: TorchBuild | None, torch: str, driver: Driver) -> 
     if driver.state != "found" or driver.cuda is None:
         return ""
     need = CudaNeed("runtime", (build.major, build.minor or 0), torch)
-    if runs(driver.cuda, need):
+    if driver_runs(driver.cuda, need):
         return ""
-    return f"{torch} needs CUDA {build.major}; this machine's driver supports CUDA {shown(driver.cuda)}"
+    return f"{torch} needs CUDA {build.major}; this machine's driver supports CUDA {cuda_text(driver.cuda)}"
 
 
 # -- reading the machine (the edge: a probe process, files read) -------------------------------

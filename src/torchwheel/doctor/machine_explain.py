@@ -21,7 +21,7 @@ from torchwheel.doctor.libsearch import Resolver
 from torchwheel.doctor.machine import Machine, torch_driver_words
 from torchwheel.frozen import frozen
 from torchwheel.torchabi.cuda_archs import code_names, runs_on
-from torchwheel.torchabi.cuda_driver import shown
+from torchwheel.torchabi.cuda_driver import cuda_text
 
 # what a version's prefix says of the library that defines it (glibc, GCC's runtime libraries)
 _VERSION_LIBRARY = {"GLIBCXX_": "libstdc++.so.6", "CXXABI_": "libstdc++.so.6", "GLIBC_": "libc.so.6",
@@ -159,7 +159,7 @@ def explain_driver(machine: Machine, diagnosis: Diagnosis) -> MachineAnswer:
         )
     if driver.state != "found" or driver.cuda is None:
         return MachineAnswer("driver", (f"the driver could not be read: {driver.note}",), "")
-    lines = [f"this machine's driver supports CUDA {shown(driver.cuda)} ({driver.source})"]
+    lines = [f"this machine's driver supports CUDA {cuda_text(driver.cuda)} ({driver.source})"]
     judged = diagnosis.judged
     torch = (
         torch_driver_words(judged.build, torch_words(judged), driver) if judged.version is not None else ""

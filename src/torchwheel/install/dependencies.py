@@ -22,7 +22,7 @@ from torchwheel.wheel.headers import parse_headers
 from torchwheel.wheel.installed import distributions
 
 
-def installed(target: TorchTarget) -> dict[NormalizedName, str]:
+def installed_by_name(target: TorchTarget) -> dict[NormalizedName, str]:
     """Every distribution on the target's search path, by name (the first on the path, as
     ``importlib.metadata`` finds it): read from the ``.dist-info`` folders on disk, never by
     running the target (its ``.pth`` files and ``sitecustomize`` would run)."""

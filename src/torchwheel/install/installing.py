@@ -89,7 +89,7 @@ class _JournaledDestination(SchemeDictionaryDestination):
 
 
 @frozen
-class Installed:
+class Installation:
     candidate: Candidate
     dist_info: Path
     files: int
@@ -224,7 +224,7 @@ def repair_environment(target: TorchTarget) -> list[str]:
     return lines
 
 
-def install_wheel(candidate: Candidate, target: TorchTarget, upgrade: bool = False) -> Installed:
+def install_wheel(candidate: Candidate, target: TorchTarget, upgrade: bool = False) -> Installation:
     """Install, verify, or leave the environment as it was. The same version and build
     already installed is ``unchanged`` (with or without ``upgrade``); ``InstallRefused`` for
     an environment that holds another version of the project (without ``upgrade``); ``InputError`` for a
@@ -237,7 +237,7 @@ def install_wheel(candidate: Candidate, target: TorchTarget, upgrade: bool = Fal
         repaired = tuple(_repair(scheme))
         existing = installed_dist(scheme, candidate.name)
         if existing is not None and _unchanged(candidate, target, existing, upgrade):
-            return Installed(candidate, existing, 0, unchanged=True, repaired=repaired)
+            return Installation(candidate, existing, 0, unchanged=True, repaired=repaired)
         plan = _aside_plan(existing, root) if existing is not None else []
         site = existing.parent if existing is not None else Path(scheme["purelib"])
         txn = journal.Journal(site / f"{journal.PREFIX}{candidate.name}", root)
@@ -275,7 +275,7 @@ def install_wheel(candidate: Candidate, target: TorchTarget, upgrade: bool = Fal
         if guard.caught:  # after the point of no return: the install stands, the signal is obeyed
             _obey_late(candidate, guard)
     replaced = existing.name.removesuffix(".dist-info").rpartition("-")[2] if existing else None
-    return Installed(candidate, record.parent, len(txn.created), replaced, repaired=repaired)
+    return Installation(candidate, record.parent, len(txn.created), replaced, repaired=repaired)
 
 
 def _unchanged(candidate: Candidate, target: TorchTarget, existing: Path, upgrade: bool) -> bool:

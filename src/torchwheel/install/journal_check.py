@@ -4,7 +4,7 @@ schema (through ``safejson``: no nesting, no duplicate keys, no NaN), the record
 a run writes them, every path a string without NUL inside the environment, no folder on the
 way to it (from the scheme folder it lies in) a symbolic link, and none inside another
 project's ``.dist-info`` (an install writes only its own; an upgrade moves aside only the
-version it replaces, of the same project). What a replay needs is kept as a ``Plan``: strings
+version it replaces, of the same project). What a replay needs is kept as a ``ReplayPlan``: strings
 and small records, not the parsed lines, so a journal at its limits stays within the memory
 budget.
 """
@@ -84,7 +84,7 @@ class Write:
 
 
 @dataclass
-class Plan:
+class ReplayPlan:
     """A checked journal: what a replay acts on."""
 
     home: Path
@@ -293,10 +293,10 @@ def _records(home: Path) -> Iterator[tuple[int, dict[str, Any], int]]:
         os.close(fd)
 
 
-def check(home: Path, root: Path, allowed: tuple[Path, ...]) -> Plan:
-    """The journal in ``home`` as a ``Plan``, or ``RepairFailed`` with nothing touched."""
+def check_journal(home: Path, root: Path, allowed: tuple[Path, ...]) -> ReplayPlan:
+    """The journal in ``home`` as a ``ReplayPlan``, or ``RepairFailed`` with nothing touched."""
     has_journal, has_aside = _home_entries(home)
-    plan = Plan(home, root, aside_exists=has_aside)
+    plan = ReplayPlan(home, root, aside_exists=has_aside)
     records = _records(home) if has_journal else iter(())
     first = next(records, None)
     if first is None:
@@ -312,7 +312,7 @@ def check(home: Path, root: Path, allowed: tuple[Path, ...]) -> Plan:
     return plan
 
 
-def _begin(plan: Plan, record: dict[str, Any]) -> None:
+def _begin(plan: ReplayPlan, record: dict[str, Any]) -> None:
     if record["op"] != "begin":
         raise _refused(plan.home, "does not begin as a journal does")
     if record["format"] != FORMAT:
@@ -333,7 +333,7 @@ class _Reader:
     write a kill cut short); ``commit`` once, after them; ``undone`` once, last, never with a
     commit."""
 
-    def __init__(self, plan: Plan, paths: _Paths) -> None:
+    def __init__(self, plan: ReplayPlan, paths: _Paths) -> None:
         self.plan, self.paths = plan, paths
         self.open_write: Write | None = None
         self.entries = 0

@@ -38,14 +38,14 @@ from packaging.utils import canonicalize_name
 from torchwheel import limits
 from torchwheel.errors import Unfinished
 from torchwheel.install import journal
-from torchwheel.install.journal_check import Move, Plan, Write, check, same_file
+from torchwheel.install.journal_check import Move, ReplayPlan, Write, check_journal, same_file
 from torchwheel.safeopen import read_regular
 
 
 def replay(home: Path, root: Path, allowed: tuple[Path, ...]) -> str:
     """Finish (committed) or roll back (not) the install whose journal is in ``home``; the
     one line that says which. ``allowed``: the folders a journal's paths must lie in."""
-    plan = check(home, root, allowed)
+    plan = check_journal(home, root, allowed)
     if plan.empty:
         _remove_home(plan)  # killed before the first record was durable: nothing was touched
         return "removed the journal of an install killed before it changed anything"
@@ -64,14 +64,14 @@ def replay(home: Path, root: Path, allowed: tuple[Path, ...]) -> str:
     return f"rolled back an install of {plan.wheel} that was interrupted{back}"
 
 
-def _rel(plan: Plan, path: Path | str) -> str:
+def _rel(plan: ReplayPlan, path: Path | str) -> str:
     return os.path.relpath(path, plan.root)
 
 
 class _Act:
     """One replay's acts, and what it had to leave (said in one line when it cannot finish)."""
 
-    def __init__(self, plan: Plan, allowed: tuple[Path, ...]) -> None:
+    def __init__(self, plan: ReplayPlan, allowed: tuple[Path, ...]) -> None:
         self.plan = plan
         self.allowed = allowed
         self.changed = False
@@ -234,7 +234,7 @@ class _Act:
         raise self._unfinished("finished" if self.plan.committed else "rolled back", why) from exc
 
 
-def _other_owners(plan: Plan, allowed: tuple[Path, ...]) -> dict[str, str]:
+def _other_owners(plan: ReplayPlan, allowed: tuple[Path, ...]) -> dict[str, str]:
     """Which of the journal's written paths another installed distribution's RECORD lists
     (path -> that ``.dist-info``): never this install's to remove, whatever the journal
     says. Each RECORD is read bounded, without following a link; one that cannot be read
@@ -297,7 +297,7 @@ def _lstat(path: Path) -> os.stat_result | None:
         return None
 
 
-def _append_undone(plan: Plan) -> None:
+def _append_undone(plan: ReplayPlan) -> None:
     """The ``undone`` record after the last whole one (a torn last line, never durable, is
     cut first, or the record would join it into one unreadable line)."""
     fd = os.open(plan.home / "journal", os.O_RDWR | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
@@ -309,9 +309,9 @@ def _append_undone(plan: Plan) -> None:
         os.close(fd)
 
 
-def _remove_home(plan: Plan) -> None:
+def _remove_home(plan: ReplayPlan) -> None:
     """The journal last: until it is gone, a replay can be run again. ``aside/`` holds
-    nothing but half-copied ``.partial`` files by now (``check`` saw it is a real folder)."""
+    nothing but half-copied ``.partial`` files by now (``check_journal`` saw it is a real folder)."""
     if os.path.lexists(plan.aside):
         for p in plan.aside.iterdir():
             if p.name.endswith(".partial"):

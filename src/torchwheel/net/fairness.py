@@ -32,7 +32,7 @@ _NOT_RETRIED = frozenset((501, 505))
 
 
 @frozen
-class Policy:
+class FairnessPolicy:
     """``host_connections``: requests in flight to one host; ``rate``: requests per second
     to one host (None: no cap); ``retries`` after the first attempt; ``backoff``: the first
     wait, doubled at each retry; ``max_wait``: the cap of any one wait, ``Retry-After``'s
@@ -51,7 +51,7 @@ class Policy:
             raise InputError(f"request rate {self.rate}: expected a positive number per second")
 
 
-def from_env(env: Mapping[str, str] = os.environ) -> Policy:
+def from_env(env: Mapping[str, str] = os.environ) -> FairnessPolicy:
     """The policy of a command that sets none: ``TORCHWHEEL_MAX_HOST_CONNECTIONS`` and
     ``TORCHWHEEL_MAX_REQUEST_RATE`` (requests per second per host), else the defaults."""
     connections, rate = env.get("TORCHWHEEL_MAX_HOST_CONNECTIONS"), env.get("TORCHWHEEL_MAX_REQUEST_RATE")
@@ -69,8 +69,8 @@ def from_env(env: Mapping[str, str] = os.environ) -> Policy:
         raise InputError(
             f"TORCHWHEEL_MAX_REQUEST_RATE={quoted(rate, 40)}: expected a number of requests per second"
         )
-    return Policy(
-        host_connections=int(connections) if connections else Policy.host_connections, rate=per_second
+    return FairnessPolicy(
+        host_connections=int(connections) if connections else FairnessPolicy.host_connections, rate=per_second
     )
 
 
@@ -95,7 +95,7 @@ def retry_after(value: str | None, now: float | None = None) -> float | None:
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-def wait(policy: Policy, attempt: int, header: str | None) -> float:
+def wait(policy: FairnessPolicy, attempt: int, header: str | None) -> float:
     """Seconds before retry number ``attempt`` (0 for the first retry): what the server asked
     for, else the exponential back-off; capped by ``max_wait`` either way."""
     asked = retry_after(header)
@@ -135,7 +135,7 @@ class Gate:
     """The caps of one process: per host, its connection slots and its rate clock (shared
     across processes when ``shared`` names the host)."""
 
-    def __init__(self, policy: Policy, shared: Mapping[str, Host] | None = None) -> None:
+    def __init__(self, policy: FairnessPolicy, shared: Mapping[str, Host] | None = None) -> None:
         self.policy = policy
         self._hosts: dict[str, Host] = dict(shared or {})
         self._lock = threading.Lock()
@@ -188,13 +188,13 @@ def gate() -> Gate:
     return _gate
 
 
-def configure(policy: Policy, shared: Mapping[str, Host] | None = None) -> None:
+def configure(policy: FairnessPolicy, shared: Mapping[str, Host] | None = None) -> None:
     """Set this process's caps (``torchwheel scan``'s options; its workers get ``shared``)."""
     global _gate
     _gate = Gate(policy, shared)
 
 
-def shared_hosts(netlocs: set[str], policy: Policy, context: Any) -> dict[str, Host]:
+def shared_hosts(netlocs: set[str], policy: FairnessPolicy, context: Any) -> dict[str, Host]:
     """Per host, slots and a clock that ``context``'s (``multiprocessing``) worker processes
     share, so the caps hold for all of them together."""
     return {

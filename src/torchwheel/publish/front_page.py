@@ -91,7 +91,7 @@ _STYLE = (
 )
 
 
-class Finding(Protocol):
+class PageFinding(Protocol):
     """One of ``check``'s findings on a wheel, as the page reads it: the command line runs the
     rules and hands their findings down (``publish`` does not import the rules)."""
 
@@ -125,7 +125,7 @@ def _project_id(name: str) -> str:
 WORD = {"loads": "yes", "only": "only", "some": "some", "partly": "partly", "no": "no", "unknown": "unknown"}
 
 
-def broken(found: Sequence[Finding]) -> bool:
+def broken(found: Sequence[PageFinding]) -> bool:
     return any(f.severity == BROKEN for f in found)
 
 
@@ -145,12 +145,12 @@ def _cell(c: Candidate, verdict: Verdict, at: str, only: str, off: bool) -> str:
     )
 
 
-def _counted(found: Sequence[Finding]) -> str:
+def _counted(found: Sequence[PageFinding]) -> str:
     by = {s: sum(f.severity == s for f in found) for s in ("error", "warning", "info")}
     return ", ".join(f"{n} {s}{'s' if n > 1 else ''}" for s, n in by.items() if n)
 
 
-def _findings(c: Candidate, found: Sequence[Finding]) -> str:
+def _findings(c: Candidate, found: Sequence[PageFinding]) -> str:
     """What ``check`` finds in the wheel: one line, the findings folded under it."""
     if not found:
         return '<span class="check">check: no findings</span>'
@@ -173,7 +173,7 @@ def _findings(c: Candidate, found: Sequence[Finding]) -> str:
 
 
 def _table(
-    name: str, grid: matrix.Matrix, merged: list[list[int]], findings: Mapping[str, Sequence[Finding]]
+    name: str, grid: matrix.Matrix, merged: list[list[int]], findings: Mapping[str, Sequence[PageFinding]]
 ) -> list[str]:
     build = grid.torch_build.backend if grid.torch_build is not None else ""
     head, at = [], []
@@ -205,9 +205,9 @@ def _project(
     cands: list[Candidate],
     extra: Iterable[Minor],
     base_url: str | None,
-    findings: Mapping[str, Sequence[Finding]],
+    findings: Mapping[str, Sequence[PageFinding]],
 ) -> list[str]:
-    axis = matrix.backends(cands)
+    axis = matrix.backend_axis(cands)
     cols = matrix.columns(cands, extra, None, axis)
     grids = [matrix.build_matrix(cands, cols, None, b) for b in axis] or [
         matrix.build_matrix(cands, cols, None)
@@ -250,7 +250,7 @@ def page(
     cands: Iterable[Candidate],
     extra: Iterable[Minor] = (),
     base_url: str | None = None,
-    findings: Mapping[str, Sequence[Finding]] | None = None,
+    findings: Mapping[str, Sequence[PageFinding]] | None = None,
 ) -> str:
     """``OUT/index.html``: every project's grids, its wheels' findings, links and install
     lines. ``findings``: file name -> what ``check`` finds in that wheel."""

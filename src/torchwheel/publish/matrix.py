@@ -78,7 +78,7 @@ class Matrix:
     torch_build: TorchBuild | None = None
 
 
-def backends(cands: Iterable[Candidate]) -> list[TorchBuild]:
+def backend_axis(cands: Iterable[Candidate]) -> list[TorchBuild]:
     """The torch builds that tell these wheels apart (the backend axis): none when every wheel
     loads on every build; else the CPU build and one backend per CUDA/ROCm major they name."""
     needs = [n for c in cands for n in (c.torch.builds, *(p.need.builds for p in c.torch.optional))]

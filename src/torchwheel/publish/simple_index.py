@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
 
 # ``check``'s rules over the wheels, handed down by the command line (publish does not import them)
-Judge = Callable[[list["WheelFacts"]], Iterable[front_page.Finding]]
+Judge = Callable[[list["WheelFacts"]], Iterable[front_page.PageFinding]]
 
 MARKER = ".torchwheel-index"  # identifies a directory this command wrote (and may replace)
 FILES = "files"
@@ -336,7 +336,7 @@ def variant_files(entries: list[Entry]) -> tuple[list[Entry], dict[tuple[str, st
         vfile = variant_json.index_file_name(name, version)
         problem = next(filter(None, map(variant_json.installer_problem, docs)), None)
         try:
-            data = variant_json.encode(variant_json.merge(docs))
+            data = variant_json.encode_variant_json(variant_json.merge_variant_files(docs))
             doc = safejson.load(data, vfile, variant_json.SHAPE)  # what installers will read: read back first
         except InputError as exc:
             problem = problem or str(exc)
@@ -448,14 +448,14 @@ def left_out(
 _STILL = "the per-torch indexes list by torch alone (`torchwheel check` says what to fix)"
 
 
-def _judged(cands: list[Candidate], judge: Judge | None) -> dict[str, list[front_page.Finding]]:
+def _judged(cands: list[Candidate], judge: Judge | None) -> dict[str, list[front_page.PageFinding]]:
     """File name -> ``check``'s findings on it, over every wheel at once (the release rules
     judge the wheels of one release together, as ``check DIR`` does)."""
     if judge is None:
         return {}
     read = [(c.facts, c.filename) for c in cands if c.facts is not None]  # all: read_candidate keeps them
     names = {w.contents.path: filename for w, filename in read}
-    out: dict[str, list[front_page.Finding]] = {c.filename: [] for c in cands}
+    out: dict[str, list[front_page.PageFinding]] = {c.filename: [] for c in cands}
     for f in judge([w for w, _ in read]):
         out[names[f.wheel]].append(f)
     return out

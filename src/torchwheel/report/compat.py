@@ -1,4 +1,4 @@
-"""``compat``'s answer as text and as the versioned JSON document (``docs/json.md``)."""
+"""``compat``'s answer as text and as the versioned JSON document (``docs/reference/json.md``)."""
 
 from __future__ import annotations
 

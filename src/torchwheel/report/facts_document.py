@@ -1,7 +1,7 @@
 """The facts documents (``show``, ``inspect``, a need): analyses in, JSON-ready dicts or text
 out. Nothing here decides anything.
 
-The JSON shapes are a contract (``docs/json.md``); ``SCHEMA_VERSION`` changes when a
+The JSON shapes are a contract (``docs/reference/json.md``); ``SCHEMA_VERSION`` changes when a
 field changes meaning or disappears, not when one is added.
 """
 

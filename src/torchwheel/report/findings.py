@@ -9,7 +9,7 @@ from torchwheel import limits
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.report.textsafe import safe, safe_lines
 from torchwheel.rules.codes import BY_CODE
-from torchwheel.rules.registry import Finding, Findings
+from torchwheel.rules.registry import Findings, RuleFinding
 
 
 def summary(findings: Findings) -> dict[str, int]:
@@ -29,7 +29,7 @@ def more_text(code: str, count: int) -> str:
 _LISTED = 5  # members named on a collapsed line
 
 
-def _collapsed_line(group: list[Finding]) -> str | None:
+def _collapsed_line(group: list[RuleFinding]) -> str | None:
     """The one line that stands for ``group`` (one code in one wheel), or None when its
     findings are printed one per line (a single one, or not all about distinct members)."""
     members = sorted({g.member for g in group if g.member})
@@ -69,7 +69,7 @@ def _collapsed(findings: Findings) -> list[str]:
     GitHub format keep every finding. Each group is summed up once (it used to be once
     per finding: 20,000 members missing from RECORD took 105 s).
     """
-    groups: dict[tuple[str, str], list[Finding]] = {}
+    groups: dict[tuple[str, str], list[RuleFinding]] = {}
     for f in findings:
         groups.setdefault((f.wheel, f.code), []).append(f)
     collapsed = {key: _collapsed_line(group) for key, group in groups.items()}

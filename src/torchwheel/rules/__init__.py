@@ -12,7 +12,7 @@ from dataclasses import replace
 from torchwheel.analysis.release_wheels import ReleaseView, group_by_release
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.rules import accelerator, cpython, integrity, marker, release_agreement, requirements, torch
-from torchwheel.rules.registry import REGISTRY, Finding, Findings, Policy, Rule, sort_findings
+from torchwheel.rules.registry import REGISTRY, Findings, Policy, Rule, RuleFinding, sort_findings
 
 __all__ = [
     "REGISTRY",
@@ -37,7 +37,7 @@ def _judges(r: Rule, facts: WheelFacts, torch_itself: bool) -> bool:
     return scope.torch_itself or not torch_itself
 
 
-def run(facts: WheelFacts, policy: Policy) -> Findings:
+def run_rules(facts: WheelFacts, policy: Policy) -> Findings:
     """The findings of one input. A finding a rewrite fixes says, in a wheel the rewrite
     refuses (``blocks_rewrite``: run whatever the policy), which finding must be fixed first:
     only the fixes that work are offered."""
@@ -62,7 +62,7 @@ def run(facts: WheelFacts, policy: Policy) -> Findings:
     return found
 
 
-def _after_blockers(findings: list[Finding], blockers: list[str]) -> list[Finding]:
+def _after_blockers(findings: list[RuleFinding], blockers: list[str]) -> list[RuleFinding]:
     """Each finding a rewrite fixes (``Code.fixed_by``) with the blockers that stop the
     rewrite named: ``torchwheel tag`` refuses the wheel until they are fixed."""
     if not blockers:
@@ -78,7 +78,7 @@ def run_all(wheels: Iterable[WheelFacts], policy: Policy) -> Findings:
     """Each wheel's rules, then the release pass (TW6xx) over wheels of one name and version;
     a release finding joins its wheel's findings, so the order stays wheel by wheel."""
     wheels = list(wheels)
-    per_wheel = [run(w, policy) for w in wheels]
+    per_wheel = [run_rules(w, policy) for w in wheels]
     codes = [c for c in sorted(REGISTRY) if REGISTRY[c].scope.release and policy.enabled(c)]
     at = {id(w): i for i, w in enumerate(wheels)}
     for group in group_by_release(wheels):

@@ -3,7 +3,7 @@ what it is about, which inputs it judges, and whether ``tag``/``repair`` refuse 
 
 Codes never change meaning once released (like ruff's): tools and ``--ignore`` lists depend
 on them. Each code's check is one function in the module of its group (``@rule("TW101")``),
-and ``docs/rules.md`` has one section per code.
+and ``docs/reference/rules.md`` has one section per code.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ RELEASE = Scope(lone_binary=False, torch_itself=False, release=True)
 
 @frozen
 class FixedBy:
-    """The commands whose rewrite fixes a finding (each message and ``docs/rules.md`` say so;
+    """The commands whose rewrite fixes a finding (each message and ``docs/reference/rules.md`` say so;
     ``tests/e2e/test_fixed_by.py`` holds the claim to the rewrite), and when, if not always."""
 
     commands: tuple[str, ...]

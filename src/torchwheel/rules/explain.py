@@ -1,7 +1,7 @@
 """Every rule explained, from one source: the prose (What, Why, Fix and the other labelled
 paragraphs, the page's preamble and each group's introduction) lives in the package data file
 ``torchwheel/data/rules.toml``, the name, severity, summary and fixing commands in
-``codes.CODES``. ``torchwheel rule`` prints from here, and ``docs/rules.md`` is written from
+``codes.CODES``. ``torchwheel rule`` prints from here, and ``docs/reference/rules.md`` is written from
 here by ``scripts/rules_doc.py`` (``tests/test_rules_doc.py`` fails when the page is stale):
 to change what a rule's documentation says, edit ``rules.toml`` or ``codes.py``, then run the
 script.
@@ -119,8 +119,8 @@ def _section(r: RuleDoc) -> list[str]:
     return lines
 
 
-def page() -> str:
-    """``docs/rules.md``, whole."""
+def rules_page() -> str:
+    """``docs/reference/rules.md``, whole."""
     b = book()
     out = [
         f"<!-- Written by scripts/rules_doc.py from {SOURCE} (the prose) and "

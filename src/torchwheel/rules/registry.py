@@ -20,7 +20,7 @@ SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
 
 
 @frozen
-class Finding:
+class RuleFinding:
     code: str
     severity: Severity
     wheel: str  # the input the finding is about
@@ -73,7 +73,7 @@ class Omitted:
 Check = Callable[[Any, Policy], Iterable[Hit | Omitted]]
 
 
-def _order(f: Finding) -> tuple[str, str, int, str, str]:
+def _order(f: RuleFinding) -> tuple[str, str, int, str, str]:
     return (f.wheel, f.member, SEVERITY_ORDER[f.severity], f.code, f.message)
 
 
@@ -87,10 +87,10 @@ class Findings:
     name what is kept and say how many more there were, and the summary counts them all.
     """
 
-    kept: list[Finding] = field(default_factory=list)
+    kept: list[RuleFinding] = field(default_factory=list)
     omitted: dict[tuple[str, str], int] = field(default_factory=dict)  # (input, code) -> count
 
-    def __iter__(self) -> Iterator[Finding]:
+    def __iter__(self) -> Iterator[RuleFinding]:
         return iter(self.kept)
 
     def __bool__(self) -> bool:
@@ -110,7 +110,7 @@ class Findings:
         omitted = {(new if wheel == old else wheel, code): n for (wheel, code), n in self.omitted.items()}
         return Findings(kept, omitted)
 
-    def add(self, kept: list[Finding], more: int, wheel: str, code: str) -> None:
+    def add(self, kept: list[RuleFinding], more: int, wheel: str, code: str) -> None:
         self.kept.extend(kept)
         if more:
             self.omitted[(wheel, code)] = self.omitted.get((wheel, code), 0) + more
@@ -122,19 +122,19 @@ class Rule(Code):
 
     check: Check = field(compare=False, kw_only=True)
 
-    def run(self, facts: Any, policy: Policy, wheel: str) -> tuple[list[Finding], int]:
+    def run(self, facts: Any, policy: Policy, wheel: str) -> tuple[list[RuleFinding], int]:
         """This rule's findings on one input: the first ``max-listed`` in report order (a heap
         of that size, whatever the check yields), and how many more there were."""
         more = 0
 
-        def found() -> Iterator[Finding]:
+        def found() -> Iterator[RuleFinding]:
             nonlocal more
             for hit in self.check(facts, policy):
                 if isinstance(hit, Omitted):
                     more += hit.count
                     continue
                 more += 1
-                yield Finding(self.code, self.severity, wheel, *hit)
+                yield RuleFinding(self.code, self.severity, wheel, *hit)
 
         keep = max(1, limits.current().max_listed.value)  # each code present names one finding
         kept = heapq.nsmallest(keep, found(), key=_order)
@@ -157,5 +157,5 @@ def rule(code: str) -> Callable[[Check], Check]:
     return register
 
 
-def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+def sort_findings(findings: Iterable[RuleFinding]) -> list[RuleFinding]:
     return sorted(findings, key=_order)

@@ -168,7 +168,7 @@ def target_above_need(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW207")
-def newer_than_tables(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def target_newer_than_tables(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     """A target, a requirement or unstable imports newer than the tables (shims: TW203):
     torchwheel cannot tell a torch released since from a mistake, so it says which it sees."""
     newest = torch_releases.newest()

@@ -211,7 +211,7 @@ def _partial_lines(summary: Summary, fmt: str) -> list[str]:
     return ["", head, "", *table]
 
 
-def render(summary: Summary, fmt: str) -> str:
+def render_summary(summary: Summary, fmt: str) -> str:
     """The summary as text tables or markdown (JSON is ``to_json``)."""
     doc = summary.to_json()
     head = f"{summary.wheels:,} wheels, {summary.read:,} read, {summary.wheels - summary.read:,} unreadable"

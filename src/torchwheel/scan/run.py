@@ -47,7 +47,7 @@ class Judges:
 def _init(
     budget: limits.Limits,
     table: ChosenTable,
-    policy: fairness.Policy,
+    policy: fairness.FairnessPolicy,
     shared: Any,
     read: str = "whole",
     credentials: dict[str, str] | None = None,
@@ -79,7 +79,7 @@ def scan_item(source: WheelSource, judges: Judges) -> dict[str, Any]:
 
 
 @frozen
-class Plan:
+class ScanPlan:
     """What a run does: the wheels still to scan, the unlisted entries to record, how many
     the file already holds."""
 
@@ -89,7 +89,7 @@ class Plan:
     yanked: int
 
 
-def plan_scan(listed: Listed, previous: jsonl.Done) -> Plan:
+def plan_scan(listed: Listed, previous: jsonl.Done) -> ScanPlan:
     todo: list[WheelSource] = []
     skipped = 0
     for w in listed.wheels:
@@ -98,11 +98,16 @@ def plan_scan(listed: Listed, previous: jsonl.Done) -> Plan:
         else:
             todo.append(w)
     unlisted = [(where, why) for where, why in listed.unlisted if f"unlisted:{where}" not in previous.keys]
-    return Plan(todo, unlisted, skipped + len(listed.unlisted) - len(unlisted), listed.yanked)
+    return ScanPlan(todo, unlisted, skipped + len(listed.unlisted) - len(unlisted), listed.yanked)
 
 
 def _pooled(
-    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy, read: str, judges: Judges
+    todo: list[WheelSource],
+    jobs: int,
+    table: ChosenTable,
+    policy: fairness.FairnessPolicy,
+    read: str,
+    judges: Judges,
 ) -> Iterator[dict[str, Any]]:
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
@@ -128,7 +133,12 @@ def _pooled(
 
 
 def results(
-    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy, read: str, judges: Judges
+    todo: list[WheelSource],
+    jobs: int,
+    table: ChosenTable,
+    policy: fairness.FairnessPolicy,
+    read: str,
+    judges: Judges,
 ) -> Iterator[dict[str, Any]]:
     """The lines of ``todo`` as they are done: in this process for one job and local wheels;
     with hosted wheels, those read whole are downloaded here while worker processes check
@@ -218,7 +228,12 @@ def _failed_line(source: WheelSource, judges: Judges, failure: BaseException) ->
 
 
 def _pipelined(
-    todo: list[WheelSource], jobs: int, table: ChosenTable, policy: fairness.Policy, read: str, judges: Judges
+    todo: list[WheelSource],
+    jobs: int,
+    table: ChosenTable,
+    policy: fairness.FairnessPolicy,
+    read: str,
+    judges: Judges,
 ) -> Iterator[dict[str, Any]]:
     """Downloads pipelined with the checks: threads of this process download the hosted
     wheels (each host held to its connection cap by ``fairness``, the hosts taken in turn),
@@ -297,7 +312,7 @@ def run_scan(
     out: Path,
     jobs: int,
     table: ChosenTable,
-    policy: fairness.Policy,
+    policy: fairness.FairnessPolicy,
     stream: TextIO,
     tty: bool,
     read: str = "whole",
@@ -305,7 +320,7 @@ def run_scan(
     names: Iterable[str] = (),
     *,
     judges: Judges,
-) -> Plan:
+) -> ScanPlan:
     """Scan ``sources`` and ``indexes`` (of the projects ``names``, all when empty) into
     ``out``, appending to what a previous run left there; ``read``: ``whole``, or
     ``partial`` / ``partial+gpu`` for hosted wheels (``--partial [--gpu]``)."""

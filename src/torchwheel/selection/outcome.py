@@ -99,7 +99,7 @@ def _first(skipped: list[Skipped] | tuple[Skipped, ...]) -> str:
     return f"{first.location}: {first.reason}{more}"
 
 
-def unreadable_line(found: list[Outcome], gathered: Gathered) -> str:
+def refusal_line(found: list[Outcome], gathered: Gathered) -> str:
     """The one stderr line of an exit 2: the first input that could not be used (the report
     on stdout lists every one with its reason)."""
     if not gathered.candidates and gathered.skipped:

@@ -12,7 +12,7 @@ from torchwheel.errors import Exit
 from torchwheel.report.textsafe import json_text
 from torchwheel.selection.candidates import Candidate, Gathered
 from torchwheel.selection.choose import HELD_BACK, Choice, Judged, tag_order, tag_rank
-from torchwheel.selection.outcome import Outcome, absent_text, exit_code, strays, unreadable_line
+from torchwheel.selection.outcome import Outcome, absent_text, exit_code, refusal_line, strays
 from torchwheel.selection.target import TorchTarget
 from torchwheel.torchabi.backend import builds_text
 from torchwheel.torchabi.need import show_release
@@ -210,5 +210,5 @@ def select_json(target: TorchTarget, gathered: Gathered, found: list[Outcome]) -
         "duplicates": [{"location": s.location, "reason": s.reason} for s in gathered.duplicates],
     }
     if exit_code(found, gathered) == Exit.INPUT:  # the command's exit 2: the same line as on stderr
-        doc["error"] = {"message": unreadable_line(found, gathered), "exit": int(Exit.INPUT)}
+        doc["error"] = {"message": refusal_line(found, gathered), "exit": int(Exit.INPUT)}
     return json_text(doc)

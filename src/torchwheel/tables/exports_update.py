@@ -26,7 +26,7 @@ from packaging.version import Version
 
 from torchwheel.tables.exports import BUCKET_BITS, HASH_BITS, MAGIC, SCHEMA_VERSION, ExportIndex, name_hash
 
-__all__ = ["add_release", "encode", "masks_of", "restrict"]
+__all__ = ["add_release", "encode_exports", "masks_of", "restrict"]
 
 _CHECKSUM = 16
 _MAX_RELEASES = 64  # a bit each in an 8-byte mask
@@ -46,7 +46,7 @@ def masks_of(names: Sequence[Iterable[str]]) -> dict[int, int]:
     return masks
 
 
-def encode(
+def encode_exports(
     platform: str,
     releases: Sequence[Mapping[str, Any]],
     masks: Mapping[int, int],
@@ -127,7 +127,7 @@ def restrict(
     masks = {h: m & wanted for h, m in index.entries() if m & wanted}
     entries = [e for i, e in enumerate(_entries(index)) if i in keep]
     packed = compression or str(index.header.get("compression", "xz"))
-    return encode(index.platform, entries, masks, generated, generator, packed)
+    return encode_exports(index.platform, entries, masks, generated, generator, packed)
 
 
 def add_release(
@@ -179,7 +179,7 @@ def add_release(
         )
         what = f"{platform}: torch {version} added ({len(new):,} unstable names)"
     compression = str(index.header.get("compression", "xz")) if index is not None else "xz"
-    return encode(platform, _counted(entries, masks), masks, generated, generator, compression), what
+    return encode_exports(platform, _counted(entries, masks), masks, generated, generator, compression), what
 
 
 def _without_bit(masks: Mapping[int, int], bit: int) -> dict[int, int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from torchwheel.frozen import frozen
 from torchwheel.version import FeatureVersion
 
-__all__ = ["EXPORT", "HEADER_GATE", "Origin", "WheelSource"]
+__all__ = ["EXPORT", "HEADER_GATE", "Origin", "TorchWheelOrigin"]
 
 HEADER_GATE = "header-gate"
 EXPORT = "export"
@@ -47,7 +47,7 @@ class Origin:
 
 
 @frozen
-class WheelSource:
+class TorchWheelOrigin:
     """One torch wheel whose exports went into the table: provenance, re-checkable by hash."""
 
     file: str
@@ -66,7 +66,7 @@ class WheelSource:
         }
 
     @classmethod
-    def from_json(cls, raw: object) -> WheelSource:
+    def from_json(cls, raw: object) -> TorchWheelOrigin:
         fields = ("file", "sha256", "release", "platform", "variant")
         if not isinstance(raw, dict) or not all(isinstance(raw.get(f), str) for f in fields):
             raise ValueError(f"symbol table: a wheel entry needs string fields {', '.join(fields)}")

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
-from torchwheel.tables.shimorigin import EXPORT, HEADER_GATE, Origin, WheelSource
+from torchwheel.tables.shimorigin import EXPORT, HEADER_GATE, Origin, TorchWheelOrigin
 from torchwheel.version import FeatureVersion
 
 # deferred: headergates (1.5 ms at start-up) only reads headers (shim_headers) and merges
@@ -51,7 +51,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Origin",
     "SymbolTable",
-    "WheelSource",
+    "TorchWheelOrigin",
     "load_shipped",
 ]
 
@@ -100,7 +100,7 @@ class SymbolTable:
     symbols: Mapping[str, FeatureVersion | None]
     sources: tuple[str, ...] = ()
     origins: Mapping[str, Origin] = field(default_factory=dict)
-    wheels: tuple[WheelSource, ...] = ()
+    wheels: tuple[TorchWheelOrigin, ...] = ()
 
     def __post_init__(self) -> None:
         # Sorted, read-only copies: the table is shared through load_shipped()'s cache,
@@ -264,7 +264,7 @@ class SymbolTable:
                 elif isinstance(raw, dict):
                     raise ValueError(f"{name}: schema 1 gives each symbol a version or null")
                 symbols[name] = None if value is None else parse(value)
-            wheels = tuple(WheelSource(**w) for w in document.get("wheels", []))
+            wheels = tuple(TorchWheelOrigin(**w) for w in document.get("wheels", []))
             return cls(symbols, tuple(document.get("sources", [])), origins, wheels)
         except ValueError as exc:
             raise InputError(f"{where}: {exc}") from exc

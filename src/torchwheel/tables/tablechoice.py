@@ -106,7 +106,7 @@ def user_tables_path() -> Path:
     return Path(base) / "torchwheel" / "tables.json"
 
 
-def read_tables(path: Path, how: str) -> ChosenTable:
+def read_tables_file(path: Path, how: str) -> ChosenTable:
     """A tables file as ``symbols update`` writes it; any defect is one ``InputError``."""
     try:
         return _read(path, how)
@@ -252,12 +252,12 @@ def activate(chosen: ChosenTable) -> ChosenTable:
 
 def _choose(cli: Path | None, configured: Path | None) -> ChosenTable:
     if cli is not None:
-        return read_tables(cli, "--symbols")
+        return read_tables_file(cli, "--symbols")
     env = os.environ.get(ENV_VAR)
     if env:
-        return read_tables(Path(env), ENV_VAR)
+        return read_tables_file(Path(env), ENV_VAR)
     if configured is not None:
-        return read_tables(configured, "pyproject.toml")
+        return read_tables_file(configured, "pyproject.toml")
     shipped = ChosenTable(load_shipped(), SHIPPED, SHIPPED)
     user = user_tables_path()
     if user.is_file():

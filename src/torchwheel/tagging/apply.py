@@ -170,7 +170,7 @@ def _before_replace(source: Path, fd: int, in_place: bool, other: Path | None, o
         refuse_existing(other, overwrite)
 
 
-def tag(
+def write_tagged(
     w: WheelFacts,
     opts: TagOptions,
     dest: Path | None,
@@ -195,7 +195,7 @@ def tag(
     _matching_dist_info(w)
     if archive is None:
         with WheelArchive(source) as reopened:
-            return tag(w, opts, dest, in_place, dry_run, with_facts, reopened, variant, overwrite)
+            return write_tagged(w, opts, dest, in_place, dry_run, with_facts, reopened, variant, overwrite)
     target = _output_path(_out_dir(source, dest, in_place), p.filename)
     other = target.resolve() != source.resolve()  # a file of its own, not the input
     if other:

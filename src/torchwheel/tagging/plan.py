@@ -32,7 +32,7 @@ from torchwheel.errors import InputError
 from torchwheel.report.facts_document import binary_json
 from torchwheel.tagging import naming
 from torchwheel.tagging.contradictions import check_build_torch, check_importable, check_local_label
-from torchwheel.tagging.requirement import apply_requirements, metadata_text, named_minor
+from torchwheel.tagging.requirement import apply_requirements, named_minor, with_torch_requirements
 from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi.backend import builds_text
 from torchwheel.torchabi.need import TorchNeed, show_release
@@ -287,7 +287,9 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     if w.provides_libtorch:  # torch itself: it cannot require torch
         new_meta, meta_notes = c.metadata_text, ["torch itself: Requires-Dist left as it is"]
     else:
-        new_meta, meta_notes = metadata_text(c.metadata_text, need, opts, named_minor(c.filename_name))
+        new_meta, meta_notes = with_torch_requirements(
+            c.metadata_text, need, opts, named_minor(c.filename_name)
+        )
         if opts.release_requirements is not None:  # tag --release: the set shared by all wheels
             new_meta, meta_notes = apply_requirements(c.metadata_text, opts.release_requirements, name)
     fields = torch_abi_fields(need)

@@ -201,7 +201,7 @@ def merged_requirement(
     return new, notes
 
 
-def metadata_text(
+def with_torch_requirements(
     original: str, abi: TorchNeed, opts: TagOptions, named: str | None = None
 ) -> tuple[str, list[str]]:
     """Rewrite only the ``Requires-Dist: torch`` header lines; everything else byte for byte

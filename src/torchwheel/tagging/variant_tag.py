@@ -22,7 +22,7 @@ from torchwheel.wheel.metadata import parse_metadata, parse_wheel_fields
 from torchwheel.wheel.variant_json import (
     DIST_INFO_FILE,
     document,
-    encode,
+    encode_variant_json,
     label,
     nvidia_document,
     property_of,
@@ -66,7 +66,7 @@ def variant_plan(p: Plan, dist_info: str, w: WheelFacts) -> Plan:
 
 
 def _labelled(p: Plan, dist_info: str, name: str, doc: dict[str, Any]) -> Plan:
-    members = {**p.members, f"{dist_info}/{DIST_INFO_FILE}": encode(doc)}
+    members = {**p.members, f"{dist_info}/{DIST_INFO_FILE}": encode_variant_json(doc)}
     filename = p.filename.removesuffix(".whl") + f"-{name}.whl"
     return replace(p, filename=filename, members=members, changes=[*p.changes, f"variant {name}"])
 

@@ -347,7 +347,7 @@ class AcceleratorNeeds:
         return " + ".join(parts) or "-"
 
 
-def classify(
+def classify_needs(
     needed: Iterable[str], imports: Iterable[Import] = (), gpu: GpuCode = NO_GPU_CODE
 ) -> AcceleratorNeeds:
     """A library's needs from its needed names, its imports and its GPU code."""

@@ -31,7 +31,7 @@ def parse_driver_version(value: int) -> Cuda | None:
     return value // 1000, (value % 1000) // 10
 
 
-def shown(cuda: Cuda) -> str:
+def cuda_text(cuda: Cuda) -> str:
     return f"{cuda[0]}.{cuda[1]}"
 
 
@@ -49,11 +49,11 @@ class CudaNeed:
     @property
     def words(self) -> str:
         if self.kind == "ptx":
-            return f"CUDA {shown(self.cuda)} (for its {self.what})"
+            return f"CUDA {cuda_text(self.cuda)} (for its {self.what})"
         return f"CUDA {self.cuda[0]} ({self.what})"
 
 
-def runs(driver: Cuda, need: CudaNeed) -> bool:
+def driver_runs(driver: Cuda, need: CudaNeed) -> bool:
     """Does a driver that supports CUDA ``driver`` run what ``need`` needs (module docstring)?"""
     if need.kind == "ptx":
         return driver >= need.cuda

@@ -261,7 +261,7 @@ class OptionalPart:
         return shown + (f" and {len(self.files) - 2} more" if len(self.files) > 2 else "")
 
 
-def pinned_minor(reqs: Iterable[Requirement]) -> Minor | None:
+def requirement_pinned_minor(reqs: Iterable[Requirement]) -> Minor | None:
     """The torch minor an unstable build names by its unconditional one-minor requirement,
     read as an installer reads it (``==2.8.0+cpu`` names 2.8.0: ``torch_releases.admits``)."""
     for req in reqs:
@@ -311,7 +311,7 @@ def claimed_releases(
     the requirement itself keeps the other patches out)."""
     if (minor := local_minor(version)) is not None:
         return frozenset({minor}), "label"
-    if (minor := pinned_minor(reqs)) is not None:
+    if (minor := requirement_pinned_minor(reqs)) is not None:
         return frozenset({minor}), "pin"
     return frozenset(), ""
 

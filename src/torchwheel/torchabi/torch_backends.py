@@ -10,7 +10,7 @@ file chosen for the run installs its own (``use``), as the release list does.
 
 A backend the list does not know is still read for what it is (``cu140`` is a CUDA 14.0
 build, judged by its major like any other): never "an unknown build". Words and verdicts
-add that it is newer than the tables (``tables_note``), so that a user knows to run
+add that it is newer than the tables (``backend_tables_note``), so that a user knows to run
 ``symbols update`` before trusting whatever the tables alone decide.
 """
 
@@ -86,12 +86,12 @@ def newest_of(build: TorchBuild) -> TorchBuild | None:
     return max(same, key=_key) if same else None
 
 
-def newer_than_tables(build: TorchBuild | None) -> bool:
+def backend_newer_than_tables(build: TorchBuild | None) -> bool:
     """Is this a backend the tables do not list (a target's ``cu140``, ``rocm7.20``)?"""
     return build is not None and not known(build)
 
 
-def tables_note(build: TorchBuild) -> str:
+def backend_tables_note(build: TorchBuild) -> str:
     """The one wording of the state: ``torch build cu140 is newer than this torchwheel's
     tables (newest CUDA cu134): run `torchwheel symbols update TORCH_WHEEL_OR_ENV```; a build
     older than the newest of its kind is "not in" them (no PyTorch backend of that name)."""

@@ -202,7 +202,7 @@ def verdict(
 
     A target build the backend table does not list (``cu140``) is judged by its kind and major
     like any other, and a verdict the build axis takes part in says it is newer than the
-    tables (``torch_backends.tables_note``): never "an unknown build".
+    tables (``torch_backends.backend_tables_note``): never "an unknown build".
 
     ``markers``: the target's environment for requirements with markers; None evaluates only
     the unconditional ones."""
@@ -220,10 +220,12 @@ def verdict(
     if (
         torch is not None
         and build is not None
-        and torch_backends.newer_than_tables(build)
+        and torch_backends.backend_newer_than_tables(build)
         and need.builds not in (None, backend.ANY_BUILD)
     ):
-        return replace(found, reason=f"{found.reason}; {torch_backends.tables_note(build)}", newer=True)
+        return replace(
+            found, reason=f"{found.reason}; {torch_backends.backend_tables_note(build)}", newer=True
+        )
     return found
 
 

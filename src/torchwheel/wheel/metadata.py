@@ -42,7 +42,7 @@ TORCH_ABI_OPTIONAL_FIELD = "Torch-ABI-Optional"
 @functools.cache
 def side_shape() -> Object:
     """The side file's shape, as far as any reader relies on it (tagging/plan.py writes it;
-    what each library's facts hold is docs/json.md's and may grow: other keys are taken as
+    what each library's facts hold is docs/reference/json.md's and may grow: other keys are taken as
     they are). Built on first use: only a wheel that has the file needs the schema checker."""
     from torchwheel.safejson import ANY, Int, List, Object, Str
 

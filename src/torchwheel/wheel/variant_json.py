@@ -143,7 +143,7 @@ def nvidia_document(cuda_major: int | None, sm_archs: list[str]) -> tuple[str, d
     return name, doc
 
 
-def encode(doc: dict[str, Any]) -> bytes:
+def encode_variant_json(doc: dict[str, Any]) -> bytes:
     return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
 
 
@@ -155,7 +155,7 @@ def read_variant_json(data: bytes, where: str) -> dict[str, Any]:
     return doc
 
 
-def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
+def merge_variant_files(docs: list[dict[str, Any]]) -> dict[str, Any]:
     """``{name}-{version}-variants.json``: the union of the wheels' variant.json files.
 
     Two wheels that give one label different properties, or one provider namespace different
