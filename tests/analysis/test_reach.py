@@ -70,6 +70,23 @@ def test_a_helper_in_another_file_is_followed() -> None:
     assert (r.how, r.when, r.where) == ("library", "import", "ta/_ext/__init__.py")
 
 
+def test_a_helper_called_from_many_files_is_not_followed() -> None:
+    """A name called from more files than ``_MAX_CALLERS`` is generic (vLLM's ``forward``,
+    ``load_weights``), not a loader: it is not followed, and what only it would reach stays
+    unreached (loaded at import, never a relaxed verdict); the same helper called from one
+    file is followed to its ``try``."""
+    from torchwheel.analysis.reach import _MAX_CALLERS
+
+    helper = b"import torch\ndef load(lib):\n    torch.ops.load_library(lib)\n"
+    call = b'from .h import load\ntry:\n    load("pkg/_k.so")\nexcept OSError:\n    pass\n'
+    compiled = [Compiled("pkg/_k.so", None)]
+    few = {"pkg/h.py": helper, "pkg/__init__.py": b"from . import m0\n", "pkg/m0.py": call}
+    assert _reach(few, compiled)["pkg/_k.so"].when == "optional"
+    many = few | {f"pkg/m{i}.py": call for i in range(1, _MAX_CALLERS + 1)}
+    r = _reach(many, compiled)["pkg/_k.so"]
+    assert (r.how, r.when) == ("unreached", "import"), r
+
+
 def test_an_op_the_import_needs_keeps_a_try_from_excusing_its_library() -> None:
     """torchvision: ``_load_library("_C")`` goes on without it, but a module the import runs
     registers ``torchvision::nms``, which only that library defines: required after all."""
