@@ -90,7 +90,7 @@ def test_tag_in_place_still_replaces_its_input(fixture_wheels: dict[str, Path], 
 
 def test_api_tag_refuses_unless_overwrite(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
     wheel, stale = _stale_output(fixture_wheels, tmp_path)
-    with pytest.raises(InputError, match="exists; pass --overwrite to replace it"):
+    with pytest.raises(InputError, match="exists; pass overwrite=True to replace it"):
         api.tag(wheel, stale.parent)
     assert stale.read_bytes() == STALE
     assert api.tag(wheel, stale.parent, overwrite=True) == stale
