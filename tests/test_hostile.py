@@ -343,15 +343,15 @@ def test_corpus_is_large_and_covers_the_classes() -> None:
 
 
 def test_short_form_still_meets_every_wheel_command() -> None:
-    """CI's short form runs a wheel case through check, tag -w and one more command chosen by
-    its name: each wheel command must still meet dozens of cases, and the long form every pair."""
+    """CI's short form runs a wheel case through check and one more command chosen by its
+    name: each wheel command must still meet dozens of cases, and the long form every pair."""
     short = collections.Counter(
         cmd for c in hostile.CASES.values() if not c.long for cmd in c.commands(long=False)
     )
     assert all(short[cmd] >= 40 for cmd in hostile.WHEEL_COMMANDS), short
-    assert short["check"] == short["tag-w"] > 250, short
+    assert short["check"] > 250, short
     every = sum(len(c.commands()) for c in hostile.CASES.values() if not c.long)
-    assert sum(short.values()) < every * 0.7, (sum(short.values()), every)
+    assert sum(short.values()) < every * 0.6, (sum(short.values()), every)
 
 
 def test_reliability_doc_is_current() -> None:

@@ -21,8 +21,7 @@ PAST = f"{NEWEST.major}.{NEWEST.minor + 1}"
 
 def test_the_rules_are_registered_and_block_a_rewrite() -> None:
     assert (
-        REGISTRY["TW203"].check is torch.unknown_shim
-        and REGISTRY["TW207"].check is torch.target_newer_than_tables
+        REGISTRY["TW203"].check is torch.unknown_shim and REGISTRY["TW207"].check is torch.newer_than_tables
     )
     assert REGISTRY["TW203"].blocks_rewrite and REGISTRY["TW207"].blocks_rewrite
 
@@ -37,7 +36,7 @@ def test_tw203_says_no_torch_of_the_tables_exports_the_shims(fixture_wheels: dic
 
 
 def test_tw207_a_target_past_the_tables_names_both_readings(fixture_wheels: dict[str, Path]) -> None:
-    ((member, message),) = hits(torch.target_newer_than_tables, fixture_wheels["tw207"])
+    ((member, message),) = hits(torch.newer_than_tables, fixture_wheels["tw207"])
     assert member == "w207/elf_marker_2_16_hex.abi3.so"
     assert message.startswith(
         "[x86_64] declares torch 2.16.0 (0x0210000000000000), newer than this torchwheel's tables: a torch "
@@ -58,7 +57,7 @@ def test_tw207_a_requirement_that_admits_only_newer_torches(
         requires=(f"torch=={PAST}.*",),
     )
     wheel = wm.write_wheel(tmp_path / spec.filename, spec, built_fixtures)
-    ((member, message),) = hits(torch.target_newer_than_tables, wheel)
+    ((member, message),) = hits(torch.newer_than_tables, wheel)
     assert member == "" and message.startswith(
         f"Requires-Dist 'torch=={PAST}.*' admits only torch newer than this torchwheel's tables; run"
     )
@@ -67,4 +66,4 @@ def test_tw207_a_requirement_that_admits_only_newer_torches(
 
 def test_tw207_silent_where_the_tables_know_everything(fixture_wheels: dict[str, Path]) -> None:
     for name in ("clean", "tw203", "tw204", "tw107", "weak_shim"):
-        assert hits(torch.target_newer_than_tables, fixture_wheels[name]) == [], name
+        assert hits(torch.newer_than_tables, fixture_wheels[name]) == [], name

@@ -106,7 +106,9 @@ def test_an_unstable_build_with_new_names_is_unknown_only_where_its_other_import
 def test_a_pin_past_the_list_names_its_minor(spec: str, minor: tuple[int, int] | None) -> None:
     torch_releases.use([Version(v) for v in ("2.13.0", "2.14.0", "2.15.0")])
     assert torch_releases.pinned_minor(SpecifierSet(spec)) == minor
-    assert torch_releases.newer_than_tables((2, 16)) and not torch_releases.newer_than_tables((2, 15))
+    assert torch_releases.release_newer_than_tables((2, 16)) and not torch_releases.release_newer_than_tables(
+        (2, 15)
+    )
 
 
 def test_a_chosen_list_replaces_the_shipped_one_until_reset() -> None:

@@ -24,7 +24,7 @@ from torchwheel.torchabi.torch_releases import (
     TABLES_WORDS,
     Minor,
     known_minors,
-    newer_than_tables,
+    release_newer_than_tables,
     show_minor,
 )
 from torchwheel.torchabi.verdicts import Verdict
@@ -214,7 +214,9 @@ def legend(grids: list[Matrix], markdown: bool, installed: Minor | None, build: 
 def newer_columns(m: Matrix) -> list[Minor]:
     """The minors past the tables: their cells rest on the stable ABI's promise, or are "?"."""
     return [
-        t for t in m.torches if newer_than_tables(t) or any(r.cells[m.torches.index(t)].newer for r in m.rows)
+        t
+        for t in m.torches
+        if release_newer_than_tables(t) or any(r.cells[m.torches.index(t)].newer for r in m.rows)
     ]
 
 

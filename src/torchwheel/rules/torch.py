@@ -168,7 +168,7 @@ def target_above_need(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 
 
 @rule("TW207")
-def target_newer_than_tables(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
+def newer_than_tables(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     """A target, a requirement or unstable imports newer than the tables (shims: TW203):
     torchwheel cannot tell a torch released since from a mistake, so it says which it sees."""
     newest = torch_releases.newest()
@@ -177,7 +177,11 @@ def target_newer_than_tables(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     )
     for member, arch, s in iter_slices(w):
         d = s.declared
-        if d is None or d.record.version is None or not torch_releases.newer_than_tables(d.record.version):
+        if (
+            d is None
+            or d.record.version is None
+            or not torch_releases.release_newer_than_tables(d.record.version)
+        ):
             continue
         v = d.record.version
         hint = hex_hint(v, s.torch.min_version)

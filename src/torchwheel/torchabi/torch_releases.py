@@ -14,7 +14,7 @@ patch release adds no API.
 
 The list is one of the tables ``torchwheel symbols update`` refreshes: a tables file chosen
 for the run (``tablechoice``) installs its own list with ``use``. A torch past the newest
-release is "newer than the tables" (``newer_than_tables``): a verdict on it rests on the
+release is "newer than the tables" (``release_newer_than_tables``): a verdict on it rests on the
 stable ABI's promise, never on the list, and says so.
 """
 
@@ -75,7 +75,7 @@ def minor_of(v: FeatureVersion | Version) -> Minor:
     return (v.major, v.minor)
 
 
-def newer_than_tables(v: FeatureVersion | Version | Minor) -> bool:
+def release_newer_than_tables(v: FeatureVersion | Version | Minor) -> bool:
     """Is this torch (or minor) past the newest release the tables know?"""
     minor = v if isinstance(v, tuple) else minor_of(v)
     return minor > minor_of(newest())

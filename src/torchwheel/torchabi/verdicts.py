@@ -263,7 +263,7 @@ def _verdict(
     if excluded:
         return Verdict("no", excluded, "requirement", excluded_only=True)
     found = replace(found, reason=f"{found.reason}; {why}") if why else found
-    if torch_releases.newer_than_tables(torch) and not found.newer:
+    if torch_releases.release_newer_than_tables(torch) and not found.newer:
         found = replace(found, reason=f"{found.reason}; {torch_releases.tables_note(torch)}", newer=True)
     return with_parts(found, need, markers, torch, build, gpu)
 
