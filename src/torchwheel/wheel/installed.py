@@ -168,6 +168,16 @@ def locate(search_path: Iterable[str], key: str) -> Path | None:
     """The ``.dist-info`` (or ``.egg-info``) of the distribution ``key`` (a canonical name)
     that ``importlib.metadata`` would find first on the search path, or None. A directory
     that cannot be listed is passed over, as ``importlib.metadata`` passes it over."""
+    for directory, entry in _metadata_entries(search_path):
+        name, _ = _split(entry)
+        if name and canonicalize_name(name) == key:
+            return directory / entry
+    return None
+
+
+def _metadata_entries(search_path: Iterable[str]) -> Iterator[tuple[Path, str]]:
+    """Every ``.dist-info`` and ``.egg-info`` on the search path, in the order
+    ``importlib.metadata`` finds them; a directory that cannot be listed is passed over."""
     for directory in _directories(search_path):
         try:
             names = sorted(
@@ -176,10 +186,7 @@ def locate(search_path: Iterable[str], key: str) -> Path | None:
         except OSError:
             continue
         for entry in names:
-            name, _ = _split(entry)
-            if name and canonicalize_name(name) == key:
-                return directory / entry
-    return None
+            yield directory, entry
 
 
 def distributions(search_path: Iterable[str]) -> dict[NormalizedName, str]:
@@ -187,25 +194,18 @@ def distributions(search_path: Iterable[str]) -> dict[NormalizedName, str]:
     ``importlib.metadata.distributions()`` lists them): the version the folder's name
     spells (``name-1.0.dist-info``, ``name-1.0-py3.11.egg-info``), else its metadata's."""
     out: dict[NormalizedName, str] = {}
-    for directory in _directories(search_path):
-        try:
-            names = sorted(
-                e.name for e in os.scandir(directory) if e.name.endswith((".dist-info", ".egg-info"))
-            )
-        except OSError:
+    for directory, entry in _metadata_entries(search_path):
+        name, version = _split(entry)
+        key = canonicalize_name(name) if name else None
+        if key is None or key in out:
             continue
-        for entry in names:
-            name, version = _split(entry)
-            key = canonicalize_name(name) if name else None
-            if key is None or key in out:
+        version = version.split("-py", 1)[0] if entry.endswith(".egg-info") else version
+        if not version:
+            try:
+                version = str(parse_headers(metadata_text(directory / entry)).get("Version") or "")
+            except OSError:
                 continue
-            version = version.split("-py", 1)[0] if entry.endswith(".egg-info") else version
-            if not version:
-                try:
-                    version = str(parse_headers(metadata_text(directory / entry)).get("Version") or "")
-                except OSError:
-                    continue
-            out[key] = version
+        out[key] = version
     return out
 
 
