@@ -14,6 +14,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,8 +227,12 @@ def test_readme_table_is_current() -> None:
 
 @pytest.mark.parametrize("name", BINARY_SCENARIOS)
 def test_scenario_facts(built_fixtures: dict[str, Path], name: str) -> None:
+    _assert_facts(built_fixtures[name], name)
+
+
+def _assert_facts(path: Path, name: str) -> None:
     sc = fb.SCENARIOS[name]
-    seen = _read(built_fixtures[name], sc.format)
+    seen = _read(path, sc.format)
     assert [s.arch for s in seen] == [f.arch for f in sc.slices]
     for got, want in zip(seen, sc.slices, strict=True):
         imports = [n for n, _ in got.imports]
@@ -241,6 +246,69 @@ def test_scenario_facts(built_fixtures: dict[str, Path], name: str) -> None:
         assert _companions(got.exports) == want.companions
         assert set(want.providers) <= set(got.libraries)
         assert tuple(n for n in got.weak if _is_shim(n) or _is_cpp(n)) == tuple(sorted(want.weak))
+
+
+# ------------------------------------------------------------------------------------------
+# (c) the committed copy (fixtures/prebuilt) is what the recipes make from these sources
+
+# one scenario per toolchain and format: gcc ELF (C and C++), the CPython limited API, zig's
+# universal Mach-O (llvm-lipo), zig's MinGW and MSVC-ABI PE
+FROM_SOURCE = (
+    "elf_marker_2_10",
+    "elf_unstable_cpp",
+    "elf_cpython_abi3",
+    "macho_universal_differ",
+    "pe_mingw_marker_2_10",
+    "pe_msvc_marker_2_11",
+)
+
+
+def test_the_prebuilt_copy_is_of_these_sources() -> None:
+    record = fb.prebuilt_record()
+    assert record is not None and record.get("sources") == fb.sources_digest(), (
+        "a fixture source, header or fixtures/build.py changed since fixtures/prebuilt was "
+        "written: run `.venv/bin/python fixtures/build.py --write-prebuilt` and commit fixtures/prebuilt"
+    )
+
+
+def test_the_suite_reads_the_prebuilt_copy(built_fixtures: dict[str, Path]) -> None:
+    out = next(iter(built_fixtures.values())).parent
+    stamp = (out / ".stamp").read_text()
+    if os.environ.get(fb.FROM_SOURCE_ENV) == "1":
+        assert not stamp.startswith("prebuilt "), stamp
+        return
+    assert stamp == f"prebuilt {fb.sources_digest()}\n"
+    for name, path in built_fixtures.items():
+        assert path.read_bytes() == (fb.PREBUILT / path.relative_to(out)).read_bytes(), name
+
+
+def test_the_prebuilt_copy_needs_no_compiler(tmp_path: Path) -> None:
+    """The unit tier runs where no gcc, zig or llvm-lipo is: only the copy is read."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import build; "
+        "files = build.build_all(build.Path(sys.argv[2])); print(len(files))"
+    )
+    env = {"PATH": str(tmp_path / "no-tools"), "HOME": str(tmp_path)}
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(FIXTURES), str(tmp_path / "out")],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == str(len(fb.SCENARIOS))
+
+
+@pytest.fixture(scope="module")
+def from_source(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return fb.build_some(FROM_SOURCE, tmp_path_factory.mktemp("from-source"))  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("name", FROM_SOURCE)
+def test_built_from_source_reads_as_the_committed_copy(
+    from_source: dict[str, Path], built_fixtures: dict[str, Path], name: str
+) -> None:
+    sc = fb.SCENARIOS[name]
+    _assert_facts(from_source[name], name)
+    assert _read(from_source[name], sc.format) == _read(built_fixtures[name], sc.format)
 
 
 # ------------------------------------------------------------------------------------------
