@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .helpers import REPO, fixture_build, fixture_wheels_module
+from .helpers import FIXTURES, REPO, fixture_build, fixture_wheels_module, load_script
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -29,8 +29,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     0.2 s a process. Up-to-date files are left alone; an edited module is recompiled.
 
     Every command reads the user tables file ``symbols update`` writes (``tablechoice``): the
-    suite gets an empty data directory of its own, so a developer's file changes no verdict."""
+    suite gets an empty data directory of its own, so a developer's file changes no verdict.
+
+    The committed real-extension wheels (``fixtures/real_ext/prebuilt.py``) go into the
+    builders' cache first: where their sources and tools are today's, no test compiles them."""
     compileall.compile_dir(REPO / "src" / "torchwheel", quiet=1)
+    load_script("torchwheel_real_ext_prebuilt", FIXTURES / "real_ext" / "prebuilt.py").seed(
+        REPO / ".cache" / "real_ext"
+    )
     os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="torchwheel-tests-data-")
     os.environ.pop("TORCHWHEEL_SYMBOLS", None)
 

@@ -5,14 +5,16 @@ headers, a real compiler and real ``pip wheel`` produce the wheels (``fixtures/r
 and the dynamic loader is the referee: whatever ``check`` and ``compat`` say about loading is
 confirmed by importing the extensions into the torch installed in this environment.
 
-Timing (2 cores): the four wheels build in about 30-45 s once (mostly pip and setup.py
-importing torch; each compile is 1-3 s at -O1), then come from ``.cache/real_ext`` in 0.1 s;
+Timing (2 cores): the wheels are committed (``fixtures/real_ext/prebuilt.py`` seeds
+``.cache/real_ext``); one, the stable extension, is built from source on every run (about
+15-20 s: mostly pip and setup.py importing torch; each compile is 1-3 s at -O1);
 the tests take about 12 s (a subprocess importing torch costs ~2 s; ``compat`` reads
 libtorch_cpu.so in ~0.5 s from disk, ~2.5 s out of the torch wheel, which pip copies in ~1 s).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -79,6 +81,48 @@ def _slice(wheel: Path, cwd: Path) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------------------------
 # check / show: what the author declared and what the binary does
+
+
+def test_the_prebuilt_set_is_current() -> None:
+    """The committed wheels (``fixtures/real_ext/prebuilt/``) are the builds today's sources
+    make with the tools they name: each folder's hash is what ``build.py`` and ``release.py``
+    compute now, so a changed source cannot hide behind a committed wheel."""
+    prebuilt = load_script("torchwheel_real_ext_prebuilt", REAL_EXT / "prebuilt.py")
+    release = load_script("torchwheel_real_ext_release", REAL_EXT / "release.py")
+    build = _real_ext_build()
+    tools = (prebuilt.PREBUILT / prebuilt.TOOLS).read_text().removesuffix("\n")
+    want = {f"{n}-{build.variant_hash(n, tools)}" for n in (*build.VARIANTS, *build.ON_REQUEST)}
+    for name, (project, edits) in release.DERIVED.items():  # release.build_release's folder name
+        h = hashlib.sha256()
+        h.update(build.variant_hash(project, tools).encode())
+        h.update(repr(edits).encode() + (REAL_EXT / "release.py").read_bytes())
+        want.add(f"release-{name}-{h.hexdigest()[:16]}")
+    committed = {p.name for p in prebuilt.PREBUILT.iterdir() if p.is_dir()}
+    assert committed == want, (
+        "a real extension's source changed since fixtures/real_ext/prebuilt was written: run "
+        "`.venv/bin/python fixtures/real_ext/prebuilt.py --write` and commit fixtures/real_ext/prebuilt"
+    )
+
+
+def test_the_stable_extension_built_here_is_the_committed_one(
+    real_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    """Torch's own ``BuildExtension`` against this torch's headers, on every run: the build the
+    committed wheels stand for still works here, and torchwheel reads the same facts in it. Not
+    the same bytes: torch's headers put the build folder's path (``__FILE__``) in the library,
+    which moves the marker's offset."""
+    built = _real_ext_build().build_real_wheels(tmp_path, force=True, names=("stable",))["stable"]
+    assert built.name == real_wheels["stable"].name
+
+    def facts(wheel: Path) -> Any:
+        def drop(doc: Any) -> Any:  # where the file lies, where in it the marker is
+            if isinstance(doc, dict):
+                return {k: drop(v) for k, v in doc.items() if k not in ("path", "offset")}
+            return [drop(v) for v in doc] if isinstance(doc, list) else doc
+
+        return drop(_json(torchwheel("show", "--format", "json", str(wheel))))
+
+    assert facts(built) == facts(real_wheels["stable"])
 
 
 def test_stable_wheel_is_clean(real_wheels: dict[str, Path], tmp_path: Path) -> None:
