@@ -17,9 +17,9 @@ naming it, a ``DT_NEEDED`` entry or an undefined dynamic symbol, and the dynamic
 holds every dynamic symbol's name; one that holds none of the needles cannot import a symbol
 whose name contains one, and a reader can pass the file over without its symbol table (a few
 MB, 100,000 entries in libtorch_cpu.so). One that holds a needle may (an export or a plain
-string may match too) and is read whole. ``doctor`` is meant to ask this of the compiled
-files of an environment (issue 49: 111 of 114 files, 103 MB, read whole only to learn they do
-not touch torch); it does not yet.
+string may match too) and is read whole. ``doctor`` asks this of an environment's compiled
+files before their symbol tables (``doctor.environment``; issue 49: 111 of 114 files, 103 MB,
+were read only to learn they do not touch torch).
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 whole; which do not, counted; which cannot be read, with why (``doctor``'s read edge).
 
 Every distribution is read in place through its RECORD (``wheel.installed``: nothing outside
-the environment's boundary is opened). Its compiled files are first read for their tables
-alone (``binary.tables``: a few hundred KB of a 500 MB cuBLAS), which says whether it
+the environment's boundary is opened). Its compiled files are first read for their dynamic
+section and string table (``binary.elfdynamic``: a few KB), which clears a library that
+cannot name torch, then for their tables (``binary.tables``: a few hundred KB of a 500 MB
+cuBLAS), which says whether it
 touches torch: imports a torch symbol, links a torch library, carries the marker, or links a
 toolkit runtime (``libcudart.so.13``) it does not bring itself and so relies on torch's build
 for. Only those are then read whole (``collect``: GPU code, marker records), so the time is
@@ -15,16 +17,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
 
 from torchwheel.analysis.buildunits import own_runtimes
 from torchwheel.analysis.collect import collect
 from torchwheel.analysis.member import MemberBinary, analyze_binary
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.binary import BinaryError
+from torchwheel.binary.elfdynamic import dynamic_facts
 from torchwheel.binary.tables import read_tables
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
 from torchwheel.tables.symtable import SymbolTable
+from torchwheel.torchabi.accelerators import classify_library
 from torchwheel.wheel.contents import WheelContents, is_compiled_name
 from torchwheel.wheel.installed import Installed, NotRead, source_of
 from torchwheel.wheel.metadata import MetadataFacts, parse_metadata
@@ -164,12 +169,51 @@ def _touches(
             continue
         if key is not None:
             seen.add(key)
+        if _names_no_torch(source.root / member):
+            continue
         try:
             facts = read_tables(source.root / member, member, follow_symlinks=True)
         except (BinaryError, OSError):
             return True
         binaries.append(MemberBinary(member, analyze_binary(facts, table)))
     return touches_torch(WheelFacts(source.contents, metadata, binaries=tuple(binaries), kind="directory"))
+
+
+# Every name an ELF file can import from torch holds one of these: the shims and the marker
+# (``aoti_torch_``, ``torch_``: "torch"), the Python binding's global names
+# (``THPVariable_Wrap``), and each of torch's C++ scopes (``cxxnames.UNSTABLE_SCOPES``) where a
+# mangled name first spells it: a scope of the global namespace is always the first part of a
+# nested name, right after its ``N`` and CV or reference qualifiers (``_ZN2at``, ``_ZNK3c10``,
+# ``RKN2at6TensorE``); "2at" alone matched ``std::string::at`` (``E2atEm``) in every C++
+# library. A false match only costs the tables' read.
+_TORCH_NEEDLES = (
+    b"torch",  # the shims, the marker, torch::, onnx_torch::, the libraries' names
+    b"caffe2",
+    b"THP",
+    b"THManagedMapAllocator",
+    *(
+        q + scope
+        for q in (b"N", b"r", b"V", b"K", b"R", b"O")
+        for scope in (b"2at", b"2ao", b"3c10", b"4c10d", b"16c10_complex_math")
+    ),
+)
+_TORCH_ROLES = ("torch", "torch-python", "runtime")
+
+
+def _names_no_torch(path: Path) -> bool:
+    """Can this file not touch torch, by its dynamic section and string table alone (a few KB
+    of a 500 MB cuBLAS, not its symbol table)? The string table holds the name of every
+    symbol it imports and every library it links: one that holds none of the needles and
+    links no torch library or toolkit runtime is passed over (issue 49: 111 of an environment's
+    114 compiled files, read only to learn this). Not ELF, or not readable so: the tables decide."""
+    try:
+        dynamic = dynamic_facts(path, _TORCH_NEEDLES)
+    except (BinaryError, OSError):
+        return False
+    if dynamic.holds:
+        return False
+    linked = (classify_library(name) for name in dynamic.needed)
+    return not any(lib is not None and lib.role in _TORCH_ROLES for lib in linked)
 
 
 def touches_torch(w: WheelFacts) -> bool:
