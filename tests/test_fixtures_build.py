@@ -26,7 +26,7 @@ from elftools.elf import elffile
 from elftools.elf.dynamic import DynamicSegment
 from elftools.elf.sections import SymbolTableSection
 
-from .helpers import FIXTURES, fixture_build
+from .helpers import FIXTURES, fixture_build, load_script
 
 fb = fixture_build()
 lief.logging.disable()
@@ -585,3 +585,52 @@ def test_bad_inputs_are_what_they_claim(built_fixtures: dict[str, Path]) -> None
 
     pe = built_fixtures["bad_truncated_pe"].read_bytes()
     assert pe[:2] == b"MZ" and len(pe) < 0x40  # e_lfanew (at 0x3C) is missing
+
+
+# ------------------------------------------------------------------------------------------
+# (d) the machine fixtures (fixtures/machine): committed, and what gcc makes here
+
+
+def _machine() -> Any:
+    return load_script("torchwheel_machine_build", FIXTURES / "machine" / "build.py")
+
+
+def test_the_committed_machine_build_is_of_these_sources() -> None:
+    assert _machine()._committed() is not None, (
+        "fixtures/machine changed since its build was committed: run "
+        "`.venv/bin/python fixtures/machine/build.py --write-prebuilt` and commit fixtures/machine/prebuilt"
+    )
+
+
+def test_the_machine_fixtures_need_no_compiler(tmp_path: Path) -> None:
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import build; "
+        "print(build.build_machine(build.Path(sys.argv[2])).root.name)"
+    )
+    env = {"PATH": str(tmp_path / "no-tools"), "HOME": str(tmp_path)}
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(FIXTURES / "machine"), str(tmp_path / "out")],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == _machine()._committed().name
+
+
+def test_gcc_here_makes_the_committed_machine_build(tmp_path: Path) -> None:
+    """The same files, links and loader facts (DT_NEEDED, SONAME, RPATH/RUNPATH, versions)."""
+    from torchwheel.binary.elfdynamic import dynamic_facts
+
+    built = _machine().build_machine(tmp_path, force=True).root
+    committed = _machine()._committed()
+
+    def tree(root: Path) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for p in sorted(root.rglob("*")):
+            rel = str(p.relative_to(root))
+            if p.is_symlink():
+                out[rel] = ("link", os.readlink(p))
+            elif p.is_file() and p.suffix != ".c":
+                out[rel] = dynamic_facts(p) if p.name.startswith("lib") else p.read_bytes()
+        return out
+
+    assert tree(built) == tree(committed)
