@@ -8,7 +8,7 @@
 Unbounded, members missing from RECORD cost text ``check`` 6 s at 5,000 and 105 s at 20,000
 (the square of their number), and 200,000 RECORD rows naming absent files took 494 MB. Each
 shape below is written at three sizes and every command that renders findings runs on it in a
-fresh process (``tests.helpers.measured_run``: wall time, peak RSS of the child); the ratio of
+fresh process (``tests.lib.helpers.measured_run``: wall time, peak RSS of the child); the ratio of
 two sizes' times is near 10 when time is linear (less, while start-up dominates). The wheels
 are made by the hostile corpus's own makers (``fixtures/hostile_budget.py``) from the compiled
 fixture module. ``benchmarks/reliability_doc.py`` renders the JSON into docs/evidence/reliability.md.
@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 import build  # noqa: E402
 import hostile_budget as hbu  # noqa: E402
 import hostile_zip as hz  # noqa: E402
-from tests.helpers import measured_run  # noqa: E402
+from tests.lib.helpers import measured_run  # noqa: E402
 
 from torchwheel.limits import Limits  # noqa: E402
 

@@ -4,7 +4,7 @@ table cell, and a generated section of a docs page, written between its markers
 so that two harnesses can write one page.
 
 ``benchmarks/`` is not a package: a harness run as ``python benchmarks/NAME.py`` has this
-folder on ``sys.path``; one that the tests load by path (``tests/helpers.load_script``) puts
+folder on ``sys.path``; one that the tests load by path (``tests/lib/helpers.load_script``) puts
 it there before ``import harness``.
 """
 

@@ -26,8 +26,8 @@ sys.path.insert(0, str(REPO))
 import hostile_own  # noqa: E402
 import hostile_round5  # noqa: E402
 import hostile_surfaces  # noqa: E402
-from tests.helpers import measured_run  # noqa: E402
-from tests.own_runner import changed, in_a_process, snapshot  # noqa: E402
+from tests.lib.helpers import measured_run  # noqa: E402
+from tests.lib.own_runner import changed, in_a_process, snapshot  # noqa: E402
 
 # an API case in a process of its own: set up again there, then the call
 _CALL = """

@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 import build  # noqa: E402
 import hostile  # noqa: E402
-from tests.helpers import measured_run  # noqa: E402
+from tests.lib.helpers import measured_run  # noqa: E402
 
 NASTIEST = (
     "f01_dynstr_16mb_of_nuls",

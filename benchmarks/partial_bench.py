@@ -11,7 +11,7 @@ reproduces ``docs/scan.md`` ("Real wheels against the floor",
 ``.cache/bench/real`` (gitignored; ``--download`` fetches the set below with pip, by name,
 exact version and platform), and ``torchwheel tag``'s copy of each untagged Linux wheel of
 ``TAGGED`` (made once into ``.cache/bench/tagged``). They are served from 127.0.0.1 with
-``Range`` (``tests/index_server.py``); each is read once partially and once whole
+``Range`` (``tests/lib/index_server.py``); each is read once partially and once whole
 (``scan_one``: download, check, need), in this process, one after the other.
 
 The floor of a wheel (``floor``): the end record and central directory, the local header and
@@ -187,7 +187,7 @@ def measure(wheel: Path, base: str) -> dict[str, Any]:
 
 def run(wheels: list[Path]) -> dict[str, Any]:
     sys.path.insert(0, str(REPO))
-    from tests.index_server import serve
+    from tests.lib.index_server import serve
 
     folder = REPO / ".cache" / "bench" / "served"
     rows = []

@@ -37,8 +37,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.helpers import fixture_build  # noqa: E402
-from tests.publish_helpers import BUILDS, TAGS, labelled, labelled_release  # noqa: E402
+from tests.lib.helpers import fixture_build  # noqa: E402
+from tests.lib.publish_helpers import BUILDS, TAGS, labelled, labelled_release  # noqa: E402
 
 
 def make_candidates(work: Path, count: int) -> Path:

@@ -248,7 +248,7 @@ def _tagged_case(wheel: Path, work: Path, base: str) -> dict[str, Any]:
 def _measured(wheel: Path) -> dict[str, Any]:
     """The three reads of ``wheel`` (and the tagged case) against one local index."""
     sys.path.insert(0, str(HERE.parent))
-    from tests.index_server import serve
+    from tests.lib.index_server import serve
 
     with (
         tempfile.TemporaryDirectory(prefix="scan-partial-") as tmp,

@@ -10,7 +10,7 @@ download of the project: 154 MB in 9.2 s) and once with ``--rate 0`` (127.0.0.1'
 the download costs next to nothing and a scan costs its checks). The project's wheels (all
 71 of torchao's, 154 MB) are fetched from PyPI once into ``.cache/bench/<project>`` (its
 PEP 691 page, every file checked against its sha256), and vLLM 0.33.0's Linux wheel (336 MB)
-by pip. They are served from 127.0.0.1 by ``tests/index_server.py`` as a PEP 691 index (the
+by pip. They are served from 127.0.0.1 by ``tests/lib/index_server.py`` as a PEP 691 index (the
 JSON page gives sizes and sha256, as PyPI's does), and every round runs, in turn:
 
 * ``plain download``: every file of the project with 4 threads (torchwheel's default
@@ -185,8 +185,8 @@ class _Throttled:
 
 
 def _throttle(rate_mb_s: float) -> None:
-    """Every answer of ``tests/index_server.py`` in this process through one link of this rate."""
-    from tests import index_server
+    """Every answer of ``tests/lib/index_server.py`` in this process through one link of this rate."""
+    from tests.lib import index_server
 
     link = _Link(rate_mb_s * 1e6)
     original = index_server._Handler.setup
@@ -228,7 +228,7 @@ def _fetched(out: Path) -> int:
 def measure_case(
     name: str, project: str, wheels: list[Path], reps: int, torchwheel: tuple[str, ...], jobs2: bool
 ) -> dict[str, Any]:
-    from tests.index_server import serve
+    from tests.lib.index_server import serve
 
     size = sum(w.stat().st_size for w in wheels)
     with tempfile.TemporaryDirectory(prefix=f"scan-speed-{name}-") as tmp_text:
@@ -321,7 +321,7 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         begin,
         f"Run of {result['when']} UTC (`benchmarks/scan_speed.py --reps {result['reps']} --rate {result['rate_mb_s']:g}`), "
-        f"served from 127.0.0.1 by `tests/index_server.py` through one link of "
+        f"served from 127.0.0.1 by `tests/lib/index_server.py` through one link of "
         f"{'unlimited speed' if not result['rate_mb_s'] else str(result['rate_mb_s']) + ' MB/s'} shared by all "
         f"connections, on {result['cpus']} vCPUs. Medians; requests and bytes are the server's count (a scan's "
         "include its index page).",

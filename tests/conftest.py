@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .helpers import FIXTURES, REPO, fixture_build, fixture_wheels_module, load_script
+from .lib.helpers import FIXTURES, REPO, fixture_build, fixture_wheels_module, load_script
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -13,7 +13,7 @@ import pytest
 import torchwheel
 from torchwheel import api
 
-from .helpers import torchwheel as run
+from .lib.helpers import torchwheel as run
 
 
 def _document(*args: str, cwd: Path, code: int = 0) -> dict[str, object]:

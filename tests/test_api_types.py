@@ -18,7 +18,7 @@ from packaging.version import Version
 from torchwheel import api
 from torchwheel.rules.codes import CODES
 
-from .helpers import REPO
+from .lib.helpers import REPO
 
 # what the API's attributes are, said to mypy: a wrong type fails the run
 _TYPED = """

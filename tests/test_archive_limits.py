@@ -24,7 +24,7 @@ from torchwheel import limits
 from torchwheel.errors import InputError
 from torchwheel.wheel.archive import WheelArchive, WheelContents, parse_filename, parse_record
 
-from .helpers import torchwheel
+from .lib.helpers import torchwheel
 
 DIST = "evil-1.0.dist-info"
 WHEEL = b"Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n"

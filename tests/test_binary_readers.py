@@ -18,7 +18,7 @@ from torchwheel.tables.symtable import load_shipped
 from torchwheel.torchabi.cxxnames import is_unstable
 from torchwheel.version import FeatureVersion
 
-from .helpers import fixture_build, scenario_names
+from .lib.helpers import fixture_build, scenario_names
 
 
 def _fv(value: int | None) -> FeatureVersion | None:

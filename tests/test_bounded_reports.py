@@ -39,7 +39,7 @@ from torchwheel.torchabi.need import TorchNeed
 from torchwheel.torchabi.torchlibs import TorchLibraries
 from torchwheel.wheel.record import RecordEntry, verify_record
 
-from .helpers import REPO
+from .lib.helpers import REPO
 
 sys.path.insert(0, str(REPO / "fixtures"))
 import hostile_budget as hbu

@@ -17,7 +17,7 @@ import pytest
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from .helpers import REPO, load_script
+from .lib.helpers import REPO, load_script
 
 corpus = load_script("torchwheel_corpus", REPO / "benchmarks" / "corpus.py")
 ENTRIES = corpus.load_corpus()

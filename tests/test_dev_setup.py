@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from .helpers import REPO, fresh_venv, load_script
+from .lib.helpers import REPO, fresh_venv, load_script
 
 check = load_script("torchwheel_dev_setup_check", REPO / "scripts" / "dev_setup_check.py")
 

@@ -16,8 +16,8 @@ import pytest
 from torchwheel.binary.elf import read_elf
 from torchwheel.binary.facts import SliceFacts
 
-from .helpers import fixture_build
-from .lief_reference import read_elf_with_lief
+from .lib.helpers import fixture_build
+from .lib.lief_reference import read_elf_with_lief
 
 
 def _torch_libraries() -> list[Path]:

@@ -20,8 +20,8 @@ from torchwheel import limits
 from torchwheel.binary import BinaryError, BinaryFacts, memberscan, read_binary
 from torchwheel.version import FeatureVersion
 
-from . import elf_hostile as H
-from .helpers import marker_hits
+from .lib import elf_hostile as H
+from .lib.helpers import marker_hits
 
 T = TypeVar("T")
 BASIC = H.symbols([(b"PyInit__C", True), (b"malloc", False)])

@@ -26,7 +26,7 @@ from elftools.elf import elffile
 from elftools.elf.dynamic import DynamicSegment
 from elftools.elf.sections import SymbolTableSection
 
-from .helpers import FIXTURES, fixture_build, load_script
+from .lib.helpers import FIXTURES, fixture_build, load_script
 
 fb = fixture_build()
 lief.logging.disable()

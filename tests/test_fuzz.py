@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import REPO
+from .lib.helpers import REPO
 
 RUNS = {
     "zip": 300,

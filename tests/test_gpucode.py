@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from tests.helpers import REPO, load_script, torchwheel
+from tests.lib.helpers import REPO, load_script, torchwheel
 from torchwheel import limits
 from torchwheel.binary import read_binary, read_path
 from torchwheel.binary.gpucode import GpuCode, scan_buffer

@@ -6,7 +6,7 @@ RSS under ``limits.MEMORY_BUDGET_MB``, done before the timeout, the input byte-i
 (unless ``tag --in-place`` succeeded), no file left behind (the run's folder, its TMPDIR), and
 any output wheel valid (``installer`` opens it and ``validate_record()`` passes).
 
-The runs go through a pool of fork servers (tests/hostile_runner.py) in threads, once per
+The runs go through a pool of fork servers (tests/lib/hostile_runner.py) in threads, once per
 session for every item pytest collected here; each test then reads its run's verdict. The long
 cases (1M members, 1M RECORD rows) run with TORCHWHEEL_HOSTILE_LONG=1.
 """
@@ -30,8 +30,8 @@ import pytest
 
 from torchwheel.limits import MEMORY_BUDGET_MB
 
-from .helpers import REPO, measured_run
-from .own_runner import snapshot
+from .lib.helpers import REPO, measured_run
+from .lib.own_runner import snapshot
 
 sys.path.insert(0, str(REPO / "fixtures"))
 import hostile
@@ -83,7 +83,7 @@ class _Server:
     def __init__(self) -> None:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.hostile_runner"],
+            [sys.executable, "-m", "tests.lib.hostile_runner"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO, env=env,
         )  # fmt: skip
 

@@ -23,8 +23,8 @@ import pytest
 
 from torchwheel.limits import MEMORY_BUDGET_MB
 
-from .helpers import REPO
-from .own_runner import changed, in_a_process, in_process, snapshot
+from .lib.helpers import REPO
+from .lib.own_runner import changed, in_a_process, in_process, snapshot
 
 sys.path.insert(0, str(REPO / "fixtures"))
 import hostile_inputs

@@ -26,8 +26,8 @@ from torchwheel.binary import memberscan, read_binary
 from torchwheel.binary.facts import BinaryFacts, Import, SliceFacts
 from torchwheel.wheel.archive import WheelArchive
 
-from .helpers import fixture_build
-from .lief_reference import read_macho, read_pe
+from .lib.helpers import fixture_build
+from .lib.lief_reference import read_macho, read_pe
 
 _N_WEAK_REF = 0x40
 

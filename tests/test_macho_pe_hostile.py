@@ -27,7 +27,7 @@ from torchwheel.binary import BinaryError, read_binary
 from torchwheel.binary.macho import _trie
 from torchwheel.limits import LimitExceeded
 
-from .helpers import measured_run
+from .lib.helpers import measured_run
 
 BUDGET_MB = limits.MEMORY_BUDGET_MB
 

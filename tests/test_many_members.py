@@ -18,7 +18,7 @@ import pytest
 
 from torchwheel.limits import MEMORY_BUDGET_MB
 
-from .helpers import REPO, measured_run
+from .lib.helpers import REPO, measured_run
 
 sys.path.insert(0, str(REPO / "fixtures"))
 import hostile_budget as hbu

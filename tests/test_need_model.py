@@ -27,7 +27,7 @@ from torchwheel.torchabi.backend import ANY_BUILD, parse_backend
 from torchwheel.torchabi.need import TorchNeed
 from torchwheel.torchabi.verdicts import minor_verdict, verdict
 
-from .helpers import REPO, load_script
+from .lib.helpers import REPO, load_script
 
 corpus = load_script("torchwheel_corpus", REPO / "benchmarks" / "corpus.py")
 BACKENDS = [parse_backend(b) for b in ("cpu", "cu126", "cu130", "rocm7.1", "xpu")]

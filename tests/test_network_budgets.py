@@ -1,4 +1,4 @@
-"""Issue 23, parts 1, 2 and 5 on a real server (tests/index_server.py): one deadline and one
+"""Issue 23, parts 1, 2 and 5 on a real server (tests/lib/index_server.py): one deadline and one
 request budget per command, item budgets on pages, the URL's secret never shown, a page's
 charset read as its Content-Type says, with torchwheel's own words when it cannot be.
 
@@ -24,8 +24,8 @@ import pytest
 from torchwheel.limits import MEMORY_BUDGET_MB
 from torchwheel.net.fetch import shown, split_credentials
 
-from .helpers import REPO, MeasuredRun, measured_run
-from .index_server import Behaviour, serve
+from .lib.helpers import REPO, MeasuredRun, measured_run
+from .lib.index_server import Behaviour, serve
 
 sys.path.insert(0, str(REPO / "fixtures"))
 import hostile

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import REPO
-from .own_runner import changed, in_process, snapshot
+from .lib.helpers import REPO
+from .lib.own_runner import changed, in_process, snapshot
 
 sys.path.insert(0, str(REPO / "fixtures"))
 import hostile_own

@@ -28,8 +28,8 @@ from torchwheel.scan.partial import AXES, DECIDED, MARKER, UNKNOWN_AXIS, partial
 from torchwheel.scan.scanline import WheelSource
 from torchwheel.version import FeatureVersion
 
-from .helpers import REPO, load_script, torchwheel
-from .index_server import Behaviour, serve
+from .lib.helpers import REPO, load_script, torchwheel
+from .lib.index_server import Behaviour, serve
 
 sys.path.insert(0, str(REPO / "fixtures"))
 import hostile_partial

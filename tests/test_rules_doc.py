@@ -13,7 +13,7 @@ from torchwheel.rules import REGISTRY
 from torchwheel.rules.codes import CODES
 from torchwheel.rules.explain import SOURCE, book, rules_page
 
-from .helpers import REPO
+from .lib.helpers import REPO
 
 
 def test_the_page_is_written_from_the_source() -> None:

@@ -191,7 +191,7 @@ def test_select_reads_local_pep691_pages(fixture_wheels: dict[str, Path], tmp_pa
     import hashlib
     import shutil
 
-    from .helpers import torchwheel
+    from .lib.helpers import torchwheel
 
     wheel = fixture_wheels["clean"]
     project = tmp_path / "simple" / "demo-stable"

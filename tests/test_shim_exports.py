@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import load_script
+from tests.lib.helpers import load_script
 from torchwheel.errors import InputError
 from torchwheel.tables.symtable import BASELINE, Origin, SymbolTable, TorchWheelOrigin, load_shipped
 from torchwheel.torchabi.torchlibs import TorchLibraries, read_torch

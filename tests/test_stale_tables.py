@@ -26,7 +26,7 @@ from torchwheel import api
 from torchwheel.tables import tablechoice
 from torchwheel.tables.exports import shipped_index
 
-from .helpers import REPO, fixture_wheels_module, load_script, torchwheel
+from .lib.helpers import REPO, fixture_wheels_module, load_script, torchwheel
 
 stale_tables = load_script("torchwheel_stale_tables", REPO / "benchmarks" / "stale_tables.py")
 

@@ -22,7 +22,7 @@ from torchwheel.errors import InputError
 from torchwheel.tables import symtable
 from torchwheel.wheel.record import parse_record
 
-from .helpers import REPO
+from .lib.helpers import REPO
 
 DEMO = REPO / "fixtures" / "demo" / "demo_stable-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"
 

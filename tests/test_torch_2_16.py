@@ -27,7 +27,7 @@ import pytest
 from torchwheel import api
 from torchwheel.tables import tablechoice
 
-from .helpers import REPO, load_script, torchwheel
+from .lib.helpers import REPO, load_script, torchwheel
 
 SITE = next((REPO / ".venv" / "lib").glob("python3*/site-packages"))
 FIXTURE = REPO / "fixtures" / "torch216"

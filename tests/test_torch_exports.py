@@ -27,7 +27,7 @@ from torchwheel.errors import InputError
 from torchwheel.tables.exports import MAGIC, Dating, ExportIndex, exports_index, name_hash
 from torchwheel.torchabi.cxxnames import is_unstable
 
-from .helpers import REPO
+from .lib.helpers import REPO
 
 PLATFORM = "linux-x86_64"
 PLATFORMS = ("linux-x86_64", "macos-arm64", "windows-x86_64")

@@ -17,7 +17,7 @@ from torchwheel.report.facts_document import wheel_json
 from torchwheel.report.show_text import wheel_text
 from torchwheel.tables.symtable import load_shipped
 
-from ..helpers import fixture_wheels_module
+from ..lib.helpers import fixture_wheels_module
 
 KERNEL = "wdevice/vendors/op_impl/cpu/aicpu_kernel/impl/libcust_aicpu_kernels.so"
 MANIFEST = "wdevice/vendors/op_impl/cpu/config/cust_aicpu_kernel.json"

@@ -31,7 +31,7 @@ from torchwheel import api
 from torchwheel.tables import tablechoice
 from torchwheel.tables.exports import shipped_index
 
-from ..helpers import REPO, torchwheel
+from ..lib.helpers import REPO, torchwheel
 
 SITE = next((REPO / ".venv" / "lib").glob("python3*/site-packages"))
 TORCH_LIB = SITE / "torch" / "lib"

@@ -15,7 +15,7 @@ from torchwheel.analysis import load
 from torchwheel.analysis.memberpool import ALONE, INLINE_BYTES, MemberPool, start
 from torchwheel.wheel.archive import WheelArchive
 
-from ..helpers import REPO
+from ..lib.helpers import REPO
 
 
 def _big_wheel(tmp_path: Path) -> Path:

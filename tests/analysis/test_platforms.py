@@ -20,7 +20,7 @@ from torchwheel.rules import REGISTRY
 from torchwheel.rules.registry import Policy
 from torchwheel.tables.symtable import load_shipped
 
-from ..helpers import fixture_wheels_module
+from ..lib.helpers import fixture_wheels_module
 
 X86_64_ELF = "elf_marker_2_10"
 X86_64_MACHO = "macho_x86_64_marker_2_10"

@@ -15,7 +15,7 @@ from torchwheel.binary.elfdynamic import DynamicFacts, dynamic_facts, dynamic_ne
 from torchwheel.binary.facts import BinaryError
 from torchwheel.binary.sparse import SparseBuffer
 
-from ..helpers import REPO, machine_fixtures
+from ..lib.helpers import REPO, machine_fixtures
 
 _WEAK = 0x2
 _BASE = 0x1

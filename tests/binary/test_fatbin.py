@@ -24,7 +24,7 @@ from torchwheel import limits
 from torchwheel.binary.fatbin import FATBIN_MAGIC, CudaCursor
 from torchwheel.binary.gpuscan import Scan
 
-from ..helpers import REPO
+from ..lib.helpers import REPO
 
 BIN = REPO / "fixtures" / "cuda" / "bin"
 PTX, CUBIN, GROUP = 1, 2, 0x100

@@ -20,7 +20,7 @@ from torchwheel.binary.marker_record import RawHit
 from torchwheel.binary.sparse import SparseBuffer
 from torchwheel.wheel.record import record_hash
 
-from ..helpers import fixture_build
+from ..lib.helpers import fixture_build
 
 
 def _scenarios(fmt: str) -> list[str]:

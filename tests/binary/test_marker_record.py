@@ -9,7 +9,7 @@ from torchwheel.binary import marker_record
 from torchwheel.binary.marker_record import MarkerError, MarkerRecord
 from torchwheel.version import FeatureVersion
 
-from ..helpers import marker_hits
+from ..lib.helpers import marker_hits
 
 V210 = FeatureVersion(2, 10)
 

@@ -16,7 +16,7 @@ import pytest
 from torchwheel.binary import BinaryError, memberscan, read_binary, read_path
 from torchwheel.wheel.archive import WheelArchive
 
-from ..helpers import fixture_build
+from ..lib.helpers import fixture_build
 
 
 def chunked(data: bytes, size: int) -> memberscan.Stream:

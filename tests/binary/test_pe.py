@@ -1,5 +1,5 @@
 """binary/pe.py: the fixture PE files (MinGW and MSVC, x86-64, x86, arm64) read as LIEF reads
-them (``tests/lief_reference.py``), headers that are no PE refused in one line, and the
+them (``tests/lib/lief_reference.py``), headers that are no PE refused in one line, and the
 ranges a streaming scan must capture before the tables can be read."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from torchwheel.binary.facts import BinaryError
 from torchwheel.binary.pe import needed_ranges, read_pe
 from torchwheel.binary.sparse import SparseBuffer
 
-from ..lief_reference import read_pe as lief_read_pe
+from ..lib.lief_reference import read_pe as lief_read_pe
 
 _SCENARIOS = [
     "pe_mingw_marker_2_10",

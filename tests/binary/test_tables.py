@@ -11,7 +11,7 @@ from torchwheel import limits
 from torchwheel.binary import BinaryError, read_path
 from torchwheel.binary.tables import read_tables
 
-from ..helpers import REPO
+from ..lib.helpers import REPO
 
 
 def _facts(f):  # type: ignore[no-untyped-def]

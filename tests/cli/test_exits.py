@@ -17,7 +17,7 @@ from torchwheel.cli.exits import EXITS, ExitRow, run
 from torchwheel.errors import Exit, InputError, Unfinished
 from torchwheel.selection import outcome
 
-from ..helpers import REPO
+from ..lib.helpers import REPO
 
 SRC = REPO / "src" / "torchwheel"
 ENTRY_POINT = SRC / "cli" / "__init__.py"

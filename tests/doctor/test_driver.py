@@ -10,7 +10,7 @@ from pathlib import Path
 
 from torchwheel.doctor.driver import Driver, from_probe, read_driver
 
-from ..helpers import fresh_venv, machine_fixtures
+from ..lib.helpers import fresh_venv, machine_fixtures
 
 
 def _without_driver() -> dict[str, str]:

@@ -16,7 +16,7 @@ from torchwheel.binary.tables import read_tables
 from torchwheel.doctor.environment import _TORCH_NEEDLES, _names_no_torch
 from torchwheel.torchabi.cxxnames import is_unstable
 
-from ..helpers import REPO, fixture_build
+from ..lib.helpers import REPO, fixture_build
 
 fb = fixture_build()
 TOUCHING = [

@@ -23,7 +23,7 @@ from torchwheel.doctor.libsearch import (
     system_dirs,
 )
 
-from ..helpers import REPO, machine_fixtures
+from ..lib.helpers import REPO, machine_fixtures
 
 _OPEN = r"""
 import ctypes, json, sys

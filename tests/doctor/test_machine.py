@@ -21,7 +21,7 @@ from torchwheel.tables.symtable import load_shipped
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.cuda_driver import CudaNeed
 
-from ..helpers import REPO
+from ..lib.helpers import REPO
 
 BIN = REPO / "fixtures" / "cuda" / "bin"
 CU130 = TorchBuild("cuda", 13, 0)

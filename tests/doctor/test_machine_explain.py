@@ -21,7 +21,7 @@ from torchwheel.doctor.machine_explain import explain_kernel, explain_version
 from torchwheel.tables.symtable import load_shipped
 from torchwheel.wheel.installed import Installed
 
-from ..helpers import REPO, machine_fixtures
+from ..lib.helpers import REPO, machine_fixtures
 
 EMPTY = Environment(None, (), 0, ())
 

@@ -16,7 +16,7 @@ from torchwheel.rules.accelerator import covers
 from torchwheel.torchabi.accelerators import classify_library
 from torchwheel.torchabi.grafting import bundled, repair_excludes
 
-from ..helpers import torchwheel
+from ..lib.helpers import torchwheel
 
 PLAN_13 = ("--torch", "2.13", "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64")
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ..helpers import REPO
+from ..lib.helpers import REPO
 
 ACTION = yaml.safe_load((REPO / "action.yml").read_text())
 DOC = (REPO / "docs" / "cibuildwheel.md").read_text()

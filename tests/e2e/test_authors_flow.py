@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import REPO, load_script, torchwheel
+from ..lib.helpers import REPO, load_script, torchwheel
 
 PAGE = REPO / "docs" / "authors.md"
 _FLOW = re.compile(r"<!-- flow: (?P<key>[\w-]+) -->\n```sh\n(?P<body>.*?)\n```", re.DOTALL)

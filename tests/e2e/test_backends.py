@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import fixture_wheels_module, torchwheel
-from ..publish_helpers import pip, uv, venv_with_torch
+from ..lib.helpers import fixture_wheels_module, torchwheel
+from ..lib.publish_helpers import pip, uv, venv_with_torch
 
 PLAN = ("--torch", "2.13", "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64")
 CUDA = ("cuda13", "cuda12", "cuda_flavours")

@@ -13,7 +13,7 @@ import pytest
 
 from torchwheel.rules import REGISTRY
 
-from ..helpers import REPO, fixture_wheels_module, torchwheel
+from ..lib.helpers import REPO, fixture_wheels_module, torchwheel
 
 WHEELS = fixture_wheels_module().WHEELS
 BAD = sorted(fixture_wheels_module().BAD_WHEELS)

@@ -34,7 +34,7 @@ from cibuildwheel.util.helpers import prepare_command
 
 from torchwheel.tagging.chain import with_excludes
 
-from ..helpers import REPO, checkout_copy, venv_seeing_this_one
+from ..lib.helpers import REPO, checkout_copy, venv_seeing_this_one
 
 DOC = (REPO / "docs" / "cibuildwheel.md").read_text()
 VENV_BIN = Path(sys.executable).parent

@@ -13,7 +13,7 @@ import pytest
 
 from torchwheel import __version__
 
-from ..helpers import torchwheel
+from ..lib.helpers import torchwheel
 
 ANSI = "\x1b["
 

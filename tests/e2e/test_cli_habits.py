@@ -18,7 +18,7 @@ import yaml
 
 from torchwheel.cli import COMMANDS
 
-from ..helpers import REPO, torchwheel
+from ..lib.helpers import REPO, torchwheel
 
 BIN = Path(sys.executable).parent
 
@@ -242,7 +242,7 @@ QUIET_EXEMPT = {"rule", "include", "doctor"}
 def test_every_command_that_prints_takes_q(fixture_wheels: dict[str, Path], tmp_path: Path) -> None:
     """For each command, the same run with and without -q: the exit code is the same, and -q
     says less: the wheels still written, the errors still said."""
-    from ..publish_helpers import venv_with_torch
+    from ..lib.publish_helpers import venv_with_torch
 
     clean, unstable, label = (str(fixture_wheels[n]) for n in ("clean", "tw204", "tw413"))
     target = venv_with_torch(tmp_path / "target", "2.13.0", tmp_path / "stubs")
@@ -325,7 +325,7 @@ def said_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
 
 def _uninstall(python: Path, dist: str) -> None:
     """Take the installed distribution out of the venv again, by its RECORD."""
-    from ..publish_helpers import installed_dist_info
+    from ..lib.publish_helpers import installed_dist_info
 
     info = installed_dist_info(python, dist)
     site = info.parent
@@ -341,7 +341,7 @@ def test_show_says_what_the_tags_admit_in_the_users_words(
 ) -> None:
     """No Requires-Python in METADATA: a cp39-abi3 wheel installs on CPython 3.9 and later,
     a cp311-cp311 one on 3.11 only; never "any". The torch requirement is "requires torch"."""
-    from ..helpers import fixture_wheels_module
+    from ..lib.helpers import fixture_wheels_module
 
     wm = fixture_wheels_module()
     member = (("wpy/elf_marker_2_10.abi3.so", "elf_marker_2_10"),)

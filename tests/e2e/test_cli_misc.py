@@ -9,7 +9,7 @@ from pathlib import Path
 
 from torchwheel.version import FeatureVersion
 
-from ..helpers import marker_hits, torchwheel
+from ..lib.helpers import marker_hits, torchwheel
 
 
 def test_include_flag_compiles_the_marker(tmp_path: Path) -> None:

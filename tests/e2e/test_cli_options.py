@@ -16,7 +16,7 @@ import pytest
 from torchwheel.tables.symtable import load_shipped
 from torchwheel.version import FeatureVersion
 
-from ..helpers import peak_rss_mb, torchwheel
+from ..lib.helpers import peak_rss_mb, torchwheel
 
 CLEAN_LIB = "demo_stable/elf_marker_2_10.abi3.so"
 

@@ -1,6 +1,6 @@
 """The installed console script, as a shell runs it: the named set of tests that still start a
 real process for the command line (most tests run it in their own process through
-``tests.helpers.torchwheel``, which calls the same exit-code decision, ``cli.exits.run``).
+``tests.lib.helpers.torchwheel``, which calls the same exit-code decision, ``cli.exits.run``).
 
 What only a process shows: the ``torchwheel`` entry point pip wrote, the program name in the
 help, the exit status the interpreter ends with (0, 1, 2, and 128 + the signal), and that
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import FIXTURES
-from ..index_server import Behaviour, serve
+from ..lib.helpers import FIXTURES
+from ..lib.index_server import Behaviour, serve
 
 SCRIPT = Path(sys.executable).with_name("torchwheel")
 DEMO = FIXTURES / "demo" / "demo_stable-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ..helpers import REPO, fresh_venv, pip_install
+from ..lib.helpers import REPO, fresh_venv, pip_install
 
 WORKFLOW = REPO / ".github" / "workflows" / "release.yml"
 

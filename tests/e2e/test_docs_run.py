@@ -46,8 +46,8 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import REPO, checkout_copy, fixture_wheels_module
-from ..publish_helpers import TAGS, untagged_builds
+from ..lib.helpers import REPO, checkout_copy, fixture_wheels_module
+from ..lib.publish_helpers import TAGS, untagged_builds
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 SHELL, CONFIG = {"sh", "bash", "shell"}, {"toml"}

@@ -36,7 +36,7 @@ from torchwheel.cli import cli
 from torchwheel.cli.exits import run
 from torchwheel.wheel.contents import is_compiled_name
 
-from ..helpers import REPO, fixture_wheels_module, fresh_venv, load_script
+from ..lib.helpers import REPO, fixture_wheels_module, fresh_venv, load_script
 
 CPU_ENV = REPO / ".venv"
 CUDA_ENV = REPO / ".venv-cu130"

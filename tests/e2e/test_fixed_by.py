@@ -15,7 +15,7 @@ import pytest
 from torchwheel.rules.codes import BY_CODE, CODES, REPAIR_LINUX
 from torchwheel.rules.explain import fixed_by_text
 
-from ..helpers import REPO, fixture_wheels_module, torchwheel
+from ..lib.helpers import REPO, fixture_wheels_module, torchwheel
 from .test_check import _policy_dir
 
 WHEELS = fixture_wheels_module().WHEELS

@@ -16,7 +16,7 @@ import pytest
 
 from torchwheel.torchabi.cuda_archs import parse_gpu, runs_on
 
-from ..helpers import torchwheel
+from ..lib.helpers import torchwheel
 
 PLAN = ("--torch", "2.13", "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64")
 WHEELS = {"cuda13": "wcuda13", "tw705": "w705", "clean": "demo-stable"}

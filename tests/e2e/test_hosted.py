@@ -1,5 +1,5 @@
 """`select`, `install`, `matrix` and `index` on hosted indexes: a real HTTP(S) server on
-127.0.0.1 (tests/index_server.py) serving what `torchwheel index` wrote, PEP 503 HTML and
+127.0.0.1 (tests/lib/index_server.py) serving what `torchwheel index` wrote, PEP 503 HTML and
 PEP 691 JSON, PEP 658/714 metadata files, and the ways a network fails.
 
 The release: ``twidx`` 1.0.0 built three ways (stable 2.10, stable 2.12, unstable 2.13; each
@@ -23,9 +23,9 @@ from urllib.parse import quote, unquote
 
 import pytest
 
-from ..helpers import REPO, fixture_wheels_module, torchwheel
-from ..index_server import Behaviour, self_signed, serve
-from ..publish_helpers import (
+from ..lib.helpers import REPO, fixture_wheels_module, torchwheel
+from ..lib.index_server import Behaviour, self_signed, serve
+from ..lib.publish_helpers import (
     DEPENDENCY,
     TAGS,
     installed_dist_info,
@@ -33,7 +33,7 @@ from ..publish_helpers import (
     labelled_release,
     venv_with_torch,
 )
-from ..release_set import site_files
+from ..lib.release_set import site_files
 
 sys.path.insert(0, str(REPO / "fixtures"))
 import hostile

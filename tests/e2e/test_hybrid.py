@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import REPO, fixture_wheels_module, torchwheel
-from ..publish_helpers import offline_env, pip, uv, venv_with_torch
+from ..lib.helpers import REPO, fixture_wheels_module, torchwheel
+from ..lib.publish_helpers import offline_env, pip, uv, venv_with_torch
 
 TAGS = "cp39-abi3-manylinux_2_28_x86_64"
 PLAN = ("--python-version", "3.11", "--platform", "manylinux_2_28_x86_64")

@@ -15,8 +15,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from ..helpers import torchwheel
-from ..publish_helpers import (
+from ..lib.helpers import torchwheel
+from ..lib.publish_helpers import (
     installed_dist_info,
     labelled,
     labelled_release,
@@ -220,7 +220,7 @@ def test_unstable_build_is_listed_on_its_minor_only(release: Path, tmp_path: Pat
 def test_real_extensions_per_torch_index(tmp_path: Path) -> None:
     """The real_ext release (torch's BuildExtension: stable 2.10, stable 2.12 as +torch2.12,
     unstable as +torch2.13) served per torch; pip on a 2.12 torch gets the 2.12 build."""
-    from ..release_set import build_release, candidate_folders
+    from ..lib.release_set import build_release, candidate_folders
 
     labels = candidate_folders(build_release(), tmp_path / "cand")["s210"].parent
     out = tmp_path / "idx"
@@ -257,7 +257,7 @@ def test_constraints_keep_pip_and_uv_to_each_per_torch_index(index: Path) -> Non
 def test_constraints_of_several_labels_and_of_a_missing_project(
     release: Path, fixture_wheels: dict[str, Path], tmp_path: Path
 ) -> None:
-    from ..release_set import build_release, candidate_folders
+    from ..lib.release_set import build_release, candidate_folders
 
     labels = candidate_folders(build_release(), tmp_path / "cand")["s210"].parent
     out = tmp_path / "idx"

@@ -21,7 +21,7 @@ import pytest
 from torchwheel.cli import cli
 from torchwheel.cli.exits import run
 
-from ..index_server import Behaviour, serve
+from ..lib.index_server import Behaviour, serve
 
 PAGES = Path(__file__).resolve().parents[2] / "fixtures" / "pages"
 PLAN = ("--torch", "2.13", "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64")

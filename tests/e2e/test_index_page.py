@@ -35,9 +35,9 @@ from urllib.parse import unquote
 import pytest
 from PIL import Image, ImageStat
 
-from ..helpers import torchwheel
-from ..index_server import serve
-from ..publish_helpers import labelled_release, offline_env
+from ..lib.helpers import torchwheel
+from ..lib.index_server import serve
+from ..lib.publish_helpers import labelled_release, offline_env
 
 CHROMIUM = [
     "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -476,7 +476,7 @@ def test_partly_is_a_badge_of_its_own_that_reads_as_a_verdict_that_loads(
     ``partly``, link the wheel and its install line (it imports), and in greyscale are as dark
     as those that load and darker than those that do not, in a colour of their own; the CUDA
     13 grid says ``yes``. Its release 0.9.0 (stable 2.10) gives the cells that do not load."""
-    from ..helpers import fixture_wheels_module
+    from ..lib.helpers import fixture_wheels_module
 
     fw = fixture_wheels_module()
     spec = fw.WheelSpec(

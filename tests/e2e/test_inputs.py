@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import torchwheel
+from ..lib.helpers import torchwheel
 
 TIMEOUT = 30  # a hang is the bug: every case here answers in about a second
 

@@ -25,7 +25,7 @@ import pytest
 from torchwheel.errors import Unfinished
 from torchwheel.install import installing, journal, recovery
 
-from ..helpers import REPO, load_script, torchwheel
+from ..lib.helpers import REPO, load_script, torchwheel
 
 sweeper: Any = load_script("torchwheel_kill_sweep", REPO / "benchmarks" / "kill_sweep.py")
 

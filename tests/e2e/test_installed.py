@@ -14,7 +14,7 @@ import subprocess
 import sysconfig
 from pathlib import Path
 
-from ..helpers import fresh_venv, pip_install, torchwheel
+from ..lib.helpers import fresh_venv, pip_install, torchwheel
 
 
 def _venv(path: Path, wheel: Path) -> tuple[Path, Path]:

@@ -21,7 +21,7 @@ from torchwheel.tables.symtable import load_shipped
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.defects import archive_defects
 
-from ..helpers import fixture_wheels_module, torchwheel
+from ..lib.helpers import fixture_wheels_module, torchwheel
 
 WHEELS = fixture_wheels_module().WHEELS
 PLAN = ("--torch", "2.13", "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64")

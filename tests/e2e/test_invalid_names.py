@@ -20,7 +20,7 @@ from torchwheel.errors import InputError
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.contents import InvalidWheelName, parse_wheel_name, project_of, salvaged, suggested_name
 
-from ..helpers import fixture_wheels_module, torchwheel
+from ..lib.helpers import fixture_wheels_module, torchwheel
 
 PLAN = ("--torch", "2.13", "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64")
 

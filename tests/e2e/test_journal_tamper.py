@@ -32,7 +32,7 @@ from torchwheel.cli import cli
 from torchwheel.cli.exits import run
 from torchwheel.install import installing, journal
 
-from ..helpers import REPO, load_script
+from ..lib.helpers import REPO, load_script
 
 sweeper: Any = load_script("torchwheel_kill_sweep", REPO / "benchmarks" / "kill_sweep.py")
 LONG = os.environ.get("TORCHWHEEL_HOSTILE_LONG") == "1"

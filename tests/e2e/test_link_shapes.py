@@ -18,8 +18,8 @@ import pytest
 from torchwheel.cli import cli
 from torchwheel.cli.exits import run
 
-from ..index_server import Behaviour, serve
-from ..publish_helpers import offline_env
+from ..lib.index_server import Behaviour, serve
+from ..lib.publish_helpers import offline_env
 
 PLAN = ("--torch", "2.13", "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64")
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from ..helpers import REPO, fixture_wheels_module, load_script, torchwheel
+from ..lib.helpers import REPO, fixture_wheels_module, load_script, torchwheel
 
 CPU_ENV = REPO / ".venv"
 
@@ -247,7 +247,7 @@ def _published(*names: str) -> list[Path]:
 
 
 def _venv(root: Path, wheels: list[Path]) -> Path:
-    from ..helpers import fresh_venv, install_into
+    from ..lib.helpers import fresh_venv, install_into
 
     python = fresh_venv(root)
     (site,) = (root / "lib").glob("python3*/site-packages")

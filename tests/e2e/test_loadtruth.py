@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import REPO, fixture_wheels_module, load_script, torchwheel
+from ..lib.helpers import REPO, fixture_wheels_module, load_script, torchwheel
 
 CPU_ENV = REPO / ".venv"
 CUDA_ENV = REPO / ".venv-cu130"

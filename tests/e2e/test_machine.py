@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ..helpers import REPO, load_script, machine_fixtures
+from ..lib.helpers import REPO, load_script, machine_fixtures
 
 lm = load_script("torchwheel_loadtruth_machine", REPO / "benchmarks" / "loadtruth_machine.py")
 MACHINES = {"no driver": None, "driver 12.4": 12040}
@@ -138,7 +138,7 @@ def test_every_output_names_the_driver(said: dict[str, Any]) -> None:
 def cuda13_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """nvcc's library that links libtorch_cuda.so and libcudart.so.13 (``fixtures/cuda``), as
     an untagged wheel that requires a bare torch: it loads on a CUDA 13 torch only."""
-    from ..helpers import fixture_wheels_module
+    from ..lib.helpers import fixture_wheels_module
 
     fw = fixture_wheels_module()
     spec = fw.WheelSpec(
@@ -155,7 +155,7 @@ def test_select_notes_a_driver_too_old(
 ) -> None:
     """``select --python`` on the CUDA 13 torch still chooses the wheel that loads there, and
     says on stderr when this machine's driver cannot run its CUDA code."""
-    from ..helpers import torchwheel
+    from ..lib.helpers import torchwheel
 
     monkeypatch.setenv("LD_LIBRARY_PATH", str(machine_fixtures().drivers[driver]))
     run = torchwheel("select", "--python", str(REPO / ".venv-cu130" / "bin" / "python"), str(cuda13_wheel))

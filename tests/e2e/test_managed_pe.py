@@ -24,7 +24,7 @@ from torchwheel.rules.registry import Policy
 from torchwheel.tables.symtable import load_shipped
 
 from ..binary.test_memberscan import chunked
-from ..helpers import FIXTURES, REPO, fixture_wheels_module, load_script, torchwheel
+from ..lib.helpers import FIXTURES, REPO, fixture_wheels_module, load_script, torchwheel
 
 m = load_script("torchwheel_managed_pe", FIXTURES / "managed_pe.py")
 

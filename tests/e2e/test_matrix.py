@@ -10,8 +10,8 @@ import pytest
 from torchwheel.publish import matrix
 from torchwheel.torchabi.backend import TorchBuild
 
-from ..helpers import torchwheel
-from ..publish_helpers import labelled, labelled_release
+from ..lib.helpers import torchwheel
+from ..lib.publish_helpers import labelled, labelled_release
 
 # every minor some wheel of the release loads on or names (none loads on 2.9: no column)
 TORCHES = ["2.10", "2.11", "2.12", "2.13", "2.14", "2.15"]

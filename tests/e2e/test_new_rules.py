@@ -11,7 +11,7 @@ import pytest
 
 from torchwheel.rules import pypi
 
-from ..helpers import fixture_wheels_module, torchwheel
+from ..lib.helpers import fixture_wheels_module, torchwheel
 
 
 def _messages(wheel: Path, code: str, cwd: Path) -> list[str]:

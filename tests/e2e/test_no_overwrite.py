@@ -15,7 +15,7 @@ import pytest
 from torchwheel import api
 from torchwheel.errors import InputError
 
-from ..helpers import torchwheel
+from ..lib.helpers import torchwheel
 
 
 def _zip(text: str) -> bytes:

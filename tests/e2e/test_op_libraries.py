@@ -17,7 +17,7 @@ from torchwheel.analysis.pyimports import MAX_FILE_BYTES, imports_of, module_nam
 from torchwheel.binary import read_path
 from torchwheel.tables.symtable import load_shipped
 
-from ..helpers import torchwheel
+from ..lib.helpers import torchwheel
 
 
 @pytest.mark.parametrize(

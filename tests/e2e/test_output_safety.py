@@ -18,7 +18,7 @@ import pytest
 from torchwheel.report.github import escape_data, escape_property
 from torchwheel.report.textsafe import defuse, html_text, json_text, markdown_cell, markdown_code, safe
 
-from ..helpers import fresh_venv, torchwheel, zipped_wheel
+from ..lib.helpers import fresh_venv, torchwheel, zipped_wheel
 
 ESC, BEL, RLO = "\x1b", "\x07", "\u202e"
 HOSTILE = f"{ESC}[31m{BEL}{RLO}"  # a colour, a bell, a right-to-left override

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import fixture_wheels_module, torchwheel
+from ..lib.helpers import fixture_wheels_module, torchwheel
 
 TAGS = "cp39-abi3-manylinux_2_28_x86_64"
 # name -> (fixture binary, the author's torch requirement)

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import fixture_wheels_module, fresh_venv, torchwheel, zipped_wheel
-from ..index_server import serve
-from ..publish_helpers import TAGS, installed_dist_info, labelled, labelled_release, pip
+from ..lib.helpers import fixture_wheels_module, fresh_venv, torchwheel, zipped_wheel
+from ..lib.index_server import serve
+from ..lib.publish_helpers import TAGS, installed_dist_info, labelled, labelled_release, pip
 
 PUBLIC = f"twidx-1.0.0-{TAGS}.whl"
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from ..helpers import REPO, fixture_wheels_module, fresh_venv, load_script, pip_install, torchwheel
+from ..lib.helpers import REPO, fixture_wheels_module, fresh_venv, load_script, pip_install, torchwheel
 
 REAL_EXT = REPO / "fixtures" / "real_ext"
 _MODULE = "torchwheel_real_ext_build"

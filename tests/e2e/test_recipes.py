@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import REPO
-from ..index_server import serve
-from ..publish_helpers import DEPENDENCY, labelled_release, registry, venv_with_torch
+from ..lib.helpers import REPO
+from ..lib.index_server import serve
+from ..lib.publish_helpers import DEPENDENCY, labelled_release, registry, venv_with_torch
 
 PAGE = REPO / "docs" / "installers.md"
 _RECIPE = re.compile(r"<!-- recipe: (?P<key>[\w-]+)[^>]*-->\n```(?P<lang>\w+)\n(?P<body>.*?)\n```", re.DOTALL)

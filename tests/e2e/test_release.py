@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ..helpers import fresh_venv, pip_install, release_wheels, torchwheel
+from ..lib.helpers import fresh_venv, pip_install, release_wheels, torchwheel
 
 LINUX = "cp39-abi3-manylinux_2_28_x86_64"
 MAC = "cp39-abi3-macosx_11_0_arm64"

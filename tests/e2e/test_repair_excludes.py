@@ -20,7 +20,7 @@ import pytest
 
 from torchwheel.tagging.chain import with_excludes
 
-from ..helpers import REPO, torchwheel
+from ..lib.helpers import REPO, torchwheel
 
 BIN = Path(sys.executable).parent
 AUDITWHEEL = BIN / "auditwheel"

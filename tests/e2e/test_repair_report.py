@@ -17,7 +17,7 @@ import pytest
 
 from torchwheel.torchabi.grafting import repair_excludes
 
-from ..helpers import REPO, fixture_wheels_module, torchwheel
+from ..lib.helpers import REPO, fixture_wheels_module, torchwheel
 
 BIN = Path(sys.executable).parent
 # a "repair tool" that hands the wheel back as it is: what it writes lives in {repair_dir}

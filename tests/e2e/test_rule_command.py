@@ -11,7 +11,7 @@ import pytest
 from torchwheel.rules.codes import CODES
 from torchwheel.rules.explain import book
 
-from ..helpers import REPO, torchwheel
+from ..lib.helpers import REPO, torchwheel
 
 
 def _one_line_exit_2(result: object) -> str:

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from ..helpers import torchwheel
-from ..index_server import Behaviour, serve
+from ..lib.helpers import torchwheel
+from ..lib.index_server import Behaviour, serve
 
 # fixture wheels of distinct kinds: stable, unstable, a warning, errors
 KINDS = ("clean", "tw101", "tw201", "tw503")

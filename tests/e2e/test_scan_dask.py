@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..helpers import REPO, torchwheel
-from ..index_server import serve
+from ..lib.helpers import REPO, torchwheel
+from ..lib.index_server import serve
 from .test_scan import _index, _where, folder  # noqa: F401  (the module fixture)
 
 

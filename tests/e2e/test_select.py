@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from ..helpers import fresh_venv, pip_install, torchwheel
-from ..release_set import build_release, candidate_folders, site_files, stub_torch_wheel
+from ..lib.helpers import fresh_venv, pip_install, torchwheel
+from ..lib.release_set import build_release, candidate_folders, site_files, stub_torch_wheel
 
 PLAN = ("--python-version", "3.11", "--platform", "linux_x86_64")
 
@@ -341,7 +341,7 @@ def test_upgrade_replaces_and_rolls_back(cands: dict[str, Path], venvs: dict[str
 def test_several_projects_need_their_names(
     cands: dict[str, Path], fixture_wheels: dict[str, Path], tmp_path: Path
 ) -> None:
-    from ..publish_helpers import venv_with_torch
+    from ..lib.publish_helpers import venv_with_torch
 
     folder = tmp_path / "dist"
     folder.mkdir()

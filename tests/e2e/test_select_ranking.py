@@ -30,8 +30,8 @@ import pytest
 from packaging.utils import canonicalize_name
 from wheel.wheelfile import WheelFile
 
-from ..helpers import torchwheel
-from ..publish_helpers import offline_env, venv_with_torch
+from ..lib.helpers import torchwheel
+from ..lib.publish_helpers import offline_env, venv_with_torch
 from ..selection.made import DEMO
 
 MANY = "cp39-abi3-manylinux_2_28_x86_64"
@@ -244,7 +244,7 @@ def _page(root: Path, folder: Path, name: str) -> Path:
 
 
 def test_a_hosted_pre_release_held_back_is_not_downloaded(tmp_path: Path) -> None:
-    from ..index_server import serve
+    from ..lib.index_server import serve
 
     case = "pre-passed-over"
     name = _project(case)

@@ -22,7 +22,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from torchwheel.wheel.archive import parse_record
 from torchwheel.wheel.record import record_hash
 
-from ..helpers import fixture_wheels_module, fresh_venv, pip_install, torchwheel
+from ..lib.helpers import fixture_wheels_module, fresh_venv, pip_install, torchwheel
 
 WHEELS = fixture_wheels_module().WHEELS
 # Unreadable markers, a RECORD that disagrees with the files, METADATA without a Version,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import variantlib.api as variantlib_api  # the test extra pins variantlib==0.2.2
 
-from ..helpers import REPO, fixture_wheels_module, torchwheel
-from ..publish_helpers import PLAIN, TAGS, installed_dist_info, pip, uv, variant_release, venv_with_torch
+from ..lib.helpers import REPO, fixture_wheels_module, torchwheel
+from ..lib.publish_helpers import PLAIN, TAGS, installed_dist_info, pip, uv, variant_release, venv_with_torch
 
 VARIANTLIB = Path(sys.executable).parent / "variantlib"
 LABELS = {"210": "torch2.10", "212": "torch2.12", "213": "torch2.13only"}
@@ -202,7 +202,7 @@ def test_variant_of_a_wheel_without_torch_is_refused(built_fixtures: dict[str, P
 
 
 def test_variant_in_place_keeps_the_plain_fallback(built_fixtures: dict[str, Path], tmp_path: Path) -> None:
-    from ..publish_helpers import untagged_builds
+    from ..lib.publish_helpers import untagged_builds
 
     wheel = untagged_builds(built_fixtures, tmp_path / "raw")["212"]
     result = torchwheel("tag", "--variant", "--in-place", str(wheel))

@@ -26,8 +26,8 @@ from variantlib.variants_json import VariantsJson
 
 from torchwheel.wheel import variant_json
 
-from ..helpers import fixture_wheels_module, torchwheel
-from ..publish_helpers import TAGS, offline_env, venv_with_torch
+from ..lib.helpers import fixture_wheels_module, torchwheel
+from ..lib.publish_helpers import TAGS, offline_env, venv_with_torch
 
 VARIANTLIB = Path(sys.executable).parent / "variantlib"
 BUILDS = {"cpu": "elf_marker_2_10", "cu13": "cuda:cu13_torch_cuda.so", "cu12": "cuda:cu12_runtime.so"}

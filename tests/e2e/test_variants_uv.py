@@ -21,8 +21,15 @@ import pytest
 
 from torchwheel.wheel import variant_json
 
-from ..helpers import fixture_wheels_module, torchwheel, zipped_wheel
-from ..publish_helpers import PLAIN, TAGS, installed_dist_info, offline_env, variant_release, venv_with_torch
+from ..lib.helpers import fixture_wheels_module, torchwheel, zipped_wheel
+from ..lib.publish_helpers import (
+    PLAIN,
+    TAGS,
+    installed_dist_info,
+    offline_env,
+    variant_release,
+    venv_with_torch,
+)
 
 UV = Path(sys.executable).parent / "uv"
 REFUSED = "has invalid metadata"  # uv's warning before it gives up on the release

@@ -27,7 +27,7 @@ from torchwheel.torchabi.backend import ANY_BUILD, parse_backend
 from torchwheel.torchabi.torchlibs import INSTALLED, read_torch
 from torchwheel.torchabi.verdicts import verdict
 
-from ..helpers import torchwheel
+from ..lib.helpers import torchwheel
 
 PLAN = ("--python-version", "3.11", "--platform", "manylinux_2_28_x86_64")
 

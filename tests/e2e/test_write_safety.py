@@ -29,7 +29,7 @@ from packaging.metadata import parse_email
 from torchwheel.errors import InputError
 from torchwheel.wheel.temps import TEMP_PREFIX
 
-from ..helpers import torchwheel
+from ..lib.helpers import torchwheel
 
 DIST_INFO = "demo_stable-1.0.0.dist-info"
 

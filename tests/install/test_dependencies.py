@@ -11,7 +11,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from torchwheel.install.dependencies import requirements, unmet
 
-from ..helpers import zipped_wheel
+from ..lib.helpers import zipped_wheel
 
 _LINUX = {"sys_platform": "linux", "python_version": "3.11", "platform_machine": "x86_64"}
 

@@ -1,4 +1,4 @@
-"""``net.fairness`` held to a local server that throttles (tests/index_server.py): a 429
+"""``net.fairness`` held to a local server that throttles (tests/lib/index_server.py): a 429
 with ``Retry-After`` is waited out and asked again, a 503 is retried with back-off, the
 retries and every wait are bounded, and the caps on connections per host and on the
 request rate are what the server sees."""
@@ -17,7 +17,7 @@ from torchwheel import limits
 from torchwheel.errors import InputError
 from torchwheel.net import fairness, fetch
 
-from ..index_server import Behaviour, serve
+from ..lib.index_server import Behaviour, serve
 
 
 @pytest.fixture

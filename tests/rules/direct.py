@@ -9,7 +9,7 @@ from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.api import inspect_wheel
 from torchwheel.rules.registry import Check, Hit, Omitted, Policy
 
-from ..helpers import fixture_wheels_module
+from ..lib.helpers import fixture_wheels_module
 
 
 def facts(path: Path) -> WheelFacts:

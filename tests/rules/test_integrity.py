@@ -24,7 +24,7 @@ from torchwheel import limits
 from torchwheel.rules import integrity
 from torchwheel.rules.registry import REGISTRY, Hit, Omitted, Policy
 
-from ..helpers import fixture_wheels_module
+from ..lib.helpers import fixture_wheels_module
 from .direct import facts
 
 LINUX_ABI3 = "cp39-abi3-manylinux_2_28_x86_64"

@@ -20,7 +20,7 @@ from torchwheel.api import inspect_wheel
 from torchwheel.rules import release_agreement
 from torchwheel.rules.registry import REGISTRY, Check, Hit, Omitted, Policy
 
-from ..helpers import release_wheels
+from ..lib.helpers import release_wheels
 
 LINUX = "cp39-abi3-manylinux_2_28_x86_64"
 MAC = "cp39-abi3-macosx_11_0_arm64"

@@ -18,7 +18,7 @@ import pytest
 from torchwheel.rules import requirements
 from torchwheel.rules.registry import REGISTRY, Policy
 
-from ..helpers import fixture_wheels_module
+from ..lib.helpers import fixture_wheels_module
 from .direct import hits
 
 LINUX_ABI3 = "cp39-abi3-manylinux_2_28_x86_64"

@@ -12,7 +12,7 @@ from torchwheel.rules import torch
 from torchwheel.rules.registry import REGISTRY
 from torchwheel.torchabi import torch_releases
 
-from ..helpers import fixture_wheels_module
+from ..lib.helpers import fixture_wheels_module
 from .direct import hits
 
 NEWEST = torch_releases.newest()

@@ -23,7 +23,7 @@ from torchwheel.scan import jsonl
 from torchwheel.scan.listing import list_sources
 from torchwheel.scan.scanline import WheelSource, empty_line
 
-from ..helpers import REPO
+from ..lib.helpers import REPO
 
 DEMO = REPO / "fixtures" / "demo" / "demo_stable-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"
 A, B, C = "aa" * 32, "bb" * 32, "cc" * 32

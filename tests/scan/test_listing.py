@@ -19,7 +19,7 @@ from torchwheel.errors import InputError
 from torchwheel.scan.listing import list_sources
 from torchwheel.scan.scanline import WheelSource
 
-from ..helpers import REPO
+from ..lib.helpers import REPO
 
 DEMO = REPO / "fixtures" / "demo" / "demo_stable-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"
 SIZE = DEMO.stat().st_size

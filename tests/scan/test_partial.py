@@ -15,8 +15,8 @@ from torchwheel.scan import partial
 from torchwheel.scan.partial import PURE_AT_ONCE, WHOLE_AT_ONCE, partial_line, whole_at_once
 from torchwheel.scan.scanline import WheelSource
 
-from ..helpers import REPO
-from ..index_server import serve
+from ..lib.helpers import REPO
+from ..lib.index_server import serve
 
 DEMO = REPO / "fixtures" / "demo" / "demo_stable-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"
 

@@ -27,8 +27,8 @@ from torchwheel.scan.run import Judges, plan_scan, run_scan, scan_item
 from torchwheel.scan.scanline import WheelSource
 from torchwheel.tables.tablechoice import choose_table
 
-from ..helpers import REPO
-from ..index_server import Behaviour, serve
+from ..lib.helpers import REPO
+from ..lib.index_server import Behaviour, serve
 
 DEMO = REPO / "fixtures" / "demo" / "demo_stable-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"
 A, C, D = "aa" * 32, "cc" * 32, "dd" * 32

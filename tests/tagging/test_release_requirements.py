@@ -22,7 +22,7 @@ from torchwheel.errors import InputError
 from torchwheel.tagging.release_requirements import release_sets, shared_requirements
 from torchwheel.tagging.tag_options import TagOptions
 
-from ..helpers import release_wheels
+from ..lib.helpers import release_wheels
 
 LINUX = "cp39-abi3-manylinux_2_28_x86_64"
 MAC = "cp39-abi3-macosx_11_0_arm64"

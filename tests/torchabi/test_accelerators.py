@@ -22,7 +22,7 @@ from torchwheel.torchabi.accelerators import (
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.wheel.metadata import parse_metadata
 
-from ..helpers import FIXTURES
+from ..lib.helpers import FIXTURES
 
 METADATA = FIXTURES / "metadata" / "torch"
 

@@ -22,7 +22,7 @@ from torchwheel.torchabi.cuda_driver import (
     under_minor_compatibility,
 )
 
-from ..helpers import machine_fixtures
+from ..lib.helpers import machine_fixtures
 
 _ASK = r"""
 import ctypes, json, sys

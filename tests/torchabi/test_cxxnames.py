@@ -20,7 +20,7 @@ from torchwheel.torchabi import cxxnames
 from torchwheel.torchabi.cxxnames import demangle, is_unstable, is_unstable_key, scope_key
 from torchwheel.torchabi.torchlibs import INSTALLED, read_torch
 
-from ..helpers import REPO
+from ..lib.helpers import REPO
 
 DATA = REPO / "tests" / "data"
 EXPORTS = {

@@ -10,7 +10,7 @@ from torchwheel.rules.codes import BY_CODE
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.defects import CHECKS, Defect, archive_defects, comparable_version
 
-from ..helpers import zipped_wheel
+from ..lib.helpers import zipped_wheel
 from ..selection.made import tagged_wheel
 
 BINARY_CODES = {"TW405", "TW406"}  # judged from the compiled members: check's alone

@@ -14,7 +14,7 @@ from torchwheel.errors import InputError
 from torchwheel.tables.symtable import load_shipped
 from torchwheel.wheel.installed import Installed, NotRead, boundary_of, installed
 
-from ..helpers import FIXTURES
+from ..lib.helpers import FIXTURES
 
 sys.path.insert(0, str(FIXTURES))
 from hostile_doctor import Env  # fixtures/ is not a package

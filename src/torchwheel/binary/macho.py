@@ -6,7 +6,7 @@ need -- the fat header, each slice's load commands, the export trie and the symb
 string tables -- out of ``bytes``, an ``mmap`` or a ``SparseBuffer`` (what a streaming scan
 kept; an uncaptured range raises ``MissingRange`` and the scan fetches it). LIEF stays the
 reference: ``tests/test_macho_pe_differential.py`` holds this reader to LIEF's answers
-(``tests/lief_reference.py`` reads them).
+(``tests/lib/lief_reference.py`` reads them).
 
 Hand-written because no field library reads Mach-O from a partial buffer. Every count and
 offset read from a header is checked against the bytes present before it is looped over.
