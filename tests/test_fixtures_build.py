@@ -634,3 +634,27 @@ def test_gcc_here_makes_the_committed_machine_build(tmp_path: Path) -> None:
         return out
 
     assert tree(built) == tree(committed)
+
+
+# ------------------------------------------------------------------------------------------
+# (e) the libraries tests/analysis/test_export_dating.py dates (fixtures/dating): committed
+
+
+def test_the_dating_libraries_are_what_the_toolchains_make_here(tmp_path: Path) -> None:
+    """gcc and zig build them again here (against this venv's torch): torchwheel reads the
+    same imports, exports and needed libraries in each as in the committed ones (which
+    ``committed()`` holds to today's build script)."""
+    import importlib.util
+
+    from torchwheel.binary.tables import read_tables
+
+    dating = load_script("torchwheel_dating_build", FIXTURES / "dating" / "build.py")
+    spec = importlib.util.find_spec("torch")  # its libc10.so, which the ELF ones link
+    assert spec is not None and spec.origin is not None
+    torch_lib = Path(spec.origin).parent / "lib"
+    built = dating.build(tmp_path, torch_lib)
+    for name, committed in dating.committed().items():
+        here, there = read_tables(built[name], name), read_tables(committed, name)
+        assert [(s.imports, s.exports, s.needed) for s in here.slices] == [
+            (s.imports, s.exports, s.needed) for s in there.slices
+        ], name

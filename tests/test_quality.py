@@ -152,3 +152,20 @@ def test_no_dead_code() -> None:
         "@rule",
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_unit_tier_needs_no_compiler() -> None:
+    """The unit tier, ``tests/<package>/`` mirroring ``src/torchwheel``, runs where no compiler
+    is: its binaries are committed with the scripts that rebuild them (``fixtures/prebuilt``,
+    ``fixtures/machine/prebuilt``, ``fixtures/dating/prebuilt``, ``fixtures/real_ext/prebuilt``,
+    ``fixtures/cuda/bin``), and building them from source is ``tests/test_fixtures_build.py``'s
+    and ``tests/e2e``'s."""
+    import re
+
+    calls = re.compile(r"[\"'](?:gcc|g\+\+|clang|nvcc)[\"']|ziglang|build_some\(|build_real_wheels\(|\.build\(")
+    found = []
+    for folder in sorted((ROOT / "tests").iterdir()):
+        if folder.is_dir() and (ROOT / "src" / "torchwheel" / folder.name).is_dir():
+            for path in sorted(folder.rglob("*.py")):
+                found += [f"{path.relative_to(ROOT)}: {m[0]}" for m in calls.finditer(path.read_text())]
+    assert not found, found

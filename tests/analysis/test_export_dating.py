@@ -1,10 +1,11 @@
 """Issue 48, item 5: every library dated by every import it has, and an honest unknown where
 the export tables do not cover a build.
 
-The libraries are compiled here by real toolchains (gcc for ELF, zig's clang and lld-link for
-PE) against the real torch 2.13.0 of ``.venv`` or against stubs named as torch's device
-libraries are; the names they import are real torch exports, chosen with the shipped indexes
-(the fixture asserts what the index says of each):
+The libraries are compiled by real toolchains (gcc for ELF, zig's clang and lld-link for PE)
+against the real torch 2.13.0 of ``.venv`` or against stubs named as torch's device libraries
+are (``fixtures/dating/build.py``, committed in ``fixtures/dating/prebuilt``: no compiler runs
+here but in the test that builds them again); the names they import are real torch exports,
+chosen with the shipped indexes (the fixture asserts what the index says of each):
 
 - ``c10::MessageLogger::MessageLogger(char const*, int, int, bool)``: exported by torch 2.10
   and no other indexed release (read from PyPI's torch 2.10.0 Linux wheel too);
@@ -19,8 +20,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import subprocess
-import sys
+import shutil
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,31 +31,13 @@ from torchwheel import api
 from torchwheel.tables import tablechoice
 from torchwheel.tables.exports import shipped_index
 
-from ..lib.helpers import REPO, torchwheel
+from ..lib.helpers import REPO, load_script, torchwheel
 
 SITE = next((REPO / ".venv" / "lib").glob("python3*/site-packages"))
 TORCH_LIB = SITE / "torch" / "lib"
-ONLY_2_10 = "_ZN3c1013MessageLoggerC1EPKciib"
-EVERY = "_ZN3c1019UndefinedTensorImpl10_singletonE"
-XPU = "_ZN3c103xpu12device_countEv"
-SIBLING = "_ZN2at6native14tw_sibling_addEv"  # at::native::tw_sibling_add(): the wheel's own op
-WIN_EVERY = "??$_typeMetaData@D@TypeMeta@caffe2@@CAGXZ"
-WIN_CUDA = "?current_device@cuda@c10@@YACXZ"
-SHIM_2_10 = "torch_get_num_threads"  # the shim table: first exported by torch 2.10
-
-
-def _refs(*names: str) -> str:
-    lines = [f'extern char tw_{i}[] __asm__("{n}");' for i, n in enumerate(names)]
-    return (
-        "\n".join(lines) + "\nvoid* tw_refs[] = {" + ", ".join(f"tw_{i}" for i in range(len(names))) + "};\n"
-    )
-
-
-def _gcc(out: Path, source: str, *link: str) -> Path:
-    c = out.with_suffix(".c")
-    c.write_text(source)
-    subprocess.run(["gcc", "-shared", "-fPIC", str(c), "-o", str(out), *link], check=True)
-    return out
+dating = load_script("torchwheel_dating_build", REPO / "fixtures" / "dating" / "build.py")
+ONLY_2_10, EVERY, XPU, SIBLING = dating.ONLY_2_10, dating.EVERY, dating.XPU, dating.SIBLING
+WIN_EVERY, WIN_CUDA, SHIM_2_10 = dating.WIN_EVERY, dating.WIN_CUDA, dating.SHIM_2_10
 
 
 def _wheel(out: Path, dist: str, tag: str, members: dict[str, bytes], requires: str = "torch") -> Path:
@@ -100,56 +82,18 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }  # no XPU read
     assert {b for builds in windows.builds for b in builds} == {"cpu"}  # no CUDA read for Windows
     out = tmp_path_factory.mktemp("dating")
-    real = [f"-L{TORCH_LIB}", "-Wl,--no-as-needed", "-lc10"]
-    stubs = out / "stubs"
-    stubs.mkdir()
-    _gcc(stubs / "libc10_xpu.so", f'char tw_xpu[1] __asm__("{XPU}");\n', "-Wl,-soname,libc10_xpu.so")
-    libs = {
-        # one import pins it to torch 2.10; the other is its sibling's, which the wheel exports
-        "pinned": _gcc(out / "pinned.so", _refs(ONLY_2_10, SIBLING), *real),
-        "sibling": _gcc(out / "sibling.so", f'char tw_op[1] __asm__("{SIBLING}");\n'),
-        # an XPU build's library: libc10_xpu.so, a name only XPU builds export, and a common one
-        "xpu": _gcc(out / "xpu.so", _refs(XPU, EVERY), f"-L{stubs}", "-lc10_xpu", *real),
-        # C++ names every release exports, and a shim first exported by torch 2.10
-        "shim": _gcc(out / "shim.so", _refs(EVERY, SHIM_2_10), *real),
-    }
+    libs = dating.committed()
     wheels = {
         "pinned": _wheel(out, "wpinned", "cp39-abi3-manylinux_2_28_x86_64",
-                         {"wpinned/_C.abi3.so": libs["pinned"].read_bytes(),
-                          "wpinned/_sibling.abi3.so": libs["sibling"].read_bytes()}),
-        "xpu": _wheel(out, "wxpu", "cp39-abi3-manylinux_2_28_x86_64", {"wxpu/_C.abi3.so": libs["xpu"].read_bytes()}),
-        "shim": _wheel(out, "wshim", "cp39-abi3-manylinux_2_28_x86_64", {"wshim/_C.abi3.so": libs["shim"].read_bytes()}),
+                         {"wpinned/_C.abi3.so": libs["pinned.so"].read_bytes(),
+                          "wpinned/_sibling.abi3.so": libs["sibling.so"].read_bytes()}),
+        "xpu": _wheel(out, "wxpu", "cp39-abi3-manylinux_2_28_x86_64", {"wxpu/_C.abi3.so": libs["xpu.so"].read_bytes()}),
+        "shim": _wheel(out, "wshim", "cp39-abi3-manylinux_2_28_x86_64", {"wshim/_C.abi3.so": libs["shim.so"].read_bytes()}),
     }  # fmt: skip
     wheels["windows_cuda"] = _wheel(
-        out, "wwincuda", "cp39-abi3-win_amd64", {"wwincuda/_C.pyd": _windows_cuda(out).read_bytes()}
+        out, "wwincuda", "cp39-abi3-win_amd64", {"wwincuda/_C.pyd": libs["wincuda.pyd"].read_bytes()}
     )
     return wheels
-
-
-def _windows_cuda(out: Path) -> Path:
-    """A DLL as MSVC would link it: imports from c10.dll and c10_cuda.dll (stub DLLs whose
-    import libraries lld-link writes from .def files), by zig's clang and lld-link."""
-    zig = [sys.executable, "-m", "ziglang"]
-    implibs = []
-    for dll, name in (("c10", WIN_EVERY), ("c10_cuda", WIN_CUDA)):
-        (out / f"{dll}.def").write_text(f"LIBRARY {dll}.dll\nEXPORTS\n  {name} DATA\n")
-        implib = out / f"{dll}.lib"
-        subprocess.run([*zig, "lld-link", "/machine:x64", f"/def:{out / dll}.def",
-                        f"/out:{out / dll}.dll", f"/implib:{implib}", "/dll", "/noentry", "/nodefaultlib"],
-                       check=True)  # fmt: skip
-        implibs.append(str(implib))
-    source = out / "wincuda.c"
-    source.write_text(
-        "".join(f'extern __declspec(dllimport) char tw_{i}[] __asm__("{n}");\n' for i, n in enumerate((WIN_EVERY, WIN_CUDA)))
-        + "__declspec(dllexport) void* tw_use(int i) { return i ? (void*)tw_1 : (void*)tw_0; }\n"
-    )  # fmt: skip
-    obj = out / "wincuda.obj"
-    subprocess.run([*zig, "cc", "-target", "x86_64-windows-msvc", "-ffreestanding", "-c", str(source), "-o", str(obj)],
-                   check=True)  # fmt: skip
-    dll = out / "wincuda.pyd"
-    subprocess.run([*zig, "lld-link", "/dll", "/noentry", "/nodefaultlib", "/machine:x64", f"/out:{dll}", str(obj),
-                    *implibs], check=True)  # fmt: skip
-    return dll
 
 
 def _codes(wheel: Path) -> dict[str, str]:
@@ -225,7 +169,7 @@ def test_symbols_update_with_a_torch_of_that_build_covers_it(built: dict[str, Pa
     (torch / "include").symlink_to(real / "include")
     text = (real / "version.py").read_text()
     (torch / "version.py").write_text(text + "\nxpu = '20250301'\n")
-    _gcc(torch / "lib" / "libc10_xpu.so", f'char tw_xpu[1] __asm__("{XPU}");\n', "-Wl,-soname,libc10_xpu.so")
+    shutil.copyfile(dating.committed()["stubs/libc10_xpu.so"], torch / "lib" / "libc10_xpu.so")
     out = tmp_path / "tables.json"
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data")}
     done = torchwheel("symbols", "update", "-o", str(out), str(site), env=env)
