@@ -162,7 +162,9 @@ def test_the_unit_tier_needs_no_compiler() -> None:
     and ``tests/e2e``'s."""
     import re
 
-    calls = re.compile(r"[\"'](?:gcc|g\+\+|clang|nvcc)[\"']|ziglang|build_some\(|build_real_wheels\(|\.build\(")
+    calls = re.compile(
+        r"[\"'](?:gcc|g\+\+|clang|nvcc)[\"']|ziglang|build_some\(|build_real_wheels\(|\.build\("
+    )
     found = []
     for folder in sorted((ROOT / "tests").iterdir()):
         if folder.is_dir() and (ROOT / "src" / "torchwheel" / folder.name).is_dir():
