@@ -44,6 +44,17 @@ How disagreements were decided:
   `__dlpack_c_exchange_api__`), and its `torch29-cpu` library fails with `undefined symbol`
   (`c10::impl::cow::materialize_cow_storage`). The other Linux x86_64 torch libraries are CUDA
   builds or built for older torch, and PyPI's CUDA torch with its CUDA packages is several GB.
+* **loading (CUDA 13)**: the same, with the torch 2.14.1+cu130 of `.venv-cu130` (CUDA runtime,
+  cuBLAS and NVRTC from its `cuda-toolkit` packages): torchvision 0.29.2's and torchaudio
+  2.11.1's Linux x86_64 libraries load there and fail on the CPU torch. A library that links
+  the driver (`libcuda.so.1`) cannot be opened on this machine (no NVIDIA driver); for those
+  (fastmace-oeq-ext, humming-kernels) every torch import was resolved instead against the
+  `nm -D --defined-only` exports of that torch's `torch/lib/*.so`.
+* **header gates**: the `#if TORCH_FEATURE_VERSION >= TORCH_VERSION_X_Y_0` blocks of torch
+  2.15.0's `torch/csrc/stable/c/shim.h`, which date a shim (the 2.13 exception shims, the 2.14
+  MPS `torch_mps_set_arg_bytes`) where no wheel of the release before was fetched.
+* **the package's loader**: the `.py` that loads each library (a `try` that goes on, a version
+  check, a module-level `register_fake` that needs the ops), read by hand.
 
 Floors: the oldest torch whose exports cover a library's stable-shim imports; `unstable`
 for a library that imports unstable libtorch C++; libraries without torch are left out.
