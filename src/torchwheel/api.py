@@ -225,19 +225,15 @@ def loads_on(
     ``backend`` its build (``cpu``, ``cu130``, ``rocm7.1``, ``xpu``; None: not known, so a wheel that
     needs one build is ``unknown``); ``gpu`` the GPU (``sm_90``, ``9.0`` or 90; None: not judged).
     Requirement markers are evaluated for the wheel's own platform and lowest CPython."""
-    from packaging.version import InvalidVersion
-
     from torchwheel.selection.target import markers_for_tags
     from torchwheel.torchabi.backend import parse_backend
     from torchwheel.torchabi.cuda_archs import parse_gpu
+    from torchwheel.torchabi.torch_named import named_torch
     from torchwheel.torchabi.torch_releases import minor_of
     from torchwheel.torchabi.verdicts import minor_verdict, verdict
 
     torch = arguments.text(torch, "torch", version=True) or ""
-    try:
-        version = Version(torch)
-    except InvalidVersion as exc:
-        raise InvalidValue(f"torch {torch[:40]!r}: not a version") from exc
+    version = named_torch(torch, "torch")
     backend = arguments.text(backend, "backend", version=True)
     build = parse_backend(backend) if backend is not None else None
     given = arguments.gpu(gpu)

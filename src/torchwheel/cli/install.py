@@ -16,12 +16,17 @@ from torchwheel.cli.jsonout import json_failures
 from torchwheel.cli.options import (
     chosen_table,
     format_option,
+    gpu_option,
     index_options,
+    names_option,
     network_options,
     no_config_option,
+    python_option,
     quiet_option,
     require_sources,
     symbols_option,
+    torch_backend_option,
+    torch_option,
 )
 from torchwheel.errors import Exit, InputError
 from torchwheel.report.textsafe import safe, safe_lines
@@ -45,20 +50,8 @@ def _sources(func: F) -> F:
         metavar="DIR|URL",
         help="A folder of wheels, or a page of links (HTML, or PEP 691 JSON named *.json).",
     )(func)
-    func = click.option(
-        "--name",
-        "names",
-        multiple=True,
-        metavar="NAME",
-        help="Only this project's wheels (repeatable).",
-    )(func)
-    func = click.option(
-        "--python",
-        "python",
-        metavar="PATH",
-        help="The interpreter to choose for (default: the one running torchwheel); asked with `-I -S`: "
-        "nothing of its environment is imported or executed ('' is refused).",
-    )(func)
+    func = names_option(func)
+    func = python_option(func)
     func = symbols_option(func)
     func = no_config_option(func)
     func = click.argument("sources", nargs=-1)(func)
@@ -78,21 +71,15 @@ def _pre_option(func: F) -> F:
 @quiet_option("one line per project, its choice (no target line, no reasons for the others)")
 @_sources
 @_pre_option
-@click.option("--torch", "torch_version", metavar="X.Y", help="Plan: choose for this torch.")
+@torch_option("Plan: choose for this torch (X.Y: any release of the minor).")
 @click.option("--python-version", metavar="X.Y", help="Plan: choose for this CPython.")
 @click.option(
     "--platform", "platforms", multiple=True, metavar="TAG", help="Plan: a platform tag (repeatable)."
 )
-@click.option(
-    "--torch-backend",
-    metavar="NAME",
-    help="Plan: the torch build, by PyTorch's backend names (uv's): cpu, cu126, cu128, cu130, rocm7.0, xpu.",
+@torch_backend_option(
+    "Plan: the torch build, by PyTorch's backend names (uv's): cpu, cu126, cu128, cu130, rocm7.0, xpu."
 )
-@click.option(
-    "--gpu",
-    metavar="sm_XY",
-    help="The GPU (sm_90, 12.0) whose kernels the wheel must have; default: nvidia-smi's, when present.",
-)
+@gpu_option
 @format_option("text", "json")
 @json_failures("select")
 def select(

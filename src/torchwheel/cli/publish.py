@@ -14,14 +14,21 @@ import click
 
 from torchwheel.cli.jsonout import error_object, json_failures, print_document
 from torchwheel.cli.options import (
+    build_tag_option,
     chosen_table,
+    dry_run_option,
     format_option,
     index_options,
+    names_option,
     network_options,
     no_config_option,
+    output_option,
+    overwrite_option,
     quiet_option,
     require_sources,
     symbols_option,
+    torch_option,
+    verbose_option,
     wheel_dir_option,
 )
 from torchwheel.errors import Exit, InputError
@@ -33,17 +40,9 @@ if TYPE_CHECKING:
     from torchwheel.selection.candidates import Gathered
     from torchwheel.wheel.archive import WheelArchive
 
-_TORCH = click.option(
-    "--torch",
-    "torches",
-    multiple=True,
-    metavar="X.Y",
-    help="Also this torch minor (repeatable); every minor the wheels load on or name is always in.",
-)
-
-
-_NAME = click.option(
-    "--name", "names", multiple=True, metavar="NAME", help="Only this project's wheels (repeatable)."
+_TORCH = torch_option(
+    "Also this torch minor (repeatable); every minor the wheels load on or name is always in.",
+    repeatable=True,
 )
 
 
@@ -52,23 +51,19 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
-    from torchwheel.torchabi.torch_releases import parse_minor
+    from torchwheel.torchabi.torch_named import named_torch
+    from torchwheel.torchabi.torch_releases import minor_of
 
-    try:
-        return [parse_minor(v) for v in values]
-    except ValueError as exc:
-        raise InputError(f"--torch: {exc}") from exc
+    return [minor_of(named_torch(v)) for v in values]
 
 
 @click.command("index", short_help="Write a PEP 503 index, and one per torch of what loads there.")
 @click.argument("sources", nargs=-1)
 @index_options
-@click.option(
-    "-o",
-    "--output",
+@output_option(
+    "The index directory (replaced atomically if torchwheel wrote it before).",
+    click.Path(path_type=Path),
     required=True,
-    type=click.Path(path_type=Path),
-    help="The index directory (replaced atomically if torchwheel wrote it before).",
 )
 @click.option(
     "--base-url",
@@ -76,12 +71,9 @@ def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
     help="Where OUT will be served (https://example.org/whl): the front page's install lines name it.",
 )
 @_TORCH
-@_NAME
-@click.option(
-    "-v",
-    "--verbose",
-    is_flag=True,
-    help="Also each sub-index written, and each wheel a note is about (default: one line, notes counted).",
+@names_option
+@verbose_option(
+    "Also each sub-index written, and each wheel a note is about (default: one line, notes counted)."
 )
 @quiet_option(
     "no line saying what was written, no notes but those on what is published otherwise than it may "
@@ -202,7 +194,7 @@ def _index_lines(output: Path, result: IndexResult) -> list[str]:
 @json_failures("matrix")
 @click.option("--why", is_flag=True, help="The reason behind each row's cells.")
 @_TORCH
-@_NAME
+@names_option
 @symbols_option
 @no_config_option
 @network_options
@@ -299,17 +291,11 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], qu
 @click.command("unlabel", short_help="Copy local-label wheels as their public version, for PyPI.")
 @click.argument("wheels", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @wheel_dir_option("Write the copies here: the upload set, apart from the labelled builds.", required=True)
-@click.option(
-    "--build-tag",
-    metavar="N",
-    help="Give the copy this build tag (file name and WHEEL Build); default: the input's own, if any.",
+@build_tag_option(
+    "Give the copy this build tag (file name and WHEEL Build); default: the input's own, if any."
 )
-@click.option(
-    "--overwrite",
-    is_flag=True,
-    help="Replace an output wheel of the same name (never a file that is no wheel).",
-)
-@click.option("--dry-run", is_flag=True, help="Say what would be written; write nothing.")
+@overwrite_option("Replace an output wheel of the same name (never a file that is no wheel).")
+@dry_run_option("Say what would be written; write nothing.")
 @quiet_option("no line per wheel written, no notes but the one that PyPI still refuses a copy")
 def unlabel_command(
     wheels: tuple[Path, ...],

@@ -11,6 +11,7 @@ import click
 
 from torchwheel.cli.jsonout import error_object, json_failures, print_document
 from torchwheel.cli.options import (
+    against_option,
     chosen_table,
     config_folder,
     env_option,
@@ -23,6 +24,7 @@ from torchwheel.cli.options import (
     require_inputs,
     select_option,
     symbols_option,
+    verbose_option,
 )
 from torchwheel.errors import Exit, InputError
 from torchwheel.report.textsafe import safe, safe_lines
@@ -146,18 +148,10 @@ def _unreadable_failure(unreadable: tuple[Unreadable, ...]) -> InputError | None
     help="Fast mode: no sha256 of members (RECORD presence and sizes, and zip CRCs of what is read, "
     "are still checked); only compiled members are inflated",
 )
-@click.option(
-    "-q",
-    "--quiet",
-    count=True,
-    help="-q: the findings only, no summary line; -qq: nothing on stdout (the exit code says it).",
+@quiet_option(
+    "-q: the findings only, no summary line; -qq: nothing on stdout (the exit code says it).", counted=True
 )
-@click.option(
-    "-v",
-    "--verbose",
-    is_flag=True,
-    help="Every finding on a line of its own, with the whole lists a message cuts to a few names.",
-)
+@verbose_option("Every finding on a line of its own, with the whole lists a message cuts to a few names.")
 @click.option(
     "--exit-zero",
     is_flag=True,
@@ -273,12 +267,9 @@ def _show_check(
 
 @click.command(short_help="Would these wheels load on TORCH? Imports against its exports.")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--against",
-    "against",
+@against_option(
+    "A torch wheel, a directory holding torch/lib (site-packages, torch, torch/lib), or 'installed'.",
     required=True,
-    metavar="TORCH",
-    help="A torch wheel, a directory holding torch/lib (site-packages, torch, torch/lib), or 'installed'.",
 )
 @format_option("text", "json")
 @json_failures("compat")

@@ -54,6 +54,7 @@ from torchwheel.tables.exports import platform_of
 from torchwheel.tables.symtable import SymbolTable
 from torchwheel.tables.tablechoice import ChosenTable, choose_table
 from torchwheel.torchabi.backend import parse_backend
+from torchwheel.torchabi.torch_named import named_torch
 from torchwheel.torchabi.torchlibs import VERSION_PY_BYTES, TorchLibraries, read_files, read_torch
 from torchwheel.wheel.installed import Installed, NotRead, installed, source_of
 
@@ -194,11 +195,8 @@ def _machine(target: TorchTarget, env: Environment) -> tuple[Machine, dict[str, 
 
 
 def _planned(target: TorchTarget, torch: str, backend: str | None) -> JudgedTorch:
-    try:
-        version = Version(limits.check_version("--torch", torch))
-    except InvalidVersion as exc:
-        raise InputError(f"--torch {clipped(torch, 40)!r}: not a version (X.Y or X.Y.Z)") from exc
-    if len(version.release) not in (2, 3) or version.local or version.is_prerelease:
+    version = named_torch(torch)
+    if version.local or version.is_prerelease:
         raise InputError(f"--torch {clipped(torch, 40)!r}: give a torch release as X.Y or X.Y.Z")
     build = parse_backend(backend) if backend is not None else None
     return JudgedTorch(

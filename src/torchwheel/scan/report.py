@@ -119,7 +119,7 @@ def _counted(line: dict[str, Any]) -> _Counted:
     floor = str(need["floor"]) if need and kind == "stable" and need.get("floor") else None
     builds = None
     if need:
-        found = need.get("torch_build") or ["none"]  # "not read" on a partial line without --gpu
+        found = need.get("torch_build") or ["none"]  # "not read" on a partial line without --gpu-code
         builds = found if isinstance(found, str) else ", ".join(found)
     findings = (line["check"] or {}).get("findings") or []
     codes = tuple(sorted({str(f["code"]) for f in findings if f["severity"] == "error"}))

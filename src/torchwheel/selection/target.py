@@ -38,6 +38,7 @@ from torchwheel.torchabi import backend
 from torchwheel.torchabi.accelerators import torch_build_of_requirements
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.cuda_archs import parse_gpu
+from torchwheel.torchabi.torch_named import named_torch
 from torchwheel.torchabi.torch_releases import Minor, minor_of
 from torchwheel.torchabi.torchlibs import VERSION_PY_BYTES
 from torchwheel.version import FeatureVersion
@@ -405,10 +406,7 @@ def target_from_options(
         build: TorchBuild | None = backend.parse_backend(torch_backend)
     else:
         build = here.build if torch is None else None
-    try:
-        torch_version = Version(limits.check_version("--torch", torch)) if torch else here.torch
-    except InvalidVersion as exc:
-        raise InputError(f"--torch {torch!r}: not a version") from exc
+    torch_version = named_torch(torch) if torch else here.torch
     minor_only = torch_version is not None and torch is not None and len(torch_version.release) == 2
     version = python_version or here.python_version
     try:
