@@ -93,6 +93,8 @@ class RewriteRefused(InputError):
     that disagrees with its files, METADATA that does not parse, an unreadable marker).
     ``findings`` holds what ``check`` would report on those codes."""
 
+    fixed_reference = "rewrite-refused"
+
     def __init__(self, message: str, findings: Findings, wheels: list[WheelFacts]) -> None:
         super().__init__(message)
         self.findings, self.wheels = findings, wheels
@@ -107,7 +109,12 @@ def _refused(refusals: list[tuple[str, InputError]], wheels: int) -> InputError:
     named: dict[str, list[str]] = {}
     for wheel, exc in refusals:
         named.setdefault(str(exc), []).append(Path(wheel).name)
-    return InputError("; and ".join(f"{', '.join(who)}: {reason}" for reason, who in named.items()))
+    return InputError(
+        "; and ".join(f"{', '.join(who)}: {reason}" for reason, who in named.items()),
+        reference=refusals[0][1].reference
+        if len({e.reference for _, e in refusals}) == 1
+        else "rewrite-refused",
+    )
 
 
 def _chosen(symbols: PathLike | ChosenTable | None) -> ChosenTable:
@@ -142,10 +149,12 @@ def inspect_wheel(
         raise InvalidValue(f"unreadable: {unreadable!r:.80} is neither 'raise' nor 'report'")
     chosen, given, env = _chosen(symbols), arguments.paths(paths), arguments.names(env, "env")
     if not given and not env:
-        raise InputError("give at least one wheel, directory or binary (or an installed distribution)")
+        raise InputError(
+            "give at least one wheel, directory or binary (or an installed distribution)", reference="misuse"
+        )
     failed: list[InputError] | None = [] if unreadable == "report" else None
     facts = tuple(load_facts(given, tuple(env), chosen.table, verify_hashes, failed, early))
-    return Facts(facts, chosen, tuple(Unreadable(e.input_path, str(e)) for e in failed or ()))
+    return Facts(facts, chosen, tuple(Unreadable(e.input_path, str(e), e.reference) for e in failed or ()))
 
 
 def check(

@@ -135,7 +135,7 @@ def select(
         )
         code = outcome.exit_code(found, gathered)
         if code == Exit.INPUT:  # the report above lists every reason; stderr gets the one line of an exit 2
-            raise InputError(outcome.refusal_line(found, gathered))
+            raise InputError(outcome.refusal_line(found, gathered), reference="candidates-unusable")
         if not planned:
             _say_driver([o.choice.chosen for o in found if o.choice.chosen is not None], target)
         for o in found:
@@ -210,11 +210,12 @@ def install(
             listed = ", ".join(o.name for o in found)
             raise InputError(
                 f"the sources hold {len(found)} projects ({listed}): name the ones to install with "
-                "--name (repeatable)"
+                "--name (repeatable)",
+                reference="misuse",
             )
         if code == Exit.INPUT:  # every exit 2 is one line on stderr: the report goes to stdout
             click.echo(text)
-            raise InputError(outcome.refusal_line(found, gathered))
+            raise InputError(outcome.refusal_line(found, gathered), reference="candidates-unusable")
         if code != Exit.OK:
             click.echo(text, err=True)
             _say_refused(found, gathered)
@@ -311,7 +312,9 @@ def _install_all(
     try:
         for c in chosen:
             if c.name == "torch":
-                raise InputError("torchwheel never installs torch itself: use pip for torch")
+                raise InputError(
+                    "torchwheel never installs torch itself: use pip for torch", reference="misuse"
+                )
             result = install_wheel(c, target, upgrade)
             _say_repaired(list(result.repaired))
             where = result.dist_info.parent

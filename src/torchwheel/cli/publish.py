@@ -31,7 +31,7 @@ from torchwheel.cli.options import (
     verbose_option,
     wheel_dir_option,
 )
-from torchwheel.errors import Exit, InputError
+from torchwheel.errors import Exit, InputError, Reference
 from torchwheel.report.textsafe import safe, safe_lines
 
 if TYPE_CHECKING:
@@ -155,7 +155,8 @@ def _public_base_url(base_url: str | None) -> None:
     if base_url is not None and has_credentials(base_url):
         raise InputError(
             f"--base-url {shown(base_url)}: holds a user part (user:password@ or token@), which the "
-            "front page would print in every install line; give the address without it"
+            "front page would print in every install line; give the address without it",
+            reference="bad-option-value",
         )
 
 
@@ -239,6 +240,7 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], qu
     skipped = [{"location": s.location, "reason": s.reason} for s in got.skipped]
     if not got.candidates:
         empty = f"no readable wheel: {_first_skipped(got)}" if got.skipped else "no wheels in the sources"
+        empty_reference: Reference = "candidates-unusable" if got.skipped else "not-found"
         if fmt == "json":  # the document, empty, with the error: a CI step parses it all the same
             print_document(
                 {
@@ -247,10 +249,10 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], qu
                     "installed_torch": None,
                     "wheels": [],
                     "skipped": skipped,
-                    "error": error_object(empty),
+                    "error": error_object(empty, empty_reference),
                 }
             )
-        raise InputError(empty)
+        raise InputError(empty, reference=empty_reference)
     installed = installed_torch()
     axis = matrix.backend_axis(got.candidates)
     cols = matrix.columns(got.candidates, asked, installed, axis)
@@ -269,7 +271,7 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], qu
         doc = matrix.to_json_all(grids)
         doc["skipped"] = skipped
         if failure is not None:
-            doc["error"] = error_object(failure)
+            doc["error"] = error_object(failure, "candidates-unusable")
         print_document(doc)
     else:
         out = matrix.render(grids, fmt == "markdown", why, installed, here, with_legend=not quiet)
@@ -281,7 +283,7 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], qu
             )  # a list of its own in markdown, not the legend's paragraph
             skips = [f"{bullet}skipped {s.location}: {s.reason}" for s in got.skipped]
             click.echo(safe_lines(["", *skips] if fmt == "markdown" else skips))
-        raise InputError(failure)
+        raise InputError(failure, reference="candidates-unusable")
     code, missing = grid_exit_code(got.candidates, asked)
     for line in missing:
         click.echo(f"torchwheel: {safe(line)}", err=True)

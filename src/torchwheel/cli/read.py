@@ -55,7 +55,7 @@ def inspect(
     for path in files:
         _, facts = scan_file(path, str(path))  # OSError (a FIFO, a device) is one line in main
         if isinstance(facts, BinaryError):
-            raise InputError(f"{path}: {facts}")
+            raise InputError(f"{path}: {facts}", reference="not-a-wheel")
         results.append(analyze_binary(facts, chosen.table))
     if fmt == "json":
         print_document(inspect_json(results, chosen.to_json()))
@@ -96,7 +96,7 @@ def show(
     failure = _unreadable_failure(facts.unreadable)
     if fmt == "json":
         doc = facts.to_json()
-        print_document(doc | ({"error": error_object(str(failure))} if failure else {}))
+        print_document(doc | ({"error": error_object(str(failure), failure.reference)} if failure else {}))
     else:
         parts = [wheel_text(w, quiet) for w in facts.facts]
         if facts.unreadable:
@@ -127,7 +127,8 @@ def _unreadable_failure(unreadable: tuple[Unreadable, ...]) -> InputError | None
             f" (and {more:,} more input{'s' if more != 1 else ''} that could not be read: see the report)"
             if more
             else ""
-        )
+        ),
+        reference=unreadable[0].reference,
     )
     failure.input_path, failure.reported = unreadable[0].path, True
     return failure
@@ -243,7 +244,7 @@ def _show_check(
         doc = (
             with_unreadable(statistics_json(wheels, findings), unreadable) if statistics else result.to_json()
         )
-        print_document(doc | ({"error": error_object(str(failure))} if failure else {}))
+        print_document(doc | ({"error": error_object(str(failure), failure.reference)} if failure else {}))
     elif fmt == "github":
         out = "\n".join(
             [check_github(findings), *(input_error(u.message, u.path) for u in unreadable)]

@@ -160,9 +160,11 @@ def summarize(path: Path) -> Summary:
     try:
         fd = open_regular(path)
     except FileNotFoundError as exc:
-        raise InputError(f"{path}: no such scan file") from exc
+        raise InputError(f"{path}: no such scan file", reference="not-found") from exc
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc} (reading the scan file)") from exc
+        raise InputError(
+            f"{path}: {exc.strerror or exc} (reading the scan file)", reference="file-system-error"
+        ) from exc
     try:
         with open(fd, "rb", closefd=False) as fh:
             for line, _ in jsonl.whole_lines(fh, str(path)):
@@ -173,7 +175,9 @@ def summarize(path: Path) -> Summary:
                 newest.pop(key, None)  # the newest line of a source keeps its place at the end
                 newest[key] = _counted(line)
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc} (reading the scan file)") from exc
+        raise InputError(
+            f"{path}: {exc.strerror or exc} (reading the scan file)", reference="file-system-error"
+        ) from exc
     finally:
         os.close(fd)
     for counted in newest.values():
