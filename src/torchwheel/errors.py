@@ -97,7 +97,7 @@ REFERENCES: dict[Reference, str] = {
     "`torchwheel symbols update` or upgrade torchwheel",
     "torch-unreadable": "the torch named (`--against`, an installed torch) has no libraries or "
     "version torchwheel can read",
-    "interpreter-unusable": "`--python` names no interpreter torchwheel can ask (not found, not a "
+    "interpreter-unusable": "`--python` names no interpreter torchwheel can ask (a folder, not a "
     "Python, no answer to the probe)",
     "output-refused": "the output is there already (pass `--overwrite`), or is a link or something "
     "torchwheel did not write; choose another",

@@ -212,7 +212,12 @@ def _from_env(limits: Limits) -> Limits:
         try:
             value = _parse_size(raw)
         except ValueError as exc:
-            raise InputError(f"{limit.env}={quoted(raw, 40)}: {exc}", reference="bad-option-value") from exc
+            raise InputError(
+                f"{limit.env}={quoted(raw, 40)}: {exc}",
+                reference="bad-option-value",
+                field=limit.env,
+                value=raw,
+            ) from exc
         if value < limit.minimum:
             raise InputError(
                 f"{limit.env}={quoted(raw, 40)}: expected at least {limit.minimum}",
@@ -274,7 +279,12 @@ def set_max_member_size(text: str) -> None:
     try:
         value = _parse_size(text)
     except ValueError as exc:
-        raise InputError(f"--max-member-size {text!r}: {exc}", reference="bad-option-value") from exc
+        raise InputError(
+            f"--max-member-size {text!r}: {exc}",
+            reference="bad-option-value",
+            field="--max-member-size",
+            value=text,
+        ) from exc
     _current = replace(current(), max_member_size=replace(current().max_member_size, value=value))
 
 

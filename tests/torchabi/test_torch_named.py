@@ -20,7 +20,8 @@ def test_a_minor_or_a_release_as_torch_prints_it() -> None:
     [("two", "not a version"), ("2", "give a torch release"), ("2.13.0.1", "give a torch release")],
 )
 def test_anything_else_is_refused_naming_the_option(bad: str, why: str) -> None:
-    with pytest.raises(InvalidValue, match=rf"^--torch '{bad}': {why}"):
+    with pytest.raises(InvalidValue, match=rf"^--torch '{bad}': {why}") as info:
         named_torch(bad)
+    assert (info.value.reference, info.value.field, info.value.value) == ("bad-option-value", "--torch", bad)
     with pytest.raises(InvalidValue, match=rf"^torch '{bad}': {why}"):
         named_torch(bad, "torch")

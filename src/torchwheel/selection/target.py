@@ -164,7 +164,9 @@ def _interpreter(python: str | None) -> str:
     if os.sep not in python and (os.altsep is None or os.altsep not in python):
         found = shutil.which(python)
         if found is None:
-            raise InputError(f"--python {python}: not found on PATH", reference="not-found")
+            raise InputError(
+                f"--python {python}: not found on PATH", reference="not-found", field="--python", value=python
+            )
         return found
     return python
 

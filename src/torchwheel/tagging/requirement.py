@@ -83,7 +83,10 @@ def _upper_bound(text: str) -> str:
         return str(Version(text))
     except InvalidVersion as exc:
         raise InputError(
-            f"--upper-bound {quoted(text, 60)}: not a version", reference="bad-option-value"
+            f"--upper-bound {quoted(text, 60)}: not a version",
+            reference="bad-option-value",
+            field="--upper-bound",
+            value=text,
         ) from exc
 
 

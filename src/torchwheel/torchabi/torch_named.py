@@ -18,7 +18,11 @@ def named_torch(text: str, what: str = "--torch") -> Version:
     try:
         version = Version(limits.check_version(what, text))
     except InvalidVersion as exc:
-        raise InvalidValue(f"{what} {clipped(text, 40)!r}: not a version (X.Y or X.Y.Z)") from exc
+        raise InvalidValue(
+            f"{what} {clipped(text, 40)!r}: not a version (X.Y or X.Y.Z)", field=what, value=text
+        ) from exc
     if len(version.release) not in (2, 3):
-        raise InvalidValue(f"{what} {clipped(text, 40)!r}: give a torch release as X.Y or X.Y.Z")
+        raise InvalidValue(
+            f"{what} {clipped(text, 40)!r}: give a torch release as X.Y or X.Y.Z", field=what, value=text
+        )
     return version
