@@ -238,14 +238,14 @@ def test_the_command_writes_partial_lines_and_refuses_gpu_alone(tmp_path: Path) 
     with serve(tmp_path) as (base, _):
         done = torchwheel("scan", f"{base}/{DEMO.name}", "--partial", "-o", str(out), cwd=tmp_path)
         assert done.returncode == 0, done.stderr
-        refused = torchwheel("scan", f"{base}/{DEMO.name}", "--gpu", "-o", str(out), cwd=tmp_path)
+        refused = torchwheel("scan", f"{base}/{DEMO.name}", "--gpu-code", "-o", str(out), cwd=tmp_path)
     (line,) = [json.loads(text) for text in out.read_text().splitlines()]
     assert (
         line["read"] == "whole" and line["partial"]["whole"] == "small" and line["partial"]["requests"] == 1
     )
     assert line["fetched_bytes"] == DEMO.stat().st_size and line["hashes_verified"]["record"] is True
     assert line["need"]["need"]["floor"] == "2.10.0" and line["check"] is not None
-    assert refused.returncode == 2 and "--gpu is for --partial" in refused.stderr
+    assert refused.returncode == 2 and "--gpu-code is for --partial" in refused.stderr
 
 
 def _corpus_case(entry: Any, path: Path, tmp_path: Path) -> None:

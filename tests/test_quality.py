@@ -171,3 +171,62 @@ def test_the_unit_tier_needs_no_compiler() -> None:
             for path in sorted(folder.rglob("*.py")):
                 found += [f"{path.relative_to(ROOT)}: {m[0]}" for m in calls.finditer(path.read_text())]
     assert not found, found
+
+
+def _error_classes_without_a_reference() -> set[str]:
+    """The names of ``InputError`` and of each subclass that fixes no ``fixed_reference``:
+    whoever raises one of them names the reference."""
+    import importlib
+    import pkgutil
+
+    import torchwheel
+    from torchwheel.errors import InputError
+
+    for module in pkgutil.walk_packages(torchwheel.__path__, "torchwheel."):
+        if module.name != "torchwheel.__main__":
+            importlib.import_module(module.name)
+    found, todo = set(), [InputError]
+    while todo:
+        kind = todo.pop()
+        todo.extend(kind.__subclasses__())
+        if kind.fixed_reference is None and not kind.__name__.startswith("_"):
+            found.add(kind.__name__)
+    return found
+
+
+def test_every_input_error_names_a_reference() -> None:
+    """Every ``InputError(...)`` of src/torchwheel passes ``reference=`` (what the error is,
+    for the JSON error document and a scan line's code: never read from the message), and
+    every reference written out is one of ``errors.REFERENCES``."""
+    from torchwheel.errors import REFERENCES
+
+    bare = _error_classes_without_a_reference()
+    assert "InputError" in bare
+    missing, unknown, calls = [], [], 0
+    for path in sorted((ROOT / "src" / "torchwheel").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = (
+                func.id
+                if isinstance(func, ast.Name)
+                else func.attr
+                if isinstance(func, ast.Attribute)
+                else ""
+            )
+            given = {k.arg: k.value for k in node.keywords}
+            if name in bare:
+                calls += 1
+                if "reference" not in given:
+                    missing.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            value = given.get("reference")
+            for literal in ast.walk(value) if value is not None else ():
+                if (
+                    isinstance(literal, ast.Constant)
+                    and isinstance(literal.value, str)
+                    and literal.value not in REFERENCES
+                ):
+                    unknown.append(f"{path.relative_to(ROOT)}:{node.lineno}: {literal.value}")
+    assert missing == [] and unknown == []
+    assert calls > 250  # the walk saw the raises

@@ -93,6 +93,8 @@ class RewriteRefused(InputError):
     that disagrees with its files, METADATA that does not parse, an unreadable marker).
     ``findings`` holds what ``check`` would report on those codes."""
 
+    fixed_reference = "rewrite-refused"
+
     def __init__(self, message: str, findings: Findings, wheels: list[WheelFacts]) -> None:
         super().__init__(message)
         self.findings, self.wheels = findings, wheels
@@ -107,7 +109,12 @@ def _refused(refusals: list[tuple[str, InputError]], wheels: int) -> InputError:
     named: dict[str, list[str]] = {}
     for wheel, exc in refusals:
         named.setdefault(str(exc), []).append(Path(wheel).name)
-    return InputError("; and ".join(f"{', '.join(who)}: {reason}" for reason, who in named.items()))
+    return InputError(
+        "; and ".join(f"{', '.join(who)}: {reason}" for reason, who in named.items()),
+        reference=refusals[0][1].reference
+        if len({e.reference for _, e in refusals}) == 1
+        else "rewrite-refused",
+    )
 
 
 def _chosen(symbols: PathLike | ChosenTable | None) -> ChosenTable:
@@ -142,10 +149,12 @@ def inspect_wheel(
         raise InvalidValue(f"unreadable: {unreadable!r:.80} is neither 'raise' nor 'report'")
     chosen, given, env = _chosen(symbols), arguments.paths(paths), arguments.names(env, "env")
     if not given and not env:
-        raise InputError("give at least one wheel, directory or binary (or an installed distribution)")
+        raise InputError(
+            "give at least one wheel, directory or binary (or an installed distribution)", reference="misuse"
+        )
     failed: list[InputError] | None = [] if unreadable == "report" else None
     facts = tuple(load_facts(given, tuple(env), chosen.table, verify_hashes, failed, early))
-    return Facts(facts, chosen, tuple(Unreadable(e.input_path, str(e)) for e in failed or ()))
+    return Facts(facts, chosen, tuple(Unreadable(e.input_path, str(e), e.reference) for e in failed or ()))
 
 
 def check(
@@ -225,19 +234,15 @@ def loads_on(
     ``backend`` its build (``cpu``, ``cu130``, ``rocm7.1``, ``xpu``; None: not known, so a wheel that
     needs one build is ``unknown``); ``gpu`` the GPU (``sm_90``, ``9.0`` or 90; None: not judged).
     Requirement markers are evaluated for the wheel's own platform and lowest CPython."""
-    from packaging.version import InvalidVersion
-
     from torchwheel.selection.target import markers_for_tags
     from torchwheel.torchabi.backend import parse_backend
     from torchwheel.torchabi.cuda_archs import parse_gpu
+    from torchwheel.torchabi.torch_named import named_torch
     from torchwheel.torchabi.torch_releases import minor_of
     from torchwheel.torchabi.verdicts import minor_verdict, verdict
 
     torch = arguments.text(torch, "torch", version=True) or ""
-    try:
-        version = Version(torch)
-    except InvalidVersion as exc:
-        raise InvalidValue(f"torch {torch[:40]!r}: not a version") from exc
+    version = named_torch(torch, "torch")
     backend = arguments.text(backend, "backend", version=True)
     build = parse_backend(backend) if backend is not None else None
     given = arguments.gpu(gpu)

@@ -35,11 +35,17 @@ _ENV_PREFIX = "TORCHWHEEL_"
 class LimitExceeded(InputError):
     """An input asks for more than the budget allows: exit 2 with the limit's name."""
 
+    fixed_reference = "limit-exceeded"
+
     def __init__(self, what: str, value: int, limit: Limit) -> None:
         raise_how = f"raise it with {limit.option}" if limit.option else f"raise it with {limit.env}"
         if limit.option:
             raise_how += f" or {limit.env}"
-        super().__init__(f"{what} ({value:,}) exceeds the limit {limit.name} = {limit.value:,}: {raise_how}")
+        super().__init__(
+            f"{what} ({value:,}) exceeds the limit {limit.name} = {limit.value:,}: {raise_how}",
+            value=value,
+            limit=limit.name,
+        )
 
 
 @frozen
@@ -206,9 +212,17 @@ def _from_env(limits: Limits) -> Limits:
         try:
             value = _parse_size(raw)
         except ValueError as exc:
-            raise InputError(f"{limit.env}={quoted(raw, 40)}: {exc}") from exc
+            raise InputError(
+                f"{limit.env}={quoted(raw, 40)}: {exc}",
+                reference="bad-option-value",
+                field=limit.env,
+                value=raw,
+            ) from exc
         if value < limit.minimum:
-            raise InputError(f"{limit.env}={quoted(raw, 40)}: expected at least {limit.minimum}")
+            raise InputError(
+                f"{limit.env}={quoted(raw, 40)}: expected at least {limit.minimum}",
+                reference="bad-option-value",
+            )
         changes[field_name] = replace(limit, value=value)
     return replace(limits, **changes)
 
@@ -265,7 +279,12 @@ def set_max_member_size(text: str) -> None:
     try:
         value = _parse_size(text)
     except ValueError as exc:
-        raise InputError(f"--max-member-size {text!r}: {exc}") from exc
+        raise InputError(
+            f"--max-member-size {text!r}: {exc}",
+            reference="bad-option-value",
+            field="--max-member-size",
+            value=text,
+        ) from exc
     _current = replace(current(), max_member_size=replace(current().max_member_size, value=value))
 
 
@@ -274,6 +293,8 @@ def set_network_budget(field_name: str, option: str, seconds: int) -> None:
     CI job most often tightens, so a broken mirror fails the job in seconds, not hours."""
     global _current
     if seconds <= 0:
-        raise InputError(f"{option} {seconds}: expected a positive number of seconds")
+        raise InputError(
+            f"{option} {seconds}: expected a positive number of seconds", reference="bad-option-value"
+        )
     limit: Limit = getattr(current(), field_name)
     _current = replace(current(), **{field_name: replace(limit, value=seconds)})

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from torchwheel.errors import Exit
+from torchwheel.errors import Exit, Reference
 from torchwheel.frozen import frozen
 
 if TYPE_CHECKING:
@@ -66,10 +66,12 @@ __all__ = [
 class Unreadable:
     """An input that could not be read, when the others are read all the same
     (``unreadable="report"``, as ``check`` and ``show`` run): ``path`` the input as given (None
-    for an installed distribution named by ``env``), ``message`` the one line that says why."""
+    for an installed distribution named by ``env``), ``message`` the one line that says why,
+    ``reference`` what it is (``errors.REFERENCES``)."""
 
     path: str | None
     message: str
+    reference: Reference
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "message": self.message}

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from torchwheel import limits
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, Reference
 from torchwheel.frozen import frozen
 from torchwheel.safeopen import open_regular
 
@@ -109,47 +109,57 @@ def _deepest(brackets: bytes, start: int, levels: list[int]) -> int:
     return max(max(levels), max(accumulate(map(_DEPTH_STEP.__getitem__, rest), initial=levels[-1])))
 
 
-def load(data: bytes, where: str, schema: Schema) -> Any:
+def load(data: bytes, where: str, schema: Schema, *, reference: Reference) -> Any:
     """The document in ``data``, checked against ``schema``; ``InputError`` naming ``where``
-    and the first problem otherwise. UTF-8 only (RFC 8259)."""
+    and the first problem otherwise, with the caller's ``reference`` (what such a document is:
+    an index page, a tables file, a wheel's own). UTF-8 only (RFC 8259)."""
     limits.current().max_json_bytes.check(f"{where}: the document's size", len(data))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{where}: not UTF-8 JSON (byte {exc.start:,} is not valid UTF-8)") from exc
+        raise InputError(
+            f"{where}: not UTF-8 JSON (byte {exc.start:,} is not valid UTF-8)", reference=reference
+        ) from exc
     _scan(text, where)
     try:
         doc = json.loads(
             text, parse_int=_int, parse_float=_float, parse_constant=_constant, object_pairs_hook=_pairs
         )
     except _Refused as exc:
-        raise InputError(f"{where}: refused: {exc}") from exc
+        raise InputError(f"{where}: refused: {exc}", reference=reference) from exc
     except json.JSONDecodeError as exc:
-        raise InputError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
+        raise InputError(
+            f"{where}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", reference=reference
+        ) from exc
     except (RecursionError, ValueError) as exc:  # the scan bounds both; a last line of defence
-        raise InputError(f"{where}: not a JSON document torchwheel can read ({type(exc).__name__})") from exc
+        raise InputError(
+            f"{where}: not a JSON document torchwheel can read ({type(exc).__name__})", reference=reference
+        ) from exc
     problem = schema.problem(doc, "$")
     if problem is not None:
-        raise InputError(f"{where}: {problem}")
+        raise InputError(f"{where}: {problem}", reference=reference)
     return doc
 
 
-def load_file(path: Path, where: str, schema: Schema) -> Any:
+def load_file(path: Path, where: str, schema: Schema, *, reference: Reference) -> Any:
     """A JSON file: a regular file only (``safeopen``), its size bounded before it is read."""
     try:
         fd = open_regular(path)
     except OSError as exc:
-        raise InputError(f"{where}: {exc.strerror or exc}") from exc
+        raise InputError(
+            f"{where}: {exc.strerror or exc}",
+            reference="not-found" if isinstance(exc, FileNotFoundError) else "file-system-error",
+        ) from exc
     try:
         size = os.fstat(fd).st_size
         limits.current().max_json_bytes.check(f"{where}: the file's size", size)
         with open(fd, "rb", closefd=False) as fh:
             data = fh.read(limits.current().max_json_bytes.value + 1)
     except OSError as exc:
-        raise InputError(f"{where}: {exc.strerror or exc}") from exc
+        raise InputError(f"{where}: {exc.strerror or exc}", reference="file-system-error") from exc
     finally:
         os.close(fd)
-    return load(data, where, schema)
+    return load(data, where, schema, reference=reference)
 
 
 # -- schemas -----------------------------------------------------------------------------------

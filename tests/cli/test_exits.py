@@ -135,7 +135,7 @@ def _answer_no() -> Exit:
 
 @_demo.command("unreadable")
 def _unreadable() -> Exit:
-    raise InputError("x.whl: not a zip\nsecond line")
+    raise InputError("x.whl: not a zip\nsecond line", reference="archive-damaged")
 
 
 @_demo.command("unfinished")

@@ -21,7 +21,7 @@ def _command(printed_first: bool) -> click.Command:
     def demo(fmt: str) -> None:
         if printed_first:
             print_document({"schema_version": 1, "command": "demo"})
-        raise InputError("x.whl: not a zip archive")
+        raise InputError("x.whl: not a zip archive", reference="archive-damaged")
 
     return demo
 
@@ -36,7 +36,7 @@ def test_json_failure_prints_the_error_document_and_lets_the_error_go_on() -> No
     assert json.loads(out) == {
         "schema_version": 1,
         "command": "demo",
-        "error": {"message": "x.whl: not a zip archive", "exit": 2},
+        "error": {"message": "x.whl: not a zip archive", "reference": "archive-damaged", "exit": 2},
     }
     assert isinstance(exc, InputError)
 
@@ -72,7 +72,7 @@ def test_other_formats_print_nothing(fmt: str) -> None:
 
 
 def test_error_object() -> None:
-    assert error_object("why") == {"message": "why", "exit": 2}
+    assert error_object("why", "misuse") == {"message": "why", "reference": "misuse", "exit": 2}
 
 
 def test_print_document_is_ascii_only(capsys: pytest.CaptureFixture[str]) -> None:

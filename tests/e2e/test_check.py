@@ -271,7 +271,11 @@ def test_an_unreadable_input_hides_no_other_inputs_findings(
             str(house / "aaa-1.0-py3-none-any.whl"),
             str(house / "zzz-1.0-py3-none-any.whl"),
         ]
-        assert doc["error"] == {"message": line.removeprefix("torchwheel: error: "), "exit": 2}
+        assert doc["error"] == {
+            "message": line.removeprefix("torchwheel: error: "),
+            "reference": "archive-damaged",
+            "exit": 2,
+        }
         assert doc["summary"]["errors"] >= 1
         found = doc["statistics"] if "--statistics" in args else doc["findings"]
         assert any(f["code"] == "TW201" for f in found)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from torchwheel.errors import REFERENCES
 from torchwheel.report.github import escape_data, escape_property
 from torchwheel.report.textsafe import defuse, html_text, json_text, markdown_cell, markdown_code, safe
 
@@ -268,6 +269,13 @@ def test_json_on_exit_2_carries_the_error(
     assert doc["schema_version"] == 1
     assert doc["error"]["exit"] == 2
     assert safe(doc["error"]["message"]) == lines[0].removeprefix("torchwheel: error: ")
+    assert doc["error"]["reference"] in REFERENCES  # what it is, for a program: not the text
+    said = {
+        "select-bad-plan": "bad-option-value",
+        "matrix-bad-torch": "bad-option-value",
+        "check-usage": "misuse",
+    }
+    assert doc["error"]["reference"] == said.get(case, doc["error"]["reference"])
     if case in ("matrix", "matrix-mixed"):
         assert doc["skipped"] and doc["skipped"][0]["location"].endswith(".whl")
     if case == "matrix-mixed":

@@ -76,7 +76,8 @@ def test_as_source_refuses_anything_else(value: object) -> None:
         (DigestMismatch("differs"), "digest"),
         (LimitExceeded("members", 2, Limit("max-members", 1)), "limit"),
         (InvalidWheelName("x.whl", "bad"), "name"),
-        (InputError("anything"), "unreadable"),
+        (InputError("anything", reference="archive-damaged"), "unreadable"),
+        (InputError("a link", reference="network-error"), "network"),  # by the reference, not the class
     ],
 )
 def test_error_codes(exc: InputError, code: str) -> None:

@@ -85,7 +85,7 @@ def _manifests(
         from torchwheel import safejson  # only a wheel that ships a .json file: check stays lean
 
         try:
-            doc = safejson.load(read(member), member, safejson.ANY)
+            doc = safejson.load(read(member), member, safejson.ANY, reference="wheel-invalid")
         except InputError:
             continue  # not a manifest torchwheel can read: no evidence
         for value in _named_kernels(doc):

@@ -56,7 +56,9 @@ def _entries(p: Path) -> list[Path | InputError]:
     if stat.S_ISDIR(mode) and not any(p.glob("*.dist-info")):
         wheels = sorted(p.glob("*.whl"))
         if not wheels:
-            raise InputError(f"{p}: a directory with neither wheels nor a .dist-info")
+            raise InputError(
+                f"{p}: a directory with neither wheels nor a .dist-info", reference="not-a-wheel"
+            )
         out: list[Path | InputError] = []
         for w in wheels:
             try:
@@ -66,7 +68,9 @@ def _entries(p: Path) -> list[Path | InputError]:
                 out.append(exc)
         return out
     if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-        raise InputError(f"{p}: {kind(mode)}, not a wheel, directory or binary: refused")
+        raise InputError(
+            f"{p}: {kind(mode)}, not a wheel, directory or binary: refused", reference="not-a-wheel"
+        )
     return [p]
 
 
@@ -86,10 +90,13 @@ def _directory_entry(folder: Path, entry: Path) -> Path:
     if stat.S_ISLNK(mode):
         real = Path(os.path.realpath(entry))
         if not real.is_relative_to(Path(os.path.realpath(folder))):
-            raise InputError(f"{entry}: a symbolic link out of {folder} (to {real}): refused, not followed")
+            raise InputError(
+                f"{entry}: a symbolic link out of {folder} (to {real}): refused, not followed",
+                reference="not-a-wheel",
+            )
         mode = _mode(entry)
     if not stat.S_ISREG(mode):
-        raise InputError(f"{entry}: {kind(mode)} in {folder}, not a wheel: refused")
+        raise InputError(f"{entry}: {kind(mode)} in {folder}, not a wheel: refused", reference="not-a-wheel")
     return entry
 
 
@@ -100,7 +107,7 @@ def _binary_facts(path: Path, table: SymbolTable) -> WheelFacts:
     except OSError as exc:
         raise system_error(path, exc) from exc
     if isinstance(read, BinaryError):
-        raise InputError(f"{path}: {read}")
+        raise InputError(f"{path}: {read}", reference="not-a-wheel")
     contents = WheelContents.lone_binary(str(path), path.name)
     binary = MemberBinary(path.name, analyze_binary(read, table))
     return WheelFacts(contents, MetadataFacts(None, (), ()), binaries=(binary,), kind="binary")

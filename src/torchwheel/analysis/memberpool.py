@@ -80,6 +80,8 @@ def one_name_per_file(source: Source, compiled: list[str]) -> tuple[list[str], d
 class Abandoned(InputError):
     """The pool was closed before this member was read (the command ended first)."""
 
+    fixed_reference = "interrupted"
+
 
 class _Stoppable:
     """The source as the pool's threads read it: each chunk first asks whether the pool was

@@ -129,7 +129,7 @@ def compare(wheel: WheelFacts, torch: TorchLibraries, table: SymbolTable) -> Inp
     one verdict (need and Requires-Dist) admits this torch."""
     if wheel.unreadable:
         bad = wheel.unreadable[0]
-        raise InputError(f"{wheel.contents.path}: {bad.member}: {bad.error}")
+        raise InputError(f"{wheel.contents.path}: {bad.member}: {bad.error}", reference="wheel-invalid")
     release = torch_releases.release_of(torch.version) if torch.version else None
     others: dict[str, str] = {}
     if release is not None:

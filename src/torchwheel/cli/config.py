@@ -35,17 +35,19 @@ def _read_table(candidate: Path) -> dict[str, Any] | None:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{candidate}: cannot be read ({exc})") from exc
+        raise InputError(f"{candidate}: cannot be read ({exc})", reference="config-invalid") from exc
     except RecursionError as exc:  # tomllib recurses once per nested array or inline table
-        raise InputError(f"{candidate}: cannot be read (nested deeper than a TOML reader goes)") from exc
+        raise InputError(
+            f"{candidate}: cannot be read (nested deeper than a TOML reader goes)", reference="config-invalid"
+        ) from exc
     tool = data.get("tool", {})
     if not isinstance(tool, dict):
-        raise InputError(f"{candidate}: [tool] must be a table")
+        raise InputError(f"{candidate}: [tool] must be a table", reference="config-invalid")
     if "torchwheel" not in tool:
         return None
     table = tool["torchwheel"]
     if not isinstance(table, dict):
-        raise InputError(f"{candidate}: [tool.torchwheel] must be a table")
+        raise InputError(f"{candidate}: [tool.torchwheel] must be a table", reference="config-invalid")
     return table
 
 
@@ -75,7 +77,8 @@ def config_start(inputs: Iterable[Path | str]) -> Path:
         (a, first), (b, second) = list(found.items())[:2]
         raise InputError(
             f"{first} and {second} are configured by different [tool.torchwheel] tables ({a}, {b}): "
-            "check each project in a run of its own, or pass --no-config"
+            "check each project in a run of its own, or pass --no-config",
+            reference="config-invalid",
         )
     return next(iter(found)).parent if found else Path.cwd()
 
@@ -83,7 +86,9 @@ def config_start(inputs: Iterable[Path | str]) -> Path:
 def _strings(table: dict[str, Any], key: str, where: Path) -> tuple[str, ...]:
     value = table.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InputError(f"{where}: [tool.torchwheel] {key} must be a list of strings")
+        raise InputError(
+            f"{where}: [tool.torchwheel] {key} must be a list of strings", reference="config-invalid"
+        )
     return tuple(value)
 
 
@@ -96,7 +101,7 @@ def _read(where: Path) -> str:
         return read_regular(where, limit.value).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InputError(f"{where}: cannot be read ({why})") from exc
+        raise InputError(f"{where}: cannot be read ({why})", reference="config-invalid") from exc
 
 
 def _tool_table(start: Path) -> tuple[dict[str, Any], Path | None]:
@@ -108,7 +113,7 @@ def _tool_table(start: Path) -> tuple[dict[str, Any], Path | None]:
     unknown = set(table) - _KEYS
     if unknown:
         shown = ", ".join(clipped(k, 40) for k in sorted(unknown)[:5])
-        raise InputError(f"{where}: unknown [tool.torchwheel] keys: {shown}")
+        raise InputError(f"{where}: unknown [tool.torchwheel] keys: {shown}", reference="config-invalid")
     return table, where
 
 
@@ -122,7 +127,10 @@ def configured_symbols(start: Path, use_config: bool = True) -> Path | None:
     if value is None or where is None:
         return None
     if not isinstance(value, str) or not value or "\x00" in value:
-        raise InputError(f"{where}: [tool.torchwheel] symbols must be a file path (a string without NUL)")
+        raise InputError(
+            f"{where}: [tool.torchwheel] symbols must be a file path (a string without NUL)",
+            reference="config-invalid",
+        )
     return where.parent / value
 
 
@@ -131,7 +139,9 @@ def configured_relax_pin(start: Path, use_config: bool = True) -> bool:
     table, where = _tool_table(start) if use_config else ({}, None)
     value = table.get("relax-pin", False)
     if not isinstance(value, bool):
-        raise InputError(f"{where}: [tool.torchwheel] relax-pin must be true or false")
+        raise InputError(
+            f"{where}: [tool.torchwheel] relax-pin must be true or false", reference="config-invalid"
+        )
     return value
 
 
@@ -145,7 +155,8 @@ def _gpu_archs(table: dict[str, Any], where: Path) -> tuple[str, ...]:
     if bad:
         raise InputError(
             f"{where}: [tool.torchwheel] gpu-archs: {quoted(bad[0], 40)} is not an nvcc code name like "
-            "'sm_90', 'sm_90a' or 'compute_90'"
+            "'sm_90', 'sm_90a' or 'compute_90'",
+            reference="config-invalid",
         )
     return archs
 
@@ -155,7 +166,9 @@ def _selectors(values: tuple[str, ...], where: str, file: Path | None = None) ->
     select or ignore nothing, silently."""
     for value in values:
         if not is_selector(value):
-            raise InputError((f"{file}: " if file else "") + unknown_code(value, where))
+            raise InputError(
+                (f"{file}: " if file else "") + unknown_code(value, where), reference="config-invalid"
+            )
     return values
 
 
@@ -176,7 +189,9 @@ def load_policy(
     table, where = _tool_table(start) if use_config else ({}, None)
     require = table.get("require-torch", True)
     if not isinstance(require, bool):
-        raise InputError(f"{where}: [tool.torchwheel] require-torch must be true or false")
+        raise InputError(
+            f"{where}: [tool.torchwheel] require-torch must be true or false", reference="config-invalid"
+        )
     return Policy(
         select=frozenset(
             _selectors(_strings(table, "select", where or start), "[tool.torchwheel] select", where) + select

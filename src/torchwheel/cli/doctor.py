@@ -8,40 +8,31 @@ from pathlib import Path
 import click
 
 from torchwheel.cli.jsonout import json_failures, print_document
-from torchwheel.cli.options import chosen_table, format_option, no_config_option, symbols_option
+from torchwheel.cli.options import (
+    against_option,
+    chosen_table,
+    format_option,
+    gpu_option,
+    no_config_option,
+    python_option,
+    symbols_option,
+    torch_backend_option,
+    torch_option,
+)
 from torchwheel.errors import Exit
 
 
 @click.command("doctor", short_help="Which installed extensions load on this torch, or the next one.")
-@click.option(
-    "--python",
-    "python",
-    metavar="PATH",
-    help="The environment's interpreter (default: the one running torchwheel); asked with "
-    "`-I -S` in a subprocess: nothing of the environment is imported or executed ('' is refused).",
+@python_option
+@torch_option("Judge a torch that is not installed: the one about to be (X.Y: every release of the minor).")
+@torch_backend_option(
+    "With --torch: its build, by PyTorch's backend names (cpu, cu128, cu130, rocm7.1, xpu); "
+    "without it a CUDA/ROCm/XPU extension's build is not judged (unknown)."
 )
-@click.option(
-    "--torch",
-    "torch_version",
-    metavar="X.Y[.Z]",
-    help="Judge a torch that is not installed: the one about to be (X.Y: every release of the minor).",
+@against_option(
+    "Judge a torch wheel or a directory holding torch/lib (as `compat` takes it): its exports decide."
 )
-@click.option(
-    "--torch-backend",
-    metavar="NAME",
-    help="With --torch: its build, by PyTorch's backend names (cpu, cu128, cu130, rocm7.1, xpu); "
-    "without it a CUDA/ROCm/XPU extension's build is not judged (unknown).",
-)
-@click.option(
-    "--against",
-    metavar="TORCH",
-    help="Judge a torch wheel or a directory holding torch/lib (as `compat` takes it): its exports decide.",
-)
-@click.option(
-    "--gpu",
-    metavar="sm_XY",
-    help="The GPU whose kernels the extensions must have (sm_90, 12.0); default: nvidia-smi's, when present.",
-)
+@gpu_option
 @click.option(
     "--explain",
     metavar="MODULE|ERROR",

@@ -18,7 +18,7 @@ import sys
 
 import click
 
-from torchwheel.errors import Exit, InputError, Unfinished
+from torchwheel.errors import Exit, InputError, Reference, Unfinished
 from torchwheel.frozen import frozen
 
 
@@ -173,6 +173,22 @@ def failure_message(exc: BaseException) -> str | None:
 
         return f"out of memory: {limits.describe()}"
     return f"internal error: {type(exc).__name__}: {exc} (TORCHWHEEL_DEBUG=1 shows where)"
+
+
+def failure_reference(exc: BaseException) -> Reference:
+    """What an exit-2 failure is (``errors.REFERENCES``): an ``InputError`` carries its own;
+    the others are told apart by their kind, as ``failure_message`` words them."""
+    if isinstance(exc, InputError):
+        return exc.reference
+    if isinstance(exc, click.exceptions.Abort):
+        return "interrupted"
+    if isinstance(exc, click.exceptions.ClickException):
+        return "misuse"
+    if isinstance(exc, OSError):
+        return "file-system-error"
+    if isinstance(exc, MemoryError):
+        return "out-of-memory"
+    return "internal-error"
 
 
 _MESSAGE_CHARS = 4000  # a message quoting a 100,000-character path is still read as one line

@@ -16,12 +16,17 @@ from torchwheel.cli.jsonout import json_failures
 from torchwheel.cli.options import (
     chosen_table,
     format_option,
+    gpu_option,
     index_options,
+    names_option,
     network_options,
     no_config_option,
+    python_option,
     quiet_option,
     require_sources,
     symbols_option,
+    torch_backend_option,
+    torch_option,
 )
 from torchwheel.errors import Exit, InputError
 from torchwheel.report.textsafe import safe, safe_lines
@@ -45,20 +50,8 @@ def _sources(func: F) -> F:
         metavar="DIR|URL",
         help="A folder of wheels, or a page of links (HTML, or PEP 691 JSON named *.json).",
     )(func)
-    func = click.option(
-        "--name",
-        "names",
-        multiple=True,
-        metavar="NAME",
-        help="Only this project's wheels (repeatable).",
-    )(func)
-    func = click.option(
-        "--python",
-        "python",
-        metavar="PATH",
-        help="The interpreter to choose for (default: the one running torchwheel); asked with `-I -S`: "
-        "nothing of its environment is imported or executed ('' is refused).",
-    )(func)
+    func = names_option(func)
+    func = python_option(func)
     func = symbols_option(func)
     func = no_config_option(func)
     func = click.argument("sources", nargs=-1)(func)
@@ -78,21 +71,15 @@ def _pre_option(func: F) -> F:
 @quiet_option("one line per project, its choice (no target line, no reasons for the others)")
 @_sources
 @_pre_option
-@click.option("--torch", "torch_version", metavar="X.Y", help="Plan: choose for this torch.")
+@torch_option("Plan: choose for this torch (X.Y: any release of the minor).")
 @click.option("--python-version", metavar="X.Y", help="Plan: choose for this CPython.")
 @click.option(
     "--platform", "platforms", multiple=True, metavar="TAG", help="Plan: a platform tag (repeatable)."
 )
-@click.option(
-    "--torch-backend",
-    metavar="NAME",
-    help="Plan: the torch build, by PyTorch's backend names (uv's): cpu, cu126, cu128, cu130, rocm7.0, xpu.",
+@torch_backend_option(
+    "Plan: the torch build, by PyTorch's backend names (uv's): cpu, cu126, cu128, cu130, rocm7.0, xpu."
 )
-@click.option(
-    "--gpu",
-    metavar="sm_XY",
-    help="The GPU (sm_90, 12.0) whose kernels the wheel must have; default: nvidia-smi's, when present.",
-)
+@gpu_option
 @format_option("text", "json")
 @json_failures("select")
 def select(
@@ -148,7 +135,7 @@ def select(
         )
         code = outcome.exit_code(found, gathered)
         if code == Exit.INPUT:  # the report above lists every reason; stderr gets the one line of an exit 2
-            raise InputError(outcome.refusal_line(found, gathered))
+            raise InputError(outcome.refusal_line(found, gathered), reference="candidates-unusable")
         if not planned:
             _say_driver([o.choice.chosen for o in found if o.choice.chosen is not None], target)
         for o in found:
@@ -223,11 +210,12 @@ def install(
             listed = ", ".join(o.name for o in found)
             raise InputError(
                 f"the sources hold {len(found)} projects ({listed}): name the ones to install with "
-                "--name (repeatable)"
+                "--name (repeatable)",
+                reference="misuse",
             )
         if code == Exit.INPUT:  # every exit 2 is one line on stderr: the report goes to stdout
             click.echo(text)
-            raise InputError(outcome.refusal_line(found, gathered))
+            raise InputError(outcome.refusal_line(found, gathered), reference="candidates-unusable")
         if code != Exit.OK:
             click.echo(text, err=True)
             _say_refused(found, gathered)
@@ -324,7 +312,9 @@ def _install_all(
     try:
         for c in chosen:
             if c.name == "torch":
-                raise InputError("torchwheel never installs torch itself: use pip for torch")
+                raise InputError(
+                    "torchwheel never installs torch itself: use pip for torch", reference="misuse"
+                )
             result = install_wheel(c, target, upgrade)
             _say_repaired(list(result.repaired))
             where = result.dist_info.parent

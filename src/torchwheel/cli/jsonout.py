@@ -4,8 +4,9 @@ github`` prints the error as an annotation.
 
 A CI step that parses stdout must get a document whatever happened; an empty stdout makes
 it fail on the parse and hides the one line on stderr that says why. The document is
-``{"schema_version": 1, "command": ..., "error": {"message": ..., "exit": 2}}``, its message
-the same text as the stderr line (``cli.exits.run`` still prints that line, and the entry
+``{"schema_version": 1, "command": ..., "error": {"message": ..., "reference": ..., "exit": 2}}``,
+its message the same text as the stderr line, its ``reference`` what the error is
+(``errors.REFERENCES``, from the exception: ``cli.exits.failure_reference``) (``cli.exits.run`` still prints that line, and the entry
 point exits 2). A command that printed its own document on an exit 2 puts the same ``error``
 object in it.
 """
@@ -18,17 +19,17 @@ from typing import Any, TypeVar, cast
 
 import click
 
-from torchwheel.cli.exits import failure_message
-from torchwheel.errors import Exit
+from torchwheel.cli.exits import failure_message, failure_reference
+from torchwheel.errors import Exit, Reference
 from torchwheel.report.textsafe import documents_rendered, json_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 SCHEMA_VERSION = 1
 
 
-def error_object(message: str) -> dict[str, Any]:
+def error_object(message: str, reference: Reference) -> dict[str, Any]:
     """The ``error`` member every exit-2 document carries."""
-    return {"message": message, "exit": int(Exit.INPUT)}
+    return {"message": message, "reference": reference, "exit": int(Exit.INPUT)}
 
 
 def print_document(document: dict[str, Any]) -> None:
@@ -65,7 +66,7 @@ def json_failures(command: str) -> Callable[[F], F]:
                     click.echo(failure(message, path, usage))
                 elif message is not None and documents_rendered() == before:
                     document = {"schema_version": SCHEMA_VERSION, "command": command}
-                    print_document(document | {"error": error_object(message)})
+                    print_document(document | {"error": error_object(message, failure_reference(exc))})
                 raise
 
         return cast(F, run)

@@ -1,7 +1,17 @@
-"""What every command shares: the options spelled once (``--format``, ``--symbols``,
-``--no-config``, ``--select``/``--ignore``, inputs, the indexes read) and the shim table choice. A failure is
-raised (``errors.InputError``, ``click.UsageError``), never exited on: ``cli.exits`` decides
-the code. The library is imported inside the functions: ``--help`` must stay instant.
+"""What every command shares: each option that more than one command takes is declared here,
+once, and means one thing wherever it appears (``tests/cli/test_options.py`` walks the command
+tree and holds that), as pip's ``cli/cmdoptions.py`` defines its options once and groups them.
+The groups: how a command reports (``--format``, ``-q``, ``-v``), the tables and rules
+(``--symbols``, ``--no-config``, ``--select``/``--ignore``), what it reads (inputs, ``--env``,
+``--name``, the indexes, the network budgets), the target judged (``--python``, ``--torch``,
+``--torch-backend``, ``--gpu``, ``--against``) and what it writes (``-o``, ``-w``,
+``--overwrite``, ``--dry-run``, ``--build-tag``). A per-command help says what that command
+does with the value; the value's shape and meaning are the option's. A renamed option keeps
+its old spelling, hidden, with a warning (``renamed_flag``).
+
+A failure is raised (``errors.InputError``, ``click.UsageError``), never exited on:
+``cli.exits`` decides the code. The library is imported inside the functions: ``--help`` must
+stay instant.
 """
 
 from __future__ import annotations
@@ -20,6 +30,8 @@ if TYPE_CHECKING:
     from torchwheel.tables.tablechoice import ChosenTable
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# ---- how a command reports ----
 
 _FORMATS = {
     "text": "for people and CI logs",
@@ -57,6 +69,8 @@ def format_option(*choices: str) -> Callable[[F], F]:
     return apply
 
 
+# ---- the tables and the rules ----
+
 symbols_option = click.option(
     "--symbols",
     "symbols_file",
@@ -84,6 +98,32 @@ ignore_option = click.option(
 )
 
 
+# ---- what a command writes ----
+
+
+def output_option(
+    help_text: str, path_type: click.Path, metavar: str | None = None, required: bool = False
+) -> Callable[[F], F]:
+    """``-o/--output``, where a command writes its one result (``index``: a folder; ``scan``:
+    its JSON Lines file; ``symbols update``: the tables file): one spelling for "write it here"."""
+    return click.option("-o", "--output", required=required, type=path_type, metavar=metavar, help=help_text)
+
+
+def overwrite_option(help_text: str) -> Callable[[F], F]:
+    """``--overwrite``: replace an output of the same name, which is refused (exit 2) without it."""
+    return click.option("--overwrite", is_flag=True, help=help_text)
+
+
+def dry_run_option(help_text: str) -> Callable[[F], F]:
+    """``--dry-run``: say what would be written, write nothing."""
+    return click.option("--dry-run", is_flag=True, help=help_text)
+
+
+def build_tag_option(help_text: str) -> Callable[[F], F]:
+    """``--build-tag N``: the build tag of the wheel written (file name and WHEEL ``Build``)."""
+    return click.option("--build-tag", metavar="N", help=help_text)
+
+
 def wheel_dir_option(help_text: str, required: bool = False) -> Callable[[F], F]:
     """``-w/--wheel-dir``, where every rewriting command (``tag``, ``repair``, ``unlabel``)
     writes its wheels: one spelling, one type (a folder, created when missing)."""
@@ -96,17 +136,100 @@ def wheel_dir_option(help_text: str, required: bool = False) -> Callable[[F], F]
     )
 
 
-def quiet_option(dropped: str) -> Callable[[F], F]:
+def quiet_option(dropped: str, counted: bool = False) -> Callable[[F], F]:
     """``-q/--quiet`` on every command that prints more than its answer (``check`` counts it:
-    ``-qq``). What it drops is said per command; errors and refusals are always said (stderr,
-    and the findings a refusal rests on), and the exit code never changes."""
+    ``-qq``, ``counted``; ``dropped`` is then the whole help). What it drops is said per command;
+    errors and refusals are always said (stderr, and the findings a refusal rests on), and the
+    exit code never changes."""
+    if counted:
+        return click.option("-q", "--quiet", count=True, help=dropped)
     return click.option("-q", "--quiet", is_flag=True, help=f"Quiet: {dropped}; errors are still said.")
 
+
+def verbose_option(help_text: str) -> Callable[[F], F]:
+    """``-v/--verbose``: more of the same report (what more is said per command)."""
+    return click.option("-v", "--verbose", is_flag=True, help=help_text)
+
+
+# ---- what a command reads ----
 
 inputs_argument = click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
 env_option = click.option(
     "--env", "env", multiple=True, metavar="DIST", help="Also read an installed distribution by name."
 )
+names_option = click.option(
+    "--name",
+    "names",
+    multiple=True,
+    metavar="NAME",
+    help="Only this project's wheels (repeatable); with -i only its page is read.",
+)
+
+
+# ---- the target judged: which interpreter, torch, build and GPU ----
+
+python_option = click.option(
+    "--python",
+    "python",
+    metavar="PATH",
+    help="The target environment's interpreter (default: the one running torchwheel); asked with "
+    "`-I -S` in a subprocess: nothing of its environment is imported or executed ('' is refused).",
+)
+
+
+def torch_option(help_text: str, repeatable: bool = False) -> Callable[[F], F]:
+    """``--torch X.Y[.Z]``: a torch named by its version (X.Y: every release of the minor),
+    read by the one parser of that shape (``torchabi.torch_named``); ``repeatable`` (``index``,
+    ``matrix``: more columns) passes a tuple as ``torches``, else one value as ``torch_version``."""
+    return click.option(
+        "--torch",
+        "torches" if repeatable else "torch_version",
+        multiple=repeatable,
+        metavar="X.Y[.Z]",
+        help=help_text,
+    )
+
+
+def torch_backend_option(help_text: str) -> Callable[[F], F]:
+    """``--torch-backend NAME``: the torch build, by PyTorch's backend names (uv's)."""
+    return click.option("--torch-backend", metavar="NAME", help=help_text)
+
+
+gpu_option = click.option(
+    "--gpu",
+    metavar="sm_XY",
+    help="The GPU (sm_90, 12.0) whose kernels the wheels must have; default: nvidia-smi's, when present.",
+)
+
+
+def against_option(help_text: str, required: bool = False) -> Callable[[F], F]:
+    """``--against TORCH``: judge against a torch read from disk (a torch wheel, a folder
+    holding torch/lib), its exports deciding."""
+    return click.option("--against", "against", required=required, metavar="TORCH", help=help_text)
+
+
+# the old spelling of a renamed option -> its new one: hidden, still accepted, warned about
+RENAMED: dict[str, str] = {}
+
+
+def renamed_flag(old: str, new: str, dest: str) -> Callable[[F], F]:
+    """``old``, the spelling of the flag ``new`` (the command's ``dest``) before it was renamed
+    (documented spellings keep working): hidden from the help, and a warning on stderr, once
+    per run, when it is used. Apply it above ``new``'s option."""
+    RENAMED[old] = new
+    alias = "renamed_" + old.lstrip("-").replace("-", "_")
+
+    def apply(func: F) -> F:
+        @functools.wraps(func)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            if kwargs.pop(alias):
+                click.echo(f"torchwheel: warning: {old} is now {new}; the old spelling will go", err=True)
+                kwargs[dest] = True
+            return func(*args, **kwargs)
+
+        return cast(F, click.option(old, alias, is_flag=True, hidden=True, help=f"Same as {new}.")(command))
+
+    return apply
 
 
 def config_folder(inputs: Iterable[Path], no_config: bool) -> Path:

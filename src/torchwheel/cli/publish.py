@@ -14,17 +14,24 @@ import click
 
 from torchwheel.cli.jsonout import error_object, json_failures, print_document
 from torchwheel.cli.options import (
+    build_tag_option,
     chosen_table,
+    dry_run_option,
     format_option,
     index_options,
+    names_option,
     network_options,
     no_config_option,
+    output_option,
+    overwrite_option,
     quiet_option,
     require_sources,
     symbols_option,
+    torch_option,
+    verbose_option,
     wheel_dir_option,
 )
-from torchwheel.errors import Exit, InputError
+from torchwheel.errors import Exit, InputError, Reference
 from torchwheel.report.textsafe import safe, safe_lines
 
 if TYPE_CHECKING:
@@ -33,17 +40,9 @@ if TYPE_CHECKING:
     from torchwheel.selection.candidates import Gathered
     from torchwheel.wheel.archive import WheelArchive
 
-_TORCH = click.option(
-    "--torch",
-    "torches",
-    multiple=True,
-    metavar="X.Y",
-    help="Also this torch minor (repeatable); every minor the wheels load on or name is always in.",
-)
-
-
-_NAME = click.option(
-    "--name", "names", multiple=True, metavar="NAME", help="Only this project's wheels (repeatable)."
+_TORCH = torch_option(
+    "Also this torch minor (repeatable); every minor the wheels load on or name is always in.",
+    repeatable=True,
 )
 
 
@@ -52,23 +51,19 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
-    from torchwheel.torchabi.torch_releases import parse_minor
+    from torchwheel.torchabi.torch_named import named_torch
+    from torchwheel.torchabi.torch_releases import minor_of
 
-    try:
-        return [parse_minor(v) for v in values]
-    except ValueError as exc:
-        raise InputError(f"--torch: {exc}") from exc
+    return [minor_of(named_torch(v)) for v in values]
 
 
 @click.command("index", short_help="Write a PEP 503 index, and one per torch of what loads there.")
 @click.argument("sources", nargs=-1)
 @index_options
-@click.option(
-    "-o",
-    "--output",
+@output_option(
+    "The index directory (replaced atomically if torchwheel wrote it before).",
+    click.Path(path_type=Path),
     required=True,
-    type=click.Path(path_type=Path),
-    help="The index directory (replaced atomically if torchwheel wrote it before).",
 )
 @click.option(
     "--base-url",
@@ -76,12 +71,9 @@ def _minors(values: tuple[str, ...]) -> list[tuple[int, int]]:
     help="Where OUT will be served (https://example.org/whl): the front page's install lines name it.",
 )
 @_TORCH
-@_NAME
-@click.option(
-    "-v",
-    "--verbose",
-    is_flag=True,
-    help="Also each sub-index written, and each wheel a note is about (default: one line, notes counted).",
+@names_option
+@verbose_option(
+    "Also each sub-index written, and each wheel a note is about (default: one line, notes counted)."
 )
 @quiet_option(
     "no line saying what was written, no notes but those on what is published otherwise than it may "
@@ -163,7 +155,8 @@ def _public_base_url(base_url: str | None) -> None:
     if base_url is not None and has_credentials(base_url):
         raise InputError(
             f"--base-url {shown(base_url)}: holds a user part (user:password@ or token@), which the "
-            "front page would print in every install line; give the address without it"
+            "front page would print in every install line; give the address without it",
+            reference="bad-option-value",
         )
 
 
@@ -202,7 +195,7 @@ def _index_lines(output: Path, result: IndexResult) -> list[str]:
 @json_failures("matrix")
 @click.option("--why", is_flag=True, help="The reason behind each row's cells.")
 @_TORCH
-@_NAME
+@names_option
 @symbols_option
 @no_config_option
 @network_options
@@ -247,6 +240,7 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], qu
     skipped = [{"location": s.location, "reason": s.reason} for s in got.skipped]
     if not got.candidates:
         empty = f"no readable wheel: {_first_skipped(got)}" if got.skipped else "no wheels in the sources"
+        empty_reference: Reference = "candidates-unusable" if got.skipped else "not-found"
         if fmt == "json":  # the document, empty, with the error: a CI step parses it all the same
             print_document(
                 {
@@ -255,10 +249,10 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], qu
                     "installed_torch": None,
                     "wheels": [],
                     "skipped": skipped,
-                    "error": error_object(empty),
+                    "error": error_object(empty, empty_reference),
                 }
             )
-        raise InputError(empty)
+        raise InputError(empty, reference=empty_reference)
     installed = installed_torch()
     axis = matrix.backend_axis(got.candidates)
     cols = matrix.columns(got.candidates, asked, installed, axis)
@@ -277,7 +271,7 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], qu
         doc = matrix.to_json_all(grids)
         doc["skipped"] = skipped
         if failure is not None:
-            doc["error"] = error_object(failure)
+            doc["error"] = error_object(failure, "candidates-unusable")
         print_document(doc)
     else:
         out = matrix.render(grids, fmt == "markdown", why, installed, here, with_legend=not quiet)
@@ -289,7 +283,7 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], qu
             )  # a list of its own in markdown, not the legend's paragraph
             skips = [f"{bullet}skipped {s.location}: {s.reason}" for s in got.skipped]
             click.echo(safe_lines(["", *skips] if fmt == "markdown" else skips))
-        raise InputError(failure)
+        raise InputError(failure, reference="candidates-unusable")
     code, missing = grid_exit_code(got.candidates, asked)
     for line in missing:
         click.echo(f"torchwheel: {safe(line)}", err=True)
@@ -299,17 +293,11 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], qu
 @click.command("unlabel", short_help="Copy local-label wheels as their public version, for PyPI.")
 @click.argument("wheels", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @wheel_dir_option("Write the copies here: the upload set, apart from the labelled builds.", required=True)
-@click.option(
-    "--build-tag",
-    metavar="N",
-    help="Give the copy this build tag (file name and WHEEL Build); default: the input's own, if any.",
+@build_tag_option(
+    "Give the copy this build tag (file name and WHEEL Build); default: the input's own, if any."
 )
-@click.option(
-    "--overwrite",
-    is_flag=True,
-    help="Replace an output wheel of the same name (never a file that is no wheel).",
-)
-@click.option("--dry-run", is_flag=True, help="Say what would be written; write nothing.")
+@overwrite_option("Replace an output wheel of the same name (never a file that is no wheel).")
+@dry_run_option("Say what would be written; write nothing.")
 @quiet_option("no line per wheel written, no notes but the one that PyPI still refuses a copy")
 def unlabel_command(
     wheels: tuple[Path, ...],

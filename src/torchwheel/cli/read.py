@@ -11,6 +11,7 @@ import click
 
 from torchwheel.cli.jsonout import error_object, json_failures, print_document
 from torchwheel.cli.options import (
+    against_option,
     chosen_table,
     config_folder,
     env_option,
@@ -23,6 +24,7 @@ from torchwheel.cli.options import (
     require_inputs,
     select_option,
     symbols_option,
+    verbose_option,
 )
 from torchwheel.errors import Exit, InputError
 from torchwheel.report.textsafe import safe, safe_lines
@@ -53,7 +55,7 @@ def inspect(
     for path in files:
         _, facts = scan_file(path, str(path))  # OSError (a FIFO, a device) is one line in main
         if isinstance(facts, BinaryError):
-            raise InputError(f"{path}: {facts}")
+            raise InputError(f"{path}: {facts}", reference="not-a-wheel")
         results.append(analyze_binary(facts, chosen.table))
     if fmt == "json":
         print_document(inspect_json(results, chosen.to_json()))
@@ -94,7 +96,7 @@ def show(
     failure = _unreadable_failure(facts.unreadable)
     if fmt == "json":
         doc = facts.to_json()
-        print_document(doc | ({"error": error_object(str(failure))} if failure else {}))
+        print_document(doc | ({"error": error_object(str(failure), failure.reference)} if failure else {}))
     else:
         parts = [wheel_text(w, quiet) for w in facts.facts]
         if facts.unreadable:
@@ -125,7 +127,8 @@ def _unreadable_failure(unreadable: tuple[Unreadable, ...]) -> InputError | None
             f" (and {more:,} more input{'s' if more != 1 else ''} that could not be read: see the report)"
             if more
             else ""
-        )
+        ),
+        reference=unreadable[0].reference,
     )
     failure.input_path, failure.reported = unreadable[0].path, True
     return failure
@@ -146,18 +149,10 @@ def _unreadable_failure(unreadable: tuple[Unreadable, ...]) -> InputError | None
     help="Fast mode: no sha256 of members (RECORD presence and sizes, and zip CRCs of what is read, "
     "are still checked); only compiled members are inflated",
 )
-@click.option(
-    "-q",
-    "--quiet",
-    count=True,
-    help="-q: the findings only, no summary line; -qq: nothing on stdout (the exit code says it).",
+@quiet_option(
+    "-q: the findings only, no summary line; -qq: nothing on stdout (the exit code says it).", counted=True
 )
-@click.option(
-    "-v",
-    "--verbose",
-    is_flag=True,
-    help="Every finding on a line of its own, with the whole lists a message cuts to a few names.",
-)
+@verbose_option("Every finding on a line of its own, with the whole lists a message cuts to a few names.")
 @click.option(
     "--exit-zero",
     is_flag=True,
@@ -249,7 +244,7 @@ def _show_check(
         doc = (
             with_unreadable(statistics_json(wheels, findings), unreadable) if statistics else result.to_json()
         )
-        print_document(doc | ({"error": error_object(str(failure))} if failure else {}))
+        print_document(doc | ({"error": error_object(str(failure), failure.reference)} if failure else {}))
     elif fmt == "github":
         out = "\n".join(
             [check_github(findings), *(input_error(u.message, u.path) for u in unreadable)]
@@ -273,12 +268,9 @@ def _show_check(
 
 @click.command(short_help="Would these wheels load on TORCH? Imports against its exports.")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--against",
-    "against",
+@against_option(
+    "A torch wheel, a directory holding torch/lib (site-packages, torch, torch/lib), or 'installed'.",
     required=True,
-    metavar="TORCH",
-    help="A torch wheel, a directory holding torch/lib (site-packages, torch, torch/lib), or 'installed'.",
 )
 @format_option("text", "json")
 @json_failures("compat")

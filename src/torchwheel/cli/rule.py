@@ -52,7 +52,7 @@ def _find(text: str) -> tuple[list[str], bool]:
         return [BY_NAME[lower].code], True
     if len(upper) > 2 and is_selector(upper):
         return [c.code for c in CODES if c.code.startswith(upper)], False
-    raise InputError(unknown_code(text))
+    raise InputError(unknown_code(text), reference="bad-option-value")
 
 
 @click.command("rule", short_help="Explain a finding code: what, why, and how to fix it.")

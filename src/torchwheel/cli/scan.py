@@ -14,9 +14,12 @@ from torchwheel.cli.options import (
     chosen_table,
     format_option,
     index_options,
+    names_option,
     network_options,
     no_config_option,
+    output_option,
     quiet_option,
+    renamed_flag,
     symbols_option,
 )
 from torchwheel.errors import Exit
@@ -34,19 +37,11 @@ def _report(report_file: Path, fmt: str) -> Exit:
 @click.command("scan", short_help="Read and check every wheel of whole indexes into JSON Lines.")
 @click.argument("sources", nargs=-1)
 @index_options
-@click.option(
-    "--name",
-    "names",
-    multiple=True,
-    metavar="NAME",
-    help="Only this project's wheels (repeatable); with -i only its page is read.",
-)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+@names_option
+@output_option(
+    "The JSON Lines file: appended to, so a second run resumes the first.",
+    click.Path(dir_okay=False, path_type=Path),
     metavar="FILE.jsonl",
-    help="The JSON Lines file: appended to, so a second run resumes the first.",
 )
 @click.option(
     "-j",
@@ -88,7 +83,8 @@ def _report(report_file: Path, fmt: str) -> Exit:
     is_flag=True,
     help="Hosted wheels: read the need through HTTP ranges, not a whole download (docs/scan.md).",
 )
-@click.option("--gpu", is_flag=True, help="With --partial: read GPU code too (whole compiled members).")
+@renamed_flag("--gpu", "--gpu-code", "gpu_code")  # --gpu names a GPU (select, doctor), not a reading
+@click.option("--gpu-code", is_flag=True, help="With --partial: read GPU code too (whole compiled members).")
 @symbols_option
 @no_config_option
 @network_options
@@ -105,7 +101,7 @@ def scan_command(
     max_rate: float,
     progress: bool | None,
     partial: bool,
-    gpu: bool,
+    gpu_code: bool,
     symbols_file: Path | None,
     no_config: bool,
     quiet: bool,
@@ -119,7 +115,7 @@ def scan_command(
     unchanged local file). A wheel that cannot be read is a line with its error, and the
     scan goes on. `--report FILE.jsonl [--format markdown]` counts a scan's lines: stable or
     unstable, torch floor, build, error codes. `--partial`: hosted wheels are read through
-    HTTP ranges (the need's axes only, hashes not verified; `--gpu` adds the GPU code).
+    HTTP ranges (the need's axes only, hashes not verified; `--gpu-code` adds the GPU code).
     Exit 0 done, 2 a source that cannot be listed or a misuse.
     """
     if report_file is not None:
@@ -130,15 +126,15 @@ def scan_command(
         raise click.UsageError("--format is for --report")
     if not (sources or index_urls) or output is None:
         raise click.UsageError("give SOURCES and -o FILE.jsonl (SOURCES or -i INDEX; or --report FILE.jsonl)")
-    if gpu and not partial:
-        raise click.UsageError("--gpu is for --partial (a whole read always reads GPU code)")
+    if gpu_code and not partial:
+        raise click.UsageError("--gpu-code is for --partial (a whole read always reads GPU code)")
     from torchwheel import api
     from torchwheel.net.fairness import FairnessPolicy
     from torchwheel.scan.run import Judges, run_scan
 
     policy = FairnessPolicy(host_connections=max_host_connections, rate=max_rate)
     tty = sys.stderr.isatty() if progress is None else progress
-    read = ("partial+gpu" if gpu else "partial") if partial else "whole"
+    read = ("partial+gpu" if gpu_code else "partial") if partial else "whole"
     from torchwheel.net.urls import carry_credentials
 
     table = chosen_table(symbols_file, no_config)

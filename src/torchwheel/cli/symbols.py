@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from torchwheel.cli.options import chosen_table, no_config_option, quiet_option, symbols_option
+from torchwheel.cli.options import chosen_table, no_config_option, output_option, quiet_option, symbols_option
 from torchwheel.errors import Exit
 
 
@@ -30,12 +30,10 @@ def symbols() -> None:
 
 @symbols.command("update", short_help="Extend the shim table from torch wheels or installations.")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
-    help="Write the tables here; `-` prints them (default: the user tables file every command "
+@output_option(
+    "Write the tables here; `-` prints them (default: the user tables file every command "
     "reads, $XDG_DATA_HOME/torchwheel/tables.json or ~/.local/share/...; %LOCALAPPDATA% on Windows).",
+    click.Path(dir_okay=False, allow_dash=True, path_type=Path),
 )
 @click.option("--replace", is_flag=True, help="Build from SOURCES only, not on top of the current tables.")
 @symbols_option

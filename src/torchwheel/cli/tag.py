@@ -10,13 +10,17 @@ import click
 
 from torchwheel.cli import colour
 from torchwheel.cli.options import (
+    build_tag_option,
     chosen_table,
     config_folder,
+    dry_run_option,
     ignore_option,
     no_config_option,
+    overwrite_option,
     quiet_option,
     select_option,
     symbols_option,
+    verbose_option,
     wheel_dir_option,
 )
 from torchwheel.errors import Exit, InputError
@@ -79,9 +83,7 @@ _TAG_OPTIONS = [
 ]
 
 
-_OVERWRITE = click.option(
-    "--overwrite", is_flag=True, help="Replace an output file of the same name (default: refuse, exit 2)."
-)
+_OVERWRITE = overwrite_option("Replace an output file of the same name (default: refuse, exit 2).")
 
 
 def _with_tag_options(func: F) -> F:
@@ -106,8 +108,8 @@ def _report_tag(result: TagResult) -> None:
 @wheel_dir_option("Write here (default: next to the input).")
 @click.option("--in-place", is_flag=True, help="Replace the input wheel (atomically).")
 @_OVERWRITE
-@click.option("--dry-run", is_flag=True, help="Print the metadata diff (WHEEL, METADATA); write nothing.")
-@click.option("-v", "--verbose", is_flag=True, help="With --dry-run: also the facts side file's diff.")
+@dry_run_option("Print the metadata diff (WHEEL, METADATA); write nothing.")
+@verbose_option("With --dry-run: also the facts side file's diff.")
 @click.option(
     "--variant",
     is_flag=True,
@@ -120,7 +122,7 @@ def _report_tag(result: TagResult) -> None:
     help="One identical torch requirement set for all wheels of one release, with sys_platform "
     "markers where floors differ (default: on when several wheels of one release are given).",
 )
-@click.option("--build-tag", metavar="N", help="Add this build tag to the file name (and WHEEL Build).")
+@build_tag_option("Add this build tag to the file name (and WHEEL Build).")
 @click.option(
     "--local-label",
     metavar="LABEL",

@@ -54,6 +54,7 @@ from torchwheel.tables.exports import platform_of
 from torchwheel.tables.symtable import SymbolTable
 from torchwheel.tables.tablechoice import ChosenTable, choose_table
 from torchwheel.torchabi.backend import parse_backend
+from torchwheel.torchabi.torch_named import named_torch
 from torchwheel.torchabi.torchlibs import VERSION_PY_BYTES, TorchLibraries, read_files, read_torch
 from torchwheel.wheel.installed import Installed, NotRead, installed, source_of
 
@@ -128,15 +129,23 @@ def run_checkup(
     """Probe, read, judge (module docstring); ``InputError`` for an environment that cannot
     be read or options that contradict each other."""
     if torch is not None and against is not None:
-        raise InputError("--torch and --against exclude each other: judge a planned torch or a torch wheel")
+        raise InputError(
+            "--torch and --against exclude each other: judge a planned torch or a torch wheel",
+            reference="misuse",
+        )
     if torch_backend is not None and torch is None:
-        raise InputError("--torch-backend names the build of a planned torch: give --torch too")
+        raise InputError(
+            "--torch-backend names the build of a planned torch: give --torch too", reference="misuse"
+        )
     question = parse_import_error(explain) if explain is not None else None
     target = targets.probe(python)
     if gpu is not None:
         target = targets.with_gpu(target, gpu)
     if not target.search_path:
-        raise InputError(f"--python {target.python}: its search path names no directory to read")
+        raise InputError(
+            f"--python {target.python}: its search path names no directory to read",
+            reference="interpreter-unusable",
+        )
     asked = _asked_file(question, target) if question is not None else None
     env = read_environment(installed(target.search_path, target.prefixes), table, asked)
     wanted = torch_imports((d.facts for d in env.with_torch), table)
@@ -194,12 +203,12 @@ def _machine(target: TorchTarget, env: Environment) -> tuple[Machine, dict[str, 
 
 
 def _planned(target: TorchTarget, torch: str, backend: str | None) -> JudgedTorch:
-    try:
-        version = Version(limits.check_version("--torch", torch))
-    except InvalidVersion as exc:
-        raise InputError(f"--torch {clipped(torch, 40)!r}: not a version (X.Y or X.Y.Z)") from exc
-    if len(version.release) not in (2, 3) or version.local or version.is_prerelease:
-        raise InputError(f"--torch {clipped(torch, 40)!r}: give a torch release as X.Y or X.Y.Z")
+    version = named_torch(torch)
+    if version.local or version.is_prerelease:
+        raise InputError(
+            f"--torch {clipped(torch, 40)!r}: give a torch release as X.Y or X.Y.Z",
+            reference="bad-option-value",
+        )
     build = parse_backend(backend) if backend is not None else None
     return JudgedTorch(
         version, build, target.gpu, target.markers, "planned", minor_only=len(version.release) == 2
@@ -218,7 +227,8 @@ def _against(target: TorchTarget, libraries: TorchLibraries) -> JudgedTorch:
     if version is None:
         raise InputError(
             f"{libraries.origin}: the torch's version cannot be read (no torch/version.py, or one that "
-            "is not a regular file or names no version)"
+            "is not a regular file or names no version)",
+            reference="torch-unreadable",
         )
     return JudgedTorch(version, libraries.build, target.gpu, target.markers, "against", libraries)
 
@@ -279,7 +289,10 @@ def _asked_file(question: Question, target: TorchTarget) -> str:
     )
     if found is None or not found.exists():
         where = question.module or question.path
-        raise InputError(f"--explain: {clipped(str(where), 120)}: not found on {target.python}'s search path")
+        raise InputError(
+            f"--explain: {clipped(str(where), 120)}: not found on {target.python}'s search path",
+            reference="not-found",
+        )
     return os.path.realpath(found)
 
 

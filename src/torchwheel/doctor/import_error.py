@@ -117,7 +117,8 @@ def parse_import_error(text: str) -> Question:
         "this torchwheel reads ('undefined symbol', 'cannot open shared object file', "
         "\"version `X' not found\", 'Could not load this library', 'operator NS::OP does not "
         "exist', 'dynamic module does not define module export function', an insufficient CUDA "
-        "driver, 'no kernel image is available')"
+        "driver, 'no kernel image is available')",
+        reference="bad-option-value",
     )
 
 

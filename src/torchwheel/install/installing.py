@@ -168,9 +168,12 @@ def _verify_installed(record: Path) -> None:
         try:
             data = file.read_bytes()
         except OSError as exc:
-            raise InputError(f"installed RECORD lists {path}, which is missing ({exc.strerror})") from exc
+            raise InputError(
+                f"installed RECORD lists {path}, which is missing ({exc.strerror})",
+                reference="install-failed",
+            ) from exc
         if digest_text(hashlib.new(algo, data).digest(), algo) != digest or (size and int(size) != len(data)):
-            raise InputError(f"installed {path} does not match its RECORD entry")
+            raise InputError(f"installed {path} does not match its RECORD entry", reference="install-failed")
 
 
 def _installed_version(dist_info: Path) -> tuple[Version | None, str]:
@@ -299,7 +302,8 @@ def _obey_late(candidate: Candidate, guard: signals.SignalGuard) -> NoReturn:
         guard.resend(signum)
     raise InputError(
         f"{candidate.filename}: interrupted ({signal.Signals(signum).name}) after the install "
-        f"was complete: {candidate.name} {candidate.version} is installed"
+        f"was complete: {candidate.name} {candidate.version} is installed",
+        reference="interrupted",
     )
 
 
@@ -322,10 +326,14 @@ def _failed(
             guard.resend(exc.signum)
         name = signal.Signals(exc.signum).name
         raise InputError(
-            f"{candidate.filename}: install interrupted ({name}), nothing left behind{kept}"
+            f"{candidate.filename}: install interrupted ({name}), nothing left behind{kept}",
+            reference="install-failed",
         ) from None
     if isinstance(exc, (InstallerError, ValueError, OSError, InputError)):
-        raise InputError(f"{candidate.filename}: install failed, nothing left behind{kept} ({exc})") from exc
+        raise InputError(
+            f"{candidate.filename}: install failed, nothing left behind{kept} ({exc})",
+            reference="install-failed",
+        ) from exc
     raise exc
 
 
@@ -334,4 +342,4 @@ def _find_record(scheme: dict[str, str], dist_info: str) -> Path:
         record = Path(lib) / dist_info / "RECORD"
         if record.is_file():
             return record
-    raise InputError(f"{dist_info}/RECORD was not written")
+    raise InputError(f"{dist_info}/RECORD was not written", reference="install-failed")

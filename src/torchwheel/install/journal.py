@@ -57,6 +57,8 @@ class RepairFailed(InputError):
     outside the environment or through a link, over a limit): left as it is, and nothing in
     the environment was touched (exit 2)."""
 
+    fixed_reference = "journal-invalid"
+
 
 def write_record(fd: int, record: dict[str, Any]) -> None:
     data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
@@ -93,7 +95,8 @@ def locked(site: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise InputError(
-                f"another torchwheel install is running in {site}: try again when it has ended"
+                f"another torchwheel install is running in {site}: try again when it has ended",
+                reference="in-use",
             ) from None
         yield
     finally:

@@ -277,7 +277,9 @@ def _records(home: Path) -> Iterator[tuple[int, dict[str, Any], int]]:
             end += len(raw)
             where = f"{home}/journal line {n}"
             try:
-                record = safejson.load(raw, where, ANY)  # bounded, no NaN, no key twice
+                record = safejson.load(
+                    raw, where, ANY, reference="journal-invalid"
+                )  # bounded, no NaN, no key twice
             except InputError as exc:
                 raise RepairFailed(f"{exc}: {_LEFT}") from None
             op = record.get("op") if isinstance(record, dict) else None

@@ -46,9 +46,14 @@ class FairnessPolicy:
 
     def __post_init__(self) -> None:
         if self.host_connections < 1:
-            raise InputError(f"host connections {self.host_connections}: expected at least 1")
+            raise InputError(
+                f"host connections {self.host_connections}: expected at least 1", reference="bad-option-value"
+            )
         if self.rate is not None and self.rate <= 0:
-            raise InputError(f"request rate {self.rate}: expected a positive number per second")
+            raise InputError(
+                f"request rate {self.rate}: expected a positive number per second",
+                reference="bad-option-value",
+            )
 
 
 def from_env(env: Mapping[str, str] = os.environ) -> FairnessPolicy:
@@ -59,7 +64,8 @@ def from_env(env: Mapping[str, str] = os.environ) -> FairnessPolicy:
         connections.isascii() and connections.strip().isdigit() and len(connections) <= 6
     ):
         raise InputError(
-            f"TORCHWHEEL_MAX_HOST_CONNECTIONS={quoted(connections, 40)}: expected a whole number"
+            f"TORCHWHEEL_MAX_HOST_CONNECTIONS={quoted(connections, 40)}: expected a whole number",
+            reference="bad-option-value",
         )
     try:
         per_second = float(rate) if rate else None
@@ -67,7 +73,8 @@ def from_env(env: Mapping[str, str] = os.environ) -> FairnessPolicy:
         per_second = math.nan
     if per_second is not None and not math.isfinite(per_second):
         raise InputError(
-            f"TORCHWHEEL_MAX_REQUEST_RATE={quoted(rate, 40)}: expected a number of requests per second"
+            f"TORCHWHEEL_MAX_REQUEST_RATE={quoted(rate, 40)}: expected a number of requests per second",
+            reference="bad-option-value",
         )
     return FairnessPolicy(
         host_connections=int(connections) if connections else FairnessPolicy.host_connections, rate=per_second

@@ -39,11 +39,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ClassVar
 from urllib.parse import unquote, urlsplit
 
 from torchwheel import __version__
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, Reference
 from torchwheel.frozen import frozen
 from torchwheel.limits import Limit, current
 from torchwheel.net import fairness
@@ -62,6 +62,8 @@ _CHUNK = 1 << 16
 class HTTPFailure(InputError):
     """The server answered with an error status (after the retries a 429 or 5xx gets)."""
 
+    fixed_reference: ClassVar[Reference | None] = "http-error"
+
     def __init__(self, message: str, status: int, retry_after: str | None = None) -> None:
         super().__init__(message)
         self.status, self.retry_after = status, retry_after
@@ -70,18 +72,26 @@ class HTTPFailure(InputError):
 class NotFound(HTTPFailure):
     """The server answered 404 or 410: an answer (no such project), not a broken index."""
 
+    fixed_reference = "not-found"
+
 
 class Unreachable(InputError):
     """No connection, no answer in time, or a broken response: the network, not the file."""
+
+    fixed_reference = "network-error"
 
 
 class DigestMismatch(InputError):
     """A download whose digest or size differs from what its index page says."""
 
+    fixed_reference = "digest-mismatch"
+
 
 class Exhausted(InputError):
     """The command's network budget (``max-http-seconds``, ``max-http-requests``) is spent: it
     ends the command, where a failed request would only skip one file."""
+
+    fixed_reference = "network-budget-spent"
 
 
 @frozen
@@ -336,7 +346,10 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
         newurl: str,
     ) -> urllib.request.Request | None:
         if not is_remote(newurl):
-            raise InputError(f"{shown(req.full_url)}: redirected to {shown(newurl)}, which is not http(s)")
+            raise InputError(
+                f"{shown(req.full_url)}: redirected to {shown(newurl)}, which is not http(s)",
+                reference="url-refused",
+            )
         new = super().redirect_request(req, fp, code, msg, headers, split_credentials(newurl)[0])
         if new is not None:
             self.session.authorize(new)
@@ -349,7 +362,9 @@ def _netloc(url: str, bare: str) -> str:
     try:
         return urlsplit(bare).netloc
     except ValueError:
-        raise InputError(f"{shown(url)}: not a URL torchwheel can request (its host or port)") from None
+        raise InputError(
+            f"{shown(url)}: not a URL torchwheel can request (its host or port)", reference="url-refused"
+        ) from None
 
 
 @dataclass
@@ -374,7 +389,9 @@ class Session:
         netloc = _netloc(url, bare)
         if not HOST_PORT.fullmatch(netloc):  # refused before it is joined or parsed any further:
             # with a user part before no valid host, its password would be read as the host
-            raise InputError(f"{shown(url)}: not a URL torchwheel can request (its host or port)")
+            raise InputError(
+                f"{shown(url)}: not a URL torchwheel can request (its host or port)", reference="url-refused"
+            )
         if user is not None:  # pip's convention: user:password@host, or a token as the user
             name, _, password = user.partition(":")
             token = base64.b64encode(f"{unquote(name)}:{unquote(password)}".encode()).decode()
@@ -386,9 +403,13 @@ class Session:
         bare = self.remember(url)
         parts = urlsplit(bare)  # remember() saw that it splits
         if parts.scheme.lower() not in REMOTE_SCHEMES:
-            raise InputError(f"{shown(url)}: only http(s) links are followed from a hosted page")
+            raise InputError(
+                f"{shown(url)}: only http(s) links are followed from a hosted page", reference="url-refused"
+            )
         if not HOST_PORT.fullmatch(parts.netloc):
-            raise InputError(f"{shown(url)}: not a URL torchwheel can request (its host or port)")
+            raise InputError(
+                f"{shown(url)}: not a URL torchwheel can request (its host or port)", reference="url-refused"
+            )
         headers = {"Accept": accept, "User-Agent": f"torchwheel/{__version__}"}
         req = urllib.request.Request(bare, headers=headers | ({"Range": span} if span else {}))
         self.authorize(req)
@@ -451,7 +472,9 @@ class Session:
                 raise self.budget.out_of_time(url) from exc
             raise Unreachable(f"{shown(url)}: a broken response ({type(exc).__name__}: {exc})") from exc
         except ValueError as exc:  # urllib's own refusals of a URL it cannot request
-            raise InputError(f"{shown(url)}: not a URL torchwheel can request") from exc
+            raise InputError(
+                f"{shown(url)}: not a URL torchwheel can request", reference="url-refused"
+            ) from exc
 
     def _chunks(self, response: http.client.HTTPResponse, url: str, limit: Limit) -> Iterator[bytes]:
         """The body in chunks, within ``limit`` bytes and the command's deadline; a body

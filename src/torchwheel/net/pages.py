@@ -231,7 +231,9 @@ def _html(text: str, url: str, where: str) -> Page:
     try:
         base = urljoin(url, parser.base) if parser.base else url
     except ValueError as exc:  # an unclosed "[": the URL itself is never printed (it may hold a password)
-        raise InputError(f"{where}: unreadable index page (its <base href> is no URL: {exc})") from None
+        raise InputError(
+            f"{where}: unreadable index page (its <base href> is no URL: {exc})", reference="index-invalid"
+        ) from None
     files: list[Link] = []
     projects: list[Link] = []
     refused: list[Refused] = []
@@ -294,7 +296,7 @@ def _entry_name(f: object) -> str | None:
 
 
 def _json(data: bytes, url: str, where: str) -> Page:
-    doc = safejson.load(data, where, Either((PEP691_PROJECT, PEP691_ROOT)))
+    doc = safejson.load(data, where, Either((PEP691_PROJECT, PEP691_ROOT)), reference="index-invalid")
     refused: list[Refused] = []
     if "files" in doc:
         _links(len(doc["files"]), where)
@@ -331,7 +333,8 @@ def _text(data: bytes, charset: str | None, where: str) -> str:
     except LookupError as exc:
         raise InputError(
             f"{where}: unreadable index page (its Content-Type names the charset {quoted(encoding, 40)}, "
-            f"which is not a text encoding torchwheel knows)"
+            f"which is not a text encoding torchwheel knows)",
+            reference="index-invalid",
         ) from exc
     except UnicodeError as exc:
         at = f"byte {exc.start:,}" if isinstance(exc, UnicodeDecodeError) else "its text"
@@ -340,7 +343,9 @@ def _text(data: bytes, charset: str | None, where: str) -> str:
             if charset
             else ("UTF-8, and no charset is declared")
         )
-        raise InputError(f"{where}: unreadable index page ({at} is not valid {said})") from exc
+        raise InputError(
+            f"{where}: unreadable index page ({at} is not valid {said})", reference="index-invalid"
+        ) from exc
 
 
 def parse(data: bytes, url: str, is_json: bool, where: str, charset: str | None = None) -> Page:

@@ -55,6 +55,8 @@ _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 class NoRanges(InputError):
     """The server sent the whole file where a range was asked for: read the wheel whole."""
 
+    fixed_reference = "index-invalid"
+
 
 class FileChanged(fetch.DigestMismatch):
     """The file's size, ``ETag`` or ``Last-Modified`` differs between two range requests: the
@@ -90,7 +92,10 @@ class RemoteFile:
                 raise NoRanges(f"{fetch.shown(self.url)}: the server ignores Range (HTTP {response.status})")
             got = _CONTENT_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
             if got is None:
-                raise InputError(f"{fetch.shown(self.url)}: a 206 answer without a Content-Range it can read")
+                raise InputError(
+                    f"{fetch.shown(self.url)}: a 206 answer without a Content-Range it can read",
+                    reference="index-invalid",
+                )
             first, last, size = (int(g) for g in got.groups())
             self._same_file(size, response)
             if sink is None:
@@ -104,7 +109,10 @@ class RemoteFile:
                     length += len(chunk)
         self.fetched += length
         if length != last - first + 1:
-            raise InputError(f"{fetch.shown(self.url)}: the range {first}-{last} came with {length:,} bytes")
+            raise InputError(
+                f"{fetch.shown(self.url)}: the range {first}-{last} came with {length:,} bytes",
+                reference="index-invalid",
+            )
         return first, data, size
 
     def _same_file(self, size: int, response: http.client.HTTPResponse) -> None:
@@ -149,7 +157,8 @@ class RemoteFile:
                     first, _, _ = self._get(f"bytes={at}-{start - 1}", fh)
                     if first != at:
                         raise InputError(
-                            f"{fetch.shown(self.url)}: the server answered bytes {at}- with others"
+                            f"{fetch.shown(self.url)}: the server answered bytes {at}- with others",
+                            reference="index-invalid",
                         )
                 fh.seek(start)
                 fh.write(data)
@@ -173,7 +182,10 @@ class RemoteFile:
     def _range(self, lo: int, hi: int) -> bytes:
         first, data, _ = self._get(f"bytes={lo}-{hi - 1}")
         if first != lo or len(data) != hi - lo:
-            raise InputError(f"{fetch.shown(self.url)}: the server answered bytes {lo}-{hi - 1} with others")
+            raise InputError(
+                f"{fetch.shown(self.url)}: the server answered bytes {lo}-{hi - 1} with others",
+                reference="index-invalid",
+            )
         return data
 
     def _keep(self, start: int, data: bytes) -> None:
@@ -279,7 +291,10 @@ class Inflating:
             while (out := next(self.outs, None)) is None:
                 if self.fed_all:
                     if self.produced != size or self.crc != self.info.CRC:
-                        raise InputError(f"{self.wheel}: member {name} is corrupt (size or CRC mismatch)")
+                        raise InputError(
+                            f"{self.wheel}: member {name} is corrupt (size or CRC mismatch)",
+                            reference="archive-damaged",
+                        )
                     self.ended = True
                     return None
                 if self.at < self.end:
@@ -291,10 +306,15 @@ class Inflating:
                     self.fed_all = True
                     self.outs = iter([self.decompressor.finish()])
         except inflate.DECOMPRESS_ERRORS as exc:
-            raise InputError(f"{self.wheel}: member {name} is corrupt ({exc})") from exc
+            raise InputError(
+                f"{self.wheel}: member {name} is corrupt ({exc})", reference="archive-damaged"
+            ) from exc
         self.crc = inflate.inflate_lib.crc32(out, self.crc)
         if self.produced + len(out) > size:
-            raise InputError(f"{self.wheel}: member {name} inflates beyond its declared size: refusing")
+            raise InputError(
+                f"{self.wheel}: member {name} inflates beyond its declared size: refusing",
+                reference="archive-damaged",
+            )
         return out
 
     def _fetch(self, lo: int, hi: int) -> bytes:

@@ -111,7 +111,10 @@ def read_entry(c: Candidate) -> Entry:
         with WheelArchive(c.path) as archive:
             name = f"{archive.contents.dist_info}/{variant_json.DIST_INFO_FILE}"
             if name not in archive.infos:
-                raise InputError(f"{c.filename}: a variant file name without .dist-info/variant.json")
+                raise InputError(
+                    f"{c.filename}: a variant file name without .dist-info/variant.json",
+                    reference="wheel-invalid",
+                )
             current().max_metadata_bytes.check(f"{c.filename}: variant.json bytes", archive.member_size(name))
             doc = variant_json.read_variant_json(archive.read(name), c.filename)
     return Entry(c, meta, doc)
@@ -125,14 +128,15 @@ def index_entries(got: Gathered) -> tuple[list[Entry], list[Note]]:
     against RECORD."""
     if got.skipped:
         first = got.skipped[0]
-        raise InputError(f"{first.location}: {first.reason}")
+        raise InputError(f"{first.location}: {first.reason}", reference="candidates-unusable")
     by_name: dict[str, Candidate] = {}
     for c in got.candidates:
         other = by_name.get(c.filename)
         if other is not None:
             raise InputError(
                 f"{c.filename}: two different files of this name ({other.path}, {c.path}); "
-                "an index serves one file per name (give one a build tag or local label)"
+                "an index serves one file per name (give one a build tag or local label)",
+                reference="misuse",
             )
         by_name[c.filename] = c
     untagged = [
@@ -275,11 +279,13 @@ def write(
     (``variant_files``)."""
     if out.is_symlink():
         raise InputError(
-            f"{out}: a symbolic link: index writes a folder of its own there, never through a link"
+            f"{out}: a symbolic link: index writes a folder of its own there, never through a link",
+            reference="output-refused",
         )
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file())):
         raise InputError(
-            f"{out}: exists and is not an index torchwheel wrote; choose an empty or new directory"
+            f"{out}: exists and is not an index torchwheel wrote; choose an empty or new directory",
+            reference="output-refused",
         )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
@@ -337,7 +343,9 @@ def variant_files(entries: list[Entry]) -> tuple[list[Entry], dict[tuple[str, st
         problem = next(filter(None, map(variant_json.installer_problem, docs)), None)
         try:
             data = variant_json.encode_variant_json(variant_json.merge_variant_files(docs))
-            doc = safejson.load(data, vfile, variant_json.SHAPE)  # what installers will read: read back first
+            doc = safejson.load(
+                data, vfile, variant_json.SHAPE, reference="wheel-invalid"
+            )  # what installers will read: read back first
         except InputError as exc:
             problem = problem or str(exc)
         else:
@@ -390,10 +398,13 @@ def write_indexes(
     with gathering(sources, names, indexes=indexes, verify_hashes=True, table=table) as got:
         entries, notes = index_entries(got)
         if not entries:
-            raise InputError("no wheels to index")
+            raise InputError("no wheels to index", reference="not-found")
         entries, variants, dropped = variant_files(entries)
         if not entries:
-            raise InputError(f"no wheels to index: {dropped[0].items[0][0]}: {dropped[0].items[0][1]}")
+            raise InputError(
+                f"no wheels to index: {dropped[0].items[0][0]}: {dropped[0].items[0][1]}",
+                reference="not-found",
+            )
         notes += dropped
         findings = _judged([e.cand for e in entries], judge)
         bad = sorted(f for f, found in findings.items() if front_page.broken(found))

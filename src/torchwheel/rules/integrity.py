@@ -150,7 +150,7 @@ def facts_file_invalid(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     try:
         from torchwheel import safejson  # only a wheel that has the file
 
-        doc = safejson.load(c.side_file, SIDE_FILE, side_shape())
+        doc = safejson.load(c.side_file, SIDE_FILE, side_shape(), reference="wheel-invalid")
     except InputError as exc:
         yield where, f"{exc}: `torchwheel tag` rewrites it"
         return

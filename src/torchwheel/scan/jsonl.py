@@ -146,7 +146,7 @@ def identity(line: dict[str, Any]) -> str:
 def problem(raw: bytes, where: str) -> tuple[dict[str, Any] | None, str]:
     """A whole line (without its newline) as a scan line, or None and why it is none."""
     try:
-        return safejson.load(raw, where, LINE), ""
+        return safejson.load(raw, where, LINE, reference="not-a-wheel"), ""
     except InputError as exc:
         return None, str(exc).removeprefix(f"{where}: ")
 
@@ -223,7 +223,9 @@ class Done:
 
 
 def _refuse(path: Path, why: str) -> InputError:
-    return InputError(f"{path}: {why}: not a scan file; left as it is (scan into a new file)")
+    return InputError(
+        f"{path}: {why}: not a scan file; left as it is (scan into a new file)", reference="not-a-wheel"
+    )
 
 
 def _read_existing(path: Path, fd: int, st: os.stat_result) -> Done:
@@ -257,14 +259,19 @@ def check_output(path: Path) -> Done:
         st = os.lstat(path)
     except FileNotFoundError:
         if not os.path.isdir(path.parent):  # said now, before a single request
-            raise InputError(f"{path}: no such folder to write the scan file in") from None
+            raise InputError(
+                f"{path}: no such folder to write the scan file in", reference="not-found"
+            ) from None
         return Done()
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc} (checking the scan file)") from exc
+        raise InputError(
+            f"{path}: {exc.strerror or exc} (checking the scan file)", reference="file-system-error"
+        ) from exc
     if stat.S_ISLNK(st.st_mode):
         raise InputError(
             f"{path}: a symbolic link: scan appends only to the file it is given, never through a "
-            "link; left as it is (give the file it points to, or a new name)"
+            "link; left as it is (give the file it points to, or a new name)",
+            reference="output-refused",
         )
     if not stat.S_ISREG(st.st_mode):
         raise _refuse(path, f"{kind(st.st_mode)}, not a regular file")
@@ -272,14 +279,18 @@ def check_output(path: Path) -> Done:
     try:
         fd = os.open(path, flags)
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc} (reading the scan file)") from exc
+        raise InputError(
+            f"{path}: {exc.strerror or exc} (reading the scan file)", reference="file-system-error"
+        ) from exc
     try:
         now = os.fstat(fd)
         if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
             raise _refuse(path, "replaced while it was opened")
         return _read_existing(path, fd, now)
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc} (reading the scan file)") from exc
+        raise InputError(
+            f"{path}: {exc.strerror or exc} (reading the scan file)", reference="file-system-error"
+        ) from exc
     finally:
         os.close(fd)
 
@@ -297,12 +308,16 @@ class Appender:
         try:
             self._fd = os.open(path, flags, 0o644)
         except OSError as exc:
-            raise InputError(f"{path}: {exc.strerror or exc} (opening the scan file to append)") from exc
+            raise InputError(
+                f"{path}: {exc.strerror or exc} (opening the scan file to append)",
+                reference="file-system-error",
+            ) from exc
         st = os.fstat(self._fd)
         if done.checked is not None and (st.st_dev, st.st_ino, st.st_size) != done.checked:
             os.close(self._fd)
             raise InputError(
-                f"{path}: changed since it was checked: left as it is (is another scan writing it?)"
+                f"{path}: changed since it was checked: left as it is (is another scan writing it?)",
+                reference="input-changed",
             )
         try:
             if st.st_size != self.end:
@@ -311,7 +326,10 @@ class Appender:
                 )  # the start of a line a kill left: cut before anything follows
         except OSError as exc:
             os.close(self._fd)
-            raise InputError(f"{path}: {exc.strerror or exc} (cutting the half line a kill left)") from exc
+            raise InputError(
+                f"{path}: {exc.strerror or exc} (cutting the half line a kill left)",
+                reference="file-system-error",
+            ) from exc
 
     def write(self, line: dict[str, Any]) -> None:
         data = _bounded(line)
@@ -325,7 +343,8 @@ class Appender:
                 os.ftruncate(self._fd, self.end)  # no half line left behind
             raise InputError(
                 f"{self.path}: {exc.strerror or exc} (appending scan line {self.lines + 1:,}); "
-                f"the {self.lines:,} whole lines before it are kept, and the same command resumes"
+                f"the {self.lines:,} whole lines before it are kept, and the same command resumes",
+                reference="file-system-error",
             ) from exc
         self.end += len(data)
         self.lines += 1
@@ -335,7 +354,9 @@ class Appender:
             if not self._failed:
                 os.fsync(self._fd)
         except OSError as exc:
-            raise InputError(f"{self.path}: {exc.strerror or exc} (syncing the scan file)") from exc
+            raise InputError(
+                f"{self.path}: {exc.strerror or exc} (syncing the scan file)", reference="file-system-error"
+            ) from exc
         finally:
             os.close(self._fd)
 

@@ -42,9 +42,11 @@ def _url_list(path: Path) -> Iterator[str]:
         current().max_page_bytes.check(f"{path}: the size of a list of wheels", size)
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from exc
+        raise InputError(f"{path}: {exc.strerror or exc}", reference="file-system-error") from exc
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not a UTF-8 list of wheel URLs (byte {exc.start:,})") from exc
+        raise InputError(
+            f"{path}: not a UTF-8 list of wheel URLs (byte {exc.start:,})", reference="not-a-wheel"
+        ) from exc
     for line in text.splitlines():
         entry = line.strip()
         if not entry or entry.startswith("#"):

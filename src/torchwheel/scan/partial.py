@@ -13,7 +13,7 @@ whole read's line (``scanline.scan_line``), which costs its size and answers eve
 
 The line says, in ``partial.axes``, which axes the bytes read decided and which they did
 not (``"not read"``; the need's value of such an axis reads so too): ``gpu_code`` needs
-every compiled member read whole (``--gpu``); ``marker``, a marker record no symbol
+every compiled member read whole (``--gpu-code``); ``marker``, a marker record no symbol
 exports, is looked for only in members read whole (it could add a stable floor, so the
 floor and kind stand as the bytes read say, and ``check`` of the download has the last
 word). ``"read": "partial"``, the bytes fetched, and ``"hashes_verified": false``: no

@@ -13,7 +13,7 @@ inflating every byte of the member, which on today's wheels (none exports a mark
 cost the whole download; ``partial`` reports the marker axis as not read instead.
 
 Anything else is read whole by ``memberscan.scan``, the full read's own path: Mach-O and PE
-(their tables lie at the end), ``--gpu`` (GPU code needs the section table), and a member
+(their tables lie at the end), ``--gpu-code`` (GPU code needs the section table), and a member
 whose reader named bytes it had already inflated past (``layout``).
 """
 

@@ -119,7 +119,7 @@ def _counted(line: dict[str, Any]) -> _Counted:
     floor = str(need["floor"]) if need and kind == "stable" and need.get("floor") else None
     builds = None
     if need:
-        found = need.get("torch_build") or ["none"]  # "not read" on a partial line without --gpu
+        found = need.get("torch_build") or ["none"]  # "not read" on a partial line without --gpu-code
         builds = found if isinstance(found, str) else ", ".join(found)
     findings = (line["check"] or {}).get("findings") or []
     codes = tuple(sorted({str(f["code"]) for f in findings if f["severity"] == "error"}))
@@ -160,9 +160,11 @@ def summarize(path: Path) -> Summary:
     try:
         fd = open_regular(path)
     except FileNotFoundError as exc:
-        raise InputError(f"{path}: no such scan file") from exc
+        raise InputError(f"{path}: no such scan file", reference="not-found") from exc
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc} (reading the scan file)") from exc
+        raise InputError(
+            f"{path}: {exc.strerror or exc} (reading the scan file)", reference="file-system-error"
+        ) from exc
     try:
         with open(fd, "rb", closefd=False) as fh:
             for line, _ in jsonl.whole_lines(fh, str(path)):
@@ -173,7 +175,9 @@ def summarize(path: Path) -> Summary:
                 newest.pop(key, None)  # the newest line of a source keeps its place at the end
                 newest[key] = _counted(line)
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc} (reading the scan file)") from exc
+        raise InputError(
+            f"{path}: {exc.strerror or exc} (reading the scan file)", reference="file-system-error"
+        ) from exc
     finally:
         os.close(fd)
     for counted in newest.values():

@@ -323,7 +323,7 @@ def run_scan(
 ) -> ScanPlan:
     """Scan ``sources`` and ``indexes`` (of the projects ``names``, all when empty) into
     ``out``, appending to what a previous run left there; ``read``: ``whole``, or
-    ``partial`` / ``partial+gpu`` for hosted wheels (``--partial [--gpu]``)."""
+    ``partial`` / ``partial+gpu`` for hosted wheels (``--partial [--gpu-code]``)."""
     fairness.configure(policy)
     previous = jsonl.check_output(out)  # before the network: a file that is no scan file is refused at once
     listed = list_sources(sources, indexes, names)

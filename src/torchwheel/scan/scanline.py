@@ -26,12 +26,10 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
-from torchwheel.errors import InputError
+from torchwheel.errors import InputError, Reference
 from torchwheel.frozen import frozen
-from torchwheel.limits import LimitExceeded
 from torchwheel.net import fetch
 from torchwheel.safeopen import open_regular
-from torchwheel.wheel.contents import InvalidWheelName
 
 SCHEMA_VERSION = 1
 WHOLE = "whole"
@@ -96,7 +94,10 @@ def as_source(value: object) -> WheelSource:
                 value.get("origin") or None,
                 value.get("filename") or None,
             )
-    raise InputError(f"a scan source is a path, a URL or a mapping with url or path, not {value!r:.80}")
+    raise InputError(
+        f"a scan source is a path, a URL or a mapping with url or path, not {value!r:.80}",
+        reference="bad-option-value",
+    )
 
 
 @frozen
@@ -135,7 +136,7 @@ def read_whole(source: WheelSource, scratch: Path) -> Read:
         except FileNotFoundError as exc:  # listed, then gone: what a 404 is to a hosted wheel
             raise Gone(f"{path}: no such file (gone since it was listed)") from exc
         except OSError as exc:
-            raise InputError(f"{path}: {exc.strerror or exc}") from exc
+            raise InputError(f"{path}: {exc.strerror or exc}", reference="file-system-error") from exc
         if source.sha256 and digest != source.sha256:
             raise fetch.DigestMismatch(f"{path}: sha256 differs from the one its index gives")
         return Read(path, WHOLE, 0, digest, True if given else None)
@@ -148,20 +149,26 @@ def read_whole(source: WheelSource, scratch: Path) -> Read:
 class Gone(InputError):
     """A local wheel that a folder, page or list named is not there when it is read."""
 
+    fixed_reference = "not-found"
+
+
+# a line's error code (docs/scan.md), by the error's reference (``errors.REFERENCES``): the
+# codes a scan file holds stay as they were documented, coarser than the references
+SCAN_CODES: dict[Reference, str] = {
+    "not-found": "not-found",
+    "http-error": "http",
+    "network-budget-spent": "budget",
+    "network-error": "network",
+    "digest-mismatch": "digest",
+    "limit-exceeded": "limit",
+    "bad-wheel-name": "name",
+}
+
 
 def error_code(exc: InputError) -> str:
-    """The stable name of what stopped a wheel, for the report and the resume."""
-    kinds: tuple[tuple[type[InputError], str], ...] = (
-        (fetch.NotFound, "not-found"),
-        (Gone, "not-found"),
-        (fetch.HTTPFailure, "http"),
-        (fetch.Exhausted, "budget"),
-        (fetch.Unreachable, "network"),
-        (fetch.DigestMismatch, "digest"),
-        (LimitExceeded, "limit"),
-        (InvalidWheelName, "name"),
-    )
-    return next((code for kind, code in kinds if isinstance(exc, kind)), "unreadable")
+    """The stable name of what stopped a wheel, for the report and the resume: from the
+    error's reference, never its text."""
+    return SCAN_CODES.get(exc.reference, "unreadable")
 
 
 def error_json(exc: InputError) -> dict[str, Any]:

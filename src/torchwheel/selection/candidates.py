@@ -129,7 +129,7 @@ def _opened(path: Path, origin: str, page_hashes: Mapping[str, str], sha256: str
         if not sha256 or page_hashes:
             sha256, differs = _whole_file(fd, page_hashes)
             if differs:
-                raise InputError(f"{differs} differs from the link on {origin}")
+                raise InputError(f"{differs} differs from the link on {origin}", reference="digest-mismatch")
     except BaseException as exc:
         os.close(fd)
         if isinstance(exc, OSError):  # a read error: one line, as for the open
@@ -157,7 +157,7 @@ def declared(
         first = broken[0]
         more = f" (and {len(broken) - 1} more: `torchwheel check` lists them)" if len(broken) > 1 else ""
         where = f" {first.member}" if first.member else ""
-        raise InputError(f"{filename}: {first.code}{where}: {first.message}{more}")
+        raise InputError(f"{filename}: {first.code}{where}: {first.message}{more}", reference="wheel-invalid")
     parsed = parse_wheel_name(filename)
     meta = parse_metadata(c.metadata_text)
     return parsed, meta, need_from_fields(c.wheel_fields, meta.torch_requirements, parsed.version)

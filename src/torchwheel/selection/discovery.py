@@ -64,7 +64,9 @@ def _read_local_page(page: Path) -> pages.Page:
         finally:
             os.close(fd)
     except OSError as exc:
-        raise InputError(f"{page}: unreadable index page ({exc.strerror or exc})") from exc
+        raise InputError(
+            f"{page}: unreadable index page ({exc.strerror or exc})", reference="file-system-error"
+        ) from exc
     return pages.parse(data, page.resolve().as_uri(), page.suffix == _JSON, str(page))
 
 
@@ -74,9 +76,14 @@ def source_path(source: str) -> Path:
         try:
             parts = urlsplit(source)
         except ValueError:  # an unclosed "[" in the authority
-            raise InputError(f"{fetch.shown(source)}: not a path or a URL torchwheel reads") from None
+            raise InputError(
+                f"{fetch.shown(source)}: not a path or a URL torchwheel reads", reference="url-refused"
+            ) from None
         if parts.scheme != "file":
-            raise InputError(f"{fetch.shown(source)}: only paths, file:// and http(s):// URLs are read")
+            raise InputError(
+                f"{fetch.shown(source)}: only paths, file:// and http(s):// URLs are read",
+                reference="url-refused",
+            )
         return Path(url2pathname(unquote(parts.path)))
     return Path(source)
 
@@ -137,15 +144,19 @@ class _Walk:
                 self._local_page(page, 0)
             elif not wheels:
                 raise InputError(
-                    f"{fetch.shown(source)}: neither wheels nor an index page (index.html or index.json)"
+                    f"{fetch.shown(source)}: neither wheels nor an index page (index.html or index.json)",
+                    reference="not-a-wheel",
                 )
             for w in wheels:
                 if self.wanted(w.name):
                     self.local.append((w, str(path), {}))
         elif not path.exists():
-            raise InputError(f"{fetch.shown(source)}: no such file or directory")
+            raise InputError(f"{fetch.shown(source)}: no such file or directory", reference="not-found")
         else:
-            raise InputError(f"{fetch.shown(source)}: not a wheel, a folder of wheels or an index page")
+            raise InputError(
+                f"{fetch.shown(source)}: not a wheel, a folder of wheels or an index page",
+                reference="not-a-wheel",
+            )
 
     def _files(self, page: pages.Page, origin: str, hosted_page: bool) -> None:
         limit = current().max_project_files
@@ -245,7 +256,8 @@ class _Walk:
         if len(projects) > limit.value:
             raise InputError(
                 f"{where}: a root page of {len(projects):,} projects (more than max-index-projects = "
-                f"{limit.value:,}): name the projects to read with --name, or raise it with {limit.env}"
+                f"{limit.value:,}): name the projects to read with --name, or raise it with {limit.env}",
+                reference="limit-exceeded",
             )
         for link in projects:
             shown = fetch.shown(link.url)
@@ -318,7 +330,9 @@ def gather(
         add(cand)
     if walk.hosted:
         if scratch is None:
-            raise InputError("hosted wheels need a download folder (discovery.gathering)")
+            raise InputError(
+                "hosted wheels need a download folder (discovery.gathering)", reference="internal-error"
+            )
         local = list(out.candidates)
         for cand in remote.fetch_all(
             walk.hosted, local, target, walk.session, scratch, verify_hashes, out, table, pre=pre

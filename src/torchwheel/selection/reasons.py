@@ -210,5 +210,9 @@ def select_json(target: TorchTarget, gathered: Gathered, found: list[Outcome]) -
         "duplicates": [{"location": s.location, "reason": s.reason} for s in gathered.duplicates],
     }
     if exit_code(found, gathered) == Exit.INPUT:  # the command's exit 2: the same line as on stderr
-        doc["error"] = {"message": refusal_line(found, gathered), "exit": int(Exit.INPUT)}
+        doc["error"] = {
+            "message": refusal_line(found, gathered),
+            "reference": "candidates-unusable",
+            "exit": int(Exit.INPUT),
+        }
     return json_text(doc)

@@ -38,6 +38,7 @@ from torchwheel.torchabi import backend
 from torchwheel.torchabi.accelerators import torch_build_of_requirements
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.cuda_archs import parse_gpu
+from torchwheel.torchabi.torch_named import named_torch
 from torchwheel.torchabi.torch_releases import Minor, minor_of
 from torchwheel.torchabi.torchlibs import VERSION_PY_BYTES
 from torchwheel.version import FeatureVersion
@@ -147,18 +148,25 @@ def _interpreter(python: str | None) -> str:
         return sys.executable
     if not python.strip():
         raise InputError(
-            "--python '': names no interpreter (give a path, or leave --python out for this one)"
+            "--python '': names no interpreter (give a path, or leave --python out for this one)",
+            reference="bad-option-value",
         )
     if "\x00" in python:
-        raise InputError(f"--python {quoted(python, 80)}: a path with a NUL byte names no file")
+        raise InputError(
+            f"--python {quoted(python, 80)}: a path with a NUL byte names no file",
+            reference="bad-option-value",
+        )
     if Path(python).is_dir():
         raise InputError(
-            f"--python {python}: a directory, not an interpreter (a venv's is {Path(python) / 'bin' / 'python'})"
+            f"--python {python}: a directory, not an interpreter (a venv's is {Path(python) / 'bin' / 'python'})",
+            reference="interpreter-unusable",
         )
     if os.sep not in python and (os.altsep is None or os.altsep not in python):
         found = shutil.which(python)
         if found is None:
-            raise InputError(f"--python {python}: not found on PATH")
+            raise InputError(
+                f"--python {python}: not found on PATH", reference="not-found", field="--python", value=python
+            )
         return found
     return python
 
@@ -175,15 +183,20 @@ def probe(python: str | None = None) -> TorchTarget:
         exe,
     )  # fmt: skip
     try:
-        doc = safejson.load(out, f"--python {exe}: its answer to the probe", _ANSWER)
+        doc = safejson.load(
+            out, f"--python {exe}: its answer to the probe", _ANSWER, reference="interpreter-unusable"
+        )
     except InputError as exc:
         said = out.decode("utf-8", "replace").strip().splitlines()[:1]
         if not said or not said[0].startswith("{"):
             answer = f"it answered {quoted(said[0], 60)}" if said else "it printed nothing"
             raise InputError(
-                f"--python {exe}: not a Python interpreter ({answer} to a Python probe)"
+                f"--python {exe}: not a Python interpreter ({answer} to a Python probe)",
+                reference="interpreter-unusable",
             ) from None
-        raise InputError(f"--python {exe}: unexpected probe answer ({exc})") from None
+        raise InputError(
+            f"--python {exe}: unexpected probe answer ({exc})", reference="interpreter-unusable"
+        ) from None
     limits.current().max_tags.check(f"--python {exe}: its tags", len(doc["tags"]))
     major, minor = (int(x) for x in doc["version"].split(".")[:2])
     found = search_path(doc["stdlib"], doc["sites"], (major, minor))
@@ -191,7 +204,9 @@ def probe(python: str | None = None) -> TorchTarget:
     try:
         build = torch_build_of(torch, version_py, requires, doc["markers"])
     except InputError as exc:
-        raise InputError(f"--python {exe}: its torch's build cannot be read ({exc})") from exc
+        raise InputError(
+            f"--python {exe}: its torch's build cannot be read ({exc})", reference="torch-unreadable"
+        ) from exc
     gpu = detected_gpu()
     not_run = tuple(str(n) for n in found.not_run) + found.unread_pth
     return TorchTarget(
@@ -222,7 +237,10 @@ def _run_probe(argv: list[str], exe: str) -> bytes:
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
         )
     except (OSError, ValueError) as exc:
-        raise InputError(f"--python {exe}: does not run ({getattr(exc, 'strerror', None) or exc})") from exc
+        raise InputError(
+            f"--python {exe}: does not run ({getattr(exc, 'strerror', None) or exc})",
+            reference="interpreter-unusable",
+        ) from exc
     out, err = bytearray(), bytearray()
     flooded = threading.Event()
 
@@ -251,7 +269,10 @@ def _run_probe(argv: list[str], exe: str) -> bytes:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-        raise InputError(f"--python {exe}: did not answer the probe within {_PROBE_TIMEOUT} s") from None
+        raise InputError(
+            f"--python {exe}: did not answer the probe within {_PROBE_TIMEOUT} s",
+            reference="interpreter-unusable",
+        ) from None
     finally:
         for t in readers:
             t.join(timeout=5)
@@ -260,11 +281,14 @@ def _run_probe(argv: list[str], exe: str) -> bytes:
     if flooded.is_set():
         raise InputError(
             f"--python {exe}: not a Python interpreter (it printed more than {_PROBE_ANSWER_BYTES:,} bytes "
-            "in answer to a Python probe)"
+            "in answer to a Python probe)",
+            reference="interpreter-unusable",
         )
     if code != 0:
         last = (err.decode("utf-8", "replace").strip().splitlines() or ["no output"])[-1]
-        raise InputError(f"--python {exe}: the probe failed ({clipped(last, 160)})")
+        raise InputError(
+            f"--python {exe}: the probe failed ({clipped(last, 160)})", reference="interpreter-unusable"
+        )
     return bytes(out)
 
 
@@ -278,12 +302,16 @@ def _torch_distribution(search: Iterable[str]) -> tuple[Version | None, str | No
     try:
         headers = parse_headers(metadata_text(found))
     except OSError as exc:
-        raise InputError(f"{found}: its metadata cannot be read ({exc.strerror or exc})") from exc
+        raise InputError(
+            f"{found}: its metadata cannot be read ({exc.strerror or exc})", reference="torch-unreadable"
+        ) from exc
     raw = str(headers.get("Version") or "").strip()
     try:
         torch = Version(limits.check_version(f"{found}: torch's version", raw))
     except InvalidVersion as exc:
-        raise InputError(f"{found}: torch's version {quoted(raw, 40)} is not a version") from exc
+        raise InputError(
+            f"{found}: torch's version {quoted(raw, 40)} is not a version", reference="torch-unreadable"
+        ) from exc
     requires = [
         str(r) for r in headers.get_all("Requires-Dist") or []
     ]  # markers kept: torch_build_of reads them
@@ -405,16 +433,13 @@ def target_from_options(
         build: TorchBuild | None = backend.parse_backend(torch_backend)
     else:
         build = here.build if torch is None else None
-    try:
-        torch_version = Version(limits.check_version("--torch", torch)) if torch else here.torch
-    except InvalidVersion as exc:
-        raise InputError(f"--torch {torch!r}: not a version") from exc
+    torch_version = named_torch(torch) if torch else here.torch
     minor_only = torch_version is not None and torch is not None and len(torch_version.release) == 2
     version = python_version or here.python_version
     try:
         py = tuple(int(x) for x in version.split(".")[:2])
     except ValueError as exc:
-        raise InputError(f"--python-version {version!r}: expected X.Y") from exc
+        raise InputError(f"--python-version {version!r}: expected X.Y", reference="bad-option-value") from exc
     plats = [p for given in platforms for p in _platforms(given)] or None
     tags: list[Tag] = list(ptags.cpython_tags(py, platforms=plats))
     tags += list(ptags.compatible_tags(py, platforms=plats))

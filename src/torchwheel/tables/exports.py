@@ -145,7 +145,7 @@ def _typecode(width: int) -> str:
     for code in "BHILQ":
         if array(code).itemsize == width:
             return code
-    raise InputError(f"no {width}-byte integer array type on this platform")
+    raise InputError(f"no {width}-byte integer array type on this platform", reference="internal-error")
 
 
 def _column(data: memoryview, width: int) -> array[int]:
@@ -268,15 +268,28 @@ class ExportIndex:
     def from_bytes(cls, data: bytes, where: str) -> ExportIndex:
         """An index as the generator writes it; any defect is one ``InputError`` naming ``where``."""
         if len(data) > _FILE_BYTES:
-            raise InputError(f"{where}: {len(data):,} bytes, more than an export index may have")
+            raise InputError(
+                f"{where}: {len(data):,} bytes, more than an export index may have",
+                reference="tables-file-invalid",
+            )
         if len(data) < _PREFIX + _CHECKSUM or not data.startswith(MAGIC):
-            raise InputError(f"{where}: not a torch export index (no {MAGIC!r} header)")
+            raise InputError(
+                f"{where}: not a torch export index (no {MAGIC!r} header)", reference="tables-file-invalid"
+            )
         if hashlib.blake2b(data[:-_CHECKSUM], digest_size=_CHECKSUM).digest() != data[-_CHECKSUM:]:
-            raise InputError(f"{where}: checksum mismatch: the file is truncated or damaged")
+            raise InputError(
+                f"{where}: checksum mismatch: the file is truncated or damaged",
+                reference="tables-file-invalid",
+            )
         size = int.from_bytes(data[len(MAGIC) : _PREFIX], "little")
         if size > min(_HEADER_BYTES, len(data) - _PREFIX - _CHECKSUM):
-            raise InputError(f"{where}: a header of {size:,} bytes does not fit in the file")
-        header = safejson.load(data[_PREFIX : _PREFIX + size], f"{where} header", HEADER)
+            raise InputError(
+                f"{where}: a header of {size:,} bytes does not fit in the file",
+                reference="tables-file-invalid",
+            )
+        header = safejson.load(
+            data[_PREFIX : _PREFIX + size], f"{where} header", HEADER, reference="tables-file-invalid"
+        )
         body = memoryview(data)[_PREFIX + size : len(data) - _CHECKSUM]
         return dataclasses.replace(cls._parse(header, body, where), raw=bytes(data))
 
@@ -284,23 +297,30 @@ class ExportIndex:
     def _parse(cls, header: dict[str, Any], compressed: memoryview, where: str) -> ExportIndex:
         if header["schema_version"] != SCHEMA_VERSION:
             raise InputError(
-                f"{where}: schema {header['schema_version']}, this torchwheel reads {SCHEMA_VERSION}"
+                f"{where}: schema {header['schema_version']}, this torchwheel reads {SCHEMA_VERSION}",
+                reference="tables-file-invalid",
             )
         width, count = header["mask_bytes"], header["count"]
         entries = header["releases"]
         if width not in (1, 2, 4, 8) or len(entries) > 8 * width:  # a bit per release
-            raise InputError(f"{where}: {len(entries)} releases do not fit in {width}-byte masks")
+            raise InputError(
+                f"{where}: {len(entries)} releases do not fit in {width}-byte masks",
+                reference="tables-file-invalid",
+            )
         try:
             releases = tuple(Version(r["version"]) for r in entries)
         except InvalidVersion as exc:
-            raise InputError(f"{where}: {exc}") from exc
+            raise InputError(f"{where}: {exc}", reference="tables-file-invalid") from exc
         if any(a >= b for a, b in itertools.pairwise(releases)):
-            raise InputError(f"{where}: the releases are not in ascending order")
+            raise InputError(
+                f"{where}: the releases are not in ascending order", reference="tables-file-invalid"
+            )
         limits.current().max_export_entries.check(f"{where}: its entries", count)
         expected = 4 * (_BUCKETS + 1) + (4 + width) * count
         if header["body_size"] != expected:
             raise InputError(
-                f"{where}: a body of {header['body_size']:,} bytes cannot hold {count:,} entries"
+                f"{where}: a body of {header['body_size']:,} bytes cannot hold {count:,} entries",
+                reference="tables-file-invalid",
             )
         body = memoryview(_inflate(compressed, header["compression"], expected, where))
         lows_at = 4 * (_BUCKETS + 1)
@@ -310,9 +330,15 @@ class ExportIndex:
         masks = _column(body[masks_at:], width)
         # ascending, checked in C: sorting an array that is already sorted is one pass
         if starts[0] != 0 or starts[-1] != count or array(starts.typecode, sorted(starts)) != starts:
-            raise InputError(f"{where}: the bucket table does not partition the {count:,} entries")
+            raise InputError(
+                f"{where}: the bucket table does not partition the {count:,} entries",
+                reference="tables-file-invalid",
+            )
         if count and (min(masks) == 0 or max(masks) >> len(releases)):
-            raise InputError(f"{where}: a release mask names no release or one beyond the {len(releases)}")
+            raise InputError(
+                f"{where}: a release mask names no release or one beyond the {len(releases)}",
+                reference="tables-file-invalid",
+            )
         builds = tuple(tuple(r["builds"]) for r in entries)
         return cls(header["platform"], releases, builds, starts, lows, masks, header)
 
@@ -329,9 +355,14 @@ def _inflate(data: memoryview, compression: str, size: int, where: str) -> bytes
             out = z.decompress(data, size + 1)
             done, rest = z.eof, z.unused_data + z.unconsumed_tail
     except (lzma.LZMAError, zlib.error) as exc:
-        raise InputError(f"{where}: the compressed body is damaged ({exc})") from exc
+        raise InputError(
+            f"{where}: the compressed body is damaged ({exc})", reference="tables-file-invalid"
+        ) from exc
     if len(out) != size or not done or rest:
-        raise InputError(f"{where}: the body does not inflate to the {size:,} bytes its header gives")
+        raise InputError(
+            f"{where}: the body does not inflate to the {size:,} bytes its header gives",
+            reference="tables-file-invalid",
+        )
     return out
 
 
@@ -368,7 +399,9 @@ def exports_index(platform: str) -> ExportIndex | None:
         data, where = _chosen[platform]
         index = ExportIndex.from_bytes(data, where)
         if index.platform != platform:
-            raise InputError(f"{where}: the index inside is for {index.platform!r}")
+            raise InputError(
+                f"{where}: the index inside is for {index.platform!r}", reference="tables-file-invalid"
+            )
         _parsed[platform] = index
     return index
 
@@ -386,8 +419,10 @@ def shipped_index(platform: str) -> ExportIndex | None:
         with resource.open("rb") as fh:
             data = fh.read(_FILE_BYTES + 1)
     except OSError as exc:
-        raise InputError(f"{where}: {exc.strerror or exc}") from exc
+        raise InputError(f"{where}: {exc.strerror or exc}", reference="file-system-error") from exc
     index = ExportIndex.from_bytes(data, where)
     if index.platform != platform:
-        raise InputError(f"{where}: the header says it is for {index.platform}")
+        raise InputError(
+            f"{where}: the header says it is for {index.platform}", reference="tables-file-invalid"
+        )
     return index

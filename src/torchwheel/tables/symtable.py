@@ -226,7 +226,7 @@ class SymbolTable:
         data = text.encode("utf-8") if isinstance(text, str) else text
         from torchwheel import safejson
 
-        return cls.from_document(safejson.load(data, where, shape()), where)
+        return cls.from_document(safejson.load(data, where, shape(), reference="tables-file-invalid"), where)
 
     @classmethod
     def from_document(cls, document: dict[str, Any], where: str) -> SymbolTable:
@@ -267,7 +267,7 @@ class SymbolTable:
             wheels = tuple(TorchWheelOrigin(**w) for w in document.get("wheels", []))
             return cls(symbols, tuple(document.get("sources", [])), origins, wheels)
         except ValueError as exc:
-            raise InputError(f"{where}: {exc}") from exc
+            raise InputError(f"{where}: {exc}", reference="tables-file-invalid") from exc
 
 
 _WHEEL_FIELDS = ("file", "sha256", "release", "platform", "variant")

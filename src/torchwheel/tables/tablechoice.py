@@ -111,14 +111,16 @@ def read_tables_file(path: Path, how: str) -> ChosenTable:
     try:
         return _read(path, how)
     except InputError as exc:
-        raise InputError(f"{exc} (write one with `torchwheel symbols update`)") from exc
+        raise InputError(
+            f"{exc} (write one with `torchwheel symbols update`)", reference=exc.reference
+        ) from exc
 
 
 def _read(path: Path, how: str) -> ChosenTable:
     from torchwheel import safejson  # only a file: the shipped tables are trusted
 
     where = f"symbol table {path}"
-    document = safejson.load_file(path, where, shape())
+    document = safejson.load_file(path, where, shape(), reference="tables-file-invalid")
     table = SymbolTable.from_document(document, where)
     releases = _releases(document.get("releases", []))
     indexes = _indexes(document.get("exports", {}), where)
@@ -141,7 +143,10 @@ def tables_lock(path: Path) -> Iterator[None]:
         lock.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     except OSError as exc:
-        raise InputError(f"{lock}: cannot be opened as the tables' lock ({exc.strerror or exc})") from exc
+        raise InputError(
+            f"{lock}: cannot be opened as the tables' lock ({exc.strerror or exc})",
+            reference="file-system-error",
+        ) from exc
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -226,7 +231,8 @@ def _indexes(encoded: dict[str, str], where: str) -> dict[str, bytes]:
             out[platform] = base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError) as exc:
             raise InputError(
-                f"{where}: exports {clipped(platform, 40)!r}: not base64 ({clipped(exc, 80)})"
+                f"{where}: exports {clipped(platform, 40)!r}: not base64 ({clipped(exc, 80)})",
+                reference="tables-file-invalid",
             ) from exc
     return out
 

@@ -66,11 +66,11 @@ def regenerate(
     already covers releases they may no longer have wheels of.
     """
     if not sources:
-        raise InputError("no torch wheel or directory to scan")
+        raise InputError("no torch wheel or directory to scan", reference="misuse")
     try:
         tables = [scan_headers(source) for source in sources]
     except ValueError as exc:  # not a torch wheel or include tree: the user's input, one line
-        raise InputError(str(exc)) from exc
+        raise InputError(str(exc), reference="torch-unreadable") from exc
     if extend:
         tables.append(base if base is not None else load_shipped())
     table = merge_all(tables)
@@ -189,12 +189,16 @@ def _release(torch: TorchLibraries) -> Version:
     if not torch.version:
         raise InputError(
             f"{torch.origin}: the torch's version cannot be read (no torch/version.py, or one that "
-            "is not a regular file or names no __version__)"
+            "is not a regular file or names no __version__)",
+            reference="torch-unreadable",
         )
     try:
         version = Version(limits.check_version(f"{torch.origin}: torch's version", torch.version))
     except InvalidVersion as exc:
-        raise InputError(f"{torch.origin}: torch {clipped(torch.version, 40)!r} is not a version") from exc
+        raise InputError(
+            f"{torch.origin}: torch {clipped(torch.version, 40)!r} is not a version",
+            reference="torch-unreadable",
+        ) from exc
     return Version(version.base_version)
 
 
@@ -202,7 +206,8 @@ def _platform(torch: TorchLibraries) -> str:
     platforms = sorted(platform_of(fmt, arch) for fmt, arch in torch.platforms)
     if len(platforms) != 1:
         raise InputError(
-            f"{torch.origin}: torch libraries for {', '.join(platforms) or 'no platform'}, not one"
+            f"{torch.origin}: torch libraries for {', '.join(platforms) or 'no platform'}, not one",
+            reference="torch-unreadable",
         )
     return platforms[0]
 
@@ -236,7 +241,7 @@ def _add(
     try:
         return exports_update.add_release(index, platform, release, (), _today(), _GENERATOR, hashes)
     except ValueError as exc:
-        raise InputError(f"{clipped(source, 120)}: {exc}") from exc
+        raise InputError(f"{clipped(source, 120)}: {exc}", reference="torch-unreadable") from exc
 
 
 _GENERATOR = f"torchwheel {__version__} symbols update"
@@ -273,7 +278,9 @@ def _is_table(fd: int) -> bool:
     limit = limits.current().max_json_bytes.value
     data = os.pread(fd, limit + 1, 0)
     try:
-        SymbolTable.from_document(safejson.load(data, "table", shape()), "table")
+        SymbolTable.from_document(
+            safejson.load(data, "table", shape(), reference="tables-file-invalid"), "table"
+        )
     except InputError:
         return False
     return True

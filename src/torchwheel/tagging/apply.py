@@ -76,7 +76,10 @@ def _same_file(path: Path, fd: int) -> bool:
 def _still_the_input(source: Path, fd: int) -> None:
     """``--in-place`` replaces a path: only while it still names the file we analysed."""
     if not _same_file(source, fd):
-        raise InputError(f"{source}: replaced or removed while tag ran: left as it is, nothing written")
+        raise InputError(
+            f"{source}: replaced or removed while tag ran: left as it is, nothing written",
+            reference="input-changed",
+        )
 
 
 def lock_input(archive: WheelArchive) -> None:
@@ -91,7 +94,8 @@ def lock_input(archive: WheelArchive) -> None:
         fcntl.flock(archive.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError as exc:
         raise InputError(
-            f"{archive.path}: another torchwheel is rewriting it right now: left to that one"
+            f"{archive.path}: another torchwheel is rewriting it right now: left to that one",
+            reference="in-use",
         ) from exc
     _still_the_input(archive.path, archive.fd)
 
@@ -103,7 +107,8 @@ def _matching_dist_info(w: WheelFacts) -> None:
     if not c.dist_info_matches:
         raise InputError(
             f"{Path(c.path).name}: its {c.dist_info!r} does not match the file name's project "
-            f"{c.filename_name!r}: installers refuse such a wheel; rebuild it (tag will not rewrite it)"
+            f"{c.filename_name!r}: installers refuse such a wheel; rebuild it (tag will not rewrite it)",
+            reference="wheel-invalid",
         )
 
 
@@ -112,7 +117,10 @@ def _output_path(out_dir: Path, filename: str) -> Path:
     there too (``wheel.temps``), never a folder above or below it."""
     target = out_dir / filename
     if target.parent != out_dir or filename in (".", "..") or "\x00" in filename:
-        raise InputError(f"{quoted(filename, 80)}: not a plain file name for {out_dir}: nothing written")
+        raise InputError(
+            f"{quoted(filename, 80)}: not a plain file name for {out_dir}: nothing written",
+            reference="output-refused",
+        )
     return target
 
 
@@ -146,7 +154,7 @@ def refuse_existing(target: Path, overwrite: bool) -> None:
     folder, a FIFO or a file of another kind, ``--overwrite`` or not."""
     check_replaceable(target, WHEEL_FILE)
     if not overwrite and os.path.lexists(target):
-        raise InputError(f"{target}: exists; pass --overwrite to replace it")
+        raise InputError(f"{target}: exists; pass --overwrite to replace it", reference="output-refused")
 
 
 def refuse_outputs(
@@ -205,7 +213,9 @@ def write_tagged(
             copy_file_atomically(archive.fd, target)
         return TagResult(source, target, False, ["already tagged: nothing to change"])
     if target.resolve() == source.resolve() and not in_place:
-        raise InputError(f"{source.name}: writing would replace the input; pass --in-place or -w DIR")
+        raise InputError(
+            f"{source.name}: writing would replace the input; pass --in-place or -w DIR", reference="misuse"
+        )
     if in_place:  # the path must still name the analysed file: said before any other refusal
         _still_the_input(source, archive.fd)
     ren = p.renames  # a local label renames the .dist-info: every input name seen as its new one

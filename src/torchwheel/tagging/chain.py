@@ -113,10 +113,13 @@ def first_stage(command: str, wheel: Path, quiet: bool = False) -> Iterator[Path
     ``quiet`` (``repair -q``): torchwheel's own lines about the tool are not printed (the
     tool's output is the tool's)."""
     if "{repair_dir}" not in command:
-        raise InputError("--repair-with needs {repair_dir} in the command: where the tool writes its wheel")
+        raise InputError(
+            "--repair-with needs {repair_dir} in the command: where the tool writes its wheel",
+            reference="misuse",
+        )
     missing = missing_tool(command)
     if missing is not None:
-        raise InputError(missing)
+        raise InputError(missing, reference="repair-tool-failed")
     given = command
     with tempfile.TemporaryDirectory(prefix="torchwheel-repair-") as scratch:
         out = Path(scratch)
@@ -144,11 +147,15 @@ def first_stage(command: str, wheel: Path, quiet: bool = False) -> Iterator[Path
         if result.returncode != 0:
             raise InputError(
                 f"the repair command failed with exit code {result.returncode} (its output is above): "
-                f"{given}{added}"
+                f"{given}{added}",
+                reference="repair-tool-failed",
             )
         wheels = sorted(out.glob("*.whl"))
         if len(wheels) != 1:
-            raise InputError(f"the repair command left {len(wheels)} wheels, expected exactly one: {given}")
+            raise InputError(
+                f"the repair command left {len(wheels)} wheels, expected exactly one: {given}",
+                reference="repair-tool-failed",
+            )
         if not quiet:
             print(
                 f"torchwheel: {tool or 'the repair command'} wrote {wheels[0].name}; checking it", flush=True

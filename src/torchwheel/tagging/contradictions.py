@@ -33,7 +33,8 @@ def check_importable(need: TorchNeed) -> None:
         raise InputError(
             f"its code imports {shown} as a module, which exports no module hook for its name: its import "
             "fails on every torch (TW304); load the library by path (torch.ops.load_library) or build it "
-            "as a module, then tag it"
+            "as a module, then tag it",
+            reference="rewrite-refused",
         )
 
 
@@ -47,14 +48,19 @@ def check_build_torch(need: TorchNeed, opts: TagOptions) -> None:
     if need.kind == "stable":
         raise InputError(
             f"{said}: the wheel is stable-ABI (target {need.label}): it loads on every torch from its target on, "
-            "and --build-torch only names the torch of a version-locked (unstable) build; drop it"
+            "and --build-torch only names the torch of a version-locked (unstable) build; drop it",
+            reference="rewrite-refused",
         )
     if need.kind in ("none", "any"):
-        raise InputError(f"{said}: the wheel uses no torch symbols, so no build torch to name; drop it")
+        raise InputError(
+            f"{said}: the wheel uses no torch symbols, so no build torch to name; drop it",
+            reference="rewrite-refused",
+        )
     if need.per_release:
         raise InputError(
             f"{said}: the wheel ships builds for torch {show_releases(need.releases)} and names them itself "
-            "(Torch-ABI-Builds); drop it"
+            "(Torch-ABI-Builds); drop it",
+            reference="rewrite-refused",
         )
     if build > torch_releases.minor_of(torch_releases.future()):
         return  # no such torch yet: ``requirement`` refuses it in its own words
@@ -62,7 +68,8 @@ def check_build_torch(need: TorchNeed, opts: TagOptions) -> None:
         if req.marker is None and build not in torch_releases.admitted_minors(req.specifier):
             raise InputError(
                 f"{said} contradicts the wheel's Requires-Dist {clipped(req)} (it admits torch "
-                f"{torch_releases.spec_span(req.specifier)}): fix the requirement in the project (or the option)"
+                f"{torch_releases.spec_span(req.specifier)}): fix the requirement in the project (or the option)",
+                reference="rewrite-refused",
             )
 
 
@@ -85,5 +92,6 @@ def check_local_label(
     if found is not None and not found.loads and found.axis in ("version", "requirement"):
         raise InputError(
             f"--local-label {opts.local_label} names torch {show_minor(minor)}, but the wheel does not load "
-            f"there ({found.reason}); label it with a torch it loads on, or fix the requirement"
+            f"there ({found.reason}); label it with a torch it loads on, or fix the requirement",
+            reference="rewrite-refused",
         )

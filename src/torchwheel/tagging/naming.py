@@ -31,9 +31,12 @@ def plain_wheel_only(w: WheelFacts, where: str, not_a_wheel: str, variant_advice
     renaming it alone would part the two. Each command says what to do instead."""
     c = w.contents
     if not w.is_wheel_file:
-        raise InputError(f"{c.path}: {not_a_wheel}")
+        raise InputError(f"{c.path}: {not_a_wheel}", reference="not-a-wheel")
     if c.variant is not None:
-        raise InputError(f"{where}: a wheel-variant file (label {c.variant!r}): {variant_advice}")
+        raise InputError(
+            f"{where}: a wheel-variant file (label {c.variant!r}): {variant_advice}",
+            reference="rewrite-refused",
+        )
 
 
 def _set_version(metadata: str, version: str) -> str:
@@ -46,7 +49,7 @@ def _set_version(metadata: str, version: str) -> str:
             lines[i] = f"Version: {version}{eol}"
             break
     else:
-        raise InputError("METADATA has no Version to add a local label to")
+        raise InputError("METADATA has no Version to add a local label to", reference="wheel-invalid")
     return "\n".join(lines) + sep + body
 
 
@@ -65,7 +68,10 @@ def naming(
         try:
             new_version = Version(f"{Version(version).public}+{opts.local_label}")
         except InvalidVersion as exc:
-            raise InputError(f"--local-label {opts.local_label!r}: not a valid local version label") from exc
+            raise InputError(
+                f"--local-label {opts.local_label!r}: not a valid local version label",
+                reference="bad-option-value",
+            ) from exc
         if str(new_version) != version:
             version = str(new_version)
             metadata = _set_version(metadata, version)
@@ -78,7 +84,8 @@ def naming(
         if not _BUILD_TAG.fullmatch(opts.build_tag):
             raise InputError(
                 f"--build-tag {quoted(opts.build_tag, 60)}: a digit, then letters, digits, '_' and '.' only "
-                "(the binary distribution format)"
+                "(the binary distribution format)",
+                reference="bad-option-value",
             )
         if build != opts.build_tag:
             build = opts.build_tag

@@ -113,7 +113,9 @@ def compress_tags(tags: frozenset[Tag], original: str) -> str:
     abis = _ordered({t.abi for t in tags}, parts[1].split("."))
     plats = _ordered({t.platform for t in tags}, parts[2].split("."))
     if len(interps) * len(abis) * len(plats) != len(tags):
-        raise InputError(f"tags {sorted(map(str, tags))} cannot be written as one file name")
+        raise InputError(
+            f"tags {sorted(map(str, tags))} cannot be written as one file name", reference="rewrite-refused"
+        )
     return f"{'.'.join(interps)}-{'.'.join(abis)}-{'.'.join(plats)}"
 
 

@@ -79,7 +79,7 @@ def public_metadata(text: str, public: str, where: str) -> str:
             at = i
             break
     if at is None:
-        raise InputError(f"{where}: METADATA has no Version header")
+        raise InputError(f"{where}: METADATA has no Version header", reference="wheel-invalid")
     key, _, value = lines[at].partition(":")
     stripped = value.rstrip("\r\n")
     eol = value[len(stripped) :]
@@ -93,7 +93,8 @@ def public_metadata(text: str, public: str, where: str) -> str:
     }:
         raise InputError(
             f"{where}: METADATA would not read back as version {public} with every other field "
-            "as it was (a folded Version header?): refusing to write it"
+            "as it was (a folded Version header?): refusing to write it",
+            reference="rewrite-refused",
         )
     return new
 
@@ -114,7 +115,8 @@ def _label_is_not_the_only_pin(w: WheelFacts, version: Version, where: str) -> N
         raise InputError(
             f"{where}: a version-locked build that only its label +{version.local} says is for torch "
             f"{torch}: without the label nothing keeps installers off other torches; pin it first "
-            f"(`torchwheel tag --build-torch {torch}` writes torch=={torch}.*), then unlabel"
+            f"(`torchwheel tag --build-torch {torch}` writes torch=={torch}.*), then unlabel",
+            reference="rewrite-refused",
         )
 
 
@@ -199,16 +201,21 @@ def _local_version(w: WheelFacts, where: str) -> Version:
     if not c.dist_info_matches:
         raise InputError(
             f"{where}: its {c.dist_info!r} does not match the file name's project {c.filename_name!r}: "
-            "installers refuse such a wheel; rebuild it"
+            "installers refuse such a wheel; rebuild it",
+            reference="wheel-invalid",
         )
     try:
         version = Version(c.filename_version)
     except InvalidVersion as exc:
-        raise InputError(f"{where}: version {clipped(c.filename_version, 80)!r} is not a version") from exc
+        raise InputError(
+            f"{where}: version {clipped(c.filename_version, 80)!r} is not a version",
+            reference="wheel-invalid",
+        ) from exc
     if version.local is None:
         raise InputError(
             f"{where}: version {c.filename_version} has no local label: nothing to unlabel "
-            "(PyPI takes the wheel as it is)"
+            "(PyPI takes the wheel as it is)",
+            reference="rewrite-refused",
         )
     return version
 
@@ -227,12 +234,13 @@ def refuse_one_release(plans: list[PublicPlan]) -> None:
         if other is p:
             continue
         if other.source.resolve() == p.source.resolve():
-            raise InputError(f"{p.source}: given twice")
+            raise InputError(f"{p.source}: given twice", reference="misuse")
         raise InputError(
             f"{other.source.name} and {p.source.name} are two builds of {_release_text(p.release)}: "
             "PyPI holds one (a build tag would not tell their torch targets apart: installers take the "
             "highest build whatever the torch); unlabel the one build PyPI gets, serve the others "
-            "from your own index (`torchwheel index`)"
+            "from your own index (`torchwheel index`)",
+            reference="rewrite-refused",
         )
 
 
@@ -241,7 +249,7 @@ def refuse_taken(p: PublicPlan, dest: Path, overwrite: bool) -> None:
     the same release and tags (a run before this one wrote it, say)."""
     target = dest / p.filename
     if not overwrite and (target.exists() or target.is_symlink()):
-        raise InputError(f"{target}: exists; pass --overwrite to replace it")
+        raise InputError(f"{target}: exists; pass --overwrite to replace it", reference="output-refused")
     try:
         present = sorted(f.name for f in dest.iterdir() if f.name.endswith(".whl") and f.name != p.filename)
     except (FileNotFoundError, NotADirectoryError):
@@ -255,7 +263,8 @@ def refuse_taken(p: PublicPlan, dest: Path, overwrite: bool) -> None:
             raise InputError(
                 f"{dest / name}: another build of {_release_text(p.release)} is there already: on PyPI "
                 "installers would take the highest build tag whatever the torch; remove it if this "
-                "build replaces it"
+                "build replaces it",
+                reference="output-refused",
             )
 
 

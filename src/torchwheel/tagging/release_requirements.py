@@ -43,13 +43,15 @@ def shared_requirements(group: list[WheelFacts], opts: TagOptions) -> tuple[str,
             f"{group[0].contents.filename_name} {group[0].contents.filename_version}: a hybrid release "
             f"({hybrid.summary}) cannot share one torch requirement: tag each build on its own, the "
             "per-minor builds with --build-torch X.Y --local-label torchX.Y, and publish them with "
-            "`torchwheel index` (docs/installers.md, hybrid releases)"
+            "`torchwheel index` (docs/installers.md, hybrid releases)",
+            reference="rewrite-refused",
         )
     if kinds == {"stable", "unstable"}:
         raise InputError(
             f"{group[0].contents.filename_name} {group[0].contents.filename_version}: stable and unstable "
             "builds in one release cannot share a torch requirement (TW603): tag the unstable build "
-            "with --local-label torchX.Y or publish it on a per-target index"
+            "with --local-label torchX.Y or publish it on a per-target index",
+            reference="rewrite-refused",
         )
     per_family: dict[str | None, tuple[str, ...]] = {}
     for w in group:
@@ -60,14 +62,16 @@ def shared_requirements(group: list[WheelFacts], opts: TagOptions) -> tuple[str,
             raise InputError(
                 f"{w.contents.path}: its torch requirement {', '.join(reqs) or 'none'} differs from another "
                 f"{family or 'platform-independent'} wheel of the same release; markers cannot tell them "
-                "apart: give one a local label (--local-label) or a separate index"
+                "apart: give one a local label (--local-label) or a separate index",
+                reference="rewrite-refused",
             )
     sets = set(per_family.values())
     if len(sets) == 1:
         return sets.pop()
     if None in per_family:
         raise InputError(
-            "a platform-independent wheel cannot share a release with wheels whose torch floors differ"
+            "a platform-independent wheel cannot share a release with wheels whose torch floors differ",
+            reference="rewrite-refused",
         )
     common, _ = Counter(per_family.values()).most_common(1)[0]
     out: list[str] = []
@@ -89,7 +93,9 @@ def release_sets(wheels: list[WheelFacts], opts: TagOptions, mode: bool | None) 
         keys = {release_key(w) for w in wheels}
         if len(keys) != 1 or None in keys:
             shown = ", ".join(sorted(f"{k[0]} {k[1]}" if k else "not a wheel file" for k in keys))
-            raise InputError(f"--release: the wheels given are not one release ({shown})")
+            raise InputError(
+                f"--release: the wheels given are not one release ({shown})", reference="rewrite-refused"
+            )
         groups = [tuple(wheels)]
     else:  # a hybrid release keeps each wheel's own requirement (module docstring)
         groups = [g for g in group_by_release(wheels) if hybrid_of(g) is None]

@@ -31,6 +31,8 @@ class BuildTorchNeeded(InputError):
     it unsaid, since the rebuild decides whether it still holds (a port to the stable ABI
     needs no build torch)."""
 
+    fixed_reference = "rewrite-refused"
+
 
 def _render(req: Requirement, spec: str) -> str:
     extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
@@ -59,7 +61,8 @@ def _known(minor: str, what: str) -> None:
         raise InputError(
             f"{what} torch {minor}, newer than any torch release this torchwheel knows "
             f"(newest {torch_releases.newest()}): writing torch>={minor} would admit no torch it knows; "
-            "check TORCH_TARGET_VERSION, or run `torchwheel symbols update TORCH_WHEEL_OR_ENV` with that torch (TW207)"
+            "check TORCH_TARGET_VERSION, or run `torchwheel symbols update TORCH_WHEEL_OR_ENV` with that torch (TW207)",
+            reference="tables-outdated",
         )
 
 
@@ -79,7 +82,12 @@ def _upper_bound(text: str) -> str:
     try:
         return str(Version(text))
     except InvalidVersion as exc:
-        raise InputError(f"--upper-bound {quoted(text, 60)}: not a version") from exc
+        raise InputError(
+            f"--upper-bound {quoted(text, 60)}: not a version",
+            reference="bad-option-value",
+            field="--upper-bound",
+            value=text,
+        ) from exc
 
 
 def desired_spec(
@@ -94,7 +102,8 @@ def desired_spec(
         raise InputError(
             f"the binaries import {shown}, which no torch up to {show_minor(abi.tables)} exports: newer than "
             "this torchwheel's tables, so the requirement would be a guess; run `torchwheel symbols update "
-            "TORCH_WHEEL_OR_ENV` with the torch they were built for (TW203, TW207)"
+            "TORCH_WHEEL_OR_ENV` with the torch they were built for (TW203, TW207)",
+            reference="tables-outdated",
         )
     if abi.kind == "stable" and abi.floor is not None:
         t: FeatureVersion = abi.floor
@@ -186,7 +195,8 @@ def merged_requirement(
     if new is None:
         raise InputError(
             f"Requires-Dist {quoted(req)} admits no torch the binaries load on (torch{spec}): "
-            "fix it in the project, or pass --relax-pin to replace it"
+            "fix it in the project, or pass --relax-pin to replace it",
+            reference="rewrite-refused",
         )
     notes = (
         []

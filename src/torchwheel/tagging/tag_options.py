@@ -17,7 +17,9 @@ def build_torch_of(value: str, said: str) -> str:
         try:
             return version("torch").split("+", 1)[0]
         except PackageNotFoundError as exc:
-            raise InputError(f"{said} installed: no torch is installed in this environment") from exc
+            raise InputError(
+                f"{said} installed: no torch is installed in this environment", reference="torch-unreadable"
+            ) from exc
     try:
         FeatureVersion.parse(value)
     except ValueError as exc:

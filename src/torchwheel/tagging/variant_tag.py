@@ -45,19 +45,24 @@ def variant_plan(p: Plan, dist_info: str, w: WheelFacts) -> Plan:
         parse_wheel_fields(p.members[f"{dist_info}/WHEEL"].decode()), meta.torch_requirements, version
     )
     if need is None:
-        raise InputError("--variant: the wheel's torch build could not be read from its binaries")
+        raise InputError(
+            "--variant: the wheel's torch build could not be read from its binaries",
+            reference="rewrite-refused",
+        )
     if need.kind == "stable" and need.floor is not None:
         value = need.label
     elif need.kind == "unstable" and len(need.releases) > 1:
         raise InputError(
             "--variant: per-minor builds would need one build_torch value per minor; "
-            "publish them as the plain wheel (it loads the matching library itself)"
+            "publish them as the plain wheel (it loads the matching library itself)",
+            reference="rewrite-refused",
         )
     elif need.kind == "unstable" and need.releases:
         value = show_release(next(iter(need.releases)))
     elif need.kind == "unstable":
         raise InputError(
-            "--variant: the unstable build's torch minor is unknown: pass --build-torch X.Y (or installed)"
+            "--variant: the unstable build's torch minor is unknown: pass --build-torch X.Y (or installed)",
+            reference="rewrite-refused",
         )
     else:
         value = ""

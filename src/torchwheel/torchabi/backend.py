@@ -149,7 +149,10 @@ def parse_builds(value: str) -> BuildSet:
         return NO_BUILD
     found = [_TOKEN.match(w) for w in words]
     if not found or not all(found):
-        raise InputError(f"WHEEL Torch-Build: {clipped(value)!r} is not 'any' or a list like 'cpu, cuda-13'")
+        raise InputError(
+            f"WHEEL Torch-Build: {clipped(value)!r} is not 'any' or a list like 'cpu, cuda-13'",
+            reference="wheel-invalid",
+        )
     return normalized(
         TorchBuild(m.group(1), int(m.group(2)) if m.group(2) else None)  # type: ignore[arg-type]
         for m in found

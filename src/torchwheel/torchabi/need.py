@@ -323,7 +323,8 @@ def parse_releases(value: str) -> frozenset[Release]:
         numbers = part.strip().split(".")
         if not 2 <= len(numbers) <= 3 or not all(n.isdigit() and len(n) <= 3 for n in numbers):
             raise InputError(
-                f"WHEEL {TORCH_ABI_BUILDS_FIELD}: {clipped(value, 80)!r} is not a list of torch releases"
+                f"WHEEL {TORCH_ABI_BUILDS_FIELD}: {clipped(value, 80)!r} is not a list of torch releases",
+                reference="wheel-invalid",
             )
         found.add(tuple(int(n) for n in numbers))
     return frozenset(found)
@@ -337,7 +338,8 @@ def parse_gpu_code(value: str) -> frozenset[str]:
     found = frozenset(part.strip() for part in value.split(",") if part.strip())
     if not found or len(found) > 256 or not all(_GPU_CODE.fullmatch(c) for c in found):
         raise InputError(
-            f"WHEEL Torch-GPU: {clipped(value, 80)!r} is not a list like 'sm_80, sm_90a, compute_90'"
+            f"WHEEL Torch-GPU: {clipped(value, 80)!r} is not a list like 'sm_80, sm_90a, compute_90'",
+            reference="wheel-invalid",
         )
     return found
 
@@ -402,7 +404,8 @@ def _optional_part(line: str, version: Version) -> OptionalPart:
             return OptionalPart(files, kind, need)
     raise InputError(
         f"WHEEL {TORCH_ABI_OPTIONAL_FIELD}: {clipped(line, 80)!r} is not "
-        "'optional|conditional|on-use; Torch-ABI=...; Torch-Build=...; files=...'"
+        "'optional|conditional|on-use; Torch-ABI=...; Torch-Build=...; files=...'",
+        reference="wheel-invalid",
     )
 
 
@@ -442,6 +445,7 @@ def declared_need(
         floor = torch_abi_floor(value)  # wheel.metadata: the one reading
     except (ValueError, InputError) as exc:
         raise InputError(
-            f"WHEEL {TORCH_ABI_FIELD}: {clipped(value, 80)!r} is neither a version nor 'unstable'"
+            f"WHEEL {TORCH_ABI_FIELD}: {clipped(value, 80)!r} is neither a version nor 'unstable'",
+            reference="wheel-invalid",
         ) from exc
     return TorchNeed("stable", floor, frozenset(), "", builds, gpu, reqs, source)

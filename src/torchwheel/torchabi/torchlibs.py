@@ -137,7 +137,10 @@ def _facts(
         platforms.update((facts.format, s.arch) for s in facts.slices)
         del names, facts  # the next library's facts are read without this one's
     if not exports:
-        raise InputError(f"{origin}: no torch libraries (libtorch*, libc10*) found; not a torch build?")
+        raise InputError(
+            f"{origin}: no torch libraries (libtorch*, libc10*) found; not a torch build?",
+            reference="torch-unreadable",
+        )
     build = _build(version_py, version, exports, metadata, platforms)
     return TorchLibraries(origin, version, exports, frozenset(platforms), count, build)
 
@@ -157,7 +160,7 @@ def _read_wheel(path: Path, wanted: frozenset[str] | None) -> TorchLibraries:
                 # needs, so a CUDA wheel's 1 GB libtorch_cuda.so is never held whole.
                 _, facts = scan_member(wheel, member, hashing=False)
                 if isinstance(facts, BinaryError):
-                    raise InputError(f"{path}: {member}: {facts}")
+                    raise InputError(f"{path}: {member}: {facts}", reference="torch-unreadable")
                 yield PurePosixPath(member).name, facts
 
         version_py = (
@@ -203,7 +206,7 @@ def _read_lib_dir(lib: Path, wanted: frozenset[str] | None) -> TorchLibraries:
                 try:
                     yield p.name, read_path(p, raw_scan=False)
                 except BinaryError as exc:
-                    raise InputError(f"{p}: {exc}") from exc
+                    raise InputError(f"{p}: {exc}", reference="torch-unreadable") from exc
 
     text = _version_py(lib.parent)
     metadata = _installed_metadata(lib.parent)
@@ -253,7 +256,7 @@ def read_files(
                 try:
                     yield PurePosixPath(member).name, read_path(path, raw_scan=False)
                 except BinaryError as exc:
-                    raise InputError(f"{path}: {exc}") from exc
+                    raise InputError(f"{path}: {exc}", reference="torch-unreadable") from exc
 
     return _facts(read(), origin, version, wanted, version_py)
 
@@ -264,7 +267,8 @@ def _lib_dir(path: Path) -> Path:
         if candidate.is_dir() and any(is_runtime_library(p.name) for p in candidate.iterdir()):
             return candidate
     raise InputError(
-        f"{path}: no torch/lib with torch libraries below it (give site-packages, torch or torch/lib)"
+        f"{path}: no torch/lib with torch libraries below it (give site-packages, torch or torch/lib)",
+        reference="torch-unreadable",
     )
 
 
@@ -273,7 +277,9 @@ def installed_torch_dir() -> Path:
     spec = importlib.util.find_spec("torch")
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
     if not locations:
-        raise InputError("no importable torch in this environment (for --against installed)")
+        raise InputError(
+            "no importable torch in this environment (for --against installed)", reference="torch-unreadable"
+        )
     return Path(locations[0])
 
 
@@ -290,4 +296,6 @@ def read_torch(against: str, wanted: frozenset[str] | None = None) -> TorchLibra
         return _read_lib_dir(_lib_dir(path), wanted)
     if path.is_file():
         return _read_wheel(path, wanted)
-    raise InputError(f"{against}: no such file or directory (nor the word {INSTALLED!r})")
+    raise InputError(
+        f"{against}: no such file or directory (nor the word {INSTALLED!r})", reference="not-found"
+    )

@@ -41,14 +41,16 @@ def _check_member(info: Member, seen: dict[str, Member], lim: limits.Limits) -> 
     """Runs once per member (200,000 in a big wheel): cheap tests first, details on failure."""
     name = info.filename
     if name[0] == "/" or "\\" in name or name[1:2] == ":":
-        raise InputError(f"member {name!r} has an absolute or Windows path")
+        raise InputError(f"member {name!r} has an absolute or Windows path", reference="wheel-invalid")
     if ".." in name and ".." in name.split("/"):
-        raise InputError(f"member {name!r} escapes the wheel with '..'")
+        raise InputError(f"member {name!r} escapes the wheel with '..'", reference="wheel-invalid")
     if name in seen:
-        raise InputError(f"member {name!r} appears twice in the archive")
+        raise InputError(f"member {name!r} appears twice in the archive", reference="wheel-invalid")
     seen[name] = info
     if stat.S_ISLNK(info.external_attr >> 16):
-        raise InputError(f"member {name!r} is a symbolic link, which wheels cannot carry")
+        raise InputError(
+            f"member {name!r} is a symbolic link, which wheels cannot carry", reference="wheel-invalid"
+        )
     if info.file_size > lim.max_member_size.value:
         lim.max_member_size.check(f"member {name!r} declares an inflated size", info.file_size)
     if info.file_size > _RATIO_FLOOR:
@@ -91,7 +93,10 @@ class WheelArchive:
             if invalid is not None and not lenient_name:
                 fix = self.contents.valid_name
                 rename = f"rename it to {fix}" if fix else "rename it to name-version-python-abi-platform.whl"
-                raise InputError(f"{invalid}: {rename} first (`torchwheel check` reads it as it is)")
+                raise InputError(
+                    f"{invalid}: {rename} first (`torchwheel check` reads it as it is)",
+                    reference="bad-wheel-name",
+                )
         except BaseException:
             self.close()
             raise
@@ -109,7 +114,7 @@ class WheelArchive:
                     _check_member(info, self.infos, lim)
                     declared += info.file_size
         except InputError as exc:
-            raise InputError(f"{path.name}: {exc}") from exc
+            raise InputError(f"{path.name}: {exc}", reference=exc.reference) from exc
         self._entries = entries if self.lazy_local_headers else []  # for ``member``'s check
         del entries
         if declared > _RATIO_FLOOR:  # the whole archive, not only each member, is bounded
@@ -120,7 +125,9 @@ class WheelArchive:
         dist_infos = {n.split("/", 1)[0] for n in self.infos if n.split("/", 1)[0].endswith(".dist-info")}
         if len(dist_infos) != 1:
             found = ", ".join(sorted(dist_infos)) or "none"
-            raise InputError(f"{path.name}: expected one .dist-info directory, found {found}")
+            raise InputError(
+                f"{path.name}: expected one .dist-info directory, found {found}", reference="wheel-invalid"
+            )
         dist_info = dist_infos.pop()
         wheel_text = self.read_text(f"{dist_info}/WHEEL")
         metadata_text = self.read_text(f"{dist_info}/METADATA")
@@ -178,11 +185,11 @@ class WheelArchive:
         """A metadata file, whole: its declared size is bounded first (``max-metadata-bytes``;
         RECORD has its own bound)."""
         if name not in self.infos:
-            raise InputError(f"{self.path.name}: {name} is missing")
+            raise InputError(f"{self.path.name}: {name} is missing", reference="wheel-invalid")
         try:
             return (self.read_bounded(name) if bounded else self.read(name)).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise InputError(f"{self.path.name}: {name} is not UTF-8") from exc
+            raise InputError(f"{self.path.name}: {name} is not UTF-8", reference="wheel-invalid") from exc
 
     def read_bounded(self, name: str) -> bytes:
         """A metadata-sized member, whole, its declared size checked (``max-metadata-bytes``)."""
@@ -200,7 +207,7 @@ class WheelArchive:
             try:
                 zipdir.check_local_headers(self._read_at, self._entries, self._cd_start, (name,))
             except InputError as exc:
-                raise InputError(f"{self.path.name}: {exc}") from exc
+                raise InputError(f"{self.path.name}: {exc}", reference=exc.reference) from exc
         return info
 
     def stream(self, name: str, stop: int | None = None) -> Iterator[bytes]:
@@ -222,7 +229,9 @@ class WheelArchive:
             while remaining:
                 raw = self._read_at(pos, min(_COMPRESSED_CHUNK, remaining))
                 if not raw:
-                    raise InputError(f"{self.path.name}: member {name} is truncated")
+                    raise InputError(
+                        f"{self.path.name}: member {name} is truncated", reference="archive-damaged"
+                    )
                 raw_crc = inflate.inflate_lib.crc32(raw, raw_crc)
                 pos += len(raw)
                 remaining -= len(raw)
@@ -233,7 +242,8 @@ class WheelArchive:
                     if produced > info.file_size:
                         raise InputError(
                             f"{self.path.name}: member {name} inflates beyond its declared "
-                            f"{info.file_size:,} bytes: refusing (zip bomb?)"
+                            f"{info.file_size:,} bytes: refusing (zip bomb?)",
+                            reference="archive-damaged",
                         )
                     crc = inflate.inflate_lib.crc32(out, crc)
                     yield out
@@ -243,13 +253,21 @@ class WheelArchive:
             if tail:
                 produced += len(tail)
                 if produced > info.file_size:
-                    raise InputError(f"{self.path.name}: member {name} inflates beyond its declared size")
+                    raise InputError(
+                        f"{self.path.name}: member {name} inflates beyond its declared size",
+                        reference="archive-damaged",
+                    )
                 crc = inflate.inflate_lib.crc32(tail, crc)
                 yield tail
         except inflate.DECOMPRESS_ERRORS as exc:
-            raise InputError(f"{self.path.name}: member {name} is corrupt ({exc})") from exc
+            raise InputError(
+                f"{self.path.name}: member {name} is corrupt ({exc})", reference="archive-damaged"
+            ) from exc
         if produced != info.file_size or crc != info.CRC:
-            raise InputError(f"{self.path.name}: member {name} is corrupt (size or CRC mismatch)")
+            raise InputError(
+                f"{self.path.name}: member {name} is corrupt (size or CRC mismatch)",
+                reference="archive-damaged",
+            )
         self.raw_crcs[name] = raw_crc  # `tag` checks its raw copy against it (readback)
 
     def read(self, name: str) -> bytes:

@@ -127,8 +127,10 @@ class WheelName:
 class InvalidWheelName(InvalidValue):
     """A file name packaging refuses; ``reason`` is packaging's, without the name repeated."""
 
+    fixed_reference = "bad-wheel-name"
+
     def __init__(self, filename: str, reason: str) -> None:
-        super().__init__(f"{filename}: not a valid wheel file name ({reason})")
+        super().__init__(f"{filename}: not a valid wheel file name ({reason})", value=filename)
         self.filename, self.reason = filename, reason
 
 

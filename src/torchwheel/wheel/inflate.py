@@ -135,7 +135,8 @@ def decompressor(member: Member, out_chunk: int) -> Decompressor:
         return _Lzma(member, out_chunk)
     raise InputError(
         f"member {member.filename!r} uses compression method {member.compress_type}, which torchwheel "
-        "does not read (stored, deflate, bzip2, lzma)"
+        "does not read (stored, deflate, bzip2, lzma)",
+        reference="archive-damaged",
     )
 
 

@@ -122,7 +122,9 @@ def installed(search_path: Iterable[str], prefixes: Iterable[str]) -> Iterator[I
                 e.name for e in os.scandir(directory) if e.name.endswith((".dist-info", ".egg-info"))
             )
         except OSError as exc:  # every distribution in it unknown: the environment cannot be read
-            raise InputError(f"{directory}: cannot be listed ({exc.strerror or exc})") from exc
+            raise InputError(
+                f"{directory}: cannot be listed ({exc.strerror or exc})", reference="file-system-error"
+            ) from exc
         for entry in names:
             name, version = _split(entry)
             key = canonicalize_name(name) if name else entry

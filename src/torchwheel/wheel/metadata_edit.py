@@ -119,5 +119,6 @@ def verify_requirements(text: str, name: str, claimed: list[str], where: str) ->
     if stated != [str(Requirement(c)) for c in claimed]:
         raise InputError(
             f"{where}: METADATA would state {name} requirements {stated!r}, not the {claimed!r} "
-            "torchwheel computed: refusing to write it"
+            "torchwheel computed: refusing to write it",
+            reference="internal-error",
         )

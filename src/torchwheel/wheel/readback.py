@@ -61,7 +61,8 @@ def verify_written(
             source.validate_record(validate_contents=False)
     except (zipfile.BadZipFile, StopIteration, KeyError, ValueError, InstallerError, INFLATE_ERROR) as exc:
         raise InputError(
-            f"{target_name}: the written wheel does not verify ({exc}): nothing replaced"
+            f"{target_name}: the written wheel does not verify ({exc}): nothing replaced",
+            reference="internal-error",
         ) from exc
     _reads_back(path, target_name)
 
@@ -76,7 +77,8 @@ def _reads_back(path: Path, target: str) -> None:
             pass
     except InputError as exc:
         raise InputError(
-            f"{target}: torchwheel would not read the written wheel back ({exc}): nothing replaced"
+            f"{target}: torchwheel would not read the written wheel back ({exc}): nothing replaced",
+            reference="internal-error",
         ) from exc
 
 
@@ -85,7 +87,7 @@ def _ours(
 ) -> None:
     names = [i.filename for i in zf.infolist()]
     if len(set(names)) != len(names):
-        raise InputError(f"{target}: duplicate members after writing")
+        raise InputError(f"{target}: duplicate members after writing", reference="internal-error")
     record_name = next(n for n in names if n.endswith(".dist-info/RECORD"))
     record = parse_record(zf.read(record_name).decode())
     for name in names:
@@ -93,13 +95,19 @@ def _ours(
             continue
         entry = record.get(name)
         if entry is None:
-            raise InputError(f"{target}: {name!r} missing from the written RECORD")
+            raise InputError(
+                f"{target}: {name!r} missing from the written RECORD", reference="internal-error"
+            )
         if name in new_members:
             data = zf.read(name)
             if entry.hash != record_hash(data) or data != new_members[name]:
-                raise InputError(f"{target}: {name!r} does not match what was written")
+                raise InputError(
+                    f"{target}: {name!r} does not match what was written", reference="internal-error"
+                )
         elif (entry.hash, entry.size) != expected[name]:
-            raise InputError(f"{target}: RECORD entry of {name!r} differs from the input's")
+            raise InputError(
+                f"{target}: RECORD entry of {name!r} differs from the input's", reference="internal-error"
+            )
 
 
 def _same_raw_bytes(fd: int, info: zipfile.ZipInfo, analysed: SourceEntry, raw_crc: int, target: str) -> None:
@@ -110,7 +118,10 @@ def _same_raw_bytes(fd: int, info: zipfile.ZipInfo, analysed: SourceEntry, raw_c
         analysed.file_size,
         analysed.compress_size,
     ):
-        raise InputError(f"{target}: {info.filename!r}: CRC or sizes differ from the analysed input")
+        raise InputError(
+            f"{target}: {info.filename!r}: CRC or sizes differ from the analysed input",
+            reference="internal-error",
+        )
     pos = local_data_offset(lambda offset, size: os.pread(fd, size, offset), info)
     remaining, crc = info.compress_size, 0
     while remaining and (raw := os.pread(fd, min(_CHUNK, remaining), pos)):
@@ -119,7 +130,8 @@ def _same_raw_bytes(fd: int, info: zipfile.ZipInfo, analysed: SourceEntry, raw_c
     if remaining or crc != raw_crc:
         raise InputError(
             f"{target}: {info.filename!r} is not the analysed bytes "
-            "(the input changed while tag ran?): nothing replaced"
+            "(the input changed while tag ran?): nothing replaced",
+            reference="input-changed",
         )
 
 
@@ -128,7 +140,10 @@ def _same_as_analysed(
 ) -> None:
     """The copied member inflates to what the analysed central directory promised."""
     if (info.CRC, info.file_size) != (analysed.CRC, analysed.file_size):
-        raise InputError(f"{target}: {info.filename!r}: CRC or size differ from the analysed input")
+        raise InputError(
+            f"{target}: {info.filename!r}: CRC or size differ from the analysed input",
+            reference="internal-error",
+        )
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
         with zf.open(info) as member:  # zipfile checks the CRC at the end
             while member.read(_CHUNK):
@@ -160,5 +175,6 @@ def _same_as_analysed(
     if (crc, produced) != (info.CRC, info.file_size):
         raise InputError(
             f"{target}: {info.filename!r} does not inflate to the analysed bytes "
-            "(the input changed while tag ran?): nothing replaced"
+            "(the input changed while tag ran?): nothing replaced",
+            reference="input-changed",
         )

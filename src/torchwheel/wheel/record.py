@@ -84,11 +84,16 @@ def parse_record(text: str) -> dict[str, RecordEntry]:
     try:
         for elements in csv.reader(rows, delimiter=",", quotechar='"', lineterminator="\n"):
             if len(elements) != 3:
-                raise InputError(f"RECORD row {clipped(str(elements), 200)} does not have 3 fields")
+                raise InputError(
+                    f"RECORD row {clipped(str(elements), 200)} does not have 3 fields",
+                    reference="wheel-invalid",
+                )
             path = elements[0].replace("\\", "/")
             entries[path] = _record_entry(path, elements[1], elements[2])
     except csv.Error as exc:  # a field over csv's 128 KiB limit, a stray quote or NUL
-        raise InputError(f"RECORD is not readable CSV (row {len(entries) + 1}: {exc})") from exc
+        raise InputError(
+            f"RECORD is not readable CSV (row {len(entries) + 1}: {exc})", reference="wheel-invalid"
+        ) from exc
     return entries
 
 
@@ -96,7 +101,10 @@ def _record_entry(path: str, digest: str, size: str) -> RecordEntry:
     try:
         return RecordEntry(path, digest or None, int(size) if size else None)
     except ValueError as exc:
-        raise InputError(f"RECORD size {quoted(size, 40)} for {quoted(path, 200)} is not a number") from exc
+        raise InputError(
+            f"RECORD size {quoted(size, 40)} for {quoted(path, 200)} is not a number",
+            reference="wheel-invalid",
+        ) from exc
 
 
 def verify_record(

@@ -58,7 +58,7 @@ class DirectorySource:
         wheel_path, meta_path, record_path = (dist_info / n for n in ("WHEEL", "METADATA", "RECORD"))
         for p in (wheel_path, meta_path):
             if not p.is_file():
-                raise InputError(f"{dist_info}: {p.name} is missing")
+                raise InputError(f"{dist_info}: {p.name} is missing", reference="wheel-invalid")
         # an unpacked wheel's metadata files are its own: a link (perhaps out of it) is refused
         record = parse_record(_read_text(record_path, installed)) if record_path.is_file() else None
         outside: list[RecordProblem] = []
@@ -109,7 +109,7 @@ class DirectorySource:
             with self._open(name) as fh:
                 return fh.read()
         except OSError as exc:
-            raise InputError(f"{self.root / name}: {exc.strerror}") from exc
+            raise InputError(f"{self.root / name}: {exc.strerror}", reference="file-system-error") from exc
 
     def hash_member(self, name: str) -> tuple[str, int]:
         return hash_chunks(self.stream(name))
@@ -130,12 +130,16 @@ class DirectorySource:
         try:
             fd = open_regular(self.root / name, follow_symlinks=self._follow)
         except OSError as exc:
-            raise InputError(f"{self.root / name}: {exc.strerror or exc}") from exc
+            raise InputError(
+                f"{self.root / name}: {exc.strerror or exc}", reference="file-system-error"
+            ) from exc
         try:
             size = os.fstat(fd).st_size
             yield from read_chunks(fd, size if stop is None else min(stop, size))
         except OSError as exc:
-            raise InputError(f"{self.root / name}: {exc.strerror or exc}") from exc
+            raise InputError(
+                f"{self.root / name}: {exc.strerror or exc}", reference="file-system-error"
+            ) from exc
         finally:
             os.close(fd)
 
@@ -151,7 +155,9 @@ def _read_text(path: Path, follow_symlinks: bool) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: cannot be read as UTF-8 text ({exc})") from exc
+        raise InputError(
+            f"{path}: cannot be read as UTF-8 text ({exc})", reference="file-system-error"
+        ) from exc
 
 
 def _resolve_entries(root: Path, entries: Iterable[str]) -> Iterator[tuple[str, str, int]]:
@@ -207,7 +213,9 @@ def directory_source(root: Path) -> DirectorySource:
     dist_infos = sorted(root.glob("*.dist-info"))
     if len(dist_infos) != 1:
         found = ", ".join(p.name for p in dist_infos) or "none"
-        raise InputError(f"{root}: expected one .dist-info directory, found {found}")
+        raise InputError(
+            f"{root}: expected one .dist-info directory, found {found}", reference="wheel-invalid"
+        )
     return DirectorySource(root, dist_infos[0], installed=False)
 
 
@@ -217,16 +225,22 @@ def installed_source(name: str) -> DirectorySource:
     try:
         dist = distribution(name)
     except PackageNotFoundError as exc:
-        raise InputError(f"no installed distribution named {name!r} in this environment") from exc
+        raise InputError(
+            f"no installed distribution named {name!r} in this environment", reference="not-found"
+        ) from exc
     dist_path = getattr(dist, "_path", None)
     if dist_path is None:
-        raise InputError(f"{name}: installed without a .dist-info directory (egg?); cannot read it")
+        raise InputError(
+            f"{name}: installed without a .dist-info directory (egg?); cannot read it",
+            reference="wheel-invalid",
+        )
     dist_info = Path(dist_path)
     if not (dist_info / "RECORD").is_file():
         # allowed for installed projects (a system package manager owns the files), but then
         # nothing says which files of site-packages are this distribution's
         raise InputError(
-            f"{dist_info}: no RECORD, so its files are unknown (installed by a system package manager?)"
+            f"{dist_info}: no RECORD, so its files are unknown (installed by a system package manager?)",
+            reference="wheel-invalid",
         )
     site_dir = dist_info.parent
     return DirectorySource(site_dir, dist_info, installed=True, boundary=environment_prefix(site_dir))

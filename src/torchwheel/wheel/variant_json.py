@@ -91,9 +91,12 @@ SHAPE = Object(
 def property_of(kind: str, value: str) -> tuple[str, str]:
     """(feature, value) for a wheel's torch need: a stable floor or an unstable build minor."""
     if kind not in ("stable", "unstable"):
-        raise InputError("--variant: the wheel uses no torch symbols, there is no torch property to label")
+        raise InputError(
+            "--variant: the wheel uses no torch symbols, there is no torch property to label",
+            reference="rewrite-refused",
+        )
     if not _VALUE.fullmatch(value):
-        raise InputError(f"variant value {value!r} must match [a-z0-9_.]+")
+        raise InputError(f"variant value {value!r} must match [a-z0-9_.]+", reference="wheel-invalid")
     if kind == "stable":
         return STABLE, value
     return LOCKED, value
@@ -129,10 +132,11 @@ def nvidia_document(cuda_major: int | None, sm_archs: list[str]) -> tuple[str, d
     if not features:
         raise InputError(
             "--variant: the wheel needs a CUDA build of torch but names no CUDA major and carries no "
-            "GPU code: nothing for the NVIDIA provider to match; publish the plain wheel"
+            "GPU code: nothing for the NVIDIA provider to match; publish the plain wheel",
+            reference="rewrite-refused",
         )
     if not all(_VALUE.fullmatch(v) for values in features.values() for v in values):
-        raise InputError(f"variant values {features} must match [a-z0-9_.]+")
+        raise InputError(f"variant values {features} must match [a-z0-9_.]+", reference="wheel-invalid")
     name = f"cu{cuda_major}" if cuda_major is not None else "cuda"
     doc = {
         "$schema": SCHEMA,
@@ -149,9 +153,11 @@ def encode_variant_json(doc: dict[str, Any]) -> bytes:
 
 def read_variant_json(data: bytes, where: str) -> dict[str, Any]:
     """A wheel's ``variant.json``, bounded and checked against the schema (``safejson``)."""
-    doc: dict[str, Any] = safejson.load(data, f"{where}: {DIST_INFO_FILE}", SHAPE)
+    doc: dict[str, Any] = safejson.load(data, f"{where}: {DIST_INFO_FILE}", SHAPE, reference="wheel-invalid")
     if len(doc["variants"]) != 1:
-        raise InputError(f"{where}: {DIST_INFO_FILE} must describe exactly one variant")
+        raise InputError(
+            f"{where}: {DIST_INFO_FILE} must describe exactly one variant", reference="wheel-invalid"
+        )
     return doc
 
 
@@ -174,7 +180,8 @@ def merge_variant_files(docs: list[dict[str, Any]]) -> dict[str, Any]:
             for key, value in new.items():
                 if into.setdefault(key, value) != value:
                     raise InputError(
-                        f"variant {what} {clipped(json.dumps(key), 80)} is described two different ways"
+                        f"variant {what} {clipped(json.dumps(key), 80)} is described two different ways",
+                        reference="wheel-invalid",
                     )
     return {
         "$schema": SCHEMA,  # the form written is this one, whatever the wheels' files named

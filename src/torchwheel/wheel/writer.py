@@ -60,7 +60,9 @@ def source_date_epoch() -> tuple[int, int, int, int, int, int] | None:
     try:
         return dos_time(int(raw))
     except ValueError as exc:
-        raise InputError(f"SOURCE_DATE_EPOCH={raw!r} is not an integer") from exc
+        raise InputError(
+            f"SOURCE_DATE_EPOCH={raw!r} is not an integer", reference="bad-option-value"
+        ) from exc
 
 
 def _dos(dt: tuple[int, int, int, int, int, int]) -> tuple[int, int]:
@@ -236,7 +238,7 @@ def _copy_raw(
     name: str | None = None,  # the name to write it under (a renamed .dist-info), else its own
 ) -> _Entry:
     if info.flag_bits & 0x1:
-        raise InputError(f"member {info.filename} is encrypted")
+        raise InputError(f"member {info.filename} is encrypted", reference="archive-damaged")
     start = local_data_offset(lambda offset, size: os.pread(raw, size, offset), info)
     mode = info.external_attr if info.external_attr >> 16 else (0o100644 << 16)
     e = _Entry(
@@ -259,7 +261,9 @@ def _copy_raw(
         except (AttributeError, OSError):  # not Linux, or a filesystem that refuses it
             done = _copy_slow(raw, out, src_at, dst_at, remaining)
         if done <= 0:
-            raise InputError(f"member {info.filename}: archive ends inside its data")
+            raise InputError(
+                f"member {info.filename}: archive ends inside its data", reference="archive-damaged"
+            )
         src_at, dst_at, remaining = src_at + done, dst_at + done, remaining - done
     out.seek(dst_at)
     return e

@@ -98,7 +98,7 @@ class _Window:
             self._buf = self._buf[self._off :] + more
             self._off = 0
             if len(self._buf) < n:
-                raise InputError("the central directory is truncated")
+                raise InputError("the central directory is truncated", reference="archive-damaged")
         return self._buf, self._off
 
     def skip(self, n: int) -> None:
@@ -111,23 +111,32 @@ def _end_record(read_at: ReadAt, file_size: int) -> tuple[int, int, int, int]:
     tail = read_at(file_size - tail_size, tail_size)
     at = tail.rfind(b"PK\x05\x06")
     if at < 0 or len(tail) - at < _EOCD.size:
-        raise InputError("not a zip archive (no end-of-central-directory record)")
+        raise InputError(
+            "not a zip archive (no end-of-central-directory record)", reference="archive-damaged"
+        )
     _, disk, cd_disk, on_disk, count, cd_size, cd_offset, _ = _EOCD.unpack_from(tail, at)
     eocd_at = file_size - tail_size + at
     zip64 = _zip64_end(read_at, eocd_at)
     if zip64 is not None:
         eocd_at, (disk, cd_disk, on_disk, count, cd_size, cd_offset) = zip64
     elif _MAX32 in (cd_size, cd_offset) or 0xFFFF in (count, on_disk):
-        raise InputError("the zip64 end-of-central-directory record is missing or corrupt")
+        raise InputError(
+            "the zip64 end-of-central-directory record is missing or corrupt", reference="archive-damaged"
+        )
     if disk or cd_disk or on_disk != count:
-        raise InputError("multi-disk zip archives are not supported")
+        raise InputError("multi-disk zip archives are not supported", reference="archive-damaged")
     if cd_size > eocd_at:
-        raise InputError(f"the central directory claims {cd_size:,} bytes; only {eocd_at:,} precede its end")
+        raise InputError(
+            f"the central directory claims {cd_size:,} bytes; only {eocd_at:,} precede its end",
+            reference="archive-damaged",
+        )
     # bytes prepended to the archive shift every offset (zipfile's "concat"): where it ends
     # minus where it claims to start
     concat = eocd_at - cd_size - cd_offset
     if concat < 0:
-        raise InputError("the central directory offset points past its own start")
+        raise InputError(
+            "the central directory offset points past its own start", reference="archive-damaged"
+        )
     return count, cd_size, cd_offset + concat, concat
 
 
@@ -143,20 +152,29 @@ def _zip64_end(read_at: ReadAt, eocd_at: int) -> tuple[int, tuple[int, ...]] | N
         return None
     _, disk_of_record, record_offset, disks = _ZIP64_LOCATOR.unpack(loc)
     if disk_of_record != 0 or disks > 1:
-        raise InputError("multi-disk zip archives are not supported (zip64 locator)")
+        raise InputError(
+            "multi-disk zip archives are not supported (zip64 locator)", reference="archive-damaged"
+        )
     right_before = locator_at - _ZIP64_EOCD.size
     if record_offset > right_before:
-        raise InputError("the zip64 end-of-central-directory locator points past itself")
+        raise InputError(
+            "the zip64 end-of-central-directory locator points past itself", reference="archive-damaged"
+        )
     at, extra = record_offset, right_before - record_offset
     rec = read_at(at, _ZIP64_EOCD.size)
     if rec[:4] != b"PK\x06\x06" and record_offset != right_before:
         at, extra = right_before, 0
         rec = read_at(at, _ZIP64_EOCD.size)
     if len(rec) != _ZIP64_EOCD.size or rec[:4] != b"PK\x06\x06":
-        raise InputError("the zip64 end-of-central-directory record is missing or corrupt")
+        raise InputError(
+            "the zip64 end-of-central-directory record is missing or corrupt", reference="archive-damaged"
+        )
     _, size, _, _, disk, cd_disk, on_disk, count, cd_size, cd_offset = _ZIP64_EOCD.unpack(rec)
     if cd_offset + cd_size != record_offset or size + 12 != _ZIP64_EOCD.size + extra:
-        raise InputError("the zip64 end-of-central-directory record disagrees with its locator")
+        raise InputError(
+            "the zip64 end-of-central-directory record disagrees with its locator",
+            reference="archive-damaged",
+        )
     return at, (disk, cd_disk, on_disk, count, cd_size, cd_offset)
 
 
@@ -178,22 +196,24 @@ def _zip64(extra: bytes, usize: int, csize: int, offset: int) -> tuple[int, int,
             if offset == _MAX32:
                 offset = values.pop(0)
         except IndexError:
-            raise InputError("a zip64 extra field is too short") from None
+            raise InputError("a zip64 extra field is too short", reference="archive-damaged") from None
         return usize, csize, offset
     if _MAX32 in (usize, csize, offset):
-        raise InputError("an entry needs a zip64 extra field it does not carry")
+        raise InputError("an entry needs a zip64 extra field it does not carry", reference="archive-damaged")
     return usize, csize, offset
 
 
 def _name(raw: bytes, flags: int, where: str) -> str:
     if not raw:
-        raise InputError(f"{where} has an empty member name")
+        raise InputError(f"{where} has an empty member name", reference="archive-damaged")
     if b"\0" in raw:
-        raise InputError(f"{where}: member name {raw!r} contains a NUL byte")
+        raise InputError(f"{where}: member name {raw!r} contains a NUL byte", reference="archive-damaged")
     try:
         return raw.decode("utf-8") if flags & _UTF8 else raw.decode("cp437")
     except UnicodeDecodeError:
-        raise InputError(f"{where}: member name {raw!r} is flagged UTF-8 but is not") from None
+        raise InputError(
+            f"{where}: member name {raw!r} is flagged UTF-8 but is not", reference="archive-damaged"
+        ) from None
 
 
 def read_index(read_at: ReadAt, file_size: int, local_headers: bool = True) -> tuple[list[Member], int]:
@@ -204,7 +224,10 @@ def read_index(read_at: ReadAt, file_size: int, local_headers: bool = True) -> t
     count, cd_size, cd_start, concat = _end_record(read_at, file_size)
     lim.max_members.check("the archive's member count", count)
     if count * _CENTRAL.size > cd_size:
-        raise InputError(f"the central directory claims {count:,} entries in {cd_size:,} bytes")
+        raise InputError(
+            f"the central directory claims {count:,} entries in {cd_size:,} bytes",
+            reference="archive-damaged",
+        )
     max_name = lim.max_name_length.value
     window = _Window(read_at, cd_start, cd_size)
     members: list[Member] = []
@@ -212,11 +235,16 @@ def read_index(read_at: ReadAt, file_size: int, local_headers: bool = True) -> t
     shared: dict[int, int] = {}  # attributes and timestamps repeat: one int object for each value
     while window.left > 0:
         if len(members) >= count:
-            raise InputError(f"the central directory holds more entries than the {count:,} it declares")
+            raise InputError(
+                f"the central directory holds more entries than the {count:,} it declares",
+                reference="archive-damaged",
+            )
         buf, at = window.need(_CENTRAL.size)
         sig, _, _, need, flags, method, time, date, crc, csize, usize, nlen, elen, clen, _, _, external, offset = _CENTRAL.unpack_from(buf, at)  # fmt: skip
         if sig != b"PK\x01\x02":
-            raise InputError(f"central entry {len(members) + 1} is corrupt (bad signature)")
+            raise InputError(
+                f"central entry {len(members) + 1} is corrupt (bad signature)", reference="archive-damaged"
+            )
         if nlen > max_name:
             lim.max_name_length.check(f"central entry {len(members) + 1}: member name length", nlen)
         buf, at = window.need(_CENTRAL.size + nlen + elen + clen)
@@ -230,10 +258,13 @@ def read_index(read_at: ReadAt, file_size: int, local_headers: bool = True) -> t
         if need & 0xFF > _NEWEST_EXTRACT_VERSION:
             version = need & 0xFF
             raise InputError(
-                f"member {name!r} needs zip version {version // 10}.{version % 10}; 6.3 is the newest read"
+                f"member {name!r} needs zip version {version // 10}.{version % 10}; 6.3 is the newest read",
+                reference="archive-damaged",
             )
         if flags & _ENCRYPTED:
-            raise InputError(f"member {name!r} is encrypted, which wheels cannot be")
+            raise InputError(
+                f"member {name!r} is encrypted, which wheels cannot be", reference="archive-damaged"
+            )
         if _MAX32 in (usize, csize, offset):
             usize, csize, offset = _zip64(buf[at + nlen : at + nlen + elen], usize, csize, offset)
         stamp = date << 16 | time
@@ -243,7 +274,10 @@ def read_index(read_at: ReadAt, file_size: int, local_headers: bool = True) -> t
         external, stamp = shared.get(external, external), shared.get(stamp, stamp)
         append(Member(name, offset + concat, csize, usize, crc, method, flags, external, stamp))
     if len(members) != count:
-        raise InputError(f"the central directory declares {count:,} entries but holds {len(members):,}")
+        raise InputError(
+            f"the central directory declares {count:,} entries but holds {len(members):,}",
+            reference="archive-damaged",
+        )
     if local_headers:
         check_local_headers(read_at, members, cd_start)
     else:
@@ -262,7 +296,9 @@ def check_layout(members: list[Member], cd_start: int) -> None:
     ordered = sorted(members, key=lambda m: m.header_offset)
     for i, m in enumerate(ordered):
         if m.header_offset + _LOCAL.size > cd_start:
-            raise InputError(f"member {m.filename!r}: local header is missing or corrupt")
+            raise InputError(
+                f"member {m.filename!r}: local header is missing or corrupt", reference="archive-damaged"
+            )
         end = ordered[i + 1].header_offset if i + 1 < len(ordered) else cd_start
         name = (
             len(m.filename.encode()) if m.flag_bits & _UTF8 else len(m.filename)
@@ -270,7 +306,8 @@ def check_layout(members: list[Member], cd_start: int) -> None:
         if m.header_offset + _LOCAL.size + name + m.compress_size > end:
             what = "the central directory" if i + 1 == len(ordered) else repr(ordered[i + 1].filename)
             raise InputError(
-                f"member {m.filename!r}: its data overlap {what} (overlapping entries: a zip bomb)"
+                f"member {m.filename!r}: its data overlap {what} (overlapping entries: a zip bomb)",
+                reference="archive-damaged",
             )
 
 
@@ -296,34 +333,46 @@ def check_local_headers(
             at = 0
         head = buf[at : at + _LOCAL.size]
         if len(head) != _LOCAL.size or head[:4] != b"PK\x03\x04":
-            raise InputError(f"member {m.filename!r}: local header is missing or corrupt")
+            raise InputError(
+                f"member {m.filename!r}: local header is missing or corrupt", reference="archive-damaged"
+            )
         _, _, flags, method, _, _, crc, csize, usize, nlen, elen = _LOCAL.unpack(head)
         tail = buf[at + _LOCAL.size : at + _LOCAL.size + nlen + elen]
         if len(tail) != nlen + elen:
             tail = read_at(m.header_offset + _LOCAL.size, nlen + elen)
             if len(tail) != nlen + elen:
-                raise InputError(f"member {m.filename!r}: local header is truncated")
+                raise InputError(
+                    f"member {m.filename!r}: local header is truncated", reference="archive-damaged"
+                )
         raw = tail[:nlen]
         local_name = raw.decode("ascii") if raw.isascii() and raw and b"\0" not in raw else None
         if local_name is None:
             local_name = _name(raw, flags, f"member {m.filename!r}: local header")
         if local_name != m.filename:
             raise InputError(
-                f"member {m.filename!r}: local header names it {local_name!r}; refusing (pip and installer do)"
+                f"member {m.filename!r}: local header names it {local_name!r}; refusing (pip and installer do)",
+                reference="archive-damaged",
             )
         if method != m.compress_type:
-            raise InputError(f"member {m.filename!r}: local and central headers disagree on compression")
+            raise InputError(
+                f"member {m.filename!r}: local and central headers disagree on compression",
+                reference="archive-damaged",
+            )
         if not flags & _DESCRIPTOR:
             if _MAX32 in (usize, csize):
                 usize, csize, _ = _zip64(tail[nlen:], usize, csize, 0)
             if (crc, csize, usize) != (m.CRC, m.compress_size, m.file_size):
-                raise InputError(f"member {m.filename!r}: local and central headers disagree on CRC or sizes")
+                raise InputError(
+                    f"member {m.filename!r}: local and central headers disagree on CRC or sizes",
+                    reference="archive-damaged",
+                )
         m.local_size = _LOCAL.size + nlen + elen
         data_end = m.header_offset + m.local_size + m.compress_size
         if data_end > end:
             what = "the central directory" if i + 1 == len(ordered) else repr(ordered[i + 1].filename)
             raise InputError(
-                f"member {m.filename!r}: its data overlap {what} (overlapping entries: a zip bomb)"
+                f"member {m.filename!r}: its data overlap {what} (overlapping entries: a zip bomb)",
+                reference="archive-damaged",
             )
         if flags & _DESCRIPTOR:  # in the window already, or one small read
             room, rel = min(_DESCRIPTOR_MAX, end - data_end), data_end - buf_at
@@ -349,7 +398,8 @@ def _check_descriptor(m: Member, raw: bytes) -> None:
                 return
     raise InputError(
         f"member {m.filename!r}: its data descriptor disagrees with the central directory on CRC or sizes"
-        + (" (or is missing)" if len(raw) < 12 else "")
+        + (" (or is missing)" if len(raw) < 12 else ""),
+        reference="archive-damaged",
     )
 
 
@@ -365,6 +415,8 @@ def local_data_offset(read_at: ReadAt, entry: LocalEntry) -> int:
     may differ in length from the central directory's copy."""
     head = read_at(entry.header_offset, _LOCAL.size)
     if len(head) != _LOCAL.size or head[:4] != b"PK\x03\x04":
-        raise InputError(f"member {entry.filename!r}: local header is missing or corrupt")
+        raise InputError(
+            f"member {entry.filename!r}: local header is missing or corrupt", reference="archive-damaged"
+        )
     fields = _LOCAL.unpack(head)
     return int(entry.header_offset + _LOCAL.size + fields[9] + fields[10])
