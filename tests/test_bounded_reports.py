@@ -31,7 +31,7 @@ from torchwheel.report import findings as findings_report
 from torchwheel.report.compat import compat_json
 from torchwheel.rules.registry import RuleFinding
 from torchwheel.tables.symtable import BASELINE, SymbolTable, load_shipped
-from torchwheel.tables.tablechoice import choose_table
+from torchwheel.tables.tableset import shipped_tables
 from torchwheel.tagging import plan as tag_plan
 from torchwheel.torchabi import cxxnames
 from torchwheel.torchabi.backend import ANY_BUILD
@@ -137,7 +137,7 @@ def test_record_problems_are_kept_per_kind_and_counted() -> None:
 
 
 def test_symbol_lists_are_samples_and_the_verdict_counts_every_import() -> None:
-    table = choose_table(None, None).table
+    table = shipped_tables().shims
     newest = max(table.symbols, key=lambda n: table.introduced(n) or BASELINE)
     unknown = [f"aoti_torch_hostile_{i:03d}" for i in range(30)]
     unstable = [f"_ZN2at6native{len(str(i)) + 1}f{i}Ev" for i in range(25)]
@@ -156,7 +156,7 @@ def test_symbol_lists_are_samples_and_the_verdict_counts_every_import() -> None:
 def test_names_are_listed_within_max_listed_bytes() -> None:
     """Three 400-character unknown shims: two fit 1,000 characters, the third is counted."""
     names = [f"aoti_torch_{c * 389}" for c in "abc"]
-    t = analyze_imports(names, choose_table(None, None).table)
+    t = analyze_imports(names, shipped_tables().shims)
     assert t.unknown_symbols == tuple(names[:2]) and t.unknown_omitted == 1
 
 
@@ -165,7 +165,7 @@ def test_tw203_names_three_unknown_shims_and_its_detail_the_ten_kept() -> None:
     (``check -v``, JSON) holds the ten the facts kept and counts the twenty they did not."""
     from torchwheel.rules.torch import _unknown_text, _whole
 
-    t = analyze_imports([f"aoti_torch_hostile_{i:03d}" for i in range(30)], choose_table(None, None).table)
+    t = analyze_imports([f"aoti_torch_hostile_{i:03d}" for i in range(30)], shipped_tables().shims)
     assert _unknown_text(t).endswith("aoti_torch_hostile_002 and 27 more")
     detail = _whole(t.unknown_symbols, t.unknown_count)
     assert detail.startswith("aoti_torch_hostile_000, ")

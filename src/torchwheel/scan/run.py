@@ -31,7 +31,7 @@ from torchwheel.scan.listing import Listed, list_sources
 from torchwheel.scan.partial import partial_line, whole_at_once, whole_line
 from torchwheel.scan.progress import Progress
 from torchwheel.scan.scanline import Read, WheelSource, empty_line, read_whole, scan_line
-from torchwheel.tables.tablechoice import ChosenTable, activate
+from torchwheel.tables.tableset import Tables
 
 _worker: dict[str, Any] = {}
 
@@ -46,7 +46,7 @@ class Judges:
 
 def _init(
     budget: limits.Limits,
-    table: ChosenTable,
+    table: Tables,
     policy: fairness.FairnessPolicy,
     shared: Any,
     read: str = "whole",
@@ -60,7 +60,7 @@ def _init(
     limits.set_network_budget("http_timeout", "--http-timeout", budget.http_timeout.value)
     limits.set_network_budget("max_http_seconds", "--max-http-seconds", budget.max_http_seconds.value)
     fairness.configure(policy, shared)
-    _worker["table"], _worker["read"] = activate(table), read
+    _worker["table"], _worker["read"] = table, read
 
 
 def scan_item(source: WheelSource, judges: Judges) -> dict[str, Any]:
@@ -104,7 +104,7 @@ def plan_scan(listed: Listed, previous: jsonl.Done) -> ScanPlan:
 def _pooled(
     todo: list[WheelSource],
     jobs: int,
-    table: ChosenTable,
+    table: Tables,
     policy: fairness.FairnessPolicy,
     read: str,
     judges: Judges,
@@ -135,7 +135,7 @@ def _pooled(
 def results(
     todo: list[WheelSource],
     jobs: int,
-    table: ChosenTable,
+    table: Tables,
     policy: fairness.FairnessPolicy,
     read: str,
     judges: Judges,
@@ -230,7 +230,7 @@ def _failed_line(source: WheelSource, judges: Judges, failure: BaseException) ->
 def _pipelined(
     todo: list[WheelSource],
     jobs: int,
-    table: ChosenTable,
+    table: Tables,
     policy: fairness.FairnessPolicy,
     read: str,
     judges: Judges,
@@ -311,7 +311,7 @@ def run_scan(
     sources: Iterable[str],
     out: Path,
     jobs: int,
-    table: ChosenTable,
+    table: Tables,
     policy: fairness.FairnessPolicy,
     stream: TextIO,
     tty: bool,
