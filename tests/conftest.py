@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -136,6 +136,24 @@ def _locked(cache: Path) -> Iterator[None]:
     with (cache / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+@pytest.fixture
+def set_limits() -> Iterator[Callable[..., None]]:
+    """The one way a test changes the input budget: as a user does, through the environment
+    (``set_limits(MAX_LISTED="10")`` sets ``TORCHWHEEL_MAX_LISTED``), the limits then read
+    again; after the test the variables go and the limits are read again, from the defaults."""
+    from torchwheel import limits
+
+    with pytest.MonkeyPatch.context() as patch:
+
+        def apply(**values: str) -> None:
+            for name, value in values.items():
+                patch.setenv(f"TORCHWHEEL_{name}", value)
+            limits.reset()
+
+        yield apply
+    limits.reset()
 
 
 @pytest.fixture(scope="session")

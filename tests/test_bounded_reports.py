@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -47,14 +47,9 @@ import hostile_zip as hz
 
 
 @pytest.fixture(autouse=True)
-def listed_10(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def listed_10(set_limits: Callable[..., None]) -> None:
     """Lists keep 10 entries and 1,000 characters of names in these tests."""
-    monkeypatch.setenv("TORCHWHEEL_MAX_LISTED", "10")
-    monkeypatch.setenv("TORCHWHEEL_MAX_LISTED_BYTES", "1000")
-    limits.reset()
-    yield
-    monkeypatch.undo()
-    limits.reset()
+    set_limits(MAX_LISTED="10", MAX_LISTED_BYTES="1000")
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -105,12 +100,13 @@ def test_findings_past_max_listed_are_counted_in_every_format(
     assert out.splitlines()[-1] == "1 input checked: 120 error(s), 0 warning(s), 0 info(s)"
 
 
-def test_the_text_collapse_sums_each_group_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_text_collapse_sums_each_group_once(
+    set_limits: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """It sorted a group's members once per finding: 20,000 unlisted members took 105 s."""
     from torchwheel.rules.registry import Findings
 
-    monkeypatch.setenv("TORCHWHEEL_MAX_LISTED", "100000")
-    limits.reset()
+    set_limits(MAX_LISTED="100000")
     found = Findings([RuleFinding("TW403", "error", "w.whl", f"m{i:05d}.py", "x") for i in range(2000)])
     found.kept += [RuleFinding("TW402", "error", "w.whl", f"m{i:05d}.py", "y") for i in range(2000)]
     calls = []
@@ -218,15 +214,12 @@ def test_side_file_stays_within_half_the_metadata_limit(
     built_fixtures: dict[str, Path],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    set_limits: Callable[..., None],
 ) -> None:
     """20,000 shims under a 256 KiB metadata limit: the side file counts names past the budget
     instead of listing them, and ``check`` reads the output back. The shims are in the table
     the commands are given (``tag`` refuses shims newer than the tables, TW203)."""
-    monkeypatch.setenv("TORCHWHEEL_MAX_LISTED", "10000")
-    monkeypatch.setenv("TORCHWHEEL_MAX_LISTED_BYTES", str(4 << 20))
-    monkeypatch.setenv("TORCHWHEEL_MAX_METADATA_BYTES", str(256 << 10))
-    limits.reset()
+    set_limits(MAX_LISTED="10000", MAX_LISTED_BYTES=str(4 << 20), MAX_METADATA_BYTES=str(256 << 10))
     names = [n.decode() for n in hbu.shims(20_000)()]
     table = tmp_path / "tables.json"
     shipped = load_shipped()
@@ -250,9 +243,10 @@ def test_side_file_stays_within_half_the_metadata_limit(
     assert code == 0, err
 
 
-def test_side_file_counts_libraries_past_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TORCHWHEEL_MAX_METADATA_BYTES", "4000")
-    limits.reset()
+def test_side_file_counts_libraries_past_the_budget(
+    set_limits: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    set_limits(MAX_METADATA_BYTES="4000")
     entry = {"member": "x.so", "slices": [], "padding": "p" * 600}
     monkeypatch.setattr(tag_plan, "binary_json", lambda analysis: dict(entry))
 

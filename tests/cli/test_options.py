@@ -4,7 +4,7 @@ the environment."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -60,10 +60,8 @@ def test_require_inputs() -> None:
 
 
 @pytest.fixture
-def fresh_limits() -> Iterator[None]:
-    limits.reset()
-    yield
-    limits.reset()
+def fresh_limits(set_limits: Callable[..., None]) -> None:
+    set_limits()  # the defaults, and again after the options set them
 
 
 @click.command()
