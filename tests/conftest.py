@@ -13,7 +13,7 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -141,19 +141,20 @@ def _locked(cache: Path) -> Iterator[None]:
 @pytest.fixture
 def set_limits() -> Iterator[Callable[..., None]]:
     """The one way a test changes the input budget: as a user does, through the environment
-    (``set_limits(MAX_LISTED="10")`` sets ``TORCHWHEEL_MAX_LISTED``), the limits then read
-    again; after the test the variables go and the limits are read again, from the defaults."""
+    (``set_limits(MAX_LISTED="10")`` sets ``TORCHWHEEL_MAX_LISTED``, which a command run in the
+    test reads), and the value those make applied to the test (``limits.applied``), as the
+    command line applies its own; after the test both go. Nothing is reset: no process-wide
+    limits exist to reset."""
     from torchwheel import limits
 
-    with pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch, ExitStack() as applied:
 
         def apply(**values: str) -> None:
             for name, value in values.items():
                 patch.setenv(f"TORCHWHEEL_{name}", value)
-            limits.reset()
+            applied.enter_context(limits.applied(limits.from_environment()))
 
         yield apply
-    limits.reset()
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 
 import torchwheel.cli
-from torchwheel import limits
 from torchwheel.analysis.pythonabi import analyze_python_abi as python_analyze
 from torchwheel.analysis.torchcompat import InputCompat, SliceCompat
 from torchwheel.analysis.usage import analyze_imports
@@ -59,7 +58,6 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     # the command's own exit decision, without main()'s process-wide set-up (its SIGTERM
     # handler, gc.freeze): this process goes on after it
     code = int(run_command(torchwheel.cli.cli, list(args)))
-    limits.reset()
     out = capsys.readouterr()
     return code, out.out, out.err
 

@@ -71,8 +71,11 @@ def _fetching() -> None:
 
 
 def test_network_budgets_are_set_by_the_options(fresh_limits: None) -> None:
+    """The options apply to the command they were given to, and to nothing after it."""
+    before = limits.current()
     result = CliRunner().invoke(_fetching, ["--http-timeout", "5", "--max-http-seconds", "30"])
     assert (result.exit_code, result.stdout) == (0, "5 30\n")
+    assert limits.current() is before
 
 
 def test_a_budget_that_is_not_positive_is_refused(fresh_limits: None) -> None:

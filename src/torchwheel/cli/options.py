@@ -149,7 +149,10 @@ def _network_budget(field_name: str) -> Callable[[click.Context, click.Parameter
         from torchwheel import limits
 
         if value is not None:
-            limits.set_network_budget(field_name, f"--{param.name}".replace("_", "-"), value)
+            option = f"--{param.name}".replace("_", "-")
+            ctx.with_resource(
+                limits.applied(limits.network_option(limits.current(), field_name, option, value))
+            )
 
     return callback
 
