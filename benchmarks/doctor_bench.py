@@ -31,9 +31,9 @@ import sys, time
 from torchwheel.selection.target import probe
 from torchwheel.wheel.installed import installed, Installed
 from torchwheel.analysis.collect import collect
-from torchwheel.tables.symtable import load_shipped
+from torchwheel.tables.tableset import shipped_tables
 target = probe(sys.argv[1])
-table = load_shipped()
+table = shipped_tables()
 start = time.monotonic()
 n = 0
 for item in installed(target.search_path, target.prefixes):

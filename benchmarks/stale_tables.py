@@ -100,22 +100,21 @@ def stale_tables(
     from torchwheel.tables.exports import shipped_index
     from torchwheel.tables.exports_update import restrict
     from torchwheel.tables.symtable import SymbolTable, load_shipped
-    from torchwheel.tables.tableupdate import Tables
+    from torchwheel.tables.tableupdate import TablesFile
     from torchwheel.torchabi import torch_releases
 
-    torch_releases.use(None)
-    releases = tuple(v for v in torch_releases.releases() if (v.major, v.minor) <= newest)
+    releases = tuple(v for v in torch_releases.shipped_releases().versions if (v.major, v.minor) <= newest)
     if generated is not None:
         table = SymbolTable.from_json((generated / "shim_versions.json").read_bytes(), "generated table")
         indexes = {p: (generated / f"torch_exports_{p}.bin").read_bytes() for p in PLATFORMS}
-        return Tables(table, releases, indexes)
+        return TablesFile(table, releases, indexes)
     indexes = {}
     for platform in platforms:
         index = shipped_index(platform)
         assert index is not None, platform
         generated_on = str(index.header["generated"])
         indexes[platform] = restrict(index, newest, generated_on, "benchmarks/stale_tables.py", compression)
-    return Tables(restrict_symbols(load_shipped(), newest), releases, indexes)
+    return TablesFile(restrict_symbols(load_shipped(), newest), releases, indexes)
 
 
 def compare(a: Any, b: Any) -> list[str]:
@@ -556,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from torchwheel.torchabi import torch_releases
 
-    last = torch_releases.newest()
+    last = torch_releases.shipped_releases().newest()
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
         "--newest", default=f"{last.major}.{last.minor - 1}", help="the stale tables' newest minor"

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from torchwheel.tables.exports import ExportIndex, exports_index
+from torchwheel.tables.exports import ExportIndex
 from torchwheel.tables.symtable import BASELINE, SymbolTable
 
 PLATFORMS = ("linux-x86_64", "macos-arm64", "windows-x86_64")
@@ -114,18 +114,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tables", type=Path, help="a tables file (`torchwheel symbols update -o`)")
     parser.add_argument("--versions", help="these torch versions instead of the index's (comma-separated)")
     args = parser.parse_args(argv)
-    from torchwheel.tables.symtable import load_shipped
-    from torchwheel.tables.tablechoice import ChosenTable, activate, read_tables_file
-    from torchwheel.torchabi import torch_releases
+    from torchwheel.tables.tablechoice import read_tables_file
+    from torchwheel.tables.tableset import shipped_tables
 
-    shipped = ChosenTable(load_shipped(), "shipped", "shipped")
-    chosen = activate(read_tables_file(args.tables, "--tables") if args.tables else shipped)
-    indexes = {p: exports_index(p) for p in PLATFORMS}
+    chosen = read_tables_file(args.tables, "--tables") if args.tables else shipped_tables()
+    indexes = {p: chosen.exports_index(p) for p in PLATFORMS}
     if args.versions:
         available = finals(Version(v) for v in args.versions.split(","))
     else:
         available = finals(index_versions())
-    lines = missing(available, torch_releases.releases(), chosen.table, indexes)
+    lines = missing(available, chosen.releases.versions, chosen.shims, indexes)
     where = args.tables or "the shipped tables"
     if not lines:
         print(f"{where}: current (the index's newest torch is {available[-1] if available else 'none'})")

@@ -12,8 +12,8 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +142,25 @@ def _locked(cache: Path) -> Iterator[None]:
     with (cache / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+@pytest.fixture
+def set_limits() -> Iterator[Callable[..., None]]:
+    """The one way a test changes the input budget: as a user does, through the environment
+    (``set_limits(MAX_LISTED="10")`` sets ``TORCHWHEEL_MAX_LISTED``, which a command run in the
+    test reads), and the value those make applied to the test (``limits.applied``), as the
+    command line applies its own; after the test both go. Nothing is reset: no process-wide
+    limits exist to reset."""
+    from torchwheel import limits
+
+    with pytest.MonkeyPatch.context() as patch, ExitStack() as applied:
+
+        def apply(**values: str) -> None:
+            for name, value in values.items():
+                patch.setenv(f"TORCHWHEEL_{name}", value)
+            applied.enter_context(limits.applied(limits.from_environment()))
+
+        yield apply
 
 
 @pytest.fixture(scope="session")

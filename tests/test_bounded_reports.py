@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 
 import torchwheel.cli
-from torchwheel import limits
 from torchwheel.analysis.pythonabi import analyze_python_abi as python_analyze
 from torchwheel.analysis.torchcompat import InputCompat, SliceCompat
 from torchwheel.analysis.usage import analyze_imports
@@ -31,7 +30,7 @@ from torchwheel.report import findings as findings_report
 from torchwheel.report.compat import compat_json
 from torchwheel.rules.registry import RuleFinding
 from torchwheel.tables.symtable import BASELINE, SymbolTable, load_shipped
-from torchwheel.tables.tablechoice import choose_table
+from torchwheel.tables.tableset import shipped_tables
 from torchwheel.tagging import plan as tag_plan
 from torchwheel.torchabi import cxxnames
 from torchwheel.torchabi.backend import ANY_BUILD
@@ -47,14 +46,9 @@ import hostile_zip as hz
 
 
 @pytest.fixture(autouse=True)
-def listed_10(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def listed_10(set_limits: Callable[..., None]) -> None:
     """Lists keep 10 entries and 1,000 characters of names in these tests."""
-    monkeypatch.setenv("TORCHWHEEL_MAX_LISTED", "10")
-    monkeypatch.setenv("TORCHWHEEL_MAX_LISTED_BYTES", "1000")
-    limits.reset()
-    yield
-    monkeypatch.undo()
-    limits.reset()
+    set_limits(MAX_LISTED="10", MAX_LISTED_BYTES="1000")
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -64,7 +58,6 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     # the command's own exit decision, without main()'s process-wide set-up (its SIGTERM
     # handler, gc.freeze): this process goes on after it
     code = int(run_command(torchwheel.cli.cli, list(args)))
-    limits.reset()
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -105,12 +98,13 @@ def test_findings_past_max_listed_are_counted_in_every_format(
     assert out.splitlines()[-1] == "1 input checked: 120 error(s), 0 warning(s), 0 info(s)"
 
 
-def test_the_text_collapse_sums_each_group_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_text_collapse_sums_each_group_once(
+    set_limits: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """It sorted a group's members once per finding: 20,000 unlisted members took 105 s."""
     from torchwheel.rules.registry import Findings
 
-    monkeypatch.setenv("TORCHWHEEL_MAX_LISTED", "100000")
-    limits.reset()
+    set_limits(MAX_LISTED="100000")
     found = Findings([RuleFinding("TW403", "error", "w.whl", f"m{i:05d}.py", "x") for i in range(2000)])
     found.kept += [RuleFinding("TW402", "error", "w.whl", f"m{i:05d}.py", "y") for i in range(2000)]
     calls = []
@@ -137,7 +131,7 @@ def test_record_problems_are_kept_per_kind_and_counted() -> None:
 
 
 def test_symbol_lists_are_samples_and_the_verdict_counts_every_import() -> None:
-    table = choose_table(None, None).table
+    table = shipped_tables().shims
     newest = max(table.symbols, key=lambda n: table.introduced(n) or BASELINE)
     unknown = [f"aoti_torch_hostile_{i:03d}" for i in range(30)]
     unstable = [f"_ZN2at6native{len(str(i)) + 1}f{i}Ev" for i in range(25)]
@@ -156,7 +150,7 @@ def test_symbol_lists_are_samples_and_the_verdict_counts_every_import() -> None:
 def test_names_are_listed_within_max_listed_bytes() -> None:
     """Three 400-character unknown shims: two fit 1,000 characters, the third is counted."""
     names = [f"aoti_torch_{c * 389}" for c in "abc"]
-    t = analyze_imports(names, choose_table(None, None).table)
+    t = analyze_imports(names, shipped_tables().shims)
     assert t.unknown_symbols == tuple(names[:2]) and t.unknown_omitted == 1
 
 
@@ -165,7 +159,7 @@ def test_tw203_names_three_unknown_shims_and_its_detail_the_ten_kept() -> None:
     (``check -v``, JSON) holds the ten the facts kept and counts the twenty they did not."""
     from torchwheel.rules.torch import _unknown_text, _whole
 
-    t = analyze_imports([f"aoti_torch_hostile_{i:03d}" for i in range(30)], choose_table(None, None).table)
+    t = analyze_imports([f"aoti_torch_hostile_{i:03d}" for i in range(30)], shipped_tables().shims)
     assert _unknown_text(t).endswith("aoti_torch_hostile_002 and 27 more")
     detail = _whole(t.unknown_symbols, t.unknown_count)
     assert detail.startswith("aoti_torch_hostile_000, ")
@@ -218,15 +212,12 @@ def test_side_file_stays_within_half_the_metadata_limit(
     built_fixtures: dict[str, Path],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    set_limits: Callable[..., None],
 ) -> None:
     """20,000 shims under a 256 KiB metadata limit: the side file counts names past the budget
     instead of listing them, and ``check`` reads the output back. The shims are in the table
     the commands are given (``tag`` refuses shims newer than the tables, TW203)."""
-    monkeypatch.setenv("TORCHWHEEL_MAX_LISTED", "10000")
-    monkeypatch.setenv("TORCHWHEEL_MAX_LISTED_BYTES", str(4 << 20))
-    monkeypatch.setenv("TORCHWHEEL_MAX_METADATA_BYTES", str(256 << 10))
-    limits.reset()
+    set_limits(MAX_LISTED="10000", MAX_LISTED_BYTES=str(4 << 20), MAX_METADATA_BYTES=str(256 << 10))
     names = [n.decode() for n in hbu.shims(20_000)()]
     table = tmp_path / "tables.json"
     shipped = load_shipped()
@@ -250,9 +241,10 @@ def test_side_file_stays_within_half_the_metadata_limit(
     assert code == 0, err
 
 
-def test_side_file_counts_libraries_past_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TORCHWHEEL_MAX_METADATA_BYTES", "4000")
-    limits.reset()
+def test_side_file_counts_libraries_past_the_budget(
+    set_limits: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    set_limits(MAX_METADATA_BYTES="4000")
     entry = {"member": "x.so", "slices": [], "padding": "p" * 600}
     monkeypatch.setattr(tag_plan, "binary_json", lambda analysis: dict(entry))
 

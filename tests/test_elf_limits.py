@@ -50,11 +50,8 @@ def streamed(data: bytes, **kw: int) -> BinaryFacts | BinaryError:
 
 
 @pytest.fixture(autouse=True)
-def fresh_limits(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    limits.reset()
-    yield
-    monkeypatch.undo()
-    limits.reset()
+def fresh_limits(set_limits: Callable[..., None]) -> None:
+    set_limits()  # the defaults: whatever an earlier test in this process set is gone
 
 
 def test_the_builder_makes_a_library_both_routes_read() -> None:
@@ -113,9 +110,8 @@ def test_streamed_counts_survive_chunks_smaller_than_a_record() -> None:
     assert want.slices[0].raw_markers_omitted == 200 - limits.current().max_marker_hits.value
 
 
-def test_the_limit_is_the_one_in_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TORCHWHEEL_MAX_MARKER_HITS", "3")
-    limits.reset()
+def test_the_limit_is_the_one_in_limits(set_limits: Callable[..., None]) -> None:
+    set_limits(MAX_MARKER_HITS="3")
     (s,) = read_binary(H.elf(*BASIC, blob=H.record(10) * 10), "_C.so").slices
     assert len(s.raw_markers) == 3 and s.raw_markers_omitted == 7
     assert marker_hits(H.record(10) * 10) == marker_hits(H.record(10) * 3)
@@ -163,9 +159,8 @@ def test_many_symbols_cost_what_their_names_cost() -> None:
     assert used < 28 << 20, used  # was 37 MB: a tuple per symbol, a dict entry per string
 
 
-def test_the_symbol_limit_makes_the_member_unreadable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TORCHWHEEL_MAX_SYMBOLS", "100")
-    limits.reset()
+def test_the_symbol_limit_makes_the_member_unreadable(set_limits: Callable[..., None]) -> None:
+    set_limits(MAX_SYMBOLS="100")
     data = H.elf(*H.symbols([(b"s%d" % i, True) for i in range(200)]))
     with pytest.raises(BinaryError, match="max-symbols = 100: raise it with TORCHWHEEL_MAX_SYMBOLS"):
         read_binary(data, "_C.so")
@@ -183,9 +178,8 @@ def test_a_symbol_count_beyond_the_bytes_is_refused_before_reading() -> None:
         read_binary(bytes(data), "_C.so")
 
 
-def test_dt_needed_entries_are_limited(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TORCHWHEEL_MAX_NEEDED", "0")
-    limits.reset()
+def test_dt_needed_entries_are_limited(set_limits: Callable[..., None]) -> None:
+    set_limits(MAX_NEEDED="0")
     with pytest.raises(BinaryError, match=r"DT_NEEDED entries .* max-needed"):
         read_binary(H.elf(*BASIC), "_C.so")
 

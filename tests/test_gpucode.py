@@ -12,14 +12,13 @@ import os
 import struct
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
 
 from tests.lib.helpers import REPO, load_script, torchwheel
-from torchwheel import limits
 from torchwheel.binary import read_binary, read_path
 from torchwheel.binary.gpucode import GpuCode, scan_buffer
 from torchwheel.binary.memberscan import scan
@@ -269,14 +268,9 @@ def test_truncated_inside_a_fatbin() -> None:
     assert isinstance(got, Exception) or got.slices[0].gpu.containers <= 1
 
 
-def test_image_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TORCHWHEEL_MAX_GPU_IMAGES", "3")
-    limits.reset()
-    try:
-        code = gpu(BIN / "cu13_torch_cuda.so")
-    finally:
-        monkeypatch.delenv("TORCHWHEEL_MAX_GPU_IMAGES")
-        limits.reset()
+def test_image_cap(set_limits: Callable[..., None]) -> None:
+    set_limits(MAX_GPU_IMAGES="3")
+    code = gpu(BIN / "cu13_torch_cuda.so")
     assert sum(n for _, n in code.cuda) == 3
     assert any("max-gpu-images" in p for p in code.problems)
 

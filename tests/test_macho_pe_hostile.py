@@ -254,14 +254,9 @@ def test_real_322_mb_dylib_within_budget(torch_platform_wheels: dict[str, Path])
 
 @pytest.mark.parametrize("name", [MACHO, PE])
 def test_table_limit_holds_for_whole_files(
-    name: str, bases: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+    name: str, bases: dict[str, bytes], set_limits: Callable[..., None]
 ) -> None:
     """A mapped file (``inspect`` on a binary) is held to max-binary-tables like a stream."""
-    monkeypatch.setenv("TORCHWHEEL_MAX_BINARY_TABLES", "64")
-    limits.reset()
-    try:
-        with pytest.raises(LimitExceeded, match="TORCHWHEEL_MAX_BINARY_TABLES"):
-            read_binary(bases[name], name)
-    finally:
-        monkeypatch.delenv("TORCHWHEEL_MAX_BINARY_TABLES")
-        limits.reset()
+    set_limits(MAX_BINARY_TABLES="64")
+    with pytest.raises(LimitExceeded, match="TORCHWHEEL_MAX_BINARY_TABLES"):
+        read_binary(bases[name], name)

@@ -19,7 +19,7 @@ from torchwheel.analysis.load import load_facts
 from torchwheel.analysis.wheelfacts import torch_need_of
 from torchwheel.errors import InputError
 from torchwheel.selection.candidates import read_candidate
-from torchwheel.tables.symtable import load_shipped
+from torchwheel.tables.tableset import shipped_tables
 from torchwheel.tagging.apply import write_tagged
 from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi import torch_releases
@@ -46,7 +46,7 @@ def _axes(need: TorchNeed) -> dict[str, object]:
 def _round_trip(wheel: Path, out: Path) -> tuple[TorchNeed, TorchNeed] | str:
     """(the binaries' need with the requirement tag writes, the need read back), or the
     refusal tag gave."""
-    (facts,) = list(load_facts((wheel,), (), load_shipped(), verify_hashes=True))
+    (facts,) = list(load_facts((wheel,), (), shipped_tables(), verify_hashes=True))
     try:
         result = write_tagged(facts, TagOptions(), out, in_place=False, dry_run=False)
     except InputError as exc:
@@ -58,7 +58,7 @@ def _round_trip(wheel: Path, out: Path) -> tuple[TorchNeed, TorchNeed] | str:
         with pytest.raises(InputError):
             read_candidate(wheel, "test")
         return f"unreadable: {exc}"
-    (tagged_facts,) = list(load_facts((written,), (), load_shipped(), verify_hashes=False))
+    (tagged_facts,) = list(load_facts((written,), (), shipped_tables(), verify_hashes=False))
     return torch_need_of(tagged_facts), back.torch
 
 
@@ -87,10 +87,10 @@ def _same_need(wheel: Path, out: Path) -> bool:
     # read again (an unknown axis is never written as a value)
     assert declared.source.startswith("WHEEL") == (binaries.builds is not None), (wheel.name, declared.source)
     assert _axes(binaries) == _axes(declared), wheel.name
-    for minor in torch_releases.known_minors():
+    for minor in torch_releases.shipped_releases().known_minors():
         for build in [None, *BACKENDS]:
-            a = minor_verdict(binaries, None, minor, build)
-            b = minor_verdict(declared, None, minor, build)
+            a = minor_verdict(binaries, None, minor, build, tables=shipped_tables())
+            b = minor_verdict(declared, None, minor, build, tables=shipped_tables())
             assert (a.cell, a.axis, a.loads_on) == (b.cell, b.axis, b.loads_on), (wheel.name, minor, build)
     return True
 
@@ -124,11 +124,11 @@ def test_tagged_and_untagged_corpus_wheels_have_one_need(entry: object, tmp_path
 
 def test_no_axis_is_any_by_default(fixture_wheels: dict[str, Path]) -> None:
     """A CUDA wheel's need names its build; a CPU target never gets a yes from it."""
-    (facts,) = list(load_facts((fixture_wheels["cuda13"],), (), load_shipped(), verify_hashes=False))
+    (facts,) = list(load_facts((fixture_wheels["cuda13"],), (), shipped_tables(), verify_hashes=False))
     need = torch_need_of(facts)
     assert need.builds is not None and need.builds != ANY_BUILD
-    cpu = verdict(need, None, Version("2.13.0"), parse_backend("cpu"))
+    cpu = verdict(need, None, Version("2.13.0"), parse_backend("cpu"), tables=shipped_tables())
     assert (cpu.cell, cpu.axis) == ("no", "build")
     assert "libcudart.so.13" in cpu.reason
-    unknown = verdict(need, None, Version("2.13.0"), None)
+    unknown = verdict(need, None, Version("2.13.0"), None, tables=shipped_tables())
     assert unknown.cell == "unknown" and "--torch-backend" in unknown.reason

@@ -57,9 +57,6 @@ SHARED_NAMES = {
     "needed_ranges": {"binary.elf", "binary.macho", "binary.pe"},
     "gpu_sections": {"binary.elf", "binary.pe"},
     "gpu_zones": {"binary.elf", "binary.pe"},
-    # each shipped table's process-wide switch, one verb for all three; they go when the tables
-    # become one value passed down
-    "use": {"tables.exports", "torchabi.torch_backends", "torchabi.torch_releases"},
 }
 
 

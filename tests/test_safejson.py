@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from torchwheel import limits, safejson
+from torchwheel import safejson
 from torchwheel.errors import InputError
 from torchwheel.net.pages import PEP691_FILE, PEP691_PROJECT, PEP691_ROOT
 from torchwheel.safejson import Int, List, Object, Str
@@ -71,17 +72,12 @@ def test_each_problem_is_one_line_naming_the_path(data: bytes, says: str) -> Non
     assert says in _refusal(data)
 
 
-def test_values_are_counted_before_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_values_are_counted_before_parsing(set_limits: Callable[..., None]) -> None:
     start = time.monotonic()
     message = _refusal(b"[" + b"{}," * 1_100_000 + b"{}]", safejson.ANY)
     assert "max-json-values" in message and time.monotonic() - start < 2
-    monkeypatch.setenv("TORCHWHEEL_MAX_JSON_BYTES", "1K")
-    limits.reset()
-    try:
-        assert "max-json-bytes" in _refusal(b'{"a": [' + b"1," * 1000 + b"1]}")
-    finally:
-        monkeypatch.delenv("TORCHWHEEL_MAX_JSON_BYTES")
-        limits.reset()
+    set_limits(MAX_JSON_BYTES="1K")
+    assert "max-json-bytes" in _refusal(b'{"a": [' + b"1," * 1000 + b"1]}")
 
 
 def test_load_file_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:

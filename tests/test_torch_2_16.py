@@ -19,13 +19,11 @@ import json
 import os
 import subprocess
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from torchwheel import api
-from torchwheel.tables import tablechoice
 
 from .lib.helpers import REPO, load_script, torchwheel
 
@@ -34,12 +32,6 @@ FIXTURE = REPO / "fixtures" / "torch216"
 torch216 = load_script("torchwheel_torch216", FIXTURE / "build.py")
 DIST, TAG = "libtorch_agn_2_16", "cp310-abi3-manylinux_2_28_x86_64"
 C10D = "torch_process_group_rank"
-
-
-@pytest.fixture(autouse=True)
-def shipped_tables_after() -> Iterator[None]:
-    yield
-    tablechoice.choose_table(None, None)  # the API makes the tables it is given the process's
 
 
 def _wheel(out: Path, lib: Path) -> Path:

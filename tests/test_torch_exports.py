@@ -24,7 +24,8 @@ import pytest
 from packaging.version import Version
 
 from torchwheel.errors import InputError
-from torchwheel.tables.exports import MAGIC, Dating, ExportIndex, exports_index, name_hash
+from torchwheel.tables.exports import MAGIC, Dating, ExportIndex, name_hash, shipped_index
+from torchwheel.tables.tableset import shipped_tables
 from torchwheel.torchabi.cxxnames import is_unstable
 
 from .lib.helpers import REPO
@@ -65,7 +66,7 @@ def _seal(header: dict[str, Any], body: bytes) -> bytes:
 
 @pytest.fixture(scope="module")
 def index() -> ExportIndex:
-    found = exports_index(PLATFORM)
+    found = shipped_index(PLATFORM)
     assert found is not None, f"no shipped export index for {PLATFORM}"
     return found
 
@@ -93,7 +94,7 @@ def test_every_unstable_export_of_torch_2_13_is_indexed_as_exported_by_2_13(
 def test_windows_index_holds_exactly_the_unstable_exports_of_torch_2_13_for_2_13() -> None:
     """The list was read from the very win_amd64 wheel the index read for 2.13 (PyPI's CPU
     build, MSVC names): every unstable name is in it for 2.13, and the header counts no more."""
-    index = exports_index("windows-x86_64")
+    index = shipped_index("windows-x86_64")
     assert index is not None
     unstable = [n for n in _exported(TORCH_213_WINDOWS) if is_unstable(n)]
     dating = index.dating(unstable)
@@ -107,7 +108,7 @@ def test_each_platform_knows_its_own_spelling() -> None:
     """libc++ (macOS) spells std::string ``NSt3__112basic_string``, libstdc++ (Linux)
     ``NSt7__cxx1112basic_string``: the same c10 constructor is two names, each known on its
     own platform only, which is why an index is per platform."""
-    macos, linux = exports_index("macos-arm64"), exports_index("linux-x86_64")
+    macos, linux = shipped_index("macos-arm64"), shipped_index("linux-x86_64")
     assert macos is not None and linux is not None
     mac_name = "_ZN3c1010IndexErrorC1ENS_14SourceLocationENSt3__112basic_stringIcNS2_11char_traitsIcEENS2_9allocatorIcEEEE"
     linux_name = (
@@ -153,9 +154,9 @@ def test_each_name_counts_once_in_any_order(index: ExportIndex, torch_213: list[
 
 
 def test_the_index_is_cached_per_process_and_only_for_shipped_platforms() -> None:
-    assert exports_index(PLATFORM) is exports_index(PLATFORM)
+    assert shipped_index(PLATFORM) is shipped_index(PLATFORM)
     for platform in ("plan9-mips", "../data/shim_versions", "linux-x86_64/../x", ""):
-        assert exports_index(platform) is None
+        assert shipped_index(platform) is None
 
 
 def test_the_hash_is_the_documented_one() -> None:
@@ -171,7 +172,7 @@ def test_the_hash_is_the_documented_one() -> None:
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_the_release_list_is_the_headers_and_each_release_has_its_names(platform: str) -> None:
-    index = exports_index(platform)
+    index = shipped_index(platform)
     assert index is not None, f"no shipped export index for {platform}"
     header, packed = _split(_raw(platform))
     assert header["platform"] == platform == index.platform
@@ -192,7 +193,7 @@ def test_the_release_list_is_the_headers_and_each_release_has_its_names(platform
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_one_release_per_minor_the_last_patch_from_2_4_to_the_newest(platform: str) -> None:
     """Stale when torch_releases.json gained a release: regenerate with scripts/gen_torch_exports.py."""
-    index = exports_index(platform)
+    index = shipped_index(platform)
     assert index is not None
     newest: dict[tuple[int, int], Version] = {}
     for text in json.loads(RELEASES.read_text(encoding="utf-8"))["releases"]:
@@ -270,7 +271,6 @@ def _strong_unstable_imports(filename: str) -> set[str]:
     imports are left out as ``compat`` leaves them out: the loader does not need them (GCC
     references TLS init functions, ``_ZTH...``, weakly, and no torch defines them)."""
     from torchwheel.analysis.load import load_facts
-    from torchwheel.tables.symtable import load_shipped
 
     path = CORPUS / filename
     if not path.is_file():  # a few MB each: fetched like the corpus's CI subset, never skipped
@@ -281,7 +281,7 @@ def _strong_unstable_imports(filename: str) -> set[str]:
              f"{name}=={version}", "-d", str(CORPUS)],
             check=True,
         )  # fmt: skip
-    (wheel,) = load_facts((path,), (), load_shipped(), verify_hashes=False)
+    (wheel,) = load_facts((path,), (), shipped_tables(), verify_hashes=False)
     assert not wheel.metadata.torch_requirements
     return {
         imp.name

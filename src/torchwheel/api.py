@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from torchwheel.doctor.checkup import DoctorResult, doctor
     from torchwheel.results import Axis, Cell, NeedKind, Severity, UnknownAxis
     from torchwheel.rules.registry import Findings, Policy
-    from torchwheel.tables.tablechoice import ChosenTable
+    from torchwheel.tables.tableset import Tables
     from torchwheel.tagging.apply import TagResult
     from torchwheel.tagging.tag_options import TagOptions
 
@@ -117,22 +117,25 @@ def _refused(refusals: list[tuple[str, InputError]], wheels: int) -> InputError:
     )
 
 
-def _chosen(symbols: PathLike | ChosenTable | None) -> ChosenTable:
-    """``symbols``: a tables file (``symbols update``), the command line's chosen tables (it
-    knows ``pyproject.toml``), or None: ``TORCHWHEEL_SYMBOLS``, the user tables file, the
-    shipped ones (``tablechoice``)."""
-    from torchwheel.tables.tablechoice import ChosenTable, activate, choose_table
+def _chosen(symbols: PathLike | Tables | None) -> Tables:
+    """``symbols``: a tables file (``symbols update``), the tables the command line chose (it
+    knows ``pyproject.toml``) or any other ``tables.tableset.Tables`` value, or None:
+    ``TORCHWHEEL_SYMBOLS``, the user tables file, the shipped ones (``tablechoice``). The
+    value is passed down to whatever reads and judges: nothing is switched for the process,
+    so two calls with two tables, in one process or its threads, each judge by their own."""
+    from torchwheel.tables.tablechoice import choose_tables
+    from torchwheel.tables.tableset import Tables
 
-    if isinstance(symbols, ChosenTable):
-        return activate(symbols)
-    return choose_table(arguments.path(symbols, "symbols") if symbols is not None else None, None)
+    if isinstance(symbols, Tables):
+        return symbols
+    return choose_tables(arguments.path(symbols, "symbols") if symbols is not None else None, None)
 
 
 def inspect_wheel(
     paths: PathLike | Iterable[PathLike],
     *,
     env: Sequence[str] = (),
-    symbols: PathLike | ChosenTable | None = None,
+    symbols: PathLike | Tables | None = None,
     verify_hashes: bool = True,
     unreadable: Literal["raise", "report"] = "raise",
     early: EarlyRead | None = None,
@@ -153,7 +156,7 @@ def inspect_wheel(
             "give at least one wheel, directory or binary (or an installed distribution)", reference="misuse"
         )
     failed: list[InputError] | None = [] if unreadable == "report" else None
-    facts = tuple(load_facts(given, tuple(env), chosen.table, verify_hashes, failed, early))
+    facts = tuple(load_facts(given, tuple(env), chosen, verify_hashes, failed, early))
     return Facts(facts, chosen, tuple(Unreadable(e.input_path, str(e), e.reference) for e in failed or ()))
 
 
@@ -163,7 +166,7 @@ def check(
     select: Sequence[str] = (),
     ignore: Sequence[str] = (),
     env: Sequence[str] = (),
-    symbols: PathLike | ChosenTable | None = None,
+    symbols: PathLike | Tables | None = None,
     verify_hashes: bool = True,
     policy: Policy | None = None,
     unreadable: Literal["raise", "report"] = "raise",
@@ -190,7 +193,7 @@ def check(
     return CheckResult(facts, rules.run_all(facts.facts, policy), verify_hashes)
 
 
-def scan_one(source: object, *, symbols: PathLike | ChosenTable | None = None) -> dict[str, Any]:
+def scan_one(source: object, *, symbols: PathLike | Tables | None = None) -> dict[str, Any]:
     """The JSON line ``torchwheel scan`` writes for one wheel (``docs/scan.md``): ``source`` a
     path, an http(s) URL or a line's ``source`` object (``{"url": ..., "sha256": ...}``). An
     unreadable or unfetchable wheel is a line whose ``error`` says why: never raised."""
@@ -199,15 +202,15 @@ def scan_one(source: object, *, symbols: PathLike | ChosenTable | None = None) -
     return scan_line(source, check, need, symbols)
 
 
-def _candidate(path: PathLike, symbols: PathLike | ChosenTable | None, facts: Any = None) -> Any:
+def _candidate(path: PathLike, symbols: PathLike | Tables | None, facts: Any = None) -> Any:
     from torchwheel.selection.candidates import read_candidate
 
     given = arguments.path(path, "path")
-    return read_candidate(given, str(given.parent), table=_chosen(symbols).table, checked=facts)
+    return read_candidate(given, str(given.parent), tables=_chosen(symbols), checked=facts)
 
 
 def need(
-    path: PathLike, *, symbols: PathLike | ChosenTable | None = None, checked: CheckResult | None = None
+    path: PathLike, *, symbols: PathLike | Tables | None = None, checked: CheckResult | None = None
 ) -> Need:
     """The need ``select``, ``install``, ``index`` and ``matrix`` judge a wheel file by: its
     ``Torch-ABI`` fields where ``tag`` wrote them, else its binaries. A wheel ``check``
@@ -226,7 +229,7 @@ def loads_on(
     torch: str | Version,
     backend: str | None = None,
     gpu: str | int | None = None,
-    symbols: PathLike | ChosenTable | None = None,
+    symbols: PathLike | Tables | None = None,
 ) -> LoadVerdict:
     """The one verdict (``torchabi.verdicts.verdict``) for one wheel file on one torch: ``torch`` ``2.13.0``
     (that release) or ``2.13`` (every release of the minor: ``some`` when only some patch releases fit),
@@ -250,9 +253,9 @@ def loads_on(
     c = _candidate(path, symbols)
     markers = markers_for_tags(c.tags)
     if len(version.release) == 2:
-        found = minor_verdict(c.torch, markers, minor_of(version), build, capability)
+        found = minor_verdict(c.torch, markers, minor_of(version), build, capability, tables=c.tables)
     else:
-        found = verdict(c.torch, markers, version, build, capability)
+        found = verdict(c.torch, markers, version, build, capability, tables=c.tables)
     return LoadVerdict(str(path), str(torch), build.backend if build else None, capability, found)
 
 
@@ -266,7 +269,7 @@ def tag_wheels(
     verbose: bool = False,
     variant: bool = False,
     release: bool | None = None,
-    symbols: PathLike | ChosenTable | None = None,
+    symbols: PathLike | Tables | None = None,
     each: Callable[[TagResult], None] | None = None,
     overwrite: bool = False,
 ) -> list[TagResult]:
@@ -283,7 +286,7 @@ def tag_wheels(
     dest = arguments.path(out_dir, "out_dir") if out_dir is not None else None
     lock = apply.lock_input if in_place and not dry_run else None
     results: list[TagResult] = []
-    with opened(arguments.paths(paths), _chosen(symbols).table, lock) as loaded:
+    with opened(arguments.paths(paths), _chosen(symbols), lock) as loaded:
         wheels = [w for w, _ in loaded]
         blocking = rules.run_all(wheels, rules.rewrite_blockers())
         shared = release_sets(wheels, options, release)
@@ -325,7 +328,7 @@ def tag(
     build_torch: str | None = None,
     upper_bound: str | None = None,
     relax_pin: bool = False,
-    symbols: PathLike | ChosenTable | None = None,
+    symbols: PathLike | Tables | None = None,
     overwrite: bool = False,
 ) -> Path:
     """Write the tagged copy of one wheel into ``out_dir`` and return its path (the input is

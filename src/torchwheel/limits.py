@@ -13,12 +13,24 @@ budget: it stays a named constant beside the reader of that format.
 Readers check every size or count read from a file against the bytes present *before* they
 allocate or loop: a limit here is the second line of defence, for claims that are
 consistent with the file yet too large to handle within the budget.
+
+The limits of a run are one immutable value (``Limits``), built at the edge: the command line
+takes the defaults, the environment and its options (``from_environment``,
+``member_size_option``, ``network_option``) and applies the value to the command
+(``applied``); a pool's threads and processes are handed it and apply it to each task
+(``analysis.memberpool``, ``scan.run``). Nothing switches them for the process: two values
+applied in two threads (or two API calls) each hold. A reader asks ``current()``, which is the
+value applied to its context, else the defaults and the environment as the process first saw
+them (what a library caller that applied none gets).
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Generic, TypeVar
 
@@ -240,21 +252,36 @@ def _parse_size(text: str) -> int:
     return int(number) * factor
 
 
-_current: Limits | None = None
+# the value applied to this context (``applied``); a new thread starts without one
+_in_force: ContextVar[Limits | None] = ContextVar("torchwheel_limits", default=None)
+
+
+def from_environment() -> Limits:
+    """The defaults, then the ``TORCHWHEEL_MAX_*`` environment variables as they are now."""
+    return _from_env(Limits())
+
+
+@functools.cache
+def _first_environment() -> Limits:
+    return from_environment()
 
 
 def current() -> Limits:
-    """The limits in force: defaults, then the environment, then the command line."""
-    global _current
-    if _current is None:
-        _current = _from_env(Limits())
-    return _current
+    """The limits in force: the value applied to this context (the command line's: defaults,
+    environment, options), else the defaults and the environment as the process first saw them."""
+    found = _in_force.get()
+    return found if found is not None else _first_environment()
 
 
-def reset() -> None:
-    """Forget what the command line set: the next ``current()`` reads the environment again."""
-    global _current
-    _current = None
+@contextmanager
+def applied(limits: Limits) -> Iterator[Limits]:
+    """``limits`` in force for this block, in this thread or task only (a pool's threads and
+    processes are given the value and apply it to each task)."""
+    token = _in_force.set(limits)
+    try:
+        yield limits
+    finally:
+        _in_force.reset(token)
 
 
 def check_version(what: str, text: str) -> str:
@@ -273,9 +300,8 @@ def describe() -> str:
     )
 
 
-def set_max_member_size(text: str) -> None:
-    """``--max-member-size`` (wins over the environment)."""
-    global _current
+def member_size_option(base: Limits, text: str) -> Limits:
+    """``base`` with ``--max-member-size`` (which wins over the environment)."""
     try:
         value = _parse_size(text)
     except ValueError as exc:
@@ -285,16 +311,16 @@ def set_max_member_size(text: str) -> None:
             field="--max-member-size",
             value=text,
         ) from exc
-    _current = replace(current(), max_member_size=replace(current().max_member_size, value=value))
+    return replace(base, max_member_size=replace(base.max_member_size, value=value))
 
 
-def set_network_budget(field_name: str, option: str, seconds: int) -> None:
-    """``--http-timeout`` / ``--max-http-seconds`` (win over the environment): the budgets a
-    CI job most often tightens, so a broken mirror fails the job in seconds, not hours."""
-    global _current
+def network_option(base: Limits, field_name: str, option: str, seconds: int) -> Limits:
+    """``base`` with ``--http-timeout`` / ``--max-http-seconds`` (which win over the
+    environment): the budgets a CI job most often tightens, so a broken mirror fails the job
+    in seconds, not hours."""
     if seconds <= 0:
         raise InputError(
             f"{option} {seconds}: expected a positive number of seconds", reference="bad-option-value"
         )
-    limit: Limit = getattr(current(), field_name)
-    _current = replace(current(), **{field_name: replace(limit, value=seconds)})
+    limit: Limit = getattr(base, field_name)
+    return replace(base, **{field_name: replace(limit, value=seconds)})

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
     from torchwheel.rules.codes import Severity
     from torchwheel.rules.registry import Findings
-    from torchwheel.tables.tablechoice import ChosenTable
+    from torchwheel.tables.tableset import Tables
     from torchwheel.torchabi.need import Kind as NeedKind
     from torchwheel.torchabi.need import TorchNeed, UnknownAxis
     from torchwheel.torchabi.verdicts import Axis, Cell, Verdict
@@ -84,7 +84,7 @@ class Facts:
     (provisional); ``unreadable``: the inputs that could not be, in order."""
 
     facts: tuple[WheelFacts, ...]
-    table: ChosenTable
+    table: Tables  # the tables every input was read and judged with
     unreadable: tuple[Unreadable, ...] = ()
 
     @property

@@ -15,7 +15,7 @@ from torchwheel.analysis.load import load_facts
 from torchwheel.analysis.wheelfacts import WheelFacts
 from torchwheel.report.facts_document import wheel_json
 from torchwheel.report.show_text import wheel_text
-from torchwheel.tables.symtable import load_shipped
+from torchwheel.tables.tableset import shipped_tables
 
 from ..lib.helpers import fixture_wheels_module
 
@@ -24,7 +24,7 @@ MANIFEST = "wdevice/vendors/op_impl/cpu/config/cust_aicpu_kernel.json"
 
 
 def _facts(path: Path) -> WheelFacts:
-    (facts,) = load_facts((path,), (), load_shipped())
+    (facts,) = load_facts((path,), (), shipped_tables())
     return facts
 
 

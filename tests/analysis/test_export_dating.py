@@ -22,13 +22,11 @@ import hashlib
 import os
 import shutil
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from torchwheel import api
-from torchwheel.tables import tablechoice
 from torchwheel.tables.exports import shipped_index
 
 from ..lib.helpers import REPO, load_script, torchwheel
@@ -61,12 +59,6 @@ def _wheel(out: Path, dist: str, tag: str, members: dict[str, bytes], requires: 
             zf.writestr(name, data)
         zf.writestr(f"{info}/RECORD", record)
     return path
-
-
-@pytest.fixture(autouse=True)
-def shipped_tables_after() -> Iterator[None]:
-    yield
-    tablechoice.choose_table(None, None)  # the API makes the tables it is given the process's
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from torchwheel.analysis.load import load_facts
 from torchwheel.analysis.platforms import _MACHO_ARCHS, expected
 from torchwheel.rules import REGISTRY
 from torchwheel.rules.registry import Policy
-from torchwheel.tables.symtable import load_shipped
+from torchwheel.tables.tableset import shipped_tables
 
 from ..lib.helpers import fixture_wheels_module
 
@@ -108,7 +108,7 @@ def _tw405(platform: str, scenario: str, built: dict[str, Path], tmp: Path) -> l
     member = f"{dist}/lib{binary.stem}{binary.suffix}"  # a library name: no CPython rule applies
     spec = wheels.WheelSpec(scenario, dist, f"cp39-abi3-{platform}", ((member, scenario),))
     path = wheels.write_wheel(tmp / spec.filename, spec, built)
-    (facts,) = load_facts((path,), (), load_shipped())
+    (facts,) = load_facts((path,), (), shipped_tables())
     return [f.message for f in REGISTRY["TW405"].run(facts, Policy(), str(path))[0]]
 
 

@@ -18,7 +18,7 @@ from torchwheel.report.facts_document import wheel_json
 from torchwheel.report.show_text import wheel_text
 from torchwheel.rules import run_all
 from torchwheel.rules.registry import Policy
-from torchwheel.tables.symtable import load_shipped
+from torchwheel.tables.tableset import shipped_tables
 from torchwheel.tagging.plan import plan, planned_facts
 from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild
@@ -26,7 +26,7 @@ from torchwheel.wheel.metadata import parse_metadata
 
 
 def _facts(fixture_wheels: dict[str, Path], name: str) -> WheelFacts:
-    (facts,) = load_facts((fixture_wheels[name],), (), load_shipped())
+    (facts,) = load_facts((fixture_wheels[name],), (), shipped_tables())
     return facts
 
 

@@ -3,23 +3,18 @@ cut out of each chunk as it passes, their total held to ``max-binary-tables``.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 
-from torchwheel import limits
 from torchwheel.binary.capture import Capture, covered, merge
 from torchwheel.binary.sparse import SparseBuffer
 from torchwheel.limits import LimitExceeded
 
 
 @pytest.fixture
-def small_budget(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TORCHWHEEL_MAX_BINARY_TABLES", "100")
-    limits.reset()
-    yield
-    monkeypatch.delenv("TORCHWHEEL_MAX_BINARY_TABLES")
-    limits.reset()
+def small_budget(set_limits: Callable[..., None]) -> None:
+    set_limits(MAX_BINARY_TABLES="100")
 
 
 def _intervals(c: Capture) -> list[tuple[int, int]]:

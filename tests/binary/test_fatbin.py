@@ -14,13 +14,12 @@ from __future__ import annotations
 import io
 import struct
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pefile
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from torchwheel import limits
 from torchwheel.binary.fatbin import FATBIN_MAGIC, CudaCursor
 from torchwheel.binary.gpuscan import Scan
 
@@ -224,12 +223,8 @@ def test_a_group_whose_count_does_not_add_up_is_not_read() -> None:
 
 
 @pytest.fixture
-def two_images(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TORCHWHEEL_MAX_GPU_IMAGES", "2")
-    limits.reset()
-    yield
-    monkeypatch.undo()
-    limits.reset()
+def two_images(set_limits: Callable[..., None]) -> None:
+    set_limits(MAX_GPU_IMAGES="2")
 
 
 def test_images_past_the_cap_are_not_read(two_images: None) -> None:

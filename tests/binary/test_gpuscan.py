@@ -4,11 +4,10 @@ in the next is handed over whole, once), and how a scan groups containers into r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 
-from torchwheel import limits
 from torchwheel.binary.common import Buffer
 from torchwheel.binary.gpuscan import Cursor, Run, Scan
 
@@ -40,13 +39,8 @@ def test_every_record_is_handed_over_whole_and_once(chunk: int) -> None:
 
 
 @pytest.fixture
-def small_caps(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TORCHWHEEL_MAX_GPU_RUNS", "2")
-    monkeypatch.setenv("TORCHWHEEL_MAX_GPU_PROBLEMS", "2")
-    limits.reset()
-    yield
-    monkeypatch.undo()
-    limits.reset()
+def small_caps(set_limits: Callable[..., None]) -> None:
+    set_limits(MAX_GPU_RUNS="2", MAX_GPU_PROBLEMS="2")
 
 
 def test_containers_within_16_bytes_join_one_run(small_caps: None) -> None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from torchwheel import limits
 from torchwheel.binary import BinaryError, read_path
 from torchwheel.binary.tables import read_tables
 
@@ -58,16 +58,11 @@ def test_only_the_tables_are_read(
 
 
 def test_tables_past_the_budget_are_refused(
-    built_fixtures: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+    built_fixtures: dict[str, Path], set_limits: Callable[..., None]
 ) -> None:
-    monkeypatch.setenv("TORCHWHEEL_MAX_BINARY_TABLES", "1000")
-    limits.reset()
-    try:
-        with pytest.raises(BinaryError, match="max-binary-tables"):
-            read_tables(built_fixtures["elf_marker_2_10"], "x.so")
-    finally:
-        monkeypatch.delenv("TORCHWHEEL_MAX_BINARY_TABLES")
-        limits.reset()
+    set_limits(MAX_BINARY_TABLES="1000")
+    with pytest.raises(BinaryError, match="max-binary-tables"):
+        read_tables(built_fixtures["elf_marker_2_10"], "x.so")
 
 
 def test_special_files_are_never_opened(tmp_path: Path) -> None:

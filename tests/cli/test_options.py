@@ -4,7 +4,7 @@ the environment."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
@@ -60,10 +60,8 @@ def test_require_inputs() -> None:
 
 
 @pytest.fixture
-def fresh_limits() -> Iterator[None]:
-    limits.reset()
-    yield
-    limits.reset()
+def fresh_limits(set_limits: Callable[..., None]) -> None:
+    set_limits()  # the defaults, and again after the options set them
 
 
 @click.command()
@@ -73,8 +71,11 @@ def _fetching() -> None:
 
 
 def test_network_budgets_are_set_by_the_options(fresh_limits: None) -> None:
+    """The options apply to the command they were given to, and to nothing after it."""
+    before = limits.current()
     result = CliRunner().invoke(_fetching, ["--http-timeout", "5", "--max-http-seconds", "30"])
     assert (result.exit_code, result.stdout) == (0, "5 30\n")
+    assert limits.current() is before
 
 
 def test_a_budget_that_is_not_positive_is_refused(fresh_limits: None) -> None:

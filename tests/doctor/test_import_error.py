@@ -8,7 +8,7 @@ import pytest
 
 from torchwheel.doctor.import_error import date_symbol, library_words, module_file, parse_import_error
 from torchwheel.errors import InputError
-from torchwheel.tables.symtable import load_shipped
+from torchwheel.tables.tableset import shipped_tables
 
 TORCHRL = "_ZN5torch8autograd24fire_node_creation_hooksERKN3c1013intrusive_ptrINS0_4NodeENS1_6detail34intrusive_target_default_null_typeIS3_EEEE"
 
@@ -28,7 +28,7 @@ def test_parse_the_three_questions() -> None:
 
 
 def test_symbols_are_dated() -> None:
-    table = load_shipped()
+    table = shipped_tables()
     assert date_symbol("torch_has_storage", table, "linux-x86_64").shim_since == "2.14"
     dated = date_symbol(TORCHRL, table, "linux-x86_64")
     assert dated.minors == ("2.14", "2.15"), dated  # torchrl 0.14.1 imports it: torch 2.14 added it

@@ -17,7 +17,7 @@ from torchwheel.doctor.machine import (
     minor_compatibility_words,
     torch_driver_words,
 )
-from torchwheel.tables.symtable import load_shipped
+from torchwheel.tables.tableset import shipped_tables
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.cuda_driver import CudaNeed
 
@@ -28,7 +28,7 @@ CU130 = TorchBuild("cuda", 13, 0)
 
 
 def _facts(path: Path) -> WheelFacts:
-    (facts,) = load_facts((path,), (), load_shipped())
+    (facts,) = load_facts((path,), (), shipped_tables())
     return facts
 
 

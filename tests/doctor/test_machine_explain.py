@@ -18,7 +18,7 @@ from torchwheel.doctor.import_error import parse_import_error
 from torchwheel.doctor.libsearch import read_process
 from torchwheel.doctor.machine import Machine
 from torchwheel.doctor.machine_explain import explain_kernel, explain_version
-from torchwheel.tables.symtable import load_shipped
+from torchwheel.tables.tableset import shipped_tables
 from torchwheel.wheel.installed import Installed
 
 from ..lib.helpers import REPO, machine_fixtures
@@ -59,7 +59,7 @@ def test_a_version_the_system_has() -> None:
 
 
 def test_gpu_code_for_another_gpu(tmp_path: Path) -> None:
-    (facts,) = load_facts((REPO / "fixtures" / "cuda" / "bin" / "cu13_cubins_only.so",), (), load_shipped())
+    (facts,) = load_facts((REPO / "fixtures" / "cuda" / "bin" / "cu13_cubins_only.so",), (), shipped_tables())
     installed = Installed("demo", "1.0", tmp_path, tmp_path / "demo-1.0.dist-info", tmp_path)
     env = Environment(None, (Distribution(installed, facts),), 0, ())
     none = explain_kernel(120, env)

@@ -17,7 +17,7 @@ import pytest
 from torchwheel import rules
 from torchwheel.analysis.load import load_facts
 from torchwheel.rules.registry import Policy
-from torchwheel.tables.symtable import load_shipped
+from torchwheel.tables.tableset import shipped_tables
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.defects import archive_defects
 
@@ -43,7 +43,7 @@ def test_the_shared_judgement_is_checks_own(name: str, fixture_wheels: dict[str,
     """For every fixture wheel: the TW4xx errors ``check`` reports (but those of the compiled
     members) are exactly those ``archive_defects`` finds, with every member hashed as
     ``index`` hashes them: one set of rules, one verdict."""
-    (facts,) = load_facts((fixture_wheels[name],), (), load_shipped())
+    (facts,) = load_facts((fixture_wheels[name],), (), shipped_tables())
     from_check = {
         f.code
         for f in rules.run_rules(facts, Policy())

@@ -22,6 +22,7 @@ from torchwheel.binary import BinaryError, memberscan, read_binary
 from torchwheel.rules import REGISTRY
 from torchwheel.rules.registry import Policy
 from torchwheel.tables.symtable import load_shipped
+from torchwheel.tables.tableset import shipped_tables
 
 from ..binary.test_memberscan import chunked
 from ..lib.helpers import FIXTURES, REPO, fixture_wheels_module, load_script, torchwheel
@@ -159,7 +160,7 @@ def _tw405(kind: str, platform: str, tmp: Path) -> list[str]:
         kind, "netprobe", f"py3-none-{platform}", ((f"netprobe/{kind}.dll", kind),), requires=()
     )
     path = wheels.write_wheel(tmp / platform / spec.filename, spec, {kind: dll})
-    (facts,) = load_facts((path,), (), load_shipped())
+    (facts,) = load_facts((path,), (), shipped_tables())
     return [f.message for f in REGISTRY["TW405"].run(facts, Policy(), str(path))[0]]
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from torchwheel.publish import matrix
+from torchwheel.tables.tableset import shipped_tables
 from torchwheel.torchabi.backend import TorchBuild
 
 from ..lib.helpers import torchwheel
@@ -183,7 +184,7 @@ def test_why_gives_each_refusal_as_select_words_it(mixed: Path) -> None:
 def test_the_legend_says_an_installed_torch_no_grid_shows() -> None:
     """A CUDA 12 torch installed while the grids are CPU and CUDA 13: no column is marked, and
     the legend says why rather than that no torch is installed."""
-    grid = matrix.Matrix([(2, 13)], None, [], TorchBuild("cpu"))
+    grid = matrix.Matrix([(2, 13)], None, [], TorchBuild("cpu"), tables=shipped_tables())
     build = TorchBuild("cuda", 12, 8)
     line = matrix.legend([grid], False, (2, 13), build)
     assert line.endswith(

@@ -340,7 +340,7 @@ def test_the_output_is_never_put_over_a_file_that_appeared_meanwhile(
     copy is written (another run, another tool) is left as it is, and no temp file stays."""
     from torchwheel.analysis.load import opened
     from torchwheel.errors import InputError
-    from torchwheel.tables.symtable import load_shipped
+    from torchwheel.tables.tableset import shipped_tables
     from torchwheel.tagging import public_version
 
     out = tmp_path / "pypi"
@@ -350,7 +350,7 @@ def test_the_output_is_never_put_over_a_file_that_appeared_meanwhile(
         real(*args)  # type: ignore[arg-type]
         (out / PUBLIC).write_bytes(b"appeared meanwhile")
 
-    with opened((release / labelled("212"),), load_shipped()) as loaded:
+    with opened((release / labelled("212"),), shipped_tables()) as loaded:
         ((w, archive),) = loaded
         assert archive is not None
         p = public_version.public_plan(w)

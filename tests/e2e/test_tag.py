@@ -19,6 +19,7 @@ from packaging.metadata import Metadata
 from packaging.tags import sys_tags
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
+from torchwheel.tables.tableset import shipped_tables
 from torchwheel.wheel.archive import parse_record
 from torchwheel.wheel.record import record_hash
 
@@ -297,7 +298,6 @@ def test_failure_mid_write_leaves_nothing(
 ) -> None:
     """A full disk or Ctrl-C while copying members: no partial wheel, input untouched."""
     from torchwheel.analysis import load
-    from torchwheel.tables.symtable import load_shipped
     from torchwheel.tagging import apply
     from torchwheel.tagging.tag_options import TagOptions
     from torchwheel.wheel import writer
@@ -305,7 +305,7 @@ def test_failure_mid_write_leaves_nothing(
     src = tmp_path / fixture_wheels["clean"].name
     shutil.copy(fixture_wheels["clean"], src)
     before = src.read_bytes()
-    (facts,) = list(load.load_facts((src,), (), load_shipped()))
+    (facts,) = list(load.load_facts((src,), (), shipped_tables()))
 
     def broken(*args: object, **kwargs: object) -> None:
         raise failure

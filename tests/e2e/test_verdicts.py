@@ -21,13 +21,14 @@ from torchwheel.publish import matrix, simple_index
 from torchwheel.selection.choose import choose
 from torchwheel.selection.discovery import gather
 from torchwheel.selection.target import TorchTarget, target_from_options
-from torchwheel.tables.symtable import load_shipped
-from torchwheel.torchabi import torch_releases
+from torchwheel.tables.tableset import shipped_tables
 from torchwheel.torchabi.backend import ANY_BUILD, parse_backend
 from torchwheel.torchabi.torchlibs import INSTALLED, read_torch
 from torchwheel.torchabi.verdicts import verdict
 
 from ..lib.helpers import torchwheel
+
+TABLES = shipped_tables()
 
 PLAN = ("--python-version", "3.11", "--platform", "manylinux_2_28_x86_64")
 
@@ -251,12 +252,12 @@ def test_the_five_commands_agree_on_every_fixture_wheel_and_torch(
     got = gather([str(p) for p in wheels])
     cands = [c for c in got.candidates if c.torch.source]
     assert len(cands) > 40
-    by_minor = {m: torch_releases.releases_of(m) for m in torch_releases.known_minors()}
+    by_minor = {m: TABLES.releases.releases_of(m) for m in TABLES.releases.known_minors()}
     entries = [simple_index.Entry(c, b"", None) for c in cands]
     targets: dict[tuple[tuple[str, ...], str | None], TorchTarget] = {}
     for build in (None, *map(parse_backend, ("cpu", "cu128", "cu130", "rocm7.1", "xpu"))):
-        grid = matrix.build_matrix(cands, list(by_minor), None, build)
-        listed = simple_index.plan_targets(entries, build=build)
+        grid = matrix.build_matrix(cands, list(by_minor), None, build, tables=TABLES)
+        listed = simple_index.plan_targets(entries, (), build, TABLES)
         for c in cands:
             platforms = tuple(sorted({t.platform for t in c.tags}))
             key = (platforms, build.backend if build else None)
@@ -266,13 +267,15 @@ def test_the_five_commands_agree_on_every_fixture_wheel_and_torch(
             for col, (minor, versions) in enumerate(by_minor.items()):
                 for v in versions:
                     target = replace(targets[key], torch=v, torch_minor_only=False)
-                    expected = verdict(c.torch, target.markers, v, build)
+                    expected = verdict(c.torch, target.markers, v, build, tables=TABLES)
                     (choice,) = choose([c], target)
                     judged = choice.verdicts[0].verdict
                     if judged.axis not in ("tags", "python"):
                         assert judged == expected, (c.filename, str(v), judged.reason)
                 cell = row.cells[col]
-                loads = any(verdict(c.torch, _wheel_markers(c), v, build).loads for v in versions)
+                loads = any(
+                    verdict(c.torch, _wheel_markers(c), v, build, tables=TABLES).loads for v in versions
+                )
                 assert cell.loads == loads, (c.filename, minor, build, cell.cell)
                 # the build-agnostic index (build None) lists only what loads on every build
                 on_index = loads and (build is not None or c.torch.builds == ANY_BUILD)
@@ -282,19 +285,19 @@ def test_the_five_commands_agree_on_every_fixture_wheel_and_torch(
                     minor,
                     build,
                 )
-    table = load_shipped()
-    facts = list(load_facts(tuple(wheels), (), table, verify_hashes=False))
-    torch = read_torch(INSTALLED, torch_imports(facts, table))
+    facts = list(load_facts(tuple(wheels), (), TABLES, verify_hashes=False))
+    torch = read_torch(INSTALLED, torch_imports(facts, TABLES.shims))
     here = Version("2.13.0")
     for w in facts:
         if w.unreadable:
             continue  # compat refuses a wheel it cannot read (exit 2)
-        result = compare(w, torch, table)
+        result = compare(w, torch, TABLES.shims)
         (c,) = [c for c in cands if str(c.path) == w.contents.path] or [None]
         if c is None or result.verdict is None:
             continue
         assert (
-            result.verdict.loads == verdict(c.torch, _compat_markers(), here, parse_backend("cpu")).loads
+            result.verdict.loads
+            == verdict(c.torch, _compat_markers(), here, parse_backend("cpu"), tables=TABLES).loads
         ), c.filename
         if result.loads:
             assert result.verdict.loads, c.filename

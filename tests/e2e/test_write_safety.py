@@ -27,6 +27,7 @@ from installer.sources import WheelFile
 from packaging.metadata import parse_email
 
 from torchwheel.errors import InputError
+from torchwheel.tables.tableset import shipped_tables
 from torchwheel.wheel.temps import TEMP_PREFIX
 
 from ..lib.helpers import torchwheel
@@ -196,7 +197,6 @@ def test_input_overwritten_after_analysis(how: str, fixture_wheels: dict[str, Pa
     copied members no longer inflate to the analysed CRCs (or are no longer where the
     analysed directory said), so nothing is written."""
     from torchwheel.analysis.load import opened
-    from torchwheel.tables.symtable import load_shipped
     from torchwheel.tagging import apply
     from torchwheel.tagging.plan import TagOptions
 
@@ -209,7 +209,7 @@ def test_input_overwritten_after_analysis(how: str, fixture_wheels: dict[str, Pa
 
     other = rebuild(fixture_wheels["clean"], tmp_path / "other" / src.name, edit)
     dest = tmp_path / "out"
-    with opened((src,), load_shipped()) as loaded:
+    with opened((src,), shipped_tables()) as loaded:
         ((facts, archive),) = loaded
         if how == "whole-file":
             with open(src, "r+b") as fh:  # in place: the open descriptor sees the new bytes
@@ -226,7 +226,6 @@ def test_input_replaced_during_in_place(fixture_wheels: dict[str, Path], tmp_pat
     """The path now names another file (renamed over it): --in-place must not replace or
     delete that file; it refuses and leaves it as it is."""
     from torchwheel.analysis.load import opened
-    from torchwheel.tables.symtable import load_shipped
     from torchwheel.tagging import apply
     from torchwheel.tagging.plan import TagOptions
 
@@ -234,7 +233,7 @@ def test_input_replaced_during_in_place(fixture_wheels: dict[str, Path], tmp_pat
     shutil.copy(fixture_wheels["clean"], src)
     newcomer = tmp_path / "newcomer"
     newcomer.write_bytes(b"someone else's file")
-    with opened((src,), load_shipped(), apply.lock_input) as loaded:
+    with opened((src,), shipped_tables(), apply.lock_input) as loaded:
         ((facts, archive),) = loaded
         os.replace(newcomer, src)
         with pytest.raises(InputError, match="replaced or removed while tag ran"):

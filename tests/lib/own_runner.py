@@ -77,11 +77,11 @@ def in_process(spec: Any, capsys: Any, monkeypatch: Any) -> tuple[int, str, str]
     for name, value in spec.env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(fairness, "_gate", None)  # a process's caps, read from its environment once
-    limits.reset()
     capsys.readouterr()
     if spec.call is not None:
         try:
-            spec.call()
+            with limits.applied(limits.from_environment()):  # as a process of its own reads them
+                spec.call()
             code = 0
         except InputError as exc:
             print(f"torchwheel: error: {exc}", file=sys.stderr)
@@ -89,7 +89,6 @@ def in_process(spec: Any, capsys: Any, monkeypatch: Any) -> tuple[int, str, str]
     else:
         code = run(cli, spec.argv)
     out, err = capsys.readouterr()
-    limits.reset()
     return code, out, err
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import email.utils
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +26,6 @@ def files(tmp_path: Path) -> Iterator[Path]:
         (tmp_path / f"f{i}.txt").write_bytes(b"x" * 100)
     yield tmp_path
     fairness.configure(fairness.FairnessPolicy())  # the next test starts from the defaults
-    limits.reset()
 
 
 def _get(url: str) -> bytes:
@@ -73,7 +72,7 @@ def test_a_404_and_a_501_are_not_retried(files: Path) -> None:
 
 
 def test_a_long_retry_after_is_capped_and_never_outlives_the_budget(
-    files: Path, monkeypatch: pytest.MonkeyPatch
+    files: Path, set_limits: Callable[..., None]
 ) -> None:
     fairness.configure(fairness.FairnessPolicy(max_wait=0.2))
     with serve(files, Behaviour(refuse={"/f0.txt": [(429, "86400")]})) as (url, _):
@@ -81,8 +80,7 @@ def test_a_long_retry_after_is_capped_and_never_outlives_the_budget(
         assert _get(f"{url}/f0.txt") == b"x" * 100
         assert time.monotonic() - started < 2
     fairness.configure(fairness.FairnessPolicy(max_wait=60))
-    monkeypatch.setenv("TORCHWHEEL_MAX_HTTP_SECONDS", "2")
-    limits.reset()
+    set_limits(MAX_HTTP_SECONDS="2")
     with serve(files, Behaviour(refuse={"/f1.txt": [(429, "30")]})) as (url, b):
         started = time.monotonic()
         with pytest.raises(fetch.HTTPFailure, match="HTTP 429"):

@@ -15,12 +15,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from torchwheel import limits
 from torchwheel.rules import integrity
 from torchwheel.rules.registry import REGISTRY, Hit, Omitted, Policy
 
@@ -113,12 +112,8 @@ def test_tw403_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
 
 
 @pytest.fixture
-def max_listed_one(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TORCHWHEEL_MAX_LISTED", "1")
-    limits.reset()
-    yield
-    monkeypatch.undo()
-    limits.reset()
+def max_listed_one(set_limits: Callable[..., None]) -> None:
+    set_limits(MAX_LISTED="1")
 
 
 def test_tw403_problems_past_max_listed_are_counted(max_listed_one: None, tmp_path: Path) -> None:

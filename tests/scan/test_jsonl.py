@@ -12,12 +12,13 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from torchwheel import api, limits
+from torchwheel import api
 from torchwheel.errors import InputError
 from torchwheel.scan import jsonl
 from torchwheel.scan.listing import list_sources
@@ -215,22 +216,18 @@ def test_a_file_that_is_not_a_scan_file_is_refused_and_left_as_it_is(
 
 
 def test_a_line_past_the_limit_is_refused_in_bounded_memory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, set_limits: Callable[..., None]
 ) -> None:
-    monkeypatch.setenv("TORCHWHEEL_MAX_SCAN_LINE_BYTES", "1K")
-    limits.reset()
-    try:
-        out = tmp_path / "scan.jsonl"
-        out.write_bytes(_bytes(_GOOD) + b"x" * 5000 + b"\n")
-        with pytest.raises(InputError, match="line 2 is longer than max-scan-line-bytes = 1,024 bytes"):
-            jsonl.check_output(out)
-        with out.open("rb") as fh:  # the long line skipped in steps, its bytes never returned
-            assert [(r.data is None, r.size, r.whole) for r in jsonl.raw_lines(fh)] == [
-                (False, len(_bytes(_GOOD)), True),
-                (True, 5001, True),
-            ]
-    finally:
-        limits.reset()
+    set_limits(MAX_SCAN_LINE_BYTES="1K")
+    out = tmp_path / "scan.jsonl"
+    out.write_bytes(_bytes(_GOOD) + b"x" * 5000 + b"\n")
+    with pytest.raises(InputError, match="line 2 is longer than max-scan-line-bytes = 1,024 bytes"):
+        jsonl.check_output(out)
+    with out.open("rb") as fh:  # the long line skipped in steps, its bytes never returned
+        assert [(r.data is None, r.size, r.whole) for r in jsonl.raw_lines(fh)] == [
+            (False, len(_bytes(_GOOD)), True),
+            (True, 5001, True),
+        ]
 
 
 @pytest.mark.parametrize("what", ["folder", "fifo", "link", "dangling-link", "device"])
@@ -311,24 +308,18 @@ def test_the_appender_refuses_a_file_changed_since_it_was_checked(tmp_path: Path
 
 
 def test_a_line_past_the_limit_is_written_without_its_documents(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, set_limits: Callable[..., None]
 ) -> None:
-    monkeypatch.setenv("TORCHWHEEL_MAX_SCAN_LINE_BYTES", "2K")
-    limits.reset()
-    try:
-        out = tmp_path / "scan.jsonl"
-        appender = jsonl.Appender(out, jsonl.check_output(out))
-        appender.write(
-            _GOOD | {"check": {"findings": [{"code": "TW403", "severity": "error", "x": "y" * 4000}]}}
-        )
-        appender.close()
-        (line,) = out.read_bytes().splitlines()
-        doc = json.loads(line)
-        assert len(line) <= 2048 and doc["check"] is None and doc["error"]["code"] == "limit"
-        assert "exceeds the limit max-scan-line-bytes = 2,048" in doc["error"]["message"]
-        assert jsonl.check_output(out).lines == 1  # what scan writes, it reads back
-    finally:
-        limits.reset()
+    set_limits(MAX_SCAN_LINE_BYTES="2K")
+    out = tmp_path / "scan.jsonl"
+    appender = jsonl.Appender(out, jsonl.check_output(out))
+    appender.write(_GOOD | {"check": {"findings": [{"code": "TW403", "severity": "error", "x": "y" * 4000}]}})
+    appender.close()
+    (line,) = out.read_bytes().splitlines()
+    doc = json.loads(line)
+    assert len(line) <= 2048 and doc["check"] is None and doc["error"]["code"] == "limit"
+    assert "exceeds the limit max-scan-line-bytes = 2,048" in doc["error"]["message"]
+    assert jsonl.check_output(out).lines == 1  # what scan writes, it reads back
 
 
 def test_a_write_that_fails_names_the_file_and_leaves_no_half_line(tmp_path: Path) -> None:

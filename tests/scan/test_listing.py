@@ -9,12 +9,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from torchwheel import limits
 from torchwheel.errors import InputError
 from torchwheel.scan.listing import list_sources
 from torchwheel.scan.scanline import WheelSource
@@ -35,13 +34,9 @@ def _wheel(folder: Path, name: str = DEMO.name) -> Path:
 
 
 @pytest.fixture
-def budget(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def budget(set_limits: Callable[..., None]) -> None:
     """``max-page-bytes`` of 1 KiB, from the environment as a user sets it."""
-    monkeypatch.setenv("TORCHWHEEL_MAX_PAGE_BYTES", "1K")
-    limits.reset()
-    yield
-    monkeypatch.delenv("TORCHWHEEL_MAX_PAGE_BYTES")
-    limits.reset()
+    set_limits(MAX_PAGE_BYTES="1K")
 
 
 def test_a_folder_lists_its_wheels_with_size_and_mtime(tmp_path: Path) -> None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from torchwheel import api, limits
+from torchwheel import api
 from torchwheel.errors import InputError
 from torchwheel.scan.report import Summary, render_summary, summarize
 from torchwheel.scan.scanline import empty_line
@@ -315,17 +316,13 @@ def test_nan_and_infinity_are_no_scan_line(tmp_path: Path) -> None:
 
 
 def test_a_line_past_the_limit_is_counted_and_never_held(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, set_limits: Callable[..., None]
 ) -> None:
-    monkeypatch.setenv("TORCHWHEEL_MAX_SCAN_LINE_BYTES", "4K")
-    limits.reset()
-    try:
-        big = _line("/w/b.whl", _need("stable", "2.10.0", ["any"]), findings=(("TW201", "error"),) * 200)
-        scan = _file(tmp_path / "scan.jsonl", _line("/w/a.whl", _need("unstable")), big)
-        doc = summarize(scan).to_json()
-        assert (doc["wheels"], doc["not_scan_lines"], doc["kind"]) == (1, 1, {"unstable": 1})
-    finally:
-        limits.reset()
+    set_limits(MAX_SCAN_LINE_BYTES="4K")
+    big = _line("/w/b.whl", _need("stable", "2.10.0", ["any"]), findings=(("TW201", "error"),) * 200)
+    scan = _file(tmp_path / "scan.jsonl", _line("/w/a.whl", _need("unstable")), big)
+    doc = summarize(scan).to_json()
+    assert (doc["wheels"], doc["not_scan_lines"], doc["kind"]) == (1, 1, {"unstable": 1})
 
 
 def test_a_line_nested_past_the_decoders_depth_is_no_scan_line(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from torchwheel.scan.jsonl import Done
 from torchwheel.scan.listing import Listed
 from torchwheel.scan.run import Judges, plan_scan, run_scan, scan_item
 from torchwheel.scan.scanline import WheelSource
-from torchwheel.tables.tablechoice import choose_table
+from torchwheel.tables.tablechoice import choose_tables
 
 from ..lib.helpers import REPO
 from ..lib.index_server import Behaviour, serve
@@ -120,7 +120,7 @@ def _index(root: Path) -> tuple[Path, Path, str]:
 def test_a_run_then_a_resume_after_a_kill(tmp_path: Path, policy: fairness.FairnessPolicy) -> None:
     index, wheel, digest = _index(tmp_path)
     out = tmp_path / "scan.jsonl"
-    table = choose_table(None, None)
+    table = choose_tables(None, None)
     log = io.StringIO()
     work = run_scan([str(index)], out, 1, table, policy, log, tty=False, judges=JUDGES)
     assert (len(work.todo), work.skipped) == (1, 0)
@@ -195,7 +195,7 @@ def test_hosted_wheels_are_downloaded_ahead_of_their_checks(
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     out, listing = tmp_path / "scan.jsonl", tmp_path / "wheels.txt"
-    table = choose_table(None, None)
+    table = choose_tables(None, None)
     with serve(files, Behaviour(slow={".whl": 0.3})) as (url, b):
         urls = [f"{url}/{p.name}" for p in sorted(files.iterdir())]
         listing.write_text("".join(f"{u}\n" for u in urls))
@@ -217,7 +217,7 @@ def test_a_failed_download_is_a_line_and_the_rest_go_on(tmp_path: Path, policy: 
     with serve(files) as (url, _):
         listing.write_text(f"{url}/missing-1.0-py3-none-any.whl\n{url}/{DEMO.name}\n")
         run_scan(
-            [str(listing)], out, 2, choose_table(None, None), policy, io.StringIO(), tty=False, judges=JUDGES
+            [str(listing)], out, 2, choose_tables(None, None), policy, io.StringIO(), tty=False, judges=JUDGES
         )
     lines = {
         json.loads(text)["source"]["filename"]: json.loads(text) for text in out.read_text().splitlines()

@@ -17,17 +17,21 @@ from torchwheel.selection.candidates import Candidate
 from torchwheel.selection.choose import choose, preference
 from torchwheel.selection.reasons import why_not
 from torchwheel.selection.target import TorchTarget, markers_for_tags
+from torchwheel.tables.tableset import shipped_tables
 from torchwheel.torchabi.need import declared_need
 from torchwheel.torchabi.torch_releases import minor_of
 
 TAG = Tag("cp311", "abi3", "linux_x86_64")
+TABLES = shipped_tables()
 # best first: the newest stable floor, an older one, an unstable build for 2.13, no torch
 ABIS = ["2.12", "2.10", "unstable", "none"]
 
 
 def _cand(abi: str, build: int | None = None, version: str = "1.0", tag: Tag = TAG) -> Candidate:
     extra = f"-{build}" if build is not None else ""
-    need = declared_need(abi, (), Version(version), "any", "2.13" if abi == "unstable" else None)
+    need = declared_need(
+        abi, (), Version(version), "any", "2.13" if abi == "unstable" else None, releases=TABLES.releases
+    )
     return Candidate(
         path=Path(f"{abi}/twunit-{version}{extra}-{tag}.whl"),
         origin=abi,
@@ -38,6 +42,7 @@ def _cand(abi: str, build: int | None = None, version: str = "1.0", tag: Tag = T
         variant=None,
         torch=need,
         requires_python=None,
+        tables=TABLES,
     )
 
 
@@ -59,7 +64,7 @@ def test_select_and_index_choose_the_same_wheel(drop: int) -> None:
     (choice,) = choose(list(reversed(cands)), _target())
     assert choice.chosen == cands[0]
     assert [v.candidate for v in choice.verdicts] == cands
-    planned = plan_targets([Entry(c, b"", None) for c in reversed(cands)])
+    planned = plan_targets([Entry(c, b"", None) for c in reversed(cands)], (), None, TABLES)
     (kept,) = planned[minor_of(Version("2.13.0"))]
     assert kept.cand == cands[0]
 

@@ -1,13 +1,12 @@
 """``tablechoice``: which tables a run judges with. A tables file carries the release list and
-export indexes beside the shim table; choosing it makes them the process's; its defects are
-one bounded line; the user tables file is read only while it knows a newer torch than the
+export indexes beside the shim table; choosing it gives one value holding them all (nothing
+is switched for the process); its defects are one bounded line; the user tables file is read only while it knows a newer torch than the
 shipped tables."""
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,15 +16,14 @@ from torchwheel.errors import InputError
 from torchwheel.tables import exports, tablechoice
 from torchwheel.tables.exports_update import encode_exports, masks_of
 from torchwheel.tables.symtable import SymbolTable, load_shipped
+from torchwheel.tables.tableset import SHIPPED
 from torchwheel.torchabi import torch_releases
 
 
 @pytest.fixture(autouse=True)
-def shipped_after(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+def no_user_tables(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv(tablechoice.ENV_VAR, raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    yield
-    tablechoice.choose_table(None, None)
 
 
 def _index(platform: str = "linux-x86_64", version: str = "2.16.0") -> str:
@@ -45,29 +43,27 @@ def _file(path: Path, **extra: object) -> Path:
     return path
 
 
-def test_a_tables_file_installs_its_releases_and_indexes(tmp_path: Path) -> None:
+def test_a_tables_file_brings_its_releases_and_indexes(tmp_path: Path) -> None:
     path = _file(tmp_path / "t.json", releases=["2.15.0", "2.16.0"], exports={"linux-x86_64": _index()})
-    chosen = tablechoice.choose_table(path, None)
+    chosen = tablechoice.choose_tables(path, None)
     assert chosen.how == "--symbols" and chosen.newest == Version("2.16.0")
-    assert torch_releases.newest() == Version("2.16.0")
-    index = exports.exports_index("linux-x86_64")
+    assert chosen.releases.newest() == Version("2.16.0")
+    index = chosen.exports_index("linux-x86_64")
     assert index is not None and index.newest == (2, 16)
-    assert exports.exports_index("macos-arm64") == exports.shipped_index("macos-arm64")
+    assert chosen.exports_index("macos-arm64") == exports.shipped_index("macos-arm64")
     assert chosen.to_json()["exports_from_file"] == ["linux-x86_64"]
-    tablechoice.choose_table(None, None)  # the shipped ones again
-    assert exports.exports_index("linux-x86_64") is exports.shipped_index("linux-x86_64")
-    assert torch_releases.newest() != Version("2.16.0")
+    shipped = tablechoice.choose_tables(None, None)  # another value: the chosen one is untouched
+    assert shipped.exports_index("linux-x86_64") is exports.shipped_index("linux-x86_64")
+    assert shipped.releases.newest() != Version("2.16.0") and chosen.releases.newest() == Version("2.16.0")
 
 
 def test_a_shim_table_file_of_schema_2_keeps_the_shipped_list(tmp_path: Path) -> None:
     path = tmp_path / "old.json"
     doc = json.loads(SymbolTable({"torch_x": None}, sources=("2.9.0",)).to_json())
     path.write_text(json.dumps({**doc, "schema_version": 2}))
-    chosen = tablechoice.choose_table(path, None)
-    assert (
-        chosen.releases == () and torch_releases.newest() == tablechoice.choose_table(None, None).newest
-    ) or True
-    assert chosen.table.symbols == {"torch_x": None}
+    chosen = tablechoice.choose_tables(path, None)
+    assert chosen.releases is torch_releases.shipped_releases() and "releases" not in chosen.from_file
+    assert chosen.shims.symbols == {"torch_x": None}
 
 
 @pytest.mark.parametrize(
@@ -87,9 +83,9 @@ def test_a_damaged_tables_file_is_one_bounded_line(
     are one line then, naming the file."""
     path = _file(tmp_path / "bad.json", **extra)
     with pytest.raises(InputError) as info:
-        tablechoice.choose_table(path, None)
+        chosen = tablechoice.choose_tables(path, None)
         for platform in ("linux-x86_64", "macos-arm64"):
-            exports.exports_index(platform)
+            chosen.exports_index(platform)
     message = str(info.value)
     assert said in message and "\n" not in message and len(message) < 600, message
     assert str(path) in message
@@ -100,11 +96,11 @@ def test_the_user_tables_file_is_read_while_it_knows_a_newer_torch(tmp_path: Pat
     assert user == tmp_path / "data" / "torchwheel" / "tables.json"
     user.parent.mkdir(parents=True)
     _file(user, releases=["2.16.0"])
-    chosen = tablechoice.choose_table(None, None)
+    chosen = tablechoice.choose_tables(None, None)
     assert chosen.how == tablechoice.USER_FILE and chosen.origin == str(user)
     shipped = load_shipped()
     user.write_text(SymbolTable(dict(shipped.symbols), shipped.sources[:2]).to_json())  # older
-    assert tablechoice.choose_table(None, None).how == tablechoice.SHIPPED
+    assert tablechoice.choose_tables(None, None).how == SHIPPED
 
 
 @pytest.mark.parametrize("damage", [b"{", b'{"schema_version": 99}', b"\x00" * 100])
@@ -115,19 +111,19 @@ def test_an_unreadable_user_tables_file_is_set_aside(tmp_path: Path, damage: byt
     user.parent.mkdir(parents=True)
     (user.parent / "tables.json.unreadable").write_bytes(b"an earlier one")
     user.write_bytes(damage)
-    chosen = tablechoice.choose_table(None, None)
-    assert chosen.how == tablechoice.SHIPPED and "cannot be read" in chosen.warning
+    chosen = tablechoice.choose_tables(None, None)
+    assert chosen.how == SHIPPED and "cannot be read" in chosen.warning
     assert "\n" not in chosen.warning and "tables.json.unreadable.2" in chosen.warning
     assert not user.exists() and (user.parent / "tables.json.unreadable.2").read_bytes() == damage
     assert (user.parent / "tables.json.unreadable").read_bytes() == b"an earlier one"
-    assert tablechoice.choose_table(None, None).warning == ""
+    assert tablechoice.choose_tables(None, None).warning == ""
 
 
 def test_a_named_tables_file_stays_an_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_bytes(b"{")
     with pytest.raises(InputError, match="not JSON"):
-        tablechoice.choose_table(bad, None)
+        tablechoice.choose_tables(bad, None)
     assert bad.read_bytes() == b"{"
 
 

@@ -21,7 +21,10 @@ from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD
 from torchwheel.torchabi.need import Kind, ReleasesFrom, TorchNeed
+from torchwheel.torchabi.torch_releases import shipped_releases
 from torchwheel.version import FeatureVersion
+
+RELEASES = shipped_releases()
 
 
 def _need(
@@ -61,16 +64,16 @@ def test_named_minor(name: str, minor: str | None) -> None:
 
 
 def test_desired_spec_of_a_stable_floor() -> None:
-    assert desired_spec(_STABLE_210, (), TagOptions()) == ">=2.10"
-    assert desired_spec(_need("stable", "2.10.1"), (), TagOptions()) == ">=2.10.1"
-    assert desired_spec(_STABLE_210, (), TagOptions(upper_bound="2.14")) == ">=2.10,<2.14"
+    assert desired_spec(_STABLE_210, (), TagOptions(), releases=RELEASES) == ">=2.10"
+    assert desired_spec(_need("stable", "2.10.1"), (), TagOptions(), releases=RELEASES) == ">=2.10.1"
+    assert desired_spec(_STABLE_210, (), TagOptions(upper_bound="2.14"), releases=RELEASES) == ">=2.10,<2.14"
 
 
 def test_desired_spec_refuses_a_floor_newer_than_every_release() -> None:
-    newest = torch_releases.newest()
+    newest = torch_releases.shipped_releases().newest()
     beyond = f"{newest.major}.{newest.minor + 1}"
     with pytest.raises(InputError) as info:
-        desired_spec(_need("stable", beyond), (), TagOptions())
+        desired_spec(_need("stable", beyond), (), TagOptions(), releases=RELEASES)
     assert str(info.value) == (
         f"the binaries need torch {beyond}, newer than any torch release this torchwheel knows "
         f"(newest {newest}): writing torch>={beyond} would admit no torch it knows; "
@@ -80,17 +83,21 @@ def test_desired_spec_refuses_a_floor_newer_than_every_release() -> None:
 
 def test_desired_spec_of_unstable_builds() -> None:
     per_minor = _need("unstable", minors=((2, 9), (2, 10)), source="names")
-    assert desired_spec(per_minor, (), TagOptions()) is None  # a pin would break every other minor
+    assert (
+        desired_spec(per_minor, (), TagOptions(), releases=RELEASES) is None
+    )  # a pin would break every other minor
     one = _need("unstable", minors=((2, 13),), source="exports")
-    assert desired_spec(one, (), TagOptions(build_torch="2.13")) == "==2.13.*"
-    assert desired_spec(one, (Requirement("torch==2.9.1"),), TagOptions()) == "==2.9.*"
-    assert desired_spec(one, (Requirement("torch>=2.12,<2.13"),), TagOptions()) == "==2.12.*"
+    assert desired_spec(one, (), TagOptions(build_torch="2.13"), releases=RELEASES) == "==2.13.*"
+    assert desired_spec(one, (Requirement("torch==2.9.1"),), TagOptions(), releases=RELEASES) == "==2.9.*"
+    assert (
+        desired_spec(one, (Requirement("torch>=2.12,<2.13"),), TagOptions(), releases=RELEASES) == "==2.12.*"
+    )
 
 
 def test_an_undated_unstable_build_is_refused_with_what_names_its_torch() -> None:
     one = _need("unstable", minors=((2, 12),), source="exports")
     with pytest.raises(InputError) as info:
-        desired_spec(one, (Requirement("torch>=2.0"),), TagOptions(), named="2.10")
+        desired_spec(one, (Requirement("torch>=2.0"),), TagOptions(), named="2.10", releases=RELEASES)
     assert str(info.value) == (
         "the wheel uses unstable libtorch symbols and its torch requirement does not name the build torch: "
         "pass --build-torch X.Y (its name says torch 2.10; its imports exist in the exports of torch 2.12), "
@@ -105,12 +112,12 @@ def test_an_undated_unstable_build_without_clues() -> None:
         match=r"pass --build-torch X\.Y, or --build-torch installed \(the torch installed here\); "
         r"`torchwheel compat .*\(a torch X\.Y wheel",
     ):
-        desired_spec(_need("unstable"), (), TagOptions())
+        desired_spec(_need("unstable"), (), TagOptions(), releases=RELEASES)
 
 
 @pytest.mark.parametrize("kind", ["any", "none"])
 def test_no_requirement_for_a_wheel_that_needs_no_torch_version(kind: Kind) -> None:
-    assert desired_spec(_need(kind), (), TagOptions()) is None
+    assert desired_spec(_need(kind), (), TagOptions(), releases=RELEASES) is None
 
 
 @pytest.mark.parametrize(
@@ -126,12 +133,12 @@ def test_no_requirement_for_a_wheel_that_needs_no_torch_version(kind: Kind) -> N
     ],
 )
 def test_narrowed(author: str, desired: str, expected: str | None) -> None:
-    assert narrowed(Requirement(author), SpecifierSet(desired)) == expected
+    assert narrowed(Requirement(author), SpecifierSet(desired), RELEASES) == expected
 
 
 def test_merged_requirement_narrows_and_says_so() -> None:
     req = Requirement("torch[cuda]>=2.8; sys_platform == 'linux'")
-    assert merged_requirement(req, ">=2.10", _STABLE_210, TagOptions()) == (
+    assert merged_requirement(req, ">=2.10", _STABLE_210, TagOptions(), releases=RELEASES) == (
         ">=2.10",
         [
             'Requires-Dist: torch[cuda]>=2.8; sys_platform == "linux" -> torch[cuda]>=2.10; sys_platform == "linux"'
@@ -141,13 +148,13 @@ def test_merged_requirement_narrows_and_says_so() -> None:
 
 def test_a_pin_is_kept_unless_relax_pin() -> None:
     pin = Requirement("torch==2.12.*")
-    assert merged_requirement(pin, ">=2.10", _STABLE_210, TagOptions()) == (
+    assert merged_requirement(pin, ">=2.10", _STABLE_210, TagOptions(), releases=RELEASES) == (
         "==2.12.*",
         [
             "kept the pin torch==2.12.* although the stable ABI loads on torch>=2.10: --relax-pin would widen it"
         ],
     )
-    assert merged_requirement(pin, ">=2.10", _STABLE_210, TagOptions(relax_pin=True)) == (
+    assert merged_requirement(pin, ">=2.10", _STABLE_210, TagOptions(relax_pin=True), releases=RELEASES) == (
         ">=2.10",
         ["Requires-Dist: torch==2.12.* -> torch>=2.10 (relax-pin)"],
     )
@@ -155,7 +162,7 @@ def test_a_pin_is_kept_unless_relax_pin() -> None:
 
 def test_a_requirement_that_excludes_every_usable_torch_is_refused() -> None:
     with pytest.raises(InputError) as info:
-        merged_requirement(Requirement("torch<2.10"), ">=2.10", _STABLE_210, TagOptions())
+        merged_requirement(Requirement("torch<2.10"), ">=2.10", _STABLE_210, TagOptions(), releases=RELEASES)
     assert str(info.value) == (
         "Requires-Dist 'torch<2.10' admits no torch the binaries load on (torch>=2.10): "
         "fix it in the project, or pass --relax-pin to replace it"
@@ -166,21 +173,21 @@ _META = "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: numpy\n
 
 
 def test_metadata_text_adds_a_missing_requirement() -> None:
-    text, notes = with_torch_requirements(_META + "\nbody\n", _STABLE_210, TagOptions())
+    text, notes = with_torch_requirements(_META + "\nbody\n", _STABLE_210, TagOptions(), releases=RELEASES)
     assert text == _META + "Requires-Dist: torch>=2.10\n\nbody\n"
     assert notes == ["added Requires-Dist: torch>=2.10"]
 
 
 def test_metadata_text_keeps_a_correct_requirement() -> None:
     meta = _META + "Requires-Dist: torch >= 2.10\n"
-    assert with_torch_requirements(meta, _STABLE_210, TagOptions()) == (meta, [])
+    assert with_torch_requirements(meta, _STABLE_210, TagOptions(), releases=RELEASES) == (meta, [])
 
 
 def test_metadata_text_replaces_a_wrong_requirement_in_place() -> None:
     meta = (
         "Metadata-Version: 2.1\r\nName: demo\r\nVersion: 1.0\r\nRequires-Dist: torch>=2.4\r\nSummary: s\r\n"
     )
-    text, notes = with_torch_requirements(meta, _STABLE_210, TagOptions())
+    text, notes = with_torch_requirements(meta, _STABLE_210, TagOptions(), releases=RELEASES)
     assert text == meta.replace("torch>=2.4", "torch>=2.10")
     assert notes == ["Requires-Dist: torch>=2.4 -> torch>=2.10"]
 

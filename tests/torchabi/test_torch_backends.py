@@ -4,7 +4,6 @@ tables", judged by its kind and major, never "an unknown build"."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,15 +13,11 @@ from torchwheel.tables import tablechoice
 from torchwheel.torchabi import torch_backends
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, from_local_label, parse_backend
 
-
-@pytest.fixture(autouse=True)
-def shipped_backends() -> Iterator[None]:
-    yield
-    tablechoice.choose_table(None, None)  # the API installs the tables it is given
+SHIPPED = torch_backends.shipped_backends()
 
 
 def test_the_shipped_list_knows_the_2026_backends() -> None:
-    names = torch_backends.backends()
+    names = SHIPPED.names
     assert {"cu130", "cu132", "cu134", "rocm7.1", "rocm7.2", "rocm7.14", "xpu", "cpu"} <= set(names)
     assert names[0] == "cpu" and names[-1] == "xpu"  # PyPI's order: CPU, CUDA, ROCm, XPU
     assert names.index("cu134") > names.index("cu132") > names.index("cu130") > names.index("cu118")
@@ -43,26 +38,26 @@ def test_the_shipped_list_knows_the_2026_backends() -> None:
 def test_every_label_is_a_build_known_or_newer(label: str, build: TorchBuild, known: bool) -> None:
     read = from_local_label(label)
     assert read == build  # never None: the kind and major are read whatever the tables list
-    assert torch_backends.known(build) is known
-    assert torch_backends.backend_newer_than_tables(build) is not known
+    assert SHIPPED.known(build) is known
+    assert SHIPPED.backend_newer_than_tables(build) is not known
     if not known:
-        note = torch_backends.backend_tables_note(build)
+        note = SHIPPED.backend_tables_note(build)
         assert note.startswith(f"torch build {build.backend} is newer than this torchwheel's tables")
         assert "torchwheel symbols update" in note
 
 
 def test_a_need_without_a_backend_name_is_never_asked() -> None:
-    assert torch_backends.known(TorchBuild("cuda", 13)) and not torch_backends.backend_newer_than_tables(None)
+    assert SHIPPED.known(TorchBuild("cuda", 13)) and not SHIPPED.backend_newer_than_tables(None)
 
 
 def test_columns_and_index_folders_keep_their_backends() -> None:
     """Which backend stands for a major in ``matrix`` and ``index`` is the table's: the
     published ``torch-2.13-cu130`` folders stay; a major the table does not name gets its .0."""
     axes = [frozenset({TorchBuild("cuda", 13)}), frozenset({TorchBuild("cuda", 12)}), ANY_BUILD]
-    assert [b.backend for b in torch_backends.representative_backends(axes)] == ["cpu", "cu128", "cu130"]
-    assert torch_backends.representative("cuda", 14) == "cu140"
-    assert torch_backends.representative("rocm", 7) == "rocm7.1"
-    assert torch_backends.representative("cuda", None) == "cu130"
+    assert [b.backend for b in SHIPPED.representative_backends(axes)] == ["cpu", "cu128", "cu130"]
+    assert SHIPPED.representative("cuda", 14) == "cu140"
+    assert SHIPPED.representative("rocm", 7) == "rocm7.1"
+    assert SHIPPED.representative("cuda", None) == "cu130"
 
 
 def test_a_verdict_on_a_backend_past_the_tables_says_so(fixture_wheels: dict[str, Path]) -> None:
@@ -81,15 +76,17 @@ def test_a_verdict_on_a_backend_past_the_tables_says_so(fixture_wheels: dict[str
 
 
 def test_a_tables_file_brings_its_backends(tmp_path: Path) -> None:
-    """Schema 4's ``backends`` is the run's list; a schema 3 file keeps the shipped one."""
-    shipped = tablechoice.choose_table(None, None)
-    text = shipped.table.to_json({"backends": [*torch_backends.shipped(), "cu140"]})
+    """Schema 4's ``backends`` is the run's list; a schema 3 file keeps the shipped one. Each
+    is a value of its own: the shipped list, held beside, still lacks cu140."""
+    shipped = tablechoice.choose_tables(None, None)
+    text = shipped.shims.to_json({"backends": [*SHIPPED.names, "cu140"]})
     path = tmp_path / "tables.json"
     path.write_text(text)
-    chosen = tablechoice.choose_table(path, None)
-    assert "cu140" in chosen.backends and torch_backends.known(parse_backend("cu140"))
+    chosen = tablechoice.choose_tables(path, None)
+    assert "cu140" in chosen.backends.names and chosen.backends.known(parse_backend("cu140"))
+    assert chosen.backends.representatives == SHIPPED.representatives
     assert chosen.to_json()["backends"][-2:] == ["rocm7.14", "xpu"]
     old = tmp_path / "schema3.json"
-    old.write_text(shipped.table.to_json().replace('"schema_version": 4', '"schema_version": 3'))
-    assert tablechoice.choose_table(old, None).backends == ()
-    assert not torch_backends.known(parse_backend("cu140"))
+    old.write_text(shipped.shims.to_json().replace('"schema_version": 4', '"schema_version": 3'))
+    assert tablechoice.choose_tables(old, None).backends is SHIPPED
+    assert not SHIPPED.known(parse_backend("cu140"))

@@ -36,9 +36,9 @@ def test_pins_name_the_releases_installers_admit(
     spec: str, minor: tuple[int, int] | None, admitted: list[str] | None
 ) -> None:
     specifier = SpecifierSet(spec)
-    assert torch_releases.pinned_minor(specifier) == minor
+    assert torch_releases.shipped_releases().pinned_minor(specifier) == minor
     if admitted is not None:
-        assert [str(v) for v in torch_releases.admitted(specifier)] == admitted
+        assert [str(v) for v in torch_releases.shipped_releases().admitted(specifier)] == admitted
 
 
 @pytest.mark.parametrize(
@@ -88,5 +88,7 @@ def test_the_build_axis_is_narrowed_to_the_pin() -> None:
 def test_a_labelled_pin_dates_an_unstable_build() -> None:
     """The issue's third layout: `Requires-Dist: torch (==2.8.0+cpu)` on an unstable wheel
     named no release before (`releases: []`, `unknown: ["version"]`)."""
-    found, how = claimed_releases((Requirement("torch (==2.8.0+cpu)"),), Version("1.0"))
+    found, how = claimed_releases(
+        (Requirement("torch (==2.8.0+cpu)"),), Version("1.0"), torch_releases.shipped_releases()
+    )
     assert (found, how) == (frozenset({(2, 8)}), "pin")

@@ -5,7 +5,6 @@ past them, "loads" with the state named where the stable ABI alone decides."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,22 +12,17 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from torchwheel.tables.tableset import shipped_tables
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD
 from torchwheel.torchabi.need import TorchNeed
 from torchwheel.torchabi.verdicts import minor_verdict, verdict
 from torchwheel.version import FeatureVersion
 
-NEWEST = torch_releases.minor_of(torch_releases.newest())
+TABLES = shipped_tables()
+NEWEST = torch_releases.minor_of(TABLES.releases.newest())
 PAST = f"{NEWEST[0]}.{NEWEST[1] + 1}.0"
 LAST = f"{NEWEST[0]}.{NEWEST[1]}.0"
-
-
-@pytest.fixture(autouse=True)
-def shipped_list() -> Iterator[None]:
-    torch_releases.use(None)
-    yield
-    torch_releases.use(None)
 
 
 def _stable(newer: tuple[str, ...] = (), reqs: tuple[str, ...] = ()) -> TorchNeed:
@@ -49,12 +43,12 @@ def _stable(newer: tuple[str, ...] = (), reqs: tuple[str, ...] = ()) -> TorchNee
 
 def test_imports_no_torch_of_the_tables_exports_refuse_every_torch_they_know() -> None:
     need = _stable(("torch_new_shim",))
-    found = verdict(need, None, Version(LAST))
+    found = verdict(need, None, Version(LAST), tables=TABLES)
     assert (found.cell, found.axis, found.newer) == ("no", "version", False)
     assert found.reason.endswith(
         f"(torch_new_shim: exported by no torch up to {NEWEST[0]}.{NEWEST[1]}): torch {NEWEST[0]}.{NEWEST[1]}.0 does not export them"
     ), found.reason
-    past = verdict(need, None, Version(PAST))
+    past = verdict(need, None, Version(PAST), tables=TABLES)
     assert (past.cell, past.newer) == ("unknown", True)
     assert f"is newer than this torchwheel's tables (newest {NEWEST[0]}.{NEWEST[1]})" in past.reason
     assert need.named_minors == {(2, 10), (NEWEST[0], NEWEST[1] + 1)}  # matrix shows that column
@@ -62,14 +56,14 @@ def test_imports_no_torch_of_the_tables_exports_refuse_every_torch_they_know() -
 
 
 def test_a_stable_wheel_loads_past_the_tables_and_says_what_that_rests_on() -> None:
-    found = verdict(_stable(), None, Version(PAST))
+    found = verdict(_stable(), None, Version(PAST), tables=TABLES)
     assert (found.cell, found.newer) == ("loads", True)
     assert "newer than this torchwheel's tables" in found.reason and "symbols update" in found.reason
-    assert verdict(_stable(), None, Version(LAST)).newer is False
+    assert verdict(_stable(), None, Version(LAST), tables=TABLES).newer is False
 
 
 def test_a_requirement_that_excludes_the_torch_decides_where_the_version_is_unknown() -> None:
-    found = verdict(_stable(("torch_new_shim",), ("torch<2.12",)), None, Version(PAST))
+    found = verdict(_stable(("torch_new_shim",), ("torch<2.12",)), None, Version(PAST), tables=TABLES)
     assert (found.cell, found.axis) == ("no", "requirement")
     assert found.reason.startswith(f"Requires-Dist torch<2.12 excludes torch {PAST} (and ")
 
@@ -78,9 +72,9 @@ def test_an_unstable_build_dated_by_an_index_is_unknown_past_it() -> None:
     dated = TorchNeed(
         "unstable", None, frozenset({(2, 12)}), "exports", ANY_BUILD, frozenset(), (), tables=(2, 12)
     )
-    assert verdict(dated, None, Version("2.12.1")).cell == "only"
-    assert verdict(dated, None, Version("2.11.0")).cell == "no"
-    past = minor_verdict(dated, None, (2, 13))
+    assert verdict(dated, None, Version("2.12.1"), tables=TABLES).cell == "only"
+    assert verdict(dated, None, Version("2.11.0"), tables=TABLES).cell == "no"
+    past = minor_verdict(dated, None, (2, 13), tables=TABLES)
     assert (past.cell, past.newer) == ("unknown", True) and "(newest 2.12)" in past.reason
 
 
@@ -89,8 +83,8 @@ def test_an_unstable_build_with_new_names_is_unknown_only_where_its_other_import
         "unstable", None, frozenset({(2, 11), (2, 12)}), "exports", ANY_BUILD, frozenset(), (),
         newer=("_ZN2at3newEv",), tables=(2, 12),
     )  # fmt: skip
-    assert verdict(need, None, Version("2.12.1")).cell == "unknown"  # may be another library's
-    assert verdict(need, None, Version("2.10.0")).cell == "no"  # its known imports fail there
+    assert verdict(need, None, Version("2.12.1"), tables=TABLES).cell == "unknown"  # may be another library's
+    assert verdict(need, None, Version("2.10.0"), tables=TABLES).cell == "no"  # its known imports fail there
 
 
 @pytest.mark.parametrize(
@@ -104,21 +98,20 @@ def test_an_unstable_build_with_new_names_is_unknown_only_where_its_other_import
     ],
 )
 def test_a_pin_past_the_list_names_its_minor(spec: str, minor: tuple[int, int] | None) -> None:
-    torch_releases.use([Version(v) for v in ("2.13.0", "2.14.0", "2.15.0")])
-    assert torch_releases.pinned_minor(SpecifierSet(spec)) == minor
-    assert torch_releases.release_newer_than_tables((2, 16)) and not torch_releases.release_newer_than_tables(
-        (2, 15)
-    )
+    releases = torch_releases.releases_from(Version(v) for v in ("2.13.0", "2.14.0", "2.15.0"))
+    assert releases.pinned_minor(SpecifierSet(spec)) == minor
+    assert releases.release_newer_than_tables((2, 16)) and not releases.release_newer_than_tables((2, 15))
 
 
-def test_a_chosen_list_replaces_the_shipped_one_until_reset() -> None:
-    torch_releases.use([Version("2.16.0"), Version("2.15.0")])
-    assert torch_releases.newest() == Version("2.16.0") and torch_releases.future() == Version("2.17.0")
-    torch_releases.use(None)
+def test_a_list_is_a_value_beside_the_shipped_one() -> None:
+    """A tables file's list is its own value: the shipped one, held beside it, is unchanged."""
+    chosen = torch_releases.releases_from([Version("2.16.0"), Version("2.15.0")])
+    assert chosen.newest() == Version("2.16.0") and chosen.future() == Version("2.17.0")
     shipped = json.loads(
         (Path(torch_releases.__file__).parent.parent / "data" / "torch_releases.json").read_text()
     )
-    assert torch_releases.newest() == Version(shipped["releases"][-1])
+    assert torch_releases.shipped_releases().newest() == Version(shipped["releases"][-1])
+    assert TABLES.releases is torch_releases.shipped_releases()
 
 
 def test_a_build_whose_imports_left_torch_before_the_index_ends_is_refused_past_it() -> None:
@@ -127,7 +120,7 @@ def test_a_build_whose_imports_left_torch_before_the_index_ends_is_refused_past_
     old = TorchNeed(
         "unstable", None, frozenset({(2, 9)}), "exports", ANY_BUILD, frozenset(), (), tables=(2, 12)
     )
-    found = verdict(old, None, Version("2.13.0"))
+    found = verdict(old, None, Version("2.13.0"), tables=TABLES)
     assert found.cell == "no"
     assert "torch 2.9 (dated by its imports)" in found.reason
 
@@ -139,7 +132,7 @@ def test_an_unknown_version_on_a_torch_of_another_build_is_refused() -> None:
         "unstable", None, frozenset({(2, 12)}), "exports", frozenset({TorchBuild("rocm", 7)}), frozenset(), (),
         tables=(2, 12), evidence="x/_C.so: libamdhip64.so.7",
     )  # fmt: skip
-    found = verdict(rocm, None, Version("2.13.0"), TorchBuild("cuda", 13))
+    found = verdict(rocm, None, Version("2.13.0"), TorchBuild("cuda", 13), tables=TABLES)
     assert (found.cell, found.axis) == ("no", "build") and "x/_C.so: libamdhip64.so.7" in found.reason
 
 
@@ -160,7 +153,7 @@ def test_imports_the_tables_could_not_settle_are_named_short_and_once() -> None:
         tables=NEWEST,
         indexed_from=(2, 4),
     )
-    here = verdict(need, None, Version("2.13.0"))
+    here = verdict(need, None, Version("2.13.0"), tables=TABLES)
     assert here.cell == "unknown", here.reason
     assert mangled not in here.reason and "_ZN3foo" not in here.reason
     assert (
@@ -170,5 +163,5 @@ def test_imports_the_tables_could_not_settle_are_named_short_and_once() -> None:
         == 1
     )
     assert "`torchwheel compat --against TORCH` decides for one torch" in here.reason
-    below = verdict(need, None, Version("2.11.0"))
+    below = verdict(need, None, Version("2.11.0"), tables=TABLES)
     assert below.cell == "no" and "exported by torch 2.12, 2.13 only, not 2.11.0" in below.reason

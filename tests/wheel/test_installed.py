@@ -11,7 +11,7 @@ import pytest
 
 from torchwheel.doctor.environment import read_environment
 from torchwheel.errors import InputError
-from torchwheel.tables.symtable import load_shipped
+from torchwheel.tables.tableset import shipped_tables
 from torchwheel.wheel.installed import Installed, NotRead, boundary_of, installed
 
 from ..lib.helpers import FIXTURES
@@ -84,7 +84,7 @@ def test_an_editable_install_is_not_read(tmp_path: Path) -> None:
     env = Env(tmp_path)
     info = env.dist("mine")
     (info / "direct_url.json").write_text('{"url": "file:///src/mine", "dir_info": {"editable": true}}')
-    read = read_environment(installed([str(env.site)], [str(env.root)]), load_shipped())
+    read = read_environment(installed([str(env.site)], [str(env.root)]), shipped_tables())
     (item,) = read.not_read
     assert "editable install" in item.reason and "file:///src/mine" in item.reason
 
@@ -109,7 +109,7 @@ def test_nothing_outside_the_environment_is_opened(
     monkeypatch.setattr(
         os, "open", lambda p, *a, **k: opened.append(os.path.realpath(p)) or real_open(p, *a, **k)
     )
-    read = read_environment(installed([str(env.site)], [str(env.root)]), load_shipped())
+    read = read_environment(installed([str(env.site)], [str(env.root)]), shipped_tables())
     root = str(env.root.resolve())
     assert opened and all(p.startswith(root + os.sep) for p in opened), [p for p in opened if root not in p]
     assert {d.name for d in read.with_torch} == {"escapes", "inside"}
@@ -128,6 +128,6 @@ def test_only_distributions_that_touch_torch_are_read_whole(
     env.dist("static", {"static/libk.so": (cuda / "cu13_static.so").read_bytes()})
     env.dist("runtime", {"runtime/libk.so": (cuda / "cu12_runtime.so").read_bytes()})
     env.dist("ext", {"ext/_C.abi3.so": built_fixtures["elf_marker_2_10"].read_bytes()})
-    read = read_environment(installed([str(env.site)], [str(env.root)]), load_shipped())
+    read = read_environment(installed([str(env.site)], [str(env.root)]), shipped_tables())
     assert {d.name for d in read.with_torch} == {"runtime", "ext"}
     assert read.without_torch == 2

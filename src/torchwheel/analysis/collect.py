@@ -19,7 +19,7 @@ from torchwheel.analysis.wheelfacts import WheelFacts, is_torch_itself
 from torchwheel.binary import BinaryError, BinaryFacts
 from torchwheel.binary.memberscan import scan_member
 from torchwheel.frozen import frozen
-from torchwheel.tables.symtable import SymbolTable
+from torchwheel.tables.tableset import Tables
 from torchwheel.wheel.contents import WheelContents, is_compiled_name
 from torchwheel.wheel.metadata import parse_metadata
 from torchwheel.wheel.record import verify_record
@@ -39,7 +39,7 @@ _Hashes = dict[str, Hashed]
 
 
 def _read_members(
-    source: Source, table: SymbolTable, verify_hashes: bool, pool: MemberPool | None
+    source: Source, tables: Tables, verify_hashes: bool, pool: MemberPool | None
 ) -> tuple[_Hashes, dict[str, BinaryAnalysis | UnreadableBinary]]:
     """(member -> (hash, size), compiled member -> its analysis): every member read once,
     on ``pool`` (started already, or here), or on this thread for a small wheel."""
@@ -48,7 +48,7 @@ def _read_members(
     def analyzed(member: str, read: BinaryFacts | BinaryError) -> BinaryAnalysis | UnreadableBinary:
         if isinstance(read, BinaryError):
             return UnreadableBinary(member, str(read))
-        return analyze_binary(read, table)
+        return analyze_binary(read, tables.shims)
 
     hashes: _Hashes = {}
     results: dict[str, BinaryAnalysis | UnreadableBinary] = {}
@@ -113,7 +113,7 @@ def _copy_to_links(
 
 
 def collect(
-    source: Source, table: SymbolTable, verify_hashes: bool = True, pool: MemberPool | None = None
+    source: Source, tables: Tables, verify_hashes: bool = True, pool: MemberPool | None = None
 ) -> WheelFacts:
     """Read every member once, in parallel: inflate (ISA-L) and sha256 release the GIL.
 
@@ -122,7 +122,7 @@ def collect(
     """
     contents = source.contents
     metadata = parse_metadata(contents.metadata_text)
-    hashes, results = _read_members(source, table, verify_hashes, pool)
+    hashes, results = _read_members(source, tables, verify_hashes, pool)
     readable: list[MemberBinary] = []
     unreadable: list[UnreadableBinary] = []
     for member in contents.members:
@@ -157,6 +157,7 @@ def collect(
         loader_fallbacks=code.loader_fallbacks,
         device_code=code.device_code,
         reach=code.reach,
+        tables=tables,
     )
 
 

@@ -27,7 +27,7 @@ from torchwheel.binary import BinaryError
 from torchwheel.binary.memberscan import scan_file
 from torchwheel.errors import InputError, system_error
 from torchwheel.safeopen import kind
-from torchwheel.tables.symtable import SymbolTable
+from torchwheel.tables.tableset import Tables
 from torchwheel.wheel.contents import WheelContents
 from torchwheel.wheel.metadata import MetadataFacts
 from torchwheel.wheel.sources import Source, WheelArchive, directory_source, installed_source
@@ -100,7 +100,7 @@ def _directory_entry(folder: Path, entry: Path) -> Path:
     return entry
 
 
-def _binary_facts(path: Path, table: SymbolTable) -> WheelFacts:
+def _binary_facts(path: Path, tables: Tables) -> WheelFacts:
     """A lone binary: the same facts with empty metadata, so binary rules still apply."""
     try:
         _, read = scan_file(path, str(path))
@@ -109,8 +109,8 @@ def _binary_facts(path: Path, table: SymbolTable) -> WheelFacts:
     if isinstance(read, BinaryError):
         raise InputError(f"{path}: {read}", reference="not-a-wheel")
     contents = WheelContents.lone_binary(str(path), path.name)
-    binary = MemberBinary(path.name, analyze_binary(read, table))
-    return WheelFacts(contents, MetadataFacts(None, (), ()), binaries=(binary,), kind="binary")
+    binary = MemberBinary(path.name, analyze_binary(read, tables.shims))
+    return WheelFacts(contents, MetadataFacts(None, (), ()), binaries=(binary,), kind="binary", tables=tables)
 
 
 def _open(path: Path, lenient_name: bool = False) -> Source:
@@ -163,7 +163,7 @@ def _expanded(paths: tuple[Path, ...]) -> list[Path]:
 def load_facts(
     paths: tuple[Path, ...],
     env: tuple[str, ...],
-    table: SymbolTable,
+    tables: Tables,
     verify_hashes: bool = True,
     unreadable: list[InputError] | None = None,
     early: EarlyRead | None = None,
@@ -180,22 +180,22 @@ def load_facts(
             with _kept(entry if isinstance(entry, Path) else Path(entry.input_path or given), unreadable):
                 if isinstance(entry, InputError):
                     raise entry
-                found.append(_read(entry, table, verify_hashes, early))
+                found.append(_read(entry, tables, verify_hashes, early))
             yield from found
     for name in env:
         found = []
         with _kept(name, unreadable):
             source = installed_source(name)
             try:
-                found.append(collect(source, table, verify_hashes))
+                found.append(collect(source, tables, verify_hashes))
             finally:
                 source.close()
         yield from found
 
 
-def _read(path: Path, table: SymbolTable, verify_hashes: bool, early: EarlyRead | None) -> WheelFacts:
+def _read(path: Path, tables: Tables, verify_hashes: bool, early: EarlyRead | None) -> WheelFacts:
     if path.is_file() and path.suffix != ".whl":
-        return _binary_facts(path, table)
+        return _binary_facts(path, tables)
     taken = early.take(path, verify_hashes) if early is not None else None
     source: Source
     pool = None
@@ -204,14 +204,14 @@ def _read(path: Path, table: SymbolTable, verify_hashes: bool, early: EarlyRead 
     else:
         source = _open(path, lenient_name=True)
     try:
-        return collect(source, table, verify_hashes, pool)
+        return collect(source, tables, verify_hashes, pool)
     finally:
         source.close()
 
 
 @contextmanager
 def opened(
-    paths: tuple[Path, ...], table: SymbolTable, lock: Callable[[WheelArchive], None] | None = None
+    paths: tuple[Path, ...], tables: Tables, lock: Callable[[WheelArchive], None] | None = None
 ) -> Iterator[list[tuple[WheelFacts, WheelArchive | None]]]:
     """Facts with their wheel still open, for ``tag``: what it writes is copied from the
     descriptor the facts were read from, never from the path opened a second time.
@@ -221,11 +221,11 @@ def opened(
         for path in _expanded(paths):
             with reading(path):
                 if path.is_file() and path.suffix != ".whl":
-                    out.append((_binary_facts(path, table), None))
+                    out.append((_binary_facts(path, tables), None))
                     continue
                 source = stack.enter_context(closing(_open(path)))
                 archive = source if isinstance(source, WheelArchive) else None
                 if archive is not None and lock is not None:
                     lock(archive)
-                out.append((collect(source, table), archive))
+                out.append((collect(source, tables), archive))
         yield out

@@ -18,8 +18,9 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from torchwheel import limits
 from torchwheel.binary.memberscan import Result, scan_member
 from torchwheel.errors import InputError
 from torchwheel.wheel.archive import WheelArchive
@@ -108,6 +109,15 @@ class _Stoppable:
         return self.source.hash_member(name)
 
 
+T = TypeVar("T")
+
+
+def _within(budget: limits.Limits, task: Callable[..., T], *args: Any) -> T:
+    """``task(*args)`` with ``budget`` in force (``limits.applied``), on a pool's thread."""
+    with limits.applied(budget):
+        return task(*args)
+
+
 class MemberPool:
     """The reads of one source in flight: ``scans`` (compiled member -> its scan) and
     ``hashed`` (one future per batch of other members), every task submitted biggest first
@@ -138,14 +148,15 @@ class MemberPool:
         self._stop = threading.Event()
         reader = _Stoppable(source, self._stop)
         self._pool = ThreadPoolExecutor(max_workers=workers(), thread_name_prefix="torchwheel-member")
+        budget = limits.current()  # the command's, handed to each task: a thread starts with none
         self.scans: dict[str, Future[Result]] = {}
         hashed: dict[int, Future[list[tuple[str, Hashed]]]] = {}
         for _, kind, i in order:
             if kind == 0:
                 m = self.compiled[i]
-                self.scans[m] = self._pool.submit(scan_member, reader, m, verify_hashes)
+                self.scans[m] = self._pool.submit(_within, budget, scan_member, reader, m, verify_hashes)
             else:
-                hashed[i] = self._pool.submit(self._hash_batch, reader, self.batches[i])
+                hashed[i] = self._pool.submit(_within, budget, self._hash_batch, reader, self.batches[i])
         self.hashed = [hashed[i] for i in range(len(self.batches))]
 
     def _hash_batch(self, reader: _Stoppable, batch: list[str]) -> list[tuple[str, Hashed]]:

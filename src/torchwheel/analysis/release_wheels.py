@@ -105,7 +105,10 @@ def hybrid_of(release: Iterable[WheelFacts]) -> Hybrid | None:
                 version = Version(w.contents.filename_version)
             except InvalidVersion:
                 version = Version("0")
-            releases = claimed_releases(w.metadata.torch_requirements, version)[0] or need.releases
+            releases = (
+                claimed_releases(w.metadata.torch_requirements, version, w.tables.releases)[0]
+                or need.releases
+            )
             if not releases or need.newer:
                 return None
             locked += releases

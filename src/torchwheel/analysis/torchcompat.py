@@ -150,7 +150,7 @@ def compare(wheel: WheelFacts, torch: TorchLibraries, table: SymbolTable) -> Inp
         need = torch_need_of(wheel, "binaries")
         if all(s.loads for s in slices if s.other_minor is None):
             need = settled(need, release)
-        found = verdict(need, _markers(torch), release, torch.build)
+        found = verdict(need, _markers(torch), release, torch.build, tables=wheel.tables)
     return InputCompat(wheel.contents.path, slices, found)
 
 

@@ -52,6 +52,7 @@ from torchwheel.version import FeatureVersion
 
 if TYPE_CHECKING:
     from torchwheel.tables.exports import ExportIndex
+    from torchwheel.tables.tableset import Tables
 from torchwheel.wheel.contents import WheelContents
 from torchwheel.wheel.metadata import MetadataFacts
 from torchwheel.wheel.record import RecordProblem
@@ -88,6 +89,9 @@ class WheelFacts:
     # how the package's own Python reaches each compiled file (``analysis.reach``): imported
     # as a module or loaded by path, at import, optionally or on use
     reach: Reaching = field(default_factory=Reaching)
+    # the tables the members were read with (``tables.tableset``): what dates the unstable
+    # imports and reads a pin; the same wheel read with other tables is other facts
+    tables: Tables = field(kw_only=True, repr=False, compare=False)
 
     @property
     def is_wheel_file(self) -> bool:
@@ -137,7 +141,7 @@ class WheelFacts:
     @cached_property
     def library_datings(self) -> Mapping[str, Dated]:
         """Each unstable library dated alone by every import it has (``date_each_library``)."""
-        return date_each_library(self.binaries)
+        return date_each_library(self.binaries, self.tables)
 
     @cached_property
     def torch_need(self) -> TorchNeed:
@@ -307,14 +311,14 @@ def _unstable_releases(w: WheelFacts) -> tuple[frozenset[Release], ReleasesFrom,
     found = _per_release(w)
     if found:
         return _above_shim_floors(w, found), "names", Dated()
-    dated = dated_by_exports(w.binaries)
+    dated = dated_by_exports(w.binaries, w.tables)
     if dated.releases:
         return _above_shim_floors(w, dated.releases), "exports", dated
     try:
         version = Version(w.contents.filename_version)
     except InvalidVersion:
         version = Version("0")
-    claimed, how = claimed_releases(w.metadata.torch_requirements, version)
+    claimed, how = claimed_releases(w.metadata.torch_requirements, version, w.tables.releases)
     if claimed:
         return _above_shim_floors(w, claimed), how, Dated()
     return frozenset(), "", dated
@@ -469,11 +473,11 @@ def _is_torch_library(member: str) -> bool:
     return lib is not None and lib.role in ("torch", "torch-python")
 
 
-def _date_library(binary: MemberBinary, own: frozenset[str]) -> _LibraryDating | None:
+def _date_library(binary: MemberBinary, own: frozenset[str], tables: Tables) -> _LibraryDating | None:
     """One library dated by every import it has (None: it has no unstable slice): its C++
-    names by the export index of each platform, never below the stable shims it also calls,
-    less the names the wheel's own libraries export."""
-    from torchwheel.tables.exports import exports_index, platform_of  # deferred: see below
+    names by the export index of each platform (``tables``'), never below the stable shims it
+    also calls, less the names the wheel's own libraries export."""
+    from torchwheel.tables.exports import platform_of  # deferred: see below
 
     found: frozenset[Release] | None = None
     newer: list[str] = []
@@ -488,7 +492,7 @@ def _date_library(binary: MemberBinary, own: frozenset[str]) -> _LibraryDating |
         dated = True
         platform = platform_of(binary.analysis.facts.format, s.facts.arch)
         newer += [n for n in s.torch.unknown_symbols if n not in own]  # shims no torch of the table exports
-        index = exports_index(platform)
+        index = tables.exports_index(platform)
         if index is None:
             uncovered.append(f"the export tables have no {platform} index")
             continue
@@ -523,7 +527,7 @@ def _date_library(binary: MemberBinary, own: frozenset[str]) -> _LibraryDating |
     )
 
 
-def dated_by_exports(binaries: Sequence[MemberBinary]) -> Dated:
+def dated_by_exports(binaries: Sequence[MemberBinary], tables: Tables) -> Dated:
     """The torch minors whose exports hold every strong unstable torch import of the wheel
     (``torchabi.exports``: the loader's sense of "loads"), each library dated by every import
     it has (``_date_library``), with what the tables could not settle (``Dated``). Empty when
@@ -533,14 +537,14 @@ def dated_by_exports(binaries: Sequence[MemberBinary]) -> Dated:
     # deferred: exports (lzma, the index format) costs 3 ms at start-up; only an unstable
     # wheel is dated by it
     own = _own_exports(binaries)
-    return _combined([d for b in binaries if (d := _date_library(b, own)) is not None])
+    return _combined([d for b in binaries if (d := _date_library(b, own, tables)) is not None])
 
 
-def date_each_library(binaries: Sequence[MemberBinary]) -> dict[str, Dated]:
+def date_each_library(binaries: Sequence[MemberBinary], tables: Tables) -> dict[str, Dated]:
     """Each unstable library dated alone by every import it has (the wheel's own exports
     still resolve its sibling names): what ``show`` prints per library."""
     own = _own_exports(binaries)
-    return {b.member: _combined([d]) for b in binaries if (d := _date_library(b, own)) is not None}
+    return {b.member: _combined([d]) for b in binaries if (d := _date_library(b, own, tables)) is not None}
 
 
 def _combined(libraries: list[_LibraryDating]) -> Dated:
@@ -564,15 +568,15 @@ def _combined(libraries: list[_LibraryDating]) -> Dated:
     return Dated(found, newer[:_NEWER_KEPT], tables, unresolved[:_NEWER_KEPT], uncovered, oldest)
 
 
-def indexed_minors(binary: MemberBinary) -> frozenset[tuple[int, int]]:
-    """The torch minors the shipped exports index has read for every platform of this
+def indexed_minors(binary: MemberBinary, tables: Tables) -> frozenset[tuple[int, int]]:
+    """The torch minors ``tables``' exports index has read for every platform of this
     binary's unstable slices: where ``dated_by_exports`` can tell a release apart."""
-    from torchwheel.tables.exports import exports_index, platform_of  # deferred: as above
+    from torchwheel.tables.exports import platform_of  # deferred: as above
 
     found: frozenset[tuple[int, int]] | None = None
     for s in binary.analysis.slices:
         if s.torch.usage == "unstable":
-            index = exports_index(platform_of(binary.analysis.facts.format, s.facts.arch))
+            index = tables.exports_index(platform_of(binary.analysis.facts.format, s.facts.arch))
             minors = (
                 frozenset((r.major, r.minor) for r in index.releases) if index is not None else frozenset()
             )

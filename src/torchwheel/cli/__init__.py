@@ -62,9 +62,10 @@ class _LazyGroup(click.Group):
 def _max_member_size(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     from torchwheel import limits
 
-    limits.reset()  # each invocation starts from the defaults and the environment
+    budget = limits.from_environment()  # each invocation: the defaults and the environment now
     if value is not None:
-        limits.set_max_member_size(value)
+        budget = limits.member_size_option(budget, value)
+    ctx.with_resource(limits.applied(budget))  # for the command, until its context closes
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

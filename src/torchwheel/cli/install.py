@@ -123,9 +123,9 @@ def select(
     )
     if gpu is not None:
         target = targets.with_gpu(target, gpu)
-    table = chosen_table(symbols_file, no_config).table
+    tables = chosen_table(symbols_file, no_config)
     with gathering(
-        [*sources, *find_links], names, indexes=index_urls, target=target, table=table, pre=pre
+        [*sources, *find_links], names, indexes=index_urls, target=target, tables=tables, pre=pre
     ) as gathered:
         found = outcome.outcomes(choose(gathered.candidates, target, pre=pre), gathered, names)
         click.echo(  # candidate names come from the input: escaped like every text report
@@ -198,9 +198,9 @@ def install(
     target = probe(python)
     if target.paths:  # before choosing: a killed install may have left the environment half-changed
         _say_repaired(repair_environment(target))
-    table = chosen_table(symbols_file, no_config).table
+    tables = chosen_table(symbols_file, no_config)
     with gathering(
-        [*sources, *find_links], names, indexes=index_urls, target=target, table=table, pre=pre
+        [*sources, *find_links], names, indexes=index_urls, target=target, tables=tables, pre=pre
     ) as gathered:
         found = outcome.outcomes(choose(gathered.candidates, target, force, pre), gathered, names)
         code = outcome.exit_code(found, gathered)

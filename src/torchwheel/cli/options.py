@@ -27,7 +27,7 @@ from torchwheel.report.textsafe import safe
 
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
-    from torchwheel.tables.tablechoice import ChosenTable
+    from torchwheel.tables.tableset import Tables
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -240,13 +240,13 @@ def config_folder(inputs: Iterable[Path], no_config: bool) -> Path:
     return Path.cwd() if no_config else config_start(inputs)
 
 
-def chosen_table(symbols_file: Path | None, no_config: bool, start: Path | None = None) -> ChosenTable:
-    """The shim table: ``--symbols``, else ``TORCHWHEEL_SYMBOLS``, else ``symbols`` of the
+def chosen_table(symbols_file: Path | None, no_config: bool, start: Path | None = None) -> Tables:
+    """The tables of the run (``tables.tableset``): ``--symbols``, else ``TORCHWHEEL_SYMBOLS``, else ``symbols`` of the
     configuration found from ``start`` (default: the current folder), else the shipped one."""
     from torchwheel.cli.config import configured_symbols
-    from torchwheel.tables.tablechoice import choose_table
+    from torchwheel.tables.tablechoice import choose_tables
 
-    chosen = choose_table(symbols_file, configured_symbols(start or Path.cwd(), use_config=not no_config))
+    chosen = choose_tables(symbols_file, configured_symbols(start or Path.cwd(), use_config=not no_config))
     if chosen.warning:  # the user tables file was unreadable and set aside: said once, on stderr
         click.echo(f"torchwheel: warning: {safe(chosen.warning)}", err=True)
     return chosen
@@ -260,11 +260,11 @@ def require_inputs(inputs: tuple[Path, ...], env: tuple[str, ...]) -> tuple[Path
 
 
 def load_inputs(
-    inputs: tuple[Path, ...], env: tuple[str, ...], chosen: ChosenTable, verify_hashes: bool = True
+    inputs: tuple[Path, ...], env: tuple[str, ...], chosen: Tables, verify_hashes: bool = True
 ) -> list[WheelFacts]:
     from torchwheel.analysis.load import load_facts
 
-    return list(load_facts(require_inputs(inputs, env), env, chosen.table, verify_hashes))
+    return list(load_facts(require_inputs(inputs, env), env, chosen, verify_hashes))
 
 
 def _network_budget(field_name: str) -> Callable[[click.Context, click.Parameter, int | None], None]:
@@ -272,7 +272,10 @@ def _network_budget(field_name: str) -> Callable[[click.Context, click.Parameter
         from torchwheel import limits
 
         if value is not None:
-            limits.set_network_budget(field_name, f"--{param.name}".replace("_", "-"), value)
+            option = f"--{param.name}".replace("_", "-")
+            ctx.with_resource(
+                limits.applied(limits.network_option(limits.current(), field_name, option, value))
+            )
 
     return callback
 

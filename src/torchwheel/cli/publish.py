@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
     from torchwheel.publish.simple_index import IndexResult
     from torchwheel.selection.candidates import Gathered
+    from torchwheel.tables.tableset import Tables
     from torchwheel.wheel.archive import WheelArchive
 
 _TORCH = torch_option(
@@ -117,14 +118,14 @@ def index_command(
     require_sources(sources, index_urls)
     _public_base_url(base_url)
     asked = _minors(torches)
-    table = chosen_table(symbols_file, no_config).table
+    tables = chosen_table(symbols_file, no_config)
     policy = load_policy(Path.cwd(), use_config=not no_config)  # where the table's configuration is read
     result = write_indexes(
         sources,
         output,
         asked,
         names,
-        table,
+        tables,
         base_url,
         indexes=index_urls,
         judge=lambda w: rules.run_all(w, policy),
@@ -221,9 +222,9 @@ def matrix_command(
 
     require_sources(sources, index_urls)
     asked = _minors(torches)
-    table = chosen_table(symbols_file, no_config).table
-    with gathering(sources, names, indexes=index_urls, table=table) as got:
-        return _matrix(got, fmt, why, asked, quiet)
+    tables = chosen_table(symbols_file, no_config)
+    with gathering(sources, names, indexes=index_urls, tables=tables) as got:
+        return _matrix(got, fmt, why, asked, tables, quiet)
 
 
 def _first_skipped(got: Gathered) -> str:
@@ -232,7 +233,9 @@ def _first_skipped(got: Gathered) -> str:
     return f"{first.location}: {first.reason}{more}"
 
 
-def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], quiet: bool = False) -> Exit:
+def _matrix(
+    got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], tables: Tables, quiet: bool = False
+) -> Exit:
     from torchwheel.publish import matrix
     from torchwheel.selection.outcome import grid_exit_code
     from torchwheel.selection.target import installed_torch, probe_here
@@ -254,8 +257,8 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], qu
             )
         raise InputError(empty, reference=empty_reference)
     installed = installed_torch()
-    axis = matrix.backend_axis(got.candidates)
-    cols = matrix.columns(got.candidates, asked, installed, axis)
+    axis = matrix.backend_axis(got.candidates, tables)
+    cols = matrix.columns(got.candidates, asked, installed, axis, tables=tables)
     here = probe_here().build  # the installed torch's column is marked in its own build's grid
     grids = [
         matrix.build_matrix(
@@ -263,9 +266,10 @@ def _matrix(got: Gathered, fmt: str, why: bool, asked: list[tuple[int, int]], qu
             cols,
             installed if here is None or (b.kind, b.major) == (here.kind, here.major) else None,
             b,
+            tables=tables,
         )
         for b in axis
-    ] or [matrix.build_matrix(got.candidates, cols, installed)]
+    ] or [matrix.build_matrix(got.candidates, cols, installed, tables=tables)]
     failure = f"skipped an input that cannot be used: {_first_skipped(got)}" if got.skipped else None
     if fmt == "json":
         doc = matrix.to_json_all(grids)
@@ -318,11 +322,11 @@ def unlabel_command(
     wheel is broken (check's findings).
     """
     from torchwheel.analysis.load import opened
-    from torchwheel.tables.tablechoice import choose_table
+    from torchwheel.tables.tablechoice import choose_tables
 
-    # the shim table: TORCHWHEEL_SYMBOLS, else the shipped one (it only decides whether a
+    # the tables: TORCHWHEEL_SYMBOLS, else the shipped ones (they only decide whether a
     # build is unstable, for the label-only-pin refusal)
-    with opened(wheels, choose_table(None, None).table) as loaded:  # written from these descriptors
+    with opened(wheels, choose_tables(None, None)) as loaded:  # written from these descriptors
         return _unlabel(loaded, wheel_dir, build_tag, overwrite, dry_run, quiet and not dry_run)
 
 

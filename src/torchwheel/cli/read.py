@@ -56,7 +56,7 @@ def inspect(
         _, facts = scan_file(path, str(path))  # OSError (a FIFO, a device) is one line in main
         if isinstance(facts, BinaryError):
             raise InputError(f"{path}: {facts}", reference="not-a-wheel")
-        results.append(analyze_binary(facts, chosen.table))
+        results.append(analyze_binary(facts, chosen.shims))
     if fmt == "json":
         print_document(inspect_json(results, chosen.to_json()))
     else:
@@ -297,8 +297,8 @@ def compat(
     chosen = chosen_table(symbols_file, no_config, config_folder(inputs, no_config))
     wheels = load_inputs(inputs, (), chosen, verify_hashes=False)
     # only the exports the inputs ask for are kept: libtorch exports ~100k names
-    torch = read_torch(against, torch_imports(wheels, chosen.table))
-    results = [compare(w, torch, chosen.table) for w in wheels]
+    torch = read_torch(against, torch_imports(wheels, chosen.shims))
+    results = [compare(w, torch, chosen.shims) for w in wheels]
     if fmt == "json":
         print_document(compat_json(torch, results))
     else:

@@ -54,10 +54,8 @@ def symbols_update(
     would use now (--symbols, TORCHWHEEL_SYMBOLS, [tool.torchwheel] symbols, the user tables
     file, else the shipped ones).
     """
-    from torchwheel.tables.exports import exports_index
     from torchwheel.tables.tablechoice import tables_lock, user_tables_path
     from torchwheel.tables.tableupdate import update_tables, write_tables
-    from torchwheel.torchabi import torch_backends, torch_releases
 
     target = output if output is not None else user_tables_path()
     printing = str(target) == "-"
@@ -65,9 +63,9 @@ def symbols_update(
     # then builds on this one's file (an -o FILE is the caller's to serialise: no lock file beside it)
     with tables_lock(target) if output is None else contextlib.nullcontext():
         base = chosen_table(symbols_file, no_config)
-        indexes = {p: exports_index(p) for p in base.indexes}  # the base file's own, read and checked
+        indexes = {p: base.exports_index(p) for p in base.indexes}  # the base file's own, read and checked
         tables = update_tables(
-            list(sources), base.table, torch_releases.releases(), indexes, replace, torch_backends.backends()
+            list(sources), base.shims, base.releases.versions, indexes, replace, base.backends.names
         )
         if printing:
             click.echo(tables.to_json(), nl=False)

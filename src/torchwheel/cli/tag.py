@@ -30,7 +30,7 @@ from torchwheel.report.textsafe import safe
 if TYPE_CHECKING:
     from torchwheel.analysis.wheelfacts import WheelFacts
     from torchwheel.rules.registry import Findings, Policy, RuleFinding
-    from torchwheel.tables.tablechoice import ChosenTable
+    from torchwheel.tables.tableset import Tables
     from torchwheel.tagging.apply import TagResult
     from torchwheel.tagging.tag_options import TagOptions
     from torchwheel.wheel.archive import WheelArchive
@@ -248,11 +248,11 @@ class _Output:
     quiet: bool = False  # ``-q``: a success says nothing
 
 
-def _repair(wheel: Path, out: _Output, policy: Policy, chosen: ChosenTable, opts: TagOptions) -> Exit:
+def _repair(wheel: Path, out: _Output, policy: Policy, chosen: Tables, opts: TagOptions) -> Exit:
     """Judge the wheel as the rewrite will leave it: what ``tag`` fixes is no reason to refuse."""
     from torchwheel.analysis.load import opened
 
-    with opened((wheel,), chosen.table) as loaded:  # the output is copied from this descriptor
+    with opened((wheel,), chosen) as loaded:  # the output is copied from this descriptor
         return _repair_loaded([w for w, _ in loaded], loaded[0][1], out, policy, opts)
 
 

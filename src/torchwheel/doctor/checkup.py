@@ -51,8 +51,8 @@ from torchwheel.frozen import frozen
 from torchwheel.selection import target as targets
 from torchwheel.selection.target import TorchTarget
 from torchwheel.tables.exports import platform_of
-from torchwheel.tables.symtable import SymbolTable
-from torchwheel.tables.tablechoice import ChosenTable, choose_table
+from torchwheel.tables.tablechoice import choose_tables
+from torchwheel.tables.tableset import Tables
 from torchwheel.torchabi.backend import parse_backend
 from torchwheel.torchabi.torch_named import named_torch
 from torchwheel.torchabi.torchlibs import VERSION_PY_BYTES, TorchLibraries, read_files, read_torch
@@ -96,7 +96,7 @@ def doctor(
     against: str | os.PathLike[str] | None = None,
     gpu: str | None = None,
     explain: str | None = None,
-    symbols: str | os.PathLike[str] | ChosenTable | None = None,
+    symbols: str | os.PathLike[str] | Tables | None = None,
 ) -> DoctorResult:
     """``torchwheel.api.doctor`` (``docs/reference/api.md``): the installed distributions of the
     environment of ``python`` (default: this interpreter's; nothing of it is imported here)
@@ -105,8 +105,8 @@ def doctor(
     ``against``, whose exports then decide. ``explain``: a module name or an ``ImportError``'s
     text. ``symbols``: a shim table file (``TORCHWHEEL_SYMBOLS`` when None). An environment
     that cannot be read raises ``InputError``."""
-    chosen = symbols if isinstance(symbols, ChosenTable) else choose_table(_path(symbols), None)
-    return run_checkup(chosen.table, _text(python), torch, torch_backend, _text(against), gpu, explain)
+    chosen = symbols if isinstance(symbols, Tables) else choose_tables(_path(symbols), None)
+    return run_checkup(chosen, _text(python), torch, torch_backend, _text(against), gpu, explain)
 
 
 def _path(value: str | os.PathLike[str] | None) -> Path | None:
@@ -118,7 +118,7 @@ def _text(value: str | os.PathLike[str] | None) -> str | None:
 
 
 def run_checkup(
-    table: SymbolTable,
+    tables: Tables,
     python: str | None = None,
     torch: str | None = None,
     torch_backend: str | None = None,
@@ -147,23 +147,23 @@ def run_checkup(
             reference="interpreter-unusable",
         )
     asked = _asked_file(question, target) if question is not None else None
-    env = read_environment(installed(target.search_path, target.prefixes), table, asked)
-    wanted = torch_imports((d.facts for d in env.with_torch), table)
+    env = read_environment(installed(target.search_path, target.prefixes), tables, asked)
+    wanted = torch_imports((d.facts for d in env.with_torch), tables.shims)
     if question is not None and question.symbol:
         wanted |= {question.symbol}
-    own = _installed_judged(target, env, wanted)
+    own = _past(_installed_judged(target, env, wanted), tables)
     judged = own
     if torch is not None:
-        judged = _planned(target, torch, torch_backend)
+        judged = _past(_planned(target, torch, torch_backend), tables)
     elif against is not None:
         libraries = read_torch(against, wanted)
-        judged = _against(target, libraries)
+        judged = _past(_against(target, libraries), tables)
     machine, parts = _machine(target, env)
-    diagnosis = diagnose(env, judged, table, own if judged is not own else None, machine, parts)
+    diagnosis = diagnose(env, judged, tables, own if judged is not own else None, machine, parts)
     diagnosis = replace(diagnosis, not_run=target.not_run, more_not_run=target.more_not_run)
     explanation = None
     if question is not None:
-        explanation = _explain(question, asked, env, judged, table)
+        explanation = _explain(question, asked, env, judged, tables)
         answer = _machine_answer(question, machine, diagnosis, env, target.gpu)
         if answer is not None:
             explanation = replace(explanation, machine=answer)
@@ -200,6 +200,12 @@ def _machine(target: TorchTarget, env: Environment) -> tuple[Machine, dict[str, 
         for d in env.with_torch
     }
     return machine, libraries
+
+
+def _past(judged: JudgedTorch, tables: Tables) -> JudgedTorch:
+    """The judged torch, marked when it is newer than every release of ``tables``."""
+    newer = judged.version is not None and tables.releases.release_newer_than_tables(judged.version)
+    return replace(judged, newer_than_tables=newer)
 
 
 def _planned(target: TorchTarget, torch: str, backend: str | None) -> JudgedTorch:
@@ -297,15 +303,15 @@ def _asked_file(question: Question, target: TorchTarget) -> str:
 
 
 def _explain(
-    question: Question, asked: str | None, env: Environment, judged: JudgedTorch, table: SymbolTable
+    question: Question, asked: str | None, env: Environment, judged: JudgedTorch, tables: Tables
 ) -> Explanation:
     if question.op is not None:
-        return _explain_op(question, env, judged, table)
+        return _explain_op(question, env, judged, tables)
     if question.hook is not None:
-        return _explain_hook(question, env, judged, table)
+        return _explain_hook(question, env, judged, tables)
     owner = env.owner
-    row = judge_distribution(owner, judged, table) if isinstance(owner, Distribution) else None
-    file = _file(owner, asked, judged, table)
+    row = judge_distribution(owner, judged, tables) if isinstance(owner, Distribution) else None
+    file = _file(owner, asked, judged, tables)
     if question.library is not None:
         wanted = question.library
         needing = tuple(
@@ -319,14 +325,14 @@ def _explain(
     dated = None
     exported = None
     if question.symbol is not None:
-        dated = date_symbol(question.symbol, table, _platform(asked, owner))
+        dated = date_symbol(question.symbol, tables, _platform(asked, owner))
         if judged.libraries is not None:
             exported = question.symbol in judged.libraries.all_exports
     return Explanation(question, asked, row, dated, exported, **file)
 
 
 def _file(
-    owner: Distribution | Installed | None, asked: str | None, judged: JudgedTorch, table: SymbolTable
+    owner: Distribution | Installed | None, asked: str | None, judged: JudgedTorch, tables: Tables
 ) -> dict[str, Any]:
     """The asked file as its distribution lists it: how its package reaches it, and the
     verdict on it alone."""
@@ -337,7 +343,7 @@ def _file(
             return {
                 "member": b.member,
                 "reach": owner.facts.reach.of(b.member).words,
-                "verdict": judge_files(owner, [b.member], judged, table),
+                "verdict": judge_files(owner, [b.member], judged, tables),
             }
     return {}
 
@@ -346,7 +352,7 @@ def _namespace_key(name: str) -> str:
     return name.lower().replace("-", "_").strip("_").removesuffix("_ns")
 
 
-def _explain_op(question: Question, env: Environment, judged: JudgedTorch, table: SymbolTable) -> Explanation:
+def _explain_op(question: Question, env: Environment, judged: JudgedTorch, tables: Tables) -> Explanation:
     """``operator NS::OP does not exist``: the distribution whose package is named for the
     namespace (``torchvision``, ``_torchaudio``, ``torchcodec_ns``), its op libraries (the
     files its code loads by path), and why they do not load here."""
@@ -360,16 +366,14 @@ def _explain_op(question: Question, env: Environment, judged: JudgedTorch, table
         libraries = tuple(b.member for b in d.facts.binaries if d.facts.reach.of(b.member).how == "library")
         files = libraries or tuple(b.member for b in d.facts.binaries)
         return Explanation(
-            question, None, judge_distribution(d, judged, table), candidates=files,
-            verdict=judge_files(d, files, judged, table),
+            question, None, judge_distribution(d, judged, tables), candidates=files,
+            verdict=judge_files(d, files, judged, tables),
             reach="; ".join(f"{m}: {d.facts.reach.of(m).words}" for m in files[:4]),
         )  # fmt: skip
     return Explanation(question, None, None)
 
 
-def _explain_hook(
-    question: Question, env: Environment, judged: JudgedTorch, table: SymbolTable
-) -> Explanation:
+def _explain_hook(question: Question, env: Environment, judged: JudgedTorch, tables: Tables) -> Explanation:
     """``dynamic module does not define module export function (PyInit__C)``: the files
     named as that module without the hook (a torch op library imported as a module: load
     it by path instead), with their distributions."""
@@ -389,9 +393,9 @@ def _explain_hook(
         return Explanation(question, None, None)
     d, member = found[0]
     return Explanation(
-        question, str(d.installed.site / member), judge_distribution(d, judged, table), member=member,
+        question, str(d.installed.site / member), judge_distribution(d, judged, tables), member=member,
         reach=d.facts.reach.of(member).words, candidates=tuple(f"{o.name}: {m}" for o, m in found[:8]),
-        verdict=judge_files(d, [member], judged, table),
+        verdict=judge_files(d, [member], judged, tables),
     )  # fmt: skip
 
 

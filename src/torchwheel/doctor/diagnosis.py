@@ -25,7 +25,7 @@ from torchwheel.doctor.environment import Distribution, Environment
 from torchwheel.doctor.machine import Machine, Part, cuda_needs, driver_part, torch_driver_words
 from torchwheel.errors import clipped
 from torchwheel.frozen import frozen
-from torchwheel.tables.symtable import SymbolTable
+from torchwheel.tables.tableset import Tables
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, describe_builds
 from torchwheel.torchabi.cuda_driver import cuda_text
@@ -52,6 +52,8 @@ class JudgedTorch:
     libraries: TorchLibraries | None = None
     minor_only: bool = False
     libraries_problem: str = ""  # why the exports of the installed torch were not read
+    # newer than every release of the run's tables (``Releases.release_newer_than_tables``)
+    newer_than_tables: bool = False
 
     @property
     def label(self) -> str:
@@ -60,11 +62,6 @@ class JudgedTorch:
         shown = show_minor(minor_of(self.version)) if self.minor_only else self.version.public
         built = f", {self.build}" if self.build is not None else ", build not known"
         return f"torch {shown}{built}"
-
-    @property
-    def newer_than_tables(self) -> bool:
-        """Is this torch newer than every release this torchwheel knows?"""
-        return self.version is not None and minor_of(self.version) > minor_of(torch_releases.newest())
 
 
 @frozen
@@ -138,7 +135,7 @@ class Diagnosis:
 def diagnose(
     env: Environment,
     judged: JudgedTorch,
-    table: SymbolTable,
+    tables: Tables,
     installed: JudgedTorch | None = None,
     machine: Machine | None = None,
     libraries: Mapping[str, tuple[Part, ...]] | None = None,
@@ -152,8 +149,8 @@ def diagnose(
         own = (libraries or {}).get(str(d.installed.dist_info), ())
         before = None
         if installed is not None:
-            before = _machine_verdict(judge_distribution(d, installed, table).verdict, own)
-        row = judge_distribution(d, judged, table, loads_now=before.loads if before is not None else None)
+            before = _machine_verdict(judge_distribution(d, installed, tables).verdict, own)
+        row = judge_distribution(d, judged, tables, loads_now=before.loads if before is not None else None)
         rows.append(replace(with_machine(row, d, judged, machine, own), before=before))
     rows += [
         DiagnosisRow(u.name, u.version, u.where, None, Verdict("unknown", u.reason)) for u in env.unreadable
@@ -207,7 +204,7 @@ def not_read_row(item: NotRead) -> DiagnosisRow:
 
 
 def judge_distribution(
-    d: Distribution, judged: JudgedTorch, table: SymbolTable, loads_now: bool | None = None
+    d: Distribution, judged: JudgedTorch, tables: Tables, loads_now: bool | None = None
 ) -> DiagnosisRow:
     """The verdict on one distribution (module docstring) and its fix; ``loads_now``: in a
     plan, whether it loads on the environment's own torch (then "keep torch" is a fix)."""
@@ -225,30 +222,30 @@ def judge_distribution(
         return DiagnosisRow(name, version, where, None, Verdict("unknown", why), f"reinstall {name}")
     need = torch_need_of(w, "binaries")
     optional = {f for p in need.optional for f in p.files}
-    missing = _missing(w, judged.libraries, table, optional) if judged.libraries is not None else ()
-    found = _verdict(replace(need, optional=()), judged, missing)
+    missing = _missing(w, judged.libraries, tables, optional) if judged.libraries is not None else ()
+    found = _verdict(replace(need, optional=()), judged, missing, tables)
     fix = fix_for(name, need, found, judged, loads_now)
     if found.loads:
-        found, fix = _parts(w, need, found, judged, table)
+        found, fix = _parts(w, need, found, judged, tables)
     return DiagnosisRow(name, version, where, need, found, fix, missing)
 
 
-def judge_files(d: Distribution, members: Iterable[str], judged: JudgedTorch, table: SymbolTable) -> Verdict:
+def judge_files(d: Distribution, members: Iterable[str], judged: JudgedTorch, tables: Tables) -> Verdict:
     """Whether these files of a distribution load on the judged torch, as if its import
     needed each of them (``--explain`` on one file): the one verdict on their own need,
     their imports against the torch's exports where they were read."""
     wanted = frozenset(members)
     need = files_need(d.facts, wanted)
     missing = (
-        _missing(d.facts, judged.libraries, table, frozenset(), wanted)
+        _missing(d.facts, judged.libraries, tables, frozenset(), wanted)
         if judged.libraries is not None
         else ()
     )
-    return _verdict(need, judged, missing)
+    return _verdict(need, judged, missing, tables)
 
 
 def _parts(
-    w: WheelFacts, need: TorchNeed, found: Verdict, judged: JudgedTorch, table: SymbolTable
+    w: WheelFacts, need: TorchNeed, found: Verdict, judged: JudgedTorch, tables: Tables
 ) -> tuple[Verdict, str]:
     """A verdict that loads, with what its optional parts do on the judged torch (each by
     the same verdict, its exports where they were read: ``verdicts.combine_parts``), and
@@ -256,11 +253,11 @@ def _parts(
     judged_parts = []
     for part in need.optional:
         missing = (
-            _missing(w, judged.libraries, table, frozenset(), frozenset(part.files))
+            _missing(w, judged.libraries, tables, frozenset(), frozenset(part.files))
             if judged.libraries is not None
             else ()
         )
-        judged_parts.append((part, _verdict(part.need, judged, missing)))
+        judged_parts.append((part, _verdict(part.need, judged, missing, tables)))
     if judged.version is None:
         return found, ""
     combined = combine_parts(found, judged_parts, judged.version)
@@ -276,17 +273,17 @@ def _parts(
     return combined, fix
 
 
-def _verdict(need: TorchNeed, judged: JudgedTorch, missing: tuple[str, ...]) -> Verdict:
+def _verdict(need: TorchNeed, judged: JudgedTorch, missing: tuple[str, ...], tables: Tables) -> Verdict:
     """The one verdict, with the exports where they were read: an axis that refuses on its
     own (the build, the requirement) says so first, a missing export refuses what the need
     alone would let load, and an unstable build whose imports are all there is dated by
     this very torch."""
     torch = judged.version
     if torch is None or judged.libraries is None:
-        return _past_tables(need, judged, _one_verdict(need, judged))
+        return _past_tables(need, judged, _one_verdict(need, judged, tables), tables)
     if not missing and need.kind == "unstable" and need.releases_from != "names":
         need = replace(need, releases=frozenset({minor_of(torch)}), releases_from="exports")
-    found = _one_verdict(need, judged)
+    found = _one_verdict(need, judged, tables)
     if not missing:
         return found
     shown = ", ".join(clipped(demangle(m) or m, 100) for m in missing[:2])
@@ -297,13 +294,15 @@ def _verdict(need: TorchNeed, judged: JudgedTorch, missing: tuple[str, ...]) -> 
     return Verdict("no", f"{need}: {lacking}", "version")
 
 
-def _one_verdict(need: TorchNeed, judged: JudgedTorch) -> Verdict:
+def _one_verdict(need: TorchNeed, judged: JudgedTorch, tables: Tables) -> Verdict:
     if judged.minor_only and judged.version is not None:
-        return minor_verdict(need, judged.markers, minor_of(judged.version), judged.build, judged.gpu)
-    return verdict(need, judged.markers, judged.version, judged.build, judged.gpu)
+        return minor_verdict(
+            need, judged.markers, minor_of(judged.version), judged.build, judged.gpu, tables=tables
+        )
+    return verdict(need, judged.markers, judged.version, judged.build, judged.gpu, tables=tables)
 
 
-def _past_tables(need: TorchNeed, judged: JudgedTorch, found: Verdict) -> Verdict:
+def _past_tables(need: TorchNeed, judged: JudgedTorch, found: Verdict, tables: Tables) -> Verdict:
     """A torch newer than the release list: an unstable build dated by its imports cannot be
     judged there (the exports index ends before it), a stable build's "loads" rests on the
     stable ABI's promise; both said, never guessed. Per-release builds (by their file names)
@@ -312,7 +311,7 @@ def _past_tables(need: TorchNeed, judged: JudgedTorch, found: Verdict) -> Verdic
         return found
     note = (
         f"torch {show_minor(minor_of(judged.version))} is newer than this torchwheel's tables "
-        f"(newest known: {torch_releases.newest()})"
+        f"(newest known: {tables.releases.newest()})"
     )
     dated = need.kind == "unstable" and need.releases_from == "exports"  # by an index that ends before it
     if dated and found.axis == "version":
@@ -325,7 +324,7 @@ def _past_tables(need: TorchNeed, judged: JudgedTorch, found: Verdict) -> Verdic
 def _missing(
     w: WheelFacts,
     torch: TorchLibraries,
-    table: SymbolTable,
+    tables: Tables,
     skip: frozenset[str] | set[str] = frozenset(),
     only: frozenset[str] | None = None,
 ) -> tuple[str, ...]:
@@ -343,7 +342,7 @@ def _missing(
         if b.member in others or b.member in skip or (only is not None and b.member not in only):
             continue
         for s in b.analysis.slices:
-            found = compare_slice(b.member, b.analysis.facts.format, s.facts, torch, table)
+            found = compare_slice(b.member, b.analysis.facts.format, s.facts, torch, tables.shims)
             lacking.update(found.missing)
     return tuple(sorted(lacking - own))
 

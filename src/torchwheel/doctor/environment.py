@@ -28,7 +28,7 @@ from torchwheel.binary.elfdynamic import dynamic_facts
 from torchwheel.binary.tables import read_tables
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
-from torchwheel.tables.symtable import SymbolTable
+from torchwheel.tables.tableset import Tables
 from torchwheel.torchabi.accelerators import classify_library
 from torchwheel.wheel.contents import WheelContents, is_compiled_name
 from torchwheel.wheel.installed import Installed, NotRead, source_of
@@ -70,7 +70,7 @@ class Environment:
 
 
 def read_environment(
-    items: Iterable[Installed | NotRead], table: SymbolTable, owner_of: str | None = None
+    items: Iterable[Installed | NotRead], tables: Tables, owner_of: str | None = None
 ) -> Environment:
     """Read every distribution (module docstring); ``owner_of``: a file's real path, whose
     distribution (the one whose RECORD lists it) is ``Environment.owner``."""
@@ -87,7 +87,7 @@ def read_environment(
         if torch is None and item.key == "torch":
             torch = item
             continue
-        found = _read_one(item, table)
+        found = _read_one(item, tables)
         if isinstance(found, _Unreadable):
             unreadable.append(found.item)
         elif isinstance(found, NotRead):
@@ -118,7 +118,7 @@ def _lists(found: Distribution | NotRead | _Unreadable | WheelContents, item: In
     return False
 
 
-def _read_one(item: Installed, table: SymbolTable) -> Distribution | NotRead | _Unreadable | WheelContents:
+def _read_one(item: Installed, tables: Tables) -> Distribution | NotRead | _Unreadable | WheelContents:
     """The distribution read whole when it touches torch; else its contents (it has no
     torch code); a ``NotRead`` when it cannot be known."""
     editable = item.editable_from()
@@ -147,18 +147,16 @@ def _read_one(item: Installed, table: SymbolTable) -> Distribution | NotRead | _
         metadata = parse_metadata(contents.metadata_text)
     except InputError as exc:
         return NotRead(item.name, item.version, str(item.dist_info), f"METADATA cannot be read ({exc})")
-    if not outside and not _touches(source, compiled, metadata, table):
+    if not outside and not _touches(source, compiled, metadata, tables):
         return contents
     try:
-        facts = collect(source, table, verify_hashes=False)
+        facts = collect(source, tables, verify_hashes=False)
     except InputError as exc:  # a file RECORD lists cannot be read: its need is unknown
         return _Unreadable(NotRead(item.name, item.version, str(item.dist_info), str(exc)))
     return Distribution(item, facts, outside)
 
 
-def _touches(
-    source: DirectorySource, compiled: list[str], metadata: MetadataFacts, table: SymbolTable
-) -> bool:
+def _touches(source: DirectorySource, compiled: list[str], metadata: MetadataFacts, tables: Tables) -> bool:
     """Does the distribution touch torch, by its compiled files' tables? True too when one of
     them cannot be read that way: only the whole read can tell (and says why)."""
     binaries = []
@@ -175,8 +173,10 @@ def _touches(
             facts = read_tables(source.root / member, member, follow_symlinks=True)
         except (BinaryError, OSError):
             return True
-        binaries.append(MemberBinary(member, analyze_binary(facts, table)))
-    return touches_torch(WheelFacts(source.contents, metadata, binaries=tuple(binaries), kind="directory"))
+        binaries.append(MemberBinary(member, analyze_binary(facts, tables.shims)))
+    return touches_torch(
+        WheelFacts(source.contents, metadata, binaries=tuple(binaries), kind="directory", tables=tables)
+    )
 
 
 # Every name an ELF file can import from torch holds one of these: the shims and the marker

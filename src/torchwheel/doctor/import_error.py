@@ -22,7 +22,7 @@ from torchwheel.doctor.diagnosis import DiagnosisRow
 from torchwheel.doctor.machine_explain import MachineAnswer
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
-from torchwheel.tables.symtable import SymbolTable
+from torchwheel.tables.tableset import Tables
 from torchwheel.torchabi.accelerators import classify_library
 from torchwheel.torchabi.cxxnames import demangle, is_unstable
 from torchwheel.torchabi.torch_releases import show_minor
@@ -155,9 +155,10 @@ class SymbolDating:
     minors: tuple[str, ...] = ()  # an unstable name: the indexed minors that export it
 
 
-def date_symbol(symbol: str, table: SymbolTable, platform: str) -> SymbolDating:
+def date_symbol(symbol: str, tables: Tables, platform: str) -> SymbolDating:
     """Which torch releases export ``symbol``: the shim table for a shim, the exports index
     of ``platform`` (``linux-x86_64``) for unstable C++; "not known" otherwise."""
+    table = tables.shims
     if is_shim_name(symbol) or symbol in table.symbols:
         try:
             since = table.introduced(symbol)
@@ -169,9 +170,7 @@ def date_symbol(symbol: str, table: SymbolTable, platform: str) -> SymbolDating:
         return SymbolDating(f"the stable C shim, in torch {first} and newer (the shim table)", first)
     if not is_unstable(symbol):
         return SymbolDating("not a torch symbol (neither the C shim nor libtorch's C++)")
-    from torchwheel.tables.exports import exports_index
-
-    index = exports_index(platform)
+    index = tables.exports_index(platform)
     if index is None:
         return SymbolDating(f"unstable C++; no exports index ships for {platform}")
     dating = index.dating([symbol])

@@ -30,6 +30,7 @@ from torchwheel.errors import clipped
 from torchwheel.publish import matrix
 from torchwheel.report.textsafe import html_text
 from torchwheel.selection.candidates import Candidate
+from torchwheel.tables.tableset import Tables
 from torchwheel.torchabi.torch_releases import Minor, show_minor
 from torchwheel.torchabi.verdicts import Verdict
 
@@ -206,11 +207,12 @@ def _project(
     extra: Iterable[Minor],
     base_url: str | None,
     findings: Mapping[str, Sequence[PageFinding]],
+    tables: Tables,
 ) -> list[str]:
-    axis = matrix.backend_axis(cands)
-    cols = matrix.columns(cands, extra, None, axis)
-    grids = [matrix.build_matrix(cands, cols, None, b) for b in axis] or [
-        matrix.build_matrix(cands, cols, None)
+    axis = matrix.backend_axis(cands, tables)
+    cols = matrix.columns(cands, extra, None, axis, tables=tables)
+    grids = [matrix.build_matrix(cands, cols, None, b, tables=tables) for b in axis] or [
+        matrix.build_matrix(cands, cols, None, tables=tables)
     ]
     merged = matrix.groups(grids)
     lines = [f'<section id="{_project_id(name)}">', f"<h2>{html_text(name)}</h2>"]
@@ -251,9 +253,12 @@ def page(
     extra: Iterable[Minor] = (),
     base_url: str | None = None,
     findings: Mapping[str, Sequence[PageFinding]] | None = None,
+    *,
+    tables: Tables,
 ) -> str:
     """``OUT/index.html``: every project's grids, its wheels' findings, links and install
-    lines. ``findings``: file name -> what ``check`` finds in that wheel."""
+    lines. ``findings``: file name -> what ``check`` finds in that wheel; ``tables``: the
+    run's, whose minors the grids have."""
     projects: dict[str, list[Candidate]] = {}
     for c in cands:
         projects.setdefault(c.name, []).append(c)
@@ -284,7 +289,7 @@ def page(
             "(<code>torchwheel index --base-url URL</code> writes it in).</p>"
         )
     for name in sorted(projects):
-        body += _project(name, projects[name], extra, base_url, findings)
+        body += _project(name, projects[name], extra, base_url, findings, tables)
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'

@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import field
 from typing import Any
 
 from torchwheel.frozen import frozen
 from torchwheel.report.textsafe import markdown_cell, markdown_code
 from torchwheel.selection.candidates import Candidate
 from torchwheel.selection.choose import fit, needed_minors
+from torchwheel.tables.tableset import Tables
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild, builds_text
-from torchwheel.torchabi.torch_backends import representative_backends
 from torchwheel.torchabi.torch_releases import (
     TABLES_WORDS,
     Minor,
-    known_minors,
-    release_newer_than_tables,
     show_minor,
 )
 from torchwheel.torchabi.verdicts import Verdict
@@ -76,15 +75,17 @@ class Matrix:
     installed: Minor | None
     rows: list[Row]
     torch_build: TorchBuild | None = None
+    # the tables the cells were judged with: which columns are past them (``newer_columns``)
+    tables: Tables = field(kw_only=True, repr=False, compare=False)
 
 
-def backend_axis(cands: Iterable[Candidate]) -> list[TorchBuild]:
+def backend_axis(cands: Iterable[Candidate], tables: Tables) -> list[TorchBuild]:
     """The torch builds that tell these wheels apart (the backend axis): none when every wheel
     loads on every build; else the CPU build and one backend per CUDA/ROCm major they name."""
     needs = [n for c in cands for n in (c.torch.builds, *(p.need.builds for p in c.torch.optional))]
     if all(n == ANY_BUILD for n in needs):
         return []
-    return representative_backends(needs)
+    return tables.backends.representative_backends(needs)
 
 
 def columns(
@@ -92,13 +93,17 @@ def columns(
     asked: Iterable[Minor],
     installed: Minor | None,
     builds: Iterable[TorchBuild] = (),
+    *,
+    tables: Tables,
 ) -> list[Minor]:
-    """Every known minor some wheel loads on (on some build), every minor a wheel names, and
-    those asked for."""
+    """Every minor of ``tables`` some wheel loads on (on some build), every minor a wheel
+    names, and those asked for."""
     cands = list(cands)
     options: list[TorchBuild | None] = [*builds] or [None]
     cols = set(asked) | needed_minors(c.torch for c in cands) | ({installed} if installed else set())
-    cols |= {m for m in known_minors() if any(fit(c, m, b).loads for c in cands for b in options)}
+    cols |= {
+        m for m in tables.releases.known_minors() if any(fit(c, m, b).loads for c in cands for b in options)
+    }
     return sorted(cols)
 
 
@@ -107,10 +112,12 @@ def build_matrix(
     torches: list[Minor],
     installed: Minor | None,
     torch_build: TorchBuild | None = None,
+    *,
+    tables: Tables,
 ) -> Matrix:
     cols = sorted(set(torches) | ({installed} if installed else set()))
     rows = [Row(c, [fit(c, t, torch_build) for t in cols]) for c in sorted(cands, key=lambda c: c.filename)]
-    return Matrix(cols, installed, rows, torch_build)
+    return Matrix(cols, installed, rows, torch_build, tables=tables)
 
 
 def groups(grids: list[Matrix]) -> list[list[int]]:
@@ -216,7 +223,8 @@ def newer_columns(m: Matrix) -> list[Minor]:
     return [
         t
         for t in m.torches
-        if release_newer_than_tables(t) or any(r.cells[m.torches.index(t)].newer for r in m.rows)
+        if m.tables.releases.release_newer_than_tables(t)
+        or any(r.cells[m.torches.index(t)].newer for r in m.rows)
     ]
 
 

@@ -39,10 +39,9 @@ from torchwheel.report.textsafe import html_text
 from torchwheel.selection.candidates import Candidate, Gathered
 from torchwheel.selection.choose import fit, preference
 from torchwheel.selection.discovery import gathering
-from torchwheel.tables.symtable import SymbolTable
+from torchwheel.tables.tableset import Tables, shipped_tables
 from torchwheel.torchabi.backend import ANY_BUILD, TorchBuild
-from torchwheel.torchabi.torch_backends import representative_backends
-from torchwheel.torchabi.torch_releases import Minor, known_minors, show_minor
+from torchwheel.torchabi.torch_releases import Minor, show_minor
 from torchwheel.wheel import variant_json
 from torchwheel.wheel.archive import WheelArchive
 
@@ -166,16 +165,16 @@ _BUILD_TORCH = "tag it with --build-torch X.Y, or --build-torch installed where 
 
 
 def plan_targets(
-    entries: list[Entry], extra: Iterable[Minor] = (), build: TorchBuild | None = None
+    entries: list[Entry], extra: Iterable[Minor], build: TorchBuild | None, tables: Tables
 ) -> dict[Minor, list[Entry]]:
     """Torch minor -> the best loading entry per (project, public version, tag set, variant
-    label): every known minor some wheel loads on (``choose.fit``, the verdict ``select``
+    label): every minor of ``tables`` some wheel loads on (``choose.fit``, the verdict ``select``
     gives), and ``extra``. ``build``: for that torch build's index (``torch-2.13-cu130``);
     None for the build-agnostic one (``torch-2.13``), which lists only wheels that load on
     every build (a CUDA wheel there would reach a CPU torch)."""
     out: dict[Minor, list[Entry]] = {}
     extra = set(extra)
-    for torch in sorted(set(known_minors()) | extra):
+    for torch in sorted(set(tables.releases.known_minors()) | extra):
         best: dict[tuple[object, ...], Entry] = {}
         for e in entries:
             if build is None and e.cand.torch.builds != ANY_BUILD:
@@ -384,18 +383,20 @@ def write_indexes(
     out: Path,
     extra: Iterable[Minor] = (),
     names: Iterable[str] = (),
-    table: SymbolTable | None = None,
+    tables: Tables | None = None,
     base_url: str | None = None,
     indexes: Iterable[str] = (),
     judge: Judge | None = None,
 ) -> IndexResult:
     """Sources may be hosted (every wheel is downloaded, hash-checked, and republished);
-    ``table``: the shim table untagged wheels are judged with (``--symbols``); ``base_url``:
+    ``tables``: the tables every wheel is read and judged with (``--symbols``; None: the
+    shipped ones); ``base_url``:
     where OUT is served, for the front page's install lines; ``indexes``: index roots
     (``-i``), read as ``discovery.gather`` reads them; ``judge``: ``check``'s rules, whose
     findings the front page shows per wheel (a wheel with an error: marked broken, offered
     for no install there)."""
-    with gathering(sources, names, indexes=indexes, verify_hashes=True, table=table) as got:
+    tables = tables if tables is not None else shipped_tables()
+    with gathering(sources, names, indexes=indexes, verify_hashes=True, tables=tables) as got:
         entries, notes = index_entries(got)
         if not entries:
             raise InputError("no wheels to index", reference="not-found")
@@ -423,32 +424,35 @@ def write_indexes(
             warning=True,
         )
         extra = set(extra)
-        targets = plan_targets(entries, extra)
+        targets = plan_targets(entries, extra, None, tables)
         per_backend: dict[tuple[Minor, str], list[Entry]] = {}
-        for b in representative_backends(e.cand.torch.builds for e in entries):
-            for torch, chosen in plan_targets(entries, extra, b).items():
+        for b in tables.backends.representative_backends(e.cand.torch.builds for e in entries):
+            for torch, chosen in plan_targets(entries, extra, b, tables).items():
                 if chosen:
                     per_backend[(torch, b.backend)] = chosen
-        notes += left_out(entries, targets, per_backend)
-        front = front_page.page([e.cand for e in entries], extra, base_url, findings)
+        notes += left_out(entries, targets, per_backend, tables)
+        front = front_page.page([e.cand for e in entries], extra, base_url, findings, tables=tables)
         vfiles = write(entries, targets, out, per_backend, front, variants)
     return IndexResult(out, entries, targets, per_backend, notes, vfiles, bad)
 
 
 def left_out(
-    entries: list[Entry], targets: dict[Minor, list[Entry]], per_backend: dict[tuple[Minor, str], list[Entry]]
+    entries: list[Entry],
+    targets: dict[Minor, list[Entry]],
+    per_backend: dict[tuple[Minor, str], list[Entry]],
+    tables: Tables,
 ) -> list[Note]:
     """A note on every wheel no per-torch index lists, with why (the verdict on the newest
     torch the tables know): it is in the root index only, and no installer pointed at a
     per-torch index is offered it (a module imported without its hook, a build no torch of
     the tables loads). One line for several (``index -v`` names each)."""
     listed = {e.cand.filename for chosen in (*targets.values(), *per_backend.values()) for e in chosen}
-    newest = max(known_minors())
+    newest = max(tables.releases.known_minors())
     items = []
     for e in entries:
         if e.cand.filename in listed or (e.cand.torch.kind == "unstable" and not e.cand.torch.releases):
             continue  # the unknown minor has its own note
-        builds = [None, *representative_backends([e.cand.torch.builds])]
+        builds = [None, *tables.backends.representative_backends([e.cand.torch.builds])]
         why = next((v.reason for b in builds if not (v := fit(e.cand, newest, b)).loads), "")
         items.append((e.cand.filename, f"in no per-torch index ({why or 'outranked on every torch'})"))
     reasons = {what for _, what in items}

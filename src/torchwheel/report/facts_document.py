@@ -131,7 +131,7 @@ def binary_json(b: BinaryAnalysis) -> dict[str, Any]:
 
 
 def inspect_json(binaries: list[BinaryAnalysis], table: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``table``: which shim table judged the symbols (``tablechoice.ChosenTable.to_json``)."""
+    """``table``: which shim table judged the symbols (``tableset.Tables.to_json``)."""
     return _document("files", [binary_json(b) for b in binaries], table)
 
 

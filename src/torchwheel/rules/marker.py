@@ -10,6 +10,7 @@ from torchwheel.binary.marker_record import SYMBOL
 from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.tables.symtable import BASELINE
 from torchwheel.torchabi import torch_releases
+from torchwheel.torchabi.torch_releases import Releases
 from torchwheel.version import FeatureVersion
 
 
@@ -106,11 +107,11 @@ def _hex_reading(v: FeatureVersion) -> FeatureVersion | None:
     return FeatureVersion(v.major, int(digits)) if digits.isdigit() and int(digits) != v.minor else None
 
 
-def hex_hint(v: FeatureVersion, floor: FeatureVersion | None) -> str:
+def hex_hint(v: FeatureVersion, floor: FeatureVersion | None, releases: Releases) -> str:
     """`` (the symbols fit 2.10: did you mean 0x020a000000000000?)`` when ``v``'s minor spelled
     in decimal digits is a known release the imports fit, else ""."""
     meant = _hex_reading(v)
-    newest = torch_releases.minor_of(torch_releases.newest())
+    newest = torch_releases.minor_of(releases.newest())
     if meant is None or torch_releases.minor_of(meant) > newest or (floor is not None and floor > meant):
         return ""
     return f" (the symbols fit {meant.minor_release}: did you mean {meant.to_int():#018x}?)"

@@ -16,14 +16,15 @@ from torchwheel.errors import quoted
 from torchwheel.rules.registry import Hit, Policy, rule
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.need import Release, TorchNeed, release_matches, show_release, show_releases
+from torchwheel.torchabi.torch_releases import Releases
 
 
-def _admits(req: Requirement) -> str:
+def _admits(req: Requirement, releases: Releases) -> str:
     """What a requirement admits, in the one wording of TW503 and TW504: a bare ``torch``
     admits every torch release, a range the releases it spans (``2.9.0 and newer``)."""
     if not req.specifier:
         return "admits every torch release"
-    return f"admits torch {torch_releases.spec_span(req.specifier)}"
+    return f"admits torch {releases.spec_span(req.specifier)}"
 
 
 def _pins_one_build(abi: TorchNeed) -> bool:
@@ -54,8 +55,9 @@ def torch_pinned_too_tight(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = w.torch_need
     if abi.kind != "stable" or abi.floor is None:
         return
+    releases = w.tables.releases
     for req in w.metadata.torch_requirements:
-        if torch_releases.pinned_minor(req.specifier) is not None:  # exactly one known minor
+        if releases.pinned_minor(req.specifier) is not None:  # exactly one known minor
             yield (
                 "",
                 (
@@ -72,18 +74,19 @@ def torch_requirement_too_loose(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     if abi.kind != "stable" or abi.floor is None:
         return
     floor = Version(abi.floor.release)
-    if torch_releases.minor_of(abi.floor) > torch_releases.minor_of(torch_releases.newest()):
+    releases = w.tables.releases
+    if torch_releases.minor_of(abi.floor) > torch_releases.minor_of(releases.newest()):
         return  # a target newer than the tables (TW207 says so): no known torch to require
     for req in w.metadata.torch_requirements:
-        too_old = torch_releases.older_admitted(req.specifier, abi.floor) is not None
-        loads = [
-            v for v in torch_releases.admitted(req.specifier) if v >= floor
-        ] or torch_releases.admits_future(req.specifier)
+        too_old = releases.older_admitted(req.specifier, abi.floor) is not None
+        loads = [v for v in releases.admitted(req.specifier) if v >= floor] or releases.admits_future(
+            req.specifier
+        )
         # tag narrows a requirement that admits a torch the binaries load on; one that admits
         # none it replaces only with --relax-pin (which value was meant is not its to guess)
         writes = "`torchwheel tag` writes it" if loads else "`torchwheel tag --relax-pin` writes it"
         if too_old:
-            what = f"{_admits(req)}, but the binaries need torch {abi.floor} or newer"
+            what = f"{_admits(req, releases)}, but the binaries need torch {abi.floor} or newer"
         elif not loads:
             what = f"admits no torch release the binaries load on (they need torch {abi.floor} or newer)"
         else:
@@ -96,6 +99,7 @@ def unstable_torch_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     abi = w.torch_need
     if not _pins_one_build(abi):
         return
+    releases = w.tables.releases
     fix = (
         "pin the torch minor it was built with, 'torch==X.Y.*' (`torchwheel tag --build-torch X.Y` "
         "writes it; `--build-torch installed` takes the torch installed where it runs)"
@@ -113,11 +117,11 @@ def unstable_torch_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
             f"unstable libtorch symbols and load only on the torch they were built with: {fix}",
         )
     for req in w.metadata.torch_requirements:
-        if len(torch_releases.admitted_minors(req.specifier)) > 1:
+        if len(releases.admitted_minors(req.specifier)) > 1:
             yield (
                 "",
                 (
-                    f"Requires-Dist {quoted(req)} {_admits(req)}, but the binaries use unstable libtorch "
+                    f"Requires-Dist {quoted(req)} {_admits(req, releases)}, but the binaries use unstable libtorch "
                     f"symbols: {fix}"
                 ),
             )
@@ -134,19 +138,18 @@ def builds_gap(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     if not abi.per_release:
         return
     reqs = [r for r in w.metadata.torch_requirements if r.marker is None]
-    admitted = [
-        v for v in torch_releases.releases() if all(r.specifier.contains(v, prereleases=True) for r in reqs)
-    ]
-    future = all(torch_releases.admits_future(r.specifier) for r in reqs)
+    releases = w.tables.releases
+    admitted = [v for v in releases.versions if all(r.specifier.contains(v, prereleases=True) for r in reqs)]
+    future = all(releases.admits_future(r.specifier) for r in reqs)
     gap = [v for v in admitted if not any(release_matches(b, v) for b in abi.releases)]
     if not (gap or future):
         return
     span = _builds_span(abi.releases)
     if reqs:
         said = "; ".join(str(r) for r in reqs)
-        what = f"{said!r} admits torch {torch_releases.runs(gap, future)}"
+        what = f"{said!r} admits torch {releases.runs(gap, future)}"
     else:  # an optional torch part: the package must do without its builds there
-        what = f"METADATA names no torch, so installers put it beside any torch, also torch {torch_releases.runs(gap, future)}"
+        what = f"METADATA names no torch, so installers put it beside any torch, also torch {releases.runs(gap, future)}"
     yield (
         "",
         f"{what}, for which the wheel has no build (it has {show_releases(abi.releases)}): unless its Python "
@@ -175,9 +178,9 @@ def release_build_mismatch(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         for release, member in alternatives.members:
             binary = by_member.get(member)
             claimed = release[:2]
-            if binary is None or claimed not in indexed_minors(binary):
+            if binary is None or claimed not in indexed_minors(binary, w.tables):
                 continue
-            dated = dated_by_exports([binary])
+            dated = dated_by_exports([binary], w.tables)
             if dated.releases and not dated.newer and claimed not in dated.releases:
                 yield (
                     member,

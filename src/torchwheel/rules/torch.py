@@ -141,7 +141,7 @@ def target_above_need(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     if not needs:
         return
     need = max(needs)
-    newest = torch_releases.minor_of(torch_releases.newest())
+    newest = torch_releases.minor_of(w.tables.releases.newest())
     setters = sorted({n for _, _, s in found if s.torch.min_version == need for n in s.torch.pinning_symbols})
     by = f" ({', '.join(setters[:3])}{', ...' if len(setters) > 3 else ''})" if setters else ""
     target = FeatureVersion(need.major, need.minor)
@@ -171,27 +171,24 @@ def target_above_need(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
 def newer_than_tables(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
     """A target, a requirement or unstable imports newer than the tables (shims: TW203):
     torchwheel cannot tell a torch released since from a mistake, so it says which it sees."""
-    newest = torch_releases.newest()
+    releases = w.tables.releases
+    newest = releases.newest()
     update = (
         f"run `torchwheel symbols update TORCH_WHEEL_OR_ENV` with that torch (these tables end at {newest})"
     )
     for member, arch, s in iter_slices(w):
         d = s.declared
-        if (
-            d is None
-            or d.record.version is None
-            or not torch_releases.release_newer_than_tables(d.record.version)
-        ):
+        if d is None or d.record.version is None or not releases.release_newer_than_tables(d.record.version):
             continue
         v = d.record.version
-        hint = hex_hint(v, s.torch.min_version)
+        hint = hex_hint(v, s.torch.min_version, releases)
         yield (
             member,
             f"[{arch}] declares torch {v} ({v.to_int():#018x}), newer than this torchwheel's tables: a torch "
             f"released since, or TORCH_TARGET_VERSION spelled in decimal digits (it is byte-packed hex){hint}; {update}",
         )
     for req in w.metadata.torch_requirements:
-        if not torch_releases.admitted(req.specifier) and torch_releases.admits_future(req.specifier):
+        if not releases.admitted(req.specifier) and releases.admits_future(req.specifier):
             yield (
                 "",
                 f"Requires-Dist {quoted(req)} admits only torch newer than this torchwheel's tables; {update}",

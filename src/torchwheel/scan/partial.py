@@ -39,8 +39,8 @@ from torchwheel.report.facts_document import need_json
 from torchwheel.scan import scanline
 from torchwheel.scan.partial_member import PARTIAL, read_member
 from torchwheel.selection.candidates import declared
-from torchwheel.tables.symtable import SymbolTable
-from torchwheel.tables.tablechoice import ChosenTable, activate, choose_table
+from torchwheel.tables.tablechoice import choose_tables
+from torchwheel.tables.tableset import Tables
 from torchwheel.torchabi.need import TorchNeed
 from torchwheel.wheel.contents import is_compiled_name
 from torchwheel.wheel.metadata import TORCH_ABI_FIELD, TORCH_BUILD_FIELD, parse_metadata
@@ -67,7 +67,7 @@ def _unmarked(analysis: BinaryAnalysis) -> bool:
     return any(s.facts.marker is None or s.facts.marker.record is None for s in analysis.slices)
 
 
-def _facts(wheel: RangedWheel, table: SymbolTable, gpu: bool) -> tuple[WheelFacts, dict[str, Any]]:
+def _facts(wheel: RangedWheel, tables: Tables, gpu: bool) -> tuple[WheelFacts, dict[str, Any]]:
     """The wheel's facts as ``collect`` gathers them for a need, and how each compiled member
     was read."""
     c = wheel.contents
@@ -77,7 +77,9 @@ def _facts(wheel: RangedWheel, table: SymbolTable, gpu: bool) -> tuple[WheelFact
     for member in compiled:
         got, how[member] = read_member(wheel, member, "gpu" if gpu else None)
         results[member] = (
-            UnreadableBinary(member, str(got)) if isinstance(got, BinaryError) else analyze_binary(got, table)
+            UnreadableBinary(member, str(got))
+            if isinstance(got, BinaryError)
+            else analyze_binary(got, tables.shims)
         )
     binaries = [MemberBinary(m, r) for m in compiled if isinstance(r := results[m], BinaryAnalysis)]
     unreadable = [r for m in compiled if isinstance(r := results[m], UnreadableBinary)]
@@ -92,6 +94,7 @@ def _facts(wheel: RangedWheel, table: SymbolTable, gpu: bool) -> tuple[WheelFact
         loader_fallbacks=code.loader_fallbacks,
         device_code=code.device_code,
         reach=code.reach,
+        tables=tables,
     )
     return facts, how
 
@@ -114,15 +117,15 @@ def _axes(facts: WheelFacts | None, how: dict[str, Any]) -> dict[str, str]:
 
 
 def wheel_need(
-    wheel: RangedWheel, table: SymbolTable, gpu: bool
+    wheel: RangedWheel, tables: Tables, gpu: bool
 ) -> tuple[TorchNeed, dict[str, Any], dict[str, str]]:
     """``api.need``'s answer (``candidates.read_candidate``), step by step, over the ranges,
     how each compiled member was read, and which axes that decided: a wheel ``check`` calls
     broken raises ``InputError`` with the same message."""
-    _, _, need = declared(wheel.contents, wheel.path.name, wheel.member_size)
+    _, _, need = declared(wheel.contents, wheel.path.name, wheel.member_size, releases=tables.releases)
     if need is not None:
         return need, {}, _axes(None, {})
-    facts, how = _facts(wheel, table, gpu)
+    facts, how = _facts(wheel, tables, gpu)
     return torch_need_of(facts), how, _axes(facts, how)
 
 
@@ -158,11 +161,11 @@ def _steps(compressed: int) -> int:
     return steps
 
 
-def _table(symbols: object) -> SymbolTable:
-    """The shim table as ``api`` chooses it (this layer lies below ``api``)."""
-    if isinstance(symbols, ChosenTable):
-        return activate(symbols).table
-    return choose_table(Path(symbols) if isinstance(symbols, str | Path) else None, None).table
+def _tables(symbols: object) -> Tables:
+    """The tables as ``api`` chooses them (this layer lies below ``api``)."""
+    if isinstance(symbols, Tables):
+        return symbols
+    return choose_tables(Path(symbols) if isinstance(symbols, str | Path) else None, None)
 
 
 def _reported(need: TorchNeed, axes: dict[str, str], url: str) -> dict[str, Any]:
@@ -281,7 +284,7 @@ def partial_line(
                 if not gpu and _near_whole(wheel):
                     return _whole(source, remote, Path(scratch), "compiled", (check, need, symbols))
                 try:
-                    found, how, axes = wheel_need(wheel, _table(symbols), gpu)
+                    found, how, axes = wheel_need(wheel, _tables(symbols), gpu)
                     line["need"] = _reported(found, axes, fetch.shown(source.location))
                 except InputError as exc:
                     if remote.changed is not None:  # not the wheel's defect: the line's error

@@ -31,7 +31,7 @@ from torchwheel.scan.listing import Listed, list_sources
 from torchwheel.scan.partial import partial_line, whole_at_once, whole_line
 from torchwheel.scan.progress import Progress
 from torchwheel.scan.scanline import Read, WheelSource, empty_line, read_whole, scan_line
-from torchwheel.tables.tablechoice import ChosenTable, activate
+from torchwheel.tables.tableset import Tables
 
 _worker: dict[str, Any] = {}
 
@@ -46,7 +46,7 @@ class Judges:
 
 def _init(
     budget: limits.Limits,
-    table: ChosenTable,
+    table: Tables,
     policy: fairness.FairnessPolicy,
     shared: Any,
     read: str = "whole",
@@ -56,11 +56,8 @@ def _init(
     hosted wheels are read (``whole``, ``partial``, ``partial+gpu``), and the credentials of
     the index URLs the wheels were listed from (a scan line's URL has none)."""
     urls.carry_credentials(credentials or {})
-    limits.set_max_member_size(str(budget.max_member_size.value))
-    limits.set_network_budget("http_timeout", "--http-timeout", budget.http_timeout.value)
-    limits.set_network_budget("max_http_seconds", "--max-http-seconds", budget.max_http_seconds.value)
     fairness.configure(policy, shared)
-    _worker["table"], _worker["read"] = activate(table), read
+    _worker["table"], _worker["read"], _worker["limits"] = table, read, budget
 
 
 def scan_item(source: WheelSource, judges: Judges) -> dict[str, Any]:
@@ -68,9 +65,10 @@ def scan_item(source: WheelSource, judges: Judges) -> dict[str, Any]:
     what is left (a claim no limit caught, a bug) is a line too, never a stopped scan."""
     try:
         read, table = _worker.get("read", "whole"), _worker.get("table")
-        if read != "whole":  # --partial: ranges of hosted wheels (scan.partial)
-            return partial_line(source, judges.check, judges.need, table, gpu=read == "partial+gpu")
-        return scan_line(source, judges.check, judges.need, table)
+        with limits.applied(_worker.get("limits") or limits.current()):  # the command's, handed over
+            if read != "whole":  # --partial: ranges of hosted wheels (scan.partial)
+                return partial_line(source, judges.check, judges.need, table, gpu=read == "partial+gpu")
+            return scan_line(source, judges.check, judges.need, table)
     except MemoryError:
         return empty_line(source, {"code": "memory", "message": f"out of memory: {limits.describe()}"})
     except Exception as exc:
@@ -104,7 +102,7 @@ def plan_scan(listed: Listed, previous: jsonl.Done) -> ScanPlan:
 def _pooled(
     todo: list[WheelSource],
     jobs: int,
-    table: ChosenTable,
+    table: Tables,
     policy: fairness.FairnessPolicy,
     read: str,
     judges: Judges,
@@ -135,7 +133,7 @@ def _pooled(
 def results(
     todo: list[WheelSource],
     jobs: int,
-    table: ChosenTable,
+    table: Tables,
     policy: fairness.FairnessPolicy,
     read: str,
     judges: Judges,
@@ -147,7 +145,7 @@ def results(
         yield from _pipelined(todo, jobs, table, policy, read, judges)
         return
     if jobs == 1 or len(todo) <= 1:
-        _worker["table"], _worker["read"] = table, read
+        _worker["table"], _worker["read"], _worker["limits"] = table, read, limits.current()
         yield from (scan_item(w, judges) for w in todo)
         return
     yield from _pooled(todo, jobs, table, policy, read, judges)
@@ -159,9 +157,10 @@ def check_item(source: WheelSource, judges: Judges, got: Read) -> dict[str, Any]
     ``--partial``, the line of a wheel read whole at once (``partial.whole_line``)."""
     table = _worker.get("table")
     try:
-        if _worker.get("read", "whole") != "whole":
-            return whole_line(source, got, (judges.check, judges.need, table))
-        return scan_line(source, judges.check, judges.need, table, reader=lambda _, __: got)
+        with limits.applied(_worker.get("limits") or limits.current()):  # the command's, handed over
+            if _worker.get("read", "whole") != "whole":
+                return whole_line(source, got, (judges.check, judges.need, table))
+            return scan_line(source, judges.check, judges.need, table, reader=lambda _, __: got)
     except MemoryError:
         return empty_line(source, {"code": "memory", "message": f"out of memory: {limits.describe()}"})
     except Exception as exc:
@@ -196,7 +195,13 @@ class _Fetched:
     scratch: Path | None
 
 
-def _download(source: WheelSource, read: str) -> _Fetched:
+def _download(source: WheelSource, read: str, budget: limits.Limits) -> _Fetched:
+    """``_fetch`` within the command's ``budget``: a thread of the download pool is handed it."""
+    with limits.applied(budget):
+        return _fetch(source, read)
+
+
+def _fetch(source: WheelSource, read: str) -> _Fetched:
     """One hosted wheel into a scratch folder of its own, checked against its index's digest
     (``scanline.read_whole``); a local one is read where it lies, and one read through ranges
     (``--partial``) is read by the worker that judges it."""
@@ -230,7 +235,7 @@ def _failed_line(source: WheelSource, judges: Judges, failure: BaseException) ->
 def _pipelined(
     todo: list[WheelSource],
     jobs: int,
-    table: ChosenTable,
+    table: Tables,
     policy: fairness.FairnessPolicy,
     read: str,
     judges: Judges,
@@ -266,7 +271,7 @@ def _pipelined(
         downloads = ThreadPoolExecutor(threads, thread_name_prefix="torchwheel-download")
         while True:
             for w in items:
-                fetching.append((w, downloads.submit(_download, w, read)))
+                fetching.append((w, downloads.submit(_download, w, read, args[0])))
                 held += 1
                 held_bytes += w.size or 0
                 if held >= ahead or held_bytes >= _AHEAD_BYTES:
@@ -311,7 +316,7 @@ def run_scan(
     sources: Iterable[str],
     out: Path,
     jobs: int,
-    table: ChosenTable,
+    table: Tables,
     policy: fairness.FairnessPolicy,
     stream: TextIO,
     tty: bool,

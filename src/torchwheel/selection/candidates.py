@@ -39,8 +39,9 @@ from packaging.version import Version
 from torchwheel.errors import InputError, system_error
 from torchwheel.frozen import frozen
 from torchwheel.safeopen import open_regular, read_chunks
-from torchwheel.tables.symtable import SymbolTable
+from torchwheel.tables.tableset import Tables, shipped_tables
 from torchwheel.torchabi.need import TorchNeed, need_from_fields
+from torchwheel.torchabi.torch_releases import Releases
 from torchwheel.wheel.archive import WheelArchive
 from torchwheel.wheel.contents import WheelContents, WheelName, parse_wheel_name
 from torchwheel.wheel.defects import archive_defects
@@ -69,6 +70,9 @@ class Candidate:
     # every fact ``check`` reads, for ``index`` alone (``verify_hashes``): the rules judge what
     # it publishes (``publish.front_page`` shows their findings), from the one read of the file
     facts: WheelFacts | None = field(default=None, compare=False, repr=False)
+    # the tables it was read with (``tables.tableset``), which judge it too: its need was
+    # dated and its pin read by them, so a verdict on it reads the same release list
+    tables: Tables = field(kw_only=True, compare=False, repr=False)
 
     @property
     def filename(self) -> str:
@@ -93,15 +97,14 @@ class Gathered:
     other_names: set[NormalizedName] = field(default_factory=set)  # projects left out by --name
 
 
-def _facts(archive: WheelArchive, table: SymbolTable | None, verify_hashes: bool) -> WheelFacts:
-    """The facts ``check`` reads (every compiled member), with the symbol table ``check``
-    would use (``--symbols``), so the two cannot disagree; read through the archive already
+def _facts(archive: WheelArchive, tables: Tables, verify_hashes: bool) -> WheelFacts:
+    """The facts ``check`` reads (every compiled member), with the tables ``check`` would
+    use (``--symbols``), so the two cannot disagree; read through the archive already
     open, not a second open of the file. ``verify_hashes``: every member inflated and hashed
     in the same pass (``index``), not only the compiled ones (the untagged fallback)."""
     from torchwheel.analysis.collect import collect
-    from torchwheel.tables.symtable import load_shipped
 
-    return collect(archive, table or load_shipped(), verify_hashes=verify_hashes)
+    return collect(archive, tables, verify_hashes=verify_hashes)
 
 
 def _whole_file(fd: int, page_hashes: Mapping[str, str]) -> tuple[str, str]:
@@ -146,12 +149,14 @@ def declared(
     filename: str,
     member_size: Callable[[str], int],
     hashes: dict[str, tuple[str | None, int]] | None = None,
+    releases: Releases | None = None,
 ) -> tuple[WheelName, MetadataFacts, TorchNeed | None]:
     """What a wheel says of itself: its file name, its METADATA and the torch need its
     ``WHEEL`` and ``METADATA`` declare (None: untagged, its binaries must say it). A wheel
     ``check`` calls broken (``archive_defects``) raises ``InputError`` naming its first
     defect. One step for ``read_candidate`` and ``partial.wheel_need`` (its ranged twin),
-    so that a whole read and a ranged one refuse, and answer, alike."""
+    so that a whole read and a ranged one refuse, and answer, alike. ``releases``: the run's
+    release list (the shipped one when None), which reads the requirement's pin."""
     broken = archive_defects(c, member_size, hashes)
     if broken:
         first = broken[0]
@@ -160,14 +165,15 @@ def declared(
         raise InputError(f"{filename}: {first.code}{where}: {first.message}{more}", reference="wheel-invalid")
     parsed = parse_wheel_name(filename)
     meta = parse_metadata(c.metadata_text)
-    return parsed, meta, need_from_fields(c.wheel_fields, meta.torch_requirements, parsed.version)
+    releases = releases if releases is not None else shipped_tables().releases
+    return parsed, meta, need_from_fields(c.wheel_fields, meta.torch_requirements, parsed.version, releases)
 
 
 def read_candidate(
     path: Path,
     origin: str,
     verify_hashes: bool = False,
-    table: SymbolTable | None = None,
+    tables: Tables | None = None,
     *,
     page_hashes: Mapping[str, str] = MappingProxyType({}),
     sha256: str = "",
@@ -181,17 +187,19 @@ def read_candidate(
     its METADATA and every fact ``check`` reads are kept then, for ``index`` to serve and to
     judge: the members are inflated once for both). ``sha256``: the file's, known already (a download checked against its page).
     ``checked``: the wheel's facts as ``check`` collected them (``scan``): an untagged wheel's
-    binaries are not read a second time."""
+    binaries are not read a second time. ``tables``: the run's (``--symbols``; None: the
+    shipped ones), which read it and judge it (``Candidate.tables``)."""
     from torchwheel.analysis.wheelfacts import torch_need_of
 
+    tables = tables if tables is not None else shipped_tables()
     archive, sha256 = _opened(path, origin, page_hashes, sha256)
     with archive:
         c = archive.contents
-        facts = _facts(archive, table, verify_hashes=True) if verify_hashes else None
+        facts = _facts(archive, tables, verify_hashes=True) if verify_hashes else None
         hashes: dict[str, tuple[str | None, int]] | None = dict(facts.hashes) if facts is not None else None
-        parsed, meta, need = declared(c, path.name, archive.member_size, hashes)
+        parsed, meta, need = declared(c, path.name, archive.member_size, hashes, tables.releases)
         if need is None:  # untagged (or tagged before every axis was written): the binaries say it
-            need = torch_need_of(facts or checked or _facts(archive, table, verify_hashes=False))
+            need = torch_need_of(facts or checked or _facts(archive, tables, verify_hashes=False))
     return Candidate(
         path=path,
         origin=origin,
@@ -205,4 +213,5 @@ def read_candidate(
         sha256=sha256,
         metadata=c.metadata_text.encode() if verify_hashes else b"",
         facts=facts,
+        tables=tables,
     )

@@ -69,8 +69,10 @@ def torch_verdict(c: Candidate, target: TorchTarget) -> Verdict:
     """``verdicts.verdict`` for the target's torch; for a plan that named only a minor, over
     every release of it (``verdicts.minor_verdict``): the rule ``index`` and ``matrix`` apply."""
     if target.torch is not None and target.torch_minor_only:
-        return minor_verdict(c.torch, target.markers, minor_of(target.torch), target.build, target.gpu)
-    return verdict(c.torch, target.markers, target.torch, target.build, target.gpu)
+        return minor_verdict(
+            c.torch, target.markers, minor_of(target.torch), target.build, target.gpu, tables=c.tables
+        )
+    return verdict(c.torch, target.markers, target.torch, target.build, target.gpu, tables=c.tables)
 
 
 class Tagged(Protocol):
@@ -177,7 +179,7 @@ def choose(
 def fit(c: Candidate, torch: Minor, build: TorchBuild | None = None) -> Verdict:
     """One wheel on every release of one torch minor (of one build, when given): the verdict
     ``select`` gives, with the wheel's own platform for its requirements' markers."""
-    return minor_verdict(c.torch, markers_for_tags(c.tags), torch, build)
+    return minor_verdict(c.torch, markers_for_tags(c.tags), torch, build, tables=c.tables)
 
 
 def needed_minors(needs: Iterable[TorchNeed]) -> set[Minor]:

@@ -38,7 +38,7 @@ from torchwheel.safeopen import open_regular
 from torchwheel.selection import remote
 from torchwheel.selection.candidates import Candidate, Gathered, Skipped, read_candidate
 from torchwheel.selection.target import TorchTarget
-from torchwheel.tables.symtable import SymbolTable
+from torchwheel.tables.tableset import Tables
 from torchwheel.wheel.contents import project_of
 
 _JSON = ".json"  # a PEP 691 page on disk: index.json, or any page named *.json
@@ -293,14 +293,14 @@ def gather(
     verify_hashes: bool = False,
     target: TorchTarget | None = None,
     scratch: Path | None = None,
-    table: SymbolTable | None = None,
+    tables: Tables | None = None,
     pre: bool = False,
 ) -> Gathered:
     """Every candidate of ``sources`` and ``indexes`` (index roots: ``-i``), of the projects
     ``names`` (all when empty). Hosted wheels are downloaded into ``scratch`` (``gathering``
     makes one): for a ``target`` only those that can still be chosen, else all.
-    ``verify_hashes``: every member hashed against RECORD too (``read_candidate``); ``table``:
-    the shim table an untagged wheel's binaries are judged with (``--symbols``); ``pre``:
+    ``verify_hashes``: every member hashed against RECORD too (``read_candidate``); ``tables``:
+    the tables each wheel is read and judged with (``--symbols``; None: the shipped ones); ``pre``:
     pre-releases may be the choice (``--pre``), so they are downloaded too."""
     out = Gathered()
     walk = _Walk(frozenset(canonicalize_name(n) for n in names), out, fetch.Session())
@@ -323,7 +323,7 @@ def gather(
     for path, origin, hashes in walk.local:
         name = _project_of(path.name)
         try:  # the page's digests checked in the one pass that reads the file
-            cand = read_candidate(path, origin, verify_hashes, table, page_hashes=hashes)
+            cand = read_candidate(path, origin, verify_hashes, tables, page_hashes=hashes)
         except (InputError, InvalidVersion, ValueError) as exc:
             out.skipped.append(Skipped(str(path), str(exc), name))
             continue
@@ -335,7 +335,7 @@ def gather(
             )
         local = list(out.candidates)
         for cand in remote.fetch_all(
-            walk.hosted, local, target, walk.session, scratch, verify_hashes, out, table, pre=pre
+            walk.hosted, local, target, walk.session, scratch, verify_hashes, out, tables, pre=pre
         ):
             add(cand)
     return out
@@ -349,7 +349,7 @@ def gathering(
     indexes: Iterable[str] = (),
     verify_hashes: bool = False,
     target: TorchTarget | None = None,
-    table: SymbolTable | None = None,
+    tables: Tables | None = None,
     pre: bool = False,
 ) -> Iterator[Gathered]:
     """``gather`` with a download folder that lives as long as the block: an install or an
@@ -362,6 +362,6 @@ def gathering(
             verify_hashes=verify_hashes,
             target=target,
             scratch=Path(scratch),
-            table=table,
+            tables=tables,
             pre=pre,
         )

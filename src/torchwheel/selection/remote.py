@@ -41,7 +41,7 @@ from torchwheel.net import fetch, pages
 from torchwheel.selection.candidates import Candidate, Gathered, Skipped, read_candidate
 from torchwheel.selection.choose import HELD_BACK, holds_back_pre, judge, tag_order, tag_rank, tag_reason
 from torchwheel.selection.target import TorchTarget
-from torchwheel.tables.symtable import SymbolTable
+from torchwheel.tables.tableset import Tables, shipped_tables
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.verdicts import requirement_excludes
 from torchwheel.wheel.contents import WheelName, parse_filename
@@ -83,14 +83,14 @@ def _python_excludes(spec: str | None, target: TorchTarget, source: str) -> str:
     return f"Requires-Python {found} excludes Python {target.python_version} ({source})"
 
 
-def _torch_excludes(text: str, target: TorchTarget) -> str:
+def _torch_excludes(text: str, target: TorchTarget, tables: Tables) -> str:
     """What the wheel's ``Requires-Dist: torch`` says about the target's torch, from its
     METADATA alone: the reason it is excluded, or "" when only the wheel can tell."""
     reqs = parse_metadata(text).torch_requirements
     if target.torch is None or not reqs:
         return ""
     torches = (
-        torch_releases.releases_of(torch_releases.minor_of(target.torch))
+        tables.releases.releases_of(torch_releases.minor_of(target.torch))
         if target.torch_minor_only
         else (target.torch,)
     )
@@ -105,10 +105,10 @@ class _Fetcher:
         scratch: Path,
         verify_hashes: bool,
         out: Gathered,
-        table: SymbolTable | None = None,
+        tables: Tables | None = None,
     ) -> None:
         self.session, self.scratch, self.verify_hashes, self.out = session, scratch, verify_hashes, out
-        self.table = table
+        self.tables = tables if tables is not None else shipped_tables()
         self.count = 0
 
     def skip(self, f: HostedFile, reason: str, name: NormalizedName | None) -> None:
@@ -145,7 +145,7 @@ class _Fetcher:
         except InputError as exc:
             self.skip(f, str(exc), listed.wheel.name)
             return None
-        return _python_excludes(spec, target, "its .metadata") or _torch_excludes(text, target)
+        return _python_excludes(spec, target, "its .metadata") or _torch_excludes(text, target, self.tables)
 
     def download(self, f: HostedFile, name: NormalizedName | None) -> Candidate | None:
         # a folder per wheel kept (two pages may list one file name), reused after a failed
@@ -157,7 +157,7 @@ class _Fetcher:
             self.session.download(f.link.url, dest, f.link.hashes, f.link.size)
             # the download checked the page's digests as it came: its sha256 is known
             known = f.link.hashes.get("sha256", "")
-            cand = read_candidate(dest, f.origin, self.verify_hashes, self.table, sha256=known)
+            cand = read_candidate(dest, f.origin, self.verify_hashes, self.tables, sha256=known)
         except fetch.Exhausted:
             raise
         except (InputError, InvalidVersion, ValueError) as exc:
@@ -200,13 +200,13 @@ def fetch_all(
     scratch: Path,
     verify_hashes: bool,
     out: Gathered,
-    table: SymbolTable | None = None,
+    tables: Tables | None = None,
     *,
     pre: bool = False,
 ) -> list[Candidate]:
     """The hosted wheels as candidates: every one without a target, else only those that can
     still be chosen beside ``local`` (read already); the rest go to ``out.unopened``."""
-    fetcher = _Fetcher(session, scratch, verify_hashes, out, table)
+    fetcher = _Fetcher(session, scratch, verify_hashes, out, tables)
     listed = list(_listed(files, out))
     if target is None:
         return [c for f, w in listed if (c := fetcher.download(f, w.name)) is not None]

@@ -65,10 +65,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "Dating",
     "ExportIndex",
-    "exports_index",
     "name_hash",
     "platform_of",
-    "use",
+    "shipped_index",
 ]
 
 MAGIC = b"TWTXIDX\n"
@@ -374,41 +373,11 @@ def platform_of(fmt: str, arch: str) -> str:
     return f"{_OS.get(fmt, fmt)}-{arch}"
 
 
-_chosen: dict[str, tuple[bytes, str]] = {}  # platform -> a tables file's index, and where it is
-_parsed: dict[str, ExportIndex] = {}
-
-
-def use(indexes: dict[str, tuple[bytes, str]]) -> None:
-    """Judge with these indexes (a tables file's, ``tablechoice``: the bytes and where they
-    are) where they name the platform, the shipped ones elsewhere; ``{}`` goes back to the
-    shipped ones. Process-wide, like the release list: every verdict of a run reads one set
-    of tables. Each is read and checked when a verdict first needs it, as the shipped ones
-    are (most runs judge no unstable wheel): a defect is one ``InputError`` then."""
-    _chosen.clear()
-    _parsed.clear()
-    _chosen.update(indexes)
-
-
-def exports_index(platform: str) -> ExportIndex | None:
-    """The index for ``platform`` (the shim table's keys: ``linux-x86_64``, ``macos-arm64``,
-    ``windows-x86_64``): a chosen tables file's, else the shipped one; None when neither has one."""
-    if platform not in _chosen:
-        return shipped_index(platform)
-    index = _parsed.get(platform)
-    if index is None:
-        data, where = _chosen[platform]
-        index = ExportIndex.from_bytes(data, where)
-        if index.platform != platform:
-            raise InputError(
-                f"{where}: the index inside is for {index.platform!r}", reference="tables-file-invalid"
-            )
-        _parsed[platform] = index
-    return index
-
-
 @functools.cache
 def shipped_index(platform: str) -> ExportIndex | None:
-    """The index shipped for ``platform``; None when none ships. Read once per process."""
+    """The index shipped for ``platform``; None when none ships. Read once per process: the
+    package's own data, the same for every set of tables (``tableset.Tables.exports_index``
+    asks it for a platform a tables file has no index of)."""
     if not _PLATFORM.fullmatch(platform):
         return None
     resource = resources.files("torchwheel") / "data" / f"torch_exports_{platform}.bin"

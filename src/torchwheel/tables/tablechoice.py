@@ -1,7 +1,8 @@
 """Which tables a run judges with, and how they were chosen.
 
-torchwheel's verdicts rest on three tables: the shim table (``symtable``), what each torch
-minor exports (``exports``) and the list of torch releases (``torch_releases``). On the day
+torchwheel's verdicts rest on four tables: the shim table (``symtable``), what each torch
+minor exports (``exports``), the list of torch releases (``torch_releases``) and the backend
+list (``torch_backends``). On the day
 a torch minor ships, every shipped copy is one minor behind, and a CI job pins its torchwheel
 for months; ``torchwheel symbols update`` refreshes all three from that torch into one tables
 file. That file only helps if every command that judges can be pointed at it, the same way in
@@ -26,8 +27,9 @@ its remedy, ``symbols update``, must not build on it. So it is set aside (rename
 itself, ``tables.json.unreadable``, never deleted) with one warning, and the shipped tables
 are used. A file named by ``--symbols``, the environment or ``pyproject.toml`` was asked for:
 it stays an error. ``symbols update`` holds ``tables_lock`` from choosing its base to writing,
-so two at once run one after the other and the second builds on the first. Choosing installs the file's release list and indexes for the whole process
-(``torch_releases.use``, ``exports.use``): every verdict of one run reads one set of tables.
+so two at once run one after the other and the second builds on the first. What is chosen
+is one value (``tableset.Tables``) that the caller holds and passes down: nothing is switched
+for the process, so two sets of tables in one process give two answers.
 """
 
 from __future__ import annotations
@@ -35,64 +37,20 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Mapping
-from dataclasses import field, replace
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from packaging.version import Version
 
 from torchwheel.errors import InputError, clipped
-from torchwheel.frozen import frozen
-from torchwheel.tables.symtable import SymbolTable, load_shipped, shape
-from torchwheel.torchabi import torch_backends, torch_releases
-
-_EXPORTS_MODULE = "torchwheel.tables.exports"
+from torchwheel.tables.symtable import SymbolTable, shape
+from torchwheel.tables.tableset import Tables, shipped_tables
+from torchwheel.torchabi.torch_backends import Backends, ordered, shipped_backends
+from torchwheel.torchabi.torch_releases import releases_from, shipped_releases
 
 ENV_VAR = "TORCHWHEEL_SYMBOLS"
-SHIPPED = "shipped"
 USER_FILE = "user tables"
-
-
-@frozen
-class ChosenTable:
-    """The tables of a run: the shim table, and where a file gives them, its release list
-    (empty: the shipped one) and export indexes (a platform it lacks keeps the shipped one)."""
-
-    table: SymbolTable
-    origin: str  # "shipped" or the file the tables were read from
-    how: str  # "--symbols", ENV_VAR, "pyproject.toml", USER_FILE or "shipped"
-    releases: tuple[Version, ...] = ()
-    indexes: Mapping[str, bytes] = field(default_factory=dict, repr=False, compare=False)
-    warning: str = ""  # the user tables file could not be read and was set aside (module docstring)
-    backends: tuple[str, ...] = ()  # the backend table (empty: the shipped one)
-
-    @property
-    def newest(self) -> Version:
-        """The newest torch any of the three tables speaks for."""
-        newest = Version(self.table.newest.release)
-        return max([newest, *self.releases[-1:]])
-
-    @property
-    def label(self) -> str:
-        releases = self.table.sources
-        span = f"torch {releases[0]}..{releases[-1]}" if releases else "no source releases"
-        where = "shipped table" if self.origin == SHIPPED else f"{self.origin} (from {self.how})"
-        extra = f", releases to {self.releases[-1]}" if self.releases else ""
-        extra += "".join(f", {p} exports" for p in sorted(self.indexes))
-        extra += f", backends to {', '.join(self.backends[-3:])}" if self.backends else ""
-        return f"{where}: {len(self.table.symbols)} shims, {span}{extra}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "origin": self.origin,
-            "chosen_by": self.how,
-            "sources": list(self.table.sources),
-            "symbols": len(self.table.symbols),
-            "releases_newest": str(self.releases[-1] if self.releases else torch_releases.newest()),
-            "exports_from_file": sorted(self.indexes),
-            "backends": list(self.backends or torch_backends.backends()),
-        }
 
 
 def user_tables_path() -> Path:
@@ -106,7 +64,7 @@ def user_tables_path() -> Path:
     return Path(base) / "torchwheel" / "tables.json"
 
 
-def read_tables_file(path: Path, how: str) -> ChosenTable:
+def read_tables_file(path: Path, how: str) -> Tables:
     """A tables file as ``symbols update`` writes it; any defect is one ``InputError``."""
     try:
         return _read(path, how)
@@ -116,7 +74,9 @@ def read_tables_file(path: Path, how: str) -> ChosenTable:
         ) from exc
 
 
-def _read(path: Path, how: str) -> ChosenTable:
+def _read(path: Path, how: str) -> Tables:
+    """A file of schema 1 or 2 has no release list and no export indexes, one of schema 3 no
+    backend list: the shipped ones stand in (``Tables.from_file`` says which the file gave)."""
     from torchwheel import safejson  # only a file: the shipped tables are trusted
 
     where = f"symbol table {path}"
@@ -124,8 +84,18 @@ def _read(path: Path, how: str) -> ChosenTable:
     table = SymbolTable.from_document(document, where)
     releases = _releases(document.get("releases", []))
     indexes = _indexes(document.get("exports", {}), where)
-    backends = torch_backends.ordered(document.get("backends", []))
-    return ChosenTable(table, str(path), how, releases, indexes, backends=backends)
+    backends = ordered(document.get("backends", []))
+    given = frozenset(name for name, found in (("releases", releases), ("backends", backends)) if found)
+    shipped = shipped_backends()
+    return Tables(
+        table,
+        releases_from(releases) if releases else shipped_releases(),
+        Backends(backends, shipped.representatives) if backends else shipped,
+        str(path),
+        how,
+        indexes,
+        from_file=given,
+    )
 
 
 @contextlib.contextmanager
@@ -221,7 +191,7 @@ def _releases(texts: list[str]) -> tuple[Version, ...]:
 
 def _indexes(encoded: dict[str, str], where: str) -> dict[str, bytes]:
     """Each platform's index file; the index itself is read and checked where a verdict first
-    needs it (``exports.use``), as the shipped ones are."""
+    needs it (``tableset.Tables.exports_index``), as the shipped ones are."""
     import base64
     import binascii
 
@@ -237,26 +207,9 @@ def _indexes(encoded: dict[str, str], where: str) -> dict[str, bytes]:
     return out
 
 
-def choose_table(cli: Path | None, configured: Path | None) -> ChosenTable:
-    """``configured`` is the path from ``[tool.torchwheel]``, already made absolute. The
-    chosen tables become the process's (module docstring)."""
-    return activate(_choose(cli, configured))
-
-
-def activate(chosen: ChosenTable) -> ChosenTable:
-    """Make ``chosen``'s release list and export indexes the process's (a scan worker, an API
-    call given a table, do this for the table the command chose)."""
-    torch_releases.use(chosen.releases or None)
-    torch_backends.use(chosen.backends or None)
-    if chosen.indexes or _EXPORTS_MODULE in sys.modules:  # nothing to undo in a module not loaded
-        from torchwheel.tables import exports
-
-        where = f"{chosen.origin} ({chosen.how})"
-        exports.use({p: (data, f"{where}: exports {clipped(p, 40)!r}") for p, data in chosen.indexes.items()})
-    return chosen
-
-
-def _choose(cli: Path | None, configured: Path | None) -> ChosenTable:
+def choose_tables(cli: Path | None, configured: Path | None) -> Tables:
+    """The tables of a run (module docstring); ``configured`` is the path from
+    ``[tool.torchwheel]``, already made absolute."""
     if cli is not None:
         return read_tables_file(cli, "--symbols")
     env = os.environ.get(ENV_VAR)
@@ -264,7 +217,7 @@ def _choose(cli: Path | None, configured: Path | None) -> ChosenTable:
         return read_tables_file(Path(env), ENV_VAR)
     if configured is not None:
         return read_tables_file(configured, "pyproject.toml")
-    shipped = ChosenTable(load_shipped(), SHIPPED, SHIPPED)
+    shipped = shipped_tables()
     user = user_tables_path()
     if user.is_file():
         try:
@@ -275,14 +228,8 @@ def _choose(cli: Path | None, configured: Path | None) -> ChosenTable:
             found = _read(user, USER_FILE)
         except InputError as exc:
             return replace(shipped, warning=_set_aside(user, seen, exc))
-        newest = _shipped_newest(shipped)
-        more_backends = set(found.backends) - set(torch_backends.shipped())
+        newest = max(shipped.newest, shipped_releases().newest())
+        more_backends = set(found.backends.names) - set(shipped_backends().names)
         if found.newest > newest or (found.newest == newest and more_backends):
             return found
     return shipped
-
-
-def _shipped_newest(shipped: ChosenTable) -> Version:
-    torch_releases.use(None)
-    torch_backends.use(None)
-    return max(shipped.newest, torch_releases.newest())

@@ -26,7 +26,7 @@ from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.safeopen import open_regular
 from torchwheel.tables import exports_update
-from torchwheel.tables.exports import ExportIndex, exports_index, name_hash, platform_of
+from torchwheel.tables.exports import ExportIndex, name_hash, platform_of, shipped_index
 from torchwheel.tables.shim_headers import scan_headers
 from torchwheel.tables.symtable import SymbolTable, load_shipped, merge_all, shape
 from torchwheel.torchabi import torch_backends
@@ -34,12 +34,13 @@ from torchwheel.torchabi.cxxnames import is_unstable
 from torchwheel.torchabi.torchlibs import TorchLibraries, read_torch
 from torchwheel.wheel.temps import OutputKind, replace_atomically
 
-__all__ = ["Tables", "regenerate", "update_tables", "write_atomically", "write_tables"]
+__all__ = ["TablesFile", "regenerate", "update_tables", "write_atomically", "write_tables"]
 
 
 @frozen
-class Tables:
-    """Every table of a tables file, as ``write_tables`` writes it; ``notes``: what changed."""
+class TablesFile:
+    """Every table of a tables file, as ``write_tables`` writes it; ``notes``: what changed.
+    What a run judges with is ``tableset.Tables``, read back from such a file (``tablechoice``)."""
 
     table: SymbolTable
     releases: tuple[Version, ...]
@@ -86,11 +87,11 @@ def update_tables(
     indexes: Mapping[str, ExportIndex | None],
     replace: bool = False,
     backends: Iterable[str] = (),
-) -> Tables:
+) -> TablesFile:
     """Every table refreshed from ``sources`` (torch wheels or installations): the shim table
     from their headers (onto ``base`` unless ``replace``), each one's unstable exports added to
     its platform's index (``indexes``: the base's, by platform; a platform missing here starts
-    from the run's index), each one's release to ``releases`` and its backend (read from its
+    from the shipped index), each one's release to ``releases`` and its backend (read from its
     ``version.py``, local label or METADATA: ``torchlibs``) to ``backends``. A source without
     libraries (an include tree) refreshes the shim table only, and the notes say so."""
     table = regenerate(sources, None, extend=not replace, base=base)
@@ -115,7 +116,7 @@ def update_tables(
             notes.append(f"{clipped(source, 120)}: backend {torch.build.backend} ({torch.build.words}) added")
         platform = _platform(torch)
         if platform not in current:
-            current[platform] = None if replace else exports_index(platform)
+            current[platform] = None if replace else shipped_index(platform)
         hashes, release = _hashed(version, torch, source)
         torch = None  # its names go before the index is rebuilt (memory: 700,000 names are 180 MB)
         data, what = _add(current[platform], platform, release, hashes, source)
@@ -128,7 +129,7 @@ def update_tables(
             out[platform] = index.raw  # as it was read
     if library_needs:
         table = _with_needs(table, library_needs)
-    return Tables(table, tuple(sorted(known)), out, tuple(notes), torch_backends.ordered(named))
+    return TablesFile(table, tuple(sorted(known)), out, tuple(notes), torch_backends.ordered(named))
 
 
 #: torch's library whose exports need it loaded: the Python bindings (``python_shim.h``:
@@ -251,7 +252,7 @@ def _today() -> str:
     return date.today().isoformat()
 
 
-def write_tables(path: Path, tables: Tables) -> None:
+def write_tables(path: Path, tables: TablesFile) -> None:
     write_atomically(path, tables.to_json())
 
 

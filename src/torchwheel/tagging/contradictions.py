@@ -16,10 +16,11 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from torchwheel.errors import InputError, clipped
+from torchwheel.tables.tableset import Tables
 from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.need import TorchNeed, local_minor, need_from_fields, show_releases
-from torchwheel.torchabi.torch_releases import show_minor
+from torchwheel.torchabi.torch_releases import Releases, show_minor
 from torchwheel.torchabi.verdicts import minor_verdict
 from torchwheel.version import FeatureVersion
 
@@ -38,9 +39,10 @@ def check_importable(need: TorchNeed) -> None:
         )
 
 
-def check_build_torch(need: TorchNeed, opts: TagOptions) -> None:
+def check_build_torch(need: TorchNeed, opts: TagOptions, releases: Releases) -> None:
     """``--build-torch X.Y`` names the one torch of a version-locked build: pointless on any
-    other wheel, and a lie against a requirement that admits no release of X.Y."""
+    other wheel, and a lie against a requirement that admits no release of X.Y (of
+    ``releases``, the run's list)."""
     if opts.build_torch is None:
         return
     build = torch_releases.minor_of(FeatureVersion.parse(opts.build_torch))
@@ -62,19 +64,23 @@ def check_build_torch(need: TorchNeed, opts: TagOptions) -> None:
             "(Torch-ABI-Builds); drop it",
             reference="rewrite-refused",
         )
-    if build > torch_releases.minor_of(torch_releases.future()):
+    if build > torch_releases.minor_of(releases.future()):
         return  # no such torch yet: ``requirement`` refuses it in its own words
     for req in need.requirements:
-        if req.marker is None and build not in torch_releases.admitted_minors(req.specifier):
+        if req.marker is None and build not in releases.admitted_minors(req.specifier):
             raise InputError(
                 f"{said} contradicts the wheel's Requires-Dist {clipped(req)} (it admits torch "
-                f"{torch_releases.spec_span(req.specifier)}): fix the requirement in the project (or the option)",
+                f"{releases.spec_span(req.specifier)}): fix the requirement in the project (or the option)",
                 reference="rewrite-refused",
             )
 
 
 def check_local_label(
-    fields: list[tuple[str, str]], reqs: tuple[Requirement, ...], version: str, opts: TagOptions
+    fields: list[tuple[str, str]],
+    reqs: tuple[Requirement, ...],
+    version: str,
+    opts: TagOptions,
+    tables: Tables,
 ) -> None:
     """A ``--local-label`` that names a torch (``torch2.13``) must name one the wheel, as
     written (its WHEEL ``fields``, ``reqs``: its new torch requirement), loads on; else
@@ -87,8 +93,8 @@ def check_local_label(
     stated: dict[str, list[str]] = {}
     for name, value in fields:
         stated.setdefault(name, []).append(value)
-    need = need_from_fields(stated, reqs, Version(version))
-    found = minor_verdict(need, None, minor) if need is not None else None
+    need = need_from_fields(stated, reqs, Version(version), tables.releases)
+    found = minor_verdict(need, None, minor, tables=tables) if need is not None else None
     if found is not None and not found.loads and found.axis in ("version", "requirement"):
         raise InputError(
             f"--local-label {opts.local_label} names torch {show_minor(minor)}, but the wheel does not load "

@@ -285,19 +285,21 @@ def plan(w: WheelFacts, opts: TagOptions) -> Plan:
     wheel_name = f"{c.dist_info}/WHEEL"
     meta_name = f"{c.dist_info}/METADATA"
     check_importable(need)
-    check_build_torch(need, opts)
+    check_build_torch(need, opts, w.tables.releases)
     if w.provides_libtorch:  # torch itself: it cannot require torch
         new_meta, meta_notes = c.metadata_text, ["torch itself: Requires-Dist left as it is"]
     else:
         new_meta, meta_notes = with_torch_requirements(
-            c.metadata_text, need, opts, named_minor(c.filename_name)
+            c.metadata_text, need, opts, named_minor(c.filename_name), releases=w.tables.releases
         )
         if opts.release_requirements is not None:  # tag --release: the set shared by all wheels
             new_meta, meta_notes = apply_requirements(c.metadata_text, opts.release_requirements, name)
     fields = torch_abi_fields(need)
     new_wheel = wheel_file_text(c.wheel_text, ordered, fields)
     filename, new_meta, new_wheel, name_notes = naming.naming(filename, new_meta, new_wheel, opts)
-    check_local_label(fields, parse_metadata(new_meta).torch_requirements, filename.split("-")[1], opts)
+    check_local_label(
+        fields, parse_metadata(new_meta).torch_requirements, filename.split("-")[1], opts, w.tables
+    )
     changes += name_notes
     members = {
         wheel_name: new_wheel.encode(),

@@ -106,10 +106,10 @@ def _label_is_not_the_only_pin(w: WheelFacts, version: Version, where: str) -> N
     if w.provides_libtorch:
         return
     reqs = w.metadata.torch_requirements
-    need = need_from_fields(w.contents.wheel_fields, reqs, version) or w.torch_need
+    need = need_from_fields(w.contents.wheel_fields, reqs, version, w.tables.releases) or w.torch_need
     if need.kind != "unstable" or need.releases_from != "label":
         return
-    after, _ = claimed_releases(reqs, Version(version.public))
+    after, _ = claimed_releases(reqs, Version(version.public), w.tables.releases)
     if after != need.releases:
         torch = show_releases(need.releases)
         raise InputError(

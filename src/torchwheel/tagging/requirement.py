@@ -20,7 +20,7 @@ from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi import torch_releases
 from torchwheel.torchabi.cxxnames import names_text
 from torchwheel.torchabi.need import TorchNeed, show_releases
-from torchwheel.torchabi.torch_releases import show_minor
+from torchwheel.torchabi.torch_releases import Releases, show_minor
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.metadata_edit import rewrite_requirements, verify_requirements
 
@@ -40,27 +40,27 @@ def _render(req: Requirement, spec: str) -> str:
     return f"{req.name}{extras}{spec}{marker}"
 
 
-def _is_correct(req: Requirement, abi: TorchNeed) -> bool:
+def _is_correct(req: Requirement, abi: TorchNeed, releases: Releases) -> bool:
     """Is the author's requirement already what the binaries need (so ``tag`` keeps it)?"""
     spec = req.specifier
     if abi.kind == "stable" and abi.floor is not None:
-        loads = [v for v in torch_releases.admitted(spec) if v >= Version(abi.floor.release)]
+        loads = [v for v in releases.admitted(spec) if v >= Version(abi.floor.release)]
         return (
-            torch_releases.older_admitted(spec, abi.floor) is None
-            and bool(loads or torch_releases.admits_future(spec))
-            and len(torch_releases.admitted_minors(spec)) > 1
+            releases.older_admitted(spec, abi.floor) is None
+            and bool(loads or releases.admits_future(spec))
+            and len(releases.admitted_minors(spec)) > 1
         )
     if abi.per_release:  # per-minor builds: the wheel picks its library, any requirement is the author's
         return True
-    return torch_releases.pinned_minor(spec) is not None
+    return releases.pinned_minor(spec) is not None
 
 
-def _known(minor: str, what: str) -> None:
+def _known(minor: str, what: str, releases: Releases) -> None:
     """``tag`` never writes a requirement no torch release can satisfy."""
-    if torch_releases.parse_minor(minor) > torch_releases.minor_of(torch_releases.newest()):
+    if torch_releases.parse_minor(minor) > torch_releases.minor_of(releases.newest()):
         raise InputError(
             f"{what} torch {minor}, newer than any torch release this torchwheel knows "
-            f"(newest {torch_releases.newest()}): writing torch>={minor} would admit no torch it knows; "
+            f"(newest {releases.newest()}): writing torch>={minor} would admit no torch it knows; "
             "check TORCH_TARGET_VERSION, or run `torchwheel symbols update TORCH_WHEEL_OR_ENV` with that torch (TW207)",
             reference="tables-outdated",
         )
@@ -91,10 +91,16 @@ def _upper_bound(text: str) -> str:
 
 
 def desired_spec(
-    abi: TorchNeed, reqs: tuple[Requirement, ...], opts: TagOptions, named: str | None = None
+    abi: TorchNeed,
+    reqs: tuple[Requirement, ...],
+    opts: TagOptions,
+    named: str | None = None,
+    *,
+    releases: Releases,
 ) -> str | None:
     """The requirement ``tag`` writes; ``named``: the torch minor the distribution's name
-    spells, which the refusal of an undated unstable build suggests (never applies). A need
+    spells, which the refusal of an undated unstable build suggests (never applies);
+    ``releases``: the run's release list (the wheel's facts were read with it). A need
     with imports newer than the tables is refused: its floor or its dating is a guess
     (an unstable build's --build-torch is the author's word, and is taken)."""
     if abi.newer and abi.tables is not None and not (abi.kind == "unstable" and opts.build_torch):
@@ -107,7 +113,7 @@ def desired_spec(
         )
     if abi.kind == "stable" and abi.floor is not None:
         t: FeatureVersion = abi.floor
-        _known(t.minor_release, "the binaries need")
+        _known(t.minor_release, "the binaries need", releases)
         spec = f">={t.minor_release if t.patch == 0 else t.release}"
         return spec + (f",<{_upper_bound(opts.upper_bound)}" if opts.upper_bound else "")
     if abi.per_release:
@@ -115,9 +121,9 @@ def desired_spec(
     if abi.kind == "unstable":
         if opts.build_torch:
             build = FeatureVersion.parse(opts.build_torch).minor_release
-            _known(build, "--build-torch names")
+            _known(build, "--build-torch names", releases)
             return f"=={build}.*"
-        minor = next((m for r in reqs if (m := torch_releases.pinned_minor(r.specifier)) is not None), None)
+        minor = next((m for r in reqs if (m := releases.pinned_minor(r.specifier)) is not None), None)
         if minor is not None:
             return f"=={show_minor(minor)}.*"
         said = []
@@ -135,10 +141,10 @@ def desired_spec(
     return None
 
 
-def _probes() -> tuple[Version, ...]:
+def _probes(releases: Releases) -> tuple[Version, ...]:
     """What a requirement is tested against: every known torch release, and one that stands
     for the releases to come (``releases``)."""
-    return (*torch_releases.releases(), torch_releases.future())
+    return (*releases.versions, releases.future())
 
 
 def _implied(clause: Specifier, desired: SpecifierSet) -> bool:
@@ -164,11 +170,11 @@ def _implied(clause: Specifier, desired: SpecifierSet) -> bool:
     return False
 
 
-def narrowed(req: Requirement, desired: SpecifierSet) -> str | None:
+def narrowed(req: Requirement, desired: SpecifierSet, releases: Releases) -> str | None:
     """The author's requirement intersected with what the binaries need: the author's own
     text when it is already inside ``desired``, else ``desired`` plus every author clause
     ``desired`` does not imply. None when nothing is left (the two exclude each other)."""
-    probes = _probes()
+    probes = _probes(releases)
     admitted = [v for v in probes if req.specifier.contains(v, prereleases=True)]
     if admitted and all(desired.contains(v, prereleases=True) for v in admitted):
         return str(req.specifier)
@@ -181,15 +187,13 @@ def narrowed(req: Requirement, desired: SpecifierSet) -> str | None:
 
 
 def merged_requirement(
-    req: Requirement, spec: str, abi: TorchNeed, opts: TagOptions
+    req: Requirement, spec: str, abi: TorchNeed, opts: TagOptions, releases: Releases
 ) -> tuple[str, list[str]]:
     """The new specifier of one author's torch requirement, and notes. Only narrows by
     default: an author's pin may have reasons the binaries do not show, so widening it
     (TW502) is ``--relax-pin``'s, as is replacing one that excludes every usable torch."""
-    new = narrowed(req, SpecifierSet(spec))
-    pinned = abi.kind == "stable" and (
-        new is None or len(torch_releases.admitted_minors(SpecifierSet(new))) <= 1
-    )
+    new = narrowed(req, SpecifierSet(spec), releases)
+    pinned = abi.kind == "stable" and (new is None or len(releases.admitted_minors(SpecifierSet(new))) <= 1)
     if (pinned or new is None) and opts.relax_pin:
         return spec, [f"Requires-Dist: {clipped(req)} -> {clipped(_render(req, spec))} (relax-pin)"]
     if new is None:
@@ -212,14 +216,14 @@ def merged_requirement(
 
 
 def with_torch_requirements(
-    original: str, abi: TorchNeed, opts: TagOptions, named: str | None = None
+    original: str, abi: TorchNeed, opts: TagOptions, named: str | None = None, *, releases: Releases
 ) -> tuple[str, list[str]]:
     """Rewrite only the ``Requires-Dist: torch`` header lines; everything else byte for byte
     (CRLF or LF, a body or a ``Description`` header: ``metadataedit``)."""
     notes: list[str] = []
 
     def edit(reqs: list[Requirement]) -> tuple[dict[int, str], str | None]:
-        spec = desired_spec(abi, tuple(reqs), opts, named)
+        spec = desired_spec(abi, tuple(reqs), opts, named, releases=releases)
         if spec is None:
             return {}, None
         if not reqs:
@@ -227,9 +231,9 @@ def with_torch_requirements(
             return {}, f"torch{spec}"
         replaced: dict[int, str] = {}
         for k, req in enumerate(reqs):
-            if opts.keep_correct and _is_correct(req, abi) and not opts.upper_bound:
+            if opts.keep_correct and _is_correct(req, abi, releases) and not opts.upper_bound:
                 continue
-            new_spec, req_notes = merged_requirement(req, spec, abi, opts)
+            new_spec, req_notes = merged_requirement(req, spec, abi, opts, releases)
             notes.extend(req_notes)
             if new_spec != str(req.specifier):
                 replaced[k] = _render(req, new_spec)

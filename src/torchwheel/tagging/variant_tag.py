@@ -42,7 +42,10 @@ def variant_plan(p: Plan, dist_info: str, w: WheelFacts) -> Plan:
     meta = parse_metadata(p.members[f"{dist_info}/METADATA"].decode())
     version = Version(dist_info.removesuffix(".dist-info").rpartition("-")[2])
     need = need_from_fields(
-        parse_wheel_fields(p.members[f"{dist_info}/WHEEL"].decode()), meta.torch_requirements, version
+        parse_wheel_fields(p.members[f"{dist_info}/WHEEL"].decode()),
+        meta.torch_requirements,
+        version,
+        w.tables.releases,
     )
     if need is None:
         raise InputError(

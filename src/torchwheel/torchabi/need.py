@@ -39,7 +39,7 @@ from torchwheel.frozen import frozen
 from torchwheel.torchabi import backend, torch_releases
 from torchwheel.torchabi.backend import BuildSet
 from torchwheel.torchabi.cxxnames import names_text
-from torchwheel.torchabi.torch_releases import Minor, minor_of
+from torchwheel.torchabi.torch_releases import Minor, Releases, minor_of
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.metadata import (
     TORCH_ABI_BUILDS_FIELD,
@@ -261,11 +261,12 @@ class OptionalPart:
         return shown + (f" and {len(self.files) - 2} more" if len(self.files) > 2 else "")
 
 
-def requirement_pinned_minor(reqs: Iterable[Requirement]) -> Minor | None:
+def requirement_pinned_minor(reqs: Iterable[Requirement], releases: Releases) -> Minor | None:
     """The torch minor an unstable build names by its unconditional one-minor requirement,
-    read as an installer reads it (``==2.8.0+cpu`` names 2.8.0: ``torch_releases.admits``)."""
+    read as an installer reads it (``==2.8.0+cpu`` names 2.8.0: ``torch_releases.admits``)
+    against the run's release list."""
     for req in reqs:
-        if req.marker is None and (minor := torch_releases.pinned_minor(req.specifier)) is not None:
+        if req.marker is None and (minor := releases.pinned_minor(req.specifier)) is not None:
             return minor
     return None
 
@@ -304,14 +305,14 @@ def local_minor(version: Version) -> Minor | None:
 
 
 def claimed_releases(
-    reqs: Iterable[Requirement], version: Version
+    reqs: Iterable[Requirement], version: Version, releases: Releases
 ) -> tuple[frozenset[Release], ReleasesFrom]:
     """The torch minor an unstable build's own words name, when its binaries do not:
     its ``+torchX.Y`` label, else its one-minor pin (a patch pin, ``==2.9.1``, names the minor:
     the requirement itself keeps the other patches out)."""
     if (minor := local_minor(version)) is not None:
         return frozenset({minor}), "label"
-    if (minor := requirement_pinned_minor(reqs)) is not None:
+    if (minor := requirement_pinned_minor(reqs, releases)) is not None:
         return frozenset({minor}), "pin"
     return frozenset(), ""
 
@@ -345,10 +346,11 @@ def parse_gpu_code(value: str) -> frozenset[str]:
 
 
 def need_from_fields(
-    fields: Mapping[str, list[str]], reqs: tuple[Requirement, ...], version: Version
+    fields: Mapping[str, list[str]], reqs: tuple[Requirement, ...], version: Version, releases: Releases
 ) -> TorchNeed | None:
     """The need WHEEL states (``declared_need``), or None when it does not state every axis
-    (untagged, or tagged before ``Torch-Build`` existed): then the binaries say it."""
+    (untagged, or tagged before ``Torch-Build`` existed): then the binaries say it.
+    ``releases``: the run's release list, which reads a pin and bounds an exports dating."""
     abi, built_for = fields.get(TORCH_ABI_FIELD), fields.get(TORCH_BUILD_FIELD)
     if not abi or not built_for:
         return None
@@ -362,8 +364,11 @@ def need_from_fields(
         per_release[-1] if per_release else None,
         gpu[-1] if gpu else None,
         dated[-1] if dated else None,
+        releases=releases,
     )
-    parts = tuple(_optional_part(line, version) for line in fields.get(TORCH_ABI_OPTIONAL_FIELD, []))
+    parts = tuple(
+        _optional_part(line, version, releases) for line in fields.get(TORCH_ABI_OPTIONAL_FIELD, [])
+    )
     return dataclasses.replace(need, optional=parts) if parts else need
 
 
@@ -376,7 +381,7 @@ _PART_KEYS = {
 }
 
 
-def _optional_part(line: str, version: Version) -> OptionalPart:
+def _optional_part(line: str, version: Version, releases: Releases) -> OptionalPart:
     """A ``Torch-ABI-Optional`` line: ``optional; Torch-ABI=2.11; Torch-Build=cuda-13;
     files=pkg/_C.so`` (``tagging.plan.torch_abi_fields`` writes it)."""
     when, *pairs = [p.strip() for p in line.split(";")]
@@ -395,7 +400,7 @@ def _optional_part(line: str, version: Version) -> OptionalPart:
             need = declared_need(
                 values[TORCH_ABI_FIELD], (), version, values[TORCH_BUILD_FIELD], values.get(TORCH_ABI_BUILDS_FIELD),
                 values.get(TORCH_GPU_FIELD), values.get(TORCH_ABI_EXPORTS_FIELD),
-                source=f"WHEEL {TORCH_ABI_OPTIONAL_FIELD}",
+                source=f"WHEEL {TORCH_ABI_OPTIONAL_FIELD}", releases=releases,
             )  # fmt: skip
             files = tuple(f.strip() for f in values["files"].split(", ") if f.strip())
             kind: OptionalWhen = (
@@ -418,6 +423,8 @@ def declared_need(
     torch_gpu: str | None = None,
     abi_exports: str | None = None,
     source: str = f"WHEEL {TORCH_ABI_FIELD}",
+    *,
+    releases: Releases,
 ) -> TorchNeed:
     """The need a tagged wheel's WHEEL states: ``Torch-ABI`` (``2.10``, ``2.10.1``,
     ``unstable``, ``any``, ``none``), for per-release builds ``Torch-ABI-Builds``, for one
@@ -431,12 +438,10 @@ def declared_need(
         how: ReleasesFrom = "wheel" if abi_builds else "exports"
         found = parse_releases(abi_builds or abi_exports or "") if abi_builds or abi_exports else frozenset()
         if not found:
-            found, how = claimed_releases(reqs, version)
+            found, how = claimed_releases(reqs, version, releases)
         # dated by the tagger's export index: past it (and past this torchwheel's), unknown
         horizon = (
-            max([minor_of(torch_releases.newest()), *((b[0], b[1]) for b in found)])
-            if how == "exports"
-            else None
+            max([minor_of(releases.newest()), *((b[0], b[1]) for b in found)]) if how == "exports" else None
         )
         return TorchNeed("unstable", None, found, how, builds, gpu, reqs, source, tables=horizon)
     if value in ("none", "any"):

@@ -12,10 +12,11 @@ such question is answered here with ``packaging`` specifiers against the list of
 Per-target indexes, ``matrix`` columns and the shim table are cut by minor (``2.12``); a
 patch release adds no API.
 
-The list is one of the tables ``torchwheel symbols update`` refreshes: a tables file chosen
-for the run (``tablechoice``) installs its own list with ``use``. A torch past the newest
-release is "newer than the tables" (``release_newer_than_tables``): a verdict on it rests on the
-stable ABI's promise, never on the list, and says so.
+The list is one of the tables ``torchwheel symbols update`` refreshes: a list is a value
+(``Releases``), the run's one held in its tables (``tables.tableset.Tables``) and passed to
+whatever asks, never a process-wide switch, so two lists in one process give two answers. A
+torch past the newest release is "newer than the tables" (``release_newer_than_tables``): a
+verdict on it rests on the stable ABI's promise, never on the list, and says so.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from torchwheel.frozen import frozen
 from torchwheel.version import FeatureVersion
 
 Minor = tuple[int, int]
@@ -40,68 +42,145 @@ _RELEASES = Path(__file__).parent.parent / "data" / "torch_releases.json"
 #: ships about four minors a year, and a CI job pins its torchwheel for months.
 NEWER_WINDOW = 4
 
-_chosen: tuple[Version, ...] | None = None
+
+@frozen
+class Releases:
+    """The final torch 2.x releases of one set of tables, oldest first (``shipped_releases``
+    or a tables file's): every question about what a requirement admits is asked of one."""
+
+    versions: tuple[Version, ...]
+
+    def newest(self) -> Version:
+        return self.versions[-1]
+
+    def future(self) -> Version:
+        """A stand-in for every release after the newest known one (the next minor's first)."""
+        last = self.newest()
+        return Version(f"{last.major}.{last.minor + 1}.0")
+
+    def release_newer_than_tables(self, v: FeatureVersion | Version | Minor) -> bool:
+        """Is this torch (or minor) past the newest release the tables know?"""
+        minor = v if isinstance(v, tuple) else minor_of(v)
+        return minor > minor_of(self.newest())
+
+    def within_window(self, v: FeatureVersion | Version | Minor) -> bool:
+        """A minor past the tables that a torch released since may well have (``NEWER_WINDOW``)."""
+        minor = v if isinstance(v, tuple) else minor_of(v)
+        last = minor_of(self.newest())
+        return minor[0] == last[0] and last[1] < minor[1] <= last[1] + NEWER_WINDOW
+
+    def tables_note(self, v: FeatureVersion | Version | Minor, tables: Minor | None = None) -> str:
+        """The one wording of the state: ``torch 2.16 is newer than this torchwheel's tables
+        (newest 2.15): run `torchwheel symbols update TORCH_WHEEL_OR_ENV```; ``tables``: the
+        newest minor of the table that decided, when not the release list's."""
+        minor = v if isinstance(v, tuple) else minor_of(v)
+        last = show_minor(tables if tables is not None else minor_of(self.newest()))
+        return (
+            f"torch {show_minor(minor)} is newer than this torchwheel's tables (newest {last}): "
+            "run `torchwheel symbols update TORCH_WHEEL_OR_ENV`"
+        )
+
+    def known_minors(self) -> list[Minor]:
+        """Every torch minor with a release, oldest first."""
+        return sorted({minor_of(v) for v in self.versions})
+
+    def releases_of(self, minor: Minor) -> tuple[Version, ...]:
+        """The known releases of one minor; for a minor the list does not know yet, its ``.0``."""
+        found = tuple(v for v in self.versions if minor_of(v) == minor)
+        return found or (Version(f"{minor[0]}.{minor[1]}.0"),)
+
+    def admitted(self, spec: SpecifierSet) -> tuple[Version, ...]:
+        """The known releases ``spec`` admits, oldest first (``admits``)."""
+        return tuple(v for v in self.versions if admits(spec, v))
+
+    def admits_future(self, spec: SpecifierSet) -> bool:
+        """Does ``spec`` also admit releases newer than every known one (a lower bound does)?"""
+        return admits(spec, self.future())
+
+    def admitted_minors(self, spec: SpecifierSet) -> list[Minor]:
+        """The minors ``spec`` admits a release of; the future minor too when it admits it."""
+        minors = {minor_of(v) for v in self.admitted(spec)}
+        if self.admits_future(spec):
+            minors.add(minor_of(self.future()))
+        return sorted(minors)
+
+    def pinned_minor(self, spec: SpecifierSet) -> Minor | None:
+        """The one torch minor ``spec`` admits releases of (``==2.9.1``, ``==2.13.*``,
+        ``>=2.12,<2.13``), None when it admits several, none, or every release yet to come. A
+        pin to a minor past the list (``==2.16.*`` while the newest is 2.15) names that minor:
+        a torch newer than the tables, not "no torch" (``future_pin``)."""
+        minors = self.admitted_minors(spec)
+        if len(minors) == 1 and minors[0] != minor_of(self.future()):
+            return minors[0]
+        return self.future_pin(spec) if len(minors) <= 1 else None
+
+    def future_pin(self, spec: SpecifierSet) -> Minor | None:
+        """The one minor past the known releases that ``spec`` pins (``==2.16.*``, ``==2.17.0``,
+        ``>=2.16,<2.17``), within ``NEWER_WINDOW``; None when it admits a known release, spans
+        minors, or names none."""
+        if self.admitted(spec):
+            return None
+        for s in spec:
+            try:
+                v = Version(s.version.removesuffix(".*"))
+            except InvalidVersion:
+                continue
+            minor = minor_of(v)
+            if not self.within_window(minor):
+                continue
+            first = Version(f"{minor[0]}.{minor[1]}.0")
+            named = Version(v.base_version) if len(v.release) > 2 else first
+            after = Version(f"{minor[0]}.{minor[1] + 1}.0")
+            if spec.contains(named, prereleases=True) and not spec.contains(after, prereleases=True):
+                return minor
+        return None
+
+    def older_admitted(self, spec: SpecifierSet, floor: FeatureVersion) -> Version | None:
+        """The newest known release ``spec`` admits that is older than ``floor``."""
+        bound = Version(floor.release)
+        older = [v for v in self.admitted(spec) if v < bound]
+        return older[-1] if older else None
+
+    def runs(self, versions: Iterable[Version], open_ended: bool = False) -> str:
+        """Known releases as runs of neighbours in the list: ``2.0.0-2.3.1, 2.10.0 and newer``."""
+        wanted = set(versions)
+        known = self.versions
+        parts: list[list[Version]] = []
+        for i, v in enumerate(known):
+            if v in wanted:
+                if parts and i > 0 and known[i - 1] in wanted:
+                    parts[-1].append(v)
+                else:
+                    parts.append([v])
+        text = [str(p[0]) if len(p) == 1 else f"{p[0]}-{p[-1]}" for p in parts]
+        if open_ended:
+            last = text.pop() if parts and parts[-1][-1] == self.newest() else None
+            text.append(f"{last.split('-')[0]} and newer" if last else f"newer than {self.newest()}")
+        return ", ".join(text) or "no torch release"
+
+    def spec_span(self, spec: SpecifierSet) -> str:
+        """What a specifier admits, in those words."""
+        return span(self.admitted(spec), self.admits_future(spec))
+
+
+def releases_from(found: Iterable[Version]) -> Releases:
+    """A list as a tables file gives it: each release once, oldest first."""
+    return Releases(tuple(sorted(set(found))))
 
 
 @cache
-def _shipped() -> tuple[Version, ...]:
+def shipped_releases() -> Releases:
+    """The list shipped in the package, read once: the tables' default."""
     doc = json.loads(_RELEASES.read_text("utf-8"))
-    return tuple(sorted(Version(v) for v in doc["releases"]))
-
-
-def use(found: Iterable[Version] | None) -> None:
-    """Judge with this list (a tables file's, ``tablechoice``) instead of the shipped one;
-    None goes back to the shipped list. Process-wide: every verdict of a run reads one list."""
-    global _chosen
-    _chosen = tuple(sorted(set(found))) if found is not None else None
-
-
-def releases() -> tuple[Version, ...]:
-    """The final torch 2.x releases, oldest first."""
-    return _chosen if _chosen else _shipped()
-
-
-def newest() -> Version:
-    return releases()[-1]
-
-
-def future() -> Version:
-    """A stand-in for every release after the newest known one (the next minor's first)."""
-    last = newest()
-    return Version(f"{last.major}.{last.minor + 1}.0")
+    return releases_from(Version(v) for v in doc["releases"])
 
 
 def minor_of(v: FeatureVersion | Version) -> Minor:
     return (v.major, v.minor)
 
 
-def release_newer_than_tables(v: FeatureVersion | Version | Minor) -> bool:
-    """Is this torch (or minor) past the newest release the tables know?"""
-    minor = v if isinstance(v, tuple) else minor_of(v)
-    return minor > minor_of(newest())
-
-
-def within_window(v: FeatureVersion | Version | Minor) -> bool:
-    """A minor past the tables that a torch released since may well have (``NEWER_WINDOW``)."""
-    minor = v if isinstance(v, tuple) else minor_of(v)
-    last = minor_of(newest())
-    return minor[0] == last[0] and last[1] < minor[1] <= last[1] + NEWER_WINDOW
-
-
 #: The state's name and remedy, after "torch X.Y is" (every command words it so).
 TABLES_WORDS = "newer than this torchwheel's tables: run `torchwheel symbols update TORCH_WHEEL_OR_ENV`"
-
-
-def tables_note(v: FeatureVersion | Version | Minor, tables: Minor | None = None) -> str:
-    """The one wording of the state: ``torch 2.16 is newer than this torchwheel's tables
-    (newest 2.15): run `torchwheel symbols update TORCH_WHEEL_OR_ENV```; ``tables``: the
-    newest minor of the table that decided, when not the release list's."""
-    minor = v if isinstance(v, tuple) else minor_of(v)
-    last = show_minor(tables if tables is not None else minor_of(newest()))
-    return (
-        f"torch {show_minor(minor)} is newer than this torchwheel's tables (newest {last}): "
-        "run `torchwheel symbols update TORCH_WHEEL_OR_ENV`"
-    )
 
 
 def show_minor(m: Minor) -> str:
@@ -111,17 +190,6 @@ def show_minor(m: Minor) -> str:
 def parse_minor(text: str) -> Minor:
     """``2.12`` or ``2.12.3`` as a minor; ValueError otherwise."""
     return minor_of(FeatureVersion.parse(text))
-
-
-def known_minors() -> list[Minor]:
-    """Every torch minor with a release, oldest first."""
-    return sorted({minor_of(v) for v in releases()})
-
-
-def releases_of(minor: Minor) -> tuple[Version, ...]:
-    """The known releases of one minor; for a minor the list does not know yet, its ``.0``."""
-    found = tuple(v for v in releases() if minor_of(v) == minor)
-    return found or (Version(f"{minor[0]}.{minor[1]}.0"),)
 
 
 def release_of(text: str) -> Version | None:
@@ -158,64 +226,6 @@ def admits(spec: SpecifierSet, version: Version) -> bool:
     return any(spec.contains(Version(f"{version}+{label}"), prereleases=True) for label in local_labels(spec))
 
 
-def admitted(spec: SpecifierSet) -> tuple[Version, ...]:
-    """The known releases ``spec`` admits, oldest first (``admits``)."""
-    return tuple(v for v in releases() if admits(spec, v))
-
-
-def admits_future(spec: SpecifierSet) -> bool:
-    """Does ``spec`` also admit releases newer than every known one (a lower bound does)?"""
-    return admits(spec, future())
-
-
-def admitted_minors(spec: SpecifierSet) -> list[Minor]:
-    """The minors ``spec`` admits a release of; the future minor too when it admits it."""
-    minors = {minor_of(v) for v in admitted(spec)}
-    if admits_future(spec):
-        minors.add(minor_of(future()))
-    return sorted(minors)
-
-
-def pinned_minor(spec: SpecifierSet) -> Minor | None:
-    """The one torch minor ``spec`` admits releases of (``==2.9.1``, ``==2.13.*``,
-    ``>=2.12,<2.13``), None when it admits several, none, or every release yet to come. A
-    pin to a minor past the list (``==2.16.*`` while the newest is 2.15) names that minor:
-    a torch newer than the tables, not "no torch" (``future_pin``)."""
-    minors = admitted_minors(spec)
-    if len(minors) == 1 and minors[0] != minor_of(future()):
-        return minors[0]
-    return future_pin(spec) if len(minors) <= 1 else None
-
-
-def future_pin(spec: SpecifierSet) -> Minor | None:
-    """The one minor past the known releases that ``spec`` pins (``==2.16.*``, ``==2.17.0``,
-    ``>=2.16,<2.17``), within ``NEWER_WINDOW``; None when it admits a known release, spans
-    minors, or names none."""
-    if admitted(spec):
-        return None
-    for s in spec:
-        try:
-            v = Version(s.version.removesuffix(".*"))
-        except InvalidVersion:
-            continue
-        minor = minor_of(v)
-        if not within_window(minor):
-            continue
-        first = Version(f"{minor[0]}.{minor[1]}.0")
-        named = Version(v.base_version) if len(v.release) > 2 else first
-        after = Version(f"{minor[0]}.{minor[1] + 1}.0")
-        if spec.contains(named, prereleases=True) and not spec.contains(after, prereleases=True):
-            return minor
-    return None
-
-
-def older_admitted(spec: SpecifierSet, floor: FeatureVersion) -> Version | None:
-    """The newest known release ``spec`` admits that is older than ``floor``."""
-    bound = Version(floor.release)
-    older = [v for v in admitted(spec) if v < bound]
-    return older[-1] if older else None
-
-
 def span(versions: Iterable[Version], open_ended: bool = False) -> str:
     """Releases as a reader wants them: ``2.9.1``, ``2.10.0-2.15.0``, ``2.10.0 and newer``."""
     found = sorted(set(versions))
@@ -224,26 +234,3 @@ def span(versions: Iterable[Version], open_ended: bool = False) -> str:
     if open_ended:
         return f"{found[0]} and newer"
     return str(found[0]) if len(found) == 1 else f"{found[0]}-{found[-1]}"
-
-
-def runs(versions: Iterable[Version], open_ended: bool = False) -> str:
-    """Known releases as runs of neighbours in the list: ``2.0.0-2.3.1, 2.10.0 and newer``."""
-    wanted = set(versions)
-    known = releases()
-    parts: list[list[Version]] = []
-    for i, v in enumerate(known):
-        if v in wanted:
-            if parts and i > 0 and known[i - 1] in wanted:
-                parts[-1].append(v)
-            else:
-                parts.append([v])
-    text = [str(p[0]) if len(p) == 1 else f"{p[0]}-{p[-1]}" for p in parts]
-    if open_ended:
-        last = text.pop() if parts and parts[-1][-1] == newest() else None
-        text.append(f"{last.split('-')[0]} and newer" if last else f"newer than {newest()}")
-    return ", ".join(text) or "no torch release"
-
-
-def spec_span(spec: SpecifierSet) -> str:
-    """What a specifier admits, in those words."""
-    return span(admitted(spec), admits_future(spec))

@@ -16,18 +16,31 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Literal
+from typing import Literal, Protocol
 
 from packaging.requirements import Requirement
 from packaging.version import Version
 
 from torchwheel.errors import clipped
 from torchwheel.frozen import frozen
-from torchwheel.torchabi import backend, torch_backends, torch_releases
+from torchwheel.torchabi import backend, torch_releases
 from torchwheel.torchabi.backend import TorchBuild
 from torchwheel.torchabi.cuda_archs import runs_on
 from torchwheel.torchabi.need import OptionalPart, TorchNeed, release_matches, show_release, show_releases
-from torchwheel.torchabi.torch_releases import Minor, minor_of, show_minor
+from torchwheel.torchabi.torch_backends import Backends
+from torchwheel.torchabi.torch_releases import Minor, Releases, minor_of, show_minor
+
+
+class TorchTables(Protocol):
+    """What a verdict reads of the run's tables: the release list and the backend list. The
+    value is ``tables.tableset.Tables`` (above this layer), held by the caller and passed in."""
+
+    @property
+    def releases(self) -> Releases: ...
+
+    @property
+    def backends(self) -> Backends: ...
+
 
 Cell = Literal["loads", "only", "some", "no", "unknown"]
 # which axis decided a verdict; a verdict that loads names the version axis
@@ -101,7 +114,7 @@ def _unsettled_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
     return Verdict("unknown", f"{need}; {decide}")  # the need names the unresolved imports, short
 
 
-def _tables_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
+def _tables_verdict(need: TorchNeed, torch: Version, releases: Releases) -> Verdict | None:
     """The verdict where the need's own tables decide (module docstring), else None: imports
     no torch of the tables exports, or a build dated by an index that ends before this torch."""
     if (unsettled := _unsettled_verdict(need, torch)) is not None:
@@ -111,7 +124,7 @@ def _tables_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
     here = minor_of(torch)
     reaches = bool(need.newer) or need.tables in {(b[0], b[1]) for b in need.releases}
     if here > need.tables and reaches:
-        note = torch_releases.tables_note(here, need.tables)
+        note = releases.tables_note(here, need.tables)
         return Verdict("unknown", f"{need}: {note}", newer=True)
     if not need.newer:
         return None  # dated by imports that left torch by the tables' newest minor: the usual verdict
@@ -127,8 +140,8 @@ def _tables_verdict(need: TorchNeed, torch: Version) -> Verdict | None:
     )
 
 
-def _version_verdict(need: TorchNeed, torch: Version) -> Verdict:
-    if (by_tables := _tables_verdict(need, torch)) is not None:
+def _version_verdict(need: TorchNeed, torch: Version, releases: Releases) -> Verdict:
+    if (by_tables := _tables_verdict(need, torch, releases)) is not None:
         return by_tables
     if need.kind == "none":
         return Verdict("loads", "uses no torch symbols")
@@ -193,6 +206,8 @@ def verdict(
     torch: Version | None,
     build: TorchBuild | None = None,
     gpu: int | None = None,
+    *,
+    tables: TorchTables,
 ) -> Verdict:
     """The one answer to "does this wheel load on this torch?" (module docstring): the
     torch version, the torch build (``build``: CPU, CUDA 13, ...; None when the target's is
@@ -202,7 +217,8 @@ def verdict(
 
     A target build the backend table does not list (``cu140``) is judged by its kind and major
     like any other, and a verdict the build axis takes part in says it is newer than the
-    tables (``torch_backends.backend_tables_note``): never "an unknown build".
+    tables (``Backends.backend_tables_note``): never "an unknown build". ``tables``: the run's
+    (``tables.tableset.Tables``), whose release list says which torch is newer than them.
 
     ``markers``: the target's environment for requirements with markers; None evaluates only
     the unconditional ones."""
@@ -216,15 +232,15 @@ def verdict(
             "'dynamic module does not define module export function' on every torch (TW304)",
             "python",
         )
-    found = _verdict(need, markers, torch, build, gpu)
+    found = _verdict(need, markers, torch, build, gpu, tables)
     if (
         torch is not None
         and build is not None
-        and torch_backends.backend_newer_than_tables(build)
+        and tables.backends.backend_newer_than_tables(build)
         and need.builds not in (None, backend.ANY_BUILD)
     ):
         return replace(
-            found, reason=f"{found.reason}; {torch_backends.backend_tables_note(build)}", newer=True
+            found, reason=f"{found.reason}; {tables.backends.backend_tables_note(build)}", newer=True
         )
     return found
 
@@ -235,12 +251,13 @@ def _verdict(
     torch: Version | None,
     build: TorchBuild | None,
     gpu: int | None,
+    tables: TorchTables,
 ) -> Verdict:
     if torch is None:
         if need.kind == "none":
             return Verdict("loads", "uses no torch symbols")
         return Verdict("no", f"{need}: the target has no torch (torchwheel never installs torch)")
-    found = _version_verdict(need, torch)
+    found = _version_verdict(need, torch, tables.releases)
     excluded = requirement_excludes(need.requirements, markers, torch)
     if found.cell == "unknown":  # another axis that refuses still decides
         return _refused_anyway(need, found, excluded, build)
@@ -263,9 +280,9 @@ def _verdict(
     if excluded:
         return Verdict("no", excluded, "requirement", excluded_only=True)
     found = replace(found, reason=f"{found.reason}; {why}") if why else found
-    if torch_releases.release_newer_than_tables(torch) and not found.newer:
-        found = replace(found, reason=f"{found.reason}; {torch_releases.tables_note(torch)}", newer=True)
-    return with_parts(found, need, markers, torch, build, gpu)
+    if tables.releases.release_newer_than_tables(torch) and not found.newer:
+        found = replace(found, reason=f"{found.reason}; {tables.releases.tables_note(torch)}", newer=True)
+    return with_parts(found, need, markers, torch, build, gpu, tables)
 
 
 def with_parts(
@@ -275,11 +292,12 @@ def with_parts(
     torch: Version,
     build: TorchBuild | None,
     gpu: int | None,
+    tables: TorchTables,
 ) -> Verdict:
     """A verdict that loads, with what its optional parts do there (``part_outcome``): each
     judged by the one verdict on its own need."""
     return combine_parts(
-        found, [(p, verdict(p.need, markers, torch, build, gpu)) for p in need.optional], torch
+        found, [(p, verdict(p.need, markers, torch, build, gpu, tables=tables)) for p in need.optional], torch
     )
 
 
@@ -336,12 +354,14 @@ def minor_verdict(
     minor: Minor,
     build: TorchBuild | None = None,
     gpu: int | None = None,
+    *,
+    tables: TorchTables,
 ) -> Verdict:
     """The verdict over every known release of one torch minor (a ``matrix`` cell, an
     ``index`` listing, a ``select --torch X.Y`` plan): ``some`` when it loads on some patch
     releases only (``torch==2.9.1`` on 2.9), with them in ``loads_on``."""
-    candidates = torch_releases.releases_of(minor)
-    each = [(v, verdict(need, markers, v, build, gpu)) for v in candidates]
+    candidates = tables.releases.releases_of(minor)
+    each = [(v, verdict(need, markers, v, build, gpu, tables=tables)) for v in candidates]
     good = tuple(v for v, found in each if found.loads)
     if not good:
         unknown = next((found for _, found in each if found.cell == "unknown"), None)
