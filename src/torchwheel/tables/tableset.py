@@ -69,7 +69,9 @@ class Tables:
             where = f"{self.origin} ({self.how}): exports {clipped(platform, 40)!r}"
             index = ExportIndex.from_bytes(self.indexes[platform], where)
             if index.platform != platform:
-                raise InputError(f"{where}: the index inside is for {index.platform!r}")
+                raise InputError(
+                    f"{where}: the index inside is for {index.platform!r}", reference="tables-file-invalid"
+                )
             self._read[platform] = index
         return index
 
