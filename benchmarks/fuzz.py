@@ -120,9 +120,12 @@ def _one_input(target: str):  # type: ignore[no-untyped-def]
             for read in (
                 lambda: variant_json.read_variant_json(data, "fuzz"),
                 lambda: SymbolTable.from_json(data),
-                lambda: safejson.load(data, "fuzz", side_shape()),
+                lambda: safejson.load(data, "fuzz", side_shape(), reference="wheel-invalid"),
                 lambda: safejson.load(
-                    data, "fuzz", safejson.Either((pages.PEP691_PROJECT, pages.PEP691_ROOT))
+                    data,
+                    "fuzz",
+                    safejson.Either((pages.PEP691_PROJECT, pages.PEP691_ROOT)),
+                    reference="index-invalid",
                 ),
             ):
                 with contextlib.suppress(*refusals):

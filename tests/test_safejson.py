@@ -26,7 +26,7 @@ SMALL = Object({"a": List(Int())}, required=("a",))
 
 def _refusal(data: bytes, schema: safejson.Schema = SMALL) -> str:
     with pytest.raises(InputError) as info:
-        safejson.load(data, "doc.json", schema)
+        safejson.load(data, "doc.json", schema, reference="wheel-invalid")
     message = str(info.value)
     assert message.startswith("doc.json: ") and "\n" not in message
     return message
@@ -42,9 +42,11 @@ def test_deep_nesting_is_refused_without_recursion(depth: int) -> None:
 
 def test_depth_at_the_limit_is_read_and_strings_do_not_count() -> None:
     deep = b"[" * 64 + b"]" * 64
-    assert safejson.load(deep, "doc.json", safejson.ANY) is not None
+    assert safejson.load(deep, "doc.json", safejson.ANY, reference="wheel-invalid") is not None
     brackets_in_strings = json.dumps({"a": [1], "b": "[" * 1000}).encode()
-    assert safejson.load(brackets_in_strings, "doc.json", Object({"a": List(Int()), "b": Str()}))
+    assert safejson.load(
+        brackets_in_strings, "doc.json", Object({"a": List(Int()), "b": Str()}), reference="wheel-invalid"
+    )
 
 
 def test_long_numbers_are_refused() -> None:
@@ -90,7 +92,9 @@ def test_load_file_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
     fifo = tmp_path / "table.json"
     os.mkfifo(fifo)
     with pytest.raises(InputError, match="FIFO"):
-        safejson.load_file(fifo, "symbol table", shape())  # returns at once: never blocks
+        safejson.load_file(
+            fifo, "symbol table", shape(), reference="tables-file-invalid"
+        )  # returns at once: never blocks
 
 
 # -- the documents ---------------------------------------------------------------------------------
@@ -127,7 +131,10 @@ def test_variant_json_round_trip_and_merge_conflicts() -> None:
     assert doc == GOOD_VARIANT
     other = variant_json.document(variant_json.LOCKED, "2.13")
     merged = variant_json.merge_variant_files([doc, other])
-    assert safejson.load(json.dumps(merged).encode(), "merged", variant_json.SHAPE) == merged
+    assert (
+        safejson.load(json.dumps(merged).encode(), "merged", variant_json.SHAPE, reference="wheel-invalid")
+        == merged
+    )
     liar = json.loads(json.dumps(GOOD_VARIANT))
     liar["variants"]["torch2.12"]["torchwheel"]["stable_abi"] = ["2.11"]
     with pytest.raises(InputError, match=r'label "torch2\.12" is described two different ways'):
@@ -166,15 +173,20 @@ def test_pep691_pages() -> None:
         ],
         "versions": ["1.0"],
     }
-    assert safejson.load(json.dumps(project).encode(), "page", PEP691_PROJECT) == project
+    assert (
+        safejson.load(json.dumps(project).encode(), "page", PEP691_PROJECT, reference="index-invalid")
+        == project
+    )
     root = {"meta": {"api-version": "1.0"}, "projects": [{"name": "demo"}]}
-    assert safejson.load(json.dumps(root).encode(), "page", PEP691_ROOT) == root
+    assert safejson.load(json.dumps(root).encode(), "page", PEP691_ROOT, reference="index-invalid") == root
     for change, says in (
         ({"files": {"a": 1}}, "$.files: expected a list"),
         ({"meta": {"api-version": "2.0"}}, "$.meta.api-version"),
     ):
         with pytest.raises(InputError) as info:
-            safejson.load(json.dumps({**project, **change}).encode(), "page", PEP691_PROJECT)
+            safejson.load(
+                json.dumps({**project, **change}).encode(), "page", PEP691_PROJECT, reference="index-invalid"
+            )
         assert says in str(info.value)
     # a file entry is checked on its own (one bad entry costs that entry: tests/net/test_pages.py)
     for entry, says in (
