@@ -120,7 +120,7 @@ def _one_input(target: str):  # type: ignore[no-untyped-def]
             for read in (
                 lambda: variant_json.read_variant_json(data, "fuzz"),
                 lambda: SymbolTable.from_json(data),
-                lambda: safejson.load(data, "fuzz", side_shape(), reference="tables-file-invalid"),
+                lambda: safejson.load(data, "fuzz", side_shape(), reference="wheel-invalid"),
                 lambda: safejson.load(
                     data,
                     "fuzz",
