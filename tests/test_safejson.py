@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from torchwheel import limits, safejson
+from torchwheel import safejson
 from torchwheel.errors import InputError
 from torchwheel.net.pages import PEP691_FILE, PEP691_PROJECT, PEP691_ROOT
 from torchwheel.safejson import Int, List, Object, Str
@@ -26,7 +27,7 @@ SMALL = Object({"a": List(Int())}, required=("a",))
 
 def _refusal(data: bytes, schema: safejson.Schema = SMALL) -> str:
     with pytest.raises(InputError) as info:
-        safejson.load(data, "doc.json", schema, reference="wheel-invalid")
+        safejson.load(data, "doc.json", schema, reference="index-invalid")
     message = str(info.value)
     assert message.startswith("doc.json: ") and "\n" not in message
     return message
@@ -42,10 +43,10 @@ def test_deep_nesting_is_refused_without_recursion(depth: int) -> None:
 
 def test_depth_at_the_limit_is_read_and_strings_do_not_count() -> None:
     deep = b"[" * 64 + b"]" * 64
-    assert safejson.load(deep, "doc.json", safejson.ANY, reference="wheel-invalid") is not None
+    assert safejson.load(deep, "doc.json", safejson.ANY, reference="index-invalid") is not None
     brackets_in_strings = json.dumps({"a": [1], "b": "[" * 1000}).encode()
     assert safejson.load(
-        brackets_in_strings, "doc.json", Object({"a": List(Int()), "b": Str()}), reference="wheel-invalid"
+        brackets_in_strings, "doc.json", Object({"a": List(Int()), "b": Str()}), reference="index-invalid"
     )
 
 
@@ -73,17 +74,12 @@ def test_each_problem_is_one_line_naming_the_path(data: bytes, says: str) -> Non
     assert says in _refusal(data)
 
 
-def test_values_are_counted_before_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_values_are_counted_before_parsing(set_limits: Callable[..., None]) -> None:
     start = time.monotonic()
     message = _refusal(b"[" + b"{}," * 1_100_000 + b"{}]", safejson.ANY)
     assert "max-json-values" in message and time.monotonic() - start < 2
-    monkeypatch.setenv("TORCHWHEEL_MAX_JSON_BYTES", "1K")
-    limits.reset()
-    try:
-        assert "max-json-bytes" in _refusal(b'{"a": [' + b"1," * 1000 + b"1]}")
-    finally:
-        monkeypatch.delenv("TORCHWHEEL_MAX_JSON_BYTES")
-        limits.reset()
+    set_limits(MAX_JSON_BYTES="1K")
+    assert "max-json-bytes" in _refusal(b'{"a": [' + b"1," * 1000 + b"1]}")
 
 
 def test_load_file_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
@@ -93,7 +89,7 @@ def test_load_file_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(InputError, match="FIFO"):
         safejson.load_file(
-            fifo, "symbol table", shape(), reference="tables-file-invalid"
+            fifo, "symbol table", shape(), reference="index-invalid"
         )  # returns at once: never blocks
 
 
@@ -132,7 +128,7 @@ def test_variant_json_round_trip_and_merge_conflicts() -> None:
     other = variant_json.document(variant_json.LOCKED, "2.13")
     merged = variant_json.merge_variant_files([doc, other])
     assert (
-        safejson.load(json.dumps(merged).encode(), "merged", variant_json.SHAPE, reference="wheel-invalid")
+        safejson.load(json.dumps(merged).encode(), "merged", variant_json.SHAPE, reference="index-invalid")
         == merged
     )
     liar = json.loads(json.dumps(GOOD_VARIANT))
