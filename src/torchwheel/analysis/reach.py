@@ -49,7 +49,7 @@ from dataclasses import field
 from typing import Literal
 
 from torchwheel.analysis.pyimports import dynamic_import, names_of, parsed, python_sources, resolve
-from torchwheel.analysis.returned_paths import PackageCode, gated_load
+from torchwheel.analysis.returned_paths import PackageFunctions, gated_load
 from torchwheel.frozen import frozen
 
 How = Literal["module", "library", "dependency", "unreached"]
@@ -244,7 +244,7 @@ class _Reader(ast.NodeVisitor):
         helpers: Mapping[str, list[_Event]],
         modules: frozenset[str],
         basenames: frozenset[str],
-        code: PackageCode,
+        code: PackageFunctions,
     ) -> None:
         self.member = member
         self.code = code  # the package's functions, for a path one of them returns
@@ -348,7 +348,13 @@ class _Reader(ast.NodeVisitor):
 
     # events ----------------------------------------------------------------------------------
     def _add(
-        self, how: How, node: ast.AST, hints: set[str], modules: set[str], guard: str = "", torch_from: str = ""
+        self,
+        how: How,
+        node: ast.AST,
+        hints: set[str],
+        modules: set[str],
+        guard: str = "",
+        torch_from: str = "",
     ) -> None:
         """One event. Its names: the call's own, those of the function around it (or, at
         module level, of the statement around it: a glob one line above the loop that
@@ -427,7 +433,12 @@ class _Reader(ast.NodeVisitor):
             here = _hints(node)
             for inner in self.helpers[name]:
                 self._add(
-                    inner.how, node, set(inner.hints) | here, set(inner.modules), inner.guard, inner.torch_from
+                    inner.how,
+                    node,
+                    set(inner.hints) | here,
+                    set(inner.modules),
+                    inner.guard,
+                    inner.torch_from,
                 )
         self.generic_visit(node)
 
@@ -439,7 +450,7 @@ def _read(
     helpers: Mapping[str, list[_Event]],
     modules: frozenset[str],
     basenames: frozenset[str],
-    code: PackageCode,
+    code: PackageFunctions,
 ) -> _Reader:
     reader = _Reader(member, helpers, modules, basenames, code)
     stems = {m.rsplit(".", 1)[-1].encode() for m in modules}
@@ -812,7 +823,7 @@ def _events(
     broken: set[str] = set()  # those that do not parse
     helpers: dict[str, list[_Event]] = {}
     readers: dict[str, _Reader] = {}
-    code = PackageCode(text)
+    code = PackageFunctions(text)
     for _ in range(_LEVELS):
         for m in sorted(todo)[:_MAX_PARSED]:
             if m in broken or (m not in seen and len(seen) >= _MAX_PARSED):

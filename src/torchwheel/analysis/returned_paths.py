@@ -65,7 +65,7 @@ class _Scope:
                 self.local.setdefault(node.target.id, []).append(node.value)
 
 
-class PackageCode:
+class PackageFunctions:
     """The package's modules by name, each parsed when first asked for and kept as its
     module-level functions and import aliases only (never its whole tree)."""
 
@@ -104,7 +104,7 @@ class PackageCode:
 
 
 class _Reading:
-    def __init__(self, code: PackageCode) -> None:
+    def __init__(self, code: PackageFunctions) -> None:
         self.code = code
 
     def function(self, call: ast.Call, module: str) -> tuple[str, Function] | None:
@@ -264,7 +264,7 @@ def gated_load(
     arg: ast.expr,
     around: Function | None,
     module: str,
-    code: PackageCode,
+    code: PackageFunctions,
 ) -> Gated | None:
     """What a load of ``arg`` reaches, and from which torch, when every value it can take
     comes from a package function gated on the torch version (module docstring); None
