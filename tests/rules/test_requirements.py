@@ -11,6 +11,7 @@ from PEP 440 read by hand against torch's real release list, never from the code
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,8 @@ import pytest
 from torchwheel.rules import requirements
 from torchwheel.rules.registry import REGISTRY, Policy
 
-from ..lib.helpers import fixture_wheels_module
-from .direct import hits
+from ..lib.helpers import fixture_wheels_module, torchwheel
+from .direct import facts, hits
 
 LINUX_ABI3 = "cp39-abi3-manylinux_2_28_x86_64"
 
@@ -299,3 +300,128 @@ def test_tw505_per_patch_builds_miss_one_patch(fixture_wheels: dict[str, Path]) 
 )
 def test_tw505_silent(scenario: str, fixture_wheels: dict[str, Path]) -> None:
     assert hits(requirements.builds_gap, fixture_wheels[scenario]) == []
+
+
+# -- a launcher loaded by a path a package function returns, gated on the torch version ----------
+# humming-kernels 0.1.20 (benchmarks/corpus.toml): its 2.11 stable launcher is loaded only
+# where ``_get_precompiled_launcher_path()`` passes its torch version check; the name is
+# composed in another module (a dict looked up by a constant key). Cut down to that shape.
+
+_GATE_JIT = b"""import platform
+from pathlib import Path
+
+
+def get_native_artifact_name(component: str) -> str:
+    return {
+        "launcher": "xgate_launcher.dll" if IS_WINDOWS else "libxgate_launcher.so",
+        "device_info": "_device_info.pyd" if IS_WINDOWS else "_device_info.abi3.so",
+    }[component]
+
+
+def get_precompiled_artifact_path(source_path, artifact_name):
+    arch = platform.machine()
+    if arch is None:
+        return None
+    native_dir = Path(__file__).parents[1] / "_native" / arch
+    artifact_path = native_dir / artifact_name
+    return artifact_path if artifact_path.is_file() else None
+"""
+
+_GATE_OPS = b"""from pathlib import Path
+
+import torch
+
+import xgate.utils.jit as jit_utils
+
+_inited = False
+
+
+def _get_precompiled_launcher_path():
+    from packaging.version import Version
+
+    if Version(torch.__version__) < Version("2.13"):
+        return None
+    csrc_dir = Path(__file__).parents[1] / "csrc" / "launcher"
+    artifact_name = jit_utils.get_native_artifact_name("launcher")
+    return jit_utils.get_precompiled_artifact_path(csrc_dir, artifact_name)
+
+
+def init_launcher():
+    global _inited
+    if _inited:
+        return
+    precompiled_path = _get_precompiled_launcher_path()
+    if precompiled_path is not None:
+        torch.ops.load_library(str(precompiled_path))
+        _inited = True
+        return
+    build_the_launcher_here()
+"""
+
+_GATE_MEMBER = "xgate/_native/x86_64/libxgate_launcher.so"
+
+
+def gated_wheel(tmp_path: Path, built: dict[str, Path], ops: bytes) -> Path:
+    """A 2.13 stable launcher (``elf_nomarker_shims_2_13``) required as ``torch>=2.10``,
+    loaded by ``ops`` (``_GATE_OPS`` or a variant) on first use."""
+    wheels = fixture_wheels_module()
+    extra = (
+        ("xgate/__init__.py", b"from . import ops\n"),
+        ("xgate/utils/__init__.py", b""),
+        ("xgate/utils/jit.py", _GATE_JIT),
+        ("xgate/ops/__init__.py", b"from .gemm import gemm\n"),
+        ("xgate/ops/utils.py", ops),
+        ("xgate/ops/gemm.py", b"from xgate.ops.utils import init_launcher\n\ndef gemm(x):\n    init_launcher()\n    return x\n"),
+    )  # fmt: skip
+    spec = wheels.WheelSpec(
+        "gate", "xgate", LINUX_ABI3, ((_GATE_MEMBER, "elf_nomarker_shims_2_13"),), requires=("torch>=2.10",),
+        extra=extra,
+    )  # fmt: skip
+    path: Path = wheels.write_wheel(tmp_path / spec.filename, spec, built)
+    return path
+
+
+def test_tw503_a_launcher_the_version_check_gates_is_no_error(
+    built_fixtures: dict[str, Path], tmp_path: Path
+) -> None:
+    """The launcher is loaded on first use, and only from torch 2.13 on: ``torch>=2.10`` is
+    right (older torches never load it), and ``matrix`` says it loads on 2.10-2.12."""
+    path = gated_wheel(tmp_path, built_fixtures, _GATE_OPS)
+    assert hits(requirements.torch_requirement_too_loose, path) == []
+    reach = facts(path).reach.of(_GATE_MEMBER)
+    assert (reach.how, reach.when, reach.torch_from) == ("library", "on-use", "2.13")
+    assert "only from torch 2.13 on (`Version(torch.__version__) < Version('2.13')" in reach.why
+    grid = torchwheel("matrix", "--format", "json", str(path), cwd=tmp_path)
+    assert grid.returncode == 0, grid.stderr
+    cells = json.loads(grid.stdout)["wheels"][0]["cells"]
+    assert {m: cells[m]["fit"] for m in ("2.10", "2.12", "2.13")} == {
+        "2.10": "loads",
+        "2.12": "loads",
+        "2.13": "loads",
+    }
+    assert not any("partly" in cells[m]["reason"] for m in ("2.10", "2.12", "2.13")), cells
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ((b'    if Version(torch.__version__) < Version("2.13"):\n        return None\n', b""), "no version check"),
+        ((b'Version(torch.__version__) < Version("2.13")', b'Version(torch.__version__) <= Version("2.13")'),
+         "a check this reading does not name a release for"),
+        ((b"precompiled_path = _get_precompiled_launcher_path()", b"precompiled_path = somewhere_else()"),
+         "a path no package function returns"),
+    ],
+)  # fmt: skip
+def test_tw503_stays_without_the_gate(
+    built_fixtures: dict[str, Path], tmp_path: Path, change: tuple[bytes, bytes], why: str
+) -> None:
+    """Near misses: the same loader short of the evidence keeps today's verdict, the file
+    named by no code the reading follows, loaded at import: TW503."""
+    ops = _GATE_OPS.replace(*change)
+    assert ops != _GATE_OPS, why
+    path = gated_wheel(tmp_path, built_fixtures, ops)
+    ((_, message),) = hits(requirements.torch_requirement_too_loose, path)
+    assert message.startswith(
+        "Requires-Dist 'torch>=2.10' admits torch 2.10.0 and newer, but the binaries need torch 2.13.0"
+    ), why
+    assert facts(path).reach.of(_GATE_MEMBER).when == "import", why

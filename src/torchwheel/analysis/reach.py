@@ -49,6 +49,7 @@ from dataclasses import field
 from typing import Literal
 
 from torchwheel.analysis.pyimports import dynamic_import, names_of, parsed, python_sources, resolve
+from torchwheel.analysis.returned_paths import PackageFunctions, gated_load
 from torchwheel.frozen import frozen
 
 How = Literal["module", "library", "dependency", "unreached"]
@@ -64,6 +65,9 @@ class Reach:
     when: When = "import"
     where: str = ""
     why: str = ""
+    # the torch release from which the package's version check lets the load through
+    # (``returned_paths``): on an older torch the file is never loaded; "" when none was read
+    torch_from: str = ""
 
     @property
     def required(self) -> bool:
@@ -210,7 +214,10 @@ def _condition(test: ast.expr) -> str:
 
 
 def _short(node: ast.AST) -> str:
-    text = ast.unparse(node)
+    return _short_text(ast.unparse(node))
+
+
+def _short_text(text: str) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -225,6 +232,7 @@ class _Event:
     where: str
     guard: str
     function: str | None
+    torch_from: str = ""  # ``Reach.torch_from``
 
 
 class _Reader(ast.NodeVisitor):
@@ -236,8 +244,10 @@ class _Reader(ast.NodeVisitor):
         helpers: Mapping[str, list[_Event]],
         modules: frozenset[str],
         basenames: frozenset[str],
+        code: PackageFunctions,
     ) -> None:
         self.member = member
+        self.code = code  # the package's functions, for a path one of them returns
         self.modules = modules  # the compiled modules: an import of anything else is no event
         self.basenames = basenames  # the compiled files' names: what an event's names must reach
         self.module, self.package = names_of(member)
@@ -337,7 +347,15 @@ class _Reader(ast.NodeVisitor):
             self.guards.pop()
 
     # events ----------------------------------------------------------------------------------
-    def _add(self, how: How, node: ast.AST, hints: set[str], modules: set[str], guard: str = "") -> None:
+    def _add(
+        self,
+        how: How,
+        node: ast.AST,
+        hints: set[str],
+        modules: set[str],
+        guard: str = "",
+        torch_from: str = "",
+    ) -> None:
         """One event. Its names: the call's own, those of the function around it (or, at
         module level, of the statement around it: a glob one line above the loop that
         loads), and those module-level assignments give the names it uses."""
@@ -360,6 +378,7 @@ class _Reader(ast.NodeVisitor):
             f"{self.member}:{getattr(node, 'lineno', 0)}",
             (self.guards[-1] if self.guards else "") or guard,
             name,
+            torch_from,
         )
         self.events.append(event)
         if (
@@ -396,7 +415,16 @@ class _Reader(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         name = _called(node)
         if name in _LIBRARY_CALLS:
-            self._add("library", node, _hints(node), set())
+            gated = (
+                gated_load(node.args[0], self.function[-1] if self.function else None, self.module, self.code)
+                if node.args
+                else None
+            )
+            if gated is None:
+                self._add("library", node, _hints(node), set())
+            else:  # a path a package function returns, from the torch its version check lets through
+                words = f"only from torch {gated.torch_from} on (`{_short_text(gated.check)}`)"
+                self._add("library", node, _hints(node) | gated.names, set(), words, gated.torch_from)
         elif name in _MODULE_CALLS:
             found = dynamic_import(node, self.module, self.package)
             if found is None or found in self.modules:
@@ -404,7 +432,14 @@ class _Reader(ast.NodeVisitor):
         elif name in self.helpers and not (self.names and self.names[0] == name):
             here = _hints(node)
             for inner in self.helpers[name]:
-                self._add(inner.how, node, set(inner.hints) | here, set(inner.modules), inner.guard)
+                self._add(
+                    inner.how,
+                    node,
+                    set(inner.hints) | here,
+                    set(inner.modules),
+                    inner.guard,
+                    inner.torch_from,
+                )
         self.generic_visit(node)
 
 
@@ -415,8 +450,9 @@ def _read(
     helpers: Mapping[str, list[_Event]],
     modules: frozenset[str],
     basenames: frozenset[str],
+    code: PackageFunctions,
 ) -> _Reader:
-    reader = _Reader(member, helpers, modules, basenames)
+    reader = _Reader(member, helpers, modules, basenames, code)
     stems = {m.rsplit(".", 1)[-1].encode() for m in modules}
     reader.spelled = _spelled(data, [*_WORDS, *(n.encode() for n in helpers), *stems])
     reader.visit(tree)
@@ -714,14 +750,15 @@ def _ops_needed_at_import(
 def _reach_of(e: _Event, how: How) -> Reach:
     where = e.where.rsplit(":", 1)[0]
     if e.function is not None:
-        return Reach(
-            how, "on-use", where, f"only {e.function}() loads it, and the package's import does not call it"
-        )
+        why = f"only {e.function}() loads it, and the package's import does not call it"
+        if e.torch_from:
+            why += f"; {e.guard}" if e.guard else ""
+        return Reach(how, "on-use", where, why, e.torch_from)
     if e.guard:
         # a try that goes on makes it optional; an if (a capability, what torch provides, its
         # version) makes it conditional: loaded, and needed, where the check lets it through
         kind: When = "optional" if e.guard.startswith(_GOES_ON) else "conditional"
-        return Reach(how, kind, where, e.guard)
+        return Reach(how, kind, where, e.guard, e.torch_from)
     return Reach(how, "import", where)
 
 
@@ -786,6 +823,7 @@ def _events(
     broken: set[str] = set()  # those that do not parse
     helpers: dict[str, list[_Event]] = {}
     readers: dict[str, _Reader] = {}
+    code = PackageFunctions(text)
     for _ in range(_LEVELS):
         for m in sorted(todo)[:_MAX_PARSED]:
             if m in broken or (m not in seen and len(seen) >= _MAX_PARSED):
@@ -795,7 +833,7 @@ def _events(
             if tree is None:
                 broken.add(m)
                 continue
-            readers[m] = _read(tree, m, text[m], helpers, names, basenames)
+            readers[m] = _read(tree, m, text[m], helpers, names, basenames, code)
             del tree
         latent: dict[str, list[_Event]] = {}
         for r in readers.values():

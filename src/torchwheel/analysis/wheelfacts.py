@@ -209,7 +209,7 @@ def _torch_need(w: WheelFacts) -> TorchNeed:
     parts = _optional_groups(w)
     if not parts:
         return _files_need(w)
-    optional = {m for _, _, members in parts for m in members}
+    optional = {m for *_, members in parts for m in members}
     need = _files_need(_only(w, [b for b in w.binaries if b.member not in optional], keep_unreadable=True))
     found = tuple(
         OptionalPart(
@@ -219,8 +219,9 @@ def _torch_need(w: WheelFacts) -> TorchNeed:
                 _files_need(_only(w, [b for b in w.binaries if b.member in members])), requirements=()
             ),
             why,
+            loaded_from,
         )
-        for when, why, members in parts
+        for when, why, loaded_from, members in parts
     )
     return dataclasses.replace(need, optional=found)
 
@@ -240,14 +241,15 @@ def _only(w: WheelFacts, binaries: Sequence[MemberBinary], keep_unreadable: bool
     )
 
 
-def _optional_groups(w: WheelFacts) -> list[tuple[OptionalWhen, str, list[str]]]:
-    """The files the import goes on without, grouped by when and why (``analysis.reach``)."""
-    groups: dict[tuple[OptionalWhen, str], list[str]] = {}
+def _optional_groups(w: WheelFacts) -> list[tuple[OptionalWhen, str, str, list[str]]]:
+    """The files the import goes on without, grouped by when, why and the torch their
+    loader's version check lets them through from (``analysis.reach``)."""
+    groups: dict[tuple[OptionalWhen, str, str], list[str]] = {}
     for b in w.binaries:
         r = w.reach.of(b.member)
         if r.when != "import":
-            groups.setdefault((r.when, r.why), []).append(b.member)
-    return [(when, why, members) for (when, why), members in groups.items()]
+            groups.setdefault((r.when, r.why, r.torch_from), []).append(b.member)
+    return [(when, why, since, members) for (when, why, since), members in groups.items()]
 
 
 def _files_need(w: WheelFacts) -> TorchNeed:

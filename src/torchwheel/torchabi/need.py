@@ -254,6 +254,9 @@ class OptionalPart:
     when: OptionalWhen
     need: TorchNeed
     why: str = field(default="", compare=False)
+    # the torch release from which the package's own version check lets the load through
+    # (``Reach.torch_from``): on an older torch the files are not loaded; "" when none was read
+    loaded_from: str = ""
 
     @property
     def files_words(self) -> str:

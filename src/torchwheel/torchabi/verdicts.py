@@ -312,8 +312,10 @@ def part_outcome(part: OptionalPart, on: Verdict, torch: Version) -> PartOutcome
     CPU torch), the capability is absent and it is not loaded (partly); where this torch is
     newer than every release it has a build for, torch provides what it adds (the package's
     builds stop where torch took the feature over: torch-c-dlpack-ext), and nothing is
-    missing; anywhere else it is loaded and fails, and so does the import."""
-    if on.loads:
+    missing; anywhere else it is loaded and fails, and so does the import. A part the
+    package's version check loads only from a torch release on (``loaded_from``) is not
+    loaded on an older torch: nothing of it is missing there."""
+    if on.loads or (part.loaded_from and torch < Version(part.loaded_from)):
         return "loads"
     if part.when != "conditional" or on.axis in ("build", "gpu") or on.cell == "unknown":
         return "partly"
