@@ -282,19 +282,23 @@ def test_the_suite_reads_the_prebuilt_copy(built_fixtures: dict[str, Path]) -> N
         assert path.read_bytes() == (fb.PREBUILT / path.relative_to(out)).read_bytes(), name
 
 
-def test_the_prebuilt_copy_needs_no_compiler(tmp_path: Path) -> None:
-    """The unit tier runs where no gcc, zig or llvm-lipo is: only the copy is read."""
-    code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import build; "
-        "files = build.build_all(build.Path(sys.argv[2])); print(len(files))"
-    )
+def _without_tools(tmp_path: Path, script_dir: Path, call: str) -> str:
+    """``call`` on the ``build`` module of ``script_dir`` in a process whose PATH holds no
+    tool at all (no gcc, zig or llvm-lipo): its output, once it exits 0."""
+    code = f"import sys; sys.path.insert(0, sys.argv[1]); import build; print({call})"
     env = {"PATH": str(tmp_path / "no-tools"), "HOME": str(tmp_path)}
     run = subprocess.run(
-        [sys.executable, "-c", code, str(FIXTURES), str(tmp_path / "out")],
+        [sys.executable, "-c", code, str(script_dir), str(tmp_path / "out")],
         capture_output=True, text=True, env=env, timeout=120,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.strip() == str(len(fb.SCENARIOS))
+    return run.stdout.strip()
+
+
+def test_the_prebuilt_copy_needs_no_compiler(tmp_path: Path) -> None:
+    """The unit tier runs where no gcc, zig or llvm-lipo is: only the copy is read."""
+    found = _without_tools(tmp_path, FIXTURES, "len(build.build_all(build.Path(sys.argv[2])))")
+    assert found == str(len(fb.SCENARIOS))
 
 
 @pytest.fixture(scope="module")
@@ -603,17 +607,10 @@ def test_the_committed_machine_build_is_of_these_sources() -> None:
 
 
 def test_the_machine_fixtures_need_no_compiler(tmp_path: Path) -> None:
-    code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import build; "
-        "print(build.build_machine(build.Path(sys.argv[2])).root.name)"
+    found = _without_tools(
+        tmp_path, FIXTURES / "machine", "build.build_machine(build.Path(sys.argv[2])).root.name"
     )
-    env = {"PATH": str(tmp_path / "no-tools"), "HOME": str(tmp_path)}
-    run = subprocess.run(
-        [sys.executable, "-c", code, str(FIXTURES / "machine"), str(tmp_path / "out")],
-        capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.strip() == _machine()._committed().name
+    assert found == _machine()._committed().name
 
 
 def test_gcc_here_makes_the_committed_machine_build(tmp_path: Path) -> None:
