@@ -137,6 +137,23 @@ def test_what_cannot_be_decided_refuses_nothing(change: tuple[bytes, bytes], why
     assert _lock(init) == NO_LOCK, why
 
 
+@pytest.mark.parametrize(
+    ("before", "why"),
+    [
+        (b"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import numpy\n", "a block for type checkers only"),
+        (b"_parts = ('a',)\n" + b"_parts = _parts + _parts\n" * 40, "a tuple past the bound: unknown, unused"),
+        (b"class _Config:\n    level = 1\n", "a class the check does not use"),
+        (b"_n = len(_metadata.packages_distributions())\n", "a value from a call not followed, unused"),
+    ],
+)  # fmt: skip
+def test_code_the_check_does_not_use_does_not_stop_the_reading(before: bytes, why: str) -> None:
+    anchor = b"_check_dual_install()\n"
+    init = _ZT_INIT.replace(anchor, anchor + before)
+    assert init != _ZT_INIT, why
+    lock = _lock(init)
+    assert lock.refused == frozenset(MINORS) - {(2, 14)}, why  # type: ignore[attr-defined]
+
+
 def test_a_version_floor_compares_as_torch_does() -> None:
     """``torch.__version__ < "2.12"`` compares versions (torch's ``TorchVersion``), not text:
     as text "2.9.0" is past "2.12"."""

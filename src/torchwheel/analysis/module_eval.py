@@ -179,6 +179,8 @@ class ModuleReading:
         dotted = f"{base}.{name}"
         if dotted in _TORCH_VERSION:
             return self.torch
+        if dotted == "typing.TYPE_CHECKING":
+            return False  # what the import runs, not what a type checker reads
         found = self.imported(base, name)
         return found if found is not UNKNOWN else ModuleRef(dotted)
 
@@ -305,7 +307,7 @@ class ModuleReading:
             dotted = f"{base.name}.{attr}"
             if dotted in _TORCH_VERSION:
                 return self.torch
-            return ModuleRef(dotted)
+            return False if dotted == "typing.TYPE_CHECKING" else ModuleRef(dotted)
         if isinstance(base, Version) and attr in (
             "major",
             "minor",

@@ -20,6 +20,7 @@ from packaging.version import InvalidVersion, Version
 from torchwheel.frozen import frozen
 
 MAX_TEXT = 4096  # a longer string is not a version or a file name: unknown
+_MAX_ITEMS = 256  # a longer tuple is not a version's parts or a list of files: unknown
 _STR_METHODS = frozenset(
     {"split", "rsplit", "partition", "rpartition", "startswith", "endswith", "strip", "lstrip", "rstrip", "lower"}
 )  # fmt: skip
@@ -114,7 +115,7 @@ def added(op: ast.operator, a: Any, b: Any) -> Any:
     if type(a) is int and type(b) is int:
         return a + b
     if isinstance(a, tuple) and isinstance(b, tuple):
-        return a + b
+        return a + b if len(a) + len(b) <= _MAX_ITEMS else UNKNOWN
     if isinstance(a, str) and isinstance(b, str) and not isinstance(a, WheelPath):
         joined = str(a) + str(b)
         return joined if len(joined) <= MAX_TEXT else UNKNOWN
