@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from torchwheel import api
 from torchwheel.analysis.version_lock import NO_LOCK, read_lock
 from torchwheel.tables.exports import shipped_index
 from torchwheel.tables.tableset import shipped_tables
@@ -232,3 +233,20 @@ def test_without_the_check_the_imports_date_it(tmp_path: Path) -> None:
     loads = {m for m, c in cells.items() if c["fit"] == "only"}
     assert loads == set(_dated()), cells
     assert all("raises" not in c["reason"] for c in cells.values())
+
+
+def test_compat_and_tw504_name_the_lock(tmp_path: Path) -> None:
+    """This machine's torch 2.13.0 exports every import, but the package refuses it: compat
+    says no (it once re-admitted any minor whose exports hold the imports), and TW504's fix
+    names the one minor the import works on."""
+    path = _locked_wheel(tmp_path, "2.12.0+cpu")
+    site = next((REPO / ".venv" / "lib").glob("python3*/site-packages"))
+    found = torchwheel("compat", "--against", str(site), "--format", "json", str(path), cwd=tmp_path)
+    (result,) = json.loads(found.stdout)["inputs"]
+    assert result["verdict"]["loads"] is False, result
+    assert "its import raises on torch" in result["verdict"]["reason"], result
+    (tw504,) = [f.message for f in api.check(path).findings if f.code == "TW504"]
+    assert (
+        f"its import works on torch 2.12 only (its import raises on torch {', '.join(m for m in _dated() if m != '2.12')}"
+        in tw504
+    )
