@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
-from torchwheel.analysis import device_code, loaders, pyimports, reach
+from torchwheel.analysis import device_code, loaders, pyimports, reach, version_lock
 from torchwheel.analysis.buildunits import flavour_pair_dirs, flavour_sets
 from torchwheel.analysis.member import BinaryAnalysis, MemberBinary, UnreadableBinary, analyze_binary
 from torchwheel.analysis.memberpool import INLINE_BYTES, Hashed, MemberPool, batches, one_name_per_file
@@ -20,6 +20,7 @@ from torchwheel.binary import BinaryError, BinaryFacts
 from torchwheel.binary.memberscan import scan_member
 from torchwheel.frozen import frozen
 from torchwheel.tables.tableset import Tables
+from torchwheel.torchabi.torch_releases import Releases
 from torchwheel.wheel.contents import WheelContents, is_compiled_name
 from torchwheel.wheel.metadata import parse_metadata
 from torchwheel.wheel.record import verify_record
@@ -133,7 +134,7 @@ def collect(
             readable.append(MemberBinary(member, result))
     stems = list(hookless_modules(readable))
     py_imports = pyimports.wheel_imports(contents.members, source.member_size, source.read, stems)
-    code = package_code(contents, readable, source.member_size, source.read)
+    code = package_code(contents, readable, source.member_size, source.read, tables.releases)
     record = verify_record(
         contents.record,
         contents.dist_info,
@@ -157,6 +158,7 @@ def collect(
         loader_fallbacks=code.loader_fallbacks,
         device_code=code.device_code,
         reach=code.reach,
+        version_locks=code.version_locks,
         tables=tables,
     )
 
@@ -165,13 +167,15 @@ def collect(
 class PackageCode:
     """What the package's own code and files say of its compiled members, read without
     running anything: which build its loader prefers, which sets it goes on without, which
-    files are code for an accelerator's own cores, how its Python reaches each file. One
-    reading for ``collect`` and for a partial read (``scan --partial``), so both judge alike."""
+    files are code for an accelerator's own cores, how its Python reaches each file, which
+    torch minors its own import refuses. One reading for ``collect`` and for a partial read
+    (``scan --partial``), so both judge alike."""
 
     loader_prefers: Mapping[str, str]
     loader_fallbacks: frozenset[str]
     device_code: Mapping[str, str]
     reach: reach.Reaching
+    version_locks: Mapping[str, version_lock.VersionLock]
 
 
 def package_code(
@@ -179,7 +183,9 @@ def package_code(
     binaries: Sequence[MemberBinary],
     size: Callable[[str], int],
     read: Callable[[str], bytes],
+    releases: Releases,
 ) -> PackageCode:
+    torch_itself = is_torch_itself(contents)
     platforms = {t.platform for t in (contents.filename_tags or contents.wheel_tags)}
     promises = (
         [e for e in map(expected, sorted(platforms)) if e is not None] if "any" not in platforms else []
@@ -189,8 +195,11 @@ def package_code(
         loaders.fallback_units(contents.members, size, read, flavour_sets(binaries)),
         device_code.device_side(binaries, promises, contents.members, size, read),
         reach.Reaching()
-        if is_torch_itself(contents)
+        if torch_itself
         else reach.read_reach(contents.members, size, read, reach_inputs(binaries)),
+        {}
+        if torch_itself
+        else version_lock.read_locks(contents.members, size, read, [b.member for b in binaries], releases),
     )
 
 

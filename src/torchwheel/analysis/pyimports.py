@@ -24,8 +24,13 @@ MAX_TOTAL_BYTES = 32 << 20
 _DATA_ROOT = re.compile(r"^[^/]+\.data/(?:purelib|platlib)/")
 
 
+def installed_path(member: str) -> str:
+    """Where a member lands under the import root (``x.data/purelib/pkg/a.py`` -> ``pkg/a.py``)."""
+    return _DATA_ROOT.sub("", member)
+
+
 def _parts(member: str) -> list[str]:
-    return _DATA_ROOT.sub("", member).split("/")
+    return installed_path(member).split("/")
 
 
 def module_name(member: str, stem: str) -> str:

@@ -161,5 +161,7 @@ def settled(need: TorchNeed, release: Version) -> TorchNeed:
     if need.tables is None:
         return need
     minor = (release.major, release.minor)
-    releases = need.releases | {minor} if need.releases_from == "exports" else need.releases
+    # this torch's exports hold every import, but the package's own check may still refuse it
+    dated = need.releases_from == "exports" and minor not in need.lock_refused
+    releases = need.releases | {minor} if dated else need.releases
     return replace(need, newer=(), tables=None, releases=releases)

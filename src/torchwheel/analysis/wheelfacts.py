@@ -25,8 +25,10 @@ from torchwheel.analysis import buildunits
 from torchwheel.analysis.alternatives import Alternatives, find_alternatives
 from torchwheel.analysis.buildunits import Brought, BuildUnit
 from torchwheel.analysis.member import MemberBinary, SliceAnalysis, UnreadableBinary
+from torchwheel.analysis.pyimports import installed_path
 from torchwheel.analysis.pythonabi import parse_suffix
 from torchwheel.analysis.reach import Reaching
+from torchwheel.analysis.version_lock import VersionLock
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
 from torchwheel.tables.symtable import BASELINE
@@ -89,6 +91,9 @@ class WheelFacts:
     # how the package's own Python reaches each compiled file (``analysis.reach``): imported
     # as a module or loaded by path, at import, optionally or on use
     reach: Reaching = field(default_factory=Reaching)
+    # top-level package -> the torch minors on which its own ``import`` provably raises
+    # (``analysis.version_lock``: zentorch's build-minor check), where it has such a lock
+    version_locks: Mapping[str, VersionLock] = field(default_factory=dict)
     # the tables the members were read with (``tables.tableset``): what dates the unstable
     # imports and reads a pin; the same wheel read with other tables is other facts
     tables: Tables = field(kw_only=True, repr=False, compare=False)
@@ -285,10 +290,13 @@ def _torch_axes(w: WheelFacts) -> TorchNeed:
     needs = tuple(sorted({n for _, _, s in iter_slices(w) for n in s.torch.build_needs}))
     if w._unstable_members:
         found, how, dated = _unstable_releases(w)
+        lock, refused = "", frozenset[Minor]()
+        if how == "exports" and not (dated.unresolved or dated.uncovered):
+            found, lock, refused = _import_lock(w, found)
         return TorchNeed(
             "unstable", None, found, how, builds, gpu, reqs, source, declared, why, dated.newer,
             dated.tables, unresolved=dated.unresolved, uncovered=dated.uncovered, build_needs=needs,
-            indexed_from=dated.oldest,
+            indexed_from=dated.oldest, lock=lock, lock_refused=refused,
         )  # fmt: skip
     floors = [s.torch.min_version for _, _, s in iter_slices(w) if s.torch.min_version is not None]
     if declared is not None or floors:
@@ -300,6 +308,25 @@ def _torch_axes(w: WheelFacts) -> TorchNeed:
         )  # fmt: skip
     kind: Kind = "any" if any(s.accelerators.links_torch for _, _, s in iter_slices(w)) else "none"
     return TorchNeed(kind, None, frozenset(), "", builds, gpu, reqs, source, declared, why)
+
+
+def _import_lock(
+    w: WheelFacts, found: frozenset[Release]
+) -> tuple[frozenset[Release], str, frozenset[Minor]]:
+    """The releases an unstable build's imports date it to, less the minors on which the
+    package's own import raises (``analysis.version_lock``), with the raise in words and the
+    minors refused; unchanged where a package holding an unstable file has no lock, or where
+    the lock would leave nothing (the two readings disagree: neither is taken over the other)."""
+    tops = {parts[0] if len(parts := installed_path(m).split("/")) > 1 else "" for m in w._unstable_members}
+    locks = [w.version_locks.get(t) for t in sorted(tops)]
+    if not locks or any(lock is None for lock in locks):
+        return found, "", frozenset()
+    refused = frozenset.intersection(*(lock.refused for lock in locks if lock is not None))
+    kept = frozenset(r for r in found if (r[0], r[1]) not in refused)
+    if not kept or kept == found:
+        return found, "", frozenset()
+    where = ", ".join(sorted({lock.where for lock in locks if lock is not None}))
+    return kept, f"its import raises on torch {show_releases(found - kept)}: {where}", refused
 
 
 _NEWER_KEPT = 10

@@ -281,7 +281,12 @@ def _verdict(need: TorchNeed, judged: JudgedTorch, missing: tuple[str, ...], tab
     torch = judged.version
     if torch is None or judged.libraries is None:
         return _past_tables(need, judged, _one_verdict(need, judged, tables), tables)
-    if not missing and need.kind == "unstable" and need.releases_from != "names":
+    if (
+        not missing
+        and need.kind == "unstable"
+        and need.releases_from != "names"
+        and minor_of(torch) not in need.lock_refused  # its own import refuses this torch
+    ):
         need = replace(need, releases=frozenset({minor_of(torch)}), releases_from="exports")
     found = _one_verdict(need, judged, tables)
     if not missing:

@@ -108,6 +108,8 @@ def unstable_torch_unpinned(w: WheelFacts, policy: Policy) -> Iterator[Hit]:
         fix += "; its imports include names newer than this torchwheel's tables (TW207)"
     elif abi.uncovered or abi.unresolved:  # the tables cannot settle which: say none
         fix += "; the export tables cannot date it (`torchwheel compat --against TORCH` can)"
+    elif abi.lock:  # the package's own version check narrows what its imports allow
+        fix += f"; its import works on torch {show_releases(abi.releases)} only ({abi.lock})"
     elif abi.releases_from == "exports":  # the binaries date themselves: say where
         fix += f"; its imports are exported by torch {show_releases(abi.releases)} only"
     if not w.metadata.torch_requirements and policy.require_torch:

@@ -83,7 +83,7 @@ def _facts(wheel: RangedWheel, tables: Tables, gpu: bool) -> tuple[WheelFacts, d
         )
     binaries = [MemberBinary(m, r) for m in compiled if isinstance(r := results[m], BinaryAnalysis)]
     unreadable = [r for m in compiled if isinstance(r := results[m], UnreadableBinary)]
-    code = package_code(c, binaries, wheel.member_size, wheel.read)
+    code = package_code(c, binaries, wheel.member_size, wheel.read, tables.releases)
     facts = WheelFacts(
         c,
         parse_metadata(c.metadata_text),
@@ -94,6 +94,7 @@ def _facts(wheel: RangedWheel, tables: Tables, gpu: bool) -> tuple[WheelFacts, d
         loader_fallbacks=code.loader_fallbacks,
         device_code=code.device_code,
         reach=code.reach,
+        version_locks=code.version_locks,
         tables=tables,
     )
     return facts, how

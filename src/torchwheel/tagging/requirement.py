@@ -129,7 +129,9 @@ def desired_spec(
         said = []
         if named:
             said.append(f"its name says torch {named}")
-        if abi.releases_from == "exports" and not (abi.uncovered or abi.unresolved):
+        if abi.lock:
+            said.append(f"its import works on torch {show_releases(abi.releases)} only ({abi.lock})")
+        elif abi.releases_from == "exports" and not (abi.uncovered or abi.unresolved):
             said.append(f"its imports exist in the exports of torch {show_releases(abi.releases)}")
         guess = named or (show_releases(abi.releases) if len(abi.releases) == 1 else "X.Y")
         raise BuildTorchNeeded(

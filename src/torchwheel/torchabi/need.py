@@ -130,6 +130,11 @@ class TorchNeed:
     # the oldest minor the export tables read, for an unstable build dated by its imports: below
     # it they say nothing, and an unsettled need is unknown there, never "no"
     indexed_from: Minor | None = field(default=None, compare=False)
+    # the package's own import-time check of the torch version (``analysis.version_lock``),
+    # which took ``lock_refused`` out of the releases its imports date it to: "its import
+    # raises on torch 2.13, 2.15: zentorch/__init__.py:88"; "" when none narrowed them
+    lock: str = field(default="", compare=False)
+    lock_refused: frozenset[Minor] = field(default=frozenset(), compare=False)
 
     @property
     def build_needs_text(self) -> str:
@@ -172,6 +177,8 @@ class TorchNeed:
         if self.kind == "unstable" and self.releases:
             shown = show_releases(self.releases)
             if self.releases_from == "exports":
+                if self.lock:
+                    return f"unstable, torch {shown} only ({self.lock})"
                 return f"unstable, torch {shown} (dated by its imports)"
             if self.releases_from == "pin":
                 return f"unstable, pinned to torch {shown} (its Requires-Dist; the binaries do not date it)"

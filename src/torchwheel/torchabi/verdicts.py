@@ -154,7 +154,7 @@ def _version_verdict(need: TorchNeed, torch: Version, releases: Releases) -> Ver
     if not need.releases:
         return Verdict("unknown", _UNDATED)
     match = next((b for b in sorted(need.releases) if release_matches(b, torch)), None)
-    verb = _RELEASES_VERB.get(need.releases_from, "built for")
+    verb = "its import works on" if need.lock else _RELEASES_VERB.get(need.releases_from, "built for")
     if need.releases_from == "wheel":
         verb = "has builds for" if len(need.releases) > 1 else "built for"
     if match is not None:
