@@ -5,7 +5,8 @@ The edges of the command: the interpreter is probed in a subprocess (``target.pr
 with ``-I -S``, so nothing of the environment runs; its search path computed from its
 ``pyvenv.cfg`` and ``.pth`` path lines, its torch read from disk; ``.pth`` import lines are
 not run, and listed), its distributions are read in place (``wheel.installed``, ``doctor.environment``),
-its torch's exports read through the torch distribution's own RECORD, and the judgement is
+its torch's exports read through the torch distribution's own RECORD (``doctor.owntorch``,
+kept between runs in the user's data folder), and the judgement is
 ``doctor.diagnosis``, pure. ``--explain`` reads the same environment for the one file an
 import error names (``doctor.import_error``).
 """
@@ -46,6 +47,7 @@ from torchwheel.doctor.import_error import (
 from torchwheel.doctor.libsearch import Resolver
 from torchwheel.doctor.machine import Machine, Part, library_parts, read_machine
 from torchwheel.doctor.machine_explain import MachineAnswer, explain_driver, explain_kernel, explain_version
+from torchwheel.doctor.owntorch import installed_judged
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.selection import target as targets
@@ -53,10 +55,11 @@ from torchwheel.selection.target import TorchTarget
 from torchwheel.tables.exports import platform_of
 from torchwheel.tables.tablechoice import choose_tables
 from torchwheel.tables.tableset import Tables
+from torchwheel.tables.torchcache import cache_folder
 from torchwheel.torchabi.backend import parse_backend
 from torchwheel.torchabi.torch_named import named_torch
-from torchwheel.torchabi.torchlibs import VERSION_PY_BYTES, TorchLibraries, read_files, read_torch
-from torchwheel.wheel.installed import Installed, NotRead, installed, source_of
+from torchwheel.torchabi.torchlibs import TorchLibraries, read_torch
+from torchwheel.wheel.installed import Installed, installed
 
 
 @frozen
@@ -97,16 +100,20 @@ def doctor(
     gpu: str | None = None,
     explain: str | None = None,
     symbols: str | os.PathLike[str] | Tables | None = None,
+    cache: bool | str | os.PathLike[str] = True,
 ) -> DoctorResult:
     """``torchwheel.api.doctor`` (``docs/reference/api.md``): the installed distributions of the
     environment of ``python`` (default: this interpreter's; nothing of it is imported here)
     with compiled torch code, judged against its torch, a planned ``torch`` (``2.16``,
     ``2.16.1``; ``torch_backend`` its build, ``cu130``) or the torch wheel or folder
     ``against``, whose exports then decide. ``explain``: a module name or an ``ImportError``'s
-    text. ``symbols``: a shim table file (``TORCHWHEEL_SYMBOLS`` when None). An environment
-    that cannot be read raises ``InputError``."""
+    text. ``symbols``: a shim table file (``TORCHWHEEL_SYMBOLS`` when None). ``cache``: where
+    the installed torch's exports and RECORD rows are kept between runs (True: the user's
+    data folder, ``torchcache.cache_folder``; False: read every time). An environment that
+    cannot be read raises ``InputError``."""
     chosen = symbols if isinstance(symbols, Tables) else choose_tables(_path(symbols), None)
-    return run_checkup(chosen, _text(python), torch, torch_backend, _text(against), gpu, explain)
+    folder = cache_folder() if cache is True else None if cache is False else Path(cache)
+    return run_checkup(chosen, _text(python), torch, torch_backend, _text(against), gpu, explain, folder)
 
 
 def _path(value: str | os.PathLike[str] | None) -> Path | None:
@@ -125,9 +132,11 @@ def run_checkup(
     against: str | None = None,
     gpu: str | None = None,
     explain: str | None = None,
+    cache: Path | None = None,
 ) -> DoctorResult:
     """Probe, read, judge (module docstring); ``InputError`` for an environment that cannot
-    be read or options that contradict each other."""
+    be read or options that contradict each other. ``cache``: the folder the installed
+    torch's answers are kept in (``doctor.owntorch``), None for none."""
     if torch is not None and against is not None:
         raise InputError(
             "--torch and --against exclude each other: judge a planned torch or a torch wheel",
@@ -151,7 +160,7 @@ def run_checkup(
     wanted = torch_imports((d.facts for d in env.with_torch), tables.shims)
     if question is not None and question.symbol:
         wanted |= {question.symbol}
-    own = _past(_installed_judged(target, env, wanted), tables)
+    own = _past(installed_judged(target, env, wanted, cache), tables)
     judged = own
     if torch is not None:
         judged = _past(_planned(target, torch, torch_backend), tables)
@@ -237,46 +246,6 @@ def _against(target: TorchTarget, libraries: TorchLibraries) -> JudgedTorch:
             reference="torch-unreadable",
         )
     return JudgedTorch(version, libraries.build, target.gpu, target.markers, "against", libraries)
-
-
-def _installed_judged(target: TorchTarget, env: Environment, wanted: frozenset[str]) -> JudgedTorch:
-    """The environment's own torch, its exports read through its RECORD when it has one
-    (else judged by its version and build alone, and said so)."""
-    libraries, problem = None, ""
-    if env.torch is not None and target.torch is not None:
-        libraries, problem = _torch_exports(env.torch, str(target.torch), wanted)
-    elif target.torch is not None:
-        problem = "its distribution was not found on the search path"
-    return JudgedTorch(
-        target.torch,
-        target.build,
-        target.gpu,
-        target.markers,
-        "installed",
-        libraries,
-        libraries_problem=problem,
-    )
-
-
-def _torch_exports(
-    torch: Installed, version: str, wanted: frozenset[str]
-) -> tuple[TorchLibraries | None, str]:
-    source = source_of(torch)
-    if isinstance(source, NotRead):
-        return None, source.reason
-    members = source.contents.members
-    version_py = None
-    if "torch/version.py" in members:
-        try:
-            head = b"".join(source.stream("torch/version.py", VERSION_PY_BYTES))[:VERSION_PY_BYTES]
-            version_py = head.decode("utf-8", "replace")
-        except InputError:
-            version_py = None
-    files = [(m, Path(os.path.realpath(torch.site / m))) for m in members if m.startswith("torch/lib/")]
-    try:
-        return read_files(files, str(torch.site / "torch" / "lib"), version, version_py, wanted), ""
-    except InputError as exc:
-        return None, str(exc)
 
 
 def _asked_file(question: Question, target: TorchTarget) -> str:
