@@ -34,6 +34,7 @@ from torchwheel.doctor.diagnosis import (
     judge_files,
 )
 from torchwheel.doctor.doctor_report import doctor_json
+from torchwheel.doctor.early import probe_beside_reading, started
 from torchwheel.doctor.environment import Distribution, Environment, read_environment
 from torchwheel.doctor.import_error import (
     Explanation,
@@ -59,7 +60,7 @@ from torchwheel.tables.torchcache import cache_folder
 from torchwheel.torchabi.backend import parse_backend
 from torchwheel.torchabi.torch_named import named_torch
 from torchwheel.torchabi.torchlibs import TorchLibraries, read_torch
-from torchwheel.wheel.installed import Installed, installed
+from torchwheel.wheel.installed import Installed, NotRead, installed
 
 
 @frozen
@@ -147,7 +148,7 @@ def run_checkup(
             "--torch-backend names the build of a planned torch: give --torch too", reference="misuse"
         )
     question = parse_import_error(explain) if explain is not None else None
-    target = targets.probe(python)
+    target, early = probe_beside_reading(python, tables, whole=question is not None)
     if gpu is not None:
         target = targets.with_gpu(target, gpu)
     if not target.search_path:
@@ -156,7 +157,9 @@ def run_checkup(
             reference="interpreter-unusable",
         )
     asked = _asked_file(question, target) if question is not None else None
-    env = read_environment(installed(target.search_path, target.prefixes), tables, asked)
+    items = list(installed(target.search_path, target.prefixes))
+    machine_read = started(_read_machine, target, _torch_dir(items))
+    env = read_environment(items, tables, asked, early)
     wanted = torch_imports((d.facts for d in env.with_torch), tables.shims)
     if question is not None and question.symbol:
         wanted |= {question.symbol}
@@ -167,7 +170,7 @@ def run_checkup(
     elif against is not None:
         libraries = read_torch(against, wanted)
         judged = _past(_against(target, libraries), tables)
-    machine, parts = _machine(target, env)
+    machine, parts = _machine(machine_read(), target, env)
     diagnosis = diagnose(env, judged, tables, own if judged is not own else None, machine, parts)
     diagnosis = replace(diagnosis, not_run=target.not_run, more_not_run=target.more_not_run)
     explanation = None
@@ -192,14 +195,25 @@ def _machine_answer(
     return None
 
 
-def _machine(target: TorchTarget, env: Environment) -> tuple[Machine, dict[str, tuple[Part, ...]]]:
-    """The machine the interpreter's loader sees (``doctor.machine``), and what of each
-    distribution it cannot load there."""
-    torch_dir = None
-    if env.torch is not None and (env.torch.site / "torch").is_dir():
-        torch_dir = str(env.torch.site / "torch")
+def _torch_dir(items: list[Installed | NotRead]) -> str | None:
+    """The environment's torch package folder: of its first torch distribution, as
+    ``read_environment`` takes it for the environment's own."""
+    torch = next((i for i in items if isinstance(i, Installed) and i.key == "torch"), None)
+    if torch is not None and (torch.site / "torch").is_dir():
+        return str(torch.site / "torch")
+    return None
+
+
+def _read_machine(target: TorchTarget, torch_dir: str | None) -> Machine:
+    """The machine the interpreter's loader sees (``doctor.machine``)."""
     platform_name = target.markers.get("sys_platform", sys.platform)
-    machine = read_machine(target.python, platform_name, torch_dir, target.search_path)
+    return read_machine(target.python, platform_name, torch_dir, target.search_path)
+
+
+def _machine(
+    machine: Machine, target: TorchTarget, env: Environment
+) -> tuple[Machine, dict[str, tuple[Part, ...]]]:
+    """The machine, and what of each distribution it cannot load there."""
     if machine.process is None:
         return machine, {}
     resolver = Resolver(machine.process)
