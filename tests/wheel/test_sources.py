@@ -106,13 +106,19 @@ def test_an_unpacked_wheels_metadata_link_is_refused(tmp_path: Path) -> None:
         directory_source(root)
 
 
-def test_an_installed_distribution_reads_only_inside_its_environment(tmp_path: Path) -> None:
-    prefix = tmp_path / "env"
+def _installed(prefix: Path) -> tuple[Path, Path]:
+    """An installed distribution's site-packages and ``.dist-info`` (no RECORD yet)."""
     site = prefix / "lib" / "site-packages"
     info = site / "demo-1.0.dist-info"
     info.mkdir(parents=True)
     (info / "WHEEL").write_text(_WHEEL)
     (info / "METADATA").write_text(_META)
+    return site, info
+
+
+def test_an_installed_distribution_reads_only_inside_its_environment(tmp_path: Path) -> None:
+    prefix = tmp_path / "env"
+    site, info = _installed(prefix)
     (site / "demo.py").write_text("")
     (prefix / "bin").mkdir()
     (prefix / "bin" / "demo").write_text("#!python\n")
@@ -143,11 +149,7 @@ def test_only_lists_the_entries_asked_for(tmp_path: Path) -> None:
     """``only``: the entries it accepts are listed as a full listing lists them, the others
     not at all (no stat): doctor's first pass over a distribution's compiled files."""
     prefix = tmp_path / "env"
-    site = prefix / "lib" / "site-packages"
-    info = site / "demo-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "WHEEL").write_text(_WHEEL)
-    (info / "METADATA").write_text(_META)
+    site, info = _installed(prefix)
     (site / "demo").mkdir()
     for name in ("a.py", "_a.abi3.so", "_b.so"):
         (site / "demo" / name).write_text("")
