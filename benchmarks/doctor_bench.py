@@ -8,19 +8,21 @@ For each environment (default: issue 49's 300 distributions, made first under
 wall time of ``doctor --python ENV`` (a fresh process, as users run it), of ``pip check``
 for the same interpreter (the check users run today, which reads requirements only), and of
 reading every installed distribution whole (``collect`` on each, what ``doctor`` would cost
-without reading the tables first), medians of ``--runs``, as ratios in one run. Writes
+without reading the tables first), medians of ``--runs``, as ratios in one run, each figure with
+the 1-minute load average as its runs began (the machine is shared). Writes
 ``benchmarks/results/doctor.json``, the table of ``docs/evidence/performance.md`` ("``doctor``"):
-``.venv/bin/python benchmarks/doctor_bench.py`` with the two default environments, set a of
-``loadtruth_doctor.py`` and the hostile corpus's ``env_2000_distributions`` named as ENV_PYTHON.
+``.venv/bin/python benchmarks/doctor_bench.py`` with the default environments (set a of
+``loadtruth_doctor.py`` or the hostile corpus's ``env_2000_distributions`` can be named as
+ENV_PYTHON).
 
 The 300-distribution environment (``make_env``) is a venv of this interpreter's base Python
-holding ``.venv``'s distributions (its torch 2.13.0 CPU and 120 others, numpy, scipy and the
-rest of the dev tools, hard links of the files their RECORD lists), three real extensions
+holding ``.venv``'s distributions (its torch 2.13.0 CPU and 120 others, numpy and the rest of
+the dev tools, hard links of the files their RECORD lists), three real extensions
 built against that torch (``fixtures/real_ext/prebuilt``: twdemo_stable, twdemo_unstable,
 twdemo_oplib, installed by pip) and pure-Python distributions of ten files each up to 300.
-``doctor`` runs twice on it before it is timed, so torch's cache (``tables.torchcache``) is
-warm as on every run but the first after torch is installed; the row ``cold`` times it with
-an empty data folder (``XDG_DATA_HOME`` a new folder each run), as the first run is.
+``doctor`` runs twice on each environment before it is timed, so torch's cache
+(``tables.torchcache``) is warm as on every run but the first after torch is installed;
+``doctor_cold`` times it with an empty data folder (``XDG_DATA_HOME`` a new folder each run), as the first run is.
 """
 
 from __future__ import annotations
