@@ -55,10 +55,6 @@ SymbolTable.from_json  # to_json's reader, for tables as text: the tests round-t
 TorchWheelOrigin.from_json  # scripts/shim_exports.py reads its cached export lists with it
 __getattr__  # PEP 562: api's and results' Literal aliases, loaded when first asked for
 _Reader.visit_TryStar  # ast.NodeVisitor calls visit_<node class>: try/except* blocks (analysis/reach)
-from torchwheel.binary.elfdynamic import DynamicFacts
-from torchwheel.tables.torchcache import record_rows
 from torchwheel.errors import REFERENCES
 
-DynamicFacts.holds  # issue 49: doctor's cheap "touches torch" read (needles); not wired into doctor/ yet
-record_rows  # issue 49: torch's RECORD kept between doctor runs; not wired yet either
 REFERENCES  # errors.py: the documented vocabulary of references (docs test, quality test); the Literal is the code's

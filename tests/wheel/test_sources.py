@@ -106,13 +106,19 @@ def test_an_unpacked_wheels_metadata_link_is_refused(tmp_path: Path) -> None:
         directory_source(root)
 
 
-def test_an_installed_distribution_reads_only_inside_its_environment(tmp_path: Path) -> None:
-    prefix = tmp_path / "env"
+def _installed(prefix: Path) -> tuple[Path, Path]:
+    """An installed distribution's site-packages and ``.dist-info`` (no RECORD yet)."""
     site = prefix / "lib" / "site-packages"
     info = site / "demo-1.0.dist-info"
     info.mkdir(parents=True)
     (info / "WHEEL").write_text(_WHEEL)
     (info / "METADATA").write_text(_META)
+    return site, info
+
+
+def test_an_installed_distribution_reads_only_inside_its_environment(tmp_path: Path) -> None:
+    prefix = tmp_path / "env"
+    site, info = _installed(prefix)
     (site / "demo.py").write_text("")
     (prefix / "bin").mkdir()
     (prefix / "bin" / "demo").write_text("#!python\n")
@@ -137,3 +143,27 @@ def test_an_installed_distribution_reads_only_inside_its_environment(tmp_path: P
 
 def test_environment_prefix_of_a_directory_outside_every_prefix(tmp_path: Path) -> None:
     assert environment_prefix(tmp_path) == tmp_path.resolve()
+
+
+def test_only_lists_the_entries_asked_for(tmp_path: Path) -> None:
+    """``only``: the entries it accepts are listed as a full listing lists them, the others
+    not at all (no stat): doctor's first pass over a distribution's compiled files."""
+    prefix = tmp_path / "env"
+    site, info = _installed(prefix)
+    (site / "demo").mkdir()
+    for name in ("a.py", "_a.abi3.so", "_b.so"):
+        (site / "demo" / name).write_text("")
+    os.mkfifo(site / "demo" / "_pipe.so")
+    (tmp_path / "outside.so").write_text("")
+    rows = ["demo/a.py", "demo/_a.abi3.so", "demo/_b.so", "demo/_pipe.so", "../../../outside.so", "gone.so"]
+    (info / "RECORD").write_text("".join(f"{r},,\n" for r in rows))
+
+    def compiled(path: str) -> bool:
+        return path.endswith(".so")
+
+    every = DirectorySource(site, info, installed=True, boundary=prefix).contents
+    some = DirectorySource(site, info, installed=True, boundary=prefix, only=compiled).contents
+    assert some.members == [m for m in every.members if compiled(m)] == ["demo/_a.abi3.so", "demo/_b.so"]
+    assert some.record_problems == every.record_problems  # the FIFO and the link out: both .so
+    assert [p.path for p in some.record_problems] == ["demo/_pipe.so", "../../../outside.so"]
+    assert some.record == every.record  # the whole RECORD read and checked all the same

@@ -5,7 +5,8 @@ The edges of the command: the interpreter is probed in a subprocess (``target.pr
 with ``-I -S``, so nothing of the environment runs; its search path computed from its
 ``pyvenv.cfg`` and ``.pth`` path lines, its torch read from disk; ``.pth`` import lines are
 not run, and listed), its distributions are read in place (``wheel.installed``, ``doctor.environment``),
-its torch's exports read through the torch distribution's own RECORD, and the judgement is
+its torch's exports read through the torch distribution's own RECORD (``doctor.owntorch``,
+kept between runs in the user's data folder), and the judgement is
 ``doctor.diagnosis``, pure. ``--explain`` reads the same environment for the one file an
 import error names (``doctor.import_error``).
 """
@@ -33,6 +34,7 @@ from torchwheel.doctor.diagnosis import (
     judge_files,
 )
 from torchwheel.doctor.doctor_report import doctor_json
+from torchwheel.doctor.early import probe_beside_reading, started
 from torchwheel.doctor.environment import Distribution, Environment, read_environment
 from torchwheel.doctor.import_error import (
     Explanation,
@@ -46,6 +48,7 @@ from torchwheel.doctor.import_error import (
 from torchwheel.doctor.libsearch import Resolver
 from torchwheel.doctor.machine import Machine, Part, library_parts, read_machine
 from torchwheel.doctor.machine_explain import MachineAnswer, explain_driver, explain_kernel, explain_version
+from torchwheel.doctor.owntorch import installed_judged
 from torchwheel.errors import InputError, clipped
 from torchwheel.frozen import frozen
 from torchwheel.selection import target as targets
@@ -53,10 +56,11 @@ from torchwheel.selection.target import TorchTarget
 from torchwheel.tables.exports import platform_of
 from torchwheel.tables.tablechoice import choose_tables
 from torchwheel.tables.tableset import Tables
+from torchwheel.tables.torchcache import cache_folder
 from torchwheel.torchabi.backend import parse_backend
 from torchwheel.torchabi.torch_named import named_torch
-from torchwheel.torchabi.torchlibs import VERSION_PY_BYTES, TorchLibraries, read_files, read_torch
-from torchwheel.wheel.installed import Installed, NotRead, installed, source_of
+from torchwheel.torchabi.torchlibs import TorchLibraries, read_torch
+from torchwheel.wheel.installed import Installed, NotRead, installed
 
 
 @frozen
@@ -97,16 +101,20 @@ def doctor(
     gpu: str | None = None,
     explain: str | None = None,
     symbols: str | os.PathLike[str] | Tables | None = None,
+    cache: bool | str | os.PathLike[str] = True,
 ) -> DoctorResult:
     """``torchwheel.api.doctor`` (``docs/reference/api.md``): the installed distributions of the
     environment of ``python`` (default: this interpreter's; nothing of it is imported here)
     with compiled torch code, judged against its torch, a planned ``torch`` (``2.16``,
     ``2.16.1``; ``torch_backend`` its build, ``cu130``) or the torch wheel or folder
     ``against``, whose exports then decide. ``explain``: a module name or an ``ImportError``'s
-    text. ``symbols``: a shim table file (``TORCHWHEEL_SYMBOLS`` when None). An environment
-    that cannot be read raises ``InputError``."""
+    text. ``symbols``: a shim table file (``TORCHWHEEL_SYMBOLS`` when None). ``cache``: where
+    the installed torch's exports and RECORD rows are kept between runs (True: the user's
+    data folder, ``torchcache.cache_folder``; False: read every time). An environment that
+    cannot be read raises ``InputError``."""
     chosen = symbols if isinstance(symbols, Tables) else choose_tables(_path(symbols), None)
-    return run_checkup(chosen, _text(python), torch, torch_backend, _text(against), gpu, explain)
+    folder = cache_folder() if cache is True else None if cache is False else Path(cache)
+    return run_checkup(chosen, _text(python), torch, torch_backend, _text(against), gpu, explain, folder)
 
 
 def _path(value: str | os.PathLike[str] | None) -> Path | None:
@@ -125,9 +133,11 @@ def run_checkup(
     against: str | None = None,
     gpu: str | None = None,
     explain: str | None = None,
+    cache: Path | None = None,
 ) -> DoctorResult:
     """Probe, read, judge (module docstring); ``InputError`` for an environment that cannot
-    be read or options that contradict each other."""
+    be read or options that contradict each other. ``cache``: the folder the installed
+    torch's answers are kept in (``doctor.owntorch``), None for none."""
     if torch is not None and against is not None:
         raise InputError(
             "--torch and --against exclude each other: judge a planned torch or a torch wheel",
@@ -138,7 +148,7 @@ def run_checkup(
             "--torch-backend names the build of a planned torch: give --torch too", reference="misuse"
         )
     question = parse_import_error(explain) if explain is not None else None
-    target = targets.probe(python)
+    target, early = probe_beside_reading(python, tables, whole=question is not None)
     if gpu is not None:
         target = targets.with_gpu(target, gpu)
     if not target.search_path:
@@ -147,18 +157,20 @@ def run_checkup(
             reference="interpreter-unusable",
         )
     asked = _asked_file(question, target) if question is not None else None
-    env = read_environment(installed(target.search_path, target.prefixes), tables, asked)
+    items = list(installed(target.search_path, target.prefixes))
+    machine_read = started(_read_machine, target, _torch_dir(items))
+    env = read_environment(items, tables, asked, early)
     wanted = torch_imports((d.facts for d in env.with_torch), tables.shims)
     if question is not None and question.symbol:
         wanted |= {question.symbol}
-    own = _past(_installed_judged(target, env, wanted), tables)
+    own = _past(installed_judged(target, env, wanted, cache), tables)
     judged = own
     if torch is not None:
         judged = _past(_planned(target, torch, torch_backend), tables)
     elif against is not None:
         libraries = read_torch(against, wanted)
         judged = _past(_against(target, libraries), tables)
-    machine, parts = _machine(target, env)
+    machine, parts = _machine(machine_read(), target, env)
     diagnosis = diagnose(env, judged, tables, own if judged is not own else None, machine, parts)
     diagnosis = replace(diagnosis, not_run=target.not_run, more_not_run=target.more_not_run)
     explanation = None
@@ -183,14 +195,25 @@ def _machine_answer(
     return None
 
 
-def _machine(target: TorchTarget, env: Environment) -> tuple[Machine, dict[str, tuple[Part, ...]]]:
-    """The machine the interpreter's loader sees (``doctor.machine``), and what of each
-    distribution it cannot load there."""
-    torch_dir = None
-    if env.torch is not None and (env.torch.site / "torch").is_dir():
-        torch_dir = str(env.torch.site / "torch")
+def _torch_dir(items: list[Installed | NotRead]) -> str | None:
+    """The environment's torch package folder: of its first torch distribution, as
+    ``read_environment`` takes it for the environment's own."""
+    torch = next((i for i in items if isinstance(i, Installed) and i.key == "torch"), None)
+    if torch is not None and (torch.site / "torch").is_dir():
+        return str(torch.site / "torch")
+    return None
+
+
+def _read_machine(target: TorchTarget, torch_dir: str | None) -> Machine:
+    """The machine the interpreter's loader sees (``doctor.machine``)."""
     platform_name = target.markers.get("sys_platform", sys.platform)
-    machine = read_machine(target.python, platform_name, torch_dir, target.search_path)
+    return read_machine(target.python, platform_name, torch_dir, target.search_path)
+
+
+def _machine(
+    machine: Machine, target: TorchTarget, env: Environment
+) -> tuple[Machine, dict[str, tuple[Part, ...]]]:
+    """The machine, and what of each distribution it cannot load there."""
     if machine.process is None:
         return machine, {}
     resolver = Resolver(machine.process)
@@ -237,46 +260,6 @@ def _against(target: TorchTarget, libraries: TorchLibraries) -> JudgedTorch:
             reference="torch-unreadable",
         )
     return JudgedTorch(version, libraries.build, target.gpu, target.markers, "against", libraries)
-
-
-def _installed_judged(target: TorchTarget, env: Environment, wanted: frozenset[str]) -> JudgedTorch:
-    """The environment's own torch, its exports read through its RECORD when it has one
-    (else judged by its version and build alone, and said so)."""
-    libraries, problem = None, ""
-    if env.torch is not None and target.torch is not None:
-        libraries, problem = _torch_exports(env.torch, str(target.torch), wanted)
-    elif target.torch is not None:
-        problem = "its distribution was not found on the search path"
-    return JudgedTorch(
-        target.torch,
-        target.build,
-        target.gpu,
-        target.markers,
-        "installed",
-        libraries,
-        libraries_problem=problem,
-    )
-
-
-def _torch_exports(
-    torch: Installed, version: str, wanted: frozenset[str]
-) -> tuple[TorchLibraries | None, str]:
-    source = source_of(torch)
-    if isinstance(source, NotRead):
-        return None, source.reason
-    members = source.contents.members
-    version_py = None
-    if "torch/version.py" in members:
-        try:
-            head = b"".join(source.stream("torch/version.py", VERSION_PY_BYTES))[:VERSION_PY_BYTES]
-            version_py = head.decode("utf-8", "replace")
-        except InputError:
-            version_py = None
-    files = [(m, Path(os.path.realpath(torch.site / m))) for m in members if m.startswith("torch/lib/")]
-    try:
-        return read_files(files, str(torch.site / "torch" / "lib"), version, version_py, wanted), ""
-    except InputError as exc:
-        return None, str(exc)
 
 
 def _asked_file(question: Question, target: TorchTarget) -> str:

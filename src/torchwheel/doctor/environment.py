@@ -16,7 +16,7 @@ The torch distribution itself is the environment's torch, not one of its extensi
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from torchwheel.analysis.buildunits import own_runtimes
@@ -70,10 +70,15 @@ class Environment:
 
 
 def read_environment(
-    items: Iterable[Installed | NotRead], tables: Tables, owner_of: str | None = None
+    items: Iterable[Installed | NotRead],
+    tables: Tables,
+    owner_of: str | None = None,
+    early: Mapping[Installed, Read] | None = None,
 ) -> Environment:
     """Read every distribution (module docstring); ``owner_of``: a file's real path, whose
-    distribution (the one whose RECORD lists it) is ``Environment.owner``."""
+    distribution (the one whose RECORD lists it) is ``Environment.owner``. ``early``: the
+    distributions read already (``read_distribution``, with ``whole`` as ``owner_of`` is
+    given), by what they were read as: read while the probe ran (``doctor.early``)."""
     torch: Installed | None = None
     with_torch: list[Distribution] = []
     not_read: list[NotRead] = []
@@ -87,7 +92,9 @@ def read_environment(
         if torch is None and item.key == "torch":
             torch = item
             continue
-        found = _read_one(item, tables)
+        found = early.get(item) if early is not None else None
+        if found is None:
+            found = read_distribution(item, tables, whole=owner_of is not None)
         if isinstance(found, _Unreadable):
             unreadable.append(found.item)
         elif isinstance(found, NotRead):
@@ -106,7 +113,11 @@ class _Unreadable:
     item: NotRead
 
 
-def _lists(found: Distribution | NotRead | _Unreadable | WheelContents, item: Installed, path: str) -> bool:
+# what ``read_distribution`` makes of one distribution
+Read = Distribution | NotRead | _Unreadable | WheelContents
+
+
+def _lists(found: Read, item: Installed, path: str) -> bool:
     if isinstance(found, NotRead | _Unreadable):
         return False
     contents = found.facts.contents if isinstance(found, Distribution) else found
@@ -118,16 +129,19 @@ def _lists(found: Distribution | NotRead | _Unreadable | WheelContents, item: In
     return False
 
 
-def _read_one(item: Installed, tables: Tables) -> Distribution | NotRead | _Unreadable | WheelContents:
+def read_distribution(item: Installed, tables: Tables, whole: bool) -> Read:
     """The distribution read whole when it touches torch; else its contents (it has no
-    torch code); a ``NotRead`` when it cannot be known."""
+    torch code); a ``NotRead`` when it cannot be known. Its RECORD's compiled files are
+    listed first, and only they (``DirectorySource``'s ``only``: a stat per entry was half of
+    reading 300 distributions), unless ``whole``: the contents then list every file (which
+    distribution owns a file ``--explain`` asks about)."""
     editable = item.editable_from()
     if editable is not None:
         return NotRead(
             item.name, item.version, str(item.dist_info),
             f"an editable install: its files are in its source tree ({editable}), which its RECORD does not list",
         )  # fmt: skip
-    source = source_of(item)
+    source = source_of(item, None if whole else is_compiled_name)
     if isinstance(source, NotRead):
         return source
     contents = source.contents
@@ -149,8 +163,11 @@ def _read_one(item: Installed, tables: Tables) -> Distribution | NotRead | _Unre
         return NotRead(item.name, item.version, str(item.dist_info), f"METADATA cannot be read ({exc})")
     if not outside and not _touches(source, compiled, metadata, tables):
         return contents
+    every = source if whole else source_of(item)
+    if isinstance(every, NotRead):  # changed since its first reading
+        return every
     try:
-        facts = collect(source, tables, verify_hashes=False)
+        facts = collect(every, tables, verify_hashes=False)
     except InputError as exc:  # a file RECORD lists cannot be read: its need is unknown
         return _Unreadable(NotRead(item.name, item.version, str(item.dist_info), str(exc)))
     return Distribution(item, facts, outside)

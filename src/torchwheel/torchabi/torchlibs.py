@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import field
 from pathlib import Path, PurePosixPath
 
@@ -73,6 +73,32 @@ class TorchLibraries:
         return imp.name in self.all_exports
 
 
+@frozen
+class LibraryExports:
+    """One torch library's exported names (those asked for), the (format, arch) of its
+    slices, and how many names it exports in all: what ``TorchLibraries`` keeps of a library,
+    and what ``doctor`` keeps between runs (``tables.torchcache``)."""
+
+    platforms: frozenset[tuple[str, str]]
+    names: frozenset[str]
+    count: int  # every distinct export, also those not kept
+
+
+def library_summary(facts: BinaryFacts, wanted: frozenset[str] | None) -> LibraryExports:
+    names = frozenset(e for s in facts.slices for e in s.exports)
+    platforms = frozenset((facts.format, s.arch) for s in facts.slices)
+    return LibraryExports(platforms, names if wanted is None else names & wanted, len(names))
+
+
+def library_exports(path: Path, wanted: frozenset[str] | None = None) -> LibraryExports:
+    """A torch library on disk, read for its exports (``InputError`` when it cannot be)."""
+    try:
+        facts = read_path(path, raw_scan=False)
+    except BinaryError as exc:
+        raise InputError(f"{path}: {exc}", reference="torch-unreadable") from exc
+    return library_summary(facts, wanted)
+
+
 def is_runtime_library(name: str) -> bool:
     base = name.rsplit("/", 1)[-1].lower()
     return is_compiled_name(base) and base.startswith(_RUNTIME_PREFIXES) and "test" not in base
@@ -118,10 +144,9 @@ def _build(
 
 
 def _facts(
-    read: Iterable[tuple[str, BinaryFacts]],
+    read: Iterable[tuple[str, LibraryExports]],
     origin: str,
     version: str | None,
-    wanted: frozenset[str] | None,
     version_py: str | None = None,
     metadata: str | None = None,
 ) -> TorchLibraries:
@@ -130,12 +155,10 @@ def _facts(
     exports: dict[str, frozenset[str]] = {}
     platforms: set[tuple[str, str]] = set()
     count = 0
-    for name, facts in read:
-        names = frozenset(e for s in facts.slices for e in s.exports)
-        count += len(names)
-        exports[name.lower()] = names if wanted is None else names & wanted
-        platforms.update((facts.format, s.arch) for s in facts.slices)
-        del names, facts  # the next library's facts are read without this one's
+    for name, library in read:  # one library's facts at a time: only its kept names stay
+        count += library.count
+        exports[name.lower()] = library.names
+        platforms.update(library.platforms)
     if not exports:
         raise InputError(
             f"{origin}: no torch libraries (libtorch*, libc10*) found; not a torch build?",
@@ -152,7 +175,7 @@ def _read_wheel(path: Path, wanted: frozenset[str] | None) -> TorchLibraries:
             m for m in wheel.contents.members if m.startswith(_LIB_DIR) and "/" not in m[len(_LIB_DIR) :]
         ]
 
-        def read() -> Iterator[tuple[str, BinaryFacts]]:
+        def read() -> Iterator[tuple[str, LibraryExports]]:
             for member in members:
                 if not is_runtime_library(member):
                     continue
@@ -161,7 +184,7 @@ def _read_wheel(path: Path, wanted: frozenset[str] | None) -> TorchLibraries:
                 _, facts = scan_member(wheel, member, hashing=False)
                 if isinstance(facts, BinaryError):
                     raise InputError(f"{path}: {member}: {facts}", reference="torch-unreadable")
-                yield PurePosixPath(member).name, facts
+                yield PurePosixPath(member).name, library_summary(facts, wanted)
 
         version_py = (
             b"".join(wheel.stream("torch/version.py", VERSION_PY_BYTES))[:VERSION_PY_BYTES].decode(
@@ -171,9 +194,7 @@ def _read_wheel(path: Path, wanted: frozenset[str] | None) -> TorchLibraries:
             else None
         )
         metadata = next((wheel.read_text(m) for m in wheel.infos if _is_metadata(m)), None)
-        return _facts(
-            read(), str(path), wheel.contents.filename_version or None, wanted, version_py, metadata
-        )
+        return _facts(read(), str(path), wheel.contents.filename_version or None, version_py, metadata)
 
 
 def _is_metadata(member: str) -> bool:
@@ -200,18 +221,15 @@ def _version_from(text: str | None) -> str | None:
 
 
 def _read_lib_dir(lib: Path, wanted: frozenset[str] | None) -> TorchLibraries:
-    def read() -> Iterator[tuple[str, BinaryFacts]]:
+    def read() -> Iterator[tuple[str, LibraryExports]]:
         for p in sorted(lib.iterdir()):
             if p.is_file() and is_runtime_library(p.name):
-                try:
-                    yield p.name, read_path(p, raw_scan=False)
-                except BinaryError as exc:
-                    raise InputError(f"{p}: {exc}", reference="torch-unreadable") from exc
+                yield p.name, library_exports(p, wanted)
 
     text = _version_py(lib.parent)
     metadata = _installed_metadata(lib.parent)
     version = _version_from(text) or _metadata_version(metadata)
-    return _facts(read(), str(lib), version, wanted, text, metadata)
+    return _facts(read(), str(lib), version, text, metadata)
 
 
 def _metadata_version(metadata: str | None) -> str | None:
@@ -241,24 +259,18 @@ def read_files(
     version: str | None,
     version_py: str | None,
     wanted: frozenset[str] | None = None,
+    exports_of: Callable[[Path, frozenset[str] | None], LibraryExports] = library_exports,
 ) -> TorchLibraries:
     """An installed torch given file by file, ``(member, path)``: ``doctor`` reads the
     environment's torch through its RECORD, whose every path was found inside the
-    environment, and passes the runtime libraries of ``torch/lib`` here."""
-
-    def read() -> Iterator[tuple[str, BinaryFacts]]:
-        for member, path in files:
-            if (
-                member.startswith(_LIB_DIR)
-                and "/" not in member[len(_LIB_DIR) :]
-                and is_runtime_library(member)
-            ):
-                try:
-                    yield PurePosixPath(member).name, read_path(path, raw_scan=False)
-                except BinaryError as exc:
-                    raise InputError(f"{path}: {exc}", reference="torch-unreadable") from exc
-
-    return _facts(read(), origin, version, wanted, version_py)
+    environment, and passes the runtime libraries of ``torch/lib`` here. ``exports_of``
+    reads one library (``library_exports``; ``doctor`` passes one that keeps its answer)."""
+    read = (
+        (PurePosixPath(member).name, exports_of(path, wanted))
+        for member, path in files
+        if member.startswith(_LIB_DIR) and "/" not in member[len(_LIB_DIR) :] and is_runtime_library(member)
+    )
+    return _facts(read, origin, version, version_py)
 
 
 def _lib_dir(path: Path) -> Path:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from packaging.utils import NormalizedName, canonicalize_name
@@ -26,7 +26,7 @@ from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
 from torchwheel.safeopen import read_regular
 from torchwheel.wheel.headers import parse_headers
-from torchwheel.wheel.sources import DirectorySource
+from torchwheel.wheel.sources import DirectorySource, RecordOf
 
 _METADATA_FILES = ("WHEEL", "METADATA", "RECORD", "direct_url.json")
 
@@ -45,9 +45,14 @@ class Installed:
     def key(self) -> str:
         return canonicalize_name(self.name)
 
-    def source(self) -> DirectorySource:
-        """Its files, as RECORD lists them (``InputError`` when its metadata cannot be read)."""
-        return DirectorySource(self.site, self.dist_info, installed=True, boundary=self.boundary)
+    def source(
+        self, only: Callable[[str], bool] | None = None, record_of: RecordOf | None = None
+    ) -> DirectorySource:
+        """Its files, as RECORD lists them (``InputError`` when its metadata cannot be read);
+        ``only`` and ``record_of`` as ``DirectorySource`` takes them."""
+        return DirectorySource(
+            self.site, self.dist_info, installed=True, boundary=self.boundary, only=only, record_of=record_of
+        )
 
     def editable_from(self) -> str | None:
         """The source tree of an editable install (``direct_url.json``), else None."""
@@ -223,9 +228,11 @@ def metadata_text(dist: Path) -> str:
     return data.decode("utf-8", "replace")
 
 
-def source_of(item: Installed) -> DirectorySource | NotRead:
+def source_of(
+    item: Installed, only: Callable[[str], bool] | None = None, record_of: RecordOf | None = None
+) -> DirectorySource | NotRead:
     """Its ``DirectorySource``, or a ``NotRead`` saying why its metadata cannot be read."""
     try:
-        return item.source()
+        return item.source(only, record_of)
     except InputError as exc:
         return NotRead(item.name, item.version, str(item.dist_info), str(exc))
