@@ -12,6 +12,7 @@ from PEP 440 read by hand against torch's real release list, never from the code
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -400,6 +401,28 @@ def test_tw503_a_launcher_the_version_check_gates_is_no_error(
         "2.13": "loads",
     }
     assert not any("partly" in cells[m]["reason"] for m in ("2.10", "2.12", "2.13")), cells
+
+
+def test_a_tagged_wheel_keeps_the_gate(built_fixtures: dict[str, Path], tmp_path: Path) -> None:
+    """``tag`` writes the gate into the part's ``Torch-ABI-Optional`` line (``loaded-from=2.13``),
+    so the tagged wheel, judged from its WHEEL, gets the untagged wheel's cells: without it
+    the launcher would count on 2.10-2.12 too."""
+    path = gated_wheel(tmp_path, built_fixtures, _GATE_OPS)
+    out = tmp_path / "tagged"
+    done = torchwheel("tag", "-w", str(out), str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (tagged,) = out.glob("*.whl")
+    with zipfile.ZipFile(tagged) as zf:
+        wheel_file = zf.read(next(n for n in zf.namelist() if n.endswith(".dist-info/WHEEL"))).decode()
+    (line,) = [x for x in wheel_file.splitlines() if x.startswith("Torch-ABI-Optional:")]
+    assert "; loaded-from=2.13; " in line and line.endswith(f"files={_GATE_MEMBER}"), line
+
+    def cells(wheel: Path) -> dict[str, tuple[str, str]]:
+        grid = torchwheel("matrix", "--format", "json", str(wheel), cwd=tmp_path)
+        assert grid.returncode == 0, grid.stderr
+        return {m: (c["fit"], c["reason"]) for m, c in json.loads(grid.stdout)["wheels"][0]["cells"].items()}
+
+    assert cells(tagged) == cells(path)
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,7 @@ from torchwheel.tagging.tag_options import TagOptions
 from torchwheel.torchabi.backend import builds_text
 from torchwheel.torchabi.need import TorchNeed, show_release
 from torchwheel.wheel.metadata import (
+    OPTIONAL_LOADED_FROM_KEY,
     SIDE_FILE,
     TORCH_ABI_BUILDS_FIELD,
     TORCH_ABI_EXPORTS_FIELD,
@@ -139,7 +140,10 @@ def torch_abi_fields(need: TorchNeed) -> list[tuple[str, str]]:
         if any(";" in f or ", " in f or "\n" in f for f in part.files):
             continue  # a name the line cannot hold: that part is read from the binaries again
         axes = "; ".join(f"{name}={value}" for name, value in _axes(part.need))
-        fields.append((TORCH_ABI_OPTIONAL_FIELD, f"{part.when}; {axes}; files={', '.join(part.files)}"))
+        # the package's own version check (``OptionalPart.loaded_from``): older torches never
+        # load these files, so a tagged wheel is judged as its binaries are
+        gate = f"; {OPTIONAL_LOADED_FROM_KEY}={part.loaded_from}" if part.loaded_from else ""
+        fields.append((TORCH_ABI_OPTIONAL_FIELD, f"{part.when}; {axes}{gate}; files={', '.join(part.files)}"))
     return fields
 
 

@@ -42,6 +42,7 @@ from torchwheel.torchabi.cxxnames import names_text
 from torchwheel.torchabi.torch_releases import Minor, Releases, minor_of
 from torchwheel.version import FeatureVersion
 from torchwheel.wheel.metadata import (
+    OPTIONAL_LOADED_FROM_KEY,
     TORCH_ABI_BUILDS_FIELD,
     TORCH_ABI_EXPORTS_FIELD,
     TORCH_ABI_FIELD,
@@ -341,6 +342,7 @@ def parse_releases(value: str) -> frozenset[Release]:
     return frozenset(found)
 
 
+_RELEASE = re.compile(r"\d{1,4}\.\d{1,4}(?:\.\d{1,4})?")  # a loaded-from gate: 2.13, 2.13.1
 _GPU_CODE = re.compile(r"(?:sm|compute)_\d{2,3}[af]?")
 
 
@@ -393,12 +395,13 @@ _PART_KEYS = {
 
 def _optional_part(line: str, version: Version, releases: Releases) -> OptionalPart:
     """A ``Torch-ABI-Optional`` line: ``optional; Torch-ABI=2.11; Torch-Build=cuda-13;
-    files=pkg/_C.so`` (``tagging.plan.torch_abi_fields`` writes it)."""
+    files=pkg/_C.so``, with ``loaded-from=2.13`` where the package's version check loads the
+    files only from that torch on (``tagging.plan.torch_abi_fields`` writes it)."""
     when, *pairs = [p.strip() for p in line.split(";")]
     values: dict[str, str] = {}
     for pair in pairs:
         key, eq, value = pair.partition("=")
-        if not eq or (key not in _PART_KEYS and key != "files"):
+        if not eq or (key not in _PART_KEYS and key not in ("files", OPTIONAL_LOADED_FROM_KEY)):
             break
         values[key] = value.strip()
     else:
@@ -416,7 +419,9 @@ def _optional_part(line: str, version: Version, releases: Releases) -> OptionalP
             kind: OptionalWhen = (
                 "on-use" if when == "on-use" else "optional" if when == "optional" else "conditional"
             )
-            return OptionalPart(files, kind, need)
+            loaded_from = values.get(OPTIONAL_LOADED_FROM_KEY, "")
+            if not loaded_from or _RELEASE.fullmatch(loaded_from):
+                return OptionalPart(files, kind, need, loaded_from=loaded_from)
     raise InputError(
         f"WHEEL {TORCH_ABI_OPTIONAL_FIELD}: {clipped(line, 80)!r} is not "
         "'optional|conditional|on-use; Torch-ABI=...; Torch-Build=...; files=...'",

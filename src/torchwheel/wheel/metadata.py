@@ -37,6 +37,9 @@ TORCH_GPU_FIELD = "Torch-GPU"  # its CUDA images, when it has any: sm_80, sm_90a
 # one line per part its import goes on without: "optional; Torch-ABI=2.11; Torch-Build=cuda-13;
 # files=pkg/_C_cuda.so" (the fields above, for those files; ``torchabi.need.OptionalPart``)
 TORCH_ABI_OPTIONAL_FIELD = "Torch-ABI-Optional"
+# in such a line, the torch release from which the package's own version check loads those
+# files ("conditional; ...; loaded-from=2.13; files=..."): older torches never load them
+OPTIONAL_LOADED_FROM_KEY = "loaded-from"
 
 
 @functools.cache
