@@ -191,6 +191,12 @@ def failure_reference(exc: BaseException) -> Reference:
     return "internal-error"
 
 
+def failure_data(exc: BaseException) -> dict[str, str | int]:
+    """The fields an exit-2 failure carries beside its message (``InputError.data``: the
+    path, field, value or limit the raise knew); none for the others."""
+    return exc.data() if isinstance(exc, InputError) else {}
+
+
 _MESSAGE_CHARS = 4000  # a message quoting a 100,000-character path is still read as one line
 
 

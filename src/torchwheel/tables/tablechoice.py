@@ -69,9 +69,7 @@ def read_tables_file(path: Path, how: str) -> Tables:
     try:
         return _read(path, how)
     except InputError as exc:
-        raise InputError(
-            f"{exc} (write one with `torchwheel symbols update`)", reference=exc.reference
-        ) from exc
+        raise exc.restated(f"{exc} (write one with `torchwheel symbols update`)", path) from exc
 
 
 def _read(path: Path, how: str) -> Tables:
