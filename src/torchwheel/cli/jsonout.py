@@ -20,8 +20,8 @@ from typing import Any, TypeVar, cast
 
 import click
 
-from torchwheel.cli.exits import failure_data, failure_message, failure_reference
-from torchwheel.errors import Exit, Reference
+from torchwheel.cli.exits import failure_data, failure_message, failure_reference, hinted
+from torchwheel.errors import Exit, InputError, Reference
 from torchwheel.report.textsafe import documents_rendered, json_text
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -35,6 +35,12 @@ def error_object(
     knew (``InputError.data``: ``path``, ``field``, ``value``, ``limit``), each present only
     when known."""
     return {"message": message, "reference": reference, **(data or {}), "exit": int(Exit.INPUT)}
+
+
+def failure_object(exc: InputError) -> dict[str, Any]:
+    """The ``error`` member for ``exc``, a command that printed its own document raises:
+    the message as its stderr line says it (``cli.exits.hinted``), its reference, its fields."""
+    return error_object(hinted(str(exc), exc.reference), exc.reference, exc.data())
 
 
 def print_document(document: dict[str, Any]) -> None:
@@ -61,7 +67,6 @@ def json_failures(command: str) -> Callable[[F], F]:
                 if getattr(exc, "reported", False):  # the report named it, and carries the error
                     raise
                 if message is not None and fmt == "github":
-                    from torchwheel.errors import InputError
                     from torchwheel.report.github import failure
 
                     path = exc.input_path if isinstance(exc, InputError) else None
