@@ -95,3 +95,6 @@ def test_the_fields_are_data_for_a_program_and_survive_a_restatement() -> None:
     odd = InputError("no", reference="bad-option-value", field="--torch", value=Path("a"))
     assert odd.data() == {"field": "--torch", "value": "a"}
     assert InputError("no", reference="misuse").data() == {}
+    deep = InputError("the central directory is truncated", reference="archive-damaged")
+    deep.input_path = "dist/x.whl"  # as analysis.load names the input it was reading
+    assert deep.data() == {"path": "dist/x.whl"}

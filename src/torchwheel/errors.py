@@ -180,8 +180,11 @@ class InputError(Exception):
 
     def data(self) -> dict[str, str | int]:
         """The fields the raise set, for a program beside the message (the JSON error
-        document): a value that is neither a number nor a string is given as its text."""
-        found = {"path": self.path, "field": self.field, "value": self.value, "limit": self.limit}
+        document): a value that is neither a number nor a string is given as its text; a
+        raise deep in a reader that knew no ``path`` (a zip's central directory) gives the
+        input it was reading (``input_path``)."""
+        path = self.path if self.path is not None else self.input_path
+        found = {"path": path, "field": self.field, "value": self.value, "limit": self.limit}
         return {
             key: v if isinstance(v, (int, str)) and not isinstance(v, bool) else str(v)
             for key, v in found.items()
