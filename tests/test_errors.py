@@ -80,3 +80,21 @@ def test_the_reference_and_fields_survive_a_process_boundary() -> None:
         assert vars(back) == vars(error)
     exceeded = LimitExceeded("members", 7, Limit("max-members", 5))
     assert (exceeded.reference, exceeded.limit, exceeded.value) == ("limit-exceeded", "max-members", 7)
+
+
+def test_the_fields_are_data_for_a_program_and_survive_a_restatement() -> None:
+    """``data`` is what the JSON error document carries beside the message: the fields set,
+    numbers as numbers; said again with the file's name, an error keeps them."""
+    from torchwheel.limits import Limit, LimitExceeded
+
+    exceeded = LimitExceeded("members", 7, Limit("max-members", 5))
+    assert exceeded.data() == {"value": 7, "limit": "max-members"}
+    again = exceeded.restated(f"x.whl: {exceeded}", Path("dist/x.whl"))
+    assert (str(again), again.reference) == (f"x.whl: {exceeded}", "limit-exceeded")
+    assert again.data() == {"path": "dist/x.whl", "value": 7, "limit": "max-members"}
+    odd = InputError("no", reference="bad-option-value", field="--torch", value=Path("a"))
+    assert odd.data() == {"field": "--torch", "value": "a"}
+    assert InputError("no", reference="misuse").data() == {}
+    deep = InputError("the central directory is truncated", reference="archive-damaged")
+    deep.input_path = "dist/x.whl"  # as analysis.load names the input it was reading
+    assert deep.data() == {"path": "dist/x.whl"}

@@ -5,7 +5,10 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+from torchwheel.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -170,36 +173,38 @@ def test_the_unit_tier_needs_no_compiler() -> None:
     assert not found, found
 
 
-def _error_classes_without_a_reference() -> set[str]:
-    """The names of ``InputError`` and of each subclass that fixes no ``fixed_reference``:
-    whoever raises one of them names the reference."""
+def _error_classes() -> list[type[InputError]]:
+    """``InputError`` and every subclass, once each module of the package is imported."""
     import importlib
     import pkgutil
 
     import torchwheel
-    from torchwheel.errors import InputError
 
     for module in pkgutil.walk_packages(torchwheel.__path__, "torchwheel."):
         if module.name != "torchwheel.__main__":
             importlib.import_module(module.name)
-    found, todo = set(), [InputError]
+    found: list[type[InputError]] = []
+    todo: list[type[InputError]] = [InputError]
     while todo:
         kind = todo.pop()
         todo.extend(kind.__subclasses__())
-        if kind.fixed_reference is None and not kind.__name__.startswith("_"):
-            found.add(kind.__name__)
+        found.append(kind)
     return found
 
 
-def test_every_input_error_names_a_reference() -> None:
-    """Every ``InputError(...)`` of src/torchwheel passes ``reference=`` (what the error is,
-    for the JSON error document and a scan line's code: never read from the message), and
-    every reference written out is one of ``errors.REFERENCES``."""
-    from torchwheel.errors import REFERENCES
+def _error_classes_without_a_reference() -> set[str]:
+    """The names of ``InputError`` and of each subclass that fixes no ``fixed_reference``:
+    whoever raises one of them names the reference."""
+    return {
+        kind.__name__
+        for kind in _error_classes()
+        if kind.fixed_reference is None and not kind.__name__.startswith("_")
+    }
 
-    bare = _error_classes_without_a_reference()
-    assert "InputError" in bare
-    missing, unknown, calls = [], [], 0
+
+def _calls() -> Iterator[tuple[str, str, dict[str | None, ast.expr]]]:
+    """Every call in src/torchwheel: where (``file:line``), the name called (a function's or
+    an attribute's; "" for another callee) and its keyword arguments."""
     for path in sorted((ROOT / "src" / "torchwheel").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.Call):
@@ -212,18 +217,57 @@ def test_every_input_error_names_a_reference() -> None:
                 if isinstance(func, ast.Attribute)
                 else ""
             )
-            given = {k.arg: k.value for k in node.keywords}
-            if name in bare:
-                calls += 1
-                if "reference" not in given:
-                    missing.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-            value = given.get("reference")
-            for literal in ast.walk(value) if value is not None else ():
-                if (
-                    isinstance(literal, ast.Constant)
-                    and isinstance(literal.value, str)
-                    and literal.value not in REFERENCES
-                ):
-                    unknown.append(f"{path.relative_to(ROOT)}:{node.lineno}: {literal.value}")
+            yield f"{path.relative_to(ROOT)}:{node.lineno}", name, {k.arg: k.value for k in node.keywords}
+
+
+def test_every_input_error_names_a_reference() -> None:
+    """Every ``InputError(...)`` of src/torchwheel passes ``reference=`` (what the error is,
+    for the JSON error document and a scan line's code: never read from the message), and
+    every reference written out is one of ``errors.REFERENCES``."""
+    from torchwheel.errors import REFERENCES
+
+    bare = _error_classes_without_a_reference()
+    assert "InputError" in bare
+    missing, unknown, calls = [], [], 0
+    for where, name, given in _calls():
+        if name in bare:
+            calls += 1
+            if "reference" not in given:
+                missing.append(where)
+        value = given.get("reference")
+        for literal in ast.walk(value) if value is not None else ():
+            if (
+                isinstance(literal, ast.Constant)
+                and isinstance(literal.value, str)
+                and literal.value not in REFERENCES
+            ):
+                unknown.append(f"{where}: {literal.value}")
     assert missing == [] and unknown == []
     assert calls > 250  # the walk saw the raises
+
+
+_LIMIT_FAMILY = ("limit-exceeded", "network-budget-spent")
+
+
+def test_a_limit_error_names_its_limit() -> None:
+    """Every raise of the limit family (``reference=`` one of ``_LIMIT_FAMILY``, or a class
+    that fixes one) passes ``limit=``, the limit's name, for the JSON error document; a
+    ``LimitExceeded`` sets it from the ``Limit`` it is given."""
+    from torchwheel.limits import Limit, LimitExceeded
+
+    fixed = {
+        kind.__name__
+        for kind in _error_classes()
+        if kind.fixed_reference in _LIMIT_FAMILY and kind is not LimitExceeded
+    }
+    missing, calls = [], 0
+    for where, name, given in _calls():
+        reference = given.get("reference")
+        named = isinstance(reference, ast.Constant) and reference.value in _LIMIT_FAMILY
+        if name in fixed or named:
+            calls += 1
+            if "limit" not in given:
+                missing.append(where)
+    assert missing == []
+    assert calls >= 3  # the walk saw the raises (max-index-projects, the network budget)
+    assert LimitExceeded("members", 7, Limit("max-members", 5)).limit == "max-members"

@@ -157,7 +157,11 @@ def inspect_wheel(
         )
     failed: list[InputError] | None = [] if unreadable == "report" else None
     facts = tuple(load_facts(given, tuple(env), chosen, verify_hashes, failed, early))
-    return Facts(facts, chosen, tuple(Unreadable(e.input_path, str(e), e.reference) for e in failed or ()))
+    return Facts(
+        facts,
+        chosen,
+        tuple(Unreadable(e.input_path, str(e), e.reference, e.limit, e.value) for e in failed or ()),
+    )
 
 
 def check(

@@ -166,6 +166,31 @@ class InputError(Exception):
         self.path = None if path is None else str(path)
         self.field, self.value, self.limit = field, value, limit
 
+    def restated(self, message: str, path: object = None) -> InputError:
+        """This error said again where more is known (the file a member was read from):
+        the same reference and fields, ``path`` given where it knew none."""
+        return InputError(
+            message,
+            reference=self.reference,
+            path=path if self.path is None else self.path,
+            field=self.field,
+            value=self.value,
+            limit=self.limit,
+        )
+
+    def data(self) -> dict[str, str | int]:
+        """The fields the raise set, for a program beside the message (the JSON error
+        document): a value that is neither a number nor a string is given as its text; a
+        raise deep in a reader that knew no ``path`` (a zip's central directory) gives the
+        input it was reading (``input_path``)."""
+        path = self.path if self.path is not None else self.input_path
+        found = {"path": path, "field": self.field, "value": self.value, "limit": self.limit}
+        return {
+            key: v if isinstance(v, (int, str)) and not isinstance(v, bool) else str(v)
+            for key, v in found.items()
+            if v is not None
+        }
+
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuilt, (type(self), self.args, self.__dict__))
 

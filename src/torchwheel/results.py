@@ -67,11 +67,14 @@ class Unreadable:
     """An input that could not be read, when the others are read all the same
     (``unreadable="report"``, as ``check`` and ``show`` run): ``path`` the input as given (None
     for an installed distribution named by ``env``), ``message`` the one line that says why,
-    ``reference`` what it is (``errors.REFERENCES``)."""
+    ``reference`` what it is (``errors.REFERENCES``), and for a limit it exceeded, the
+    ``limit``'s name and the ``value`` the input asked for (``InputError.limit``, ``.value``)."""
 
     path: str | None
     message: str
     reference: Reference
+    limit: str | None = None
+    value: object = None
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "message": self.message}

@@ -184,3 +184,22 @@ def test_the_real_commands_codes(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert run(cli, ["show", str(tmp_path / "absent.whl")]) == 2
     assert run(cli, ["--version"]) == 0
     capsys.readouterr()
+
+
+def test_the_hint_is_the_command_lines_and_follows_the_message_on_its_line() -> None:
+    """A reference in ``HINTS`` gets its remedy at the edge, after the message the library
+    raised (which names none); the others are their message alone."""
+    from torchwheel.cli.exits import HINTS, failure_message
+    from torchwheel.errors import REFERENCES
+
+    assert set(HINTS) <= set(REFERENCES)
+    damaged = InputError("symbol table t.json: not JSON", reference="tables-file-invalid")
+    assert (
+        failure_message(damaged)
+        == "symbol table t.json: not JSON (write one with `torchwheel symbols update`)"
+    )
+    busy = InputError("another torchwheel install is running in /v", reference="in-use")
+    assert (
+        failure_message(busy) == "another torchwheel install is running in /v (try again when it has ended)"
+    )
+    assert failure_message(InputError("x.whl: no", reference="not-a-wheel")) == "x.whl: no"

@@ -73,8 +73,33 @@ def test_other_formats_print_nothing(fmt: str) -> None:
 
 def test_error_object() -> None:
     assert error_object("why", "misuse") == {"message": "why", "reference": "misuse", "exit": 2}
+    fields = {"path": "x.whl", "value": 7, "limit": "max-members"}
+    assert error_object("why", "limit-exceeded", fields) == {
+        "message": "why",
+        "reference": "limit-exceeded",
+        "path": "x.whl",
+        "value": 7,
+        "limit": "max-members",
+        "exit": 2,
+    }
 
 
 def test_print_document_is_ascii_only(capsys: pytest.CaptureFixture[str]) -> None:
     print_document({"name": "na\u00efve\u202e"})
     assert capsys.readouterr().out == '{\n  "name": "na\\u00efve\\u202e"\n}\n'
+
+
+def test_the_error_document_carries_the_fields_the_error_knew() -> None:
+    @click.command()
+    @click.option("--format", "fmt", default="text")
+    @json_failures("demo")
+    def demo(fmt: str) -> None:
+        raise InputError("x.whl: not a zip archive", reference="archive-damaged", path="dist/x.whl")
+
+    out = CliRunner().invoke(demo, ["--format", "json"]).stdout
+    assert json.loads(out)["error"] == {
+        "message": "x.whl: not a zip archive",
+        "reference": "archive-damaged",
+        "path": "dist/x.whl",
+        "exit": 2,
+    }

@@ -7,6 +7,8 @@ the clean wheel and the near misses must produce none. Bad archives exit 2 with 
 from __future__ import annotations
 
 import json
+import os
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -274,6 +276,7 @@ def test_an_unreadable_input_hides_no_other_inputs_findings(
         assert doc["error"] == {
             "message": line.removeprefix("torchwheel: error: "),
             "reference": "archive-damaged",
+            "path": str(house / "aaa-1.0-py3-none-any.whl"),  # the first input not read
             "exit": 2,
         }
         assert doc["summary"]["errors"] >= 1
@@ -305,3 +308,24 @@ def test_every_input_unreadable_is_still_one_line(tmp_path: Path) -> None:
     missing = torchwheel("check", str(tmp_path / "nope.whl"), str(tmp_path / "gone.whl"), cwd=tmp_path)
     assert missing.returncode == 2 and len(missing.stderr.splitlines()) == 1, missing.stderr
     assert "0 inputs checked" in missing.stdout and "2 inputs could not be read" in missing.stdout
+
+
+def test_a_limit_error_carries_its_limit_and_value_beside_the_message(
+    fixture_wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    """A program reads which limit and how far past it from the fields, not the message."""
+    wheel = fixture_wheels["tw709"]
+    with zipfile.ZipFile(wheel) as zf:
+        members = len(zf.infolist())
+    env = {**os.environ, "TORCHWHEEL_MAX_MEMBERS": "1"}
+    result = torchwheel("check", "--format", "json", str(wheel), cwd=tmp_path, env=env)
+    assert result.returncode == 2, result.stderr
+    error = json.loads(result.stdout)["error"]
+    assert error == {
+        "message": result.stderr.strip().removeprefix("torchwheel: error: "),
+        "reference": "limit-exceeded",
+        "path": str(wheel),
+        "value": members,
+        "limit": "max-members",
+        "exit": 2,
+    }

@@ -82,6 +82,15 @@ def test_a_bad_table_is_one_line_exit_2(fixture_wheels: dict[str, Path], tmp_pat
         assert result.returncode == 2, result.stderr
         assert len(result.stderr.splitlines()) == 1 and "symbol table" in result.stderr
         assert "Traceback" not in result.stderr
+        # the damaged ones: the command line says how to write one (cli.exits.HINTS), in the one line
+        hint = "(write one with `torchwheel symbols update`)\n"
+        assert result.stderr.endswith(hint) == (bad != "missing.json"), result.stderr
+        doc = torchwheel(
+            "check", "--format", "json", "--symbols", bad, str(fixture_wheels["clean"]), cwd=tmp_path
+        )
+        error = json.loads(doc.stdout)["error"]
+        assert error["message"] == result.stderr.strip().removeprefix("torchwheel: error: ")
+        assert error["path"] == bad  # as given
 
 
 @pytest.mark.parametrize("command", ["show", "inspect", "compat"])

@@ -148,11 +148,27 @@ EXITS: tuple[ExitRow, ...] = (
 _EXPECTED = (click.exceptions.ClickException, click.exceptions.Abort, OSError, InputError, MemoryError)
 
 
+# What the user of the command line does about an error, by its reference: said here, at the
+# edge, and not in the message the library raises, since the remedy is a command or a wait
+# that only the command line's user has (a library caller reads ``reference``). It follows the
+# message on the one line, in parentheses (``hinted``), as ``--format json``'s message does.
+HINTS: dict[Reference, str] = {
+    "tables-file-invalid": "write one with `torchwheel symbols update`",
+    "in-use": "try again when it has ended",
+}
+
+
+def hinted(message: str, reference: Reference) -> str:
+    """``message`` with the command line's hint for ``reference`` (``HINTS``), if it has one."""
+    hint = HINTS.get(reference)
+    return f"{message} ({hint})" if hint else message
+
+
 def failure_message(exc: BaseException) -> str | None:
     """What follows ``torchwheel: error: `` for an exception that ends the command with
     exit 2; None for one that does not (click's own exit, Ctrl-C, a signal)."""
     if isinstance(exc, InputError):
-        return str(exc)
+        return hinted(str(exc), exc.reference)
     if isinstance(exc, click.exceptions.Exit) or not isinstance(exc, Exception):
         return None
     if isinstance(exc, click.exceptions.Abort):
@@ -189,6 +205,12 @@ def failure_reference(exc: BaseException) -> Reference:
     if isinstance(exc, MemoryError):
         return "out-of-memory"
     return "internal-error"
+
+
+def failure_data(exc: BaseException) -> dict[str, str | int]:
+    """The fields an exit-2 failure carries beside its message (``InputError.data``: the
+    path, field, value or limit the raise knew); none for the others."""
+    return exc.data() if isinstance(exc, InputError) else {}
 
 
 _MESSAGE_CHARS = 4000  # a message quoting a 100,000-character path is still read as one line

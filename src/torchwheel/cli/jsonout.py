@@ -6,7 +6,8 @@ A CI step that parses stdout must get a document whatever happened; an empty std
 it fail on the parse and hides the one line on stderr that says why. The document is
 ``{"schema_version": 1, "command": ..., "error": {"message": ..., "reference": ..., "exit": 2}}``,
 its message the same text as the stderr line, its ``reference`` what the error is
-(``errors.REFERENCES``, from the exception: ``cli.exits.failure_reference``) (``cli.exits.run`` still prints that line, and the entry
+(``errors.REFERENCES``, from the exception: ``cli.exits.failure_reference``) and beside it the
+fields the error knew (``path``, ``field``, ``value``, ``limit``: ``cli.exits.failure_data``) (``cli.exits.run`` still prints that line, and the entry
 point exits 2). A command that printed its own document on an exit 2 puts the same ``error``
 object in it.
 """
@@ -14,22 +15,32 @@ object in it.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
 import click
 
-from torchwheel.cli.exits import failure_message, failure_reference
-from torchwheel.errors import Exit, Reference
+from torchwheel.cli.exits import failure_data, failure_message, failure_reference, hinted
+from torchwheel.errors import Exit, InputError, Reference
 from torchwheel.report.textsafe import documents_rendered, json_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 SCHEMA_VERSION = 1
 
 
-def error_object(message: str, reference: Reference) -> dict[str, Any]:
-    """The ``error`` member every exit-2 document carries."""
-    return {"message": message, "reference": reference, "exit": int(Exit.INPUT)}
+def error_object(
+    message: str, reference: Reference, data: Mapping[str, str | int] | None = None
+) -> dict[str, Any]:
+    """The ``error`` member every exit-2 document carries; ``data``: the fields the error
+    knew (``InputError.data``: ``path``, ``field``, ``value``, ``limit``), each present only
+    when known."""
+    return {"message": message, "reference": reference, **(data or {}), "exit": int(Exit.INPUT)}
+
+
+def failure_object(exc: InputError) -> dict[str, Any]:
+    """The ``error`` member for ``exc``, a command that printed its own document raises:
+    the message as its stderr line says it (``cli.exits.hinted``), its reference, its fields."""
+    return error_object(hinted(str(exc), exc.reference), exc.reference, exc.data())
 
 
 def print_document(document: dict[str, Any]) -> None:
@@ -56,7 +67,6 @@ def json_failures(command: str) -> Callable[[F], F]:
                 if getattr(exc, "reported", False):  # the report named it, and carries the error
                     raise
                 if message is not None and fmt == "github":
-                    from torchwheel.errors import InputError
                     from torchwheel.report.github import failure
 
                     path = exc.input_path if isinstance(exc, InputError) else None
@@ -66,7 +76,8 @@ def json_failures(command: str) -> Callable[[F], F]:
                     click.echo(failure(message, path, usage))
                 elif message is not None and documents_rendered() == before:
                     document = {"schema_version": SCHEMA_VERSION, "command": command}
-                    print_document(document | {"error": error_object(message, failure_reference(exc))})
+                    error = error_object(message, failure_reference(exc), failure_data(exc))
+                    print_document(document | {"error": error})
                 raise
 
         return cast(F, run)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from torchwheel.cli.jsonout import error_object, json_failures, print_document
+from torchwheel.cli.jsonout import failure_object, json_failures, print_document
 from torchwheel.cli.options import (
     against_option,
     chosen_table,
@@ -96,7 +96,7 @@ def show(
     failure = _unreadable_failure(facts.unreadable)
     if fmt == "json":
         doc = facts.to_json()
-        print_document(doc | ({"error": error_object(str(failure), failure.reference)} if failure else {}))
+        print_document(doc | ({"error": failure_object(failure)} if failure else {}))
     else:
         parts = [wheel_text(w, quiet) for w in facts.facts]
         if facts.unreadable:
@@ -129,6 +129,9 @@ def _unreadable_failure(unreadable: tuple[Unreadable, ...]) -> InputError | None
             else ""
         ),
         reference=unreadable[0].reference,
+        path=unreadable[0].path,
+        value=unreadable[0].value,
+        limit=unreadable[0].limit,
     )
     failure.input_path, failure.reported = unreadable[0].path, True
     return failure
@@ -244,7 +247,7 @@ def _show_check(
         doc = (
             with_unreadable(statistics_json(wheels, findings), unreadable) if statistics else result.to_json()
         )
-        print_document(doc | ({"error": error_object(str(failure), failure.reference)} if failure else {}))
+        print_document(doc | ({"error": failure_object(failure)} if failure else {}))
     elif fmt == "github":
         out = "\n".join(
             [check_github(findings), *(input_error(u.message, u.path) for u in unreadable)]

@@ -95,7 +95,7 @@ def locked(site: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise InputError(
-                f"another torchwheel install is running in {site}: try again when it has ended",
+                f"another torchwheel install is running in {site}",
                 reference="in-use",
             ) from None
         yield

@@ -127,7 +127,8 @@ class _Budget:
         many = f"{self.requests:,} request" + ("s" if self.requests != 1 else "")
         return Exhausted(
             f"{shown(url)}: unfinished when the command's network time ran out, after {many} (the "
-            f"limit max-http-seconds = {lim.value:,} s for all of them: raise it with {lim.env})"
+            f"limit max-http-seconds = {lim.value:,} s for all of them: raise it with {lim.env})",
+            limit=lim.name,
         )
 
     def check(self, url: str) -> None:
@@ -140,7 +141,9 @@ class _Budget:
         if self.requests >= lim.value:
             raise Exhausted(
                 f"{shown(url)}: one request more than the command may make (the limit "
-                f"max-http-requests = {lim.value:,}: raise it with {lim.env})"
+                f"max-http-requests = {lim.value:,}: raise it with {lim.env})",
+                value=self.requests + 1,
+                limit=lim.name,
             )
         self.requests += 1
         if self.started is None:
@@ -425,7 +428,8 @@ class Session:
             return self.budget.out_of_time(url)
         lim = current().http_timeout
         return Unreachable(
-            f"{shown(url)}: {what} for {lim.value:,} s (the limit http-timeout: raise it with {lim.env})"
+            f"{shown(url)}: {what} for {lim.value:,} s (the limit http-timeout: raise it with {lim.env})",
+            limit=lim.name,
         )
 
     @contextmanager

@@ -224,7 +224,9 @@ class Done:
 
 def _refuse(path: Path, why: str) -> InputError:
     return InputError(
-        f"{path}: {why}: not a scan file; left as it is (scan into a new file)", reference="not-a-wheel"
+        f"{path}: {why}: not a scan file; left as it is (scan into a new file)",
+        reference="not-a-wheel",
+        path=path,
     )
 
 

@@ -258,6 +258,8 @@ class _Walk:
                 f"{where}: a root page of {len(projects):,} projects (more than max-index-projects = "
                 f"{limit.value:,}): name the projects to read with --name, or raise it with {limit.env}",
                 reference="limit-exceeded",
+                value=len(projects),
+                limit=limit.name,
             )
         for link in projects:
             shown = fetch.shown(link.url)

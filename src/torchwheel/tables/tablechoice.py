@@ -65,13 +65,14 @@ def user_tables_path() -> Path:
 
 
 def read_tables_file(path: Path, how: str) -> Tables:
-    """A tables file as ``symbols update`` writes it; any defect is one ``InputError``."""
+    """A tables file as ``symbols update`` writes it; any defect is one ``InputError`` that
+    names the file in ``path`` (the command line adds how to write one: ``cli.exits.HINTS``)."""
     try:
         return _read(path, how)
     except InputError as exc:
-        raise InputError(
-            f"{exc} (write one with `torchwheel symbols update`)", reference=exc.reference
-        ) from exc
+        if exc.path is None:
+            exc.path = str(path)
+        raise
 
 
 def _read(path: Path, how: str) -> Tables:

@@ -114,7 +114,7 @@ class WheelArchive:
                     _check_member(info, self.infos, lim)
                     declared += info.file_size
         except InputError as exc:
-            raise InputError(f"{path.name}: {exc}", reference=exc.reference) from exc
+            raise exc.restated(f"{path.name}: {exc}", path) from exc
         self._entries = entries if self.lazy_local_headers else []  # for ``member``'s check
         del entries
         if declared > _RATIO_FLOOR:  # the whole archive, not only each member, is bounded
@@ -126,7 +126,9 @@ class WheelArchive:
         if len(dist_infos) != 1:
             found = ", ".join(sorted(dist_infos)) or "none"
             raise InputError(
-                f"{path.name}: expected one .dist-info directory, found {found}", reference="wheel-invalid"
+                f"{path.name}: expected one .dist-info directory, found {found}",
+                reference="wheel-invalid",
+                path=path,
             )
         dist_info = dist_infos.pop()
         wheel_text = self.read_text(f"{dist_info}/WHEEL")
@@ -185,11 +187,15 @@ class WheelArchive:
         """A metadata file, whole: its declared size is bounded first (``max-metadata-bytes``;
         RECORD has its own bound)."""
         if name not in self.infos:
-            raise InputError(f"{self.path.name}: {name} is missing", reference="wheel-invalid")
+            raise InputError(
+                f"{self.path.name}: {name} is missing", reference="wheel-invalid", path=self.path
+            )
         try:
             return (self.read_bounded(name) if bounded else self.read(name)).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise InputError(f"{self.path.name}: {name} is not UTF-8", reference="wheel-invalid") from exc
+            raise InputError(
+                f"{self.path.name}: {name} is not UTF-8", reference="wheel-invalid", path=self.path
+            ) from exc
 
     def read_bounded(self, name: str) -> bytes:
         """A metadata-sized member, whole, its declared size checked (``max-metadata-bytes``)."""
@@ -207,7 +213,7 @@ class WheelArchive:
             try:
                 zipdir.check_local_headers(self._read_at, self._entries, self._cd_start, (name,))
             except InputError as exc:
-                raise InputError(f"{self.path.name}: {exc}", reference=exc.reference) from exc
+                raise exc.restated(f"{self.path.name}: {exc}", self.path) from exc
         return info
 
     def stream(self, name: str, stop: int | None = None) -> Iterator[bytes]:
@@ -230,7 +236,9 @@ class WheelArchive:
                 raw = self._read_at(pos, min(_COMPRESSED_CHUNK, remaining))
                 if not raw:
                     raise InputError(
-                        f"{self.path.name}: member {name} is truncated", reference="archive-damaged"
+                        f"{self.path.name}: member {name} is truncated",
+                        reference="archive-damaged",
+                        path=self.path,
                     )
                 raw_crc = inflate.inflate_lib.crc32(raw, raw_crc)
                 pos += len(raw)
@@ -244,6 +252,7 @@ class WheelArchive:
                             f"{self.path.name}: member {name} inflates beyond its declared "
                             f"{info.file_size:,} bytes: refusing (zip bomb?)",
                             reference="archive-damaged",
+                            path=self.path,
                         )
                     crc = inflate.inflate_lib.crc32(out, crc)
                     yield out
@@ -256,17 +265,21 @@ class WheelArchive:
                     raise InputError(
                         f"{self.path.name}: member {name} inflates beyond its declared size",
                         reference="archive-damaged",
+                        path=self.path,
                     )
                 crc = inflate.inflate_lib.crc32(tail, crc)
                 yield tail
         except inflate.DECOMPRESS_ERRORS as exc:
             raise InputError(
-                f"{self.path.name}: member {name} is corrupt ({exc})", reference="archive-damaged"
+                f"{self.path.name}: member {name} is corrupt ({exc})",
+                reference="archive-damaged",
+                path=self.path,
             ) from exc
         if produced != info.file_size or crc != info.CRC:
             raise InputError(
                 f"{self.path.name}: member {name} is corrupt (size or CRC mismatch)",
                 reference="archive-damaged",
+                path=self.path,
             )
         self.raw_crcs[name] = raw_crc  # `tag` checks its raw copy against it (readback)
 

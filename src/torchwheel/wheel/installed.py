@@ -128,7 +128,9 @@ def installed(search_path: Iterable[str], prefixes: Iterable[str]) -> Iterator[I
             )
         except OSError as exc:  # every distribution in it unknown: the environment cannot be read
             raise InputError(
-                f"{directory}: cannot be listed ({exc.strerror or exc})", reference="file-system-error"
+                f"{directory}: cannot be listed ({exc.strerror or exc})",
+                reference="file-system-error",
+                path=directory,
             ) from exc
         for entry in names:
             name, version = _split(entry)

@@ -79,6 +79,7 @@ def _reads_back(path: Path, target: str) -> None:
         raise InputError(
             f"{target}: torchwheel would not read the written wheel back ({exc}): nothing replaced",
             reference="internal-error",
+            path=target,
         ) from exc
 
 
@@ -87,7 +88,9 @@ def _ours(
 ) -> None:
     names = [i.filename for i in zf.infolist()]
     if len(set(names)) != len(names):
-        raise InputError(f"{target}: duplicate members after writing", reference="internal-error")
+        raise InputError(
+            f"{target}: duplicate members after writing", reference="internal-error", path=target
+        )
     record_name = next(n for n in names if n.endswith(".dist-info/RECORD"))
     record = parse_record(zf.read(record_name).decode())
     for name in names:
@@ -96,17 +99,21 @@ def _ours(
         entry = record.get(name)
         if entry is None:
             raise InputError(
-                f"{target}: {name!r} missing from the written RECORD", reference="internal-error"
+                f"{target}: {name!r} missing from the written RECORD", reference="internal-error", path=target
             )
         if name in new_members:
             data = zf.read(name)
             if entry.hash != record_hash(data) or data != new_members[name]:
                 raise InputError(
-                    f"{target}: {name!r} does not match what was written", reference="internal-error"
+                    f"{target}: {name!r} does not match what was written",
+                    reference="internal-error",
+                    path=target,
                 )
         elif (entry.hash, entry.size) != expected[name]:
             raise InputError(
-                f"{target}: RECORD entry of {name!r} differs from the input's", reference="internal-error"
+                f"{target}: RECORD entry of {name!r} differs from the input's",
+                reference="internal-error",
+                path=target,
             )
 
 
@@ -121,6 +128,7 @@ def _same_raw_bytes(fd: int, info: zipfile.ZipInfo, analysed: SourceEntry, raw_c
         raise InputError(
             f"{target}: {info.filename!r}: CRC or sizes differ from the analysed input",
             reference="internal-error",
+            path=target,
         )
     pos = local_data_offset(lambda offset, size: os.pread(fd, size, offset), info)
     remaining, crc = info.compress_size, 0
@@ -132,6 +140,7 @@ def _same_raw_bytes(fd: int, info: zipfile.ZipInfo, analysed: SourceEntry, raw_c
             f"{target}: {info.filename!r} is not the analysed bytes "
             "(the input changed while tag ran?): nothing replaced",
             reference="input-changed",
+            path=target,
         )
 
 
@@ -143,6 +152,7 @@ def _same_as_analysed(
         raise InputError(
             f"{target}: {info.filename!r}: CRC or size differ from the analysed input",
             reference="internal-error",
+            path=target,
         )
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
         with zf.open(info) as member:  # zipfile checks the CRC at the end
@@ -177,4 +187,5 @@ def _same_as_analysed(
             f"{target}: {info.filename!r} does not inflate to the analysed bytes "
             "(the input changed while tag ran?): nothing replaced",
             reference="input-changed",
+            path=target,
         )

@@ -75,7 +75,9 @@ class DirectorySource:
         wheel_path, meta_path, record_path = (dist_info / n for n in ("WHEEL", "METADATA", "RECORD"))
         for p in (wheel_path, meta_path):
             if not p.is_file():
-                raise InputError(f"{dist_info}: {p.name} is missing", reference="wheel-invalid")
+                raise InputError(
+                    f"{dist_info}: {p.name} is missing", reference="wheel-invalid", path=dist_info
+                )
 
         def read_record() -> dict[str, RecordEntry]:
             # an unpacked wheel's metadata files are its own: a link (perhaps out of it) is refused
@@ -133,7 +135,9 @@ class DirectorySource:
             with self._open(name) as fh:
                 return fh.read()
         except OSError as exc:
-            raise InputError(f"{self.root / name}: {exc.strerror}", reference="file-system-error") from exc
+            raise InputError(
+                f"{self.root / name}: {exc.strerror}", reference="file-system-error", path=self.root / name
+            ) from exc
 
     def hash_member(self, name: str) -> tuple[str, int]:
         return hash_chunks(self.stream(name))
@@ -155,14 +159,18 @@ class DirectorySource:
             fd = open_regular(self.root / name, follow_symlinks=self._follow)
         except OSError as exc:
             raise InputError(
-                f"{self.root / name}: {exc.strerror or exc}", reference="file-system-error"
+                f"{self.root / name}: {exc.strerror or exc}",
+                reference="file-system-error",
+                path=self.root / name,
             ) from exc
         try:
             size = os.fstat(fd).st_size
             yield from read_chunks(fd, size if stop is None else min(stop, size))
         except OSError as exc:
             raise InputError(
-                f"{self.root / name}: {exc.strerror or exc}", reference="file-system-error"
+                f"{self.root / name}: {exc.strerror or exc}",
+                reference="file-system-error",
+                path=self.root / name,
             ) from exc
         finally:
             os.close(fd)
@@ -180,7 +188,7 @@ def _read_text(path: Path, follow_symlinks: bool) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(
-            f"{path}: cannot be read as UTF-8 text ({exc})", reference="file-system-error"
+            f"{path}: cannot be read as UTF-8 text ({exc})", reference="file-system-error", path=path
         ) from exc
 
 
@@ -238,7 +246,7 @@ def directory_source(root: Path) -> DirectorySource:
     if len(dist_infos) != 1:
         found = ", ".join(p.name for p in dist_infos) or "none"
         raise InputError(
-            f"{root}: expected one .dist-info directory, found {found}", reference="wheel-invalid"
+            f"{root}: expected one .dist-info directory, found {found}", reference="wheel-invalid", path=root
         )
     return DirectorySource(root, dist_infos[0], installed=False)
 
@@ -265,6 +273,7 @@ def installed_source(name: str) -> DirectorySource:
         raise InputError(
             f"{dist_info}: no RECORD, so its files are unknown (installed by a system package manager?)",
             reference="wheel-invalid",
+            path=dist_info,
         )
     site_dir = dist_info.parent
     return DirectorySource(site_dir, dist_info, installed=True, boundary=environment_prefix(site_dir))

@@ -108,24 +108,32 @@ def check_replaceable(target: Path, kind_of: OutputKind) -> None:
         return
     except OSError as exc:
         raise InputError(
-            f"{target}: {exc.strerror or exc} (checking the output)", reference="file-system-error"
+            f"{target}: {exc.strerror or exc} (checking the output)",
+            reference="file-system-error",
+            path=target,
         ) from exc
     keep = f"not replaced (torchwheel replaces only a {kind_of.what} it could have written; remove it or write elsewhere)"
     if stat.S_ISLNK(st.st_mode):
-        raise InputError(f"{target}: a symbolic link: {keep}", reference="output-refused")
+        raise InputError(f"{target}: a symbolic link: {keep}", reference="output-refused", path=target)
     if not stat.S_ISREG(st.st_mode):
         raise InputError(
-            f"{target}: {kind(st.st_mode)}, not a {kind_of.what}: {keep}", reference="output-refused"
+            f"{target}: {kind(st.st_mode)}, not a {kind_of.what}: {keep}",
+            reference="output-refused",
+            path=target,
         )
     try:
         fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_NOFOLLOW", 0))
     except OSError as exc:
         raise InputError(
-            f"{target}: {exc.strerror or exc} (checking the output)", reference="file-system-error"
+            f"{target}: {exc.strerror or exc} (checking the output)",
+            reference="file-system-error",
+            path=target,
         ) from exc
     try:
         if not (stat.S_ISREG(os.fstat(fd).st_mode) and kind_of.looks_like(fd)):
-            raise InputError(f"{target}: not a {kind_of.what}: {keep}", reference="output-refused")
+            raise InputError(
+                f"{target}: not a {kind_of.what}: {keep}", reference="output-refused", path=target
+            )
     finally:
         os.close(fd)
 

@@ -1,4 +1,4 @@
-"""The shipped index of torch's unstable exports (``torchabi.exports``), held to real data.
+"""The shipped index of torch's unstable exports (``tables.exports``), held to real data.
 
 torch 2.13.0's own export list (``tests/data``, read from its libraries by
 ``scripts/torch_exports.py``) must be in the index as exported by 2.13; the file's layout is
@@ -28,7 +28,7 @@ from torchwheel.tables.exports import MAGIC, Dating, ExportIndex, name_hash, shi
 from torchwheel.tables.tableset import shipped_tables
 from torchwheel.torchabi.cxxnames import is_unstable
 
-from .lib.helpers import REPO
+from ..lib.helpers import REPO
 
 PLATFORM = "linux-x86_64"
 PLATFORMS = ("linux-x86_64", "macos-arm64", "windows-x86_64")
