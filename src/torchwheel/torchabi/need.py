@@ -419,9 +419,9 @@ def _optional_part(line: str, version: Version, releases: Releases) -> OptionalP
             kind: OptionalWhen = (
                 "on-use" if when == "on-use" else "optional" if when == "optional" else "conditional"
             )
-            loaded_from = values.get(OPTIONAL_LOADED_FROM_KEY, "")
-            if not loaded_from or _RELEASE.fullmatch(loaded_from):
-                return OptionalPart(files, kind, need, loaded_from=loaded_from)
+            loaded_from = values.get(OPTIONAL_LOADED_FROM_KEY)
+            if loaded_from is None or _RELEASE.fullmatch(loaded_from):
+                return OptionalPart(files, kind, need, loaded_from=loaded_from or "")
     raise InputError(
         f"WHEEL {TORCH_ABI_OPTIONAL_FIELD}: {clipped(line, 80)!r} is not "
         "'optional|conditional|on-use; Torch-ABI=...; Torch-Build=...; files=...'",
