@@ -30,7 +30,9 @@ def test_an_optional_line_carries_its_gate(gate: str, loaded_from: str) -> None:
     assert _parts(line) == (("on-use", loaded_from, (_LAUNCHER,)),)
 
 
-@pytest.mark.parametrize("gate", ["loaded-from=", "loaded-from=2.x", "loaded-from=2.13; x=1", "loaded_from=2.13"])
+@pytest.mark.parametrize(
+    "gate", ["loaded-from=", "loaded-from=2.x", "loaded-from=2.13; x=1", "loaded_from=2.13"]
+)
 def test_a_gate_that_is_no_release_is_a_damaged_wheel(gate: str) -> None:
     """A WHEEL file is input: a gate no torch release spells is a one-line error, not a guess."""
     with pytest.raises(InputError) as caught:
