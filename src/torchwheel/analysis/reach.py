@@ -50,6 +50,7 @@ from typing import Literal
 
 from torchwheel.analysis.pyimports import dynamic_import, names_of, parsed, python_sources, resolve
 from torchwheel.analysis.returned_paths import PackageFunctions, gated_load
+from torchwheel.binary.bytesearch import holders
 from torchwheel.frozen import frozen
 
 How = Literal["module", "library", "dependency", "unreached"]
@@ -816,14 +817,23 @@ def _events(
     imports = _import_needles(modules)
     names = frozenset(modules)
     text = dict(sources)
-    todo = {
-        m for m, d in sources if any(w in d for w in _WORDS) or (imports is not None and imports.search(d))
-    }
+    members = [m for m, _ in sources]
+    texts = [d for _, d in sources]
+    # every import ``imports`` finds spells a module's last part: the pattern (slow on 33 MB)
+    # runs only on the files that do
+    stems = {n.rpartition(".")[2].encode() for n in modules}
+    held = holders(texts, [*_WORDS, *stems])
+    loading = {i for w in _WORDS for i in held[w]}
+    if imports is not None:
+        spelling = {i for s in stems for i in held[s]} - loading
+        loading |= {i for i in spelling if imports.search(texts[i])}
+    todo = {members[i] for i in loading}
     seen: set[str] = set()  # the files parsed, at most ``_MAX_PARSED``
     broken: set[str] = set()  # those that do not parse
     helpers: dict[str, list[_Event]] = {}
     readers: dict[str, _Reader] = {}
     code = PackageFunctions(text)
+    calling: dict[str, set[str]] = {}  # a helper's name -> the files that call it, searched once
     for _ in range(_LEVELS):
         for m in sorted(todo)[:_MAX_PARSED]:
             if m in broken or (m not in seen and len(seen) >= _MAX_PARSED):
@@ -840,7 +850,10 @@ def _events(
             for name, found in r.latent.items():
                 latent.setdefault(name, []).extend(found)
         changed = [n for n in latent if len(latent[n]) != len(helpers.get(n, ()))]
-        callers = {n: {m for m, d in sources if n.encode() + b"(" in d} for n in changed if not _generic(n)}
+        searched = [n for n in changed if not _generic(n) and n not in calling]
+        holding = holders(texts, [n.encode() + b"(" for n in searched])
+        calling |= {n: {members[i] for i in holding[n.encode() + b"("]} for n in searched}
+        callers = {n: calling[n] for n in changed if not _generic(n)}
         followed = {n: found for n, found in callers.items() if len(found) <= _MAX_CALLERS}
         if not followed:
             break
