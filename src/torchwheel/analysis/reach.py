@@ -651,16 +651,33 @@ def _module_names(compiled: Sequence[Compiled]) -> dict[str, str]:
     return {c.module: c.member for c in compiled if c.module}
 
 
-def read_reach(
+@frozen
+class PythonReading:
+    """What the reading takes from the package's Python, which the compiled members' names
+    alone decide (``key``: each one's member and module), not what their reads find: read
+    while the members inflate (``collect``), used when the members read are those it
+    assumed. The sources are not kept: the events are all that is needed of them."""
+
+    key: frozenset[tuple[str, str | None]]
+    complete: bool  # every .py file of the folders that hold compiled files was read
+    events: tuple[_Event, ...]
+    ran: frozenset[str]  # the files ``import TOP`` may run
+    packages: frozenset[str]
+    ops: Mapping[str, tuple[str, str]]  # ``import_time_ops``
+
+
+def _key(compiled: Sequence[Compiled]) -> frozenset[tuple[str, str | None]]:
+    return frozenset((c.member, c.module) for c in compiled)
+
+
+def read_python(
     members: Iterable[str],
     size: Callable[[str], int],
     read: Callable[[str], bytes],
     compiled: Sequence[Compiled],
-) -> Reaching:
-    """Every compiled member's ``Reach`` (module docstring), from the wheel's ``.py`` files
-    in the folders that hold compiled files."""
-    if not compiled:
-        return Reaching()
+) -> PythonReading:
+    """The package's ``.py`` files in the folders that hold compiled files, read for what
+    loads them (``_events``) and for what its import runs."""
     members = list(members)
     tops = {_top(c.member) for c in compiled}
 
@@ -668,12 +685,34 @@ def read_reach(
         return ".dist-info/" not in m and ("" in tops or _top(m) in tops)
 
     sources = list(python_sources(members, size, read, wanted))
-    complete = len(sources) == sum(1 for m in members if m.endswith(".py") and wanted(m))
-    modules = _module_names(compiled)
     basenames = frozenset(c.member.rsplit("/", 1)[-1] for c in compiled)
-    events = _events(sources, modules, basenames)
-    ran = import_time_files(sources, conditional=True)
-    packages = {_top(m) for m, _ in sources if m.endswith("/__init__.py") and m.count("/") == 1}
+    return PythonReading(
+        _key(compiled),
+        complete=len(sources) == sum(1 for m in members if m.endswith(".py") and wanted(m)),
+        events=tuple(_events(sources, _module_names(compiled), basenames)),
+        ran=frozenset(import_time_files(sources, conditional=True)),
+        packages=frozenset(_top(m) for m, _ in sources if m.endswith("/__init__.py") and m.count("/") == 1),
+        ops=import_time_ops(sources),
+    )
+
+
+def read_reach(
+    members: Iterable[str],
+    size: Callable[[str], int],
+    read: Callable[[str], bytes],
+    compiled: Sequence[Compiled],
+    ahead: PythonReading | None = None,
+) -> Reaching:
+    """Every compiled member's ``Reach`` (module docstring), from the wheel's ``.py`` files
+    in the folders that hold compiled files (``ahead``, when it read them for these
+    compiled members; else read here)."""
+    if not compiled:
+        return Reaching()
+    python = ahead if ahead is not None and ahead.key == _key(compiled) else None
+    if python is None:
+        python = read_python(members, size, read, compiled)
+    events, ran, packages = python.events, python.ran, python.packages
+    basenames = frozenset(c.member.rsplit("/", 1)[-1] for c in compiled)
     found: dict[str, list[Reach]] = {}
     for c in compiled:
         base = c.member.rsplit("/", 1)[-1]
@@ -693,12 +732,14 @@ def read_reach(
                 found.setdefault(c.member, []).append(reach)
     reached = {m: r for m, rs in found.items() if (r := _best(rs)) is not None}
     reached = _with_dependencies(reached, compiled)
-    reached = _ops_needed_at_import(reached, import_time_ops(sources))
+    reached = _ops_needed_at_import(reached, python.ops)
     blind = [
         e for e in events
         if e.function is None and not e.modules and not any(_matches(h, b) for h in e.hints for b in basenames)
     ]  # fmt: skip
-    if reached and complete and not blind:  # its code loads its libraries itself, and all of it was read
+    if (
+        reached and python.complete and not blind
+    ):  # its code loads its libraries itself, and all of it was read
         reached = _not_at_import(reached, compiled)
     return Reaching(reached)
 
