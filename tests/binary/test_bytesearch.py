@@ -8,6 +8,7 @@ import random
 import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,10 @@ from torchwheel.binary import bytesearch
 from torchwheel.binary.marker_record import MAGIC, Hits, collect_hits, encode
 from torchwheel.version import FeatureVersion
 
+from ..lib.helpers import REPO
+
 SIZE = 3 * bytesearch.MIN_SPAN + 123
+DEMO = REPO / "fixtures" / "demo" / "demo_stable-1.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"
 
 
 def _planted(seed: int) -> bytes:
@@ -107,3 +111,40 @@ def test_marker_scan_finds_records_at_block_and_span_edges() -> None:
         partial = Hits()
         collect_hits(buf, partial, 1, size - 1, base=1000)
         assert [h.offset for h in partial.ordered()] == [1000 + p for p in places[1:-1]]
+
+
+def _texts() -> list[bytes]:
+    """This package's own Python (real texts of every size), and edge cases around the NUL
+    that joins them: a needle split across two texts, empty texts, a text beyond a group."""
+    own = [p.read_bytes() for p in sorted(Path(bytesearch.__file__).parents[1].rglob("*.py"))]
+    edges = [
+        b"",
+        b"def load_lib",
+        b"rary(path):",
+        b"",
+        b"\x00load_library(\x00",
+        b"x" * (bytesearch.GROUP + 7),
+    ]
+    big = b"y" * bytesearch.GROUP + b"load_library(" + b"z" * 5
+    with zipfile.ZipFile(DEMO) as wheel:  # a real extension (fixtures/), NULs and its marker in it
+        so = wheel.read("demo_stable/elf_marker_2_10.abi3.so")
+    return [*own[:40], *edges, so, big, *own[40:], so, b"load_library("]
+
+
+def test_holders_agree_with_in_on_every_text() -> None:
+    """Across the join of two texts, at a group's edges, in a text bigger than a group, and
+    for needles holding the joining NUL (looked for text by text), empty, or given twice."""
+    texts = _texts()
+    needles = [
+        b"load_library(", b"def ", b"import ", b"holders(", b"library(path", b"\x00load", b"\x00", b"",
+        b"never spelled anywhere", b"def ", b"y" * 10, b"zzzzz", MAGIC, b"\x7fELF", b"ELF\x02\x01",
+    ]  # fmt: skip
+    got = bytesearch.holders(texts, needles)
+    assert list(got) == list(dict.fromkeys(needles))
+    so = [i for i, t in enumerate(texts) if t.startswith(b"\x7fELF")]
+    assert len(so) == 2 and set(so) <= set(got[MAGIC]) and got[b"\x7fELF"] == so  # the extension
+    for needle in needles:
+        assert got[needle] == [i for i, t in enumerate(texts) if needle in t], needle
+    assert 41 not in got[b"library(path"] and 42 not in got[b"library(path"]  # split by the join
+    assert bytesearch.holders([], [b"x"]) == {b"x": []}
+    assert bytesearch.holders(texts, []) == {}

@@ -50,6 +50,7 @@ from typing import Literal
 
 from torchwheel.analysis.pyimports import dynamic_import, names_of, parsed, python_sources, resolve
 from torchwheel.analysis.returned_paths import PackageFunctions, gated_load
+from torchwheel.binary.bytesearch import holders
 from torchwheel.frozen import frozen
 
 How = Literal["module", "library", "dependency", "unreached"]
@@ -650,16 +651,33 @@ def _module_names(compiled: Sequence[Compiled]) -> dict[str, str]:
     return {c.module: c.member for c in compiled if c.module}
 
 
-def read_reach(
+@frozen
+class PythonReading:
+    """What the reading takes from the package's Python, which the compiled members' names
+    alone decide (``key``: each one's member and module), not what their reads find: read
+    while the members inflate (``collect``), used when the members read are those it
+    assumed. The sources are not kept: the events are all that is needed of them."""
+
+    key: frozenset[tuple[str, str | None]]
+    complete: bool  # every .py file of the folders that hold compiled files was read
+    events: tuple[_Event, ...]
+    ran: frozenset[str]  # the files ``import TOP`` may run
+    packages: frozenset[str]
+    ops: Mapping[str, tuple[str, str]]  # ``import_time_ops``
+
+
+def _key(compiled: Sequence[Compiled]) -> frozenset[tuple[str, str | None]]:
+    return frozenset((c.member, c.module) for c in compiled)
+
+
+def read_python(
     members: Iterable[str],
     size: Callable[[str], int],
     read: Callable[[str], bytes],
     compiled: Sequence[Compiled],
-) -> Reaching:
-    """Every compiled member's ``Reach`` (module docstring), from the wheel's ``.py`` files
-    in the folders that hold compiled files."""
-    if not compiled:
-        return Reaching()
+) -> PythonReading:
+    """The package's ``.py`` files in the folders that hold compiled files, read for what
+    loads them (``_events``) and for what its import runs."""
     members = list(members)
     tops = {_top(c.member) for c in compiled}
 
@@ -667,12 +685,34 @@ def read_reach(
         return ".dist-info/" not in m and ("" in tops or _top(m) in tops)
 
     sources = list(python_sources(members, size, read, wanted))
-    complete = len(sources) == sum(1 for m in members if m.endswith(".py") and wanted(m))
-    modules = _module_names(compiled)
     basenames = frozenset(c.member.rsplit("/", 1)[-1] for c in compiled)
-    events = _events(sources, modules, basenames)
-    ran = import_time_files(sources, conditional=True)
-    packages = {_top(m) for m, _ in sources if m.endswith("/__init__.py") and m.count("/") == 1}
+    return PythonReading(
+        _key(compiled),
+        complete=len(sources) == sum(1 for m in members if m.endswith(".py") and wanted(m)),
+        events=tuple(_events(sources, _module_names(compiled), basenames)),
+        ran=frozenset(import_time_files(sources, conditional=True)),
+        packages=frozenset(_top(m) for m, _ in sources if m.endswith("/__init__.py") and m.count("/") == 1),
+        ops=import_time_ops(sources),
+    )
+
+
+def read_reach(
+    members: Iterable[str],
+    size: Callable[[str], int],
+    read: Callable[[str], bytes],
+    compiled: Sequence[Compiled],
+    ahead: PythonReading | None = None,
+) -> Reaching:
+    """Every compiled member's ``Reach`` (module docstring), from the wheel's ``.py`` files
+    in the folders that hold compiled files (``ahead``, when it read them for these
+    compiled members; else read here)."""
+    if not compiled:
+        return Reaching()
+    python = ahead if ahead is not None and ahead.key == _key(compiled) else None
+    if python is None:
+        python = read_python(members, size, read, compiled)
+    events, ran, packages = python.events, python.ran, python.packages
+    basenames = frozenset(c.member.rsplit("/", 1)[-1] for c in compiled)
     found: dict[str, list[Reach]] = {}
     for c in compiled:
         base = c.member.rsplit("/", 1)[-1]
@@ -692,12 +732,14 @@ def read_reach(
                 found.setdefault(c.member, []).append(reach)
     reached = {m: r for m, rs in found.items() if (r := _best(rs)) is not None}
     reached = _with_dependencies(reached, compiled)
-    reached = _ops_needed_at_import(reached, import_time_ops(sources))
+    reached = _ops_needed_at_import(reached, python.ops)
     blind = [
         e for e in events
         if e.function is None and not e.modules and not any(_matches(h, b) for h in e.hints for b in basenames)
     ]  # fmt: skip
-    if reached and complete and not blind:  # its code loads its libraries itself, and all of it was read
+    if (
+        reached and python.complete and not blind
+    ):  # its code loads its libraries itself, and all of it was read
         reached = _not_at_import(reached, compiled)
     return Reaching(reached)
 
@@ -816,14 +858,23 @@ def _events(
     imports = _import_needles(modules)
     names = frozenset(modules)
     text = dict(sources)
-    todo = {
-        m for m, d in sources if any(w in d for w in _WORDS) or (imports is not None and imports.search(d))
-    }
+    members = [m for m, _ in sources]
+    texts = [d for _, d in sources]
+    # every import ``imports`` finds spells a module's last part: the pattern (slow on 33 MB)
+    # runs only on the files that do
+    stems = {n.rpartition(".")[2].encode() for n in modules}
+    held = holders(texts, [*_WORDS, *stems])
+    loading = {i for w in _WORDS for i in held[w]}
+    if imports is not None:
+        spelling = {i for s in stems for i in held[s]} - loading
+        loading |= {i for i in spelling if imports.search(texts[i])}
+    todo = {members[i] for i in loading}
     seen: set[str] = set()  # the files parsed, at most ``_MAX_PARSED``
     broken: set[str] = set()  # those that do not parse
     helpers: dict[str, list[_Event]] = {}
     readers: dict[str, _Reader] = {}
     code = PackageFunctions(text)
+    calling: dict[str, set[str]] = {}  # a helper's name -> the files that call it, searched once
     for _ in range(_LEVELS):
         for m in sorted(todo)[:_MAX_PARSED]:
             if m in broken or (m not in seen and len(seen) >= _MAX_PARSED):
@@ -840,7 +891,10 @@ def _events(
             for name, found in r.latent.items():
                 latent.setdefault(name, []).extend(found)
         changed = [n for n in latent if len(latent[n]) != len(helpers.get(n, ()))]
-        callers = {n: {m for m, d in sources if n.encode() + b"(" in d} for n in changed if not _generic(n)}
+        searched = [n for n in changed if not _generic(n) and n not in calling]
+        holding = holders(texts, [n.encode() + b"(" for n in searched])
+        calling |= {n: {members[i] for i in holding[n.encode() + b"("]} for n in searched}
+        callers = {n: calling[n] for n in changed if not _generic(n)}
         followed = {n: found for n, found in callers.items() if len(found) <= _MAX_CALLERS}
         if not followed:
             break
