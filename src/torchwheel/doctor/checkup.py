@@ -56,7 +56,7 @@ from torchwheel.selection.target import TorchTarget
 from torchwheel.tables.exports import platform_of
 from torchwheel.tables.tablechoice import choose_tables
 from torchwheel.tables.tableset import Tables
-from torchwheel.tables.torchcache import cache_folder
+from torchwheel.tables.torchcache import cache_folder, clean_files, keep_clean
 from torchwheel.torchabi.backend import parse_backend
 from torchwheel.torchabi.torch_named import named_torch
 from torchwheel.torchabi.torchlibs import TorchLibraries, read_torch
@@ -148,7 +148,8 @@ def run_checkup(
             "--torch-backend names the build of a planned torch: give --torch too", reference="misuse"
         )
     question = parse_import_error(explain) if explain is not None else None
-    target, early = probe_beside_reading(python, tables, whole=question is not None)
+    clean = clean_files(cache) if cache is not None else None
+    target, early = probe_beside_reading(python, tables, whole=question is not None, clean=clean)
     if gpu is not None:
         target = targets.with_gpu(target, gpu)
     if not target.search_path:
@@ -159,7 +160,9 @@ def run_checkup(
     asked = _asked_file(question, target) if question is not None else None
     items = list(installed(target.search_path, target.prefixes))
     machine_read = started(_read_machine, target, _torch_dir(items))
-    env = read_environment(items, tables, asked, early)
+    env = read_environment(items, tables, asked, early, clean)
+    if cache is not None and clean is not None:
+        keep_clean(cache, clean)
     wanted = torch_imports((d.facts for d in env.with_torch), tables.shims)
     if question is not None and question.symbol:
         wanted |= {question.symbol}
