@@ -109,9 +109,9 @@ def doctor(
     ``2.16.1``; ``torch_backend`` its build, ``cu130``) or the torch wheel or folder
     ``against``, whose exports then decide. ``explain``: a module name or an ``ImportError``'s
     text. ``symbols``: a shim table file (``TORCHWHEEL_SYMBOLS`` when None). ``cache``: where
-    the installed torch's exports and RECORD rows are kept between runs (True: the user's
-    data folder, ``torchcache.cache_folder``; False: read every time). An environment that
-    cannot be read raises ``InputError``."""
+    the installed torch's exports and RECORD rows, and which compiled files do not name
+    torch, are kept between runs (True: the user's data folder, ``torchcache.cache_folder``;
+    False: read every time). An environment that cannot be read raises ``InputError``."""
     chosen = symbols if isinstance(symbols, Tables) else choose_tables(_path(symbols), None)
     folder = cache_folder() if cache is True else None if cache is False else Path(cache)
     return run_checkup(chosen, _text(python), torch, torch_backend, _text(against), gpu, explain, folder)
