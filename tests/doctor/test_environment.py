@@ -13,7 +13,8 @@ import pytest
 from torchwheel.analysis.usage import is_shim_name
 from torchwheel.binary.elfdynamic import dynamic_facts
 from torchwheel.binary.tables import read_tables
-from torchwheel.doctor.environment import _TORCH_NEEDLES, _names_no_torch
+from torchwheel.doctor.environment import _TORCH_NEEDLES, _kept_no_torch, _names_no_torch
+from torchwheel.tables.torchcache import clean_files, file_key, keep_clean
 from torchwheel.torchabi.cxxnames import is_unstable
 
 from ..lib.helpers import REPO, fixture_build
@@ -93,3 +94,27 @@ def test_std_string_at_is_not_torchs_at() -> None:
     libstdcxx = _loaded("libstdc++.so.6")
     assert b"2at" in dynamic_facts(libstdcxx, (b"2at",)).holds
     assert _names_no_torch(libstdcxx)
+
+
+def test_a_file_kept_as_clean_is_answered_by_its_key_and_a_changed_one_is_read(
+    built_fixtures: dict[str, Path], tmp_path: Path
+) -> None:
+    """The cache of files not naming torch (``torchcache.clean_files``): a warm run learns
+    nothing and writes nothing; the same file rewritten as a torch extension is read again."""
+    lib, folder = tmp_path / "site" / "lib.so", tmp_path / "cache"
+    lib.parent.mkdir()
+    lib.write_bytes(built_fixtures["elf_no_torch"].read_bytes())
+    first = clean_files(folder)
+    assert first.known == frozenset()
+    assert _kept_no_torch(lib, first)
+    assert first.learned == {file_key(lib)}
+    keep_clean(folder, first)
+    warm = clean_files(folder)
+    assert warm.known == {file_key(lib)}
+    assert _kept_no_torch(lib, warm)
+    assert warm.learned == set()  # answered by the key: nothing learned, nothing to write
+    lib.write_bytes(built_fixtures[TOUCHING[0]].read_bytes())  # the same path and inode, changed
+    changed = clean_files(folder)
+    assert file_key(lib) not in changed.known
+    assert not _kept_no_torch(lib, changed)
+    assert changed.learned == set()

@@ -218,3 +218,22 @@ def test_a_missing_file_is_left_to_the_reader(tmp_path: Path) -> None:
 
     with pytest.raises(FileNotFoundError):
         torchcache.exports(tmp_path / "gone.so", read, None, tmp_path / "cache")
+
+
+def test_a_hostile_clean_files_entry_is_ignored(tmp_path: Path) -> None:
+    """Rows of the files kept as not naming torch that are not a path and three integers
+    void the entry (even with a header that matches them): every file is then read."""
+    lib, folder = _library(tmp_path, "libm.so"), tmp_path / "cache"
+    clean = torchcache.clean_files(folder)
+    key = torchcache.file_key(lib)
+    assert key is not None
+    clean.learned.add(key)
+    torchcache.keep_clean(folder, clean)
+    assert torchcache.clean_files(folder).known == {key}
+    (entry,) = folder.iterdir()
+    header = json.loads(entry.read_bytes().split(b"\n", 1)[0])
+    for rows in ([[str(lib), "1", 2, 3]], [[str(lib), True, 2, 3]], [[str(lib), 1, 2]], {"a": 1}, [None]):
+        payload = json.dumps(rows).encode()
+        fixed = {**header, "length": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}
+        entry.write_bytes(json.dumps(fixed).encode() + b"\n" + payload)
+        assert torchcache.clean_files(folder).known == frozenset()

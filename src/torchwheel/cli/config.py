@@ -12,13 +12,14 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchwheel import limits
 from torchwheel.errors import InputError, clipped, quoted
-from torchwheel.rules.codes import is_selector, unknown_code
-from torchwheel.rules.registry import Policy
 from torchwheel.safeopen import read_regular
+
+if TYPE_CHECKING:  # the rules package registers every rule: `doctor` reads its config without them
+    from torchwheel.rules.registry import Policy
 
 _KEYS = {"select", "ignore", "unstable-allowlist", "require-torch", "symbols", "relax-pin", "gpu-archs"}
 
@@ -164,6 +165,8 @@ def _gpu_archs(table: dict[str, Any], where: Path) -> tuple[str, ...]:
 def _selectors(values: tuple[str, ...], where: str, file: Path | None = None) -> tuple[str, ...]:
     """Codes and prefixes of codes only: an unknown one (a typo, a retired code) would
     select or ignore nothing, silently."""
+    from torchwheel.rules.codes import is_selector, unknown_code
+
     for value in values:
         if not is_selector(value):
             raise InputError(
@@ -185,6 +188,8 @@ def load_policy(
     (``config_start``). On the command line a value may list codes with commas, as ruff's
     does (``--ignore TW201,TW503``). An unknown code, on the command line or in the file, is
     refused (exit 2, with a guess)."""
+    from torchwheel.rules.registry import Policy
+
     select, ignore = _selectors(_listed(select), "--select"), _selectors(_listed(ignore), "--ignore")
     table, where = _tool_table(start) if use_config else ({}, None)
     require = table.get("require-torch", True)

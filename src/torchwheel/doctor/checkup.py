@@ -56,7 +56,7 @@ from torchwheel.selection.target import TorchTarget
 from torchwheel.tables.exports import platform_of
 from torchwheel.tables.tablechoice import choose_tables
 from torchwheel.tables.tableset import Tables
-from torchwheel.tables.torchcache import cache_folder
+from torchwheel.tables.torchcache import cache_folder, clean_files, keep_clean
 from torchwheel.torchabi.backend import parse_backend
 from torchwheel.torchabi.torch_named import named_torch
 from torchwheel.torchabi.torchlibs import TorchLibraries, read_torch
@@ -109,9 +109,9 @@ def doctor(
     ``2.16.1``; ``torch_backend`` its build, ``cu130``) or the torch wheel or folder
     ``against``, whose exports then decide. ``explain``: a module name or an ``ImportError``'s
     text. ``symbols``: a shim table file (``TORCHWHEEL_SYMBOLS`` when None). ``cache``: where
-    the installed torch's exports and RECORD rows are kept between runs (True: the user's
-    data folder, ``torchcache.cache_folder``; False: read every time). An environment that
-    cannot be read raises ``InputError``."""
+    the installed torch's exports and RECORD rows, and which compiled files do not name
+    torch, are kept between runs (True: the user's data folder, ``torchcache.cache_folder``;
+    False: read every time). An environment that cannot be read raises ``InputError``."""
     chosen = symbols if isinstance(symbols, Tables) else choose_tables(_path(symbols), None)
     folder = cache_folder() if cache is True else None if cache is False else Path(cache)
     return run_checkup(chosen, _text(python), torch, torch_backend, _text(against), gpu, explain, folder)
@@ -148,7 +148,8 @@ def run_checkup(
             "--torch-backend names the build of a planned torch: give --torch too", reference="misuse"
         )
     question = parse_import_error(explain) if explain is not None else None
-    target, early = probe_beside_reading(python, tables, whole=question is not None)
+    clean = clean_files(cache) if cache is not None else None
+    target, early = probe_beside_reading(python, tables, whole=question is not None, clean=clean)
     if gpu is not None:
         target = targets.with_gpu(target, gpu)
     if not target.search_path:
@@ -159,7 +160,9 @@ def run_checkup(
     asked = _asked_file(question, target) if question is not None else None
     items = list(installed(target.search_path, target.prefixes))
     machine_read = started(_read_machine, target, _torch_dir(items))
-    env = read_environment(items, tables, asked, early)
+    env = read_environment(items, tables, asked, early, clean)
+    if cache is not None and clean is not None:
+        keep_clean(cache, clean)
     wanted = torch_imports((d.facts for d in env.with_torch), tables.shims)
     if question is not None and question.symbol:
         wanted |= {question.symbol}

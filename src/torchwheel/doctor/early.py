@@ -28,6 +28,7 @@ from torchwheel.doctor.environment import Read, read_distribution
 from torchwheel.selection import target as targets
 from torchwheel.selection.target import TorchTarget
 from torchwheel.tables.tableset import Tables
+from torchwheel.tables.torchcache import CleanFiles
 from torchwheel.wheel.installed import Installed, installed
 from torchwheel.wheel.searchpath import venv_config
 
@@ -44,10 +45,10 @@ def started(fn: Callable[..., T], *args: object) -> Callable[[], T]:
 
 
 def probe_beside_reading(
-    python: str | None, tables: Tables, whole: bool
+    python: str | None, tables: Tables, whole: bool, clean: CleanFiles | None = None
 ) -> tuple[TorchTarget, dict[Installed, Read]]:
     """``targets.probe(python)`` (its ``InputError`` too), and the distributions read while it
-    ran (module docstring); ``whole`` as ``read_environment`` will be given it."""
+    ran (module docstring); ``whole`` and ``clean`` as ``read_environment`` will be given them."""
     pool = ThreadPoolExecutor(1, thread_name_prefix="torchwheel-probe")
     probing = pool.submit(contextvars.copy_context().run, targets.probe, python)
     pool.shutdown(wait=False)
@@ -58,7 +59,7 @@ def probe_beside_reading(
             if probing.done() and probing.exception() is not None:
                 break  # no environment to read: the probe's error is the answer
             if isinstance(item, Installed) and item.key != "torch":  # torch: ``doctor.owntorch``
-                early[item] = read_distribution(item, tables, whole)
+                early[item] = read_distribution(item, tables, whole, clean)
     except Exception:  # a guess's failure: said by the real reading, if it is the environment's
         pass
     return probing.result(), early

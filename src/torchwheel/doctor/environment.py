@@ -29,6 +29,7 @@ from torchwheel.binary.tables import read_tables
 from torchwheel.errors import InputError
 from torchwheel.frozen import frozen
 from torchwheel.tables.tableset import Tables
+from torchwheel.tables.torchcache import CleanFiles, file_key
 from torchwheel.torchabi.accelerators import classify_library
 from torchwheel.wheel.contents import WheelContents, is_compiled_name
 from torchwheel.wheel.installed import Installed, NotRead, source_of
@@ -74,11 +75,13 @@ def read_environment(
     tables: Tables,
     owner_of: str | None = None,
     early: Mapping[Installed, Read] | None = None,
+    clean: CleanFiles | None = None,
 ) -> Environment:
     """Read every distribution (module docstring); ``owner_of``: a file's real path, whose
     distribution (the one whose RECORD lists it) is ``Environment.owner``. ``early``: the
     distributions read already (``read_distribution``, with ``whole`` as ``owner_of`` is
-    given), by what they were read as: read while the probe ran (``doctor.early``)."""
+    given), by what they were read as: read while the probe ran (``doctor.early``). ``clean``:
+    the compiled files known not to name torch (``torchcache.clean_files``), None for none."""
     torch: Installed | None = None
     with_torch: list[Distribution] = []
     not_read: list[NotRead] = []
@@ -94,7 +97,7 @@ def read_environment(
             continue
         found = early.get(item) if early is not None else None
         if found is None:
-            found = read_distribution(item, tables, whole=owner_of is not None)
+            found = read_distribution(item, tables, whole=owner_of is not None, clean=clean)
         if isinstance(found, _Unreadable):
             unreadable.append(found.item)
         elif isinstance(found, NotRead):
@@ -129,7 +132,7 @@ def _lists(found: Read, item: Installed, path: str) -> bool:
     return False
 
 
-def read_distribution(item: Installed, tables: Tables, whole: bool) -> Read:
+def read_distribution(item: Installed, tables: Tables, whole: bool, clean: CleanFiles | None = None) -> Read:
     """The distribution read whole when it touches torch; else its contents (it has no
     torch code); a ``NotRead`` when it cannot be known. Its RECORD's compiled files are
     listed first, and only they (``DirectorySource``'s ``only``: a stat per entry was half of
@@ -161,7 +164,7 @@ def read_distribution(item: Installed, tables: Tables, whole: bool) -> Read:
         metadata = parse_metadata(contents.metadata_text)
     except InputError as exc:
         return NotRead(item.name, item.version, str(item.dist_info), f"METADATA cannot be read ({exc})")
-    if not outside and not _touches(source, compiled, metadata, tables):
+    if not outside and not _touches(source, compiled, metadata, tables, clean):
         return contents
     every = source if whole else source_of(item)
     if isinstance(every, NotRead):  # changed since its first reading
@@ -173,7 +176,13 @@ def read_distribution(item: Installed, tables: Tables, whole: bool) -> Read:
     return Distribution(item, facts, outside)
 
 
-def _touches(source: DirectorySource, compiled: list[str], metadata: MetadataFacts, tables: Tables) -> bool:
+def _touches(
+    source: DirectorySource,
+    compiled: list[str],
+    metadata: MetadataFacts,
+    tables: Tables,
+    clean: CleanFiles | None,
+) -> bool:
     """Does the distribution touch torch, by its compiled files' tables? True too when one of
     them cannot be read that way: only the whole read can tell (and says why)."""
     binaries = []
@@ -184,7 +193,7 @@ def _touches(source: DirectorySource, compiled: list[str], metadata: MetadataFac
             continue
         if key is not None:
             seen.add(key)
-        if _names_no_torch(source.root / member):
+        if _kept_no_torch(source.root / member, clean):
             continue
         try:
             facts = read_tables(source.root / member, member, follow_symlinks=True)
@@ -231,6 +240,20 @@ def _names_no_torch(path: Path) -> bool:
         return False
     linked = (classify_library(name) for name in dynamic.needed)
     return not any(lib is not None and lib.role in _TORCH_ROLES for lib in linked)
+
+
+def _kept_no_torch(path: Path, clean: CleanFiles | None) -> bool:
+    """``_names_no_torch``, answered by ``clean`` for a file it knows as it is now, and the
+    answer learned for one that did not change while it was read."""
+    key = file_key(path) if clean is not None else None
+    if clean is None or key is None:
+        return _names_no_torch(path)
+    if key in clean.known:
+        return True
+    answer = _names_no_torch(path)
+    if answer and file_key(path) == key:
+        clean.learned.add(key)
+    return answer
 
 
 def touches_torch(w: WheelFacts) -> bool:
