@@ -48,7 +48,7 @@ REFUSED = {
 REFUSED |= {"tw409", "tw409_version", "tw411", "tw411_long", "tw414", "tw416", "tw503_pin_conflict"}
 # an op library its package imports as a module: its import fails on every torch (TW304), so
 # WHEEL has no torch to state
-REFUSED |= {"tw304_op_library_imported"}
+REFUSED |= {"tw304_op_library_imported", "tw304_op_library_imported_elsewhere"}
 TAGGABLE = sorted(n for n in WHEELS if n not in REFUSED)
 BIN = Path(sys.executable).parent
 

@@ -170,6 +170,19 @@ def test_tw304_op_library_imported_by_name(fixture_wheels: dict[str, Path]) -> N
     ]
 
 
+def test_tw304_op_library_imported_from_another_package(fixture_wheels: dict[str, Path]) -> None:
+    """The import sits in a package with no compiled file, which ``reach`` does not read:
+    the wheel's import statements (``py_imports``) decide, and are parsed for it."""
+    assert hits(cpython.module_hook_missing, fixture_wheels["tw304_op_library_imported_elsewhere"]) == [
+        (
+            "w304e/_C_ops.abi3.so",
+            "is imported as 'w304e._C_ops' by the wheel's Python code but is a torch op library without "
+            "PyInit__C_ops: import would fail; load it with torch.ops.load_library(path) instead, or build it "
+            "as a module",
+        )
+    ]
+
+
 def test_tw304_each_slice_of_a_universal_binary(built_fixtures: dict[str, Path], tmp_path: Path) -> None:
     """Both slices export PyInit_macho_universal_differ, neither PyInit_u: one finding each."""
     path = custom_wheel(

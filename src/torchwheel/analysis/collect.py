@@ -11,7 +11,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from torchwheel.analysis import device_code, loaders, pyimports, reach, version_lock
 from torchwheel.analysis.buildunits import flavour_pair_dirs, flavour_sets
-from torchwheel.analysis.member import BinaryAnalysis, MemberBinary, UnreadableBinary, analyze_binary
+from torchwheel.analysis.member import (
+    BinaryAnalysis,
+    MemberBinary,
+    UnreadableBinary,
+    analyze_binary,
+    loaded_by_import,
+)
 from torchwheel.analysis.memberpool import INLINE_BYTES, Hashed, MemberPool, batches, one_name_per_file
 from torchwheel.analysis.platforms import expected
 from torchwheel.analysis.pythonabi import parse_suffix
@@ -153,9 +159,12 @@ def collect(
             unreadable.append(result)
         elif result is not None:
             readable.append(MemberBinary(member, result))
-    stems = list(hookless_modules(readable))
-    py_imports = pyimports.wheel_imports(contents.members, source.member_size, source.read, stems)
     code = package_code(contents, readable, source.member_size, source.read, tables.releases, *ahead)
+    # the import statements are parsed only where a file's loading is left to them (on
+    # torchao's 71 wheels, 797 parses and 3.2 s of a scan's 11 s of CPU, none of them asked)
+    asked = any(loaded_by_import(code.reach.of(b.member).how, b) is None for b in readable)
+    stems = list(hookless_modules(readable)) if asked else []
+    py_imports = pyimports.wheel_imports(contents.members, source.member_size, source.read, stems)
     record = verify_record(
         contents.record,
         contents.dist_info,

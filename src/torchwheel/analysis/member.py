@@ -77,6 +77,21 @@ class MemberBinary:
     analysis: BinaryAnalysis
 
 
+def loaded_by_import(how: str, b: MemberBinary) -> bool | None:
+    """Whether Python's import system is what loads ``b``, where its own bytes or the
+    package's loader (``how``: ``analysis.reach``) decide it; None where only the package's
+    import statements can tell (a hook-less file without CPython symbols that no loader code
+    names: ``WheelFacts.py_imports``). One decision for the rules that ask it and for
+    ``collect``, which parses those statements only when some file leaves it open."""
+    if how in ("module", "library"):
+        return how == "module"
+    if b.analysis.kind == "extension-module" or any(
+        s.python.verdict != "not-python" for s in b.analysis.slices
+    ):
+        return True
+    return None
+
+
 @frozen
 class UnreadableBinary:
     member: str

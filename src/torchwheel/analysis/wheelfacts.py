@@ -77,7 +77,8 @@ class WheelFacts:
     hashes_verified: bool = True
     kind: Literal["wheel", "directory", "binary"] = "wheel"
     # module names the wheel's .py files import (ast, never run; only files mentioning a
-    # hook-less module-named library are parsed: see pyimports and collect's hookless_modules)
+    # hook-less module-named library are parsed: see pyimports and collect's hookless_modules),
+    # read only when some file's loading is left to them (``member.loaded_by_import``)
     py_imports: frozenset[str] = frozenset()
     # package directory -> the flavour its loader takes whenever that file exists (``cuda``):
     # ``analysis.loaders``, read only where a CPU and an accelerated flavour sit side by side

@@ -15,7 +15,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 from packaging.version import Version
 
-from torchwheel.analysis.member import MemberBinary
+from torchwheel.analysis.member import MemberBinary, loaded_by_import
 from torchwheel.analysis.pyimports import module_name
 from torchwheel.analysis.pythonabi import parse_suffix
 from torchwheel.analysis.wheelfacts import WheelFacts, iter_slices
@@ -39,13 +39,9 @@ def _by_import(w: WheelFacts, b: MemberBinary, module: str | None) -> bool:
     (a module that lost its hook), is imported; a hook-less file without CPython symbols (a
     helper library) only if the wheel's own Python code imports it by name.
     """
-    how = w.reach.of(b.member).how
-    if how in ("module", "library"):
-        return how == "module"
-    if b.analysis.kind == "extension-module" or any(
-        s.python.verdict != "not-python" for s in b.analysis.slices
-    ):
-        return True
+    decided = loaded_by_import(w.reach.of(b.member).how, b)
+    if decided is not None:
+        return decided
     return module is not None and module_name(b.member, module) in w.py_imports
 
 
