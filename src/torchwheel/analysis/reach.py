@@ -39,16 +39,22 @@ module's import or a loading helper are parsed, and helpers are followed at most
 from __future__ import annotations
 
 import ast
-import bisect
 import builtins
 import fnmatch
-import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import field
 from typing import Literal
 
-from torchwheel.analysis.pyimports import dynamic_import, names_of, parsed, python_sources, resolve
+from torchwheel.analysis.calltext import Spelling, narrow, spelling
+from torchwheel.analysis.pyimports import (
+    dynamic_import,
+    names_of,
+    parsed,
+    python_sources,
+    resolve,
+    uncollected,
+)
 from torchwheel.analysis.returned_paths import PackageFunctions, gated_load
 from torchwheel.binary.bytesearch import holders
 from torchwheel.frozen import frozen
@@ -246,6 +252,8 @@ class _Reader(ast.NodeVisitor):
         modules: frozenset[str],
         basenames: frozenset[str],
         code: PackageFunctions,
+        spelled: Spelling,
+        narrow: bool,
     ) -> None:
         self.member = member
         self.code = code  # the package's functions, for a path one of them returns
@@ -262,16 +270,44 @@ class _Reader(ast.NodeVisitor):
         self.names: list[str] = []  # the outermost function's name, as its callers spell it
         self.assigned: dict[str, set[str]] = {}  # module-level name -> the names its value spells
         self.defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}  # the module's functions
-        self.spelled: list[int] = [0]  # lines before line i+1 that spell a needle (``_spelled``)
+        self.spelled = spelled  # which lines spell a needle, and which a call of one
+        self.narrow = narrow  # ``calltext.narrow``: a statement that spells no call is not read
         self.hints_of: dict[int, set[str]] = {}  # a function's or statement's names, once
 
     def _spells(self, node: ast.stmt) -> bool:
         """Does the statement's text spell a loading call, a helper or a compiled module?
         A statement that spells none can hold no event: not walked (a big package's
         thousands of functions cost the walk, not the parse)."""
-        last = len(self.spelled) - 1
+        spelled = self.spelled.spelled
+        last = len(spelled) - 1
         end = min(getattr(node, "end_lineno", None) or last, last)
-        return self.spelled[end] > self.spelled[min(node.lineno - 1, end)]
+        return spelled[end] > spelled[min(node.lineno - 1, end)] and self._calls(node)
+
+    def _calls(self, node: ast.stmt | ast.excepthandler) -> bool:
+        """Can the statement (its decorators too) hold an event: does its text spell a call
+        of a loading word or a helper, or a compiled module (``calltext``)? Where the text
+        says what the tree holds, one that does not is not read, at any depth."""
+        if not self.narrow:
+            return True
+        calling = self.spelled.calling
+        last = len(calling) - 1
+        end = min(node.end_lineno or last, last)
+        decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+        first = min([node.lineno, *(d.lineno for d in decorators)])
+        return calling[end] > calling[min(first - 1, end)]
+
+    def generic_visit(self, node: ast.AST) -> None:
+        """``ast.NodeVisitor``'s, but a statement (or handler) that cannot hold an event
+        (``_calls``) is not visited."""
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST) and (
+                        not isinstance(item, ast.stmt | ast.excepthandler) or self._calls(item)
+                    ):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
 
     def visit_Module(self, node: ast.Module) -> None:
         self.defs = {n.name: n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
@@ -328,8 +364,10 @@ class _Reader(ast.NodeVisitor):
             caught = ", ".join(dict.fromkeys(n for h in kept for n in (_type_names(h) or ["everything"])))
             guard = f"{_GOES_ON} (`except {caught}` at {self.member}:{node.lineno})"
         self._guarded(node.body, guard)
-        for part in (*node.handlers, *node.orelse, *node.finalbody):
-            self.visit(part)
+        parts: list[ast.stmt | ast.excepthandler] = [*node.handlers, *node.orelse, *node.finalbody]
+        for part in parts:
+            if self._calls(part):
+                self.visit(part)
 
     visit_TryStar = visit_Try
 
@@ -343,7 +381,8 @@ class _Reader(ast.NodeVisitor):
         if guard:
             self.guards.append(guard)
         for stmt in body:
-            self.visit(stmt)
+            if self._calls(stmt):
+                self.visit(stmt)
         if guard:
             self.guards.pop()
 
@@ -447,36 +486,26 @@ class _Reader(ast.NodeVisitor):
 def _read(
     tree: ast.Module,
     member: str,
-    data: bytes,
     helpers: Mapping[str, list[_Event]],
     modules: frozenset[str],
     basenames: frozenset[str],
     code: PackageFunctions,
+    spelled: Spelling,
+    narrowed: bool,
 ) -> _Reader:
-    reader = _Reader(member, helpers, modules, basenames, code)
-    stems = {m.rsplit(".", 1)[-1].encode() for m in modules}
-    reader.spelled = _spelled(data, [*_WORDS, *(n.encode() for n in helpers), *stems])
+    reader = _Reader(member, helpers, modules, basenames, code, spelled, narrowed)
     reader.visit(tree)
     reader.defs, reader.top = {}, None  # nothing of the tree outlives the reading (``_events``)
     return reader
 
 
-def _spelled(data: bytes, needles: Iterable[bytes]) -> list[int]:
-    """For each line count i, how many of the first i lines (split at ``\\n``, as ``_spells``
-    reads ``lineno``) hold a needle: a statement spells one when its lines do, since no
-    needle (a word, a name) holds a line break. Each needle found by ``bytes.find``, once
-    per line at most: a statement is then one subtraction, where joining its lines and
-    looking for every needle in them was a third of the reading of vLLM's Python."""
-    lines = data.split(b"\n")
-    starts = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
-    hit = bytearray(len(lines))
-    for needle in needles:
-        at = data.find(needle) if needle else -1
-        while at >= 0:
-            line = bisect.bisect_right(starts, at) - 1
-            hit[line] = 1
-            at = data.find(needle, starts[line + 1])
-    return list(itertools.accumulate(hit, initial=0))
+def _narrowed(member: str, data: bytes, modules: frozenset[str]) -> bool:
+    """Does the file's text say where its events can be (``calltext.narrow``)? Not where a
+    compiled module is the file's package or one above it: ``from . import x`` there
+    imports it without spelling its name."""
+    package = names_of(member)[1]
+    parts = package.split(".") if package else []
+    return narrow(data) and not any(".".join(parts[:i]) in modules for i in range(1, len(parts) + 1))
 
 
 # -- which files an event reaches ------------------------------------------------------------------
@@ -686,14 +715,17 @@ def read_python(
 
     sources = list(python_sources(members, size, read, wanted))
     basenames = frozenset(c.member.rsplit("/", 1)[-1] for c in compiled)
-    return PythonReading(
-        _key(compiled),
-        complete=len(sources) == sum(1 for m in members if m.endswith(".py") and wanted(m)),
-        events=tuple(_events(sources, _module_names(compiled), basenames)),
-        ran=frozenset(import_time_files(sources, conditional=True)),
-        packages=frozenset(_top(m) for m, _ in sources if m.endswith("/__init__.py") and m.count("/") == 1),
-        ops=import_time_ops(sources),
-    )
+    with uncollected():
+        return PythonReading(
+            _key(compiled),
+            complete=len(sources) == sum(1 for m in members if m.endswith(".py") and wanted(m)),
+            events=tuple(_events(sources, _module_names(compiled), basenames)),
+            ran=frozenset(import_time_files(sources, conditional=True)),
+            packages=frozenset(
+                _top(m) for m, _ in sources if m.endswith("/__init__.py") and m.count("/") == 1
+            ),
+            ops=import_time_ops(sources),
+        )
 
 
 def read_reach(
@@ -866,8 +898,8 @@ def _events(
     held = holders(texts, [*_WORDS, *stems])
     loading = {i for w in _WORDS for i in held[w]}
     if imports is not None:
-        spelling = {i for s in stems for i in held[s]} - loading
-        loading |= {i for i in spelling if imports.search(texts[i])}
+        naming = {i for s in stems for i in held[s]} - loading
+        loading |= {i for i in naming if imports.search(texts[i])}
     todo = {members[i] for i in loading}
     seen: set[str] = set()  # the files parsed, at most ``_MAX_PARSED``
     broken: set[str] = set()  # those that do not parse
@@ -875,17 +907,28 @@ def _events(
     readers: dict[str, _Reader] = {}
     code = PackageFunctions(text)
     calling: dict[str, set[str]] = {}  # a helper's name -> the files that call it, searched once
-    for _ in range(_LEVELS):
+    kept: dict[str, ast.Module] = {}  # the trees of the files the next level reads again
+    for level in range(_LEVELS):
+        fresh: dict[str, ast.Module] = {}
         for m in sorted(todo)[:_MAX_PARSED]:
             if m in broken or (m not in seen and len(seen) >= _MAX_PARSED):
                 continue
             seen.add(m)
-            tree = parsed(text[m], m)
+            spelled = spelling(text[m], [*_WORDS, *(n.encode() for n in helpers)], stems)
+            narrowed = _narrowed(m, text[m], names)
+            tree = kept.pop(m, None)
+            if tree is None and narrowed and not spelled.calls:  # it can hold no event
+                readers[m] = _Reader(m, helpers, names, basenames, code, spelled, narrowed)
+                continue
+            tree = tree or parsed(text[m], m)
             if tree is None:
                 broken.add(m)
                 continue
-            readers[m] = _read(tree, m, text[m], helpers, names, basenames, code)
-            del tree
+            readers[m] = _read(tree, m, helpers, names, basenames, code, spelled, narrowed)
+            fresh[m] = tree
+        kept.clear()
+        if level == _LEVELS - 1:
+            break
         latent: dict[str, list[_Event]] = {}
         for r in readers.values():
             for name, found in r.latent.items():
@@ -900,6 +943,8 @@ def _events(
             break
         helpers = {n: found for n, found in latent.items() if n in followed or n in helpers}
         todo = set().union(*followed.values())
+        kept = {m: t for m, t in fresh.items() if m in todo}
+        del fresh
     return [e for r in readers.values() for e in r.events if not _import_of_stdlib(e)]
 
 
