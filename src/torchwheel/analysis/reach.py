@@ -935,7 +935,7 @@ def _events(
                 latent.setdefault(name, []).extend(found)
         changed = [n for n in latent if len(latent[n]) != len(helpers.get(n, ()))]
         searched = [n for n in changed if not _generic(n) and n not in calling]
-        holding = holders(texts, [n.encode() + b"(" for n in searched])
+        holding = holders(texts, [n.encode() + b"(" for n in searched], most=_MAX_CALLERS + 1)
         calling |= {n: {members[i] for i in holding[n.encode() + b"("]} for n in searched}
         callers = {n: calling[n] for n in changed if not _generic(n)}
         followed = {n: found for n, found in callers.items() if len(found) <= _MAX_CALLERS}
