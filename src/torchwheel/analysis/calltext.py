@@ -19,7 +19,6 @@ parser, not to ``split(b"\\n")``). ``narrow`` says whether it holds for a file.
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import re
 from collections.abc import Iterable
@@ -79,18 +78,22 @@ def spelling(data: bytes, called: Iterable[bytes], named: Iterable[bytes]) -> Sp
     once per line at most, so that a statement is then one subtraction (``reach._spells``),
     where joining its lines and looking for every needle in them was a third of the reading
     of vLLM's Python. No needle holds a line break, so a statement spells one when its lines
-    do."""
-    lines = data.split(b"\n")
-    starts = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
-    hit = bytearray(len(lines))
-    calls = bytearray(len(lines))
+    do. The lines are counted, not split: a file is read at each level of helpers."""
+    found: list[tuple[int, bool]] = []  # (offset, a call) of a needle, the first per line at most
     for needle, is_called in itertools.chain(((n, True) for n in called), ((n, False) for n in named)):
         at = data.find(needle) if needle else -1
         while at >= 0:
-            line = bisect.bisect_right(starts, at) - 1
-            hit[line] = 1
-            if not calls[line] and (not is_called or _may_call(data, at, at + len(needle))):
-                calls[line] = 1
+            call = not is_called or _may_call(data, at, at + len(needle))
+            found.append((at, call))
             # the next spelling on a later line, or on this one while it spells no call yet
-            at = data.find(needle, at + 1 if not calls[line] else starts[line + 1])
+            at = data.find(needle, at + 1 if not call else data.find(b"\n", at) + 1 or len(data))
+    lines = data.count(b"\n") + 1
+    hit = bytearray(lines)
+    calls = bytearray(lines)
+    line, counted = 0, 0
+    for at, call in sorted(found):
+        line += data.count(b"\n", counted, at)
+        counted = at
+        hit[line] = 1
+        calls[line] |= call
     return Spelling(list(itertools.accumulate(hit, initial=0)), list(itertools.accumulate(calls, initial=0)))

@@ -42,7 +42,7 @@ import ast
 import builtins
 import fnmatch
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import field
 from typing import Literal
 
@@ -149,12 +149,27 @@ def _called(node: ast.Call) -> str:
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
+def _walk(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk``'s nodes (in another order: each before those under it), without its
+    two generator levels per node: a function's names (``_hints``) are its whole walk."""
+    stack = [node]
+    while stack:
+        sub = stack.pop()
+        yield sub
+        for name in sub._fields:
+            value = getattr(sub, name, None)
+            if isinstance(value, ast.AST):
+                stack.append(value)
+            elif isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, ast.AST))
+
+
 def _hints(node: ast.AST) -> set[str]:
     """The file names and patterns an expression spells: literals without spaces, and
     f-strings with their fields as ``*``."""
     out: set[str] = set()
     inside: set[int] = set()
-    for sub in ast.walk(node):
+    for sub in _walk(node):
         if isinstance(sub, ast.JoinedStr):
             parts = []
             for value in sub.values:
@@ -259,6 +274,7 @@ class _Reader(ast.NodeVisitor):
         self.code = code  # the package's functions, for a path one of them returns
         self.modules = modules  # the compiled modules: an import of anything else is no event
         self.basenames = basenames  # the compiled files' names: what an event's names must reach
+        self.exact = basenames | {b.split(".", 1)[0] for b in basenames}  # and their stems
         self.module, self.package = names_of(member)
         self.helpers = helpers
         self.events: list[_Event] = []
@@ -272,7 +288,8 @@ class _Reader(ast.NodeVisitor):
         self.defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}  # the module's functions
         self.spelled = spelled  # which lines spell a needle, and which a call of one
         self.narrow = narrow  # ``calltext.narrow``: a statement that spells no call is not read
-        self.hints_of: dict[int, set[str]] = {}  # a function's or statement's names, once
+        # a function's or statement's names (``_hints``), once for its tree (``_events``)
+        self.hints_of: dict[int, set[str]] = {}
 
     def _spells(self, node: ast.stmt) -> bool:
         """Does the statement's text spell a loading call, a helper or a compiled module?
@@ -403,14 +420,12 @@ class _Reader(ast.NodeVisitor):
         around = fn if fn is not None else self.top
         name = self.names[0] if self.names else None
         if around is not None and around is not node:
-            if id(around) not in self.hints_of:
-                self.hints_of[id(around)] = _hints(around)
-            hints = set(hints) | self.hints_of[id(around)]
-        for n in ast.walk(node):
+            hints = set(hints) | self._hints(around)
+        for n in _walk(node):
             if isinstance(n, ast.Name) and n.id in self.assigned:
                 hints |= self.assigned[n.id]
             elif isinstance(n, ast.Call) and n is not node and _called(n) in self.defs:
-                hints |= _hints(self.defs[_called(n)])  # load_library(_lib_path()): the path's names
+                hints |= self._hints(self.defs[_called(n)])  # load_library(_lib_path()): the path's names
         event = _Event(
             how,
             frozenset(hints),
@@ -428,8 +443,22 @@ class _Reader(ast.NodeVisitor):
         ):
             self.latent.setdefault(name, []).append(event)  # a helper: its callers are read too
 
+    def _hints(self, node: ast.AST) -> set[str]:
+        if id(node) not in self.hints_of:
+            self.hints_of[id(node)] = _hints(node)
+        return self.hints_of[id(node)]
+
     def _reaches(self, hints: Iterable[str]) -> bool:
-        return any(_matches(h, b) for h in hints for b in self.basenames)
+        """Does any hint reach a compiled file (``_matches``)? A name that is no pattern
+        reaches one it is the name or stem of: a set's look-up, not a loop over them."""
+        for h in hints:
+            tail = h.rsplit("/", 1)[-1]
+            if _glob(tail):
+                if any(_matches(h, b) for b in self.basenames):
+                    return True
+            elif tail in self.exact:
+                return True
+        return False
 
     def visit_Import(self, node: ast.Import) -> None:
         self._imported(node, {a.name for a in node.names})
@@ -492,8 +521,10 @@ def _read(
     code: PackageFunctions,
     spelled: Spelling,
     narrowed: bool,
+    hints_of: dict[int, set[str]],
 ) -> _Reader:
     reader = _Reader(member, helpers, modules, basenames, code, spelled, narrowed)
+    reader.hints_of = hints_of  # the tree's, kept with it from an earlier reading
     reader.visit(tree)
     reader.defs, reader.top = {}, None  # nothing of the tree outlives the reading (``_events``)
     return reader
@@ -907,16 +938,17 @@ def _events(
     readers: dict[str, _Reader] = {}
     code = PackageFunctions(text)
     calling: dict[str, set[str]] = {}  # a helper's name -> the files that call it, searched once
-    kept: dict[str, ast.Module] = {}  # the trees of the files the next level reads again
+    # the trees of the files the next level reads again, and their names (``_hints``) read
+    kept: dict[str, tuple[ast.Module, dict[int, set[str]]]] = {}
     for level in range(_LEVELS):
-        fresh: dict[str, ast.Module] = {}
+        fresh: dict[str, tuple[ast.Module, dict[int, set[str]]]] = {}
         for m in sorted(todo)[:_MAX_PARSED]:
             if m in broken or (m not in seen and len(seen) >= _MAX_PARSED):
                 continue
             seen.add(m)
             spelled = spelling(text[m], [*_WORDS, *(n.encode() for n in helpers)], stems)
             narrowed = _narrowed(m, text[m], names)
-            tree = kept.pop(m, None)
+            tree, hints_of = kept.pop(m, (None, {}))
             if tree is None and narrowed and not spelled.calls:  # it can hold no event
                 readers[m] = _Reader(m, helpers, names, basenames, code, spelled, narrowed)
                 continue
@@ -924,8 +956,8 @@ def _events(
             if tree is None:
                 broken.add(m)
                 continue
-            readers[m] = _read(tree, m, helpers, names, basenames, code, spelled, narrowed)
-            fresh[m] = tree
+            readers[m] = _read(tree, m, helpers, names, basenames, code, spelled, narrowed, hints_of)
+            fresh[m] = tree, hints_of
         kept.clear()
         if level == _LEVELS - 1:
             break
