@@ -948,7 +948,7 @@ def _events(
             if m in broken or (m not in seen and len(seen) >= _MAX_PARSED):
                 continue
             seen.add(m)
-            spelled = spelling(text[m], [*_WORDS, *(n.encode() for n in helpers)], stems)
+            spelled = spelling(text[m], [*_WORDS, *(n.encode() for n in helpers)], stems, names)
             narrowed = _narrowed(m, text[m], names)
             tree, hints_of = kept.pop(m, (None, {}))
             if tree is None and narrowed and not spelled.calls:  # it can hold no event
