@@ -922,10 +922,13 @@ def _events(
     sources: Sequence[tuple[str, bytes]], modules: Mapping[str, str], basenames: frozenset[str]
 ) -> list[_Event]:
     """Every loading event of the files that spell one, helpers followed ``_LEVELS`` deep:
-    a file read again only when a helper it calls changed. Each reading parses the file
-    anew and keeps none of its tree: vLLM's 512 trees held at once were 450 MB, and every
-    collection of the garbage collector walked them, so that parsing them took three times
-    as long as parsing each once more when it is read again."""
+    a file read again only when a helper it calls changed. A file whose text spells no call
+    that can be an event (``calltext``) is not parsed; a file is parsed once, and its tree
+    kept only while the next level is to read it again (vLLM: 69 files parsed once, where
+    139 parses of 94 were). Holding trees is what made parsing slow before (512 trees, 450
+    MB, walked by every collection of the garbage collector): the reading now holds at
+    most one level's trees, about 25 MB on vLLM, and no collection runs while it does
+    (``uncollected``)."""
     imports = _import_needles(modules)
     names = frozenset(modules)
     text = dict(sources)
