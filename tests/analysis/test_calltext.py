@@ -4,7 +4,7 @@ parser reads as one is kept, however it is written."""
 
 from __future__ import annotations
 
-from torchwheel.analysis.calltext import narrow
+from torchwheel.analysis.calltext import narrow, spelling
 from torchwheel.analysis.reach import Compiled, Reach, read_reach
 
 
@@ -58,3 +58,13 @@ def test_an_import_by_a_literal_name_and_over_lines() -> None:
     init = b"try:\n    from pkg import (\n        _C,\n    )\nexcept ImportError:\n    pass\n"
     r = _reach({"pkg/__init__.py": init}, [Compiled("pkg/_C.abi3.so", "pkg._C")])["pkg/_C.abi3.so"]
     assert (r.how, r.when) == ("module", "optional")
+
+
+def test_a_name_before_lines_of_comments_is_read_at_once() -> None:
+    """numpy's ``add_newdoc`` before a rule of 78 ``#``: a pattern that could split the
+    comment anywhere tried 2**77 ways. A ``(`` inside a comment opens no call."""
+    rule = b"#" * 100
+    data = b"from x import load_library\n\n" + rule + b"\n#\n" + rule + b"\n\ny = 1  # load_library(p)\n"
+    assert not spelling(data, [b"load_library"], [], frozenset()).calls
+    data = b"load_library  # see f(x)\n" + rule + b"\n  (p)\n"
+    assert spelling(data, [b"load_library"], [], frozenset()).calls

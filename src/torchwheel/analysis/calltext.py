@@ -36,8 +36,9 @@ from torchwheel.frozen import frozen
 
 _NAME_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
 # what may stand between a callee's name and its call's "(": white space, a continuation,
-# a comment (to the line's end), a parenthesized callee's ")"
-_TO_CALL = re.compile(rb"(?:[\s\\)]|#[^\n]*)*\(")
+# a comment (to the line's end: never a "(" in it), a parenthesized callee's ")". Possessive:
+# tried again at every shorter split, a rule of "#" took 2**77 tries (numpy's add_newdoc).
+_TO_CALL = re.compile(rb"(?:[\s\\)]|#[^\n]*+)*+\(")
 _QUOTES = b"\"'"
 # calls that import the module their first argument names, when it is a literal
 # (``pyimports.dynamic_import``), and such an argument: an absolute name
