@@ -32,8 +32,9 @@ library did not load (torchvision on a CPU torch), so its libraries are required
 
 Bounded as ``pyimports``: only the ``.py`` files under a folder that holds compiled files
 are read (``python_sources``' budget), only those that spell a loading call, a compiled
-module's import or a loading helper are parsed, and helpers are followed at most
-``_LEVELS`` deep.
+module's import or a loading helper are parsed (and of those, only the ones whose text can
+hold such a call or import: ``calltext``), and helpers are followed at most ``_LEVELS``
+deep.
 """
 
 from __future__ import annotations
