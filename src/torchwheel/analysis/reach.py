@@ -50,6 +50,7 @@ from typing import Literal
 from torchwheel.analysis.calltext import Spelling, narrow, spelling
 from torchwheel.analysis.pyimports import (
     dynamic_import,
+    installed_path,
     names_of,
     parsed,
     python_sources,
@@ -571,7 +572,7 @@ class Compiled:
 
 
 def _top(member: str) -> str:
-    parts = re.sub(r"^[^/]+\.data/(?:purelib|platlib)/", "", member).split("/")
+    parts = installed_path(member).split("/")
     return parts[0] if len(parts) > 1 else ""
 
 
@@ -678,7 +679,7 @@ def import_time_files(sources: Iterable[tuple[str, bytes]], conditional: bool = 
     function body): what the import may run."""
     by_module: dict[str, tuple[str, bytes]] = {}
     for member, data in sources:
-        module, _ = names_of(re.sub(r"^[^/]+\.data/(?:purelib|platlib)/", "", member))
+        module, _ = names_of(installed_path(member))
         by_module[module] = (member, data)
     todo = [m for m in by_module if "." not in m]
     seen: set[str] = set()
