@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import gc
 import random
 from pathlib import Path
 
@@ -111,3 +112,27 @@ def test_agrees_with_every_node_on_the_standard_library() -> None:
         source = path.read_bytes()
         member = str(path.relative_to(lib))
         assert pyimports.imports_of(source, member) == _every_node(source, member), member
+
+
+def test_no_collection_while_trees_are_read_and_as_before_after() -> None:
+    """``uncollected``: collection is off inside (a parse inside leaves it off), back as it
+    was after, an error included; where it was off, it stays off."""
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        with pyimports.uncollected():
+            assert not gc.isenabled()
+            assert pyimports.parsed(b"x = (", "m.py") is None and not gc.isenabled()
+        assert gc.isenabled()
+        with pytest.raises(ValueError), pyimports.uncollected():
+            raise ValueError
+        assert gc.isenabled()
+        gc.disable()
+        with pyimports.uncollected():
+            pass
+        assert not gc.isenabled()
+    finally:
+        if was:
+            gc.enable()
+        else:
+            gc.disable()

@@ -133,11 +133,13 @@ def _texts() -> list[bytes]:
 
 def test_holders_agree_with_in_on_every_text() -> None:
     """Across the join of two texts, at a group's edges, in a text bigger than a group, and
-    for needles holding the joining NUL (looked for text by text), empty, or given twice."""
+    for needles holding the joining NUL (looked for text by text), empty, given twice, or
+    holding another; the first few where those are enough (``most``)."""
     texts = _texts()
     needles = [
         b"load_library(", b"def ", b"import ", b"holders(", b"library(path", b"\x00load", b"\x00", b"",
         b"never spelled anywhere", b"def ", b"y" * 10, b"zzzzz", MAGIC, b"\x7fELF", b"ELF\x02\x01",
+        b"load_library", b"_library(", b"never spelled anywhere, ever", b"\x7fEL",
     ]  # fmt: skip
     got = bytesearch.holders(texts, needles)
     assert list(got) == list(dict.fromkeys(needles))
@@ -146,5 +148,7 @@ def test_holders_agree_with_in_on_every_text() -> None:
     for needle in needles:
         assert got[needle] == [i for i, t in enumerate(texts) if needle in t], needle
     assert 41 not in got[b"library(path"] and 42 not in got[b"library(path"]  # split by the join
+    for needle in needles:  # the first holders, where that many are enough
+        assert bytesearch.holders(texts, [needle, b"def "], most=3)[needle] == got[needle][:3], needle
     assert bytesearch.holders([], [b"x"]) == {b"x": []}
     assert bytesearch.holders(texts, []) == {}
