@@ -10,6 +10,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from torchwheel import api
 from torchwheel.scan import partial
 from torchwheel.scan.partial import PURE_AT_ONCE, WHOLE_AT_ONCE, partial_line, whole_at_once
@@ -96,3 +98,28 @@ def test_a_big_wheels_first_range_holds_its_directory_and_metadata() -> None:
     assert partial._first_range(WheelSource(url, size=10 << 20)) == partial.ranged._TAIL
     assert partial._first_range(WheelSource(url, size=64 << 20)) == 1 << 20
     assert partial._first_range(WheelSource(url, size=336 << 20)) == 4 << 20  # vLLM's: at most 4 MiB
+
+
+def test_a_wheel_read_whole_for_its_compiled_share_is_hashed_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rule 5 (``compiled``): the first range, then the rest in one request. The file is
+    hashed in its order as the rest is written (``RemoteFile.write_whole``), so the line's
+    sha256 is the file's and is held to the index's, as a download's is."""
+    from torchwheel.net import ranged
+
+    files = tmp_path / "files"
+    files.mkdir()
+    shutil.copy(DEMO, files / DEMO.name)
+    digest = hashlib.sha256(DEMO.read_bytes()).hexdigest()
+    monkeypatch.setattr(ranged, "_TAIL", 1024)  # the demo's end, not all of it
+    with serve(files) as (url, b):
+        line = partial_line(WheelSource(f"{url}/{DEMO.name}", digest), api.check, api.need)
+        assert len(b.ranged) == 2 and b.ranged[0] == "bytes=-1024"  # its end, then the rest
+        wrong = partial_line(WheelSource(f"{url}/{DEMO.name}", "0" * 64), api.check, api.need)
+    assert line["error"] is None and line["partial"]["whole"] == "compiled", line
+    assert line["sha256"] == digest and line["hashes_verified"] == {"file": True, "record": True}
+    assert (
+        wrong["error"]["code"] == "digest"
+        and "differs from the one its index gives" in wrong["error"]["message"]
+    )

@@ -27,6 +27,7 @@ per-host caps and the retries of ``fairness``):
 from __future__ import annotations
 
 import bisect
+import hashlib
 import http.client
 import re
 from collections.abc import Callable, Iterator
@@ -50,6 +51,32 @@ _MAX_STEP = 16 << 20  # ... up to this (what is fetched past the bytes needed st
 _OUT_CHUNK = 1 << 18
 _HOLD_WHOLE = 64 << 20  # member bytes held in memory (to be read again), at most this much
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
+
+
+class _Hashing:
+    """A file written from its first byte to its last, hashed as it is written: the spans
+    never overlap, so ``write_whole`` writes each byte once and in the file's order."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self.fh, self.at, self.in_order = fh, 0, True
+        self._hash = hashlib.sha256()
+
+    def seek(self, pos: int) -> None:
+        """Where the next bytes go: where the last ended, unless the server answered another
+        range than asked (``write_whole`` refuses that answer before anyone asks the hash)."""
+        self.in_order = self.in_order and pos == self.at
+        self.fh.seek(pos)
+        self.at = pos
+
+    def write(self, data: bytes) -> None:
+        self.fh.write(data)
+        self._hash.update(data)
+        self.at += len(data)
+
+    def hexdigest(self) -> str:
+        if not self.in_order:
+            raise RuntimeError("write_whole: the bytes were not written in the file's order")
+        return self._hash.hexdigest()
 
 
 class NoRanges(InputError):
@@ -83,7 +110,7 @@ class RemoteFile:
         first, data, _ = self._get(f"bytes=-{tail or _TAIL}")
         self._keep(first, data)
 
-    def _get(self, span: str, sink: BinaryIO | None = None) -> tuple[int, bytes, int]:
+    def _get(self, span: str, sink: _Hashing | None = None) -> tuple[int, bytes, int]:
         """(first offset, bytes, file size) of one range request; with ``sink`` the bytes are
         written to it at their offset as they come, and none are returned."""
         self.requests += 1
@@ -146,23 +173,27 @@ class RemoteFile:
         """Whether the spans held are the whole file (the first request of a small one)."""
         return self.starts == [0] and len(self.spans[0]) == self.size
 
-    def write_whole(self, dest: Path) -> None:
+    def write_whole(self, dest: Path) -> str:
         """The whole file at ``dest``: the spans held, and each stretch between them fetched
-        in one request (no byte fetched twice: a wheel read whole this way costs its size)."""
+        in one request (no byte fetched twice: a wheel read whole this way costs its size).
+        Its sha256, hashed as the bytes are written, in the file's order (vLLM's 336 MB read
+        again for it took 0.2 s of the line's CPU)."""
         current().max_download_bytes.check(f"{fetch.shown(self.url)}: the wheel's size", self.size)
         with dest.open("wb") as fh:
+            sink = _Hashing(fh)
             at = 0
             for start, data in [*zip(self.starts, self.spans, strict=True), (self.size, b"")]:
                 if start > at:
-                    first, _, _ = self._get(f"bytes={at}-{start - 1}", fh)
+                    first, _, _ = self._get(f"bytes={at}-{start - 1}", sink)
                     if first != at:
                         raise InputError(
                             f"{fetch.shown(self.url)}: the server answered bytes {at}- with others",
                             reference="index-invalid",
                         )
-                fh.seek(start)
-                fh.write(data)
+                sink.seek(start)
+                sink.write(data)
                 at = max(at, start + len(data))
+        return sink.hexdigest()
 
     def fetch(self, lo: int, hi: int) -> bytes:
         """Bytes ``[lo, hi)``: what the spans hold from them, the rest fetched and not kept

@@ -227,10 +227,9 @@ def _whole(
     stretch between the spans held): the wheel costs its size, no byte twice."""
     path = scratch / "whole" / (source.filename or "wheel.whl")
     path.parent.mkdir()
-    remote.write_whole(path)
+    digest = remote.write_whole(path)  # hashed as written, checked as a download is
 
     def held(_: scanline.WheelSource, __: Path) -> scanline.Read:
-        digest = scanline.file_sha256(path)  # checked as a download is
         if source.sha256 and digest != source.sha256:
             raise fetch.DigestMismatch(
                 f"{fetch.shown(source.location)}: sha256 differs from the one its index gives"
