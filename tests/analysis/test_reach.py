@@ -150,6 +150,6 @@ def test_a_dependency_loads_with_what_needs_it() -> None:
 
 def test_import_time_files_follow_module_level_imports_only() -> None:
     init = b"from . import a\ntry:\n    from . import b\nexcept ImportError:\n    pass\ndef f():\n    from . import c\n"
-    sources = [("p/__init__.py", init), ("p/a.py", b""), ("p/b.py", b""), ("p/c.py", b"")]
+    sources = {"p/__init__.py": init, "p/a.py": b"", "p/b.py": b"", "p/c.py": b""}
     assert import_time_files(sources) == {"p/__init__.py", "p/a.py"}
     assert import_time_files(sources, conditional=True) == {"p/__init__.py", "p/a.py", "p/b.py"}

@@ -57,6 +57,7 @@ from torchwheel.analysis.pyimports import (
     resolve,
     uncollected,
 )
+from torchwheel.analysis.pytexts import Texts
 from torchwheel.analysis.returned_paths import PackageFunctions, gated_load
 from torchwheel.binary.bytesearch import holders
 from torchwheel.frozen import frozen
@@ -607,23 +608,24 @@ _TORCH_NAMESPACES = frozenset(
 )  # fmt: skip
 
 
-def import_time_ops(sources: Iterable[tuple[str, bytes]]) -> dict[str, tuple[str, str]]:
+def import_time_ops(sources: Mapping[str, bytes]) -> dict[str, tuple[str, str]]:
     """Top-level package -> (``NS::op``, the file) of the first op the package's import
     runs into (``import_time_files``) from a namespace its Python does not define and torch
     does not provide. The namespaces a package defines are read only where its import uses
     an op (vLLM's does not: 0.1 s of its reading was reading them)."""
-    sources = list(sources)
     at_import = import_time_files(sources)
     used: dict[str, list[tuple[str, str, str]]] = {}
-    for member, data in sources:
-        if member in at_import and (b"::" in data or b"torch.ops." in data):
+    for member in sources:
+        data = sources[member] if member in at_import else b""
+        if b"::" in data or b"torch.ops." in data:
             for m in _OP_USE.finditer(data):
                 ns, op = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
                 used.setdefault(_top(member), []).append((ns.decode(), op.decode(), member))
     defined: dict[str, set[str]] = {}
-    for member, data in sources if used else ():
+    for member in sources if used else ():
         top = _top(member)
-        if top in used and (b"Library(" in data or b"define(" in data or b"_op(" in data):
+        data = sources[member] if top in used else b""
+        if b"Library(" in data or b"define(" in data or b"_op(" in data:
             for m in _OP_DEFINED.finditer(data):
                 defined.setdefault(top, set()).add((m.group(1) or m.group(2)).decode())
     out = {}
@@ -672,15 +674,15 @@ def _outside_functions(data: bytes) -> list[bytes]:
         at = ends.start()
 
 
-def import_time_files(sources: Iterable[tuple[str, bytes]], conditional: bool = False) -> set[str]:
+def import_time_files(sources: Mapping[str, bytes], conditional: bool = False) -> set[str]:
     """The ``.py`` members ``import TOP`` runs: each top-level package's ``__init__.py`` and
     what it imports, transitively: unconditionally (column-0 imports, a byte scan), or with
     ``conditional`` also those in a module-level ``if`` or ``try`` (any import outside a
     function body): what the import may run."""
-    by_module: dict[str, tuple[str, bytes]] = {}
-    for member, data in sources:
+    by_module: dict[str, str] = {}
+    for member in sources:
         module, _ = names_of(installed_path(member))
-        by_module[module] = (member, data)
+        by_module[module] = member
     todo = [m for m in by_module if "." not in m]
     seen: set[str] = set()
     while todo:
@@ -688,7 +690,8 @@ def import_time_files(sources: Iterable[tuple[str, bytes]], conditional: bool = 
         if module in seen or module not in by_module:
             continue
         seen.add(module)
-        member, data = by_module[module]
+        member = by_module[module]
+        data = sources[member]
         package = module if member.endswith("/__init__.py") else module.rpartition(".")[0]
         found = (
             _ANY_IMPORT.finditer(b"\n".join(_outside_functions(data)))
@@ -711,7 +714,7 @@ def import_time_files(sources: Iterable[tuple[str, bytes]], conditional: bool = 
             for name in names:
                 parts = name.split(".")
                 todo += [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
-    return {by_module[m][0] for m in seen}
+    return {by_module[m] for m in seen}
 
 
 # -- the reading -----------------------------------------------------------------------------------
@@ -754,18 +757,18 @@ def read_python(
     def wanted(m: str) -> bool:  # files at the top level: any package of the wheel may load them
         return ".dist-info/" not in m and ("" in tops or _top(m) in tops)
 
-    sources = list(python_sources(members, size, read, wanted))
+    texts = Texts(read)
     basenames = frozenset(c.member.rsplit("/", 1)[-1] for c in compiled)
     with uncollected():
+        sources = python_sources(members, size, read, wanted)
+        events = tuple(_events(texts, sources, _module_names(compiled), basenames))
         return PythonReading(
             _key(compiled),
-            complete=len(sources) == sum(1 for m in members if m.endswith(".py") and wanted(m)),
-            events=tuple(_events(sources, _module_names(compiled), basenames)),
-            ran=frozenset(import_time_files(sources, conditional=True)),
-            packages=frozenset(
-                _top(m) for m, _ in sources if m.endswith("/__init__.py") and m.count("/") == 1
-            ),
-            ops=import_time_ops(sources),
+            complete=len(texts) == sum(1 for m in members if m.endswith(".py") and wanted(m)),
+            events=events,
+            ran=frozenset(import_time_files(texts, conditional=True)),
+            packages=frozenset(_top(m) for m in texts if m.endswith("/__init__.py") and m.count("/") == 1),
+            ops=import_time_ops(texts),
         )
 
 
@@ -921,7 +924,10 @@ def _import_needles(modules: Iterable[str]) -> re.Pattern[bytes] | None:
 
 
 def _events(
-    sources: Sequence[tuple[str, bytes]], modules: Mapping[str, str], basenames: frozenset[str]
+    texts: Texts,
+    sources: Iterable[tuple[str, bytes]],
+    modules: Mapping[str, str],
+    basenames: frozenset[str],
 ) -> list[_Event]:
     """Every loading event of the files that spell one, helpers followed ``_LEVELS`` deep:
     a file read again only when a helper it calls changed. A file whose text spells no call
@@ -933,23 +939,23 @@ def _events(
     (``uncollected``)."""
     imports = _import_needles(modules)
     names = frozenset(modules)
-    text = dict(sources)
-    members = [m for m, _ in sources]
-    texts = [d for _, d in sources]
     # every import ``imports`` finds spells a module's last part: the pattern (slow on 33 MB)
     # runs only on the files that do
     stems = {n.rpartition(".")[2].encode() for n in modules}
-    held = holders(texts, [*_WORDS, *stems])
-    loading = {i for w in _WORDS for i in held[w]}
-    if imports is not None:
-        naming = {i for s in stems for i in held[s]} - loading
-        loading |= {i for i in naming if imports.search(texts[i])}
-    todo = {members[i] for i in loading}
+    todo: set[str] = set()
+    for batch in texts.take(sources):
+        first = len(texts) - len(batch)
+        held = holders(batch, [*_WORDS, *stems])
+        loading = {i for w in _WORDS for i in held[w]}
+        if imports is not None:
+            naming = {i for s in stems for i in held[s]} - loading
+            loading |= {i for i in naming if imports.search(batch[i])}
+        todo |= {texts.members[first + i] for i in loading}
     seen: set[str] = set()  # the files parsed, at most ``_MAX_PARSED``
     broken: set[str] = set()  # those that do not parse
     helpers: dict[str, list[_Event]] = {}
     readers: dict[str, _Reader] = {}
-    code = PackageFunctions(text)
+    code = PackageFunctions(texts)
     calling: dict[str, set[str]] = {}  # a helper's name -> the files that call it, searched once
     # the trees of the files the next level reads again, and their names (``_hints``) read
     kept: dict[str, tuple[ast.Module, dict[int, set[str]]]] = {}
@@ -959,13 +965,14 @@ def _events(
             if m in broken or (m not in seen and len(seen) >= _MAX_PARSED):
                 continue
             seen.add(m)
-            spelled = spelling(text[m], [*_WORDS, *(n.encode() for n in helpers)], stems, names)
-            narrowed = _narrowed(m, text[m], names)
+            data = texts[m]
+            spelled = spelling(data, [*_WORDS, *(n.encode() for n in helpers)], stems, names)
+            narrowed = _narrowed(m, data, names)
             tree, hints_of = kept.pop(m, (None, {}))
             if tree is None and narrowed and not spelled.calls:  # it can hold no event
                 readers[m] = _Reader(m, helpers, names, basenames, code, spelled, narrowed)
                 continue
-            tree = tree or parsed(text[m], m)
+            tree = tree or parsed(data, m)
             if tree is None:
                 broken.add(m)
                 continue
@@ -980,8 +987,7 @@ def _events(
                 latent.setdefault(name, []).extend(found)
         changed = [n for n in latent if len(latent[n]) != len(helpers.get(n, ()))]
         searched = [n for n in changed if not _generic(n) and n not in calling]
-        holding = holders(texts, [n.encode() + b"(" for n in searched], most=_MAX_CALLERS + 1)
-        calling |= {n: {members[i] for i in holding[n.encode() + b"("]} for n in searched}
+        calling |= {n: set(found) for n, found in texts.callers(searched, most=_MAX_CALLERS + 1).items()}
         callers = {n: calling[n] for n in changed if not _generic(n)}
         followed = {n: found for n, found in callers.items() if len(found) <= _MAX_CALLERS}
         if not followed:
