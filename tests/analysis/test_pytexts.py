@@ -57,13 +57,14 @@ def test_a_name_that_is_no_identifier_is_refused() -> None:
 
 def test_the_runs_before_a_paren() -> None:
     assert called(b"f(g (h)(x.y(1), [z](2))\n'q(' #w(\n") == {b"f", b"y", b"q", b"w"}
+    assert called(b"ab_1(f\xc3\xa9(") == {b"ab_1", b"f\xc3\xa9"}
 
 
 def test_texts_are_read_again_when_asked_and_batched_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("torchwheel.analysis.pytexts.BATCH", 10)
     files = {"a.py": b"x" * 6, "b.py": b"y" * 6, "c.py": b"z"}
     texts, batches = _texts(files)
-    assert batches == [[b"x" * 6, b"y" * 6], [b"z"]]
+    assert batches == [[b"x" * 6, b"y" * 6], [b"z"]]  # at least BATCH bytes each, the last less
     assert list(texts) == ["a.py", "b.py", "c.py"] and len(texts) == 3 and "c.py" in texts
     assert texts["b.py"] == b"y" * 6
     with pytest.raises(KeyError):

@@ -26,9 +26,9 @@ _NAME_BYTES = frozenset(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_" + bytes(range(128, 256))
 )
 _RUNS = bytes(b if b in _NAME_BYTES or b == ord("(") else ord(" ") for b in range(256))
-_LAST_RUN = operator.methodcaller("rpartition", b" ")
-_TAIL = operator.itemgetter(2)
-BATCH = 4 << 20  # the texts read before they are searched together (``holders``) and let go
+_LAST_RUN = operator.methodcaller("rsplit", b" ", 1)
+_TAIL = operator.itemgetter(-1)
+BATCH = 1 << 20  # the texts read before they are searched together (``holders``) and let go
 
 
 def called(text: bytes) -> set[bytes]:
@@ -49,8 +49,11 @@ class Texts(Mapping[str, bytes]):
         self._read = read
         self.members: list[str] = []
         self._index: dict[str, int] = {}
-        self._calls: dict[bytes, array[int]] = {}  # a run -> the texts (indexes) it stands in
-        self._ends: list[bytes] = []  # the runs reversed, sorted: those ending with a name
+        # a run -> the text (index) or texts it stands in; once all are read, the runs
+        # spelled backwards and sorted (those ending with a name are a slice), and their texts
+        self._calls: dict[bytes, int | array[int]] = {}
+        self._ends: list[bytes] = []
+        self._texts: list[int | array[int]] = []
 
     def take(self, sources: Iterable[tuple[str, bytes]]) -> Iterator[list[bytes]]:
         """Each of ``sources`` in batches of about ``BATCH`` bytes, in order (a batch's
@@ -59,12 +62,17 @@ class Texts(Mapping[str, bytes]):
         batch: list[bytes] = []
         size = 0
         for member, data in sources:
-            self._index[member] = len(self.members)
-            for run in called(data):
-                found = self._calls.get(run)
+            index = len(self.members)
+            self._index[member] = index
+            calls = self._calls
+            for run in called(data):  # most stand in one text: an int, not an array
+                found = calls.get(run)
                 if found is None:
-                    self._calls[run] = found = array("I")
-                found.append(len(self.members))
+                    calls[run] = index
+                elif isinstance(found, int):
+                    calls[run] = array("I", (found, index))
+                else:
+                    found.append(index)
             self.members.append(member)
             batch.append(data)
             size += len(data)
@@ -73,7 +81,10 @@ class Texts(Mapping[str, bytes]):
                 batch, size = [], 0
         if batch:
             yield batch
-        self._ends = sorted(run[::-1] for run in self._calls)
+        ends = sorted((run[::-1], found) for run, found in self._calls.items())
+        self._calls = {}
+        self._ends = [end for end, _ in ends]
+        self._texts = [found for _, found in ends]
 
     def callers(self, names: Iterable[str], most: int | None = None) -> dict[str, list[str]]:
         """Each name -> the members whose text holds ``name(``, in their order: what
@@ -87,7 +98,8 @@ class Texts(Mapping[str, bytes]):
             at = bisect.bisect_left(self._ends, end)
             found: set[int] = set()
             while at < len(self._ends) and self._ends[at].startswith(end):
-                found.update(self._calls[self._ends[at][::-1]])
+                held = self._texts[at]
+                found.update((held,) if isinstance(held, int) else held)
                 at += 1
             out[name] = [self.members[i] for i in sorted(found)[:most]]
         return out

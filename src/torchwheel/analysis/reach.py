@@ -59,6 +59,7 @@ from torchwheel.analysis.pyimports import (
 )
 from torchwheel.analysis.pytexts import Texts
 from torchwheel.analysis.returned_paths import PackageFunctions, gated_load
+from torchwheel.analysis.toplevel import Outline, Span, sliceable, statement_span, statements
 from torchwheel.binary.bytesearch import holders
 from torchwheel.frozen import frozen
 
@@ -288,20 +289,27 @@ class _Reader(ast.NodeVisitor):
         self.classes: list[str] = []
         self.names: list[str] = []  # the outermost function's name, as its callers spell it
         self.assigned: dict[str, set[str]] = {}  # module-level name -> the names its value spells
-        self.defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}  # the module's functions
+        # the module's functions by name: where each is (its ``_hints``' key), and its tree
+        self.defs: dict[str, Span] = {}
+        self.def_tree: Callable[[str], ast.stmt] = _no_tree
         self.spelled = spelled  # which lines spell a needle, and which a call of one
         self.narrow = narrow  # ``calltext.narrow``: a statement that spells no call is not read
-        # a function's or statement's names (``_hints``), once for its tree (``_events``)
-        self.hints_of: dict[int, set[str]] = {}
+        # a function's or statement's names (``_hints``) by where it is, once per file (``_events``)
+        self.hints_of: dict[Span, set[str]] = {}
 
     def _spells(self, node: ast.stmt) -> bool:
         """Does the statement's text spell a loading call, a helper or a compiled module?
         A statement that spells none can hold no event: not walked (a big package's
         thousands of functions cost the walk, not the parse)."""
+        return self.spells_lines(node.lineno, node.end_lineno) and self._calls(node)
+
+    def spells_lines(self, lineno: int, end_lineno: int | None) -> bool:
+        """Do the lines of a statement spell a needle at all (``_spells``, where the
+        statement is not parsed yet: ``_events``)?"""
         spelled = self.spelled.spelled
         last = len(spelled) - 1
-        end = min(getattr(node, "end_lineno", None) or last, last)
-        return spelled[end] > spelled[min(node.lineno - 1, end)] and self._calls(node)
+        end = min(end_lineno or last, last)
+        return spelled[end] > spelled[min(lineno - 1, end)]
 
     def _calls(self, node: ast.stmt | ast.excepthandler) -> bool:
         """Can the statement (its decorators too) hold an event: does its text spell a call
@@ -309,11 +317,16 @@ class _Reader(ast.NodeVisitor):
         says what the tree holds, one that does not is not read, at any depth."""
         if not self.narrow:
             return True
+        decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+        return self.calls_lines(min([node.lineno, *(d.lineno for d in decorators)]), node.end_lineno)
+
+    def calls_lines(self, first: int, end_lineno: int | None) -> bool:
+        """``_calls`` of the lines from ``first`` to ``end_lineno``."""
+        if not self.narrow:
+            return True
         calling = self.spelled.calling
         last = len(calling) - 1
-        end = min(node.end_lineno or last, last)
-        decorators: list[ast.expr] = getattr(node, "decorator_list", [])
-        first = min([node.lineno, *(d.lineno for d in decorators)])
+        end = min(end_lineno or last, last)
         return calling[end] > calling[min(first - 1, end)]
 
     def generic_visit(self, node: ast.AST) -> None:
@@ -330,14 +343,21 @@ class _Reader(ast.NodeVisitor):
                 self.visit(value)
 
     def visit_Module(self, node: ast.Module) -> None:
-        self.defs = {n.name: n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        defs = {n.name: n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        self.defs = {name: statement_span(n) for name, n in defs.items()}
+        self.def_tree = defs.__getitem__
         for stmt in node.body:
             if isinstance(stmt, ast.Assign | ast.AnnAssign):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 for t in targets:
                     if isinstance(t, ast.Name) and stmt.value is not None:
                         self.assigned.setdefault(t.id, set()).update(_hints(stmt.value))
-        for stmt in node.body:
+        self.read_statements(node.body)
+
+    def read_statements(self, body: Iterable[ast.stmt]) -> None:
+        """The module's statements (or those of them ``_events`` parsed again, with the
+        ``defs`` and ``assigned`` of its first reading)."""
+        for stmt in body:
             self.top = stmt
             if self._spells(stmt):
                 self.visit(stmt)
@@ -428,7 +448,7 @@ class _Reader(ast.NodeVisitor):
             if isinstance(n, ast.Name) and n.id in self.assigned:
                 hints |= self.assigned[n.id]
             elif isinstance(n, ast.Call) and n is not node and _called(n) in self.defs:
-                hints |= self._hints(self.defs[_called(n)])  # load_library(_lib_path()): the path's names
+                hints |= self._def_hints(_called(n))  # load_library(_lib_path()): the path's names
         event = _Event(
             how,
             frozenset(hints),
@@ -446,10 +466,18 @@ class _Reader(ast.NodeVisitor):
         ):
             self.latent.setdefault(name, []).append(event)  # a helper: its callers are read too
 
-    def _hints(self, node: ast.AST) -> set[str]:
-        if id(node) not in self.hints_of:
-            self.hints_of[id(node)] = _hints(node)
-        return self.hints_of[id(node)]
+    def _hints(self, node: ast.stmt) -> set[str]:
+        where = statement_span(node)
+        if where not in self.hints_of:
+            self.hints_of[where] = _hints(node)
+        return self.hints_of[where]
+
+    def _def_hints(self, name: str) -> set[str]:
+        """A module-level function's names, its tree asked for only the first time."""
+        where = self.defs[name]
+        if where not in self.hints_of:
+            self.hints_of[where] = _hints(self.def_tree(name))
+        return self.hints_of[where]
 
     def _reaches(self, hints: Iterable[str]) -> bool:
         """Does any hint reach a compiled file (``_matches``)? A name that is no pattern
@@ -515,22 +543,57 @@ class _Reader(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def _read(
-    tree: ast.Module,
-    member: str,
-    helpers: Mapping[str, list[_Event]],
-    modules: frozenset[str],
-    basenames: frozenset[str],
-    code: PackageFunctions,
-    spelled: Spelling,
-    narrowed: bool,
-    hints_of: dict[int, set[str]],
-) -> _Reader:
-    reader = _Reader(member, helpers, modules, basenames, code, spelled, narrowed)
-    reader.hints_of = hints_of  # the tree's, kept with it from an earlier reading
+_UNSPELLED = Spelling([0], [0])
+
+
+def _no_tree(name: str) -> ast.stmt:
+    raise KeyError(name)
+
+
+# what a file's first reading keeps for the next: its outline, functions, assignments, names
+_Kept = tuple[Outline, dict[str, Span], dict[str, set[str]], dict[Span, set[str]]]
+
+
+def _read(reader: _Reader, data: bytes, kept: _Kept | None) -> tuple[bool, _Kept | None]:
+    """The file read whole (its first reading) or, where an earlier one kept its outline,
+    only the top-level statements that spell a call now, parsed from their lines
+    (``toplevel``): whether it parses, and what the next reading keeps of it."""
+    if kept is not None:
+        outline, defs, assigned, hints_of = kept
+        spans = outline.spans
+        wanted = [
+            i for i, (first, line, _, end, _) in enumerate(spans)
+            if reader.spells_lines(line, end) and reader.calls_lines(first, end)
+        ]  # fmt: skip
+        body = statements(data, reader.member, outline, wanted)
+        if body is not None:
+
+            def tree_of(name: str) -> ast.stmt:  # a function's lines, or the whole file's
+                found = statements(data, reader.member, outline, [spans.index(defs[name])])
+                return found[0] if found else _whole(data, reader.member)[name]
+
+            reader.defs, reader.assigned, reader.hints_of, reader.def_tree = defs, assigned, hints_of, tree_of
+            reader.read_statements(body)
+            reader.def_tree, reader.top = _no_tree, None  # nothing of the trees outlives the reading
+            return True, kept
+    tree = parsed(data, reader.member)
+    if tree is None:
+        return False, None
+    if kept is not None:
+        reader.hints_of = kept[3]
     reader.visit(tree)
-    reader.defs, reader.top = {}, None  # nothing of the tree outlives the reading (``_events``)
-    return reader
+    lines = Outline.of(tree) if sliceable(data) else None
+    reader.def_tree, reader.top = _no_tree, None  # nothing of the tree outlives the reading
+    return True, None if lines is None else (lines, reader.defs, reader.assigned, reader.hints_of)
+
+
+def _whole(data: bytes, member: str) -> dict[str, ast.stmt]:
+    tree = parsed(data, member)
+    return (
+        {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        if tree
+        else {}
+    )
 
 
 def _narrowed(member: str, data: bytes, modules: frozenset[str]) -> bool:
@@ -923,6 +986,26 @@ def _import_needles(modules: Iterable[str]) -> re.Pattern[bytes] | None:
     return re.compile(b"|".join(alternatives)) if alternatives else None
 
 
+def _loading(
+    texts: Texts, sources: Iterable[tuple[str, bytes]], modules: Mapping[str, str], stems: set[bytes]
+) -> set[str]:
+    """The files (each read once, into ``texts``) that spell a loading word or an import of
+    a compiled module: a batch of them searched at a time, then let go."""
+    imports = _import_needles(modules)
+    found: set[str] = set()
+    for batch in texts.take(sources):
+        first = len(texts) - len(batch)
+        held = holders(batch, [*_WORDS, *stems])
+        loading = {i for w in _WORDS for i in held[w]}
+        # every import ``imports`` finds spells a module's last part (``stems``): the
+        # pattern (slow on 33 MB) runs only on the files that do
+        if imports is not None:
+            naming = {i for s in stems for i in held[s]} - loading
+            loading |= {i for i in naming if imports.search(batch[i])}
+        found |= {texts.members[first + i] for i in loading}
+    return found
+
+
 def _events(
     texts: Texts,
     sources: Iterable[tuple[str, bytes]],
@@ -937,30 +1020,17 @@ def _events(
     MB, walked by every collection of the garbage collector): the reading now holds at
     most one level's trees, about 25 MB on vLLM, and no collection runs while it does
     (``uncollected``)."""
-    imports = _import_needles(modules)
     names = frozenset(modules)
-    # every import ``imports`` finds spells a module's last part: the pattern (slow on 33 MB)
-    # runs only on the files that do
     stems = {n.rpartition(".")[2].encode() for n in modules}
-    todo: set[str] = set()
-    for batch in texts.take(sources):
-        first = len(texts) - len(batch)
-        held = holders(batch, [*_WORDS, *stems])
-        loading = {i for w in _WORDS for i in held[w]}
-        if imports is not None:
-            naming = {i for s in stems for i in held[s]} - loading
-            loading |= {i for i in naming if imports.search(batch[i])}
-        todo |= {texts.members[first + i] for i in loading}
+    todo = _loading(texts, sources, modules, stems)
     seen: set[str] = set()  # the files parsed, at most ``_MAX_PARSED``
     broken: set[str] = set()  # those that do not parse
     helpers: dict[str, list[_Event]] = {}
     readers: dict[str, _Reader] = {}
     code = PackageFunctions(texts)
     calling: dict[str, set[str]] = {}  # a helper's name -> the files that call it, searched once
-    # the trees of the files the next level reads again, and their names (``_hints``) read
-    kept: dict[str, tuple[ast.Module, dict[int, set[str]]]] = {}
+    kept: dict[str, _Kept] = {}  # what a later level reads a file read before from (``_read``)
     for level in range(_LEVELS):
-        fresh: dict[str, tuple[ast.Module, dict[int, set[str]]]] = {}
         for m in sorted(todo)[:_MAX_PARSED]:
             if m in broken or (m not in seen and len(seen) >= _MAX_PARSED):
                 continue
@@ -968,17 +1038,18 @@ def _events(
             data = texts[m]
             spelled = spelling(data, [*_WORDS, *(n.encode() for n in helpers)], stems, names)
             narrowed = _narrowed(m, data, names)
-            tree, hints_of = kept.pop(m, (None, {}))
-            if tree is None and narrowed and not spelled.calls:  # it can hold no event
-                readers[m] = _Reader(m, helpers, names, basenames, code, spelled, narrowed)
-                continue
-            tree = tree or parsed(data, m)
-            if tree is None:
+            reader = _Reader(m, helpers, names, basenames, code, spelled, narrowed)
+            # a file that can hold no event is not parsed
+            parses, read = (
+                (True, None) if narrowed and not spelled.calls else _read(reader, data, kept.get(m))
+            )
+            if not parses:
                 broken.add(m)
                 continue
-            readers[m] = _read(tree, m, helpers, names, basenames, code, spelled, narrowed, hints_of)
-            fresh[m] = tree, hints_of
-        kept.clear()
+            reader.spelled = _UNSPELLED  # its lines' counts serve this reading alone
+            readers[m] = reader
+            if read is not None:
+                kept[m] = read
         if level == _LEVELS - 1:
             break
         latent: dict[str, list[_Event]] = {}
@@ -994,8 +1065,6 @@ def _events(
             break
         helpers = {n: found for n, found in latent.items() if n in followed or n in helpers}
         todo = set().union(*followed.values())
-        kept = {m: t for m, t in fresh.items() if m in todo}
-        del fresh
     return [e for r in readers.values() for e in r.events if not _import_of_stdlib(e)]
 
 
