@@ -7,7 +7,8 @@ The real wheels are judged against a real ``import`` by ``tests/e2e/test_loaders
 
 from __future__ import annotations
 
-from torchwheel.analysis.reach import Compiled, Reach, import_time_files, read_reach
+from torchwheel.analysis.importtime import import_time_files
+from torchwheel.analysis.reach import Compiled, Reach, read_reach
 
 
 def _reach(files: dict[str, bytes], compiled: list[Compiled]) -> dict[str, Reach]:

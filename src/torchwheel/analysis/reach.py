@@ -34,7 +34,8 @@ Bounded as ``pyimports``: only the ``.py`` files under a folder that holds compi
 are read (``python_sources``' budget), only those that spell a loading call, a compiled
 module's import or a loading helper are parsed (and of those, only the ones whose text can
 hold such a call or import: ``calltext``), and helpers are followed at most ``_LEVELS``
-deep.
+deep. The texts are read once and not held (``pytexts``): the few files a level of helpers
+or the package's import reads are read again.
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ from dataclasses import field
 from typing import Literal
 
 from torchwheel.analysis.calltext import Spelling, narrow, spelling
+from torchwheel.analysis.importtime import import_time_files, import_time_ops
+from torchwheel.analysis.importtime import top_package as _top
 from torchwheel.analysis.pyimports import (
     dynamic_import,
-    installed_path,
     names_of,
     parsed,
     python_sources,
@@ -635,149 +637,12 @@ class Compiled:
     hooked: bool = False  # it exports a module hook: an extension module users may import
 
 
-def _top(member: str) -> str:
-    parts = installed_path(member).split("/")
-    return parts[0] if len(parts) > 1 else ""
-
-
 _RANK: dict[When, int] = {"import": 0, "conditional": 1, "optional": 2, "on-use": 3}
 
 
 def _best(reaches: Iterable[Reach]) -> Reach | None:
     found = sorted(reaches, key=lambda r: (_RANK[r.when], r.how != "module"))
     return found[0] if found else None
-
-
-# -- ops an import needs from a namespace only the libraries register ---------------------------
-
-# module-level (column 0, so unconditional) registrations or uses of an op of namespace NS
-_OP_USE = re.compile(
-    rb"^@?[A-Za-z_][\w.]*\.(?:register_fake|register_kernel|register_autograd|impl_abstract|"
-    rb"register_torch_dispatch|register_vmap|register_autocast|impl)\(\s*[\"']([A-Za-z_]\w*)::(\w+)"
-    rb"|^(?![ \t#@]).*?\btorch\.ops\.([A-Za-z_]\w*)\.([A-Za-z_]\w*)",
-    re.M,
-)
-# namespaces the package's Python defines itself: their ops exist without its libraries
-_OP_DEFINED = re.compile(
-    rb"Library\(\s*[\"']([A-Za-z_]\w*)[\"']\s*,\s*[\"'](?:DEF|FRAGMENT)"
-    rb"|(?:define|custom_op|triton_op)\(\s*f?[\"']([A-Za-z_]\w*)::"
-)
-# torch's own namespaces: always there
-_TORCH_NAMESPACES = frozenset(
-    {"aten", "prim", "prims", "quantized", "_quantized", "quantized_decomposed", "c10d", "_c10d_functional",
-     "_c10d_functional_autograd", "_dtensor", "inductor", "higher_order", "profiler", "mkldnn", "onednn",
-     "mkl", "xpu", "cuda", "debugprims", "rngprims", "fsdp", "streams", "_test", "_inductor_test",
-     "torch", "_prims", "_refs", "sparse", "_TorchScriptTesting", "autograd", "symm_mem"}
-)  # fmt: skip
-
-
-def import_time_ops(sources: Mapping[str, bytes]) -> dict[str, tuple[str, str]]:
-    """Top-level package -> (``NS::op``, the file) of the first op the package's import
-    runs into (``import_time_files``) from a namespace its Python does not define and torch
-    does not provide. The namespaces a package defines are read only where its import uses
-    an op (vLLM's does not: 0.1 s of its reading was reading them)."""
-    at_import = import_time_files(sources)
-    used: dict[str, list[tuple[str, str, str]]] = {}
-    for member in sources:
-        data = sources[member] if member in at_import else b""
-        if b"::" in data or b"torch.ops." in data:
-            for m in _OP_USE.finditer(data):
-                ns, op = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-                used.setdefault(_top(member), []).append((ns.decode(), op.decode(), member))
-    defined: dict[str, set[str]] = {}
-    for member in sources if used else ():
-        top = _top(member)
-        data = sources[member] if top in used else b""
-        if b"Library(" in data or b"define(" in data or b"_op(" in data:
-            for m in _OP_DEFINED.finditer(data):
-                defined.setdefault(top, set()).add((m.group(1) or m.group(2)).decode())
-    out = {}
-    for top, uses in used.items():
-        mine = defined.get(top, set())
-        for ns, op, member in uses:
-            if ns not in mine and ns not in _TORCH_NAMESPACES:
-                out[top] = (f"{ns}::{op}", member)
-                break
-    return out
-
-
-# an unconditional module-level import: at column 0 (not in an ``if``, ``try`` or function)
-_COL0_IMPORT = re.compile(
-    rb"^(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)|import[ \t]+([^\n#;]+))", re.M
-)
-_ANY_IMPORT = re.compile(
-    rb"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)|import[ \t]+([^\n#;]+))", re.M
-)
-
-
-# a line (after its "\n") that opens a function, and one of code (not blank, not a comment)
-_DEF_LINE = re.compile(rb"\n([ \t]*)(?:def |async def )")
-_CODE_LINE = re.compile(rb"\n([ \t]*[^ \t\n#][^\n]*)")
-
-
-def _outside_functions(data: bytes) -> list[bytes]:
-    """The lines of code of a file outside function bodies, by indentation (never run): an
-    import inside a function runs when it is called, not when the module is. A body is the
-    lines after its ``def`` indented deeper, blank, comments, or closing a bracket (``)``,
-    ``]``, ``}``) no deeper. Found by patterns that start at a line break, not line by
-    line: vLLM's import runs 589 files (the same lines on the 27,000 ``.py`` files of the
-    benchmark corpus, in 60% of the time)."""
-    text = b"\n" + data
-    kept: list[bytes] = []
-    at = 0
-    while True:
-        opens = _DEF_LINE.search(text, at)
-        kept += _CODE_LINE.findall(text, at, len(text) if opens is None else opens.start())
-        line_end = -1 if opens is None else text.find(b"\n", opens.end())
-        if opens is None or line_end < 0:
-            return kept
-        ends = re.compile(rb"\n[ \t]{0,%d}[^ \t\n#)\]}]" % len(opens[1])).search(text, line_end)
-        if ends is None:
-            return kept
-        at = ends.start()
-
-
-def import_time_files(sources: Mapping[str, bytes], conditional: bool = False) -> set[str]:
-    """The ``.py`` members ``import TOP`` runs: each top-level package's ``__init__.py`` and
-    what it imports, transitively: unconditionally (column-0 imports, a byte scan), or with
-    ``conditional`` also those in a module-level ``if`` or ``try`` (any import outside a
-    function body): what the import may run."""
-    by_module: dict[str, str] = {}
-    for member in sources:
-        module, _ = names_of(installed_path(member))
-        by_module[module] = member
-    todo = [m for m in by_module if "." not in m]
-    seen: set[str] = set()
-    while todo:
-        module = todo.pop()
-        if module in seen or module not in by_module:
-            continue
-        seen.add(module)
-        member = by_module[module]
-        data = sources[member]
-        package = module if member.endswith("/__init__.py") else module.rpartition(".")[0]
-        found = (
-            _ANY_IMPORT.finditer(b"\n".join(_outside_functions(data)))
-            if conditional
-            else _COL0_IMPORT.finditer(data)
-        )
-        for m in found:
-            names: list[str] = []
-            if m.group(1) is not None:
-                text = m.group(1).decode("ascii", "replace")
-                level = len(text) - len(text.lstrip("."))
-                base = resolve(text[level:] or None, level, package)
-                if base is None:
-                    continue
-                names.append(base)
-                listed = m.group(2).decode("ascii", "replace").strip("()")
-                names += [f"{base}.{n.split()[0]}" for n in listed.replace("\n", " ").split(",") if n.split()]
-            else:
-                names += [n.split()[0] for n in m.group(3).decode("ascii", "replace").split(",") if n.split()]
-            for name in names:
-                parts = name.split(".")
-                todo += [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
-    return {by_module[m] for m in seen}
 
 
 # -- the reading -----------------------------------------------------------------------------------
@@ -1014,12 +879,13 @@ def _events(
 ) -> list[_Event]:
     """Every loading event of the files that spell one, helpers followed ``_LEVELS`` deep:
     a file read again only when a helper it calls changed. A file whose text spells no call
-    that can be an event (``calltext``) is not parsed; a file is parsed once, and its tree
-    kept only while the next level is to read it again (vLLM: 69 files parsed once, where
-    139 parses of 94 were). Holding trees is what made parsing slow before (512 trees, 450
-    MB, walked by every collection of the garbage collector): the reading now holds at
-    most one level's trees, about 25 MB on vLLM, and no collection runs while it does
-    (``uncollected``)."""
+    that can be an event (``calltext``) is not parsed; a file is parsed whole once, and a
+    later level parses only the top-level statements it reads (``toplevel``: vLLM, 69
+    files parsed once, and a third of their text again). Neither the texts (``pytexts``:
+    33 MB on vLLM) nor the trees (one level's were 25-30 MB) are held from one file to the
+    next, and no garbage collection walks a tree while it is built and read
+    (``uncollected``): 512 trees held and walked by every collection once made parsing
+    slow (450 MB)."""
     names = frozenset(modules)
     stems = {n.rpartition(".")[2].encode() for n in modules}
     todo = _loading(texts, sources, modules, stems)
