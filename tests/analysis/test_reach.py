@@ -7,7 +7,8 @@ The real wheels are judged against a real ``import`` by ``tests/e2e/test_loaders
 
 from __future__ import annotations
 
-from torchwheel.analysis.reach import Compiled, Reach, import_time_files, read_reach
+from torchwheel.analysis.importtime import import_time_files
+from torchwheel.analysis.reach import Compiled, Reach, read_reach
 
 
 def _reach(files: dict[str, bytes], compiled: list[Compiled]) -> dict[str, Reach]:
@@ -150,6 +151,6 @@ def test_a_dependency_loads_with_what_needs_it() -> None:
 
 def test_import_time_files_follow_module_level_imports_only() -> None:
     init = b"from . import a\ntry:\n    from . import b\nexcept ImportError:\n    pass\ndef f():\n    from . import c\n"
-    sources = [("p/__init__.py", init), ("p/a.py", b""), ("p/b.py", b""), ("p/c.py", b"")]
+    sources = {"p/__init__.py": init, "p/a.py": b"", "p/b.py": b"", "p/c.py": b""}
     assert import_time_files(sources) == {"p/__init__.py", "p/a.py"}
     assert import_time_files(sources, conditional=True) == {"p/__init__.py", "p/a.py", "p/b.py"}

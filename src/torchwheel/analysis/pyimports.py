@@ -100,8 +100,8 @@ def parsed(source: bytes, member: str) -> ast.Module | None:
 def uncollected() -> Iterator[None]:
     """No collection of cyclic garbage while syntax trees are built and read. A tree holds
     no reference cycle, so a collection frees none of it, yet each walks every node alive:
-    on vLLM's Python the collections that building and reading its trees set off (with the
-    trees ``reach`` keeps for its next level) cost as much CPU as parsing them. Whatever
+    on vLLM's Python the collections that building and reading its trees set off (with
+    the trees ``reach`` then kept for its next level) cost as much CPU as parsing them. Whatever
     cycles the reading leaves are collected once it is over; collection stays off if it
     was off."""
     collecting = gc.isenabled()

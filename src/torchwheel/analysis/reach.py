@@ -34,7 +34,8 @@ Bounded as ``pyimports``: only the ``.py`` files under a folder that holds compi
 are read (``python_sources``' budget), only those that spell a loading call, a compiled
 module's import or a loading helper are parsed (and of those, only the ones whose text can
 hold such a call or import: ``calltext``), and helpers are followed at most ``_LEVELS``
-deep.
+deep. The texts are read once and not held (``pytexts``): the few files a level of helpers
+or the package's import reads are read again.
 """
 
 from __future__ import annotations
@@ -48,16 +49,19 @@ from dataclasses import field
 from typing import Literal
 
 from torchwheel.analysis.calltext import Spelling, narrow, spelling
+from torchwheel.analysis.importtime import import_time_files, import_time_ops
+from torchwheel.analysis.importtime import top_package as _top
 from torchwheel.analysis.pyimports import (
     dynamic_import,
-    installed_path,
     names_of,
     parsed,
     python_sources,
     resolve,
     uncollected,
 )
+from torchwheel.analysis.pytexts import Texts
 from torchwheel.analysis.returned_paths import PackageFunctions, gated_load
+from torchwheel.analysis.toplevel import Outline, Span, sliceable, statement_span, statements
 from torchwheel.binary.bytesearch import holders
 from torchwheel.frozen import frozen
 
@@ -287,20 +291,27 @@ class _Reader(ast.NodeVisitor):
         self.classes: list[str] = []
         self.names: list[str] = []  # the outermost function's name, as its callers spell it
         self.assigned: dict[str, set[str]] = {}  # module-level name -> the names its value spells
-        self.defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}  # the module's functions
+        # the module's functions by name: where each is (its ``_hints``' key), and its tree
+        self.defs: dict[str, Span] = {}
+        self.def_tree: Callable[[str], ast.stmt] = _no_tree
         self.spelled = spelled  # which lines spell a needle, and which a call of one
         self.narrow = narrow  # ``calltext.narrow``: a statement that spells no call is not read
-        # a function's or statement's names (``_hints``), once for its tree (``_events``)
-        self.hints_of: dict[int, set[str]] = {}
+        # a function's or statement's names (``_hints``) by where it is, once per file (``_events``)
+        self.hints_of: dict[Span, set[str]] = {}
 
     def _spells(self, node: ast.stmt) -> bool:
         """Does the statement's text spell a loading call, a helper or a compiled module?
         A statement that spells none can hold no event: not walked (a big package's
         thousands of functions cost the walk, not the parse)."""
+        return self.spells_lines(node.lineno, node.end_lineno) and self._calls(node)
+
+    def spells_lines(self, lineno: int, end_lineno: int | None) -> bool:
+        """Do the lines of a statement spell a needle at all (``_spells``, where the
+        statement is not parsed yet: ``_events``)?"""
         spelled = self.spelled.spelled
         last = len(spelled) - 1
-        end = min(getattr(node, "end_lineno", None) or last, last)
-        return spelled[end] > spelled[min(node.lineno - 1, end)] and self._calls(node)
+        end = min(end_lineno or last, last)
+        return spelled[end] > spelled[min(lineno - 1, end)]
 
     def _calls(self, node: ast.stmt | ast.excepthandler) -> bool:
         """Can the statement (its decorators too) hold an event: does its text spell a call
@@ -308,11 +319,16 @@ class _Reader(ast.NodeVisitor):
         says what the tree holds, one that does not is not read, at any depth."""
         if not self.narrow:
             return True
+        decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+        return self.calls_lines(min([node.lineno, *(d.lineno for d in decorators)]), node.end_lineno)
+
+    def calls_lines(self, first: int, end_lineno: int | None) -> bool:
+        """``_calls`` of the lines from ``first`` to ``end_lineno``."""
+        if not self.narrow:
+            return True
         calling = self.spelled.calling
         last = len(calling) - 1
-        end = min(node.end_lineno or last, last)
-        decorators: list[ast.expr] = getattr(node, "decorator_list", [])
-        first = min([node.lineno, *(d.lineno for d in decorators)])
+        end = min(end_lineno or last, last)
         return calling[end] > calling[min(first - 1, end)]
 
     def generic_visit(self, node: ast.AST) -> None:
@@ -329,14 +345,21 @@ class _Reader(ast.NodeVisitor):
                 self.visit(value)
 
     def visit_Module(self, node: ast.Module) -> None:
-        self.defs = {n.name: n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        defs = {n.name: n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        self.defs = {name: statement_span(n) for name, n in defs.items()}
+        self.def_tree = defs.__getitem__
         for stmt in node.body:
             if isinstance(stmt, ast.Assign | ast.AnnAssign):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 for t in targets:
                     if isinstance(t, ast.Name) and stmt.value is not None:
                         self.assigned.setdefault(t.id, set()).update(_hints(stmt.value))
-        for stmt in node.body:
+        self.read_statements(node.body)
+
+    def read_statements(self, body: Iterable[ast.stmt]) -> None:
+        """The module's statements (or those of them ``_events`` parsed again, with the
+        ``defs`` and ``assigned`` of its first reading)."""
+        for stmt in body:
             self.top = stmt
             if self._spells(stmt):
                 self.visit(stmt)
@@ -427,7 +450,7 @@ class _Reader(ast.NodeVisitor):
             if isinstance(n, ast.Name) and n.id in self.assigned:
                 hints |= self.assigned[n.id]
             elif isinstance(n, ast.Call) and n is not node and _called(n) in self.defs:
-                hints |= self._hints(self.defs[_called(n)])  # load_library(_lib_path()): the path's names
+                hints |= self._def_hints(_called(n))  # load_library(_lib_path()): the path's names
         event = _Event(
             how,
             frozenset(hints),
@@ -445,10 +468,18 @@ class _Reader(ast.NodeVisitor):
         ):
             self.latent.setdefault(name, []).append(event)  # a helper: its callers are read too
 
-    def _hints(self, node: ast.AST) -> set[str]:
-        if id(node) not in self.hints_of:
-            self.hints_of[id(node)] = _hints(node)
-        return self.hints_of[id(node)]
+    def _hints(self, node: ast.stmt) -> set[str]:
+        where = statement_span(node)
+        if where not in self.hints_of:
+            self.hints_of[where] = _hints(node)
+        return self.hints_of[where]
+
+    def _def_hints(self, name: str) -> set[str]:
+        """A module-level function's names, its tree asked for only the first time."""
+        where = self.defs[name]
+        if where not in self.hints_of:
+            self.hints_of[where] = _hints(self.def_tree(name))
+        return self.hints_of[where]
 
     def _reaches(self, hints: Iterable[str]) -> bool:
         """Does any hint reach a compiled file (``_matches``)? A name that is no pattern
@@ -514,22 +545,57 @@ class _Reader(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def _read(
-    tree: ast.Module,
-    member: str,
-    helpers: Mapping[str, list[_Event]],
-    modules: frozenset[str],
-    basenames: frozenset[str],
-    code: PackageFunctions,
-    spelled: Spelling,
-    narrowed: bool,
-    hints_of: dict[int, set[str]],
-) -> _Reader:
-    reader = _Reader(member, helpers, modules, basenames, code, spelled, narrowed)
-    reader.hints_of = hints_of  # the tree's, kept with it from an earlier reading
+_UNSPELLED = Spelling([0], [0])
+
+
+def _no_tree(name: str) -> ast.stmt:
+    raise KeyError(name)
+
+
+# what a file's first reading keeps for the next: its outline, functions, assignments, names
+_Kept = tuple[Outline, dict[str, Span], dict[str, set[str]], dict[Span, set[str]]]
+
+
+def _read(reader: _Reader, data: bytes, kept: _Kept | None) -> tuple[bool, _Kept | None]:
+    """The file read whole (its first reading) or, where an earlier one kept its outline,
+    only the top-level statements that spell a call now, parsed from their lines
+    (``toplevel``): whether it parses, and what the next reading keeps of it."""
+    if kept is not None:
+        outline, defs, assigned, hints_of = kept
+        spans = outline.spans
+        wanted = [
+            i for i, (first, line, _, end, _) in enumerate(spans)
+            if reader.spells_lines(line, end) and reader.calls_lines(first, end)
+        ]  # fmt: skip
+        body = statements(data, reader.member, outline, wanted)
+        if body is not None:
+
+            def tree_of(name: str) -> ast.stmt:  # a function's lines, or the whole file's
+                found = statements(data, reader.member, outline, [spans.index(defs[name])])
+                return found[0] if found else _whole(data, reader.member)[name]
+
+            reader.defs, reader.assigned, reader.hints_of, reader.def_tree = defs, assigned, hints_of, tree_of
+            reader.read_statements(body)
+            reader.def_tree, reader.top = _no_tree, None  # nothing of the trees outlives the reading
+            return True, kept
+    tree = parsed(data, reader.member)
+    if tree is None:
+        return False, None
+    if kept is not None:
+        reader.hints_of = kept[3]
     reader.visit(tree)
-    reader.defs, reader.top = {}, None  # nothing of the tree outlives the reading (``_events``)
-    return reader
+    lines = Outline.of(tree) if sliceable(data) else None
+    reader.def_tree, reader.top = _no_tree, None  # nothing of the tree outlives the reading
+    return True, None if lines is None else (lines, reader.defs, reader.assigned, reader.hints_of)
+
+
+def _whole(data: bytes, member: str) -> dict[str, ast.stmt]:
+    tree = parsed(data, member)
+    return (
+        {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        if tree
+        else {}
+    )
 
 
 def _narrowed(member: str, data: bytes, modules: frozenset[str]) -> bool:
@@ -571,147 +637,12 @@ class Compiled:
     hooked: bool = False  # it exports a module hook: an extension module users may import
 
 
-def _top(member: str) -> str:
-    parts = installed_path(member).split("/")
-    return parts[0] if len(parts) > 1 else ""
-
-
 _RANK: dict[When, int] = {"import": 0, "conditional": 1, "optional": 2, "on-use": 3}
 
 
 def _best(reaches: Iterable[Reach]) -> Reach | None:
     found = sorted(reaches, key=lambda r: (_RANK[r.when], r.how != "module"))
     return found[0] if found else None
-
-
-# -- ops an import needs from a namespace only the libraries register ---------------------------
-
-# module-level (column 0, so unconditional) registrations or uses of an op of namespace NS
-_OP_USE = re.compile(
-    rb"^@?[A-Za-z_][\w.]*\.(?:register_fake|register_kernel|register_autograd|impl_abstract|"
-    rb"register_torch_dispatch|register_vmap|register_autocast|impl)\(\s*[\"']([A-Za-z_]\w*)::(\w+)"
-    rb"|^(?![ \t#@]).*?\btorch\.ops\.([A-Za-z_]\w*)\.([A-Za-z_]\w*)",
-    re.M,
-)
-# namespaces the package's Python defines itself: their ops exist without its libraries
-_OP_DEFINED = re.compile(
-    rb"Library\(\s*[\"']([A-Za-z_]\w*)[\"']\s*,\s*[\"'](?:DEF|FRAGMENT)"
-    rb"|(?:define|custom_op|triton_op)\(\s*f?[\"']([A-Za-z_]\w*)::"
-)
-# torch's own namespaces: always there
-_TORCH_NAMESPACES = frozenset(
-    {"aten", "prim", "prims", "quantized", "_quantized", "quantized_decomposed", "c10d", "_c10d_functional",
-     "_c10d_functional_autograd", "_dtensor", "inductor", "higher_order", "profiler", "mkldnn", "onednn",
-     "mkl", "xpu", "cuda", "debugprims", "rngprims", "fsdp", "streams", "_test", "_inductor_test",
-     "torch", "_prims", "_refs", "sparse", "_TorchScriptTesting", "autograd", "symm_mem"}
-)  # fmt: skip
-
-
-def import_time_ops(sources: Iterable[tuple[str, bytes]]) -> dict[str, tuple[str, str]]:
-    """Top-level package -> (``NS::op``, the file) of the first op the package's import
-    runs into (``import_time_files``) from a namespace its Python does not define and torch
-    does not provide. The namespaces a package defines are read only where its import uses
-    an op (vLLM's does not: 0.1 s of its reading was reading them)."""
-    sources = list(sources)
-    at_import = import_time_files(sources)
-    used: dict[str, list[tuple[str, str, str]]] = {}
-    for member, data in sources:
-        if member in at_import and (b"::" in data or b"torch.ops." in data):
-            for m in _OP_USE.finditer(data):
-                ns, op = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-                used.setdefault(_top(member), []).append((ns.decode(), op.decode(), member))
-    defined: dict[str, set[str]] = {}
-    for member, data in sources if used else ():
-        top = _top(member)
-        if top in used and (b"Library(" in data or b"define(" in data or b"_op(" in data):
-            for m in _OP_DEFINED.finditer(data):
-                defined.setdefault(top, set()).add((m.group(1) or m.group(2)).decode())
-    out = {}
-    for top, uses in used.items():
-        mine = defined.get(top, set())
-        for ns, op, member in uses:
-            if ns not in mine and ns not in _TORCH_NAMESPACES:
-                out[top] = (f"{ns}::{op}", member)
-                break
-    return out
-
-
-# an unconditional module-level import: at column 0 (not in an ``if``, ``try`` or function)
-_COL0_IMPORT = re.compile(
-    rb"^(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)|import[ \t]+([^\n#;]+))", re.M
-)
-_ANY_IMPORT = re.compile(
-    rb"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)|import[ \t]+([^\n#;]+))", re.M
-)
-
-
-# a line (after its "\n") that opens a function, and one of code (not blank, not a comment)
-_DEF_LINE = re.compile(rb"\n([ \t]*)(?:def |async def )")
-_CODE_LINE = re.compile(rb"\n([ \t]*[^ \t\n#][^\n]*)")
-
-
-def _outside_functions(data: bytes) -> list[bytes]:
-    """The lines of code of a file outside function bodies, by indentation (never run): an
-    import inside a function runs when it is called, not when the module is. A body is the
-    lines after its ``def`` indented deeper, blank, comments, or closing a bracket (``)``,
-    ``]``, ``}``) no deeper. Found by patterns that start at a line break, not line by
-    line: vLLM's import runs 589 files (the same lines on the 27,000 ``.py`` files of the
-    benchmark corpus, in 60% of the time)."""
-    text = b"\n" + data
-    kept: list[bytes] = []
-    at = 0
-    while True:
-        opens = _DEF_LINE.search(text, at)
-        kept += _CODE_LINE.findall(text, at, len(text) if opens is None else opens.start())
-        line_end = -1 if opens is None else text.find(b"\n", opens.end())
-        if opens is None or line_end < 0:
-            return kept
-        ends = re.compile(rb"\n[ \t]{0,%d}[^ \t\n#)\]}]" % len(opens[1])).search(text, line_end)
-        if ends is None:
-            return kept
-        at = ends.start()
-
-
-def import_time_files(sources: Iterable[tuple[str, bytes]], conditional: bool = False) -> set[str]:
-    """The ``.py`` members ``import TOP`` runs: each top-level package's ``__init__.py`` and
-    what it imports, transitively: unconditionally (column-0 imports, a byte scan), or with
-    ``conditional`` also those in a module-level ``if`` or ``try`` (any import outside a
-    function body): what the import may run."""
-    by_module: dict[str, tuple[str, bytes]] = {}
-    for member, data in sources:
-        module, _ = names_of(installed_path(member))
-        by_module[module] = (member, data)
-    todo = [m for m in by_module if "." not in m]
-    seen: set[str] = set()
-    while todo:
-        module = todo.pop()
-        if module in seen or module not in by_module:
-            continue
-        seen.add(module)
-        member, data = by_module[module]
-        package = module if member.endswith("/__init__.py") else module.rpartition(".")[0]
-        found = (
-            _ANY_IMPORT.finditer(b"\n".join(_outside_functions(data)))
-            if conditional
-            else _COL0_IMPORT.finditer(data)
-        )
-        for m in found:
-            names: list[str] = []
-            if m.group(1) is not None:
-                text = m.group(1).decode("ascii", "replace")
-                level = len(text) - len(text.lstrip("."))
-                base = resolve(text[level:] or None, level, package)
-                if base is None:
-                    continue
-                names.append(base)
-                listed = m.group(2).decode("ascii", "replace").strip("()")
-                names += [f"{base}.{n.split()[0]}" for n in listed.replace("\n", " ").split(",") if n.split()]
-            else:
-                names += [n.split()[0] for n in m.group(3).decode("ascii", "replace").split(",") if n.split()]
-            for name in names:
-                parts = name.split(".")
-                todo += [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
-    return {by_module[m][0] for m in seen}
 
 
 # -- the reading -----------------------------------------------------------------------------------
@@ -754,18 +685,18 @@ def read_python(
     def wanted(m: str) -> bool:  # files at the top level: any package of the wheel may load them
         return ".dist-info/" not in m and ("" in tops or _top(m) in tops)
 
-    sources = list(python_sources(members, size, read, wanted))
+    texts = Texts(read)
     basenames = frozenset(c.member.rsplit("/", 1)[-1] for c in compiled)
     with uncollected():
+        sources = python_sources(members, size, read, wanted)
+        events = tuple(_events(texts, sources, _module_names(compiled), basenames))
         return PythonReading(
             _key(compiled),
-            complete=len(sources) == sum(1 for m in members if m.endswith(".py") and wanted(m)),
-            events=tuple(_events(sources, _module_names(compiled), basenames)),
-            ran=frozenset(import_time_files(sources, conditional=True)),
-            packages=frozenset(
-                _top(m) for m, _ in sources if m.endswith("/__init__.py") and m.count("/") == 1
-            ),
-            ops=import_time_ops(sources),
+            complete=len(texts) == sum(1 for m in members if m.endswith(".py") and wanted(m)),
+            events=events,
+            ran=frozenset(import_time_files(texts, conditional=True)),
+            packages=frozenset(_top(m) for m in texts if m.endswith("/__init__.py") and m.count("/") == 1),
+            ops=import_time_ops(texts),
         )
 
 
@@ -920,58 +851,71 @@ def _import_needles(modules: Iterable[str]) -> re.Pattern[bytes] | None:
     return re.compile(b"|".join(alternatives)) if alternatives else None
 
 
+def _loading(
+    texts: Texts, sources: Iterable[tuple[str, bytes]], modules: Mapping[str, str], stems: set[bytes]
+) -> set[str]:
+    """The files (each read once, into ``texts``) that spell a loading word or an import of
+    a compiled module: a batch of them searched at a time, then let go."""
+    imports = _import_needles(modules)
+    found: set[str] = set()
+    for batch in texts.take(sources):
+        first = len(texts) - len(batch)
+        held = holders(batch, [*_WORDS, *stems])
+        loading = {i for w in _WORDS for i in held[w]}
+        # every import ``imports`` finds spells a module's last part (``stems``): the
+        # pattern (slow on 33 MB) runs only on the files that do
+        if imports is not None:
+            naming = {i for s in stems for i in held[s]} - loading
+            loading |= {i for i in naming if imports.search(batch[i])}
+        found |= {texts.members[first + i] for i in loading}
+    return found
+
+
 def _events(
-    sources: Sequence[tuple[str, bytes]], modules: Mapping[str, str], basenames: frozenset[str]
+    texts: Texts,
+    sources: Iterable[tuple[str, bytes]],
+    modules: Mapping[str, str],
+    basenames: frozenset[str],
 ) -> list[_Event]:
     """Every loading event of the files that spell one, helpers followed ``_LEVELS`` deep:
     a file read again only when a helper it calls changed. A file whose text spells no call
-    that can be an event (``calltext``) is not parsed; a file is parsed once, and its tree
-    kept only while the next level is to read it again (vLLM: 69 files parsed once, where
-    139 parses of 94 were). Holding trees is what made parsing slow before (512 trees, 450
-    MB, walked by every collection of the garbage collector): the reading now holds at
-    most one level's trees, about 25 MB on vLLM, and no collection runs while it does
-    (``uncollected``)."""
-    imports = _import_needles(modules)
+    that can be an event (``calltext``) is not parsed; a file is parsed whole once, and a
+    later level parses only the top-level statements it reads (``toplevel``: vLLM, 69
+    files parsed once, and a third of their text again). Neither the texts (``pytexts``:
+    33 MB on vLLM) nor the trees (one level's were 25-30 MB) are held from one file to the
+    next, and no garbage collection walks a tree while it is built and read
+    (``uncollected``): 512 trees held and walked by every collection once made parsing
+    slow (450 MB)."""
     names = frozenset(modules)
-    text = dict(sources)
-    members = [m for m, _ in sources]
-    texts = [d for _, d in sources]
-    # every import ``imports`` finds spells a module's last part: the pattern (slow on 33 MB)
-    # runs only on the files that do
     stems = {n.rpartition(".")[2].encode() for n in modules}
-    held = holders(texts, [*_WORDS, *stems])
-    loading = {i for w in _WORDS for i in held[w]}
-    if imports is not None:
-        naming = {i for s in stems for i in held[s]} - loading
-        loading |= {i for i in naming if imports.search(texts[i])}
-    todo = {members[i] for i in loading}
+    todo = _loading(texts, sources, modules, stems)
     seen: set[str] = set()  # the files parsed, at most ``_MAX_PARSED``
     broken: set[str] = set()  # those that do not parse
     helpers: dict[str, list[_Event]] = {}
     readers: dict[str, _Reader] = {}
-    code = PackageFunctions(text)
+    code = PackageFunctions(texts)
     calling: dict[str, set[str]] = {}  # a helper's name -> the files that call it, searched once
-    # the trees of the files the next level reads again, and their names (``_hints``) read
-    kept: dict[str, tuple[ast.Module, dict[int, set[str]]]] = {}
+    kept: dict[str, _Kept] = {}  # what a later level reads a file read before from (``_read``)
     for level in range(_LEVELS):
-        fresh: dict[str, tuple[ast.Module, dict[int, set[str]]]] = {}
         for m in sorted(todo)[:_MAX_PARSED]:
             if m in broken or (m not in seen and len(seen) >= _MAX_PARSED):
                 continue
             seen.add(m)
-            spelled = spelling(text[m], [*_WORDS, *(n.encode() for n in helpers)], stems, names)
-            narrowed = _narrowed(m, text[m], names)
-            tree, hints_of = kept.pop(m, (None, {}))
-            if tree is None and narrowed and not spelled.calls:  # it can hold no event
-                readers[m] = _Reader(m, helpers, names, basenames, code, spelled, narrowed)
-                continue
-            tree = tree or parsed(text[m], m)
-            if tree is None:
+            data = texts[m]
+            spelled = spelling(data, [*_WORDS, *(n.encode() for n in helpers)], stems, names)
+            narrowed = _narrowed(m, data, names)
+            reader = _Reader(m, helpers, names, basenames, code, spelled, narrowed)
+            # a file that can hold no event is not parsed
+            parses, read = (
+                (True, None) if narrowed and not spelled.calls else _read(reader, data, kept.get(m))
+            )
+            if not parses:
                 broken.add(m)
                 continue
-            readers[m] = _read(tree, m, helpers, names, basenames, code, spelled, narrowed, hints_of)
-            fresh[m] = tree, hints_of
-        kept.clear()
+            reader.spelled = _UNSPELLED  # its lines' counts serve this reading alone
+            readers[m] = reader
+            if read is not None:
+                kept[m] = read
         if level == _LEVELS - 1:
             break
         latent: dict[str, list[_Event]] = {}
@@ -980,16 +924,13 @@ def _events(
                 latent.setdefault(name, []).extend(found)
         changed = [n for n in latent if len(latent[n]) != len(helpers.get(n, ()))]
         searched = [n for n in changed if not _generic(n) and n not in calling]
-        holding = holders(texts, [n.encode() + b"(" for n in searched], most=_MAX_CALLERS + 1)
-        calling |= {n: {members[i] for i in holding[n.encode() + b"("]} for n in searched}
+        calling |= {n: set(found) for n, found in texts.callers(searched, most=_MAX_CALLERS + 1).items()}
         callers = {n: calling[n] for n in changed if not _generic(n)}
         followed = {n: found for n, found in callers.items() if len(found) <= _MAX_CALLERS}
         if not followed:
             break
         helpers = {n: found for n, found in latent.items() if n in followed or n in helpers}
         todo = set().union(*followed.values())
-        kept = {m: t for m, t in fresh.items() if m in todo}
-        del fresh
     return [e for r in readers.values() for e in r.events if not _import_of_stdlib(e)]
 
 
