@@ -43,9 +43,9 @@ def test_the_callers_of_a_name_are_the_texts_that_hold_its_call() -> None:
     members = list(files)
     for most in (None, 3):
         found = texts.callers(sorted(names), most)
-        held = holders(list(files.values()), [n.encode() + b"(" for n in sorted(names)], most)
+        held = holders(list(files.values()), [n.encode() + b"(" for n in sorted(names)])
         for name in names:
-            assert found[name] == [members[i] for i in held[name.encode() + b"("]], name
+            assert found[name] == [members[i] for i in held[name.encode() + b"("]][:most], name
     assert texts.callers(["f\u00e9e"])["f\u00e9e"] == ["odd.py"]
 
 
